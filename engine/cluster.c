@@ -1,0 +1,371 @@
+/*
+ * cluster.c - building the emulated cluster: configuration, ranks and cores,
+ * kernel launches, and the interned strings and call sites that every event
+ * refers to by id.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CORO_STACK (256u * 1024u)
+#if defined(NPURR_ASAN) || defined(__SANITIZE_ADDRESS__)
+#undef CORO_STACK
+#define CORO_STACK (1024u * 1024u)
+#endif
+
+void engine_config_defaults(engine_config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->nodes = 1;
+    cfg->npus_per_node = 8;
+    cfg->chip = CHIP_910B2;
+    cfg->seed = 0;
+    cfg->jitter = 0;
+    cfg->watchdog_ps = 10ULL * 1000 * 1000 * 1000 * 1000; /* 10 s of virtual time */
+    engine_hw_defaults(&cfg->hw);
+}
+
+static uint64_t splitmix(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static uint64_t ns_to_ps(double ns) { return (uint64_t)llround(ns * 1000.0); }
+
+static void derive_timing(engine *e) {
+    const engine_hw *hw = &e->cfg.hw;
+    e->ps_per_cycle = 1000.0 / hw->aicore_clock_ghz;
+    e->scalar_ps = (uint64_t)llround(hw->scalar_op_cycles * e->ps_per_cycle);
+    e->gm_read_ps = ns_to_ps(hw->gm_read_ns);
+    e->gm_write_ps = ns_to_ps(hw->gm_write_ns);
+    e->mte_latency_ps = ns_to_ps(hw->mte_latency_ns);
+    e->vec_latency_ps = (uint64_t)llround(hw->vector_latency_cycles * e->ps_per_cycle);
+    e->hccs_latency_ps = ns_to_ps(hw->hccs_latency_ns);
+    e->rdma_latency_ps = ns_to_ps(hw->rdma_latency_ns);
+    e->rdma_post_ps = ns_to_ps(hw->rdma_post_ns);
+    e->batch_task_ps = ns_to_ps(hw->batchwrite_task_ns);
+    e->xcore_latency_ps = ns_to_ps(hw->crosscore_latency_ns);
+    e->barrier_latency_ps = ns_to_ps(hw->barrier_latency_ns);
+    e->mte_ps_per_byte = e->ps_per_cycle / hw->mte_bytes_per_cycle;
+    e->vec_ps_per_byte = e->ps_per_cycle / hw->ub_vector_bytes_per_cycle;
+    e->ps_per_mac = e->ps_per_cycle / hw->cube_macs_per_cycle;
+    /* GB/s = bytes per ns = 1e-3 bytes per ps */
+    for (int r = 0; r < e->n_ranks; r++) {
+        e->ranks[r].hbm.ps_per_byte = 1000.0 / hw->hbm_gbps;
+        e->ranks[r].nic_tx.ps_per_byte = 1000.0 / hw->roce_gbps;
+        e->ranks[r].nic_rx.ps_per_byte = 1000.0 / hw->roce_gbps;
+        e->ranks[r].aicpu.ps_per_byte = 0;
+    }
+    for (int i = 0; i < e->n_ranks * e->n_ranks; i++)
+        e->hccs_links[i].ps_per_byte = 1000.0 / hw->hccs_link_gbps;
+}
+
+int engine_create(const engine_config *cfg, engine **out, char *err, size_t errlen) {
+    *out = NULL;
+    if (cfg->nodes < 1 || cfg->nodes > 1024) {
+        snprintf(err, errlen, "--nodes %d: must be between 1 and 1024", cfg->nodes);
+        return ENGINE_ERR;
+    }
+    if (cfg->npus_per_node < 1 || cfg->npus_per_node > 8) {
+        snprintf(err, errlen, "--npus-per-node %d: must be between 1 and 8 (HCCS full mesh of 8)",
+                 cfg->npus_per_node);
+        return ENGINE_ERR;
+    }
+    if (cfg->jitter < 0 || cfg->jitter > 0.5) {
+        snprintf(err, errlen, "--jitter %g: must be between 0 and 0.5", cfg->jitter);
+        return ENGINE_ERR;
+    }
+    engine *e = calloc(1, sizeof *e);
+    if (!e) { snprintf(err, errlen, "out of memory creating the engine"); return ENGINE_ERR; }
+    e->cfg = *cfg;
+    e->n_ranks = cfg->nodes * cfg->npus_per_node;
+    if (e->n_ranks > 65535) {
+        free(e);
+        snprintf(err, errlen, "%d ranks: at most 65535", cfg->nodes * cfg->npus_per_node);
+        return ENGINE_ERR;
+    }
+    e->n_aic = cfg->chip == CHIP_910B4 ? 20 : 24;
+    e->n_aiv = 2 * e->n_aic;
+    e->cores_per_rank = e->n_aic + e->n_aiv;
+    e->ranks = calloc((size_t)e->n_ranks, sizeof *e->ranks);
+    e->cores = calloc((size_t)e->n_ranks * (size_t)e->cores_per_rank, sizeof *e->cores);
+    e->hccs_links = calloc((size_t)e->n_ranks * (size_t)e->n_ranks, sizeof *e->hccs_links);
+    e->qp_done_at = calloc((size_t)e->n_ranks * (size_t)e->n_ranks, sizeof *e->qp_done_at);
+    if (!e->ranks || !e->cores || !e->hccs_links || !e->qp_done_at) {
+        engine_destroy(e);
+        snprintf(err, errlen, "out of memory for %d ranks", e->n_ranks);
+        return ENGINE_ERR;
+    }
+    uint64_t prio_state = cfg->seed;
+    for (int r = 0; r < e->n_ranks; r++) {
+        e->ranks[r].next_off = 4096;  /* offset 0 is never a valid address */
+        for (int i = 0; i < e->cores_per_rank; i++) {
+            core *c = &e->cores[(size_t)r * (size_t)e->cores_per_rank + (size_t)i];
+            c->e = e;
+            c->rank = r;
+            c->index = i;
+            c->is_aic = i < e->n_aic;
+            c->launch = -1;
+            c->group = -1;
+            /* Seed 0 keeps the natural (rank, core) order; other seeds
+             * permute ties, which is the scheduler's only freedom. */
+            c->prio = cfg->seed == 0 ? (uint64_t)(r * e->cores_per_rank + i)
+                                     : (splitmix(&prio_state) >> 40);
+        }
+    }
+    e->rng = cfg->seed ^ 0x6E70757272ULL;
+    e->sym_next = 1ULL << 38;  /* the symmetric heap sits high in every rank's space */
+    e->free_xfer = -1;
+    derive_timing(e);
+    *out = e;
+    return ENGINE_OK;
+}
+
+void engine_destroy(engine *e) {
+    if (!e) return;
+    if (e->cores) {
+        for (size_t i = 0; i < (size_t)e->n_ranks * (size_t)e->cores_per_rank; i++) {
+            core *c = &e->cores[i];
+            coro_free(&c->co);
+            for (int s = 0; s <= LM_L0C; s++) free(c->local[s]);
+        }
+    }
+    if (e->ranks) {
+        for (int r = 0; r < e->n_ranks; r++) {
+            rank_state *rs = &e->ranks[r];
+            for (int i = 0; i < rs->n_allocs; i++) eng_gm_unmap(rs->allocs[i].host, rs->allocs[i].size);
+            free(rs->allocs);
+            free(rs->words);
+            free(rs->watchers);
+        }
+    }
+    for (int i = 0; i < e->n_launches; i++) {
+        free(e->launches[i].sync_arrived);
+        free(e->launches[i].sync_max_time);
+        free(e->launches[i].sync_last_seq);
+        free(e->launches[i].sync_last_track);
+    }
+    free(e->launches);
+    for (uint32_t i = 0; i < e->n_strings; i++) free(e->strings[i]);
+    free(e->strings);
+    free(e->str_hash);
+    free(e->sites);
+    free(e->site_hash);
+    free(e->objects);
+    free(e->obj_last_seq);
+    free(e->obj_last_track);
+    free(e->obj_last_time);
+    free(e->heap);
+    free(e->xfers);
+    free(e->hccs_links);
+    free(e->qp_done_at);
+    free(e->cores);
+    free(e->ranks);
+    free(e);
+}
+
+int engine_num_ranks(const engine *e) { return e->n_ranks; }
+int engine_num_aic(const engine *e) { return e->n_aic; }
+int engine_num_aiv(const engine *e) { return e->n_aiv; }
+int engine_cores_per_rank(const engine *e) { return e->cores_per_rank; }
+const engine_config *engine_get_config(const engine *e) { return &e->cfg; }
+
+core *eng_core(const engine *e, int rank, int index) {
+    return &e->cores[(size_t)rank * (size_t)e->cores_per_rank + (size_t)index];
+}
+
+uint32_t eng_track(const engine *e, const core *c, int pipe) {
+    return engine_track_id((uint32_t)e->cores_per_rank, (uint32_t)c->rank, (uint32_t)c->index,
+                           (uint32_t)pipe);
+}
+
+int eng_same_node(const engine *e, int a, int b) {
+    return a / e->cfg.npus_per_node == b / e->cfg.npus_per_node;
+}
+
+uint64_t eng_jitter(engine *e, uint64_t dur) {
+    if (e->cfg.jitter <= 0 || dur == 0) return dur;
+    double u = (double)(splitmix(&e->rng) >> 11) / 9007199254740992.0;  /* [0,1) */
+    double f = 1.0 + e->cfg.jitter * (2.0 * u - 1.0);
+    return (uint64_t)llround((double)dur * f);
+}
+
+/* ------------------------------------------------------------ strings */
+static uint32_t str_hash_fn(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+static void str_rehash(engine *e) {
+    uint32_t cap = e->str_hash_cap ? e->str_hash_cap * 2 : 256;
+    uint32_t *t = calloc(cap, sizeof *t);
+    if (!t) abort();
+    for (uint32_t id = 1; id <= e->n_strings; id++) {
+        uint32_t h = str_hash_fn(e->strings[id - 1]) & (cap - 1);
+        while (t[h]) h = (h + 1) & (cap - 1);
+        t[h] = id;
+    }
+    free(e->str_hash);
+    e->str_hash = t;
+    e->str_hash_cap = cap;
+}
+
+uint32_t eng_intern(engine *e, const char *text) {
+    if (!text) text = "";
+    if (e->n_strings * 2 >= e->str_hash_cap) str_rehash(e);
+    uint32_t h = str_hash_fn(text) & (e->str_hash_cap - 1);
+    while (e->str_hash[h]) {
+        uint32_t id = e->str_hash[h];
+        if (strcmp(e->strings[id - 1], text) == 0) return id;
+        h = (h + 1) & (e->str_hash_cap - 1);
+    }
+    if (e->n_strings == e->cap_strings) {
+        e->cap_strings = e->cap_strings ? e->cap_strings * 2 : 64;
+        e->strings = realloc(e->strings, e->cap_strings * sizeof *e->strings);
+        if (!e->strings) abort();
+    }
+    e->strings[e->n_strings] = strdup(text);
+    if (!e->strings[e->n_strings]) abort();
+    uint32_t id = ++e->n_strings;
+    e->str_hash[h] = id;
+    if (e->obs.on_string) e->obs.on_string(e->obs.ctx, id, text);
+    return id;
+}
+
+uint32_t engine_intern(engine *e, const char *text) { return eng_intern(e, text); }
+
+const char *engine_string(const engine *e, uint32_t id) {
+    if (id == 0 || id > e->n_strings) return "";
+    return e->strings[id - 1];
+}
+
+/* ------------------------------------------------------------ sites */
+static uint32_t site_hash_fn(const char *file, int line) {
+    uint64_t h = (uint64_t)(uintptr_t)file * 0x9E3779B97F4A7C15ULL ^ (uint64_t)line * 0xC2B2AE3D27D4EB4FULL;
+    return (uint32_t)(h >> 32);
+}
+
+static void site_rehash(engine *e) {
+    uint32_t cap = e->site_hash_cap ? e->site_hash_cap * 2 : 256;
+    uint32_t *t = calloc(cap, sizeof *t);
+    if (!t) abort();
+    for (uint32_t id = 1; id <= e->n_sites; id++) {
+        site_entry *s = &e->sites[id - 1];
+        uint32_t h = site_hash_fn(s->file, s->line) & (cap - 1);
+        while (t[h]) h = (h + 1) & (cap - 1);
+        t[h] = id;
+    }
+    free(e->site_hash);
+    e->site_hash = t;
+    e->site_hash_cap = cap;
+}
+
+/* Call sites are keyed by the address of __FILE__'s literal and the line:
+ * one hash probe per device call, no string compare on the hot path. */
+uint32_t eng_site(engine *e, dev_site s) {
+    if (e->n_sites * 2 >= e->site_hash_cap) site_rehash(e);
+    uint32_t h = site_hash_fn(s.file, s.line) & (e->site_hash_cap - 1);
+    while (e->site_hash[h]) {
+        uint32_t id = e->site_hash[h];
+        site_entry *se = &e->sites[id - 1];
+        if (se->file == s.file && se->line == s.line) return id;
+        h = (h + 1) & (e->site_hash_cap - 1);
+    }
+    if (e->n_sites == e->cap_sites) {
+        e->cap_sites = e->cap_sites ? e->cap_sites * 2 : 64;
+        e->sites = realloc(e->sites, e->cap_sites * sizeof *e->sites);
+        if (!e->sites) abort();
+    }
+    uint32_t id = ++e->n_sites;
+    e->sites[id - 1] = (site_entry){s.file, s.func, s.line, id};
+    e->site_hash[h] = id;
+    if (e->obs.on_site) {
+        engine_site es = {id, s.file, s.line, s.func};
+        e->obs.on_site(e->obs.ctx, &es);
+    }
+    return id;
+}
+
+/* ------------------------------------------------------------ launch */
+int engine_launch(engine *e, const char *name, engine_kernel_fn fn, const void *args,
+                  int block_dim, engine_core_type type, char *err, size_t errlen) {
+    if (e->running) {
+        snprintf(err, errlen, "launch of %s: the engine is already running", name);
+        return ENGINE_ERR;
+    }
+    if (block_dim < 1) {
+        snprintf(err, errlen, "launch of %s: block_dim %d must be at least 1", name, block_dim);
+        return ENGINE_ERR;
+    }
+    int need_aic = type == CORE_AIV ? 0 : block_dim;
+    int need_aiv = type == CORE_AIC ? 0 : (type == CORE_MIX ? 2 * block_dim : block_dim);
+    /* first free cores of each type (same on every rank) */
+    int used_aic = 0, used_aiv = 0;
+    for (int i = 0; i < e->n_launches; i++) {
+        launch_info *l = &e->launches[i];
+        if (l->type != CORE_AIV) used_aic = l->first_aic + l->block_dim;
+        if (l->type != CORE_AIC) {
+            int n = l->type == CORE_MIX ? 2 * l->block_dim : l->block_dim;
+            used_aiv = l->first_aiv + n;
+        }
+    }
+    if (used_aic + need_aic > e->n_aic || used_aiv + need_aiv > e->n_aiv) {
+        snprintf(err, errlen,
+                 "launch of %s with block_dim %d needs %d AIC + %d AIV, but only %d AIC + %d AIV "
+                 "are free on each rank (%s)",
+                 name, block_dim, need_aic, need_aiv, e->n_aic - used_aic, e->n_aiv - used_aiv,
+                 e->cfg.chip == CHIP_910B4 ? "910B4" : "910B2");
+        return ENGINE_ERR;
+    }
+    launch_info *nl = realloc(e->launches, (size_t)(e->n_launches + 1) * sizeof *nl);
+    if (!nl) { snprintf(err, errlen, "out of memory"); return ENGINE_ERR; }
+    e->launches = nl;
+    int li = e->n_launches++;
+    launch_info *l = &e->launches[li];
+    memset(l, 0, sizeof *l);
+    l->name = name;
+    l->name_id = eng_intern(e, name);
+    l->fn = fn;
+    l->args = args;
+    l->block_dim = block_dim;
+    l->type = type;
+    l->first_aic = used_aic;
+    l->first_aiv = used_aiv;
+    l->cores_of_type[1] = need_aic;
+    l->cores_of_type[0] = need_aiv;
+    l->sync_arrived = calloc((size_t)e->n_ranks * 2, sizeof(int));
+    l->sync_max_time = calloc((size_t)e->n_ranks * 2, sizeof(uint64_t));
+    l->sync_last_seq = calloc((size_t)e->n_ranks * 2, sizeof(uint64_t));
+    l->sync_last_track = calloc((size_t)e->n_ranks * 2, sizeof(uint32_t));
+    if (!l->sync_arrived || !l->sync_max_time || !l->sync_last_seq || !l->sync_last_track) {
+        snprintf(err, errlen, "out of memory");
+        return ENGINE_ERR;
+    }
+    for (int r = 0; r < e->n_ranks; r++) {
+        for (int b = 0; b < need_aic; b++) {
+            core *c = eng_core(e, r, used_aic + b);
+            c->launch = li; c->block_idx = b; c->block_num = block_dim;
+            c->sub_idx = 0; c->sub_num = type == CORE_MIX ? 2 : 1;
+            c->group = type == CORE_MIX ? used_aic + b : -1;
+        }
+        for (int v = 0; v < need_aiv; v++) {
+            core *c = eng_core(e, r, e->n_aic + used_aiv + v);
+            c->launch = li;
+            if (type == CORE_MIX) {
+                c->block_idx = v; c->block_num = block_dim;  /* as Ascend C: AIVs see the AIC count */
+                c->sub_idx = v % 2; c->sub_num = 2;
+                c->group = used_aic + v / 2;
+            } else {
+                c->block_idx = v; c->block_num = block_dim; c->sub_idx = 0; c->sub_num = 1;
+            }
+        }
+    }
+    e->launched_cores += (need_aic + need_aiv) * e->n_ranks;
+    return ENGINE_OK;
+}
+
+size_t eng_coro_stack_size(void) { return CORO_STACK; }

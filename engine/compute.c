@@ -1,0 +1,127 @@
+/*
+ * compute.c - what vector and cube operations do to local memory when they
+ * complete: element conversions (bf16/fp16/f32/int), VecDup, VecAxpy,
+ * VecAdd, VecCast, Mmad and the Fixpipe conversion to GM.
+ *
+ * Arithmetic is done in float, like the vector unit's f32 path; bf16 and
+ * fp16 are rounded to nearest even when stored.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <string.h>
+
+float eng_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31;
+    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    union { uint32_t u; float f; } x;
+    if (exp == 0) {
+        if (man == 0) { x.u = sign; return x.f; }
+        float v = ldexpf((float)man, -24);
+        return sign ? -v : v;
+    }
+    if (exp == 31) x.u = sign | 0x7f800000u | (man << 13);
+    else x.u = sign | ((exp + 112) << 23) | (man << 13);
+    return x.f;
+}
+
+uint16_t eng_f32_to_f16(float f) {
+    union { uint32_t u; float f; } x; x.f = f;
+    uint32_t sign = (x.u >> 16) & 0x8000u;
+    if (isnan(f)) return (uint16_t)(sign | 0x7e00u);
+    float a = fabsf(f);
+    if (a >= 65520.0f) return (uint16_t)(sign | 0x7c00u);
+    if (a < 6.103515625e-05f) {  /* subnormal: quantize to 2^-24 */
+        uint32_t m = (uint32_t)lrintf(a * 16777216.0f);
+        return (uint16_t)(sign | m);
+    }
+    uint32_t u = x.u & 0x7fffffffu;
+    uint32_t rounded = u + 0xfffu + ((u >> 13) & 1u);
+    return (uint16_t)(sign | ((rounded >> 13) - (112u << 10)));
+}
+
+int eng_dtype_size(int dtype) {
+    switch (dtype) {
+    case DT_INT32: case DT_FLOAT: return 4;
+    case DT_BF16: case DT_FP16: return 2;
+    case DT_INT64: return 8;
+    case DT_INT8: return 1;
+    default: return 0;
+    }
+}
+
+float eng_load_elem(const uint8_t *p, int dtype, uint64_t i) {
+    switch (dtype) {
+    case DT_FLOAT: { float v; memcpy(&v, p + 4 * i, 4); return v; }
+    case DT_INT32: { int32_t v; memcpy(&v, p + 4 * i, 4); return (float)v; }
+    case DT_BF16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return bf16_to_float(v); }
+    case DT_FP16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return eng_f16_to_f32(v); }
+    case DT_INT64: { int64_t v; memcpy(&v, p + 8 * i, 8); return (float)v; }
+    case DT_INT8: return (float)(int8_t)p[i];
+    default: return 0;
+    }
+}
+
+void eng_store_elem(uint8_t *p, int dtype, uint64_t i, float v) {
+    switch (dtype) {
+    case DT_FLOAT: memcpy(p + 4 * i, &v, 4); break;
+    case DT_INT32: { int32_t w = (int32_t)lrintf(v); memcpy(p + 4 * i, &w, 4); break; }
+    case DT_BF16: { uint16_t w = float_to_bf16(v); memcpy(p + 2 * i, &w, 2); break; }
+    case DT_FP16: { uint16_t w = eng_f32_to_f16(v); memcpy(p + 2 * i, &w, 2); break; }
+    case DT_INT64: { int64_t w = (int64_t)llrintf(v); memcpy(p + 8 * i, &w, 8); break; }
+    case DT_INT8: p[i] = (uint8_t)(int8_t)lrintf(v); break;
+    default: break;
+    }
+}
+
+static void mmad(xfer *x) {
+    /* L0C is f32 [m, n]; L0A [m, k] and L0B [k, n] in the input dtype. */
+    float *c = (float *)(void *)x->dst;
+    for (uint32_t i = 0; i < x->m; i++)
+        for (uint32_t j = 0; j < x->n; j++) {
+            float acc = 0;
+            if (x->accumulate) memcpy(&acc, &c[(size_t)i * x->n + j], 4);
+            for (uint32_t k = 0; k < x->k; k++)
+                acc += eng_load_elem(x->src, x->dtype, (uint64_t)i * x->k + k) *
+                       eng_load_elem(x->src2, x->dtype, (uint64_t)k * x->n + j);
+            memcpy(&c[(size_t)i * x->n + j], &acc, 4);
+        }
+}
+
+void eng_apply_compute(engine *e, xfer *x) {
+    (void)e;
+    uint64_t n = x->n;
+    switch (x->op) {
+    case OP_VEC_DUP:
+        for (uint64_t i = 0; i < n; i++) eng_store_elem(x->dst, x->dtype, i, (float)x->scalar);
+        break;
+    case OP_VEC_AXPY:
+        for (uint64_t i = 0; i < n; i++) {
+            float acc = eng_load_elem(x->dst, DT_FLOAT, i);
+            acc += (float)x->scalar * eng_load_elem(x->src, x->dtype2, i);
+            eng_store_elem(x->dst, DT_FLOAT, i, acc);
+        }
+        break;
+    case OP_VEC_ADD:
+        for (uint64_t i = 0; i < n; i++)
+            eng_store_elem(x->dst, x->dtype, i,
+                           eng_load_elem(x->src, x->dtype, i) + eng_load_elem(x->src2, x->dtype, i));
+        break;
+    case OP_VEC_CAST:
+        for (uint64_t i = 0; i < n; i++)
+            eng_store_elem(x->dst, x->dtype, i, eng_load_elem(x->src, x->dtype2, i));
+        break;
+    case OP_MMAD:
+        mmad(x);
+        break;
+    case OP_FIXPIPE:
+        for (uint64_t i = 0; i < n; i++) {
+            float v; memcpy(&v, x->src + 4 * i, 4);
+            if (x->atomic_dtype) v += eng_load_elem(x->dst, x->dtype, i);
+            eng_store_elem(x->dst, x->dtype, i, v);
+        }
+        break;
+    default:
+        break;
+    }
+}

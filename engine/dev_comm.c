@@ -1,0 +1,224 @@
+/*
+ * dev_comm.c - communication between ranks: HCCS put/get inside a node,
+ * RDMA write and remote atomic add between nodes, and BatchWrite driven by
+ * the AICPU.
+ *
+ * HCCS transfers run on the calling core's MTE queues (as shmem's
+ * mte_put/get do), so SetFlag/WaitFlag order them like any DataCopy. RDMA
+ * operations are posted to the rank's NIC: their bandwidth is the NIC's,
+ * shared by every core of the rank, and operations to one peer complete in
+ * posting order (a reliable-connection queue pair), which is what makes "data,
+ * then tail atomic" safe. BatchWrite tasks are serialized on the rank's AICPU
+ * with the fixed per-task overhead of seed 002.
+ */
+#include "internal.h"
+
+static void require_same_node(core *c, int peer, dev_site s, const char *api) {
+    if (!eng_same_node(c->e, peer, c->rank))
+        eng_fault(c, s, "%s: rank %d is in another node; HCCS only reaches ranks of node %d (use RDMA)",
+                  api, peer, c->rank / c->e->cfg.npus_per_node);
+}
+
+static void hccs(core *c, xfer *x, int src_rank, int dst_rank, dev_site s) {
+    engine *e = c->e;
+    resource *res[3];
+    int n = 0;
+    res[n++] = &e->ranks[src_rank].hbm;
+    if (src_rank != dst_rank) res[n++] = &e->hccs_links[(size_t)src_rank * (size_t)e->n_ranks + (size_t)dst_rank];
+    uint64_t lat = e->mte_latency_ps + (src_rank != dst_rank ? e->hccs_latency_ps : 0);
+    eng_xfer_issue_on(c, x, e->mte_ps_per_byte, 0, res, n, lat, s);
+}
+
+void dev_hccs_put(gm_t dst, gm_t src, uint64_t bytes, dev_site s) {
+    core *c = eng_current("ShmemPutNbi");
+    engine *e = c->e;
+    eng_advance(c, e->scalar_ps);
+    if (gm_rank(src) != c->rank) eng_fault(c, s, "ShmemPutNbi: the source must be this rank's GM");
+    require_same_node(c, gm_rank(dst), s, "ShmemPutNbi");
+    eng_gm_check(c, src, bytes, s, "ShmemPutNbi source");
+    eng_gm_check(c, dst, bytes, s, "ShmemPutNbi destination");
+    eng_sync(c);
+    xfer *x = eng_xfer_new(e);
+    x->op = OP_COPY; x->kind = XFER_HCCS_PUT; x->pipe = PIPE_MTE3;
+    x->dst = eng_gm_ptr(e, dst, bytes); x->src = eng_gm_ptr(e, src, bytes);
+    x->dst_raw = dst.a; x->src_raw = src.a; x->bytes = bytes; x->peer = gm_rank(dst);
+    x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst); x->object = eng_word_object(e, dst);
+    hccs(c, x, c->rank, gm_rank(dst), s);
+}
+
+void dev_hccs_get(gm_t dst, gm_t src, uint64_t bytes, dev_site s) {
+    core *c = eng_current("ShmemGetNbi");
+    engine *e = c->e;
+    eng_advance(c, e->scalar_ps);
+    if (gm_rank(dst) != c->rank) eng_fault(c, s, "ShmemGetNbi: the destination must be this rank's GM");
+    require_same_node(c, gm_rank(src), s, "ShmemGetNbi");
+    eng_gm_check(c, src, bytes, s, "ShmemGetNbi source");
+    eng_gm_check(c, dst, bytes, s, "ShmemGetNbi destination");
+    eng_sync(c);
+    xfer *x = eng_xfer_new(e);
+    x->op = OP_COPY; x->kind = XFER_HCCS_GET; x->pipe = PIPE_MTE2;
+    x->dst = eng_gm_ptr(e, dst, bytes); x->src = eng_gm_ptr(e, src, bytes);
+    x->dst_raw = dst.a; x->src_raw = src.a; x->bytes = bytes; x->peer = gm_rank(src);
+    x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst); x->object = eng_word_object(e, dst);
+    hccs(c, x, gm_rank(src), c->rank, s);
+}
+
+void dev_hccs_put_ub(gm_t dst, local_t src, uint64_t bytes, dev_site s) {
+    core *c = eng_current("ShmemPutFromUB");
+    engine *e = c->e;
+    eng_advance(c, e->scalar_ps);
+    if (src.space != LM_UB) eng_fault(c, s, "ShmemPutFromUB: the source must be UB");
+    if (src.off % UB_ALIGN || bytes % UB_ALIGN)
+        eng_fault(c, s, "ShmemPutFromUB: UB address %u and length %llu must be 32 B aligned", src.off,
+                  (unsigned long long)bytes);
+    require_same_node(c, gm_rank(dst), s, "ShmemPutFromUB");
+    uint8_t *sp = eng_local_ptr(c, src, bytes, s, "ShmemPutFromUB");
+    eng_gm_check(c, dst, bytes, s, "ShmemPutFromUB destination");
+    eng_sync(c);
+    xfer *x = eng_xfer_new(e);
+    x->op = OP_COPY; x->kind = XFER_HCCS_PUT; x->pipe = PIPE_MTE3;
+    x->dst = eng_gm_ptr(e, dst, bytes); x->src = sp; x->atomic_dtype = c->atomic_dtype;
+    x->dst_raw = dst.a; x->src_raw = local_raw(src); x->bytes = bytes; x->peer = gm_rank(dst);
+    x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst); x->object = eng_word_object(e, dst);
+    resource *res[2];
+    int n = 0;
+    uint64_t lat = e->mte_latency_ps;
+    res[n++] = &e->ranks[gm_rank(dst)].hbm;
+    if (gm_rank(dst) != c->rank) {
+        res[n++] = &e->hccs_links[(size_t)c->rank * (size_t)e->n_ranks + (size_t)gm_rank(dst)];
+        lat += e->hccs_latency_ps;
+    }
+    eng_xfer_issue_on(c, x, e->mte_ps_per_byte, 0, res, n, lat, s);
+}
+
+/* ------------------------------------------------------------ RDMA */
+static void rdma_post(core *c, xfer *x, int dst_rank, dev_site s) {
+    engine *e = c->e;
+    uint64_t start = c->now;
+    uint64_t t1 = resource_reserve(&e->ranks[c->rank].nic_tx, start, x->bytes);
+    uint64_t t2 = resource_reserve(&e->ranks[dst_rank].nic_rx, start, x->bytes);
+    uint64_t end = (t1 > t2 ? t1 : t2);
+    end = eng_jitter(e, end - start) + start + e->rdma_latency_ps;
+    uint64_t *qp = &e->qp_done_at[(size_t)c->rank * (size_t)e->n_ranks + (size_t)dst_rank];
+    if (end < *qp) end = *qp;   /* RC ordering: never overtakes an earlier op to this peer */
+    *qp = end;
+    x->pipe = PIPE_NIC;
+    x->rank = c->rank;
+    x->core_index = c->index;
+    x->track = eng_track(e, c, PIPE_NIC);
+    x->start = start;
+    x->end = end;
+    x->site = eng_site(e, s);
+    x->peer = dst_rank;
+    if (end > c->rdma_done_at) c->rdma_done_at = end;
+    eng_xfer_post(e, x, c->now, c->prio);
+    c->last_seq = x->issue_seq;
+}
+
+void dev_rdma_write(gm_t dst, gm_t src, uint64_t bytes, dev_site s) {
+    core *c = eng_current("RdmaWrite");
+    engine *e = c->e;
+    eng_advance(c, e->scalar_ps + e->rdma_post_ps);
+    if (gm_rank(src) != c->rank) eng_fault(c, s, "RdmaWrite: the source must be this rank's GM");
+    eng_gm_check(c, src, bytes, s, "RdmaWrite source");
+    eng_gm_check(c, dst, bytes, s, "RdmaWrite destination");
+    eng_sync(c);
+    xfer *x = eng_xfer_new(e);
+    x->op = OP_COPY; x->kind = XFER_RDMA_WRITE;
+    x->dst = eng_gm_ptr(e, dst, bytes); x->src = eng_gm_ptr(e, src, bytes);
+    x->dst_raw = dst.a; x->src_raw = src.a; x->bytes = bytes;
+    x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst); x->object = eng_word_object(e, dst);
+    rdma_post(c, x, gm_rank(dst), s);
+}
+
+void dev_rdma_atomic(gm_t dst, int64_t v, dev_site s) {
+    core *c = eng_current("RdmaAtomicAdd");
+    engine *e = c->e;
+    eng_advance(c, e->scalar_ps + e->rdma_post_ps);
+    uint32_t obj = eng_word_object(e, dst);
+    const engine_object *o = engine_object_get(e, obj);
+    int width = o && o->width ? (int)o->width : 8;
+    if (gm_offset(dst) % (uint64_t)width)
+        eng_fault(c, s, "RdmaAtomicAdd: GM address 0x%llx is not %d-byte aligned",
+                  (unsigned long long)gm_offset(dst), width);
+    eng_gm_check(c, dst, (uint64_t)width, s, "RdmaAtomicAdd");
+    eng_sync(c);
+    xfer *x = eng_xfer_new(e);
+    x->op = OP_ATOMIC_ADD; x->kind = XFER_RDMA_ATOMIC;
+    x->dst = eng_gm_ptr(e, dst, (uint64_t)width); x->width = width; x->value = v;
+    x->dst_raw = dst.a; x->src_raw = 0; x->bytes = (uint64_t)width;
+    x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst); x->object = obj;
+    rdma_post(c, x, gm_rank(dst), s);
+}
+
+void dev_rdma_quiet(dev_site s) {
+    core *c = eng_current("RdmaQuiet");
+    engine *e = c->e;
+    eng_advance(c, e->scalar_ps);
+    eng_sync(c);
+    if (c->rdma_done_at <= c->now) return;
+    uint32_t site = eng_site(e, s);
+    engine_event b = EV_INIT(c, EV_PIPE_WAIT_BEGIN, PIPE_S);
+    b.time = c->now; b.aux = (int64_t)c->rdma_done_at; b.site = site; b.sub = PIPE_NIC;
+    uint64_t begin = c->now;
+    c->last_seq = eng_emit(e, &b);
+    c->now = c->rdma_done_at;
+    eng_sync(c);
+    e->stall_ps += c->now - begin;
+    engine_event en = EV_INIT(c, EV_PIPE_WAIT_END, PIPE_S);
+    en.time = c->now; en.site = site; en.sub = PIPE_NIC;
+    en.link = c->rdma_done_seq; en.peer = eng_track(e, c, PIPE_NIC) + 1;
+    c->last_seq = eng_emit(e, &en);
+}
+
+/* ------------------------------------------------------------ BatchWrite */
+void dev_batch_write(gm_t tasks, uint32_t count, dev_site s) {
+    core *c = eng_current("BatchWrite");
+    engine *e = c->e;
+    eng_advance(c, e->scalar_ps);
+    if (gm_rank(tasks) != c->rank) eng_fault(c, s, "BatchWrite: the task list must be this rank's GM");
+    if (count == 0) return;
+    eng_gm_check(c, tasks, (uint64_t)count * sizeof(batch_write_task), s, "BatchWrite task list");
+    eng_sync(c);
+    const batch_write_task *t = (const batch_write_task *)(void *)eng_gm_ptr(
+        e, tasks, (uint64_t)count * sizeof(batch_write_task));
+    resource *aicpu = &e->ranks[c->rank].aicpu;
+    for (uint32_t i = 0; i < count; i++) {
+        batch_write_task task = t[i];
+        int esz = eng_dtype_size((int)task.data_type);
+        if (!esz) eng_fault(c, s, "BatchWrite task %u: dataType %u is not a data type", i, task.data_type);
+        if ((int)task.remote_rank_id < 0 || (int)task.remote_rank_id >= e->n_ranks)
+            eng_fault(c, s, "BatchWrite task %u: remoteRankId %u does not exist", i, task.remote_rank_id);
+        gm_t local = {task.local_buf};
+        gm_t remote = gm_on_rank((gm_t){task.remote_buf}, (int)task.remote_rank_id);
+        uint64_t bytes = task.count * (uint64_t)esz;
+        if (gm_rank(local) != c->rank) eng_fault(c, s, "BatchWrite task %u: localBuf is not this rank's GM", i);
+        eng_gm_check(c, local, bytes, s, "BatchWrite localBuf");
+        eng_gm_check(c, remote, bytes, s, "BatchWrite remoteBuf");
+        /* The AICPU posts tasks one after another, each with its fixed cost. */
+        uint64_t posted = (c->now > aicpu->free_at ? c->now : aicpu->free_at) + e->batch_task_ps;
+        aicpu->free_at = posted;
+        int dst = gm_rank(remote);
+        uint64_t end;
+        if (eng_same_node(e, c->rank, dst)) {
+            resource *link = &e->hccs_links[(size_t)c->rank * (size_t)e->n_ranks + (size_t)dst];
+            end = resource_reserve(link, posted, bytes) + e->hccs_latency_ps;
+        } else {
+            uint64_t t1 = resource_reserve(&e->ranks[c->rank].nic_tx, posted, bytes);
+            uint64_t t2 = resource_reserve(&e->ranks[dst].nic_rx, posted, bytes);
+            end = (t1 > t2 ? t1 : t2) + e->rdma_latency_ps;
+            uint64_t *qp = &e->qp_done_at[(size_t)c->rank * (size_t)e->n_ranks + (size_t)dst];
+            if (end < *qp) end = *qp;
+            *qp = end;
+        }
+        xfer *x = eng_xfer_new(e);
+        x->op = OP_BATCH_TASK; x->kind = XFER_BATCHWRITE; x->pipe = PIPE_AICPU;
+        x->dst = eng_gm_ptr(e, remote, bytes); x->src = eng_gm_ptr(e, local, bytes);
+        x->dst_raw = remote.a; x->src_raw = local.a; x->bytes = bytes; x->peer = dst;
+        x->dst_rank = dst; x->dst_off = gm_offset(remote); x->object = eng_word_object(e, remote);
+        x->rank = c->rank; x->core_index = c->index; x->track = eng_track(e, c, PIPE_AICPU);
+        x->start = posted; x->end = end; x->site = eng_site(e, s);
+        eng_xfer_post(e, x, c->now, c->prio);
+        c->last_seq = x->issue_seq;
+    }
+}

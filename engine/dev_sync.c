@@ -1,0 +1,467 @@
+/*
+ * dev_sync.c - the device API's scalar side: identity, roles and notes, GM
+ * GetValue/SetValue and atomics, the blocking GM wait, cross-core flags,
+ * barriers, UB scalar access and the named ring stores.
+ *
+ * Scalar GM access to a peer in the same node is a round trip over HCCS
+ * (loads, fetching atomics) or a posted write that lands one latency later
+ * (stores). A peer in another node is only reachable by RDMA (dev_comm.c).
+ */
+#include "internal.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------ identity */
+int GetBlockIdx(void) { return eng_current("GetBlockIdx")->block_idx; }
+int GetBlockNum(void) { return eng_current("GetBlockNum")->block_num; }
+int GetSubBlockIdx(void) { return eng_current("GetSubBlockIdx")->sub_idx; }
+int GetSubBlockNum(void) { return eng_current("GetSubBlockNum")->sub_num; }
+int GetRank(void) { return eng_current("GetRank")->rank; }
+int GetRankSize(void) { return eng_current("GetRankSize")->e->n_ranks; }
+int GetNpusPerNode(void) { return eng_current("GetNpusPerNode")->e->cfg.npus_per_node; }
+int IsAic(void) { return eng_current("IsAic")->is_aic; }
+
+void dev_set_role(const char *name, dev_site s) {
+    core *c = eng_current("SetRole");
+    engine *e = c->e;
+    eng_sync(c);
+    c->role = eng_intern(e, name);
+    engine_event ev = EV_INIT(c, EV_ROLE, PIPE_S);
+    ev.time = c->now;
+    ev.value = c->role;
+    ev.site = eng_site(e, s);
+    c->last_seq = eng_emit(e, &ev);
+}
+
+void dev_note(const char *key, int64_t value, dev_site s) {
+    core *c = eng_current("CoreNote");
+    engine *e = c->e;
+    eng_sync(c);
+    uint32_t k = eng_intern(e, key);
+    int i;
+    for (i = 0; i < c->n_notes && c->note_key[i] != k; i++) {}
+    if (i == c->n_notes) {
+        if (c->n_notes == NOTES_MAX) eng_fault(c, s, "CoreNote: more than %d distinct keys", NOTES_MAX);
+        c->n_notes++;
+        c->note_key[i] = k;
+    }
+    c->note_val[i] = value;
+    engine_event ev = EV_INIT(c, EV_NOTE, PIPE_S);
+    ev.time = c->now;
+    ev.aux = k;
+    ev.value = value;
+    ev.site = eng_site(e, s);
+    c->last_seq = eng_emit(e, &ev);
+}
+
+void dev_scalar_cycles(uint64_t n, dev_site s) {
+    core *c = eng_current("ScalarCycles");
+    (void)s;
+    eng_advance(c, (uint64_t)((double)n * c->e->ps_per_cycle));
+}
+
+/* ------------------------------------------------------------ GM scalar */
+static void check_word(core *c, gm_t p, int width, dev_site s, const char *api) {
+    if (width != 4 && width != 8) eng_fault(c, s, "%s: width %d (4 or 8 bytes)", api, width);
+    if (gm_offset(p) % (uint64_t)width)
+        eng_fault(c, s, "%s: GM address 0x%llx is not %d-byte aligned", api,
+                  (unsigned long long)gm_offset(p), width);
+    eng_gm_check(c, p, (uint64_t)width, s, api);
+    if (gm_rank(p) != c->rank && !eng_same_node(c->e, gm_rank(p), c->rank))
+        eng_fault(c, s, "%s: GM of rank %d is in another node; only RDMA reaches it", api, gm_rank(p));
+}
+
+int64_t dev_gm_load(gm_t p, int width, dev_site s) {
+    core *c = eng_current("GetValue");
+    engine *e = c->e;
+    eng_advance(c, e->scalar_ps);
+    check_word(c, p, width, s, "GetValue");
+    int remote = gm_rank(p) != c->rank;
+    if (remote) eng_advance(c, e->hccs_latency_ps);
+    eng_sync(c);
+    int64_t v = eng_read_word(eng_gm_ptr(e, p, (uint64_t)width), width);
+    engine_event ev = EV_INIT(c, EV_GM_LOAD, PIPE_S);
+    ev.time = c->now;
+    ev.addr = p.a;
+    ev.len = (uint64_t)width;
+    ev.value = v;
+    ev.peer = (uint32_t)gm_rank(p);
+    ev.object = eng_word_object(e, p);
+    ev.site = eng_site(e, s);
+    c->last_seq = eng_emit(e, &ev);
+    eng_advance(c, remote ? e->hccs_latency_ps : e->gm_read_ps);
+    return v;
+}
+
+/* A posted store to a peer's GM: lands one HCCS latency later. */
+static void remote_store(core *c, gm_t p, int width, int64_t v, int op, int xkind, dev_site s) {
+    engine *e = c->e;
+    xfer *x = eng_xfer_new(e);
+    x->op = op;
+    x->kind = xkind;
+    x->pipe = PIPE_S;
+    x->dst = eng_gm_ptr(e, p, (uint64_t)width);
+    x->dst_raw = p.a;
+    x->bytes = (uint64_t)width;
+    x->width = width;
+    x->value = v;
+    x->dst_rank = gm_rank(p);
+    x->dst_off = gm_offset(p);
+    x->object = eng_word_object(e, p);
+    x->peer = gm_rank(p);
+    x->rank = c->rank;
+    x->core_index = c->index;
+    x->track = eng_track(e, c, PIPE_S);
+    x->start = c->now;
+    x->end = c->now + e->hccs_latency_ps;
+    x->site = eng_site(e, s);
+    eng_xfer_post(e, x, c->now, c->prio);
+    c->last_seq = x->issue_seq;
+}
+
+static void local_store(core *c, gm_t p, int width, int64_t v, int kind, dev_site s) {
+    engine *e = c->e;
+    eng_write_word(eng_gm_ptr(e, p, (uint64_t)width), width, v);
+    engine_event ev = EV_INIT(c, kind, PIPE_S);
+    ev.time = c->now;
+    ev.addr = p.a;
+    ev.len = (uint64_t)width;
+    ev.value = v;
+    ev.peer = (uint32_t)gm_rank(p);
+    ev.object = eng_word_object(e, p);
+    ev.site = eng_site(e, s);
+    c->last_seq = eng_emit(e, &ev);
+    eng_gm_written(e, gm_rank(p), gm_offset(p), (uint64_t)width, c->last_seq,
+                   eng_track(e, c, PIPE_S) + 1, c->now);
+}
+
+void dev_gm_store(gm_t p, int width, int64_t v, dev_site s) {
+    core *c = eng_current("SetValue");
+    engine *e = c->e;
+    eng_advance(c, e->scalar_ps);
+    check_word(c, p, width, s, "SetValue");
+    eng_sync(c);
+    if (gm_rank(p) != c->rank) {
+        remote_store(c, p, width, v, OP_STORE, XFER_REMOTE_STORE, s);
+    } else {
+        local_store(c, p, width, v, EV_GM_STORE, s);
+        eng_advance(c, e->gm_write_ps);
+    }
+}
+
+int64_t dev_gm_atomic(gm_t p, int width, int op, int64_t v, int64_t cmp, dev_site s) {
+    core *c = eng_current("Atomic");
+    engine *e = c->e;
+    eng_advance(c, e->scalar_ps);
+    check_word(c, p, width, s, "Atomic");
+    int remote = gm_rank(p) != c->rank;
+    if (remote) eng_advance(c, e->hccs_latency_ps);
+    eng_sync(c);
+    uint8_t *ptr = eng_gm_ptr(e, p, (uint64_t)width);
+    int64_t old = eng_read_word(ptr, width), nv = old;
+    if (op == ATOMIC_ADD) nv = old + v;
+    else if (op == ATOMIC_MAX) nv = v > old ? v : old;
+    else if (op == ATOMIC_CAS) nv = old == cmp ? v : old;
+    else eng_fault(c, s, "Atomic: unknown operation %d", op);
+    eng_write_word(ptr, width, nv);
+    engine_event ev = EV_INIT(c, EV_ATOMIC, PIPE_S);
+    ev.time = c->now;
+    ev.sub = (uint8_t)op;
+    ev.addr = p.a;
+    ev.len = (uint64_t)width;
+    ev.value = v;
+    ev.aux = old;
+    ev.peer = (uint32_t)gm_rank(p);
+    ev.object = eng_word_object(e, p);
+    ev.site = eng_site(e, s);
+    c->last_seq = eng_emit(e, &ev);
+    eng_gm_written(e, gm_rank(p), gm_offset(p), (uint64_t)width, c->last_seq,
+                   eng_track(e, c, PIPE_S) + 1, c->now);
+    eng_advance(c, remote ? e->hccs_latency_ps : e->gm_write_ps);
+    return old;
+}
+
+static int64_t gm_wait(core *c, gm_t p, int width, int cond, int64_t v, uint32_t object, dev_site s) {
+    engine *e = c->e;
+    if (cond < COND_EQ || cond > COND_LT) eng_fault(c, s, "WaitGM: %d is not a condition", cond);
+    int remote = gm_rank(p) != c->rank;
+    if (remote) eng_advance(c, e->hccs_latency_ps);
+    eng_sync(c);
+    uint8_t *ptr = eng_gm_ptr(e, p, (uint64_t)width);
+    int64_t cur = eng_read_word(ptr, width);
+    uint32_t site = eng_site(e, s);
+    if (!object) object = eng_word_object(e, p);
+    if (eng_cond_holds(cond, cur, v)) {
+        engine_event ev = EV_INIT(c, EV_GM_LOAD, PIPE_S);
+        ev.time = c->now; ev.addr = p.a; ev.len = (uint64_t)width; ev.value = cur;
+        ev.peer = (uint32_t)gm_rank(p); ev.object = object; ev.site = site;
+        c->last_seq = eng_emit(e, &ev);
+        eng_advance(c, remote ? e->hccs_latency_ps : e->gm_read_ps);
+        return cur;
+    }
+    c->wait = WAIT_GM;
+    c->wait_pipe = PIPE_S;
+    c->wait_addr = p;
+    c->wait_width = width;
+    c->wait_cond = cond;
+    c->wait_expected = v;
+    c->wait_object = object;
+    c->wait_site = site;
+    c->wait_remote = remote;
+    c->wait_begin_time = c->now;
+    engine_event b = EV_INIT(c, EV_GM_WAIT_BEGIN, PIPE_S);
+    b.time = c->now; b.addr = p.a; b.len = (uint64_t)width; b.sub = (uint8_t)cond;
+    b.aux = v; b.value = cur; b.object = object; b.site = site; b.peer = (uint32_t)gm_rank(p);
+    c->wait_begin_seq = c->last_seq = eng_emit(e, &b);
+    eng_watch(e, c);
+    eng_block(c);
+    e->stall_ps += c->now - c->wait_begin_time;
+    engine_event en = EV_INIT(c, EV_GM_WAIT_END, PIPE_S);
+    en.time = c->now; en.addr = p.a; en.len = (uint64_t)width; en.sub = (uint8_t)cond;
+    en.aux = v; en.value = c->wake_value; en.object = object; en.site = site;
+    en.link = c->wake_seq; en.peer = c->wake_track;
+    c->last_seq = eng_emit(e, &en);
+    return c->wake_value;
+}
+
+int64_t dev_gm_wait(gm_t p, int width, int cond, int64_t v, dev_site s) {
+    core *c = eng_current("WaitGM");
+    eng_advance(c, c->e->scalar_ps);
+    check_word(c, p, width, s, "WaitGM");
+    return gm_wait(c, p, width, cond, v, 0, s);
+}
+
+/* ------------------------------------------------------------ UB scalar */
+int64_t dev_local_load(local_t l, uint32_t byte_off, int width, dev_site s) {
+    core *c = eng_current("UbGet");
+    eng_advance(c, c->e->scalar_ps);
+    if (width != 4 && width != 8) eng_fault(c, s, "UbGet: width %d (4 or 8 bytes)", width);
+    uint8_t *p = eng_local_ptr(c, local_add(l, byte_off), (uint64_t)width, s, "UbGet");
+    eng_sync(c);  /* transfers that completed before now are visible, later ones are not */
+    return eng_read_word(p, width);
+}
+
+void dev_local_store(local_t l, uint32_t byte_off, int width, int64_t v, dev_site s) {
+    core *c = eng_current("UbSet");
+    eng_advance(c, c->e->scalar_ps);
+    if (width != 4 && width != 8) eng_fault(c, s, "UbSet: width %d (4 or 8 bytes)", width);
+    uint8_t *p = eng_local_ptr(c, local_add(l, byte_off), (uint64_t)width, s, "UbSet");
+    eng_sync(c);
+    eng_write_word(p, width, v);
+}
+
+/* ------------------------------------------------------------ cross-core flags */
+void eng_xcore_deliver(engine *e, xfer *x) {
+    core *t = eng_core(e, x->dst_rank, (int)x->dst_off);
+    int id = (int)x->value;
+    t->xcore_count[id]++;
+    t->xcore_last_seq[id] = x->issue_seq;
+    t->xcore_last_track[id] = x->track + 1;
+    if (t->status == CS_BLOCKED && t->wait == WAIT_XCORE && t->wait_flag == id &&
+        t->xcore_count[id] >= (uint32_t)t->wait_need) {
+        t->xcore_count[id] -= (uint32_t)t->wait_need;
+        eng_wake(e, t, x->end, id, x->issue_seq, x->track + 1);
+    }
+}
+
+static void xcore_check(core *c, int flag_id, dev_site s, const char *api) {
+    if (flag_id < 0 || flag_id >= XCORE_FLAGS)
+        eng_fault(c, s, "%s: flag id %d out of range 0-%d", api, flag_id, XCORE_FLAGS - 1);
+    if (c->group < 0) eng_fault(c, s, "%s: cross-core flags need a MIX (AIC+AIV) launch", api);
+}
+
+void dev_xcore_set(int pipe, int flag_id, dev_site s) {
+    core *c = eng_current("CrossCoreSetFlag");
+    engine *e = c->e;
+    eng_advance(c, e->scalar_ps);
+    xcore_check(c, flag_id, s, "CrossCoreSetFlag");
+    if (pipe < 0 || pipe >= PIPE_COUNT) eng_fault(c, s, "CrossCoreSetFlag: %d is not a pipe", pipe);
+    eng_sync(c);
+    uint64_t fire = c->now;
+    if (pipe != PIPE_S && c->pipes[pipe].done_at > fire) fire = c->pipes[pipe].done_at;
+    fire += e->xcore_latency_ps;
+    engine_event ev = EV_INIT(c, EV_XCORE_SET, pipe);
+    ev.time = c->now; ev.value = flag_id; ev.aux = (int64_t)fire; ev.site = eng_site(e, s);
+    c->last_seq = eng_emit(e, &ev);
+    /* targets: the AIVs of this AIC's group, or the AIC of this AIV */
+    for (int i = 0; i < e->cores_per_rank; i++) {
+        core *t = eng_core(e, c->rank, i);
+        if (t == c || t->group != c->group || t->launch != c->launch || t->is_aic == c->is_aic) continue;
+        xfer *x = eng_xfer_new(e);
+        x->op = OP_XCORE;
+        x->value = flag_id;
+        x->dst_rank = t->rank;
+        x->dst_off = (uint64_t)t->index;
+        x->issue_seq = c->last_seq;
+        x->track = eng_track(e, c, pipe);
+        x->end = fire;
+        eng_push(e, fire, c->prio, Q_XFER, (uint32_t)(x - e->xfers));
+    }
+}
+
+void dev_xcore_wait(int flag_id, dev_site s) {
+    core *c = eng_current("CrossCoreWaitFlag");
+    engine *e = c->e;
+    eng_advance(c, e->scalar_ps);
+    xcore_check(c, flag_id, s, "CrossCoreWaitFlag");
+    eng_sync(c);
+    int need = c->is_aic ? c->sub_num : 1;
+    if (c->xcore_count[flag_id] >= (uint32_t)need) {
+        c->xcore_count[flag_id] -= (uint32_t)need;
+        return;
+    }
+    uint32_t site = eng_site(e, s);
+    c->wait = WAIT_XCORE;
+    c->wait_pipe = PIPE_S;
+    c->wait_flag = flag_id;
+    c->wait_need = need;
+    c->wait_expected = need;
+    c->wait_site = site;
+    c->wait_object = 0;
+    c->wait_addr.a = 0;
+    c->wait_begin_time = c->now;
+    engine_event b = EV_INIT(c, EV_XCORE_WAIT_BEGIN, PIPE_S);
+    b.time = c->now; b.value = flag_id; b.aux = need; b.site = site;
+    c->wait_begin_seq = c->last_seq = eng_emit(e, &b);
+    eng_block(c);
+    e->stall_ps += c->now - c->wait_begin_time;
+    engine_event en = EV_INIT(c, EV_XCORE_WAIT_END, PIPE_S);
+    en.time = c->now; en.value = flag_id; en.site = site; en.link = c->wake_seq; en.peer = c->wake_track;
+    c->last_seq = eng_emit(e, &en);
+}
+
+/* ------------------------------------------------------------ barriers */
+void dev_barrier(int all_ranks, dev_site s) {
+    core *c = eng_current(all_ranks ? "BarrierAll" : "SyncAll");
+    engine *e = c->e;
+    eng_advance(c, e->scalar_ps);
+    eng_sync(c);
+    launch_info *l = &e->launches[c->launch];
+    int type = c->is_aic;
+    int *arrived; uint64_t *max_time, *last_seq; uint32_t *last_track; int need; uint64_t latency;
+    if (all_ranks) {
+        arrived = &l->bar_arrived[type]; max_time = &l->bar_max_time[type];
+        last_seq = &l->bar_last_seq[type]; last_track = &l->bar_last_track[type];
+        need = l->cores_of_type[type] * e->n_ranks;
+        latency = e->barrier_latency_ps;
+    } else {
+        size_t k = (size_t)c->rank * 2 + (size_t)type;
+        arrived = &l->sync_arrived[k]; max_time = &l->sync_max_time[k];
+        last_seq = &l->sync_last_seq[k]; last_track = &l->sync_last_track[k];
+        need = l->cores_of_type[type];
+        latency = e->xcore_latency_ps;
+    }
+    uint32_t site = eng_site(e, s);
+    engine_event b = EV_INIT(c, EV_BARRIER_BEGIN, PIPE_S);
+    b.time = c->now; b.value = all_ranks; b.aux = need; b.site = site;
+    c->wait_begin_seq = c->last_seq = eng_emit(e, &b);
+    c->wait_begin_time = c->now;
+    (*arrived)++;
+    if (c->now > *max_time) *max_time = c->now;
+    *last_seq = c->last_seq;
+    *last_track = eng_track(e, c, PIPE_S) + 1;
+    if (*arrived < need) {
+        c->wait = WAIT_BARRIER;
+        c->wait_pipe = PIPE_S;
+        c->wait_barrier = all_ranks;
+        c->wait_expected = need;
+        c->wait_site = site;
+        c->wait_object = 0;
+        c->wait_addr.a = 0;
+        eng_block(c);
+    } else {
+        uint64_t release = *max_time + latency;
+        for (int i = 0; i < e->n_ranks * e->cores_per_rank; i++) {
+            core *t = &e->cores[i];
+            if (t == c || t->launch != c->launch || t->is_aic != c->is_aic) continue;
+            if (!all_ranks && t->rank != c->rank) continue;
+            if (t->status == CS_BLOCKED && t->wait == WAIT_BARRIER && t->wait_barrier == all_ranks)
+                eng_wake(e, t, release, need, *last_seq, *last_track);
+        }
+        c->wake_seq = *last_seq;
+        c->wake_track = *last_track;
+        *arrived = 0;
+        *max_time = 0;
+        c->now = release;
+        eng_sync(c);
+    }
+    e->stall_ps += c->now - c->wait_begin_time;
+    engine_event en = EV_INIT(c, EV_BARRIER_END, PIPE_S);
+    en.time = c->now; en.value = all_ranks; en.site = site; en.link = c->wake_seq; en.peer = c->wake_track;
+    c->last_seq = eng_emit(e, &en);
+}
+
+/* ------------------------------------------------------------ rings */
+static const engine_object *ring_word(core *c, uint32_t ring, int tail, dev_site s, const char *api) {
+    const engine_object *r = engine_object_get(c->e, ring);
+    if (!r || r->kind != OBJ_RING) eng_fault(c, s, "%s: %u is not a ring id", api, ring);
+    return engine_object_get(c->e, tail ? r->tail : r->head);
+}
+
+void dev_ring_store(uint32_t ring, int tail, int64_t v, dev_site s) {
+    core *c = eng_current(tail ? "RingStoreTail" : "RingStoreHead");
+    engine *e = c->e;
+    const engine_object *w = ring_word(c, ring, tail, s, tail ? "RingStoreTail" : "RingStoreHead");
+    eng_advance(c, e->scalar_ps);
+    check_word(c, w->addr, (int)w->width, s, tail ? "RingStoreTail" : "RingStoreHead");
+    eng_sync(c);
+    int kind = tail ? EV_RING_TAIL : EV_RING_HEAD;
+    if (gm_rank(w->addr) != c->rank) {
+        /* the named store itself, then its landing on the peer */
+        engine_event ev = EV_INIT(c, kind, PIPE_S);
+        ev.time = c->now; ev.addr = w->addr.a; ev.len = w->width; ev.value = v;
+        ev.peer = (uint32_t)gm_rank(w->addr); ev.object = w->id; ev.site = eng_site(e, s);
+        c->last_seq = eng_emit(e, &ev);
+        remote_store(c, w->addr, (int)w->width, v, OP_STORE, XFER_REMOTE_STORE, s);
+    } else {
+        local_store(c, w->addr, (int)w->width, v, kind, s);
+        eng_advance(c, e->gm_write_ps);
+    }
+}
+
+int64_t dev_ring_load(uint32_t ring, int tail, dev_site s) {
+    core *c = eng_current("RingLoad");
+    const engine_object *w = ring_word(c, ring, tail, s, "RingLoad");
+    return dev_gm_load(w->addr, (int)w->width, s);
+}
+
+int64_t dev_ring_wait_space(uint32_t ring, int64_t tail, int64_t need, dev_site s) {
+    core *c = eng_current("RingWaitSpace");
+    const engine_object *r = engine_object_get(c->e, ring);
+    const engine_object *h = ring_word(c, ring, 0, s, "RingWaitSpace");
+    if (need > (int64_t)r->size)
+        eng_fault(c, s, "RingWaitSpace: %lld units can never fit in ring '%s' of capacity %llu",
+                  (long long)need, engine_string(c->e, r->name), (unsigned long long)r->size);
+    eng_advance(c, c->e->scalar_ps);
+    check_word(c, h->addr, (int)h->width, s, "RingWaitSpace");
+    /* capacity - (tail - head) >= need  <=>  head >= tail + need - capacity */
+    return gm_wait(c, h->addr, (int)h->width, COND_GE, tail + need - (int64_t)r->size, h->id, s);
+}
+
+int64_t dev_ring_wait_data(uint32_t ring, int64_t head, dev_site s) {
+    core *c = eng_current("RingWaitData");
+    const engine_object *t = ring_word(c, ring, 1, s, "RingWaitData");
+    eng_advance(c, c->e->scalar_ps);
+    check_word(c, t->addr, (int)t->width, s, "RingWaitData");
+    return gm_wait(c, t->addr, (int)t->width, COND_GT, head, t->id, s);
+}
+
+void dev_ring_atomic(uint32_t ring, int tail, int64_t v, dev_site s) {
+    core *c = eng_current("RingAtomicAdd");
+    engine *e = c->e;
+    const engine_object *w = ring_word(c, ring, tail, s, "RingAtomicAdd");
+    int r = gm_rank(w->addr);
+    if (r != c->rank && !eng_same_node(e, r, c->rank)) {
+        dev_rdma_atomic(w->addr, v, s);
+    } else if (r != c->rank) {
+        eng_advance(c, e->scalar_ps);
+        eng_sync(c);
+        engine_event ev = EV_INIT(c, EV_ATOMIC, PIPE_S);
+        ev.time = c->now; ev.sub = ATOMIC_ADD; ev.addr = w->addr.a; ev.len = w->width; ev.value = v;
+        ev.peer = (uint32_t)r; ev.object = w->id; ev.site = eng_site(e, s);
+        c->last_seq = eng_emit(e, &ev);
+        remote_store(c, w->addr, (int)w->width, v, OP_ATOMIC_ADD, XFER_REMOTE_STORE, s);
+    } else {
+        dev_gm_atomic(w->addr, (int)w->width, ATOMIC_ADD, v, 0, s);
+    }
+}

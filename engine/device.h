@@ -1,0 +1,255 @@
+/*
+ * device.h - the device API kernels are written against.
+ *
+ * It follows Ascend C closely so a kernel reads like the seeds: DataCopy
+ * between GM and the core's local memories (UB on AIV; L1/L0A/L0B/L0C on AIC),
+ * SetFlag/WaitFlag with hard events, PipeBarrier, GM GetValue/SetValue,
+ * atomics, SetAtomicAdd on MTE3, cross-core flags, HCCS put/get, RDMA write
+ * and remote atomic add, BatchWrite, barriers, cube Mmad and named ring
+ * stores. C has no templates, so SetFlag<HardEvent::MTE3_S>(0) is written
+ * SetFlag(MTE3_S, 0).
+ *
+ * Every call is a macro that carries __FILE__:__LINE__ into the engine, so
+ * faults and trace events name the kernel line. Hardware rules are enforced:
+ * a violation faults the run with file:line, rank and core.
+ *
+ * Calls may be made only from a kernel running on an emulated core.
+ */
+#ifndef NPURR_DEVICE_H
+#define NPURR_DEVICE_H
+
+#include "engine.h"
+
+/* Local memory address: space and byte offset. */
+typedef enum { LM_UB = 1, LM_L1, LM_L0A, LM_L0B, LM_L0C } local_space;
+typedef struct { uint32_t space; uint32_t off; } local_t;
+
+#define UB_BYTES (192u * 1024u)
+#define L1_BYTES (512u * 1024u)
+#define L0A_BYTES (64u * 1024u)
+#define L0B_BYTES (64u * 1024u)
+#define L0C_BYTES (128u * 1024u)
+#define UB_ALIGN 32u
+
+static inline local_t local_add(local_t l, uint32_t bytes) { l.off += bytes; return l; }
+/* Raw encodings used in trace events: gm_t raw has bit 63 clear. */
+static inline uint64_t local_raw(local_t l) {
+    return (1ULL << 63) | ((uint64_t)l.space << 56) | l.off;
+}
+
+/* Hard events of SetFlag/WaitFlag: producer pipe _ consumer pipe. */
+typedef enum {
+    MTE2_V = 1, V_MTE2, MTE3_V, V_MTE3, MTE2_MTE3, MTE3_MTE2, MTE3_S, S_MTE3, MTE2_S,
+    S_MTE2, V_S, S_V, MTE1_M, M_MTE1, MTE2_MTE1, MTE1_MTE2, M_FIX, FIX_M, FIX_S, S_FIX,
+    MTE2_M, M_V, V_M, FIX_MTE2, MTE2_FIX, HARD_EVENT_COUNT
+} hard_event;
+
+typedef enum { DT_INT32 = 1, DT_FLOAT, DT_BF16, DT_FP16, DT_INT64, DT_INT8 } data_type;
+
+typedef struct { const char *file; int line; const char *func; } dev_site;
+#define DEV_SITE ((dev_site){__FILE__, __LINE__, __func__})
+
+/* ------------------------------------------------------------- identity */
+int GetBlockIdx(void);      /* index of this core in its launch on this rank */
+int GetBlockNum(void);      /* block_dim of the launch */
+int GetSubBlockIdx(void);   /* 0/1 for the two AIVs of a MIX group, else 0 */
+int GetSubBlockNum(void);
+int GetRank(void);          /* shmem_my_pe */
+int GetRankSize(void);      /* shmem_n_pes */
+int GetNpusPerNode(void);
+int IsAic(void);
+/* Names what this core does (RDMASender, ...): reports and stats use it. */
+#define SetRole(name) dev_set_role((name), DEV_SITE)
+/* Publishes a scalar of the kernel's state (cached_head, credits, ...) that
+ * the deadlock report prints; recorded as an EV_NOTE. */
+#define CoreNote(key, value) dev_note((key), (int64_t)(value), DEV_SITE)
+/* Scalar work that takes cycles (index arithmetic, loops). */
+#define ScalarCycles(n) dev_scalar_cycles((uint64_t)(n), DEV_SITE)
+
+/* ------------------------------------------------------------- local memory */
+/* Carves a 32 B aligned buffer out of the core's local memory (TPipe
+ * InitBuffer); faults when the space is exhausted. */
+#define AllocLocal(space, bytes) dev_alloc_local((space), (uint32_t)(bytes), DEV_SITE)
+#define AllocUB(bytes) AllocLocal(LM_UB, (bytes))
+
+/* ------------------------------------------------------------- DataCopy */
+/* GM->UB/L1 on MTE2, UB->GM on MTE3, L1->L0A/L0B on MTE1, UB->UB on V.
+ * Local addresses and lengths must be 32 B aligned; the GM side may be any
+ * byte address inside one allocation. */
+#define DataCopy(dst, src, bytes) _Generic((dst), \
+    local_t: _Generic((src), gm_t: dev_copy_gm_to_local, default: dev_copy_local_to_local), \
+    gm_t: dev_copy_local_to_gm)((dst), (src), (uint64_t)(bytes), DEV_SITE)
+/* DataCopyPad: any GM length; the local side is padded to 32 B. */
+#define DataCopyPadIn(dst, src, bytes) dev_copy_gm_to_local_pad((dst), (src), (uint64_t)(bytes), DEV_SITE)
+#define DataCopyPadOut(dst, src, bytes) dev_copy_local_to_gm_pad((dst), (src), (uint64_t)(bytes), DEV_SITE)
+
+/* ------------------------------------------------------------- sync */
+#define SetFlag(ev, id) dev_set_flag((ev), (id), DEV_SITE)
+#define WaitFlag(ev, id) dev_wait_flag((ev), (id), DEV_SITE)
+#define PipeBarrier(pipe) dev_pipe_barrier((pipe), DEV_SITE)
+/* AIC <-> AIV of one group (mode 0x2 in Ascend C): the flag is raised when
+ * the given pipe's queued work has completed (CrossCoreSetFlag<0x2, PIPE>).
+ * An AIC's wait consumes one set from each AIV of its group. */
+#define CrossCoreSetFlag(pipe, flag_id) dev_xcore_set((pipe), (flag_id), DEV_SITE)
+#define CrossCoreWaitFlag(flag_id) dev_xcore_wait((flag_id), DEV_SITE)
+/* Every core of every launch on every rank (shmemx_barrier_all_vec). */
+#define BarrierAll() dev_barrier(1, DEV_SITE)
+/* Every core of this launch on this rank (SyncAll). */
+#define SyncAll() dev_barrier(0, DEV_SITE)
+
+/* ------------------------------------------------------------- GM scalar */
+/* Local or same-node GM (remote over HCCS); a rank in another node faults:
+ * use the RDMA calls. */
+#define GetValue32(p) dev_gm_load32((p), DEV_SITE)
+#define GetValue64(p) dev_gm_load((p), 8, DEV_SITE)
+#define SetValue32(p, v) dev_gm_store((p), 4, (int64_t)(v), DEV_SITE)
+#define SetValue64(p, v) dev_gm_store((p), 8, (int64_t)(v), DEV_SITE)
+#define AtomicAdd32(p, v) dev_gm_atomic32((p), ATOMIC_ADD, (int64_t)(v), 0, DEV_SITE)
+#define AtomicAdd64(p, v) dev_gm_atomic((p), 8, ATOMIC_ADD, (int64_t)(v), 0, DEV_SITE)
+#define AtomicCas32(p, cmp, v) dev_gm_atomic32((p), ATOMIC_CAS, (int64_t)(v), (int64_t)(cmp), DEV_SITE)
+#define AtomicMax64(p, v) dev_gm_atomic((p), 8, ATOMIC_MAX, (int64_t)(v), 0, DEV_SITE)
+/* The spin-wait of the seeds as one blocking wait: returns the value seen. */
+#define WaitGM32(p, cond, v) dev_gm_wait32((p), (cond), (int64_t)(v), DEV_SITE)
+#define WaitGM64(p, cond, v) dev_gm_wait((p), 8, (cond), (int64_t)(v), DEV_SITE)
+/* Names a GM word so waits and reports say what it is (host may do it too). */
+#define NameWord(p, width, name) dev_name_word((p), (width), (name))
+
+/* ------------------------------------------------------------- UB scalar */
+#define UbGet32(l, byte_off) dev_local_load32((l), (byte_off), DEV_SITE)
+#define UbGet64(l, byte_off) dev_local_load((l), (byte_off), 8, DEV_SITE)
+#define UbSet32(l, byte_off, v) dev_local_store((l), (byte_off), 4, (int64_t)(v), DEV_SITE)
+#define UbSet64(l, byte_off, v) dev_local_store((l), (byte_off), 8, (int64_t)(v), DEV_SITE)
+
+/* ------------------------------------------------------------- MTE3 atomics */
+#define SetAtomicAdd(dtype) dev_set_atomic((dtype), DEV_SITE)
+#define SetAtomicNone() dev_set_atomic(0, DEV_SITE)
+
+/* ------------------------------------------------------------- vector (V pipe) */
+/* Byte-granular UB->UB copy (the seeds' vector_memcpy used for the crop;
+ * on the chip this is a GatherMask/shift sequence, costed as one pass). */
+#define VecCopy(dst, src, bytes) dev_vec_copy((dst), (src), (uint32_t)(bytes), DEV_SITE)
+#define VecDup(dst, dtype, value, n) dev_vec_dup((dst), (dtype), (double)(value), (uint32_t)(n), DEV_SITE)
+/* dst_f32[i] += w * (float)src[i] for n elements; src bf16/fp16/f32. */
+#define VecAxpy(dst_f32, src, src_dtype, w, n) dev_vec_axpy((dst_f32), (src), (src_dtype), (float)(w), (uint32_t)(n), DEV_SITE)
+/* dst[i] = a[i] + b[i] (same dtype). */
+#define VecAdd(dst, a, b, dtype, n) dev_vec_add((dst), (a), (b), (dtype), (uint32_t)(n), DEV_SITE)
+/* dst[i] = convert(src[i]); e.g. f32 -> bf16 with round-to-nearest-even. */
+#define VecCast(dst, dst_dtype, src, src_dtype, n) dev_vec_cast((dst), (dst_dtype), (src), (src_dtype), (uint32_t)(n), DEV_SITE)
+
+/* ------------------------------------------------------------- cube (AIC) */
+/* L0C_f32[m,n] (+)= L0A[m,k] * L0B[k,n], row-major, fp16/bf16 inputs. */
+#define Mmad(c, a, b, dtype, m, n, k, accumulate) dev_mmad((c), (a), (b), (dtype), (m), (n), (k), (accumulate), DEV_SITE)
+/* L0C (f32) -> GM on FIX, converting to dtype (DT_FLOAT keeps f32). */
+#define Fixpipe(dst, src, dtype, elems) dev_fixpipe((dst), (src), (dtype), (uint64_t)(elems), DEV_SITE)
+
+/* ------------------------------------------------------------- HCCS (same node) */
+/* shmem_mte_put_mem_nbi / get: queued on MTE3 / MTE2, so SetFlag orders them. */
+#define ShmemPutNbi(dst_remote, src_local, bytes) dev_hccs_put((dst_remote), (src_local), (uint64_t)(bytes), DEV_SITE)
+#define ShmemGetNbi(dst_local, src_remote, bytes) dev_hccs_get((dst_local), (src_remote), (uint64_t)(bytes), DEV_SITE)
+/* UB -> remote GM over HCCS on MTE3 (the tail of a put through UB). */
+#define ShmemPutFromUB(dst_remote, src_ub, bytes) dev_hccs_put_ub((dst_remote), (src_ub), (uint64_t)(bytes), DEV_SITE)
+
+/* ------------------------------------------------------------- RDMA (between nodes) */
+/* Posted to the rank's NIC; ops to one peer complete in posting order, so a
+ * tail atomic posted after the data lands after it (RC QP ordering). */
+#define RdmaWrite(dst_remote, src_local, bytes) dev_rdma_write((dst_remote), (src_local), (uint64_t)(bytes), DEV_SITE)
+#define RdmaAtomicAdd(dst_remote, v) dev_rdma_atomic((dst_remote), (int64_t)(v), DEV_SITE)
+/* Waits until every RDMA op this core posted has completed remotely. */
+#define RdmaQuiet() dev_rdma_quiet(DEV_SITE)
+
+/* ------------------------------------------------------------- BatchWrite (AICPU) */
+/* The task struct of seed 002: localBuf, remoteBuf, count, dataType, remoteRankId. */
+typedef struct batch_write_task {
+    uint64_t local_buf;    /* gm_t raw of this rank's window */
+    uint64_t remote_buf;   /* gm_t raw on the remote rank */
+    uint64_t count;        /* elements */
+    uint32_t data_type;    /* data_type */
+    uint32_t remote_rank_id;
+} batch_write_task;
+/* The AICPU reads count tasks from GM and posts them one by one, each with
+ * the fixed per-task overhead; returns at once (no built-in sync). */
+#define BatchWrite(tasks_gm, count) dev_batch_write((tasks_gm), (uint32_t)(count), DEV_SITE)
+
+/* ------------------------------------------------------------- rings */
+/* Named stores of a ring's head/tail (the recorder sees them as ring events).
+ * The ring is declared on the host with engine_declare_ring. */
+#define RingStoreHead(ring_id, v) dev_ring_store((ring_id), 0, (int64_t)(v), DEV_SITE)
+#define RingStoreTail(ring_id, v) dev_ring_store((ring_id), 1, (int64_t)(v), DEV_SITE)
+#define RingLoadHead(ring_id) dev_ring_load((ring_id), 0, DEV_SITE)
+#define RingLoadTail(ring_id) dev_ring_load((ring_id), 1, DEV_SITE)
+/* Producer: block until capacity - (tail - head) >= need; returns head seen. */
+#define RingWaitSpace(ring_id, tail, need) dev_ring_wait_space((ring_id), (int64_t)(tail), (int64_t)(need), DEV_SITE)
+/* Consumer: block until tail > head; returns tail seen. */
+#define RingWaitData(ring_id, head) dev_ring_wait_data((ring_id), (int64_t)(head), DEV_SITE)
+/* Remote atomic add on a ring word (credits, RDMA tails) over RDMA or HCCS. */
+#define RingAtomicAdd(ring_id, which, v) dev_ring_atomic((ring_id), (which), (int64_t)(v), DEV_SITE)
+
+/* ------------------------------------------------------------- implementation */
+void dev_set_role(const char *name, dev_site s);
+void dev_note(const char *key, int64_t value, dev_site s);
+void dev_scalar_cycles(uint64_t n, dev_site s);
+local_t dev_alloc_local(int space, uint32_t bytes, dev_site s);
+void dev_copy_gm_to_local(local_t dst, gm_t src, uint64_t bytes, dev_site s);
+void dev_copy_local_to_gm(gm_t dst, local_t src, uint64_t bytes, dev_site s);
+void dev_copy_local_to_local(local_t dst, local_t src, uint64_t bytes, dev_site s);
+void dev_copy_gm_to_local_pad(local_t dst, gm_t src, uint64_t bytes, dev_site s);
+void dev_copy_local_to_gm_pad(gm_t dst, local_t src, uint64_t bytes, dev_site s);
+void dev_set_flag(int ev, int id, dev_site s);
+void dev_wait_flag(int ev, int id, dev_site s);
+void dev_pipe_barrier(int pipe, dev_site s);
+void dev_xcore_set(int pipe, int flag_id, dev_site s);
+void dev_xcore_wait(int flag_id, dev_site s);
+void dev_barrier(int all_ranks, dev_site s);
+int64_t dev_gm_load(gm_t p, int width, dev_site s);
+void dev_gm_store(gm_t p, int width, int64_t v, dev_site s);
+int64_t dev_gm_atomic(gm_t p, int width, int op, int64_t v, int64_t cmp, dev_site s);
+int64_t dev_gm_wait(gm_t p, int width, int cond, int64_t v, dev_site s);
+void dev_name_word(gm_t p, int width, const char *name);
+int64_t dev_local_load(local_t l, uint32_t byte_off, int width, dev_site s);
+void dev_local_store(local_t l, uint32_t byte_off, int width, int64_t v, dev_site s);
+void dev_set_atomic(int dtype, dev_site s);
+void dev_vec_copy(local_t dst, local_t src, uint32_t bytes, dev_site s);
+void dev_vec_dup(local_t dst, int dtype, double value, uint32_t n, dev_site s);
+void dev_vec_axpy(local_t dst, local_t src, int src_dtype, float w, uint32_t n, dev_site s);
+void dev_vec_add(local_t dst, local_t a, local_t b, int dtype, uint32_t n, dev_site s);
+void dev_vec_cast(local_t dst, int dst_dtype, local_t src, int src_dtype, uint32_t n, dev_site s);
+void dev_mmad(local_t c, local_t a, local_t b, int dtype, uint32_t m, uint32_t n, uint32_t k,
+              int accumulate, dev_site s);
+void dev_fixpipe(gm_t dst, local_t src, int dtype, uint64_t elems, dev_site s);
+void dev_hccs_put(gm_t dst, gm_t src, uint64_t bytes, dev_site s);
+void dev_hccs_get(gm_t dst, gm_t src, uint64_t bytes, dev_site s);
+void dev_hccs_put_ub(gm_t dst, local_t src, uint64_t bytes, dev_site s);
+void dev_rdma_write(gm_t dst, gm_t src, uint64_t bytes, dev_site s);
+void dev_rdma_atomic(gm_t dst, int64_t v, dev_site s);
+void dev_rdma_quiet(dev_site s);
+void dev_batch_write(gm_t tasks, uint32_t count, dev_site s);
+void dev_ring_store(uint32_t ring, int tail, int64_t v, dev_site s);
+int64_t dev_ring_load(uint32_t ring, int tail, dev_site s);
+int64_t dev_ring_wait_space(uint32_t ring, int64_t tail, int64_t need, dev_site s);
+int64_t dev_ring_wait_data(uint32_t ring, int64_t head, dev_site s);
+void dev_ring_atomic(uint32_t ring, int tail, int64_t v, dev_site s);
+
+/* 32-bit forms as functions, so an ignored result draws no warning. */
+static inline int32_t dev_gm_load32(gm_t p, dev_site s) { return (int32_t)dev_gm_load(p, 4, s); }
+static inline int32_t dev_gm_atomic32(gm_t p, int op, int64_t v, int64_t cmp, dev_site s) {
+    return (int32_t)dev_gm_atomic(p, 4, op, v, cmp, s);
+}
+static inline int32_t dev_gm_wait32(gm_t p, int cond, int64_t v, dev_site s) {
+    return (int32_t)dev_gm_wait(p, 4, cond, v, s);
+}
+static inline int32_t dev_local_load32(local_t l, uint32_t off, dev_site s) {
+    return (int32_t)dev_local_load(l, off, 4, s);
+}
+
+/* bf16 helpers for kernels and references (round to nearest even). */
+static inline float bf16_to_float(uint16_t h) {
+    union { uint32_t u; float f; } x; x.u = (uint32_t)h << 16; return x.f;
+}
+static inline uint16_t float_to_bf16(float f) {
+    union { uint32_t u; float f; } x; x.f = f;
+    if ((x.u & 0x7f800000u) == 0x7f800000u && (x.u & 0x7fffffu)) return (uint16_t)((x.u >> 16) | 0x40);
+    uint32_t rounding = 0x7fffu + ((x.u >> 16) & 1u);
+    return (uint16_t)((x.u + rounding) >> 16);
+}
+
+#endif

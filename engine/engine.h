@@ -1,0 +1,309 @@
+/*
+ * engine.h - the emulated Ascend 910B cluster, host side.
+ *
+ * This is the one header the rest of npurr (recorder, replayer, analysis,
+ * CLI) uses to build a cluster, allocate its memories, launch kernels, run
+ * them to an outcome and observe every event. Kernels themselves are written
+ * against device.h, which is the Ascend-C-like API of a single emulated core.
+ *
+ * Model in one paragraph: a cluster is nodes x npus_per_node ranks; each rank
+ * has GM and AIC/AIV cores. Every launched core is a coroutine; exactly one
+ * runs at a time under a discrete-event scheduler with a virtual clock in
+ * picoseconds. Ties are broken by a total order (time, track priority, seq),
+ * where the track priority is a seeded permutation of (rank, core), so the
+ * same config and seed give the same event stream byte for byte. Pipes (MTE2,
+ * MTE3, V, ...) are asynchronous queues whose memory effects land at their
+ * completion time. Blocking waits are single events woken by the write that
+ * satisfies them. When nothing can progress the run stops with a deadlock
+ * report; a virtual-time watchdog stops livelocks.
+ *
+ * Errors are values: functions return ENGINE_OK or an error and fill the
+ * caller's message buffer with a sentence naming the input at fault.
+ */
+#ifndef NPURR_ENGINE_H
+#define NPURR_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define ENGINE_VERSION "0.1.0"
+#define ENGINE_ERRLEN 512
+
+typedef struct engine engine;
+
+enum { ENGINE_OK = 0, ENGINE_ERR = -1 };
+
+/* ---------------------------------------------------------------- timing */
+
+/* Every figure the timing model uses. Defaults and their sources are in
+ * engine/timing.c and printed by `npurr info`; `--hw FILE` overrides any of
+ * them with key=value lines. */
+typedef struct engine_hw {
+    double aicore_clock_ghz;        /* scalar/vector/cube clock */
+    double hbm_gbps;                /* HBM bandwidth per NPU, shared by its cores */
+    double mte_bytes_per_cycle;     /* one core's MTE2/MTE3 queue bandwidth */
+    double mte_latency_ns;          /* fixed cost of one GM<->local transfer */
+    double ub_vector_bytes_per_cycle; /* vector unit throughput on UB */
+    double vector_latency_cycles;   /* fixed cost of one vector instruction */
+    double cube_macs_per_cycle;     /* 16x16x16 fractal per cycle */
+    double scalar_op_cycles;        /* issue cost of one device API call */
+    double gm_read_ns;              /* scalar GetValue on local GM */
+    double gm_write_ns;             /* scalar SetValue / atomic on local GM */
+    double hccs_link_gbps;          /* per peer link, full mesh inside a node */
+    double hccs_latency_ns;         /* one-way latency of an HCCS access */
+    double roce_gbps;               /* RoCE NIC bandwidth per NPU (each way) */
+    double rdma_latency_ns;         /* one-way latency between nodes */
+    double rdma_post_ns;            /* scalar cost of posting one RDMA op */
+    double batchwrite_task_ns;      /* AICPU overhead per BatchWrite task */
+    double crosscore_latency_ns;    /* AIC<->AIV flag propagation */
+    double barrier_latency_ns;      /* added by a cross-rank barrier */
+} engine_hw;
+
+void engine_hw_defaults(engine_hw *hw);
+/* Parse key=value lines ('#' comments) over *hw. Unknown keys are errors. */
+int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen);
+int engine_hw_set(engine_hw *hw, const char *key, const char *value, char *err, size_t errlen);
+/* Writes every parameter as key=value lines, in a fixed order. */
+void engine_hw_write(const engine_hw *hw, FILE *out);
+/* Source of a parameter's default, for documentation ("" if none). */
+const char *engine_hw_source(const char *key);
+
+/* ---------------------------------------------------------------- config */
+
+typedef enum { CHIP_910B2 = 0, CHIP_910B4 = 1 } engine_chip;
+
+typedef struct engine_config {
+    int nodes;                 /* >= 1 */
+    int npus_per_node;         /* 1..8, default 8 (HCCS full mesh of 8) */
+    engine_chip chip;          /* 910B2: 24 AIC + 48 AIV; 910B4: 20 + 40 */
+    uint64_t seed;             /* tie-break permutation and jitter */
+    double jitter;             /* 0..0.5: seeded +-fraction on transfer durations */
+    uint64_t watchdog_ps;      /* stop when virtual time passes this; 0 = none */
+    engine_hw hw;
+} engine_config;
+
+void engine_config_defaults(engine_config *cfg);
+
+int engine_create(const engine_config *cfg, engine **out, char *err, size_t errlen);
+void engine_destroy(engine *e);
+
+int engine_num_ranks(const engine *e);
+int engine_num_aic(const engine *e);
+int engine_num_aiv(const engine *e);
+int engine_cores_per_rank(const engine *e);  /* aic + aiv; core index < num_aic is an AIC */
+const engine_config *engine_get_config(const engine *e);
+
+/* ---------------------------------------------------------------- memory */
+
+/* A GM address names a byte on one rank: rank in bits 40..55, offset below.
+ * Symmetric allocations have the same offset on every rank, so
+ * gm_on_rank(p, r) is the peer's copy of p. */
+typedef struct { uint64_t a; } gm_t;
+
+#define GM_RANK_SHIFT 40
+#define GM_OFFSET_MASK ((1ULL << GM_RANK_SHIFT) - 1)
+static inline gm_t gm_make(int rank, uint64_t off) {
+    gm_t g = {((uint64_t)rank << GM_RANK_SHIFT) | off}; return g;
+}
+static inline int gm_rank(gm_t g) { return (int)(g.a >> GM_RANK_SHIFT); }
+static inline uint64_t gm_offset(gm_t g) { return g.a & GM_OFFSET_MASK; }
+static inline gm_t gm_add(gm_t g, int64_t bytes) { gm_t r = {g.a + (uint64_t)bytes}; return r; }
+static inline gm_t gm_on_rank(gm_t g, int rank) { return gm_make(rank, gm_offset(g)); }
+
+/* Zero-filled GM on one rank; name appears in faults and the index. */
+int engine_gm_alloc(engine *e, int rank, uint64_t bytes, const char *name, gm_t *out,
+                    char *err, size_t errlen);
+/* Same offset on every rank (the symmetric heap). Returns rank 0's address. */
+int engine_sym_alloc(engine *e, uint64_t bytes, const char *name, gm_t *out,
+                     char *err, size_t errlen);
+/* Host view of [p, p+bytes): NULL if not inside one allocation. For setting up
+ * inputs and checking outputs; kernels never use it. */
+void *engine_gm_host(engine *e, gm_t p, uint64_t bytes);
+/* Total bytes of GM allocated on all ranks (peak memory reports). */
+uint64_t engine_gm_allocated(const engine *e);
+
+/* ---------------------------------------------------------- named objects */
+
+/* Named GM words are what waits, deadlock reports and the trace talk about:
+ * every write that touches one records its writer. Rings are a pair of named
+ * words (head, tail) with a capacity, in units of slots or bytes. */
+typedef enum {
+    OBJ_WORD = 1, OBJ_RING = 2, OBJ_RING_HEAD = 3, OBJ_RING_TAIL = 4, OBJ_FLAG = 5,
+    OBJ_BUFFER = 6, OBJ_XCORE_FLAG = 7, OBJ_BARRIER = 8
+} engine_obj_kind;
+
+typedef struct engine_object {
+    uint32_t id;          /* >= 1 */
+    engine_obj_kind kind;
+    uint32_t name;        /* string id */
+    int rank;             /* where the word or buffer lives */
+    gm_t addr;
+    uint32_t width;       /* bytes of a word: 4 or 8 */
+    uint64_t size;        /* buffer bytes; ring capacity */
+    uint32_t ring;        /* for head/tail: the ring object id */
+    uint32_t head, tail;  /* for a ring: its word object ids */
+    int producer_rank, consumer_rank; /* for a ring; -1 unknown */
+    uint32_t role;        /* string id of the ring's level, e.g. "rdma" / "hccs" */
+} engine_object;
+
+uint32_t engine_name_word(engine *e, gm_t addr, uint32_t width, engine_obj_kind kind,
+                          const char *name);
+/* Declares a ring: capacity in the same unit the kernel stores head/tail in. */
+uint32_t engine_declare_ring(engine *e, const char *name, const char *level, gm_t head,
+                             gm_t tail, uint32_t width, uint64_t capacity,
+                             int producer_rank, int consumer_rank);
+const engine_object *engine_object_get(const engine *e, uint32_t id);
+uint32_t engine_object_count(const engine *e);
+
+/* ---------------------------------------------------------------- launch */
+
+typedef enum { CORE_AIV = 0, CORE_AIC = 1, CORE_MIX = 2 } engine_core_type;
+typedef void (*engine_kernel_fn)(const void *args);
+
+/* Launch fn on block_dim cores of every rank, starting at the first free
+ * core of that type; MIX launches block_dim AIC and 2*block_dim AIV (one
+ * cube and two vector cores per group, GetSubBlockIdx 0/1). args is passed
+ * unchanged to every core and must outlive engine_run; per-rank data is
+ * found through GetRank(). */
+int engine_launch(engine *e, const char *name, engine_kernel_fn fn, const void *args,
+                  int block_dim, engine_core_type type, char *err, size_t errlen);
+
+/* ---------------------------------------------------------------- events */
+
+typedef enum {
+    EV_KERNEL_BEGIN = 1, EV_KERNEL_END,
+    EV_XFER_ISSUE, EV_XFER_DONE,        /* sub = engine_xfer; addr dst, aux src, len */
+    EV_FLAG_SET,                         /* sub = hard event, value = id, aux = fire time */
+    EV_FLAG_WAIT_BEGIN, EV_FLAG_WAIT_END,
+    EV_XCORE_SET, EV_XCORE_WAIT_BEGIN, EV_XCORE_WAIT_END,
+    EV_GM_WAIT_BEGIN, EV_GM_WAIT_END,    /* sub = cond, aux = expected, value = seen */
+    EV_GM_LOAD, EV_GM_STORE,             /* scalar GetValue / SetValue on GM */
+    EV_RING_HEAD, EV_RING_TAIL,          /* named head/tail stores; object = ring word */
+    EV_ATOMIC,                           /* sub = engine_atomic, value = operand, aux = old */
+    EV_BARRIER_BEGIN, EV_BARRIER_END,
+    EV_PIPE_WAIT_BEGIN, EV_PIPE_WAIT_END,/* PipeBarrier<PIPE_ALL> on the scalar unit */
+    EV_ROLE,                             /* value = role string id */
+    EV_NOTE,                             /* value = number, aux = key string id */
+    EV_FAULT,                            /* value = message string id */
+    EV_BLOCKED,                          /* deadlock report: one per blocked core */
+    EV_RUN_END,                          /* value = engine_outcome */
+    EV_KIND_COUNT
+} engine_event_kind;
+
+typedef enum {
+    XFER_MTE2 = 1, XFER_MTE3, XFER_MTE1, XFER_FIX, XFER_VEC, XFER_CUBE,
+    XFER_HCCS_PUT, XFER_HCCS_GET, XFER_RDMA_WRITE, XFER_RDMA_ATOMIC, XFER_BATCHWRITE,
+    XFER_REMOTE_STORE, XFER_KIND_COUNT
+} engine_xfer;
+
+typedef enum { PIPE_S = 0, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_FIX,
+               PIPE_NIC, PIPE_AICPU, PIPE_COUNT, PIPE_ALL = 15 } engine_pipe;
+
+typedef enum { ATOMIC_ADD = 1, ATOMIC_CAS, ATOMIC_MAX } engine_atomic;
+
+typedef enum { COND_EQ = 1, COND_NE, COND_GE, COND_GT, COND_LE, COND_LT } engine_cond;
+
+typedef enum {
+    OUTCOME_RUNNING = 0, OUTCOME_COMPLETED = 1, OUTCOME_DEADLOCK = 2, OUTCOME_WATCHDOG = 3,
+    OUTCOME_FAULT = 4, OUTCOME_INTERRUPTED = 5
+} engine_outcome;
+
+typedef struct engine_event {
+    uint64_t seq;        /* global, dense from 1, in execution order */
+    uint64_t time;       /* virtual picoseconds */
+    uint64_t addr;       /* dst address (gm_t raw or local_t raw) or waited word */
+    uint64_t len;        /* bytes for transfers */
+    int64_t value;
+    int64_t aux;
+    uint64_t link;       /* XFER_DONE: issue seq; *_WAIT_END: waker seq; 0 none */
+    uint32_t rank;
+    uint32_t core;       /* index within the rank: < num_aic is AIC */
+    uint32_t site;       /* call site id, 0 = none */
+    uint32_t object;     /* named object id, 0 = none */
+    uint32_t peer;       /* WAIT_END: waker track id + 1 (0 none); transfers: peer rank */
+    uint8_t kind;        /* engine_event_kind */
+    uint8_t pipe;        /* engine_pipe of the track */
+    uint8_t sub;         /* engine_xfer / hard event / engine_cond / engine_atomic */
+    uint8_t pad;
+} engine_event;
+
+/* A track is (rank, core, pipe); its id is dense. */
+static inline uint32_t engine_track_id(uint32_t cores_per_rank, uint32_t rank, uint32_t core,
+                                       uint32_t pipe) {
+    return (rank * cores_per_rank + core) * PIPE_COUNT + pipe;
+}
+
+typedef struct engine_site {
+    uint32_t id;
+    const char *file;
+    int line;
+    const char *func;
+} engine_site;
+
+/* The observer sees every declaration before the first event that refers to
+ * it, and every event in execution order. Any callback may be NULL. */
+typedef struct engine_observer {
+    void *ctx;
+    void (*on_string)(void *ctx, uint32_t id, const char *text);
+    void (*on_site)(void *ctx, const engine_site *site);
+    void (*on_object)(void *ctx, const engine_object *obj);
+    void (*on_event)(void *ctx, const engine_event *ev);
+} engine_observer;
+
+void engine_set_observer(engine *e, const engine_observer *obs);
+const char *engine_string(const engine *e, uint32_t id);
+uint32_t engine_intern(engine *e, const char *text);
+
+const char *engine_event_kind_name(int kind);
+const char *engine_xfer_name(int xfer);
+const char *engine_pipe_name(int pipe);
+const char *engine_cond_name(int cond);
+const char *engine_outcome_name(int outcome);
+const char *engine_hard_event_name(int ev);
+
+/* ---------------------------------------------------------------- running */
+
+typedef struct engine_result {
+    engine_outcome outcome;
+    uint64_t end_time;        /* virtual ps of the last event */
+    uint64_t events;          /* events emitted */
+    uint64_t stall_ps;        /* summed duration of all waits */
+    char message[ENGINE_ERRLEN]; /* fault text, or first line of the deadlock report */
+} engine_result;
+
+/* Runs every launched kernel to an outcome. Returns ENGINE_OK when the run
+ * itself could be carried out (whatever the outcome). */
+int engine_run(engine *e, engine_result *res, char *err, size_t errlen);
+
+/* Asks a running engine to stop at the next event (safe from a signal
+ * handler); the outcome becomes OUTCOME_INTERRUPTED. */
+void engine_request_stop(engine *e);
+
+/* Stop just before emitting event seq (0 = never): the engine calls fn from
+ * inside the core that issues it, on that core's stack, so a debugger's
+ * backtrace shows the kernel source line. */
+typedef void (*engine_break_fn)(void *ctx, const engine_event *ev);
+void engine_set_break(engine *e, uint64_t seq, engine_break_fn fn, void *ctx);
+
+/* The deadlock / watchdog / fault report: every blocked core, what it waits
+ * for (object, expected vs current value), who last wrote it, and the notes
+ * its kernel published (role, channel, cached head, credits, ...). */
+void engine_write_report(const engine *e, FILE *out);
+
+/* Introspection, for the replayer's gdb commands. */
+typedef struct engine_core_state {
+    int rank, core, launched, finished, blocked;
+    const char *kernel;
+    const char *role;
+    uint64_t now;             /* the core's local virtual time */
+    char waiting_on[256];     /* human-readable, "" when not blocked */
+} engine_core_state;
+int engine_core_count(const engine *e);   /* ranks * cores_per_rank */
+void engine_core_state_get(const engine *e, int index, engine_core_state *st);
+uint64_t engine_now(const engine *e);     /* time of the event being processed */
+uint64_t engine_seq(const engine *e);     /* seq of the last emitted event */
+/* Reads a named word's current value (rings in gdb, reports). */
+int64_t engine_word_value(engine *e, uint32_t object_id);
+
+#endif

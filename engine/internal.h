@@ -1,0 +1,340 @@
+/*
+ * internal.h - structures shared by the engine's source files. Not a public
+ * header: the rest of npurr sees engine.h and device.h only.
+ *
+ * Ownership: an engine owns ranks; a rank owns its GM allocations, named
+ * words, watchers and shared resources (HBM, NIC, AICPU); a core owns its
+ * coroutine, pipes, flags and local memories. Transfers live in a pool and
+ * are referenced from the event queue by index.
+ */
+#ifndef NPURR_ENGINE_INTERNAL_H
+#define NPURR_ENGINE_INTERNAL_H
+
+#include "engine.h"
+#include "device.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+/* ------------------------------------------------------------ coroutines */
+typedef struct coro {
+    void *sp;             /* saved stack pointer while suspended */
+    void *stack;          /* mmap'd region including the guard page */
+    size_t stack_size;
+    void *asan_fake;      /* ASan fiber bookkeeping */
+    const void *asan_bottom;
+    size_t asan_size;
+} coro;
+
+int coro_init(coro *c, size_t stack_size, void (*entry)(void *), void *arg);
+void coro_free(coro *c);
+/* Saves the current context into from and resumes to. */
+void coro_switch(coro *from, coro *to);
+void coro_entered(coro *from);
+
+/* ------------------------------------------------------------ resources */
+/* A shared bandwidth resource served FIFO in issue order: aggregate
+ * bandwidth is exact; a transfer waits for the ones reserved before it. */
+typedef struct resource {
+    uint64_t free_at;
+    double ps_per_byte;
+} resource;
+
+uint64_t resource_reserve(resource *r, uint64_t start, uint64_t bytes);
+
+/* ------------------------------------------------------------ memory */
+typedef struct gm_alloc {
+    uint64_t off;         /* offset in the rank's address space */
+    uint64_t size;
+    uint8_t *host;        /* mmap'd, zero-filled, lazily backed */
+    uint32_t name;        /* string id */
+} gm_alloc;
+
+/* A named GM word (ring head/tail, flag, ...). */
+typedef struct named_word {
+    uint64_t off;
+    uint32_t width;
+    uint32_t object;
+} named_word;
+
+struct core;
+
+typedef struct watcher {
+    struct core *core;
+} watcher;
+
+typedef struct rank_state {
+    gm_alloc *allocs;     /* sorted by off */
+    int n_allocs, cap_allocs;
+    uint64_t next_off;    /* bump pointer for private allocations */
+    named_word *words;    /* sorted by off */
+    int n_words, cap_words;
+    struct core **watchers;   /* cores blocked on a GM word of this rank */
+    int n_watchers, cap_watchers;
+    resource hbm;
+    resource nic_tx, nic_rx;
+    resource aicpu;
+} rank_state;
+
+/* ------------------------------------------------------------ cores */
+typedef enum { CS_IDLE = 0, CS_READY, CS_RUNNING, CS_BLOCKED, CS_FINISHED, CS_FAULTED } core_status;
+
+typedef enum {
+    WAIT_NONE = 0, WAIT_GM, WAIT_XCORE, WAIT_BARRIER, WAIT_FLAG, WAIT_PIPE, WAIT_RDMA_QUIET
+} wait_kind;
+
+typedef struct pipe_q {
+    uint64_t free_at;     /* next op may start */
+    uint64_t done_at;     /* completion of the last queued op */
+    uint64_t barrier_at;  /* a WaitFlag holds this pipe until then */
+    uint64_t last_done_seq;  /* seq of the last completion event */
+    uint32_t last_done_track;
+} pipe_q;
+
+#define FLAG_IDS 8
+#define FLAG_DEPTH 4
+#define XCORE_FLAGS 16
+#define NOTES_MAX 16
+
+typedef struct flag_slot {
+    uint64_t fire[FLAG_DEPTH];   /* fire times of pending SetFlags, FIFO */
+    uint8_t head, count;
+} flag_slot;
+
+typedef struct launch_info {
+    const char *name;
+    uint32_t name_id;
+    engine_kernel_fn fn;
+    const void *args;
+    int block_dim;
+    engine_core_type type;
+    int first_aic, first_aiv;
+    /* barrier bookkeeping, [is_aic]: BarrierAll across ranks; [rank*2+is_aic]: SyncAll */
+    int bar_arrived[2];
+    uint64_t bar_max_time[2], bar_last_seq[2];
+    uint32_t bar_last_track[2];
+    int *sync_arrived;
+    uint64_t *sync_max_time;
+    uint64_t *sync_last_seq;
+    uint32_t *sync_last_track;
+    int cores_of_type[2];   /* participants per rank: [is_aic] */
+} launch_info;
+
+typedef struct core {
+    struct engine *e;
+    int rank, index;          /* index within the rank: < num_aic is an AIC */
+    int is_aic;
+    int launch;               /* index into engine launches, -1 if idle */
+    int block_idx, block_num, sub_idx, sub_num;
+    int group;                /* AIC index of the MIX group, -1 otherwise */
+    core_status status;
+    uint64_t now;             /* local virtual time */
+    uint64_t prio;            /* tie-break priority, seeded */
+    coro co;
+    pipe_q pipes[PIPE_COUNT];
+    flag_slot flags[HARD_EVENT_COUNT][FLAG_IDS];
+    uint32_t xcore_count[XCORE_FLAGS];
+    uint64_t xcore_last_seq[XCORE_FLAGS];
+    uint32_t xcore_last_track[XCORE_FLAGS];
+    uint8_t *local[LM_L0C + 1];
+    uint32_t local_used[LM_L0C + 1];
+    int atomic_dtype;         /* SetAtomicAdd state of MTE3 */
+    uint32_t role;            /* string id, 0 none */
+    uint32_t note_key[NOTES_MAX];
+    int64_t note_val[NOTES_MAX];
+    int n_notes;
+    uint64_t rdma_done_at;    /* completion of the last RDMA op it posted */
+    uint64_t rdma_done_seq;
+    /* what it is blocked on */
+    wait_kind wait;
+    int wait_pipe;            /* track pipe of the wait events */
+    gm_t wait_addr;
+    int wait_width, wait_cond;
+    int64_t wait_expected;
+    uint32_t wait_object;
+    uint32_t wait_site;
+    int wait_flag;            /* xcore flag id / hard event */
+    int wait_need;            /* xcore sets needed */
+    int wait_barrier;         /* 1 all ranks, 0 this rank */
+    uint64_t wait_begin_time, wait_begin_seq;
+    int wait_remote;          /* the waited word is on another rank */
+    /* filled by the waker */
+    int64_t wake_value;
+    uint64_t wake_seq;
+    uint32_t wake_track;      /* track id + 1 */
+    uint64_t last_seq;        /* last event this core emitted */
+    uint32_t last_site;
+} core;
+
+/* ------------------------------------------------------------ transfers */
+typedef enum { OP_COPY = 1, OP_COPY_PAD_IN, OP_VEC_DUP, OP_VEC_AXPY, OP_VEC_ADD, OP_VEC_CAST,
+               OP_MMAD, OP_FIXPIPE, OP_STORE, OP_ATOMIC_ADD, OP_BATCH_TASK, OP_XCORE } xfer_op;
+
+typedef struct xfer {
+    int op;
+    int kind;                 /* engine_xfer */
+    int rank, core_index, pipe;
+    uint32_t track;
+    uint8_t *dst, *src, *src2;
+    uint64_t dst_raw, src_raw;
+    uint64_t bytes;
+    int dtype, dtype2, atomic_dtype;
+    double scalar;
+    uint32_t m, n, k;
+    int accumulate;
+    int width;
+    int64_t value;
+    int dst_rank;             /* rank whose GM is written (-1: local memory) */
+    uint64_t dst_off;
+    uint32_t object;
+    uint64_t issue_seq;
+    uint64_t start, end;
+    uint32_t site;
+    int peer;
+    int next_free;
+} xfer;
+
+/* ------------------------------------------------------------ event queue */
+typedef enum { Q_CORE = 1, Q_XFER = 2 } qitem_type;
+typedef struct qitem {
+    uint64_t time;
+    uint64_t key;             /* priority << 40 | insertion counter */
+    uint32_t type;
+    uint32_t idx;
+} qitem;
+
+/* ------------------------------------------------------------ sites */
+typedef struct site_entry {
+    const char *file;
+    const char *func;
+    int line;
+    uint32_t id;
+} site_entry;
+
+/* ------------------------------------------------------------ engine */
+struct engine {
+    engine_config cfg;
+    int n_ranks, n_aic, n_aiv, cores_per_rank;
+    rank_state *ranks;
+    core *cores;              /* n_ranks * cores_per_rank */
+    uint64_t sym_next;        /* symmetric heap bump pointer */
+
+    /* timing, precomputed */
+    double ps_per_cycle;
+    uint64_t scalar_ps, gm_read_ps, gm_write_ps, mte_latency_ps, vec_latency_ps;
+    uint64_t hccs_latency_ps, rdma_latency_ps, rdma_post_ps, batch_task_ps;
+    uint64_t xcore_latency_ps, barrier_latency_ps;
+    double mte_ps_per_byte, vec_ps_per_byte, ps_per_mac;
+    resource *hccs_links;     /* [src * n_ranks + dst], same node only */
+    uint64_t *qp_done_at;     /* RDMA ordering per (src, dst) */
+    uint64_t rng;             /* jitter PRNG state */
+
+    /* launches */
+    launch_info *launches;
+    int n_launches;
+    int launched_cores, finished_cores;
+
+    /* scheduler */
+    qitem *heap;
+    size_t heap_n, heap_cap;
+    uint64_t counter;
+    coro sched_co;
+    core *current;
+    uint64_t now;
+    uint64_t seq;
+    volatile int stop_requested;
+    engine_outcome outcome;
+    char message[ENGINE_ERRLEN];
+    uint64_t stall_ps;
+    int running;
+
+    /* transfers */
+    xfer *xfers;
+    int n_xfers, cap_xfers, free_xfer;
+
+    /* strings, sites, objects */
+    char **strings;
+    uint32_t n_strings, cap_strings;
+    uint32_t *str_hash;       /* open addressing: string id, 0 empty */
+    uint32_t str_hash_cap;
+    site_entry *sites;        /* by id - 1 */
+    uint32_t n_sites, cap_sites;
+    uint32_t *site_hash;      /* open addressing over (file ptr, line): site id */
+    uint32_t site_hash_cap;
+    engine_object *objects;   /* by id - 1 */
+    uint32_t n_objects, cap_objects;
+    uint64_t *obj_last_seq;   /* last writer of each object */
+    uint32_t *obj_last_track;
+    uint64_t *obj_last_time;
+
+    engine_observer obs;
+    uint64_t break_seq;
+    engine_break_fn break_fn;
+    void *break_ctx;
+};
+
+/* cluster.c */
+uint32_t eng_intern(engine *e, const char *text);
+uint32_t eng_site(engine *e, dev_site s);
+core *eng_core(const engine *e, int rank, int index);
+uint32_t eng_track(const engine *e, const core *c, int pipe);
+int eng_same_node(const engine *e, int a, int b);
+uint64_t eng_jitter(engine *e, uint64_t dur);
+
+/* sched.c */
+core *eng_current(const char *api);
+void eng_sync(core *c);                      /* run every earlier event first */
+void eng_advance(core *c, uint64_t ps);      /* local time passes (no sync) */
+void eng_block(core *c);                     /* suspend until eng_wake */
+void eng_wake(engine *e, core *c, uint64_t t, int64_t value, uint64_t seq, uint32_t track1);
+void eng_push(engine *e, uint64_t time, uint64_t prio, qitem_type type, uint32_t idx);
+uint64_t eng_emit(engine *e, engine_event *ev);
+void eng_fault(core *c, dev_site s, const char *fmt, ...) __attribute__((format(printf, 3, 4), noreturn));
+void eng_stop(engine *e, engine_outcome outcome, const char *msg);
+
+/* memory.c */
+void eng_gm_unmap(uint8_t *host, uint64_t size);
+size_t eng_coro_stack_size(void);
+uint8_t *eng_gm_ptr(engine *e, gm_t p, uint64_t bytes);  /* NULL if out of bounds */
+const gm_alloc *eng_gm_find(engine *e, gm_t p);
+uint8_t *eng_local_ptr(core *c, local_t l, uint64_t bytes, dev_site s, const char *what);
+void eng_gm_check(core *c, gm_t p, uint64_t bytes, dev_site s, const char *what);
+
+/* objects.c */
+void eng_gm_written(engine *e, int rank, uint64_t off, uint64_t len, uint64_t seq, uint32_t track1,
+                    uint64_t time);
+uint32_t eng_word_object(engine *e, gm_t p);
+int64_t eng_read_word(const uint8_t *p, int width);
+void eng_write_word(uint8_t *p, int width, int64_t v);
+int eng_cond_holds(int cond, int64_t value, int64_t expected);
+void eng_watch(engine *e, core *c);
+void eng_unwatch(engine *e, core *c);
+
+/* pipes.c */
+xfer *eng_xfer_new(engine *e);
+void eng_xfer_post(engine *e, xfer *x, uint64_t issue_time, uint64_t prio);
+uint64_t eng_pipe_start(core *c, int pipe);
+void eng_xfer_issue_on(core *c, xfer *x, double core_ps_per_byte, uint64_t fixed_ps,
+                       resource **res, int n_res, uint64_t latency_ps, dev_site s);
+void eng_xfer_complete(engine *e, xfer *x);
+int eng_pipe_of_event(int hard_event, int consumer);
+
+/* dev_sync.c */
+void eng_xcore_deliver(engine *e, xfer *x);
+
+/* compute.c */
+void eng_apply_compute(engine *e, xfer *x);
+float eng_f16_to_f32(uint16_t h);
+uint16_t eng_f32_to_f16(float f);
+float eng_load_elem(const uint8_t *p, int dtype, uint64_t i);
+void eng_store_elem(uint8_t *p, int dtype, uint64_t i, float v);
+int eng_dtype_size(int dtype);
+
+/* report.c */
+const char *eng_space_name(int space);
+void eng_describe_wait(const engine *e, const core *c, char *buf, size_t len);
+
+#define EV_INIT(c, k, p) { .kind = (k), .rank = (uint32_t)(c)->rank, \
+    .core = (uint32_t)(c)->index, .pipe = (uint8_t)(p) }
+
+#endif

@@ -1,0 +1,57 @@
+/*
+ * kernels.h - the kernel set from the seeds, as the CLI sees it.
+ *
+ * Each kernel is a descriptor: its name (`-k NAME`), the options it accepts
+ * with defaults and help, a setup that allocates and fills the cluster's
+ * memories and launches the device code, a check that compares the outputs
+ * with a CPU reference after the run, and optionally a layout printer.
+ * Options arrive as name/value strings so the CLI stays thin and a recorded
+ * command line is all replay needs to rebuild the same run.
+ */
+#ifndef NPURR_KERNELS_H
+#define NPURR_KERNELS_H
+
+#include <stdio.h>
+#include "../engine.h"
+
+typedef struct kernel_option {
+    const char *name;          /* without leading dashes: "tokens" */
+    const char *default_value; /* NULL = flag without value (e.g. "inject" has a value) */
+    const char *help;
+} kernel_option;
+
+/* The parsed options of one run: every option the kernel declares, with the
+ * user's value or the default. */
+typedef struct kernel_opts {
+    int count;
+    const char *names[64];
+    const char *values[64];
+} kernel_opts;
+
+/* Accessors; on a malformed value they fill err naming the option and return
+ * -1, else 0. */
+int kopt_str(const kernel_opts *o, const char *name, const char **out);
+int kopt_i64(const kernel_opts *o, const char *name, int64_t *out, char *err, size_t errlen);
+int kopt_f64(const kernel_opts *o, const char *name, double *out, char *err, size_t errlen);
+
+typedef struct kernel_desc {
+    const char *name;
+    const char *summary;                  /* one line for `npurr record --help` */
+    const kernel_option *options;         /* terminated by {NULL} */
+    /* Allocates, fills inputs, declares rings, launches. *state is passed to
+     * check/destroy. Returns 0 or -1 with err naming the bad input. */
+    int (*setup)(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen);
+    /* After the run (completed outcome only): 0 all checks passed; 1 a data
+     * check failed, msg says which token/byte. */
+    int (*check)(engine *e, void *state, char *msg, size_t msglen);
+    /* Optional: prints every buffer's size per rank for these options. */
+    int (*layout)(const kernel_opts *o, int nodes, int npus_per_node, FILE *out, char *err,
+                  size_t errlen);
+    void (*destroy)(void *state);
+} kernel_desc;
+
+/* NULL-terminated list of every kernel. */
+const kernel_desc *const *kernels_all(void);
+const kernel_desc *kernels_find(const char *name);
+
+#endif

@@ -1,0 +1,196 @@
+/*
+ * memory.c - GM allocations, the symmetric heap and cores' local memories,
+ * with the bounds and alignment rules the hardware enforces.
+ *
+ * Every allocation is its own anonymous mapping: zero-filled, backed only
+ * when touched (production-sized runs reserve far more than they write), and
+ * findable by binary search so an access outside every allocation faults
+ * naming the nearest one instead of silently landing in a neighbour.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+void eng_gm_unmap(uint8_t *host, uint64_t size) {
+    if (host) munmap(host, size ? size : 1);
+}
+
+static int insert_alloc(engine *e, int rank, uint64_t off, uint64_t bytes, uint32_t name,
+                        char *err, size_t errlen) {
+    rank_state *rs = &e->ranks[rank];
+    if (rs->n_allocs == rs->cap_allocs) {
+        int cap = rs->cap_allocs ? rs->cap_allocs * 2 : 16;
+        gm_alloc *na = realloc(rs->allocs, (size_t)cap * sizeof *na);
+        if (!na) { snprintf(err, errlen, "out of memory"); return ENGINE_ERR; }
+        rs->allocs = na;
+        rs->cap_allocs = cap;
+    }
+    void *host = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (host == MAP_FAILED) {
+        snprintf(err, errlen, "GM allocation '%s' of %llu bytes on rank %d: the host refused the mapping",
+                 engine_string(e, name), (unsigned long long)bytes, rank);
+        return ENGINE_ERR;
+    }
+    int pos = rs->n_allocs;
+    while (pos > 0 && rs->allocs[pos - 1].off > off) pos--;
+    memmove(&rs->allocs[pos + 1], &rs->allocs[pos], (size_t)(rs->n_allocs - pos) * sizeof *rs->allocs);
+    rs->allocs[pos] = (gm_alloc){off, bytes, host, name};
+    rs->n_allocs++;
+    return ENGINE_OK;
+}
+
+static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+int engine_gm_alloc(engine *e, int rank, uint64_t bytes, const char *name, gm_t *out,
+                    char *err, size_t errlen) {
+    if (rank < 0 || rank >= e->n_ranks) {
+        snprintf(err, errlen, "GM allocation '%s': rank %d does not exist (0..%d)", name, rank,
+                 e->n_ranks - 1);
+        return ENGINE_ERR;
+    }
+    if (bytes == 0 || bytes > (1ULL << 37)) {
+        snprintf(err, errlen, "GM allocation '%s' on rank %d: size %llu must be 1 byte to 128 GiB",
+                 name, rank, (unsigned long long)bytes);
+        return ENGINE_ERR;
+    }
+    rank_state *rs = &e->ranks[rank];
+    uint64_t off = rs->next_off;
+    if (off + bytes >= (1ULL << 38)) {
+        snprintf(err, errlen, "GM allocation '%s' on rank %d: the rank's private space is full", name, rank);
+        return ENGINE_ERR;
+    }
+    /* 512 B apart, with a gap, so an overrun never reaches the next buffer */
+    rs->next_off = align_up(off + bytes, 512) + 512;
+    if (insert_alloc(e, rank, off, bytes, eng_intern(e, name), err, errlen)) return ENGINE_ERR;
+    *out = gm_make(rank, off);
+    return ENGINE_OK;
+}
+
+int engine_sym_alloc(engine *e, uint64_t bytes, const char *name, gm_t *out, char *err,
+                     size_t errlen) {
+    if (bytes == 0 || bytes > (1ULL << 37)) {
+        snprintf(err, errlen, "symmetric allocation '%s': size %llu must be 1 byte to 128 GiB", name,
+                 (unsigned long long)bytes);
+        return ENGINE_ERR;
+    }
+    uint64_t off = e->sym_next;
+    if (off + bytes >= GM_OFFSET_MASK) {
+        snprintf(err, errlen, "symmetric allocation '%s': the symmetric heap is full", name);
+        return ENGINE_ERR;
+    }
+    e->sym_next = align_up(off + bytes, 512) + 512;
+    uint32_t id = eng_intern(e, name);
+    for (int r = 0; r < e->n_ranks; r++)
+        if (insert_alloc(e, r, off, bytes, id, err, errlen)) return ENGINE_ERR;
+    *out = gm_make(0, off);
+    return ENGINE_OK;
+}
+
+const gm_alloc *eng_gm_find(engine *e, gm_t p) {
+    int rank = gm_rank(p);
+    if (rank < 0 || rank >= e->n_ranks) return NULL;
+    rank_state *rs = &e->ranks[rank];
+    uint64_t off = gm_offset(p);
+    int lo = 0, hi = rs->n_allocs - 1, best = -1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (rs->allocs[mid].off <= off) { best = mid; lo = mid + 1; } else hi = mid - 1;
+    }
+    if (best < 0) return NULL;
+    return &rs->allocs[best];
+}
+
+uint8_t *eng_gm_ptr(engine *e, gm_t p, uint64_t bytes) {
+    const gm_alloc *a = eng_gm_find(e, p);
+    if (!a) return NULL;
+    uint64_t off = gm_offset(p);
+    if (off < a->off || off - a->off > a->size || bytes > a->size - (off - a->off)) return NULL;
+    return a->host + (off - a->off);
+}
+
+void *engine_gm_host(engine *e, gm_t p, uint64_t bytes) { return eng_gm_ptr(e, p, bytes); }
+
+uint64_t engine_gm_allocated(const engine *e) {
+    uint64_t total = 0;
+    for (int r = 0; r < e->n_ranks; r++)
+        for (int i = 0; i < e->ranks[r].n_allocs; i++) total += e->ranks[r].allocs[i].size;
+    return total;
+}
+
+void eng_gm_check(core *c, gm_t p, uint64_t bytes, dev_site s, const char *what) {
+    engine *e = c->e;
+    int rank = gm_rank(p);
+    if (rank < 0 || rank >= e->n_ranks)
+        eng_fault(c, s, "%s: GM address 0x%llx names rank %d, which does not exist", what,
+                  (unsigned long long)p.a, rank);
+    if (eng_gm_ptr(e, p, bytes)) return;
+    const gm_alloc *a = eng_gm_find(e, p);
+    if (a)
+        eng_fault(c, s, "%s: GM out of bounds: rank %d offset 0x%llx + %llu bytes is outside '%s' "
+                  "[0x%llx, 0x%llx)", what, rank, (unsigned long long)gm_offset(p),
+                  (unsigned long long)bytes, engine_string(e, a->name), (unsigned long long)a->off,
+                  (unsigned long long)(a->off + a->size));
+    eng_fault(c, s, "%s: GM out of bounds: rank %d offset 0x%llx is not inside any allocation", what,
+              rank, (unsigned long long)gm_offset(p));
+}
+
+static const char *space_name(int space) {
+    switch (space) {
+    case LM_UB: return "UB";
+    case LM_L1: return "L1";
+    case LM_L0A: return "L0A";
+    case LM_L0B: return "L0B";
+    case LM_L0C: return "L0C";
+    default: return "?";
+    }
+}
+
+static uint32_t space_size(int space) {
+    switch (space) {
+    case LM_UB: return UB_BYTES;
+    case LM_L1: return L1_BYTES;
+    case LM_L0A: return L0A_BYTES;
+    case LM_L0B: return L0B_BYTES;
+    case LM_L0C: return L0C_BYTES;
+    default: return 0;
+    }
+}
+
+static int space_on_core(const core *c, int space) {
+    return c->is_aic ? (space >= LM_L1 && space <= LM_L0C) : space == LM_UB;
+}
+
+uint8_t *eng_local_ptr(core *c, local_t l, uint64_t bytes, dev_site s, const char *what) {
+    if (l.space < LM_UB || l.space > LM_L0C || !space_on_core(c, (int)l.space))
+        eng_fault(c, s, "%s: %s is not a local memory of an %s core", what, space_name((int)l.space),
+                  c->is_aic ? "AIC" : "AIV");
+    uint32_t size = space_size((int)l.space);
+    if ((uint64_t)l.off + bytes > size)
+        eng_fault(c, s, "%s: %s overflow: offset %u + %llu bytes exceeds %u", what,
+                  space_name((int)l.space), l.off, (unsigned long long)bytes, size);
+    if (!c->local[l.space]) {
+        c->local[l.space] = calloc(1, size);
+        if (!c->local[l.space]) eng_fault(c, s, "%s: host out of memory for %s", what, space_name((int)l.space));
+    }
+    return c->local[l.space] + l.off;
+}
+
+local_t dev_alloc_local(int space, uint32_t bytes, dev_site s) {
+    core *c = eng_current("AllocLocal");
+    if (space < LM_UB || space > LM_L0C || !space_on_core(c, space))
+        eng_fault(c, s, "AllocLocal: %s is not a local memory of an %s core", space_name(space),
+                  c->is_aic ? "AIC" : "AIV");
+    uint32_t size = space_size(space);
+    uint32_t need = (bytes + UB_ALIGN - 1) / UB_ALIGN * UB_ALIGN;
+    if (bytes == 0 || c->local_used[space] + (uint64_t)need > size)
+        eng_fault(c, s, "AllocLocal: %s overflow: %u bytes requested, %u of %u already used",
+                  space_name(space), bytes, c->local_used[space], size);
+    local_t l = {(uint32_t)space, c->local_used[space]};
+    c->local_used[space] += need;
+    return l;
+}
+
+const char *eng_space_name(int space) { return space_name(space); }

@@ -1,0 +1,343 @@
+/*
+ * pipes.c - asynchronous pipe queues and transfers.
+ *
+ * A device call that moves data (DataCopy, a vector op, a put, an RDMA
+ * write) becomes an xfer queued on a pipe: it starts when the pipe is free
+ * and any WaitFlag holding the pipe has fired, occupies the pipe for its
+ * serial time (bytes over the core's MTE bandwidth, or the slowest shared
+ * resource it crosses: HBM, an HCCS link, a NIC), and completes one latency
+ * later. Its memory effect is applied at completion, by the scheduler, so a
+ * reader that does not wait for it sees the old bytes, as on the chip.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t resource_reserve(resource *r, uint64_t start, uint64_t bytes) {
+    uint64_t s = start > r->free_at ? start : r->free_at;
+    r->free_at = s + (uint64_t)ceil((double)bytes * r->ps_per_byte);
+    return r->free_at;
+}
+
+xfer *eng_xfer_new(engine *e) {
+    int idx;
+    if (e->free_xfer >= 0) {
+        idx = e->free_xfer;
+        e->free_xfer = e->xfers[idx].next_free;
+    } else {
+        if (e->n_xfers == e->cap_xfers) {
+            e->cap_xfers = e->cap_xfers ? e->cap_xfers * 2 : 1024;
+            e->xfers = realloc(e->xfers, (size_t)e->cap_xfers * sizeof *e->xfers);
+            if (!e->xfers) abort();
+        }
+        idx = e->n_xfers++;
+    }
+    xfer *x = &e->xfers[idx];
+    memset(x, 0, sizeof *x);
+    x->dst_rank = -1;
+    x->next_free = -1;
+    return x;
+}
+
+/* Emits the issue event and schedules the completion of a fully timed x. */
+void eng_xfer_post(engine *e, xfer *x, uint64_t issue_time, uint64_t prio) {
+    engine_event ev = {0};
+    ev.kind = EV_XFER_ISSUE;
+    ev.time = issue_time;
+    ev.rank = (uint32_t)x->rank;
+    ev.core = (uint32_t)x->core_index;
+    ev.pipe = (uint8_t)x->pipe;
+    ev.sub = (uint8_t)x->kind;
+    ev.addr = x->dst_raw;
+    ev.aux = (int64_t)x->src_raw;
+    ev.len = x->bytes;
+    ev.value = (int64_t)x->start;
+    ev.peer = (uint32_t)x->peer;
+    ev.site = x->site;
+    ev.object = x->object;
+    x->issue_seq = eng_emit(e, &ev);
+    eng_push(e, x->end, prio, Q_XFER, (uint32_t)(x - e->xfers));
+}
+
+uint64_t eng_pipe_start(core *c, int pipe) {
+    pipe_q *p = &c->pipes[pipe];
+    uint64_t s = c->now;
+    if (p->free_at > s) s = p->free_at;
+    if (p->barrier_at > s) s = p->barrier_at;
+    return s;
+}
+
+/* Times x on the core's pipe: serial part = max(fixed + bytes at the core's
+ * rate, each shared resource's reservation), then latency. */
+void eng_xfer_issue_on(core *c, xfer *x, double core_ps_per_byte, uint64_t fixed_ps,
+                       resource **res, int n_res, uint64_t latency_ps, dev_site s) {
+    engine *e = c->e;
+    pipe_q *p = &c->pipes[x->pipe];
+    uint64_t start = eng_pipe_start(c, x->pipe);
+    uint64_t busy = fixed_ps + (uint64_t)ceil((double)x->bytes * core_ps_per_byte);
+    busy = eng_jitter(e, busy);
+    uint64_t serial_end = start + busy;
+    for (int i = 0; i < n_res; i++) {
+        uint64_t t = resource_reserve(res[i], start, x->bytes);
+        if (t > serial_end) serial_end = t;
+    }
+    p->free_at = serial_end;
+    uint64_t end = serial_end + latency_ps;
+    if (end > p->done_at) p->done_at = end;
+    x->rank = c->rank;
+    x->core_index = c->index;
+    x->track = eng_track(e, c, x->pipe);
+    x->start = start;
+    x->end = end;
+    x->site = eng_site(e, s);
+    eng_xfer_post(e, x, c->now, c->prio);
+    c->last_seq = x->issue_seq;
+}
+
+/* ------------------------------------------------------------ effects */
+static void atomic_accumulate(uint8_t *dst, const uint8_t *src, uint64_t bytes, int dtype) {
+    switch (dtype) {
+    case DT_FLOAT:
+        for (uint64_t i = 0; i + 4 <= bytes; i += 4) {
+            float a, b; memcpy(&a, dst + i, 4); memcpy(&b, src + i, 4); a += b; memcpy(dst + i, &a, 4);
+        }
+        break;
+    case DT_INT32:
+        for (uint64_t i = 0; i + 4 <= bytes; i += 4) {
+            uint32_t a, b; memcpy(&a, dst + i, 4); memcpy(&b, src + i, 4); a += b; memcpy(dst + i, &a, 4);
+        }
+        break;
+    case DT_INT64:
+        for (uint64_t i = 0; i + 8 <= bytes; i += 8) {
+            uint64_t a, b; memcpy(&a, dst + i, 8); memcpy(&b, src + i, 8); a += b; memcpy(dst + i, &a, 8);
+        }
+        break;
+    case DT_BF16:
+        for (uint64_t i = 0; i + 2 <= bytes; i += 2) {
+            uint16_t a, b; memcpy(&a, dst + i, 2); memcpy(&b, src + i, 2);
+            uint16_t r = float_to_bf16(bf16_to_float(a) + bf16_to_float(b));
+            memcpy(dst + i, &r, 2);
+        }
+        break;
+    case DT_FP16:
+        for (uint64_t i = 0; i + 2 <= bytes; i += 2) {
+            uint16_t a, b; memcpy(&a, dst + i, 2); memcpy(&b, src + i, 2);
+            uint16_t r = eng_f32_to_f16(eng_f16_to_f32(a) + eng_f16_to_f32(b));
+            memcpy(dst + i, &r, 2);
+        }
+        break;
+    default:
+        for (uint64_t i = 0; i < bytes; i++) dst[i] = (uint8_t)(dst[i] + src[i]);
+    }
+}
+
+static void apply(engine *e, xfer *x) {
+    switch (x->op) {
+    case OP_COPY:
+    case OP_BATCH_TASK:
+        if (x->atomic_dtype) atomic_accumulate(x->dst, x->src, x->bytes, x->atomic_dtype);
+        else memmove(x->dst, x->src, x->bytes);
+        break;
+    case OP_COPY_PAD_IN: {
+        uint64_t padded = (x->bytes + UB_ALIGN - 1) / UB_ALIGN * UB_ALIGN;
+        memmove(x->dst, x->src, x->bytes);
+        memset(x->dst + x->bytes, 0, padded - x->bytes);
+        break;
+    }
+    case OP_STORE:
+        eng_write_word(x->dst, x->width, x->value);
+        break;
+    case OP_ATOMIC_ADD:
+        eng_write_word(x->dst, x->width, eng_read_word(x->dst, x->width) + x->value);
+        break;
+    default:
+        eng_apply_compute(e, x);
+        break;
+    }
+}
+
+void eng_xfer_complete(engine *e, xfer *x) {
+    if (x->op == OP_XCORE) {
+        /* a cross-core flag reaching its target: not a transfer, no event */
+        eng_xcore_deliver(e, x);
+        x->next_free = e->free_xfer;
+        e->free_xfer = (int)(x - e->xfers);
+        return;
+    }
+    apply(e, x);
+    engine_event ev = {0};
+    ev.kind = EV_XFER_DONE;
+    ev.time = x->end;
+    ev.rank = (uint32_t)x->rank;
+    ev.core = (uint32_t)x->core_index;
+    ev.pipe = (uint8_t)x->pipe;
+    ev.sub = (uint8_t)x->kind;
+    ev.addr = x->dst_raw;
+    ev.aux = (int64_t)x->src_raw;
+    ev.len = x->bytes;
+    ev.value = (int64_t)x->start;
+    ev.link = x->issue_seq;
+    ev.peer = (uint32_t)x->peer;
+    ev.site = x->site;
+    ev.object = x->object;
+    uint64_t seq = eng_emit(e, &ev);
+    if (x->core_index >= 0 && x->pipe < PIPE_COUNT) {
+        core *c = eng_core(e, x->rank, x->core_index);
+        c->pipes[x->pipe].last_done_seq = seq;
+        c->pipes[x->pipe].last_done_track = x->track + 1;
+        if (x->kind == XFER_RDMA_WRITE || x->kind == XFER_RDMA_ATOMIC) c->rdma_done_seq = seq;
+    }
+    if (x->dst_rank >= 0)
+        eng_gm_written(e, x->dst_rank, x->dst_off, x->op == OP_STORE || x->op == OP_ATOMIC_ADD ?
+                       (uint64_t)x->width : x->bytes, seq, x->track + 1, x->end);
+    int idx = (int)(x - e->xfers);
+    x->next_free = e->free_xfer;
+    e->free_xfer = idx;
+}
+
+/* ------------------------------------------------------------ flags */
+typedef struct { int producer, consumer; } event_pipes;
+
+static const event_pipes hard_events[HARD_EVENT_COUNT] = {
+    [MTE2_V] = {PIPE_MTE2, PIPE_V},   [V_MTE2] = {PIPE_V, PIPE_MTE2},
+    [MTE3_V] = {PIPE_MTE3, PIPE_V},   [V_MTE3] = {PIPE_V, PIPE_MTE3},
+    [MTE2_MTE3] = {PIPE_MTE2, PIPE_MTE3}, [MTE3_MTE2] = {PIPE_MTE3, PIPE_MTE2},
+    [MTE3_S] = {PIPE_MTE3, PIPE_S},   [S_MTE3] = {PIPE_S, PIPE_MTE3},
+    [MTE2_S] = {PIPE_MTE2, PIPE_S},   [S_MTE2] = {PIPE_S, PIPE_MTE2},
+    [V_S] = {PIPE_V, PIPE_S},         [S_V] = {PIPE_S, PIPE_V},
+    [MTE1_M] = {PIPE_MTE1, PIPE_M},   [M_MTE1] = {PIPE_M, PIPE_MTE1},
+    [MTE2_MTE1] = {PIPE_MTE2, PIPE_MTE1}, [MTE1_MTE2] = {PIPE_MTE1, PIPE_MTE2},
+    [M_FIX] = {PIPE_M, PIPE_FIX},     [FIX_M] = {PIPE_FIX, PIPE_M},
+    [FIX_S] = {PIPE_FIX, PIPE_S},     [S_FIX] = {PIPE_S, PIPE_FIX},
+    [MTE2_M] = {PIPE_MTE2, PIPE_M},   [M_V] = {PIPE_M, PIPE_V},
+    [V_M] = {PIPE_V, PIPE_M},         [FIX_MTE2] = {PIPE_FIX, PIPE_MTE2},
+    [MTE2_FIX] = {PIPE_MTE2, PIPE_FIX},
+};
+
+int eng_pipe_of_event(int hard_event, int consumer) {
+    if (hard_event <= 0 || hard_event >= HARD_EVENT_COUNT) return -1;
+    return consumer ? hard_events[hard_event].consumer : hard_events[hard_event].producer;
+}
+
+static void check_flag_args(core *c, int ev, int id, dev_site s, const char *api) {
+    if (ev <= 0 || ev >= HARD_EVENT_COUNT)
+        eng_fault(c, s, "%s: %d is not a hard event", api, ev);
+    if (id < 0 || id >= FLAG_IDS)
+        eng_fault(c, s, "%s(%s, %d): event id out of range 0-%d", api, engine_hard_event_name(ev), id,
+                  FLAG_IDS - 1);
+    int aic_pipe = hard_events[ev].producer == PIPE_M || hard_events[ev].consumer == PIPE_M ||
+                   hard_events[ev].producer == PIPE_MTE1 || hard_events[ev].consumer == PIPE_MTE1 ||
+                   hard_events[ev].producer == PIPE_FIX || hard_events[ev].consumer == PIPE_FIX;
+    int aiv_pipe = hard_events[ev].producer == PIPE_V || hard_events[ev].consumer == PIPE_V ||
+                   hard_events[ev].producer == PIPE_MTE3 || hard_events[ev].consumer == PIPE_MTE3;
+    if ((c->is_aic && aiv_pipe && !aic_pipe) || (!c->is_aic && aic_pipe))
+        eng_fault(c, s, "%s(%s): an %s core has no such pipe", api, engine_hard_event_name(ev),
+                  c->is_aic ? "AIC" : "AIV");
+}
+
+void dev_set_flag(int ev, int id, dev_site s) {
+    core *c = eng_current("SetFlag");
+    engine *e = c->e;
+    eng_advance(c, e->scalar_ps);
+    check_flag_args(c, ev, id, s, "SetFlag");
+    eng_sync(c);
+    int prod = hard_events[ev].producer;
+    uint64_t fire = c->now;
+    if (prod != PIPE_S) {
+        pipe_q *p = &c->pipes[prod];
+        if (p->done_at > fire) fire = p->done_at;
+        if (p->barrier_at > fire) fire = p->barrier_at;
+    }
+    flag_slot *f = &c->flags[ev][id];
+    if (f->count == FLAG_DEPTH)
+        eng_fault(c, s, "SetFlag(%s, %d) issued %d times without a WaitFlag: the event counter "
+                  "overflows", engine_hard_event_name(ev), id, FLAG_DEPTH + 1);
+    f->fire[(f->head + f->count) % FLAG_DEPTH] = fire;
+    f->count++;
+    engine_event e_ev = EV_INIT(c, EV_FLAG_SET, prod);
+    e_ev.time = c->now;
+    e_ev.sub = (uint8_t)ev;
+    e_ev.value = id;
+    e_ev.aux = (int64_t)fire;
+    e_ev.site = eng_site(e, s);
+    c->last_seq = eng_emit(e, &e_ev);
+}
+
+void dev_wait_flag(int ev, int id, dev_site s) {
+    core *c = eng_current("WaitFlag");
+    engine *e = c->e;
+    eng_advance(c, e->scalar_ps);
+    check_flag_args(c, ev, id, s, "WaitFlag");
+    flag_slot *f = &c->flags[ev][id];
+    if (f->count == 0)
+        eng_fault(c, s, "WaitFlag(%s, %d) has no matching SetFlag on this core: the %s pipe would "
+                  "wait forever", engine_hard_event_name(ev), id,
+                  engine_pipe_name(hard_events[ev].consumer));
+    uint64_t fire = f->fire[f->head];
+    f->head = (uint8_t)((f->head + 1) % FLAG_DEPTH);
+    f->count--;
+    int cons = hard_events[ev].consumer;
+    int prod = hard_events[ev].producer;
+    if (cons != PIPE_S) {
+        /* Only the consumer pipe stalls; the scalar unit goes on. */
+        pipe_q *p = &c->pipes[cons];
+        if (fire > p->barrier_at) p->barrier_at = fire;
+        eng_sync(c);
+        return;
+    }
+    eng_sync(c);
+    if (fire <= c->now) return;
+    uint32_t site = eng_site(e, s);
+    engine_event b = EV_INIT(c, EV_FLAG_WAIT_BEGIN, PIPE_S);
+    b.time = c->now;
+    b.sub = (uint8_t)ev;
+    b.value = id;
+    b.aux = (int64_t)fire;
+    b.site = site;
+    uint64_t begin = c->now;
+    c->last_seq = eng_emit(e, &b);
+    c->now = fire;
+    eng_sync(c);
+    e->stall_ps += c->now - begin;
+    engine_event en = EV_INIT(c, EV_FLAG_WAIT_END, PIPE_S);
+    en.time = c->now;
+    en.sub = (uint8_t)ev;
+    en.value = id;
+    en.site = site;
+    en.link = c->pipes[prod].last_done_seq;
+    en.peer = c->pipes[prod].last_done_track;
+    c->last_seq = eng_emit(e, &en);
+}
+
+void dev_pipe_barrier(int pipe, dev_site s) {
+    core *c = eng_current("PipeBarrier");
+    engine *e = c->e;
+    eng_advance(c, e->scalar_ps);
+    if (pipe != PIPE_ALL && (pipe < 0 || pipe >= PIPE_COUNT))
+        eng_fault(c, s, "PipeBarrier: %d is not a pipe", pipe);
+    eng_sync(c);
+    if (pipe != PIPE_ALL) return;  /* a pipe is in order with itself already */
+    uint64_t t = c->now;
+    int last = -1;
+    for (int p = 0; p < PIPE_COUNT; p++)
+        if (c->pipes[p].done_at > t) { t = c->pipes[p].done_at; last = p; }
+    if (last < 0) return;
+    uint32_t site = eng_site(e, s);
+    engine_event b = EV_INIT(c, EV_PIPE_WAIT_BEGIN, PIPE_S);
+    b.time = c->now;
+    b.aux = (int64_t)t;
+    b.site = site;
+    uint64_t begin = c->now;
+    c->last_seq = eng_emit(e, &b);
+    c->now = t;
+    eng_sync(c);
+    e->stall_ps += c->now - begin;
+    engine_event en = EV_INIT(c, EV_PIPE_WAIT_END, PIPE_S);
+    en.time = c->now;
+    en.site = site;
+    en.link = c->pipes[last].last_done_seq;
+    en.peer = c->pipes[last].last_done_track;
+    c->last_seq = eng_emit(e, &en);
+}

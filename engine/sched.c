@@ -1,0 +1,321 @@
+/*
+ * sched.c - the deterministic discrete-event scheduler.
+ *
+ * One binary heap holds everything that will happen: cores ready to resume
+ * and transfers about to complete, ordered by (time, key) where key is the
+ * issuing core's seeded priority and an insertion counter. A core runs
+ * ahead without switching as long as its local time is still the earliest
+ * thing in the heap; the moment a device call would touch shared state
+ * later than some pending event, it yields (eng_sync). So every access
+ * happens in global time order, exactly one core runs at a time, and the
+ * event stream is a function of the configuration and the seed.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local core *g_current;
+static _Thread_local engine *g_engine;
+
+#define KEY_COUNTER_BITS 40
+#define KEY_COUNTER_MASK ((1ULL << KEY_COUNTER_BITS) - 1)
+
+/* ------------------------------------------------------------ heap */
+static inline int item_less(const qitem *a, const qitem *b) {
+    return a->time < b->time || (a->time == b->time && a->key < b->key);
+}
+
+void eng_push(engine *e, uint64_t time, uint64_t prio, qitem_type type, uint32_t idx) {
+    if (e->heap_n == e->heap_cap) {
+        e->heap_cap = e->heap_cap ? e->heap_cap * 2 : 1024;
+        e->heap = realloc(e->heap, e->heap_cap * sizeof *e->heap);
+        if (!e->heap) abort();
+    }
+    qitem it = {time, (prio << KEY_COUNTER_BITS) | (e->counter++ & KEY_COUNTER_MASK), type, idx};
+    size_t i = e->heap_n++;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!item_less(&it, &e->heap[parent])) break;
+        e->heap[i] = e->heap[parent];
+        i = parent;
+    }
+    e->heap[i] = it;
+}
+
+static qitem heap_pop(engine *e) {
+    qitem top = e->heap[0];
+    qitem last = e->heap[--e->heap_n];
+    size_t i = 0, n = e->heap_n;
+    for (;;) {
+        size_t l = 2 * i + 1;
+        if (l >= n) break;
+        size_t m = (l + 1 < n && item_less(&e->heap[l + 1], &e->heap[l])) ? l + 1 : l;
+        if (!item_less(&e->heap[m], &last)) break;
+        e->heap[i] = e->heap[m];
+        i = m;
+    }
+    if (n) e->heap[i] = last;
+    return top;
+}
+
+/* ------------------------------------------------------------ events */
+uint64_t eng_emit(engine *e, engine_event *ev) {
+    uint64_t seq = e->seq + 1;
+    if (seq == e->break_seq && e->break_fn) {
+        ev->seq = seq;
+        e->break_fn(e->break_ctx, ev);
+    }
+    e->seq = seq;
+    ev->seq = seq;
+    if (e->obs.on_event) e->obs.on_event(e->obs.ctx, ev);
+    return seq;
+}
+
+/* ------------------------------------------------------------ cores */
+core *eng_current(const char *api) {
+    if (!g_current) {
+        fprintf(stderr, "npurr: %s called outside a kernel running on an emulated core\n", api);
+        abort();
+    }
+    return g_current;
+}
+
+static void switch_to_scheduler(core *c) {
+    engine *e = c->e;
+    g_current = NULL;
+    coro_switch(&c->co, &e->sched_co);
+    /* resumed by the scheduler */
+    g_current = c;
+    c->status = CS_RUNNING;
+    e->now = c->now;
+}
+
+void eng_sync(core *c) {
+    engine *e = c->e;
+    if (e->heap_n) {
+        const qitem *top = &e->heap[0];
+        uint64_t mykey = (c->prio << KEY_COUNTER_BITS) | (e->counter & KEY_COUNTER_MASK);
+        if (top->time < c->now || (top->time == c->now && top->key < mykey) || e->stop_requested ||
+            (e->cfg.watchdog_ps && c->now > e->cfg.watchdog_ps)) {
+            c->status = CS_READY;
+            eng_push(e, c->now, c->prio, Q_CORE, (uint32_t)(c - e->cores));
+            switch_to_scheduler(c);
+            return;
+        }
+    } else if (e->stop_requested || (e->cfg.watchdog_ps && c->now > e->cfg.watchdog_ps)) {
+        c->status = CS_READY;
+        eng_push(e, c->now, c->prio, Q_CORE, (uint32_t)(c - e->cores));
+        switch_to_scheduler(c);
+        return;
+    }
+    e->now = c->now;
+}
+
+void eng_advance(core *c, uint64_t ps) { c->now += ps; }
+
+void eng_block(core *c) {
+    c->status = CS_BLOCKED;
+    switch_to_scheduler(c);
+}
+
+void eng_wake(engine *e, core *c, uint64_t t, int64_t value, uint64_t seq, uint32_t track1) {
+    c->wake_value = value;
+    c->wake_seq = seq;
+    c->wake_track = track1;
+    if (t > c->now) c->now = t;
+    c->status = CS_READY;
+    c->wait = WAIT_NONE;
+    eng_push(e, c->now, c->prio, Q_CORE, (uint32_t)(c - e->cores));
+}
+
+static void flag_leftovers(core *c) {
+    for (int ev = 1; ev < HARD_EVENT_COUNT; ev++)
+        for (int id = 0; id < FLAG_IDS; id++)
+            if (c->flags[ev][id].count)
+                eng_fault(c, (dev_site){"(kernel end)", 0, "kernel"},
+                          "SetFlag(%s, %d) was never matched by a WaitFlag before the kernel ended",
+                          engine_hard_event_name(ev), id);
+}
+
+static void core_main(void *arg) {
+    core *c = arg;
+    engine *e = c->e;
+    coro_entered(&e->sched_co);
+    g_current = c;
+    c->status = CS_RUNNING;
+    e->now = c->now;
+    launch_info *l = &e->launches[c->launch];
+    engine_event ev = EV_INIT(c, EV_KERNEL_BEGIN, PIPE_S);
+    ev.time = c->now;
+    ev.value = l->name_id;
+    ev.aux = c->block_idx;
+    c->last_seq = eng_emit(e, &ev);
+    l->fn(l->args);
+    /* The kernel returns when its scalar code ends; it is done when every
+     * queued pipe operation has completed too. */
+    uint64_t end = c->now;
+    for (int p = 0; p < PIPE_COUNT; p++)
+        if (c->pipes[p].done_at > end) end = c->pipes[p].done_at;
+    if (c->rdma_done_at > end) end = c->rdma_done_at;
+    c->now = end;
+    eng_sync(c);
+    flag_leftovers(c);
+    engine_event ee = EV_INIT(c, EV_KERNEL_END, PIPE_S);
+    ee.time = c->now;
+    ee.value = l->name_id;
+    c->last_seq = eng_emit(e, &ee);
+    c->status = CS_FINISHED;
+    e->finished_cores++;
+    g_current = NULL;
+    coro_switch(&c->co, &e->sched_co);
+    abort();  /* a finished core is never resumed */
+}
+
+/* ------------------------------------------------------------ faults */
+void eng_stop(engine *e, engine_outcome outcome, const char *msg) {
+    if (e->outcome != OUTCOME_RUNNING) return;
+    e->outcome = outcome;
+    snprintf(e->message, sizeof e->message, "%s", msg);
+}
+
+void eng_fault(core *c, dev_site s, const char *fmt, ...) {
+    engine *e = c->e;
+    char what[ENGINE_ERRLEN - 128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    char msg[ENGINE_ERRLEN];
+    snprintf(msg, sizeof msg, "fault at %s:%d (%s), rank %d %s%d: %s", s.file, s.line, s.func,
+             c->rank, c->is_aic ? "AIC" : "AIV", c->is_aic ? c->index : c->index - e->n_aic, what);
+    eng_stop(e, OUTCOME_FAULT, msg);
+    engine_event ev = EV_INIT(c, EV_FAULT, PIPE_S);
+    ev.time = c->now;
+    ev.value = eng_intern(e, msg);
+    ev.site = s.line ? eng_site(e, s) : 0;
+    eng_emit(e, &ev);
+    c->status = CS_FAULTED;
+    g_current = NULL;
+    coro_switch(&c->co, &e->sched_co);
+    abort();  /* a faulted core is never resumed */
+}
+
+/* ------------------------------------------------------------ run */
+void engine_set_observer(engine *e, const engine_observer *obs) {
+    if (obs) e->obs = *obs; else memset(&e->obs, 0, sizeof e->obs);
+}
+
+void engine_set_break(engine *e, uint64_t seq, engine_break_fn fn, void *ctx) {
+    e->break_seq = seq;
+    e->break_fn = fn;
+    e->break_ctx = ctx;
+}
+
+void engine_request_stop(engine *e) { e->stop_requested = 1; }
+uint64_t engine_now(const engine *e) { return e->now; }
+uint64_t engine_seq(const engine *e) { return e->seq; }
+
+static void emit_blocked(engine *e) {
+    int n = e->n_ranks * e->cores_per_rank;
+    for (int i = 0; i < n; i++) {
+        core *c = &e->cores[i];
+        if (c->launch < 0 || c->status == CS_FINISHED || c->status == CS_IDLE) continue;
+        engine_event ev = EV_INIT(c, EV_BLOCKED, c->wait == WAIT_NONE ? PIPE_S : c->wait_pipe);
+        ev.time = e->now;
+        ev.addr = c->wait_addr.a;
+        ev.aux = c->wait_expected;
+        ev.sub = (uint8_t)(c->wait == WAIT_GM ? c->wait_cond : c->wait_flag);
+        ev.object = c->wait_object;
+        ev.site = c->wait_site;
+        ev.link = c->wait_begin_seq;
+        if (c->wait == WAIT_GM) {
+            uint8_t *p = eng_gm_ptr(e, c->wait_addr, (uint64_t)c->wait_width);
+            ev.value = p ? eng_read_word(p, c->wait_width) : 0;
+        }
+        eng_emit(e, &ev);
+    }
+}
+
+int engine_run(engine *e, engine_result *res, char *err, size_t errlen) {
+    memset(res, 0, sizeof *res);
+    if (e->running) {
+        snprintf(err, errlen, "engine_run: this engine has already run");
+        return ENGINE_ERR;
+    }
+    if (e->n_launches == 0) {
+        snprintf(err, errlen, "engine_run: no kernel was launched");
+        return ENGINE_ERR;
+    }
+    e->running = 1;
+    g_engine = e;
+    int n = e->n_ranks * e->cores_per_rank;
+    for (int i = 0; i < n; i++) {
+        core *c = &e->cores[i];
+        if (c->launch < 0) continue;
+        if (coro_init(&c->co, eng_coro_stack_size(), core_main, c) != 0) {
+            snprintf(err, errlen, "cannot map a coroutine stack for rank %d core %d (out of memory?)",
+                     c->rank, c->index);
+            return ENGINE_ERR;
+        }
+        c->status = CS_READY;
+        eng_push(e, 0, c->prio, Q_CORE, (uint32_t)i);
+    }
+    while (e->outcome == OUTCOME_RUNNING && e->heap_n) {
+        if (e->stop_requested) {
+            eng_stop(e, OUTCOME_INTERRUPTED, "interrupted: the run was stopped on request (Ctrl-C)");
+            break;
+        }
+        qitem it = heap_pop(e);
+        if (e->cfg.watchdog_ps && it.time > e->cfg.watchdog_ps) {
+            char msg[ENGINE_ERRLEN];
+            snprintf(msg, sizeof msg,
+                     "watchdog: virtual time passed %.3f us with cores still running (livelock?)",
+                     (double)e->cfg.watchdog_ps / 1e6);
+            e->now = e->cfg.watchdog_ps;
+            eng_stop(e, OUTCOME_WATCHDOG, msg);
+            eng_push(e, it.time, it.key >> KEY_COUNTER_BITS, (qitem_type)it.type, it.idx);
+            break;
+        }
+        e->now = it.time;
+        if (it.type == Q_XFER) {
+            eng_xfer_complete(e, &e->xfers[it.idx]);
+        } else {
+            core *c = &e->cores[it.idx];
+            e->current = c;
+            g_current = c;
+            coro_switch(&e->sched_co, &c->co);
+            g_current = NULL;
+            e->current = NULL;
+        }
+    }
+    if (e->outcome == OUTCOME_RUNNING) {
+        if (e->finished_cores == e->launched_cores) {
+            eng_stop(e, OUTCOME_COMPLETED, "completed");
+        } else {
+            int blocked = 0;
+            for (int i = 0; i < n; i++)
+                if (e->cores[i].launch >= 0 && e->cores[i].status == CS_BLOCKED) blocked++;
+            char msg[ENGINE_ERRLEN];
+            snprintf(msg, sizeof msg, "deadlock: %d core%s blocked and nothing left to happen at %.3f us",
+                     blocked, blocked == 1 ? "" : "s", (double)e->now / 1e6);
+            eng_stop(e, OUTCOME_DEADLOCK, msg);
+        }
+    }
+    if (e->outcome == OUTCOME_DEADLOCK || e->outcome == OUTCOME_WATCHDOG) emit_blocked(e);
+    /* Waits that never ended count up to the end of the run. */
+    for (int i = 0; i < n; i++) {
+        core *c = &e->cores[i];
+        if (c->launch >= 0 && c->status == CS_BLOCKED && e->now > c->wait_begin_time)
+            e->stall_ps += e->now - c->wait_begin_time;
+    }
+    engine_event end = {.kind = EV_RUN_END, .time = e->now, .value = e->outcome};
+    eng_emit(e, &end);
+    res->outcome = e->outcome;
+    res->end_time = e->now;
+    res->events = e->seq;
+    res->stall_ps = e->stall_ps;
+    snprintf(res->message, sizeof res->message, "%s", e->message);
+    g_engine = NULL;
+    return ENGINE_OK;
+}
