@@ -1,0 +1,227 @@
+/*
+ * bench_record.c - what recording costs: overhead, bytes per event, speed.
+ *
+ * Runs one kernel (by default the layered dispatch on 2 nodes x 8 NPUs,
+ * issue 3's benchmark) the way `npurr record` does, twice per repetition:
+ * once without an observer (`record --no-trace`) and once recording into a
+ * run folder, and prints in one run:
+ *   - recording overhead: record wall time / no-trace wall time (target
+ *     <= 1.10), the recorded side including rec_close (last chunk, trailer,
+ *     index.db);
+ *   - compressed bytes per event of trace.zst (target <= 4);
+ *   - events recorded per second.
+ * The fastest of --repeat runs of each side is kept, so a noisy machine
+ * inflates neither side. If the kernel is not registered (yet), it says so
+ * and falls back to the first registered kernel.
+ *
+ * usage: bench_record [-k KERNEL] [--nodes N] [--npus-per-node N]
+ *                     [--seed S] [--repeat R] [--out DIR] [--KERNEL-OPTION VALUE]...
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "engine/kernels/kernels.h"
+#include "recorder/recorder.h"
+
+static double clock_s(clockid_t id) {
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+static double now_s(void) { return clock_s(CLOCK_MONOTONIC); }
+/* CPU time too: on a shared machine it is the steadier of the two. */
+static double cpu_s(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
+
+typedef struct run_stats {
+    double wall, close_wall, cpu;
+    uint64_t events, trace_bytes;
+    engine_outcome outcome;
+} run_stats;
+
+/* One run, recorded into out_dir or not (out_dir NULL). */
+static int run_once(const kernel_desc *kd, const kernel_opts *opts, const engine_config *cfg,
+                    const char *out_dir, const char *cmdline, run_stats *st) {
+    char err[4096];
+    double t0 = now_s(), c0 = cpu_s();
+    engine *e;
+    if (engine_create(cfg, &e, err, sizeof err)) {
+        fprintf(stderr, "bench_record: engine: %s\n", err);
+        return -1;
+    }
+    void *state = NULL;
+    if (kd->setup(e, opts, &state, err, sizeof err)) {
+        fprintf(stderr, "bench_record: %s setup: %s\n", kd->name, err);
+        engine_destroy(e);
+        return -1;
+    }
+    rec_writer *w = NULL;
+    if (out_dir) {
+        rec_run_info info = {kd->name, cmdline, cfg, engine_cores_per_rank(e), engine_num_aic(e),
+                             engine_num_aiv(e)};
+        if (rec_open(out_dir, &info, &w, err, sizeof err)) {
+            fprintf(stderr, "bench_record: %s\n", err);
+            if (kd->destroy) kd->destroy(state);
+            engine_destroy(e);
+            return -1;
+        }
+        rec_attach(w, e);
+    }
+    engine_result res;
+    int rc = engine_run(e, &res, err, sizeof err);
+    if (rc) fprintf(stderr, "bench_record: run: %s\n", err);
+    st->events = rc ? 0 : res.events;
+    st->outcome = rc ? OUTCOME_FAULT : res.outcome;
+    double tc = now_s();
+    if (w && rec_close(w, rc ? NULL : &res, "skipped", NULL, err, sizeof err)) {
+        fprintf(stderr, "bench_record: %s\n", err);
+        rc = -1;
+    }
+    st->close_wall = now_s() - tc;
+    if (kd->destroy) kd->destroy(state);
+    engine_destroy(e);
+    st->wall = now_s() - t0;
+    st->cpu = cpu_s() - c0;
+    st->trace_bytes = 0;
+    if (out_dir) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/trace.zst", out_dir);
+        struct stat sb;
+        if (stat(path, &sb) == 0) st->trace_bytes = (uint64_t)sb.st_size;
+    }
+    return rc ? -1 : 0;
+}
+
+static void usage(FILE *out) {
+    fputs("usage: bench_record [-k KERNEL] [--nodes N] [--npus-per-node N] [--seed S]\n"
+          "                    [--repeat R] [--out DIR] [--KERNEL-OPTION VALUE]...\n"
+          "Prints recording overhead (record / --no-trace wall time), compressed\n"
+          "bytes per event and events recorded per second for one kernel run.\n"
+          "Defaults: -k dispatch-layered --nodes 2 --npus-per-node 8 --repeat 3\n"
+          "--out /tmp/npurr_bench_record.\n",
+          out);
+}
+
+int main(int argc, char **argv) {
+    const char *kernel = "dispatch-layered", *out_dir = "/tmp/npurr_bench_record";
+    int repeat = 3;
+    engine_config cfg;
+    engine_config_defaults(&cfg);
+    cfg.nodes = 2;
+    cfg.npus_per_node = 8;
+    const char *user_names[64], *user_values[64];
+    int nuser = 0, nodes_set = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (strncmp(a, "-", 1) != 0 || !v) {
+            fprintf(stderr, "bench_record: unexpected argument %s\n", a);
+            usage(stderr);
+            return 2;
+        }
+        i++;
+        if (!strcmp(a, "-k")) kernel = v;
+        else if (!strcmp(a, "--nodes")) cfg.nodes = atoi(v), nodes_set = 1;
+        else if (!strcmp(a, "--npus-per-node")) cfg.npus_per_node = atoi(v);
+        else if (!strcmp(a, "--seed")) cfg.seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--repeat")) repeat = atoi(v) > 0 ? atoi(v) : 1;
+        else if (!strcmp(a, "--out")) out_dir = v;
+        else if (nuser < 64 && a[0] == '-' && a[1] == '-') {
+            user_names[nuser] = a + 2;
+            user_values[nuser++] = v;
+        } else {
+            fprintf(stderr, "bench_record: unknown option %s\n", a);
+            return 2;
+        }
+    }
+    const kernel_desc *kd = kernels_find(kernel);
+    if (!kd) {
+        const kernel_desc *const *all = kernels_all();
+        if (!all || !all[0]) {
+            fprintf(stderr, "bench_record: kernel '%s' is not registered and no kernel is\n",
+                    kernel);
+            return 1;
+        }
+        fprintf(stderr,
+                "bench_record: kernel '%s' is not registered (yet); falling back to '%s'.\n"
+                "              registered:",
+                kernel, all[0]->name);
+        for (const kernel_desc *const *k = all; *k; k++) fprintf(stderr, " %s", (*k)->name);
+        fputc('\n', stderr);
+        kd = all[0];
+        /* The fallback kernels may be single-node (HCCS only): keep the
+         * 8 NPUs, drop to one node unless the user chose. */
+        if (!nodes_set) {
+            cfg.nodes = 1;
+            fprintf(stderr, "              running it on 1 node x %d NPUs\n", cfg.npus_per_node);
+        }
+    }
+    kernel_opts opts;
+    memset(&opts, 0, sizeof opts);
+    for (const kernel_option *o = kd->options; o && o->name && opts.count < 64; o++) {
+        opts.names[opts.count] = o->name;
+        opts.values[opts.count] = o->default_value;
+        for (int u = 0; u < nuser; u++)
+            if (!strcmp(user_names[u], o->name)) opts.values[opts.count] = user_values[u];
+        opts.count++;
+    }
+    for (int u = 0; u < nuser; u++) {
+        int known = 0;
+        for (int k = 0; k < opts.count; k++) known |= !strcmp(opts.names[k], user_names[u]);
+        if (!known) {
+            fprintf(stderr, "bench_record: kernel %s has no option --%s\n", kd->name,
+                    user_names[u]);
+            return 2;
+        }
+    }
+    char cmdline[4096];
+    int n = snprintf(cmdline, sizeof cmdline, "bench_record -k %s --nodes %d --npus-per-node %d",
+                     kd->name, cfg.nodes, cfg.npus_per_node);
+    for (int u = 0; u < nuser && n > 0 && (size_t)n < sizeof cmdline; u++)
+        n += snprintf(cmdline + n, sizeof cmdline - (size_t)n, " --%s %s", user_names[u],
+                      user_values[u]);
+
+    run_stats best_plain = {0}, best_rec = {0};
+    double best_plain_cpu = 0, best_rec_cpu = 0;
+    for (int r = 0; r < repeat; r++) {
+        run_stats plain, rec;
+        if (run_once(kd, &opts, &cfg, NULL, cmdline, &plain) ||
+            run_once(kd, &opts, &cfg, out_dir, cmdline, &rec))
+            return 1;
+        if (r == 0 || plain.wall < best_plain.wall) best_plain = plain;
+        if (r == 0 || rec.wall < best_rec.wall) best_rec = rec;
+        if (r == 0 || plain.cpu < best_plain_cpu) best_plain_cpu = plain.cpu;
+        if (r == 0 || rec.cpu < best_rec_cpu) best_rec_cpu = rec.cpu;
+    }
+    if (best_rec.events != best_plain.events)
+        fprintf(stderr, "bench_record: warning: recorded run emitted %llu events, plain %llu\n",
+                (unsigned long long)best_rec.events, (unsigned long long)best_plain.events);
+    double ev = (double)best_rec.events;
+    printf("kernel               %s (%d nodes x %d NPUs), outcome %s\n", kd->name, cfg.nodes,
+           cfg.npus_per_node, engine_outcome_name(best_rec.outcome));
+    printf("events               %llu\n", (unsigned long long)best_rec.events);
+    printf("no-trace wall        %.3f s (best of %d)\n", best_plain.wall, repeat);
+    printf("record wall          %.3f s (best of %d; rec_close %.3f s)\n", best_rec.wall, repeat,
+           best_rec.close_wall);
+    printf("recording overhead   %.3f x wall  (target <= 1.10); %.3f x CPU time "
+           "(%.3f s / %.3f s)\n",
+           best_plain.wall > 0 ? best_rec.wall / best_plain.wall : 0.0,
+           best_plain_cpu > 0 ? best_rec_cpu / best_plain_cpu : 0.0, best_rec_cpu,
+           best_plain_cpu);
+    printf("trace                %llu bytes, %.3f bytes/event  (target <= 4)\n",
+           (unsigned long long)best_rec.trace_bytes, ev > 0 ? (double)best_rec.trace_bytes / ev : 0.0);
+    double extra = best_rec.wall - best_plain.wall;
+    printf("events recorded/s    %.0f (record run, engine included); engine alone %.0f/s",
+           best_rec.wall > 0 ? ev / best_rec.wall : 0.0,
+           best_plain.wall > 0 ? ev / best_plain.wall : 0.0);
+    if (extra > 0) printf("; recorder alone %.0f/s", ev / extra);
+    printf("\n");
+    printf("run folder           %s\n", out_dir);
+    return 0;
+}

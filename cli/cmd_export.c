@@ -1,0 +1,128 @@
+/*
+ * cmd_export.c - `npurr export RUN --chrome OUT.json [--from T --to T]
+ * [--ranks LIST]`: a timeline for ui.perfetto.dev / chrome://tracing
+ * (analysis/ana_export.c writes it).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+
+static void export_usage(FILE *out) {
+    fputs("usage: npurr export RUN --chrome OUT.json [--from T] [--to T] [--ranks LIST]\n"
+          "\n"
+          "Writes the run as Chrome trace event JSON, which ui.perfetto.dev and\n"
+          "chrome://tracing open: a process per rank, a thread per core and per DMA\n"
+          "queue, transfers and waits as slices (a wait is named by what it waits for),\n"
+          "ring occupancy counters, and flow arrows from the event that ended a wait to\n"
+          "the wait. Timestamps are virtual time.\n"
+          "\n"
+          "  --chrome OUT   output file ('-' for standard output)\n"
+          "  --from T       only slices that end at or after T; T is virtual time with a\n"
+          "  --to T         unit: 10us, 2ms, 1.5ns, 500ps, or plain picoseconds\n"
+          "  --ranks LIST   only these ranks, e.g. 0,3-5\n"
+          "  -h, --help     this text\n"
+          "\n"
+          "Exit status: 0 ok, 1 the run or OUT cannot be read/written, 2 usage.\n",
+          out);
+}
+
+static const char *opt_value(int argc, char **argv, int *i, const char *name, int *matched) {
+    size_t n = strlen(name);
+    *matched = 0;
+    if (!strncmp(argv[*i], name, n) && argv[*i][n] == '=') {
+        *matched = 1;
+        return argv[*i] + n + 1;
+    }
+    if (!strcmp(argv[*i], name)) {
+        *matched = 1;
+        return *i + 1 < argc ? argv[++*i] : NULL;
+    }
+    return NULL;
+}
+
+int cmd_export(int argc, char **argv) {
+    const char *run = NULL, *outpath = NULL;
+    ana_export_opts o = {0};
+    char err[1024];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        int m;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            export_usage(stdout);
+            return 0;
+        }
+        if ((v = opt_value(argc, argv, &i, "--chrome", &m)), m) {
+            if (!v) goto missing;
+            outpath = v;
+        } else if ((v = opt_value(argc, argv, &i, "--from", &m)), m) {
+            if (!v) goto missing;
+            if (ana_parse_time(v, &o.from_ps, err, sizeof err)) {
+                fprintf(stderr, "npurr export: --from: %s\n", err);
+                return 2;
+            }
+        } else if ((v = opt_value(argc, argv, &i, "--to", &m)), m) {
+            if (!v) goto missing;
+            if (ana_parse_time(v, &o.to_ps, err, sizeof err)) {
+                fprintf(stderr, "npurr export: --to: %s\n", err);
+                return 2;
+            }
+            if (o.to_ps == 0) o.to_ps = 1;   /* 0 means "the end"; --to 0 means the start */
+        } else if ((v = opt_value(argc, argv, &i, "--ranks", &m)), m) {
+            if (!v) goto missing;
+            o.ranks = v;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "npurr export: unknown option '%s'\n", a);
+            export_usage(stderr);
+            return 2;
+        } else if (!run) {
+            run = a;
+        } else {
+            fprintf(stderr, "npurr export: unexpected argument '%s'\n", a);
+            return 2;
+        }
+        continue;
+    missing:
+        fprintf(stderr, "npurr export: %s needs a value\n", a);
+        return 2;
+    }
+    if (!run || !outpath) {
+        if (run && !outpath) fprintf(stderr, "npurr export: --chrome OUT.json is required\n");
+        export_usage(stderr);
+        return 2;
+    }
+    sqlite3 *db = NULL;
+    if (ana_open_derived(run, &db, err, sizeof err)) {
+        fprintf(stderr, "npurr export: %s\n", err);
+        return 1;
+    }
+    int to_stdout = !strcmp(outpath, "-");
+    FILE *out = to_stdout ? stdout : fopen(outpath, "w");
+    if (!out) {
+        perror(outpath);
+        sqlite3_close(db);
+        return 1;
+    }
+    static char buf[1 << 20];
+    setvbuf(out, buf, _IOFBF, sizeof buf);
+    ana_export_counts n = {0};
+    int rc = ana_export_chrome(db, &o, out, &n, err, sizeof err);
+    sqlite3_close(db);
+    if (!to_stdout && fclose(out) != 0 && rc == 0) {
+        snprintf(err, sizeof err, "%s: write failed (disk full?)", outpath);
+        rc = -1;
+    }
+    if (to_stdout) fflush(stdout);
+    if (rc) {
+        fprintf(stderr, "npurr export: %s\n", err);
+        if (!to_stdout) remove(outpath);
+        return 1;
+    }
+    fprintf(stderr, "npurr export: wrote %s: %llu slices, %llu async slices, %llu flow arrows, "
+            "%llu counter samples\n",
+            to_stdout ? "standard output" : outpath, (unsigned long long)n.slices,
+            (unsigned long long)n.asyncs, (unsigned long long)n.flows,
+            (unsigned long long)n.counters);
+    return 0;
+}

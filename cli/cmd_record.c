@@ -1,0 +1,210 @@
+/*
+ * cmd_record.c - `npurr record -k KERNEL [options] -o RUN`: build the
+ * cluster, let the kernel set up its inputs and launch, run under the
+ * recorder, check the outputs against the kernel's CPU reference, finalise
+ * trace and index, derive the analysis tables and print the run's summary
+ * and stall table.
+ *
+ * Nothing is lost on Ctrl-C or a kernel fault: the signal only asks the
+ * engine to stop at the next event, and every ending goes through the same
+ * rec_close, which writes the outcome into the trailer and the index.
+ */
+#include "cli.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "analysis/analysis.h"
+#include "recorder/recorder.h"
+
+static engine *volatile g_running;
+
+static void on_signal(int sig) {
+    (void)sig;
+    if (g_running) engine_request_stop(g_running);
+}
+
+static double wall_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Forwards to the recorder and prints progress every few seconds. */
+typedef struct progress {
+    engine_observer inner;
+    double start, last;
+    int quiet;
+} progress;
+
+static void prog_string(void *ctx, uint32_t id, const char *text) {
+    progress *p = ctx;
+    if (p->inner.on_string) p->inner.on_string(p->inner.ctx, id, text);
+}
+static void prog_site(void *ctx, const engine_site *s) {
+    progress *p = ctx;
+    if (p->inner.on_site) p->inner.on_site(p->inner.ctx, s);
+}
+static void prog_object(void *ctx, const engine_object *o) {
+    progress *p = ctx;
+    if (p->inner.on_object) p->inner.on_object(p->inner.ctx, o);
+}
+static void prog_event(void *ctx, const engine_event *ev) {
+    progress *p = ctx;
+    p->inner.on_event(p->inner.ctx, ev);
+    if ((ev->seq & 0xFFFFF) == 0 && !p->quiet) {
+        double now = wall_now();
+        if (now - p->last >= 2.0) {
+            fprintf(stderr, "npurr: %.1fM events, virtual %.3f us, %.1f s\n", (double)ev->seq / 1e6,
+                    (double)ev->time / 1e6, now - p->start);
+            p->last = now;
+        }
+    }
+}
+
+static void print_help(const run_options *ro) {
+    printf("usage: npurr record -k KERNEL [options] -o RUN\n\n"
+           "Runs KERNEL on every rank of the emulated cluster, records every transfer,\n"
+           "flag wait and head/tail store into RUN/trace.zst (zstd frames) indexed in\n"
+           "RUN/index.db (SQLite), checks the outputs against a CPU reference and prints\n"
+           "the outcome and the stall summary.\n\n"
+           "exit: 0 completed and checked, 1 error or kernel fault, 2 usage,\n"
+           "      3 deadlock or watchdog, 4 data check failed\n\n");
+    run_options_help(stdout, ro->kernel, RUN_OPT_OUTPUT | RUN_OPT_NO_TRACE);
+}
+
+static int exit_code(engine_outcome o, int check_failed) {
+    switch (o) {
+    case OUTCOME_COMPLETED: return check_failed ? EXIT_CHECK : EXIT_DONE;
+    case OUTCOME_DEADLOCK:
+    case OUTCOME_WATCHDOG: return EXIT_DEADLOCK;
+    default: return EXIT_ERROR;
+    }
+}
+
+static void print_stalls(const char *run_dir) {
+    char err[ENGINE_ERRLEN];
+    sqlite3 *db = NULL;
+    if (ana_open_derived(run_dir, &db, err, sizeof err)) {
+        fprintf(stderr, "npurr: stall summary unavailable: %s\n", err);
+        if (db) sqlite3_close(db);
+        return;
+    }
+    ana_stall_table t;
+    if (ana_stall_table_get(db, ANA_BY_ROLE, 10, &t, err, sizeof err) == 0) {
+        printf("\nstalls by role (npurr stats %s --by site|rank|kind|object|cause):\n", run_dir);
+        ana_stall_table_print(&t, stdout);
+        ana_stall_table_free(&t);
+    } else {
+        fprintf(stderr, "npurr: stall summary unavailable: %s\n", err);
+    }
+    sqlite3_close(db);
+}
+
+int cmd_record(int argc, char **argv) {
+    char err[ENGINE_ERRLEN] = "";
+    run_options ro;
+    int rc = run_options_parse(argc, argv, RUN_OPT_OUTPUT | RUN_OPT_NO_TRACE, &ro, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "npurr record: %s\n", err);
+        return rc;
+    }
+    if (ro.help) { print_help(&ro); return EXIT_DONE; }
+    if (!ro.out_dir && !ro.no_trace) {
+        fprintf(stderr, "npurr record: -o RUN is required (or --no-trace)\n");
+        return EXIT_USAGE;
+    }
+    engine *e = NULL;
+    if (engine_create(&ro.config, &e, err, sizeof err) != ENGINE_OK) {
+        fprintf(stderr, "npurr record: %s\n", err);
+        return EXIT_ERROR;
+    }
+    void *state = NULL;
+    if (ro.kernel->setup(e, &ro.kopts, &state, err, sizeof err) != 0) {
+        fprintf(stderr, "npurr record: -k %s: %s\n", ro.kernel->name, err);
+        engine_destroy(e);
+        return EXIT_ERROR;
+    }
+    rec_writer *w = NULL;
+    progress prog = {0};
+    if (!ro.no_trace) {
+        char *cmdline = shell_join(argc + 1, argv - 1);
+        rec_run_info info = {ro.kernel->name, cmdline, &ro.config, engine_cores_per_rank(e),
+                             engine_num_aic(e), engine_num_aiv(e)};
+        int orc = rec_open(ro.out_dir, &info, &w, err, sizeof err);
+        free(cmdline);
+        if (orc) {
+            fprintf(stderr, "npurr record: %s\n", err);
+            if (ro.kernel->destroy) ro.kernel->destroy(state);
+            engine_destroy(e);
+            return EXIT_ERROR;
+        }
+        rec_attach(w, e);
+        prog.start = prog.last = wall_now();
+        prog.quiet = ro.quiet;
+        rec_observer(w, &prog.inner);
+        engine_observer wrapped = {&prog, prog_string, prog_site, prog_object, prog_event};
+        engine_set_observer(e, &wrapped);
+    }
+    g_running = e;
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    double t0 = wall_now();
+    engine_result res;
+    int run_ok = engine_run(e, &res, err, sizeof err) == ENGINE_OK;
+    double wall = wall_now() - t0;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    g_running = NULL;
+
+    int check_failed = 0;
+    char check_msg[1024] = "";
+    const char *check_status = "skipped";
+    if (run_ok && res.outcome == OUTCOME_COMPLETED && ro.kernel->check) {
+        check_failed = ro.kernel->check(e, state, check_msg, sizeof check_msg) != 0;
+        check_status = check_failed ? "failed" : "passed";
+    }
+    int status = run_ok ? exit_code(res.outcome, check_failed) : EXIT_ERROR;
+    if (w) {
+        char rerr[ENGINE_ERRLEN];
+        if (rec_close(w, run_ok ? &res : NULL, check_status, check_msg, rerr, sizeof rerr)) {
+            fprintf(stderr, "npurr record: finishing %s: %s\n", ro.out_dir, rerr);
+            status = EXIT_ERROR;
+        } else if (ana_derive(ro.out_dir, rerr, sizeof rerr)) {
+            fprintf(stderr, "npurr record: analysis of %s: %s\n", ro.out_dir, rerr);
+        }
+    }
+    if (!run_ok) {
+        fprintf(stderr, "npurr record: %s\n", err);
+    } else {
+        printf("kernel    %s on %d node%s x %d NPUs (%d ranks), seed %llu\n", ro.kernel->name,
+               ro.config.nodes, ro.config.nodes == 1 ? "" : "s", ro.config.npus_per_node,
+               engine_num_ranks(e), (unsigned long long)ro.config.seed);
+        printf("outcome   %s%s%s\n", engine_outcome_name(res.outcome),
+               res.outcome == OUTCOME_COMPLETED ? "" : ": ",
+               res.outcome == OUTCOME_COMPLETED ? "" : res.message);
+        printf("check     %s%s%s\n", check_status, check_msg[0] ? ": " : "", check_msg);
+        printf("virtual   %.3f us, %llu events, stalls %.3f us summed over cores\n",
+               (double)res.end_time / 1e6, (unsigned long long)res.events,
+               (double)res.stall_ps / 1e6);
+        printf("host      %.2f s, %.2f M events/s, GM %.1f MiB\n", wall,
+               wall > 0 ? (double)res.events / wall / 1e6 : 0.0,
+               (double)engine_gm_allocated(e) / 1048576.0);
+        if (res.outcome == OUTCOME_DEADLOCK || res.outcome == OUTCOME_WATCHDOG) {
+            printf("\n");
+            engine_write_report(e, stdout);
+        }
+        if (w) {
+            printf("trace     %s/trace.zst, index %s/index.db\n", ro.out_dir, ro.out_dir);
+            if (!ro.quiet) print_stalls(ro.out_dir);
+        }
+    }
+    if (ro.kernel->destroy) ro.kernel->destroy(state);
+    engine_destroy(e);
+    return status;
+}

@@ -1,0 +1,100 @@
+/*
+ * cmd_stats.c - `npurr stats RUN [--by ...] [--top N]`: the stall table of a
+ * recorded run (analysis/ana_stats.c does the work).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+
+static void stats_usage(FILE *out) {
+    fputs("usage: npurr stats RUN [--by role|site|rank|kind|object|cause] [--top N]\n"
+          "\n"
+          "Prints the stalls (waits) of a recorded run as a table: group, count, total,\n"
+          "mean and max duration in virtual time, and share = total / the run's virtual\n"
+          "time (meta end_time_ps). Cores stall at the same time, so shares may add up\n"
+          "past 100%. Largest total first.\n"
+          "\n"
+          "  --by role     the kernel's roles (SetRole), or \"r3 AIV5\" for unnamed cores\n"
+          "                (default)\n"
+          "  --by site     the waiting call, as file:line function\n"
+          "  --by rank     per rank\n"
+          "  --by kind     flag, pipe, xcore, gm, ring_space, ring_data, barrier\n"
+          "  --by object   the awaited word (ring head/tail, flag, ...)\n"
+          "  --by cause    producer_late, transfer_slow, flow_control, credit_starvation,\n"
+          "                barrier (rules: docs/SQL.md)\n"
+          "  --top N       only the N largest groups\n"
+          "  -h, --help    this text\n"
+          "\n"
+          "Exit status: 0 ok, 1 the run cannot be read, 2 usage.\n",
+          out);
+}
+
+static const char *opt_value(int argc, char **argv, int *i, const char *name) {
+    size_t n = strlen(name);
+    if (!strncmp(argv[*i], name, n) && argv[*i][n] == '=') return argv[*i] + n + 1;
+    if (!strcmp(argv[*i], name)) {
+        if (*i + 1 >= argc) return NULL;
+        return argv[++*i];
+    }
+    return NULL;
+}
+
+int cmd_stats(int argc, char **argv) {
+    const char *run = NULL;
+    ana_group_by by = ANA_BY_ROLE;
+    size_t top = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            stats_usage(stdout);
+            return 0;
+        } else if (!strncmp(a, "--by", 4) && (a[4] == 0 || a[4] == '=')) {
+            if (!(v = opt_value(argc, argv, &i, "--by")) || ana_group_by_parse(v, &by)) {
+                fprintf(stderr, "npurr stats: --by needs one of role, site, rank, kind, object, "
+                        "cause (got '%s')\n", v ? v : "");
+                return 2;
+            }
+        } else if (!strncmp(a, "--top", 5) && (a[5] == 0 || a[5] == '=')) {
+            char *end = NULL;
+            v = opt_value(argc, argv, &i, "--top");
+            long n = v ? strtol(v, &end, 10) : -1;
+            if (!v || *end || n <= 0) {
+                fprintf(stderr, "npurr stats: --top needs a positive number (got '%s')\n",
+                        v ? v : "");
+                return 2;
+            }
+            top = (size_t)n;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "npurr stats: unknown option '%s'\n", a);
+            stats_usage(stderr);
+            return 2;
+        } else if (!run) {
+            run = a;
+        } else {
+            fprintf(stderr, "npurr stats: unexpected argument '%s' (one RUN only)\n", a);
+            return 2;
+        }
+    }
+    if (!run) {
+        stats_usage(stderr);
+        return 2;
+    }
+    char err[1024];
+    sqlite3 *db = NULL;
+    if (ana_open_derived(run, &db, err, sizeof err)) {
+        fprintf(stderr, "npurr stats: %s\n", err);
+        return 1;
+    }
+    ana_stall_table t;
+    int rc = ana_stall_table_get(db, by, top, &t, err, sizeof err);
+    sqlite3_close(db);
+    if (rc) {
+        fprintf(stderr, "npurr stats: %s: %s\n", run, err);
+        return 1;
+    }
+    ana_stall_table_print(&t, stdout);
+    ana_stall_table_free(&t);
+    return 0;
+}

@@ -1,0 +1,65 @@
+/*
+ * main.c - the `npurr` executable: one table of subcommands, each a thin
+ * layer over a library (engine, recorder, replayer, analysis).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"record", cmd_record, "run a kernel on the emulated cluster and record its trace"},
+    {"layout", cmd_layout, "print every buffer's size per rank for a kernel's shape"},
+    {"info", cmd_info, "summarize a recorded run: events, sizes, outcome"},
+    {"reindex", cmd_reindex, "rebuild RUN/index.db from RUN/trace.zst"},
+    {"stats", cmd_stats, "stall statistics of a recorded run"},
+    {"sql", cmd_sql, "run SQL over a recorded run's index and events"},
+    {"export", cmd_export, "write a recorded run as a Chrome/Perfetto timeline"},
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "npurr %s - record, replay and analyse MoE communication kernels on an\n"
+            "emulated Ascend 910B cluster.\n\n"
+            "usage: npurr COMMAND [options]    (npurr COMMAND --help for its options)\n\n"
+            "commands:\n", ENGINE_VERSION);
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\nexit codes: 0 done, 1 error, 2 usage, 3 deadlock, 4 data check failed,\n"
+                 "5 replay diverged\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
+        if (strcmp(name, "help") == 0 && argc > 2) {
+            for (size_t i = 0; i < N_COMMANDS; i++)
+                if (strcmp(commands[i].name, argv[2]) == 0) {
+                    char *sub[] = {argv[2], "--help", NULL};
+                    return commands[i].run(2, sub);
+                }
+        }
+        usage(stdout);
+        return EXIT_DONE;
+    }
+    if (strcmp(name, "--version") == 0) {
+        printf("npurr %s\n", ENGINE_VERSION);
+        return EXIT_DONE;
+    }
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "npurr: '%s' is not a command\n\n", name);
+    usage(stderr);
+    return EXIT_USAGE;
+}

@@ -1,0 +1,165 @@
+/*
+ * run_options.c - parsing a run's options: the engine's (topology, chip,
+ * seed, timing file, watchdog) and the kernel's own, declared by its
+ * descriptor with defaults. Unknown options are usage errors naming the
+ * option; malformed values are errors naming option and value.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    const char *arg;
+    int allow;       /* 0 = every run command */
+    const char *help;
+} engine_opts[] = {
+    {"-k", "KERNEL", 0, "kernel to run (see the list below)"},
+    {"--nodes", "N", 0, "nodes in the cluster (default 1)"},
+    {"--npus-per-node", "N", 0, "NPUs per node, HCCS full mesh (default 8)"},
+    {"--chip", "910B2|910B4", 0, "24 AIC + 48 AIV, or 20 + 40 (default 910B2)"},
+    {"--seed", "S", 0, "scheduler seed: permutes ties between cores (default 0)"},
+    {"--jitter", "F", 0, "seeded +-F fraction on transfer durations, 0..0.5 (default 0)"},
+    {"--hw", "FILE", 0, "timing parameters as key=value lines (see `npurr info RUN`)"},
+    {"--watchdog-us", "US", 0, "stop when virtual time passes US microseconds (default 10000000)"},
+    {"-o", "RUN", RUN_OPT_OUTPUT, "run folder to write (trace.zst, index.db)"},
+    {"--no-trace", NULL, RUN_OPT_NO_TRACE, "emulate without recording (overhead measurements)"},
+    {"--quiet", NULL, 0, "print only the final summary"},
+};
+#define N_ENGINE_OPTS (sizeof engine_opts / sizeof engine_opts[0])
+
+void run_options_list_kernels(FILE *out) {
+    fprintf(out, "kernels:\n");
+    for (const kernel_desc *const *k = kernels_all(); *k; k++)
+        fprintf(out, "  %-26s %s\n", (*k)->name, (*k)->summary);
+}
+
+void run_options_help(FILE *out, const kernel_desc *k, int allow) {
+    fprintf(out, "engine options:\n");
+    for (size_t i = 0; i < N_ENGINE_OPTS; i++) {
+        if (engine_opts[i].allow && !(engine_opts[i].allow & allow)) continue;
+        char left[64];
+        snprintf(left, sizeof left, "%s%s%s", engine_opts[i].name, engine_opts[i].arg ? " " : "",
+                 engine_opts[i].arg ? engine_opts[i].arg : "");
+        fprintf(out, "  %-26s %s\n", left, engine_opts[i].help);
+    }
+    if (k) {
+        fprintf(out, "\noptions of -k %s:\n", k->name);
+        for (const kernel_option *o = k->options; o && o->name; o++) {
+            char left[64];
+            snprintf(left, sizeof left, "--%s V", o->name);
+            fprintf(out, "  %-26s %s", left, o->help);
+            if (o->default_value) fprintf(out, " (default %s)", o->default_value);
+            fprintf(out, "\n");
+        }
+    } else {
+        fprintf(out, "\n");
+        run_options_list_kernels(out);
+        fprintf(out, "(-k KERNEL --help lists a kernel's own options)\n");
+    }
+}
+
+static int parse_int(const char *opt, const char *v, long long lo, long long hi, long long *out,
+                     char *err, size_t errlen) {
+    char *end = NULL;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi) {
+        snprintf(err, errlen, "%s: '%s' is not an integer between %lld and %lld", opt, v, lo, hi);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int set_kernel_opt(run_options *ro, const char *name, const char *value, char *err,
+                          size_t errlen) {
+    for (int i = 0; i < ro->kopts.count; i++)
+        if (strcmp(ro->kopts.names[i], name) == 0) { ro->kopts.values[i] = value; return 0; }
+    snprintf(err, errlen, "--%s: not an option of -k %s (npurr record -k %s --help)", name,
+             ro->kernel->name, ro->kernel->name);
+    return -1;
+}
+
+int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *err, size_t errlen) {
+    memset(ro, 0, sizeof *ro);
+    engine_config_defaults(&ro->config);
+    /* find -k first: the kernel decides which options exist */
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) ro->help = 1;
+        if (strcmp(argv[i], "-k") == 0 || strcmp(argv[i], "--kernel") == 0) {
+            if (i + 1 >= argc) { snprintf(err, errlen, "-k: missing kernel name"); return EXIT_USAGE; }
+            ro->kernel = kernels_find(argv[i + 1]);
+            if (!ro->kernel) {
+                snprintf(err, errlen, "-k %s: no such kernel (npurr record --help lists them)", argv[i + 1]);
+                return EXIT_USAGE;
+            }
+        }
+    }
+    if (ro->help) return 0;
+    if (!ro->kernel) { snprintf(err, errlen, "-k KERNEL is required"); return EXIT_USAGE; }
+    for (const kernel_option *o = ro->kernel->options; o && o->name; o++) {
+        if (ro->kopts.count == 64) { snprintf(err, errlen, "kernel %s declares too many options", ro->kernel->name); return EXIT_ERROR; }
+        ro->kopts.names[ro->kopts.count] = o->name;
+        ro->kopts.values[ro->kopts.count] = o->default_value;
+        ro->kopts.count++;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long long n;
+        if (strcmp(a, "--no-trace") == 0 && (allow & RUN_OPT_NO_TRACE)) { ro->no_trace = 1; continue; }
+        if (strcmp(a, "--quiet") == 0) { ro->quiet = 1; continue; }
+        if (strncmp(a, "-", 1) != 0) {
+            snprintf(err, errlen, "unexpected argument '%s'", a);
+            return EXIT_USAGE;
+        }
+        if (!v) { snprintf(err, errlen, "%s: missing value", a); return EXIT_USAGE; }
+        i++;
+        if (strcmp(a, "-k") == 0 || strcmp(a, "--kernel") == 0) continue;
+        if (strcmp(a, "-o") == 0 && (allow & RUN_OPT_OUTPUT)) { ro->out_dir = v; continue; }
+        if (strcmp(a, "--nodes") == 0) {
+            if (parse_int(a, v, 1, 1024, &n, err, errlen)) return EXIT_USAGE;
+            ro->config.nodes = (int)n;
+        } else if (strcmp(a, "--npus-per-node") == 0) {
+            if (parse_int(a, v, 1, 8, &n, err, errlen)) return EXIT_USAGE;
+            ro->config.npus_per_node = (int)n;
+        } else if (strcmp(a, "--chip") == 0) {
+            if (strcasecmp(v, "910B2") == 0) ro->config.chip = CHIP_910B2;
+            else if (strcasecmp(v, "910B4") == 0) ro->config.chip = CHIP_910B4;
+            else { snprintf(err, errlen, "--chip: '%s' is not 910B2 or 910B4", v); return EXIT_USAGE; }
+        } else if (strcmp(a, "--seed") == 0) {
+            char *end = NULL;
+            errno = 0;
+            unsigned long long s = strtoull(v, &end, 10);
+            if (errno || end == v || *end || v[0] == '-') {
+                snprintf(err, errlen, "--seed: '%s' is not a non-negative integer", v);
+                return EXIT_USAGE;
+            }
+            ro->config.seed = s;
+        } else if (strcmp(a, "--jitter") == 0) {
+            char *end = NULL;
+            double j = strtod(v, &end);
+            if (end == v || *end || !isfinite(j) || j < 0 || j > 0.5) {
+                snprintf(err, errlen, "--jitter: '%s' is not a number between 0 and 0.5", v);
+                return EXIT_USAGE;
+            }
+            ro->config.jitter = j;
+        } else if (strcmp(a, "--hw") == 0) {
+            ro->hw_file = v;
+            if (engine_hw_load(&ro->config.hw, v, err, errlen) != ENGINE_OK) return EXIT_ERROR;
+        } else if (strcmp(a, "--watchdog-us") == 0) {
+            if (parse_int(a, v, 0, 1000000000000LL, &n, err, errlen)) return EXIT_USAGE;
+            ro->config.watchdog_ps = (uint64_t)n * 1000000ULL;
+        } else if (strncmp(a, "--", 2) == 0) {
+            if (set_kernel_opt(ro, a + 2, v, err, errlen)) return EXIT_USAGE;
+        } else {
+            snprintf(err, errlen, "%s: unknown option", a);
+            return EXIT_USAGE;
+        }
+    }
+    return 0;
+}
