@@ -305,5 +305,11 @@ uint64_t engine_now(const engine *e);     /* time of the event being processed *
 uint64_t engine_seq(const engine *e);     /* seq of the last emitted event */
 /* Reads a named word's current value (rings in gdb, reports). */
 int64_t engine_word_value(engine *e, uint32_t object_id);
+/* A call site by id (file, line, function); 0 if unknown. */
+int engine_site_get(const engine *e, uint32_t id, engine_site *out);
+/* Stack pointer saved by a suspended core's last switch (x86_64 layout in
+ * engine/coro_x86_64.S: control words, r15, r14, r13, r12, rbx, rbp, return
+ * address), so a debugger can unwind it; NULL if it never ran or is running. */
+void *engine_core_saved_sp(const engine *e, int index);
 
 #endif

@@ -180,3 +180,19 @@ void engine_core_state_get(const engine *e, int index, engine_core_state *st) {
     st->now = c->now;
     if (st->blocked) eng_describe_wait(e, c, st->waiting_on, sizeof st->waiting_on);
 }
+
+int engine_site_get(const engine *e, uint32_t id, engine_site *out) {
+    if (id == 0 || id > e->n_sites) return 0;
+    const site_entry *se = &e->sites[id - 1];
+    out->id = id;
+    out->file = se->file;
+    out->line = se->line;
+    out->func = se->func;
+    return 1;
+}
+
+void *engine_core_saved_sp(const engine *e, int index) {
+    const core *c = &e->cores[index];
+    if (c->launch < 0 || c->status == CS_RUNNING || c->status == CS_IDLE || !c->co.stack) return NULL;
+    return c->co.sp;
+}

@@ -1,0 +1,228 @@
+/*
+ * combine.h - the MoE combine-sender kernels of seed 000, shared pieces.
+ *
+ * Two kernels share everything but the sender:
+ *   combine-sender          scheme 2: gather-pack expert-major x through UB
+ *                           straight into the destination's HCCS ring
+ *   combine-sender-inplace  scheme 1: reorder x to rank-major in GM first,
+ *                           then copy contiguous regions into the ring
+ * and a receiver (one core per source rank on every destination) that
+ * consumes its ring into the receive layout and then computes the combine
+ * of seed 002 s3.4: each token's weighted sum over its top-k expert outputs.
+ *
+ * Files: combine_plan.c (options -> shape, routing -> dispatch metadata, on
+ * the host), combine_payload.c (row contents with token tags), combine_setup.c
+ * (buffers, rings, launches, descriptors), combine_check.c (CPU reference and
+ * checks), combine_layout.c (`npurr layout`), combine_ring.c (the sender's
+ * ring writer), combine_sender.c, combine_sender_inplace.c,
+ * combine_receiver.c (device code, device.h only).
+ *
+ * Vocabulary is the seed's: offset_table, length_table, staging_ub,
+ * read_temp_ub, staging_offset, local_tail_cache, remote_head_cache,
+ * expert_window_offset, expand_idx.
+ */
+#ifndef NPURR_COMBINE_H
+#define NPURR_COMBINE_H
+
+#include <stdint.h>
+
+#include "../device.h"
+#include "kernels.h"
+#include "routing.h"
+
+/* Combine-sender runs inside one node over HCCS: at most 8 ranks. */
+#define COMBINE_MAX_RANKS 8
+/* Bytes after every buffer that must stay as written (out-of-bounds check). */
+#define COMBINE_GUARD_BYTES 64u
+#define COMBINE_GUARD_BYTE 0xA5u
+/* Seed 000 s4.1: per-rank control blocks 128 B apart (no false sharing).
+ * Decision: the tail (written by the sender) is at byte 0 and the head
+ * (written by the receiver) at byte 64 of the block, so the two writers do
+ * not share a 64 B half either. */
+#define COMBINE_CTRL_STRIDE 128u
+#define COMBINE_CTRL_TAIL 0u
+#define COMBINE_CTRL_HEAD 64u
+/* Seed 000 s5.3 gives read_temp 32 KB and staging 128 KB ("ping-pong
+ * 64 KB x 2 optional"). Decision: read_temp is two 16 KB halves used
+ * ping-pong (MTE2 over-reads the next piece while V crops this one) and
+ * staging is two buffers of --staging-bytes (the next batch is gathered
+ * while the last one is on the HCCS link), which at the 64 KB default is
+ * the seed's 160 KB. */
+#define COMBINE_READ_TEMP_BYTES (16u * 1024u)
+#define COMBINE_STAGING_BUFFERS 2
+/* Receiver: ring bytes are consumed through two 32 KB UB halves (ping-pong). */
+#define COMBINE_RECV_CHUNK_BYTES (32u * 1024u)
+/* Combine: hidden is processed in tiles of at most this many elements so the
+ * f32 accumulator, two bf16 row buffers and the bf16 output fit in UB. */
+#define COMBINE_HIDDEN_TILE 8192u
+/* Combine: tokens whose routing metadata is prefetched into UB at once. */
+#define COMBINE_META_BYTES 4096u
+/* Token tag: the first elements of a row are small integers (exact in bf16):
+ * token id bytes 0..2, top-k slot, the expert's rank. */
+#define COMBINE_TAG_ELEMS 5
+
+enum { COMBINE_SCHEME_GATHER = 2, COMBINE_SCHEME_INPLACE = 1 };
+
+static inline uint64_t combine_align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+static inline uint64_t combine_align_down(uint64_t v, uint64_t a) { return v / a * a; }
+
+/* ------------------------------------------------------------ kernel args */
+
+/* One struct for every core of every rank (engine_launch passes it as is);
+ * per-rank buffers are tables indexed by GetRank(). */
+typedef struct combine_args {
+    int num_ranks;
+    int num_local_experts;
+    int num_experts;
+    int tokens;                  /* per rank */
+    int topk;
+    int hidden;                  /* bf16 elements per row */
+    uint32_t row_bytes;          /* hidden * 2 */
+    uint32_t staging_bytes;      /* one staging_ub buffer = largest flush */
+    uint32_t table_ub_bytes;     /* one [L, R] int32 table in UB, 32 B aligned */
+    uint64_t ring_bytes;         /* capacity of one ring */
+    uint64_t ring_stride;        /* ring_bytes + guard */
+    int inject_no_mte3_wait;     /* fault: commit the tail before MTE3 completes */
+
+    /* per rank (indexed by the rank that owns the buffer) */
+    gm_t x[COMBINE_MAX_RANKS];              /* [x_rows, hidden] bf16, expert-major */
+    gm_t offset_table[COMBINE_MAX_RANKS];   /* [L, R] int32: first row in x */
+    gm_t length_table[COMBINE_MAX_RANKS];   /* [L, R] int32: rows */
+    gm_t x_sorted[COMBINE_MAX_RANKS];       /* scheme 1: rank-major copy of x */
+    gm_t head_mirror[COMBINE_MAX_RANKS];    /* [R] x 32 B: prefetched remote heads */
+    gm_t recv[COMBINE_MAX_RANKS];           /* [recv_rows, hidden] bf16 */
+    gm_t recv_meta[COMBINE_MAX_RANKS];      /* [2R] int32: rows from each source, row offset */
+    gm_t expert_ids[COMBINE_MAX_RANKS];     /* [T, K] int32 */
+    gm_t expand_idx[COMBINE_MAX_RANKS];     /* [T, K] int32 */
+    gm_t topk_weights[COMBINE_MAX_RANKS];   /* [T, K] float */
+    gm_t expert_window_offset[COMBINE_MAX_RANKS]; /* [E] int32: first recv row per expert */
+    gm_t out[COMBINE_MAX_RANKS];            /* [T, hidden] bf16 */
+
+    /* symmetric: on each destination, the ring of source p at p * ring_stride
+     * and its control block at p * COMBINE_CTRL_STRIDE */
+    gm_t ring_base;
+    gm_t ctrl_base;
+    uint32_t ring_id[COMBINE_MAX_RANKS][COMBINE_MAX_RANKS]; /* [source][destination] */
+} combine_args;
+
+/* ------------------------------------------------------------ device code */
+
+void combine_sender_kernel(const void *args);          /* scheme 2 */
+void combine_sender_inplace_kernel(const void *args);  /* scheme 1 */
+void combine_receiver_kernel(const void *args);
+
+/* The sender side of one (source, destination) HCCS ring (seed 000, part 2).
+ * local_tail_cache is absolute (never wrapped) and counts every byte put,
+ * including the flush whose tail is not committed yet; remote_head_cache is
+ * refreshed lazily. */
+typedef struct ring_writer {
+    uint32_t ring_id;
+    gm_t ring_data;          /* ring bytes on the destination */
+    gm_t remote_head;        /* the head word on the destination */
+    gm_t head_mirror;        /* local GM word the head is prefetched into */
+    uint64_t capacity;
+    uint32_t max_flush;      /* largest flush: staging_bytes */
+    int64_t local_tail_cache;
+    int64_t remote_head_cache;
+    int commit_pending;      /* the last flush's put is in flight, tail not stored */
+    int prefetch_pending;
+    int to_self;             /* destination is this rank: plain DataCopy */
+    int skip_mte3_wait;      /* injected fault */
+} ring_writer;
+
+void ring_writer_init(ring_writer *w, const combine_args *a, int dst);
+/* Issues an asynchronous read of the remote head (seed s4.3) so the value is
+ * back by the time the gathered batch is flushed; only when the cached head
+ * says the next flush might not fit. */
+void ring_writer_prefetch_head(ring_writer *w);
+/* One flush: commits the previous flush's tail (after MTE3 -> S), then flow
+ * control, then the write of this one (split at the wrap). bytes is a
+ * multiple of 32; staging_ub must be ready for MTE3 (caller's V_MTE3 /
+ * MTE2_MTE3 sync). The tail of this flush is committed by the next flush or
+ * by ring_writer_finish, so the caller can gather the next batch into its
+ * other staging buffer while this put is in flight (seed s5.2). The caller
+ * must not write staging_ub until MTE3 is done with it. */
+void ring_writer_flush(ring_writer *w, local_t staging_ub, uint32_t bytes);
+/* Commits the last flush's tail. */
+void ring_writer_finish(ring_writer *w);
+/* Publishes the writer's state for deadlock reports. */
+void ring_writer_note(const ring_writer *w, int dst);
+
+/* ------------------------------------------------------------ host side */
+
+typedef struct combine_shape {
+    int scheme;
+    int num_ranks;
+    int tokens, hidden, topk, experts, local_experts;
+    uint32_t row_bytes;
+    uint32_t staging_bytes;
+    uint64_t ring_bytes;
+    int sender_cores;            /* resolved block_dim of the sender launch */
+    int inject_no_mte3_wait;
+    uint64_t data_seed;
+    routing_spec routing;
+} combine_shape;
+
+/* The routing and the dispatch metadata it implies (what a dispatch kernel
+ * and its notify phase would have left behind). R = ranks, L = local
+ * experts, T = tokens, K = topk; p = expert's rank (sender), s = token's
+ * rank (destination of the combine). */
+typedef struct combine_plan {
+    combine_shape sh;
+    int32_t *expert_ids;          /* [s][T][K] */
+    float *topk_weights;          /* [s][T][K] */
+    int32_t *expand_idx;          /* [s][T][K]: index of (t,k) within its (expert, s) segment */
+    int32_t *length_table;        /* [p][L][R] */
+    int32_t *offset_table;        /* [p][L][R], rows, expert-major rank-minor */
+    int64_t *x_rows;              /* [p] */
+    int32_t *recv_rows;           /* [s][p] */
+    int32_t *recv_row_offset;     /* [s][p] */
+    int64_t *recv_total;          /* [s] rows */
+    int32_t *expert_window_offset;/* [s][E] */
+    int32_t *recv_owner;          /* [s][row] = t * K + k of the token the row belongs to */
+    int64_t *recv_owner_base;     /* [s] start of rank s in recv_owner */
+} combine_plan;
+
+extern const kernel_option combine_options[];
+
+/* Reads and validates the options against the topology (nodes must be 1).
+ * err names the option at fault. */
+int combine_shape_from_opts(const kernel_opts *o, int scheme, int nodes, int npus_per_node,
+                            int num_aiv, combine_shape *sh, char *err, size_t errlen);
+int combine_plan_build(const combine_shape *sh, combine_plan *plan, char *err, size_t errlen);
+void combine_plan_free(combine_plan *plan);
+/* UB bytes one sender / receiver core uses for this shape. */
+uint32_t combine_sender_ub_bytes(const combine_shape *sh);
+uint32_t combine_receiver_ub_bytes(const combine_shape *sh);
+
+/* Row contents: element j of the expert output row for token t (slot k) of
+ * rank s, computed on rank p. The first COMBINE_TAG_ELEMS elements are the
+ * tag; the rest are pseudo-random bf16 in [-1, 1). */
+void combine_fill_row(uint16_t *row, int hidden, uint64_t seed, int s, int t, int k, int p);
+/* Decodes a tag; returns 0 if the elements are not a well-formed tag. */
+int combine_decode_tag(const uint16_t *row, int hidden, int *t, int *k, int *p);
+
+/* A region that must hold `value` in every byte after the run. */
+typedef struct combine_guard {
+    gm_t at;
+    uint32_t bytes;
+    uint8_t value;
+    const char *what;
+} combine_guard;
+
+/* Host-side state of one run: plan, args, the guard regions to verify. */
+typedef struct combine_state {
+    combine_plan plan;
+    combine_args args;
+    combine_guard *guards;
+    int n_guards, cap_guards;
+} combine_state;
+
+int combine_setup(engine *e, const kernel_opts *o, int scheme, void **state, char *err,
+                  size_t errlen);
+int combine_check(engine *e, void *state, char *msg, size_t msglen);
+int combine_layout(const kernel_opts *o, int scheme, int nodes, int npus_per_node, FILE *out,
+                   char *err, size_t errlen);
+void combine_destroy(void *state);
+
+#endif

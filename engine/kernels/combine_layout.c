@@ -1,0 +1,71 @@
+/*
+ * combine_layout.c - `npurr layout -k combine-sender[-inplace]`: every
+ * buffer's size per rank for the given options, and each core's UB use.
+ *
+ * Sizes that depend on the routing (x, recv) come from the same plan setup
+ * builds, so the figures are those of the run these options would record.
+ */
+#include "combine.h"
+
+static void human(char *buf, size_t n, uint64_t bytes) {
+    if (bytes >= (1ull << 30)) snprintf(buf, n, "%.2f GiB", (double)bytes / (1ull << 30));
+    else if (bytes >= (1ull << 20)) snprintf(buf, n, "%.2f MiB", (double)bytes / (1ull << 20));
+    else if (bytes >= (1ull << 10)) snprintf(buf, n, "%.2f KiB", (double)bytes / (1ull << 10));
+    else snprintf(buf, n, "%llu B", (unsigned long long)bytes);
+}
+
+int combine_layout(const kernel_opts *o, int scheme, int nodes, int npus_per_node, FILE *out,
+                   char *err, size_t errlen) {
+    combine_shape sh;
+    /* No engine here: validate sender cores against the 910B2's 48 AIV. */
+    if (combine_shape_from_opts(o, scheme, nodes, npus_per_node, 48, &sh, err, errlen)) return -1;
+    combine_plan p;
+    if (combine_plan_build(&sh, &p, err, errlen)) return -1;
+    int R = sh.num_ranks, L = sh.local_experts, T = sh.tokens, K = sh.topk;
+    uint64_t rb = sh.row_bytes;
+    fprintf(out, "%s (seed 000 scheme %d), 1 node x %d NPUs\n",
+            scheme == COMBINE_SCHEME_INPLACE ? "combine-sender-inplace" : "combine-sender", scheme,
+            R);
+    fprintf(out,
+            "tokens %d per rank, hidden %d (%llu B rows), topk %d, experts %d (%d per rank), "
+            "routing %s, data seed %llu\n",
+            T, sh.hidden, (unsigned long long)rb, K, sh.experts, L, sh.routing.text,
+            (unsigned long long)sh.data_seed);
+    fprintf(out, "%-5s %10s %12s %10s %12s %12s %12s %12s%s\n", "rank", "x_rows", "x", "recv_rows",
+            "recv", "out", "rings", "tables",
+            scheme == COMBINE_SCHEME_INPLACE ? "     x_sorted" : "");
+    uint64_t sum = 0;
+    for (int r = 0; r < R; r++) {
+        uint64_t x = (uint64_t)p.x_rows[r] * rb, recv = (uint64_t)p.recv_total[r] * rb;
+        uint64_t outb = (uint64_t)T * rb, rings = (uint64_t)R * sh.ring_bytes;
+        uint64_t tables = (uint64_t)L * R * 4 * 2 + (uint64_t)T * K * 4 * 3 +
+                          (uint64_t)sh.experts * 4 + (uint64_t)R * 8 +
+                          (uint64_t)R * COMBINE_CTRL_STRIDE + (uint64_t)R * 32;
+        char hx[32], hr[32], ho[32], hg[32], ht[32], hs[32];
+        human(hx, sizeof hx, x);
+        human(hr, sizeof hr, recv);
+        human(ho, sizeof ho, outb);
+        human(hg, sizeof hg, rings);
+        human(ht, sizeof ht, tables);
+        human(hs, sizeof hs, x);
+        fprintf(out, "%-5d %10lld %12s %10lld %12s %12s %12s %12s", r, (long long)p.x_rows[r], hx,
+                (long long)p.recv_total[r], hr, ho, hg, ht);
+        if (scheme == COMBINE_SCHEME_INPLACE) fprintf(out, " %12s", hs);
+        fputc('\n', out);
+        sum += x + recv + outb + rings + tables + (scheme == COMBINE_SCHEME_INPLACE ? x : 0);
+    }
+    char hsum[32];
+    human(hsum, sizeof hsum, sum);
+    fprintf(out, "total GM over all ranks: %s (plus %u B guard after each buffer)\n", hsum,
+            COMBINE_GUARD_BYTES);
+    fprintf(out,
+            "UB per sender core: %u B (staging_ub 2 x %u, read_temp_ub 2 x %u, offset/length tables "
+            "2 x %llu)\n",
+            combine_sender_ub_bytes(&sh), sh.staging_bytes, COMBINE_READ_TEMP_BYTES,
+            (unsigned long long)combine_align_up((uint64_t)L * R * 4, UB_ALIGN));
+    fprintf(out, "UB per receiver core: %u B (ring chunks 2 x %u, combine buffers, tables)\n",
+            combine_receiver_ub_bytes(&sh), COMBINE_RECV_CHUNK_BYTES);
+    fprintf(out, "cores per rank: %d sender + %d receiver AIV\n", sh.sender_cores, R);
+    combine_plan_free(&p);
+    return 0;
+}

@@ -1,0 +1,264 @@
+/*
+ * combine_plan.c - host side: options -> shape, routing -> dispatch metadata.
+ *
+ * The combine consumes what a dispatch left behind. This file plays that
+ * dispatch on the CPU: it routes every rank's tokens (routing.c) and derives
+ * the expert-major, rank-minor layout of x on each expert rank (length_table,
+ * offset_table), the per-token position of every expert output in the
+ * receive buffer (expert_window_offset, expand_idx; seed 002 s3.4) and who
+ * owns each received row. Setup, check and layout all build the same plan.
+ */
+#include "combine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const kernel_option combine_options[] = {
+    {"tokens", "128", "tokens per rank"},
+    {"hidden", "7168", "hidden size: bf16 elements per row"},
+    {"topk", "8", "experts per token (1..64)"},
+    {"experts", "256", "experts in total; each rank holds experts / ranks"},
+    {"staging-bytes", "65536",
+     "each of the two UB staging buffers = largest flush into a ring (multiple of 32)"},
+    {"ring-bytes", "262144",
+     "HCCS ring per (source, destination) pair (multiple of 32); smaller than a flush deadlocks"},
+    {"routing", "uniform", "uniform | zipf:S (skewed expert load)"},
+    {"data-seed", "1", "seed of the routing and of the payload"},
+    {"inject", "none",
+     "none | no-mte3-wait (commit the ring tail before the data lands: stale reads)"},
+    {"sender-cores", "0", "AIV cores per rank for the sender; 0 = one per destination rank"},
+    {NULL, NULL, NULL},
+};
+
+static int get_int(const kernel_opts *o, const char *name, int64_t lo, int64_t hi, int64_t *out,
+                   char *err, size_t errlen) {
+    if (kopt_i64(o, name, out, err, errlen) != 0) return -1;
+    if (*out < lo || *out > hi) {
+        snprintf(err, errlen, "--%s %lld: must be between %lld and %lld", name, (long long)*out,
+                 (long long)lo, (long long)hi);
+        return -1;
+    }
+    return 0;
+}
+
+uint32_t combine_sender_ub_bytes(const combine_shape *sh) {
+    uint64_t table = combine_align_up((uint64_t)sh->local_experts * (uint64_t)sh->num_ranks * 4,
+                                      UB_ALIGN);
+    uint64_t total = 2 * table + 2 * (uint64_t)COMBINE_READ_TEMP_BYTES +
+                     COMBINE_STAGING_BUFFERS * (uint64_t)sh->staging_bytes;
+    return total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
+}
+
+uint32_t combine_receiver_ub_bytes(const combine_shape *sh) {
+    uint64_t hc = (uint64_t)sh->hidden < COMBINE_HIDDEN_TILE ? (uint64_t)sh->hidden
+                                                             : COMBINE_HIDDEN_TILE;
+    uint64_t acc = combine_align_up(hc * 4, UB_ALIGN);
+    uint64_t row = combine_align_up(hc * 2, UB_ALIGN);
+    uint64_t ewo = combine_align_up((uint64_t)sh->experts * 4, UB_ALIGN);
+    uint64_t total = 2 * (uint64_t)COMBINE_RECV_CHUNK_BYTES + acc + 3 * row + ewo +
+                     3 * (uint64_t)COMBINE_META_BYTES;
+    return total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
+}
+
+int combine_shape_from_opts(const kernel_opts *o, int scheme, int nodes, int npus_per_node,
+                            int num_aiv, combine_shape *sh, char *err, size_t errlen) {
+    memset(sh, 0, sizeof *sh);
+    sh->scheme = scheme;
+    if (nodes != 1) {
+        snprintf(err, errlen,
+                 "combine-sender moves data inside one node over HCCS: --nodes must be 1, got %d",
+                 nodes);
+        return -1;
+    }
+    if (npus_per_node < 1 || npus_per_node > COMBINE_MAX_RANKS) {
+        snprintf(err, errlen, "--npus-per-node %d: combine-sender supports 1..%d ranks",
+                 npus_per_node, COMBINE_MAX_RANKS);
+        return -1;
+    }
+    int R = npus_per_node;
+    sh->num_ranks = R;
+    int64_t v;
+    if (get_int(o, "tokens", 1, 1 << 24, &v, err, errlen)) return -1;
+    sh->tokens = (int)v;
+    if (get_int(o, "hidden", 1, 1 << 16, &v, err, errlen)) return -1;
+    sh->hidden = (int)v;
+    sh->row_bytes = (uint32_t)sh->hidden * 2u;
+    if (get_int(o, "experts", 1, 1 << 16, &v, err, errlen)) return -1;
+    sh->experts = (int)v;
+    if (sh->experts % R != 0) {
+        snprintf(err, errlen, "--experts %d: must be a multiple of the %d ranks", sh->experts, R);
+        return -1;
+    }
+    sh->local_experts = sh->experts / R;
+    if (get_int(o, "topk", 1, 64, &v, err, errlen)) return -1;
+    sh->topk = (int)v;
+    if (sh->topk > sh->experts) {
+        snprintf(err, errlen, "--topk %d: larger than --experts %d", sh->topk, sh->experts);
+        return -1;
+    }
+    if ((int64_t)sh->tokens * sh->topk * R > INT32_MAX / 2) {
+        snprintf(err, errlen, "--tokens %d x --topk %d x %d ranks: too many rows for int32 tables",
+                 sh->tokens, sh->topk, R);
+        return -1;
+    }
+    if (get_int(o, "staging-bytes", 64, UB_BYTES, &v, err, errlen)) return -1;
+    if (v % UB_ALIGN) {
+        snprintf(err, errlen, "--staging-bytes %lld: must be a multiple of 32 (UB blocks)",
+                 (long long)v);
+        return -1;
+    }
+    sh->staging_bytes = (uint32_t)v;
+    if (get_int(o, "ring-bytes", 32, (int64_t)1 << 36, &v, err, errlen)) return -1;
+    if (v % UB_ALIGN) {
+        snprintf(err, errlen, "--ring-bytes %lld: must be a multiple of 32", (long long)v);
+        return -1;
+    }
+    sh->ring_bytes = (uint64_t)v;
+    const char *s;
+    if (kopt_str(o, "routing", &s) != 0) {
+        snprintf(err, errlen, "--routing: option has no value");
+        return -1;
+    }
+    if (routing_parse(s, &sh->routing, err, errlen) != 0) return -1;
+    if (kopt_i64(o, "data-seed", &v, err, errlen)) return -1;
+    sh->data_seed = (uint64_t)v;
+    if (kopt_str(o, "inject", &s) != 0) {
+        snprintf(err, errlen, "--inject: option has no value");
+        return -1;
+    }
+    if (strcmp(s, "none") == 0) sh->inject_no_mte3_wait = 0;
+    else if (strcmp(s, "no-mte3-wait") == 0) sh->inject_no_mte3_wait = 1;
+    else {
+        snprintf(err, errlen, "--inject %s: unknown fault (expected none or no-mte3-wait)", s);
+        return -1;
+    }
+    /* The receivers take one AIV per source rank; the senders get the rest. */
+    if (get_int(o, "sender-cores", 0, num_aiv - R, &v, err, errlen)) return -1;
+    sh->sender_cores = v == 0 ? R : (int)v;
+
+    uint32_t need = combine_sender_ub_bytes(sh);
+    if (need > UB_BYTES) {
+        snprintf(err, errlen,
+                 "--staging-bytes %u: the sender needs %u B of UB (2 x staging + 2 x %u B "
+                 "read_temp + two [%d, %d] tables), more than the %u B UB",
+                 sh->staging_bytes, need, COMBINE_READ_TEMP_BYTES, sh->local_experts, R, UB_BYTES);
+        return -1;
+    }
+    need = combine_receiver_ub_bytes(sh);
+    if (need > UB_BYTES) {
+        snprintf(err, errlen,
+                 "--experts %d: the receiver needs %u B of UB (its expert_window_offset table "
+                 "is 4 B per expert), more than the %u B UB",
+                 sh->experts, need, UB_BYTES);
+        return -1;
+    }
+    return 0;
+}
+
+void combine_plan_free(combine_plan *p) {
+    free(p->expert_ids);
+    free(p->topk_weights);
+    free(p->expand_idx);
+    free(p->length_table);
+    free(p->offset_table);
+    free(p->x_rows);
+    free(p->recv_rows);
+    free(p->recv_row_offset);
+    free(p->recv_total);
+    free(p->expert_window_offset);
+    free(p->recv_owner);
+    free(p->recv_owner_base);
+    memset(p, 0, sizeof *p);
+}
+
+int combine_plan_build(const combine_shape *sh, combine_plan *p, char *err, size_t errlen) {
+    memset(p, 0, sizeof *p);
+    p->sh = *sh;
+    size_t R = (size_t)sh->num_ranks, L = (size_t)sh->local_experts, E = (size_t)sh->experts;
+    size_t T = (size_t)sh->tokens, K = (size_t)sh->topk;
+    p->expert_ids = malloc(sizeof(int32_t) * R * T * K);
+    p->topk_weights = malloc(sizeof(float) * R * T * K);
+    p->expand_idx = malloc(sizeof(int32_t) * R * T * K);
+    p->length_table = calloc(R * L * R, sizeof(int32_t));
+    p->offset_table = calloc(R * L * R, sizeof(int32_t));
+    p->x_rows = calloc(R, sizeof(int64_t));
+    p->recv_rows = calloc(R * R, sizeof(int32_t));
+    p->recv_row_offset = calloc(R * R, sizeof(int32_t));
+    p->recv_total = calloc(R, sizeof(int64_t));
+    p->expert_window_offset = calloc(R * E, sizeof(int32_t));
+    p->recv_owner = malloc(sizeof(int32_t) * (R * T * K + 1));
+    p->recv_owner_base = calloc(R + 1, sizeof(int64_t));
+    if (!p->expert_ids || !p->topk_weights || !p->expand_idx || !p->length_table ||
+        !p->offset_table || !p->x_rows || !p->recv_rows || !p->recv_row_offset ||
+        !p->recv_total || !p->expert_window_offset || !p->recv_owner || !p->recv_owner_base) {
+        combine_plan_free(p);
+        snprintf(err, errlen, "--tokens %d: out of host memory for the routing tables",
+                 sh->tokens);
+        return -1;
+    }
+    routing_shape rs = {.num_ranks = (int)R, .nodes = 1, .npus_per_node = (int)R,
+                        .experts = (int)E, .topk = (int)K};
+    for (size_t s = 0; s < R; s++) {
+        if (routing_generate(&sh->routing, &rs, sh->data_seed, (int)s, (int)T,
+                             p->expert_ids + s * T * K, p->topk_weights + s * T * K, err,
+                             errlen) != 0) {
+            combine_plan_free(p);
+            return -1;
+        }
+    }
+    /* length_table[p][le][s] and each (t, k)'s index inside its segment:
+     * tokens keep their order within a segment, as a dispatch appends them. */
+#define LEN(pp, le, ss) p->length_table[((pp) * L + (le)) * R + (ss)]
+#define OFF(pp, le, ss) p->offset_table[((pp) * L + (le)) * R + (ss)]
+    for (size_t s = 0; s < R; s++)
+        for (size_t i = 0; i < T * K; i++) {
+            int32_t e = p->expert_ids[s * T * K + i];
+            if (e < 0) {
+                p->expand_idx[s * T * K + i] = -1;
+                continue;
+            }
+            size_t pp = (size_t)e / L, le = (size_t)e % L;
+            p->expand_idx[s * T * K + i] = LEN(pp, le, s)++;
+        }
+    /* x is expert-major, rank-minor; offset_table holds global row offsets
+     * (seed 000 s2.2 recommends global offsets to save index arithmetic). */
+    for (size_t pp = 0; pp < R; pp++) {
+        int64_t row = 0;
+        for (size_t le = 0; le < L; le++)
+            for (size_t s = 0; s < R; s++) {
+                OFF(pp, le, s) = (int32_t)row;
+                row += LEN(pp, le, s);
+            }
+        p->x_rows[pp] = row;
+    }
+    /* Receive layout on s: the stream from each source p, sources in rank
+     * order (seed 002's WinIn windows, packed without per-rank padding). */
+    int64_t owner_base = 0;
+    for (size_t s = 0; s < R; s++) {
+        int64_t row = 0;
+        for (size_t pp = 0; pp < R; pp++) {
+            p->recv_row_offset[s * R + pp] = (int32_t)row;
+            int64_t from = 0;
+            for (size_t le = 0; le < L; le++) {
+                p->expert_window_offset[s * E + pp * L + le] = (int32_t)(row + from);
+                from += LEN(pp, le, s);
+            }
+            p->recv_rows[s * R + pp] = (int32_t)from;
+            row += from;
+        }
+        p->recv_total[s] = row;
+        p->recv_owner_base[s] = owner_base;
+        owner_base += row;
+    }
+    p->recv_owner_base[R] = owner_base;
+    for (size_t s = 0; s < R; s++)
+        for (size_t i = 0; i < T * K; i++) {
+            int32_t e = p->expert_ids[s * T * K + i];
+            if (e < 0) continue;
+            int64_t row = p->expert_window_offset[s * E + (size_t)e] + p->expand_idx[s * T * K + i];
+            p->recv_owner[p->recv_owner_base[s] + row] = (int32_t)i;
+        }
+#undef LEN
+#undef OFF
+    return 0;
+}

@@ -1,0 +1,291 @@
+/*
+ * combine_setup.c - host side of a combine-sender run: buffers, inputs,
+ * rings, launches, and the two kernel descriptors the CLI lists.
+ *
+ * Per rank (engine_gm_alloc): x, offset_table, length_table, x_sorted
+ * (scheme 1 only), head_mirror, recv, recv_meta, expert_ids, expand_idx,
+ * topk_weights, expert_window_offset, out. Symmetric (engine_sym_alloc, the
+ * same offset on every rank): the rings and their control blocks, so a
+ * sender finds its ring on any destination with gm_on_rank. Every buffer is
+ * followed by COMBINE_GUARD_BYTES of a known pattern that the check verifies.
+ *
+ * Two launches per rank: the senders (sender_cores AIV) and the receivers
+ * (one AIV per source rank), so the receivers' SyncAll counts only them.
+ */
+#include "combine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int add_guard(combine_state *st, gm_t at, uint32_t bytes, uint8_t value, const char *what,
+                     char *err, size_t errlen) {
+    if (st->n_guards == st->cap_guards) {
+        int cap = st->cap_guards ? st->cap_guards * 2 : 64;
+        combine_guard *g = realloc(st->guards, sizeof *g * (size_t)cap);
+        if (!g) {
+            snprintf(err, errlen, "combine setup: out of host memory for guard regions");
+            return -1;
+        }
+        st->guards = g;
+        st->cap_guards = cap;
+    }
+    st->guards[st->n_guards++] = (combine_guard){at, bytes, value, what};
+    return 0;
+}
+
+/* Allocates bytes (room for at least 32, so an empty buffer still exists)
+ * plus the guard on one rank. The guard starts right at the end of the data,
+ * so a write one byte too far is caught; it covers the alignment padding and
+ * COMBINE_GUARD_BYTES more, which also absorbs the kernels' over-reads. */
+static int alloc_guarded(engine *e, combine_state *st, int rank, uint64_t bytes, const char *what,
+                         gm_t *out, char *err, size_t errlen) {
+    uint64_t data = bytes < UB_ALIGN ? UB_ALIGN : combine_align_up(bytes, UB_ALIGN);
+    if (engine_gm_alloc(e, rank, data + COMBINE_GUARD_BYTES, what, out, err, errlen) != ENGINE_OK)
+        return -1;
+    uint32_t guard_bytes = (uint32_t)(data - bytes) + COMBINE_GUARD_BYTES;
+    gm_t guard = gm_add(*out, (int64_t)bytes);
+    uint8_t *h = engine_gm_host(e, guard, guard_bytes);
+    if (!h) {
+        snprintf(err, errlen, "combine setup: no host view of %s on rank %d", what, rank);
+        return -1;
+    }
+    memset(h, COMBINE_GUARD_BYTE, guard_bytes);
+    return add_guard(st, guard, guard_bytes, COMBINE_GUARD_BYTE, what, err, errlen);
+}
+
+static int fill_i32(engine *e, gm_t at, const int32_t *src, size_t n) {
+    if (n == 0) return 0;
+    void *h = engine_gm_host(e, at, n * 4);
+    if (!h) return -1;
+    memcpy(h, src, n * 4);
+    return 0;
+}
+
+void combine_destroy(void *state) {
+    combine_state *st = state;
+    if (!st) return;
+    combine_plan_free(&st->plan);
+    free(st->guards);
+    free(st);
+}
+
+static int setup_buffers(engine *e, combine_state *st, char *err, size_t errlen) {
+    const combine_plan *p = &st->plan;
+    const combine_shape *sh = &p->sh;
+    combine_args *a = &st->args;
+    size_t R = (size_t)sh->num_ranks, L = (size_t)sh->local_experts, E = (size_t)sh->experts;
+    size_t T = (size_t)sh->tokens, K = (size_t)sh->topk;
+    uint64_t rb = sh->row_bytes;
+    for (size_t r = 0; r < R; r++) {
+        int rk = (int)r;
+        if (alloc_guarded(e, st, rk, (uint64_t)p->x_rows[r] * rb, "combine.x", &a->x[r], err,
+                          errlen) ||
+            alloc_guarded(e, st, rk, L * R * 4, "combine.offset_table", &a->offset_table[r], err,
+                          errlen) ||
+            alloc_guarded(e, st, rk, L * R * 4, "combine.length_table", &a->length_table[r], err,
+                          errlen) ||
+            alloc_guarded(e, st, rk, R * 32, "combine.head_mirror", &a->head_mirror[r], err,
+                          errlen) ||
+            alloc_guarded(e, st, rk, (uint64_t)p->recv_total[r] * rb, "combine.recv", &a->recv[r],
+                          err, errlen) ||
+            alloc_guarded(e, st, rk, 2 * R * 4, "combine.recv_meta", &a->recv_meta[r], err,
+                          errlen) ||
+            alloc_guarded(e, st, rk, T * K * 4, "combine.expert_ids", &a->expert_ids[r], err,
+                          errlen) ||
+            alloc_guarded(e, st, rk, T * K * 4, "combine.expand_idx", &a->expand_idx[r], err,
+                          errlen) ||
+            alloc_guarded(e, st, rk, T * K * 4, "combine.topk_weights", &a->topk_weights[r], err,
+                          errlen) ||
+            alloc_guarded(e, st, rk, E * 4, "combine.expert_window_offset",
+                          &a->expert_window_offset[r], err, errlen) ||
+            alloc_guarded(e, st, rk, T * rb, "combine.out", &a->out[r], err, errlen))
+            return -1;
+        if (sh->scheme == COMBINE_SCHEME_INPLACE &&
+            alloc_guarded(e, st, rk, (uint64_t)p->x_rows[r] * rb, "combine.x_sorted",
+                          &a->x_sorted[r], err, errlen))
+            return -1;
+    }
+
+    /* Rings and control blocks, symmetric. */
+    uint64_t ring_area = R * a->ring_stride;
+    if (engine_sym_alloc(e, ring_area, "combine.rings", &a->ring_base, err, errlen) != ENGINE_OK)
+        return -1;
+    uint64_t ctrl_area = R * COMBINE_CTRL_STRIDE + COMBINE_GUARD_BYTES;
+    if (engine_sym_alloc(e, ctrl_area, "combine.ctrl", &a->ctrl_base, err, errlen) != ENGINE_OK)
+        return -1;
+    for (size_t s = 0; s < R; s++) {
+        for (size_t src = 0; src < R; src++) {
+            gm_t ring_guard = gm_add(gm_on_rank(a->ring_base, (int)s),
+                                     (int64_t)(src * a->ring_stride + a->ring_bytes));
+            uint8_t *h = engine_gm_host(e, ring_guard, COMBINE_GUARD_BYTES);
+            if (!h) {
+                snprintf(err, errlen, "combine setup: no host view of the rings on rank %zu", s);
+                return -1;
+            }
+            memset(h, COMBINE_GUARD_BYTE, COMBINE_GUARD_BYTES);
+            if (add_guard(st, ring_guard, COMBINE_GUARD_BYTES, COMBINE_GUARD_BYTE,
+                          "combine.ring", err, errlen))
+                return -1;
+            /* The rest of a control block is never written: zero stays zero. */
+            gm_t block = gm_add(gm_on_rank(a->ctrl_base, (int)s),
+                                (int64_t)(src * COMBINE_CTRL_STRIDE));
+            if (add_guard(st, gm_add(block, 8), COMBINE_CTRL_HEAD - 8, 0,
+                          "combine.ctrl (between tail and head)", err, errlen) ||
+                add_guard(st, gm_add(block, COMBINE_CTRL_HEAD + 8),
+                          COMBINE_CTRL_STRIDE - COMBINE_CTRL_HEAD - 8, 0,
+                          "combine.ctrl (after head)", err, errlen))
+                return -1;
+            char name[64];
+            snprintf(name, sizeof name, "combine_ring[%zu->%zu]", src, s);
+            a->ring_id[src][s] = engine_declare_ring(
+                e, name, "hccs", gm_add(block, COMBINE_CTRL_HEAD), gm_add(block, COMBINE_CTRL_TAIL),
+                8, a->ring_bytes, (int)src, (int)s);
+            if (a->ring_id[src][s] == 0) {
+                snprintf(err, errlen, "combine setup: the engine refused to declare %s", name);
+                return -1;
+            }
+        }
+        gm_t ctrl_guard = gm_add(gm_on_rank(a->ctrl_base, (int)s),
+                                 (int64_t)(R * COMBINE_CTRL_STRIDE));
+        uint8_t *h = engine_gm_host(e, ctrl_guard, COMBINE_GUARD_BYTES);
+        if (!h) {
+            snprintf(err, errlen, "combine setup: no host view of the control blocks");
+            return -1;
+        }
+        memset(h, COMBINE_GUARD_BYTE, COMBINE_GUARD_BYTES);
+        if (add_guard(st, ctrl_guard, COMBINE_GUARD_BYTES, COMBINE_GUARD_BYTE, "combine.ctrl",
+                      err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
+static int fill_inputs(engine *e, combine_state *st, char *err, size_t errlen) {
+    const combine_plan *p = &st->plan;
+    const combine_shape *sh = &p->sh;
+    const combine_args *a = &st->args;
+    size_t R = (size_t)sh->num_ranks, L = (size_t)sh->local_experts, E = (size_t)sh->experts;
+    size_t T = (size_t)sh->tokens, K = (size_t)sh->topk;
+    int32_t *meta = malloc(sizeof(int32_t) * 2 * R);
+    if (!meta) {
+        snprintf(err, errlen, "combine setup: out of host memory");
+        return -1;
+    }
+    for (size_t r = 0; r < R; r++) {
+        for (size_t q = 0; q < R; q++) {
+            meta[q] = p->recv_rows[r * R + q];
+            meta[R + q] = p->recv_row_offset[r * R + q];
+        }
+        if (fill_i32(e, a->offset_table[r], p->offset_table + r * L * R, L * R) ||
+            fill_i32(e, a->length_table[r], p->length_table + r * L * R, L * R) ||
+            fill_i32(e, a->recv_meta[r], meta, 2 * R) ||
+            fill_i32(e, a->expert_ids[r], p->expert_ids + r * T * K, T * K) ||
+            fill_i32(e, a->expand_idx[r], p->expand_idx + r * T * K, T * K) ||
+            fill_i32(e, a->topk_weights[r], (const int32_t *)(const void *)(p->topk_weights + r * T * K),
+                     T * K) ||
+            fill_i32(e, a->expert_window_offset[r], p->expert_window_offset + r * E, E)) {
+            free(meta);
+            snprintf(err, errlen, "combine setup: no host view of rank %zu's tables", r);
+            return -1;
+        }
+    }
+    free(meta);
+    /* x on each expert rank p: row offset_table[p][le][s] + expand_idx holds
+     * the expert output for token t, slot k of rank s. */
+    uint64_t rb = sh->row_bytes;
+    uint8_t *x_host[COMBINE_MAX_RANKS];
+    for (size_t q = 0; q < R; q++) {
+        x_host[q] = p->x_rows[q] ? engine_gm_host(e, a->x[q], (uint64_t)p->x_rows[q] * rb) : NULL;
+        if (p->x_rows[q] && !x_host[q]) {
+            snprintf(err, errlen, "combine setup: no host view of x on rank %zu", q);
+            return -1;
+        }
+    }
+    for (size_t s = 0; s < R; s++)
+        for (size_t i = 0; i < T * K; i++) {
+            int32_t e_id = p->expert_ids[s * T * K + i];
+            if (e_id < 0) continue;
+            size_t q = (size_t)e_id / L, le = (size_t)e_id % L;
+            int64_t row = p->offset_table[(q * L + le) * R + s] + p->expand_idx[s * T * K + i];
+            combine_fill_row((uint16_t *)(void *)(x_host[q] + (uint64_t)row * rb), sh->hidden,
+                             sh->data_seed, (int)s, (int)(i / K), (int)(i % K), (int)q);
+        }
+    return 0;
+}
+
+int combine_setup(engine *e, const kernel_opts *o, int scheme, void **state, char *err,
+                  size_t errlen) {
+    *state = NULL;
+    const engine_config *cfg = engine_get_config(e);
+    combine_state *st = calloc(1, sizeof *st);
+    if (!st) {
+        snprintf(err, errlen, "combine setup: out of host memory");
+        return -1;
+    }
+    combine_shape sh;
+    if (combine_shape_from_opts(o, scheme, cfg->nodes, cfg->npus_per_node, engine_num_aiv(e), &sh,
+                                err, errlen) ||
+        combine_plan_build(&sh, &st->plan, err, errlen)) {
+        combine_destroy(st);
+        return -1;
+    }
+    combine_args *a = &st->args;
+    a->num_ranks = sh.num_ranks;
+    a->num_local_experts = sh.local_experts;
+    a->num_experts = sh.experts;
+    a->tokens = sh.tokens;
+    a->topk = sh.topk;
+    a->hidden = sh.hidden;
+    a->row_bytes = sh.row_bytes;
+    a->staging_bytes = sh.staging_bytes;
+    a->table_ub_bytes = (uint32_t)combine_align_up(
+        (uint64_t)sh.local_experts * (uint64_t)sh.num_ranks * 4, UB_ALIGN);
+    a->ring_bytes = sh.ring_bytes;
+    a->ring_stride = sh.ring_bytes + COMBINE_GUARD_BYTES;
+    a->inject_no_mte3_wait = sh.inject_no_mte3_wait;
+    if (setup_buffers(e, st, err, errlen) || fill_inputs(e, st, err, errlen)) {
+        combine_destroy(st);
+        return -1;
+    }
+    engine_kernel_fn sender =
+        scheme == COMBINE_SCHEME_INPLACE ? combine_sender_inplace_kernel : combine_sender_kernel;
+    if (engine_launch(e, scheme == COMBINE_SCHEME_INPLACE ? "combine_sender_inplace"
+                                                          : "combine_sender",
+                      sender, a, sh.sender_cores, CORE_AIV, err, errlen) != ENGINE_OK ||
+        engine_launch(e, "combine_receiver", combine_receiver_kernel, a, sh.num_ranks, CORE_AIV,
+                      err, errlen) != ENGINE_OK) {
+        combine_destroy(st);
+        return -1;
+    }
+    *state = st;
+    return 0;
+}
+
+/* ------------------------------------------------------------ descriptors */
+
+static int setup_gather(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
+    return combine_setup(e, o, COMBINE_SCHEME_GATHER, state, err, errlen);
+}
+static int setup_inplace(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
+    return combine_setup(e, o, COMBINE_SCHEME_INPLACE, state, err, errlen);
+}
+static int layout_gather(const kernel_opts *o, int nodes, int npus, FILE *out, char *err,
+                         size_t errlen) {
+    return combine_layout(o, COMBINE_SCHEME_GATHER, nodes, npus, out, err, errlen);
+}
+static int layout_inplace(const kernel_opts *o, int nodes, int npus, FILE *out, char *err,
+                          size_t errlen) {
+    return combine_layout(o, COMBINE_SCHEME_INPLACE, nodes, npus, out, err, errlen);
+}
+
+const kernel_desc kernel_combine_sender = {
+    "combine-sender",
+    "MoE combine (seed 000 scheme 2): gather-pack x through UB into HCCS rings, then weighted sum",
+    combine_options, setup_gather, combine_check, layout_gather, combine_destroy,
+};
+
+const kernel_desc kernel_combine_sender_inplace = {
+    "combine-sender-inplace",
+    "MoE combine (seed 000 scheme 1): reorder x to rank-major in GM, copy out, then weighted sum",
+    combine_options, setup_inplace, combine_check, layout_inplace, combine_destroy,
+};

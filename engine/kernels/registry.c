@@ -1,0 +1,29 @@
+/*
+ * registry.c - the list of kernels the CLI knows (`-k NAME`).
+ *
+ * Adding a kernel is one line in KERNEL_LIST: the descriptor is declared and
+ * listed from it. Descriptors live next to their kernels.
+ */
+#include "kernels.h"
+
+#include <string.h>
+
+#define KERNEL_LIST(X)              \
+    X(kernel_combine_sender)        \
+    X(kernel_combine_sender_inplace)
+
+#define DECLARE(desc) extern const kernel_desc desc;
+KERNEL_LIST(DECLARE)
+#undef DECLARE
+
+#define ENTRY(desc) &desc,
+static const kernel_desc *const all_kernels[] = {KERNEL_LIST(ENTRY) NULL};
+#undef ENTRY
+
+const kernel_desc *const *kernels_all(void) { return all_kernels; }
+
+const kernel_desc *kernels_find(const char *name) {
+    for (const kernel_desc *const *k = all_kernels; *k; k++)
+        if (strcmp((*k)->name, name) == 0) return *k;
+    return NULL;
+}

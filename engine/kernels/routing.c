@@ -1,0 +1,232 @@
+/*
+ * routing.c - deterministic MoE routing generator (see routing.h).
+ *
+ * Every kind is one row of `kinds`: its name, whether it takes an argument,
+ * how the argument is parsed, and how one rank's [tokens, topk] arrays are
+ * generated. The generators share one recipe: a per-expert log-bias (the
+ * kind's idea of expert popularity or eligibility), Gumbel top-k per token,
+ * then random affinities normalised into weights.
+ */
+#include "routing.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ rng */
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void routing_rng_seed(routing_rng *r, uint64_t seed, uint64_t stream, uint64_t rank) {
+    uint64_t x = seed ^ (stream * 0xd1b54a32d192ed03ULL) ^ (rank * 0x8cb92ba72f3d8dd7ULL);
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+/* xoshiro256** */
+uint64_t routing_rng_next(routing_rng *r) {
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+double routing_rng_open01(routing_rng *r) {
+    /* 53 random bits, shifted by half an ulp so 0 and 1 are never returned */
+    return ((double)(routing_rng_next(r) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+/* ------------------------------------------------------------ building blocks */
+
+void routing_pick_topk(routing_rng *r, const double *log_bias, int n, int topk, int32_t *ids,
+                       double *keys) {
+    int filled = 0;
+    for (int e = 0; e < n; e++) {
+        double bias = log_bias ? log_bias[e] : 0.0;
+        /* Draw even for ineligible experts so a kind's eligibility does not
+         * shift the random stream of the others. */
+        double g = -log(-log(routing_rng_open01(r)));
+        if (isinf(bias) && bias < 0) continue;
+        double key = bias + g;
+        if (filled == topk && key <= keys[topk - 1]) continue;
+        int pos = filled < topk ? filled++ : topk - 1;
+        while (pos > 0 && keys[pos - 1] < key) {
+            keys[pos] = keys[pos - 1];
+            ids[pos] = ids[pos - 1];
+            pos--;
+        }
+        keys[pos] = key;
+        ids[pos] = e;
+    }
+    for (int k = filled; k < topk; k++) ids[k] = -1;
+}
+
+void routing_draw_weights(routing_rng *r, const int32_t *ids, int topk, float *weights) {
+    double sum = 0.0;
+    for (int k = 0; k < topk; k++) {
+        /* bounded away from 0 so no kept slot is negligible in the sum */
+        weights[k] = ids[k] >= 0 ? (float)(0.05 + 0.95 * routing_rng_open01(r)) : 0.0f;
+        sum += weights[k];
+    }
+    for (int k = 0; k < topk; k++) weights[k] = sum > 0 ? (float)(weights[k] / sum) : 0.0f;
+}
+
+/* ------------------------------------------------------------------ kinds */
+
+typedef struct kind_def {
+    const char *name;
+    int takes_arg;    /* 1: KIND:ARG required; 0: no argument */
+    const char *arg_help;
+    int (*parse_arg)(const char *arg, routing_spec *spec, char *err, size_t errlen);
+    int (*generate)(const routing_spec *spec, const routing_shape *shape, uint64_t seed, int rank,
+                    int tokens, int32_t *ids, float *weights, char *err, size_t errlen);
+} kind_def;
+
+/* Shared driver: per-expert log-bias (NULL = uniform), then per token a
+ * Gumbel top-k and normalised weights. Stream 0 of (seed, rank) is the
+ * tokens' randomness; kinds use other streams for global choices. */
+static int generate_biased(const double *log_bias, const routing_shape *shape, uint64_t seed,
+                           int rank, int tokens, int32_t *ids, float *weights, char *err,
+                           size_t errlen) {
+    double *keys = malloc(sizeof(double) * (size_t)shape->topk);
+    if (!keys) {
+        snprintf(err, errlen, "routing: out of memory for %d top-k keys", shape->topk);
+        return -1;
+    }
+    routing_rng r;
+    routing_rng_seed(&r, seed, 0, (uint64_t)rank);
+    for (int t = 0; t < tokens; t++) {
+        int32_t *row = ids + (size_t)t * (size_t)shape->topk;
+        routing_pick_topk(&r, log_bias, shape->experts, shape->topk, row, keys);
+        routing_draw_weights(&r, row, shape->topk, weights + (size_t)t * (size_t)shape->topk);
+    }
+    free(keys);
+    return 0;
+}
+
+static int gen_uniform(const routing_spec *spec, const routing_shape *shape, uint64_t seed,
+                       int rank, int tokens, int32_t *ids, float *weights, char *err,
+                       size_t errlen) {
+    (void)spec;
+    return generate_biased(NULL, shape, seed, rank, tokens, ids, weights, err, errlen);
+}
+
+static int parse_zipf(const char *arg, routing_spec *spec, char *err, size_t errlen) {
+    char *end = NULL;
+    errno = 0;
+    double s = strtod(arg, &end);
+    if (errno || end == arg || *end != '\0' || !isfinite(s) || s < 0.0 || s > 16.0) {
+        snprintf(err, errlen,
+                 "--routing %s: zipf exponent '%s' must be a number between 0 and 16",
+                 spec->text, arg);
+        return -1;
+    }
+    spec->param = s;
+    return 0;
+}
+
+static int gen_zipf(const routing_spec *spec, const routing_shape *shape, uint64_t seed, int rank,
+                    int tokens, int32_t *ids, float *weights, char *err, size_t errlen) {
+    int n = shape->experts;
+    int *perm = malloc(sizeof(int) * (size_t)n);
+    double *log_bias = malloc(sizeof(double) * (size_t)n);
+    if (!perm || !log_bias) {
+        free(perm);
+        free(log_bias);
+        snprintf(err, errlen, "routing: out of memory for %d experts", n);
+        return -1;
+    }
+    /* The popularity order is global (stream 1, rank 0): a hot expert is hot
+     * for every rank's tokens, which is what makes a destination rank hot. */
+    routing_rng g;
+    routing_rng_seed(&g, seed, 1, 0);
+    for (int i = 0; i < n; i++) perm[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)(routing_rng_next(&g) % (uint64_t)(i + 1));
+        int tmp = perm[i];
+        perm[i] = perm[j];
+        perm[j] = tmp;
+    }
+    for (int r = 0; r < n; r++) log_bias[perm[r]] = -spec->param * log(1.0 + (double)r);
+    int rc = generate_biased(log_bias, shape, seed, rank, tokens, ids, weights, err, errlen);
+    free(perm);
+    free(log_bias);
+    return rc;
+}
+
+static const kind_def kinds[] = {
+    {"uniform", 0, "", NULL, gen_uniform},
+    {"zipf", 1, "S", parse_zipf, gen_zipf},
+};
+#define N_KINDS ((int)(sizeof kinds / sizeof kinds[0]))
+
+const char *routing_kinds_help(void) { return "uniform, zipf:S"; }
+
+int routing_parse(const char *text, routing_spec *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    if (!text || !*text) {
+        snprintf(err, errlen, "--routing: empty value (expected one of %s)", routing_kinds_help());
+        return -1;
+    }
+    if (strlen(text) >= ROUTING_SPEC_MAX) {
+        snprintf(err, errlen, "--routing: value is longer than %d characters",
+                 ROUTING_SPEC_MAX - 1);
+        return -1;
+    }
+    snprintf(out->text, sizeof out->text, "%s", text);
+    const char *colon = strchr(text, ':');
+    size_t name_len = colon ? (size_t)(colon - text) : strlen(text);
+    for (int i = 0; i < N_KINDS; i++) {
+        if (strlen(kinds[i].name) != name_len || strncmp(kinds[i].name, text, name_len) != 0)
+            continue;
+        out->kind = i;
+        if (kinds[i].takes_arg && (!colon || !colon[1])) {
+            snprintf(err, errlen, "--routing %s: '%s' needs an argument (%s:%s)", text,
+                     kinds[i].name, kinds[i].name, kinds[i].arg_help);
+            return -1;
+        }
+        if (!kinds[i].takes_arg && colon) {
+            snprintf(err, errlen, "--routing %s: '%s' takes no argument", text, kinds[i].name);
+            return -1;
+        }
+        if (colon) snprintf(out->arg, sizeof out->arg, "%s", colon + 1);
+        return kinds[i].parse_arg ? kinds[i].parse_arg(out->arg, out, err, errlen) : 0;
+    }
+    snprintf(err, errlen, "--routing %s: unknown routing (expected one of %s)", text,
+             routing_kinds_help());
+    return -1;
+}
+
+int routing_generate(const routing_spec *spec, const routing_shape *shape, uint64_t seed,
+                     int rank, int tokens, int32_t *expert_ids, float *topk_weights, char *err,
+                     size_t errlen) {
+    if (spec->kind < 0 || spec->kind >= N_KINDS) {
+        snprintf(err, errlen, "--routing %s: not a parsed routing spec", spec->text);
+        return -1;
+    }
+    if (shape->experts < 1 || shape->topk < 1 || shape->topk > shape->experts) {
+        snprintf(err, errlen, "--topk %d must be between 1 and --experts %d", shape->topk,
+                 shape->experts);
+        return -1;
+    }
+    if (tokens < 0) {
+        snprintf(err, errlen, "--tokens %d must not be negative", tokens);
+        return -1;
+    }
+    return kinds[spec->kind].generate(spec, shape, seed, rank, tokens, expert_ids, topk_weights,
+                                      err, errlen);
+}

@@ -1,0 +1,83 @@
+/*
+ * routing.h - the MoE routing generator shared by the kernels.
+ *
+ * A routing says, for every token of a rank, which top-k experts it goes to
+ * and with which weights: expert_ids [tokens, topk] (int32, -1 = dropped
+ * slot) and topk_weights [tokens, topk] (float). Kernels build their
+ * dispatch/combine metadata from it and their CPU references check against it.
+ *
+ * The generator is deterministic: the same spec, shape, seed and rank give the
+ * same arrays on every machine (a private splitmix64/xoshiro stream, no libc
+ * rand, no floating point that depends on the platform's libm beyond log()).
+ *
+ * Spec grammar (`--routing`): KIND[:ARG]. Kinds today:
+ *   uniform   every expert equally likely: top-k of i.i.d. random scores
+ *   zipf:S    skewed expert load: expert popularity p ∝ 1/(1+r)^S over a
+ *             seeded permutation r of the experts (the same on every rank,
+ *             as a real hot expert is hot everywhere); S >= 0, 0 = uniform
+ * Adding a kind (group-limited, active-ranks:N, drop:P, npy:PATH) is one
+ * entry in the table of routing.c plus its generate function; the shared
+ * pieces it needs (rng, Gumbel top-k over per-expert log-biases, weight
+ * normalisation) are exported below. The shape carries the topology those
+ * kinds need (nodes, npus per node, ranks).
+ */
+#ifndef NPURR_ROUTING_H
+#define NPURR_ROUTING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ROUTING_SPEC_MAX 256
+
+typedef struct routing_spec {
+    int kind;                    /* index into routing.c's table */
+    double param;                /* numeric argument (zipf S, drop P, ...) */
+    char arg[ROUTING_SPEC_MAX];  /* the text after ':' ("" if none) */
+    char text[ROUTING_SPEC_MAX]; /* the spec as given, for messages */
+} routing_spec;
+
+typedef struct routing_shape {
+    int num_ranks;
+    int nodes;
+    int npus_per_node;
+    int experts;                 /* total, across all ranks */
+    int topk;
+} routing_shape;
+
+/* Parses a --routing value. On error fills err with a sentence naming
+ * --routing and the value, and returns -1. */
+int routing_parse(const char *text, routing_spec *out, char *err, size_t errlen);
+
+/* Fills expert_ids and topk_weights ([tokens * topk] each) for one rank.
+ * The experts of one token are distinct; weights of a token's kept slots sum
+ * to 1. Returns 0, or -1 with err naming the input at fault. */
+int routing_generate(const routing_spec *spec, const routing_shape *shape, uint64_t seed,
+                     int rank, int tokens, int32_t *expert_ids, float *topk_weights, char *err,
+                     size_t errlen);
+
+/* Comma-separated list of the known kinds, for help texts. */
+const char *routing_kinds_help(void);
+
+/* ---- building blocks for new kinds ---- */
+
+typedef struct routing_rng { uint64_t s[4]; } routing_rng;
+
+/* Independent stream per (seed, stream, rank). */
+void routing_rng_seed(routing_rng *r, uint64_t seed, uint64_t stream, uint64_t rank);
+uint64_t routing_rng_next(routing_rng *r);
+/* Uniform in (0, 1): never exactly 0 or 1, so log() is safe. */
+double routing_rng_open01(routing_rng *r);
+
+/* Picks topk distinct experts out of n by the largest log_bias[e] + Gumbel
+ * noise (sampling without replacement proportional to exp(log_bias)); an
+ * expert with log_bias -INFINITY is never picked. log_bias NULL = all equal,
+ * which is "top-k of i.i.d. random scores". Writes topk ids in descending key
+ * order; slots that cannot be filled (fewer eligible experts) get -1. */
+void routing_pick_topk(routing_rng *r, const double *log_bias, int n, int topk, int32_t *ids,
+                       double *keys_scratch);
+
+/* Draws random affinities for the kept slots of one token and normalises
+ * them to sum to 1 (dropped slots, id -1, get weight 0). */
+void routing_draw_weights(routing_rng *r, const int32_t *ids, int topk, float *weights);
+
+#endif
