@@ -93,9 +93,21 @@ void eng_apply_compute(engine *e, xfer *x) {
     uint64_t n = x->n;
     switch (x->op) {
     case OP_VEC_DUP:
+        if (x->dtype == DT_FLOAT && x->scalar == 0.0) { memset(x->dst, 0, n * 4); break; }
         for (uint64_t i = 0; i < n; i++) eng_store_elem(x->dst, x->dtype, i, (float)x->scalar);
         break;
     case OP_VEC_AXPY:
+        if (x->dtype2 == DT_BF16) {  /* the combine's hot path: one type test per op, not per element */
+            float w = (float)x->scalar;
+            for (uint64_t i = 0; i < n; i++) {
+                float acc; uint16_t h;
+                memcpy(&acc, x->dst + 4 * i, 4);
+                memcpy(&h, x->src + 2 * i, 2);
+                acc += w * bf16_to_float(h);
+                memcpy(x->dst + 4 * i, &acc, 4);
+            }
+            break;
+        }
         for (uint64_t i = 0; i < n; i++) {
             float acc = eng_load_elem(x->dst, DT_FLOAT, i);
             acc += (float)x->scalar * eng_load_elem(x->src, x->dtype2, i);
@@ -108,6 +120,14 @@ void eng_apply_compute(engine *e, xfer *x) {
                            eng_load_elem(x->src, x->dtype, i) + eng_load_elem(x->src2, x->dtype, i));
         break;
     case OP_VEC_CAST:
+        if (x->dtype == DT_BF16 && x->dtype2 == DT_FLOAT) {
+            for (uint64_t i = 0; i < n; i++) {
+                float v; memcpy(&v, x->src + 4 * i, 4);
+                uint16_t h = float_to_bf16(v);
+                memcpy(x->dst + 2 * i, &h, 2);
+            }
+            break;
+        }
         for (uint64_t i = 0; i < n; i++)
             eng_store_elem(x->dst, x->dtype, i, eng_load_elem(x->src, x->dtype2, i));
         break;
