@@ -1,0 +1,408 @@
+/*
+ * rec_chunk.c - the chunk payload codec: declarations + column-transposed
+ * events.
+ *
+ * A chunk is self-contained (decodable without the chunks before it, which
+ * the events virtual table relies on) and holds, in this order, the
+ * declarations (strings, sites, objects) that arrived since the previous
+ * chunk, then REC_COL_COUNT column streams. Transposing rows into columns,
+ * delta-encoding each field against the previous value of the same stream
+ * (a core's clock, a queue's addresses, a ring's stores), predicting kind,
+ * pipe and sub from the call site, and storing a transfer's completion as a
+ * reference to its issue turns the event stream into runs of tiny,
+ * repetitive varints that zstd squeezes to about 4 bytes per event. The
+ * exact layout is documented in traces/FORMAT.md; keep the two in step.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "recorder/rec_internal.h"
+
+/* ---------------------------------------------------------------- declarations */
+
+void rec_decl_string(rec_buf *b, uint32_t id, const char *text) {
+    rec_buf_byte(b, REC_DECL_STRING);
+    rec_buf_varint(b, id);
+    rec_buf_bytes(b, text ? text : "", text ? strlen(text) : 0);
+}
+
+void rec_decl_site(rec_buf *b, const engine_site *s) {
+    rec_buf_byte(b, REC_DECL_SITE);
+    rec_buf_varint(b, s->id);
+    rec_buf_varint(b, rec_zigzag(s->line));
+    rec_buf_bytes(b, s->file ? s->file : "", s->file ? strlen(s->file) : 0);
+    rec_buf_bytes(b, s->func ? s->func : "", s->func ? strlen(s->func) : 0);
+}
+
+void rec_decl_object(rec_buf *b, const engine_object *o) {
+    rec_buf_byte(b, REC_DECL_OBJECT);
+    rec_buf_varint(b, o->id);
+    rec_buf_varint(b, (uint64_t)o->kind);
+    rec_buf_varint(b, o->name);
+    rec_buf_varint(b, rec_zigzag(o->rank));
+    rec_buf_varint(b, o->addr.a);
+    rec_buf_varint(b, o->width);
+    rec_buf_varint(b, o->size);
+    rec_buf_varint(b, o->ring);
+    rec_buf_varint(b, o->head);
+    rec_buf_varint(b, o->tail);
+    rec_buf_varint(b, rec_zigzag(o->producer_rank));
+    rec_buf_varint(b, rec_zigzag(o->consumer_rank));
+    rec_buf_varint(b, o->role);
+}
+
+int rec_decl_decode(const uint8_t *p, size_t len, const rec_decl_sink *sink) {
+    rec_cur c = {p, p + len, 0};
+    while (c.p < c.end && !c.bad) {
+        uint8_t type = rec_cur_byte(&c);
+        if (type == REC_DECL_STRING) {
+            uint32_t id = (uint32_t)rec_cur_varint(&c);
+            size_t n;
+            const char *s = rec_cur_bytes(&c, &n);
+            if (!c.bad && sink->string) sink->string(sink->ctx, id, s, n);
+        } else if (type == REC_DECL_SITE) {
+            uint32_t id = (uint32_t)rec_cur_varint(&c);
+            int line = (int)rec_unzigzag(rec_cur_varint(&c));
+            size_t fl, fn;
+            const char *file = rec_cur_bytes(&c, &fl);
+            const char *func = rec_cur_bytes(&c, &fn);
+            if (!c.bad && sink->site) sink->site(sink->ctx, id, line, file, fl, func, fn);
+        } else if (type == REC_DECL_OBJECT) {
+            engine_object o;
+            memset(&o, 0, sizeof o);
+            o.id = (uint32_t)rec_cur_varint(&c);
+            o.kind = (engine_obj_kind)rec_cur_varint(&c);
+            o.name = (uint32_t)rec_cur_varint(&c);
+            o.rank = (int)rec_unzigzag(rec_cur_varint(&c));
+            o.addr.a = rec_cur_varint(&c);
+            o.width = (uint32_t)rec_cur_varint(&c);
+            o.size = rec_cur_varint(&c);
+            o.ring = (uint32_t)rec_cur_varint(&c);
+            o.head = (uint32_t)rec_cur_varint(&c);
+            o.tail = (uint32_t)rec_cur_varint(&c);
+            o.producer_rank = (int)rec_unzigzag(rec_cur_varint(&c));
+            o.consumer_rank = (int)rec_unzigzag(rec_cur_varint(&c));
+            o.role = (uint32_t)rec_cur_varint(&c);
+            if (!c.bad && sink->object) sink->object(sink->ctx, &o);
+        } else {
+            return -1;
+        }
+    }
+    return c.bad ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- events */
+
+void rec_codec_free(rec_codec *codec) {
+    if (!codec) return;
+    for (int k = 0; k < REC_COL_COUNT; k++) rec_buf_free(&codec->col[k]);
+    free(codec->fen);
+    free(codec);
+}
+
+static inline unsigned hash_slot(uint32_t key) {
+    return (unsigned)((key * 2654435761u) >> (32 - REC_CTX_BITS));
+}
+static inline unsigned track_slot(const engine_event *e) {
+    uint32_t key = (((((e->rank << 7) | (e->core & 127)) << 4) | (e->pipe & 15u)) << 5) |
+                   (e->kind & 31u);
+    return hash_slot(key);
+}
+static inline unsigned core_slot(const engine_event *e) {
+    return hash_slot((e->rank << 7) | (e->core & 127));
+}
+static inline uint32_t site_pred(const engine_event *e) {
+    return (uint32_t)e->kind | (uint32_t)e->pipe << 8 | (uint32_t)e->sub << 16 | 1u << 24;
+}
+
+/* Transfers carry their scheduled start time in value and a flag set its
+ * fire time in aux: relative to the event's own time they are small. */
+static inline int value_is_time(uint8_t kind) {
+    return kind == EV_XFER_ISSUE || kind == EV_XFER_DONE;
+}
+static inline int aux_is_time(uint8_t kind) { return kind == EV_FLAG_SET; }
+
+/* Pending XFER_ISSUEs of a chunk, as a Fenwick tree over event positions:
+ * a copied DONE stores how many pending issues precede its own, which is
+ * nearly always 0 or small because queues complete in order. */
+static int fen_reset(rec_codec *c, size_t n) {
+    if (n + 1 > c->fen_cap) {
+        int32_t *f = realloc(c->fen, (n + 1) * sizeof *f);
+        if (!f) return -1;
+        c->fen = f;
+        c->fen_cap = n + 1;
+    }
+    memset(c->fen, 0, (n + 1) * sizeof *c->fen);
+    return 0;
+}
+static inline void fen_add(int32_t *f, size_t n, size_t pos, int32_t d) {
+    for (size_t i = pos + 1; i <= n; i += i & (~i + 1)) f[i] += d;
+}
+static inline uint64_t fen_prefix(const int32_t *f, size_t pos) { /* count in [0, pos) */
+    int64_t s = 0;
+    for (size_t i = pos; i > 0; i -= i & (~i + 1)) s += f[i];
+    return (uint64_t)s;
+}
+/* Position of the pending issue with k pending issues before it, or n. */
+static size_t fen_find(const int32_t *f, size_t n, uint64_t k) {
+    size_t pos = 0, step = 1;
+    while (step * 2 <= n) step *= 2;
+    for (; step; step /= 2) {
+        if (pos + step <= n && (uint64_t)f[pos + step] <= k) {
+            pos += step;
+            k -= (uint64_t)f[pos];
+        }
+    }
+    return pos; /* 0-based position of the (k+1)-th pending issue */
+}
+
+/* The position of the XFER_ISSUE a DONE can be copied from, or -1. */
+static inline long copy_source(const engine_event *evs, size_t i) {
+    const engine_event *d = &evs[i], *s;
+    if (d->kind != EV_XFER_DONE || d->link < evs[0].seq || d->link - evs[0].seq >= i) return -1;
+    s = &evs[d->link - evs[0].seq];
+    if (s->seq != d->link || s->kind != EV_XFER_ISSUE || s->rank != d->rank ||
+        s->core != d->core || s->pipe != d->pipe || s->sub != d->sub || s->addr != d->addr ||
+        s->len != d->len || s->value != d->value || s->aux != d->aux || s->site != d->site ||
+        s->object != d->object || s->peer != d->peer)
+        return -1;
+    return (long)(d->link - evs[0].seq);
+}
+
+#define PUT(col, v) (w[col] += rec_varint_put(w[col], (v)))
+
+void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
+                      const engine_event *evs, size_t n, rec_buf *out) {
+    rec_buf_put(out, REC_TAG_CHUNK, 4);
+    rec_buf_bytes(out, (const char *)decls, decl_len);
+    rec_buf_varint(out, n);
+    rec_buf_varint(out, REC_COL_COUNT);
+    if (n == 0) {
+        for (int k = 0; k < REC_COL_COUNT; k++) rec_buf_varint(out, 0);
+        return;
+    }
+
+    /* Reserve the worst case once so the loop below writes with plain
+     * pointer bumps: this is the recorder's hottest loop after the observer. */
+    uint8_t *w[REC_COL_COUNT];
+    for (int k = 0; k < REC_COL_COUNT; k++) {
+        codec->col[k].len = 0;
+        if (rec_buf_reserve(&codec->col[k], n * 11)) { out->oom = 1; return; }
+        w[k] = codec->col[k].p;
+    }
+    if (fen_reset(codec, n)) { out->oom = 1; return; }
+    memset(codec->ctx, 0, sizeof codec->ctx);
+    memset(codec->time, 0, sizeof codec->time);
+    memset(codec->site, 0, sizeof codec->site);
+    uint64_t prev_seq = 0;
+    for (size_t i = 0; i < n; i++) {
+        const engine_event *e = &evs[i];
+        PUT(REC_COL_SEQ, rec_zigzag((int64_t)(e->seq - prev_seq)));
+        prev_seq = e->seq;
+        long src = copy_source(evs, i);
+        /* Its issue must still be pending (a second DONE of one issue is
+         * stored in full). */
+        if (src >= 0 && fen_prefix(codec->fen, (size_t)src + 1) == fen_prefix(codec->fen, (size_t)src))
+            src = -1;
+        if (src >= 0) {
+            /* A transfer's duration (done - start) repeats: store that. */
+            *w[REC_COL_KIND]++ = (uint8_t)(REC_KIND_COPY | EV_XFER_DONE);
+            PUT(REC_COL_LINK, fen_prefix(codec->fen, (size_t)src));
+            fen_add(codec->fen, n, (size_t)src, -1);
+            uint64_t *t = &codec->time[core_slot(e)];
+            PUT(REC_COL_TIME, rec_zigzag((int64_t)(e->time - *t)));
+            *t = e->time;
+            continue;
+        }
+        PUT(REC_COL_SITE, e->site);
+        uint32_t *sp = &codec->site[e->site % REC_SITE_SLOTS];
+        if (*sp == site_pred(e)) {
+            *w[REC_COL_KIND]++ = REC_KIND_SITE;
+        } else {
+            *sp = site_pred(e);
+            if (e->kind < REC_KIND_ESCAPE) {
+                *w[REC_COL_KIND]++ = e->kind;
+            } else {
+                *w[REC_COL_KIND]++ = REC_KIND_ESCAPE;
+                *w[REC_COL_SUB]++ = e->kind;
+            }
+            *w[REC_COL_PIPE]++ = e->pipe;
+            *w[REC_COL_SUB]++ = e->sub;
+        }
+        if (e->kind == EV_XFER_ISSUE) fen_add(codec->fen, n, i, 1);
+        PUT(REC_COL_RANK, e->rank);
+        PUT(REC_COL_CORE, e->core);
+        uint64_t *t = &codec->time[core_slot(e)];
+        PUT(REC_COL_TIME, rec_zigzag((int64_t)(e->time - *t)));
+        *t = e->time;
+        rec_ctx *c = &codec->ctx[track_slot(e)];
+        PUT(REC_COL_ADDR, rec_zigzag((int64_t)(e->addr - c->addr)));
+        c->addr = e->addr;
+        PUT(REC_COL_LEN, rec_zigzag((int64_t)(e->len - c->len)));
+        c->len = e->len;
+        uint64_t v = value_is_time(e->kind) ? (uint64_t)e->value - e->time : (uint64_t)e->value;
+        PUT(REC_COL_VALUE, rec_zigzag((int64_t)(v - c->value)));
+        c->value = v;
+        uint64_t a = aux_is_time(e->kind) ? (uint64_t)e->aux - e->time : (uint64_t)e->aux;
+        PUT(REC_COL_AUX, rec_zigzag((int64_t)(a - c->aux)));
+        c->aux = a;
+        PUT(REC_COL_LINK, e->link ? rec_zigzag((int64_t)(e->seq - e->link)) + 1 : 0);
+        PUT(REC_COL_OBJECT, e->object);
+        PUT(REC_COL_PEER, rec_zigzag((int64_t)e->peer - (int64_t)c->peer));
+        c->peer = e->peer;
+    }
+    size_t total = 0;
+    for (int k = 0; k < REC_COL_COUNT; k++) {
+        codec->col[k].len = (size_t)(w[k] - codec->col[k].p);
+        rec_buf_varint(out, codec->col[k].len);
+        total += codec->col[k].len;
+    }
+    if (rec_buf_reserve(out, total)) return;
+    for (int k = 0; k < REC_COL_COUNT; k++) rec_buf_put(out, codec->col[k].p, codec->col[k].len);
+}
+
+int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_view *view,
+                     engine_event **evs, size_t *cap, char *err, size_t errlen) {
+    rec_cur c = {p, p + len, 0};
+    const uint8_t *tag = rec_cur_take(&c, 4);
+    if (!tag || memcmp(tag, REC_TAG_CHUNK, 4) != 0) {
+        snprintf(err, errlen, "frame is not a chunk (bad tag)");
+        return -1;
+    }
+    size_t dl;
+    view->decls = (const uint8_t *)rec_cur_bytes(&c, &dl);
+    view->decl_len = dl;
+    uint64_t n = rec_cur_varint(&c);
+    uint64_t ncols = rec_cur_varint(&c);
+    if (c.bad || ncols != REC_COL_COUNT || n > (uint64_t)len) {
+        snprintf(err, errlen, "chunk header is corrupt (%llu events, %llu columns)",
+                 (unsigned long long)n, (unsigned long long)ncols);
+        return -1;
+    }
+    rec_cur col[REC_COL_COUNT];
+    uint64_t col_len[REC_COL_COUNT];
+    for (int k = 0; k < REC_COL_COUNT; k++) col_len[k] = rec_cur_varint(&c);
+    for (int k = 0; k < REC_COL_COUNT; k++) {
+        const uint8_t *s = c.bad ? NULL : rec_cur_take(&c, (size_t)col_len[k]);
+        if (!s) {
+            snprintf(err, errlen, "chunk column %d overruns the frame", k);
+            return -1;
+        }
+        col[k] = (rec_cur){s, s + col_len[k], 0};
+    }
+    if (n > *cap) {
+        engine_event *ne = realloc(*evs, (size_t)n * sizeof *ne);
+        if (!ne) {
+            snprintf(err, errlen, "out of memory decoding a chunk of %llu events",
+                     (unsigned long long)n);
+            return -1;
+        }
+        *evs = ne;
+        *cap = (size_t)n;
+    }
+    if (fen_reset(codec, (size_t)n)) {
+        snprintf(err, errlen, "out of memory decoding a chunk of %llu events",
+                 (unsigned long long)n);
+        return -1;
+    }
+    view->n = (size_t)n;
+    engine_event *all = *evs;
+    memset(codec->ctx, 0, sizeof codec->ctx);
+    memset(codec->time, 0, sizeof codec->time);
+    memset(codec->site, 0, sizeof codec->site);
+    uint64_t prev_seq = 0;
+    for (size_t i = 0; i < n; i++) {
+        engine_event *e = &all[i];
+        uint64_t seq = prev_seq + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_SEQ]));
+        prev_seq = seq;
+        uint8_t kb = rec_cur_byte(&col[REC_COL_KIND]);
+        if (kb & REC_KIND_COPY) {
+            uint64_t k = rec_cur_varint(&col[REC_COL_LINK]);
+            size_t src = fen_find(codec->fen, (size_t)n, k);
+            if (src >= i || fen_prefix(codec->fen, src + 1) != k + 1) {
+                snprintf(err, errlen, "event %zu of the chunk copies a transfer it does not hold",
+                         i);
+                return -1;
+            }
+            fen_add(codec->fen, (size_t)n, src, -1);
+            *e = all[src];
+            e->kind = (uint8_t)(kb & ~REC_KIND_COPY);
+            e->link = e->seq;
+            e->seq = seq;
+            uint64_t *t = &codec->time[core_slot(e)];
+            e->time = *t + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_TIME]));
+            *t = e->time;
+            continue;
+        }
+        memset(e, 0, sizeof *e);
+        e->seq = seq;
+        e->site = (uint32_t)rec_cur_varint(&col[REC_COL_SITE]);
+        uint32_t *sp = &codec->site[e->site % REC_SITE_SLOTS];
+        if (kb == REC_KIND_SITE) {
+            if (!*sp) {
+                snprintf(err, errlen, "event %zu of the chunk repeats a site never seen", i);
+                return -1;
+            }
+            e->kind = (uint8_t)*sp;
+            e->pipe = (uint8_t)(*sp >> 8);
+            e->sub = (uint8_t)(*sp >> 16);
+        } else {
+            e->kind = kb == REC_KIND_ESCAPE ? rec_cur_byte(&col[REC_COL_SUB]) : kb;
+            e->pipe = rec_cur_byte(&col[REC_COL_PIPE]);
+            e->sub = rec_cur_byte(&col[REC_COL_SUB]);
+            *sp = site_pred(e);
+        }
+        if (e->kind == EV_XFER_ISSUE) fen_add(codec->fen, (size_t)n, i, 1);
+        e->rank = (uint32_t)rec_cur_varint(&col[REC_COL_RANK]);
+        e->core = (uint32_t)rec_cur_varint(&col[REC_COL_CORE]);
+        uint64_t *t = &codec->time[core_slot(e)];
+        e->time = *t + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_TIME]));
+        *t = e->time;
+        rec_ctx *x = &codec->ctx[track_slot(e)];
+        e->addr = x->addr + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_ADDR]));
+        x->addr = e->addr;
+        e->len = x->len + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_LEN]));
+        x->len = e->len;
+        uint64_t v = x->value + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_VALUE]));
+        x->value = v;
+        e->value = (int64_t)(value_is_time(e->kind) ? v + e->time : v);
+        uint64_t a = x->aux + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_AUX]));
+        x->aux = a;
+        e->aux = (int64_t)(aux_is_time(e->kind) ? a + e->time : a);
+        uint64_t link = rec_cur_varint(&col[REC_COL_LINK]);
+        e->link = link ? e->seq - (uint64_t)rec_unzigzag(link - 1) : 0;
+        e->object = (uint32_t)rec_cur_varint(&col[REC_COL_OBJECT]);
+        e->peer = (uint32_t)((int64_t)x->peer + rec_unzigzag(rec_cur_varint(&col[REC_COL_PEER])));
+        x->peer = e->peer;
+    }
+    for (int k = 0; k < REC_COL_COUNT; k++) {
+        if (col[k].bad || col[k].p != col[k].end) {
+            snprintf(err, errlen, "chunk column %d does not hold exactly %llu events", k,
+                     (unsigned long long)n);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void rec_chunk_summarize(const engine_event *evs, size_t n, rec_chunk_row *row) {
+    memset(row, 0, sizeof *row);
+    row->events = n;
+    if (n == 0) return;
+    row->first_seq = evs[0].seq;
+    row->last_seq = evs[n - 1].seq;
+    row->first_time = row->last_time = evs[0].time;
+    row->rank_min = row->rank_max = evs[0].rank;
+    row->core_min = row->core_max = evs[0].core;
+    for (size_t i = 0; i < n; i++) {
+        const engine_event *e = &evs[i];
+        if (e->time < row->first_time) row->first_time = e->time;
+        if (e->time > row->last_time) row->last_time = e->time;
+        if (e->rank < row->rank_min) row->rank_min = e->rank;
+        if (e->rank > row->rank_max) row->rank_max = e->rank;
+        if (e->core < row->core_min) row->core_min = e->core;
+        if (e->core > row->core_max) row->core_max = e->core;
+        row->kind_mask |= 1ULL << (e->kind & 63);
+    }
+}

@@ -1,0 +1,324 @@
+/*
+ * rec_index.c - the index builder: declarations and events in, the rows of
+ * index.db's derived tables out.
+ *
+ * One builder serves both the live recorder (fed each chunk as it is
+ * written) and `reindex` (fed each chunk as it is decoded), so an index
+ * rebuilt from the trace is identical to the one written at record time.
+ * It pairs WAIT_BEGIN/END per track into waits and XFER_ISSUE/DONE (through
+ * the DONE's link) into transfers, remembers which tracks exist and the
+ * last role of every core, and keeps everything in memory arrays until
+ * rec_ix_write_db turns them into bulk inserts.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "recorder/rec_index.h"
+
+const char *rec_wait_kind_name(int wk) {
+    static const char *const names[WK_COUNT] = {"flag", "pipe", "xcore", "gm",
+                                                "ring_space", "ring_data", "barrier"};
+    return wk >= 0 && wk < WK_COUNT ? names[wk] : "gm";
+}
+
+const char *rec_object_kind_name(int kind) {
+    switch (kind) {
+    case OBJ_WORD: return "word";
+    case OBJ_RING: return "ring";
+    case OBJ_RING_HEAD: return "ring_head";
+    case OBJ_RING_TAIL: return "ring_tail";
+    case OBJ_FLAG: return "flag";
+    case OBJ_BUFFER: return "buffer";
+    case OBJ_XCORE_FLAG: return "xcore_flag";
+    case OBJ_BARRIER: return "barrier";
+    default: return "word";
+    }
+}
+
+rec_index *rec_ix_new(void) {
+    return calloc(1, sizeof(rec_index));
+}
+
+void rec_ix_free(rec_index *ix) {
+    if (!ix) return;
+    rec_kv_free(&ix->meta);
+    for (size_t i = 0; i < ix->nstrings; i++) free(ix->strings[i]);
+    free(ix->strings);
+    for (size_t i = 0; i < ix->nsites; i++) {
+        free(ix->sites[i].file);
+        free(ix->sites[i].func);
+    }
+    free(ix->sites);
+    free(ix->objects);
+    free(ix->track_seen);
+    free(ix->open_wait);
+    free(ix->core_role);
+    free(ix->waits);
+    free(ix->xfers);
+    free(ix->chunks);
+    free(ix);
+}
+
+int rec_ix_oom(const rec_index *ix) { return ix->oom; }
+
+/* Grows a by-id array so that index idx exists (new entries zeroed). */
+static int grow_to(rec_index *ix, void **arr, size_t *n, size_t elem, size_t idx) {
+    if (idx < *n) return 0;
+    size_t cap = *n ? *n : 64;
+    while (cap <= idx) cap *= 2;
+    void *p = realloc(*arr, cap * elem);
+    if (!p) { ix->oom = 1; return -1; }
+    memset((char *)p + *n * elem, 0, (cap - *n) * elem);
+    *arr = p;
+    *n = cap;
+    return 0;
+}
+
+/* Appends one row to a growable row array; returns it or NULL. */
+static void *push_row(rec_index *ix, void **arr, size_t *n, size_t *cap, size_t elem) {
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 1024;
+        void *p = realloc(*arr, nc * elem);
+        if (!p) { ix->oom = 1; return NULL; }
+        *arr = p;
+        *cap = nc;
+    }
+    void *row = (char *)*arr + (*n)++ * elem;
+    memset(row, 0, elem);
+    return row;
+}
+
+int rec_ix_header(rec_index *ix, const rec_kv *header) {
+    for (size_t i = 0; i < header->n; i++)
+        if (rec_kv_set(&ix->meta, header->keys[i], header->values[i])) ix->oom = 1;
+    const char *cpr = rec_kv_get(header, "cores_per_rank");
+    const char *aic = rec_kv_get(header, "num_aic");
+    ix->cpr = cpr ? (uint32_t)strtoul(cpr, NULL, 10) : 0;
+    ix->num_aic = aic ? (uint32_t)strtoul(aic, NULL, 10) : 0;
+    return ix->cpr == 0 ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- declarations */
+
+static char *dup_n(const char *s, size_t n) {
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = 0;
+    }
+    return d;
+}
+
+static void on_string(void *ctx, uint32_t id, const char *text, size_t len) {
+    rec_index *ix = ctx;
+    if (grow_to(ix, (void **)&ix->strings, &ix->nstrings, sizeof(char *), id)) return;
+    free(ix->strings[id]);
+    ix->strings[id] = dup_n(text, len);
+    if (!ix->strings[id]) ix->oom = 1;
+}
+
+static void on_site(void *ctx, uint32_t id, int line, const char *file, size_t fl,
+                    const char *func, size_t fn) {
+    rec_index *ix = ctx;
+    if (grow_to(ix, (void **)&ix->sites, &ix->nsites, sizeof(ix_site), id)) return;
+    ix_site *s = &ix->sites[id];
+    free(s->file);
+    free(s->func);
+    s->file = dup_n(file, fl);
+    s->func = dup_n(func, fn);
+    s->line = line;
+    s->present = 1;
+    if (!s->file || !s->func) ix->oom = 1;
+}
+
+static void on_object(void *ctx, const engine_object *o) {
+    rec_index *ix = ctx;
+    if (o->id == 0) return;
+    if (grow_to(ix, (void **)&ix->objects, &ix->nobjects, sizeof(engine_object), o->id)) return;
+    ix->objects[o->id] = *o;
+}
+
+/* ---------------------------------------------------------------- events */
+
+static inline uint32_t track_of(const rec_index *ix, const engine_event *ev) {
+    return engine_track_id(ix->cpr, ev->rank, ev->core, ev->pipe);
+}
+
+static int object_kind(const rec_index *ix, uint32_t id) {
+    return id && id < ix->nobjects ? (int)ix->objects[id].kind : 0;
+}
+
+static uint32_t role_of(const rec_index *ix, const engine_event *ev) {
+    size_t c = (size_t)ev->rank * ix->cpr + ev->core;
+    return c < ix->ncores ? ix->core_role[c] : 0;
+}
+
+static int wait_kind(const rec_index *ix, const engine_event *ev) {
+    switch (ev->kind) {
+    case EV_FLAG_WAIT_BEGIN: return WK_FLAG;
+    case EV_PIPE_WAIT_BEGIN: return WK_PIPE;
+    case EV_XCORE_WAIT_BEGIN: return WK_XCORE;
+    case EV_BARRIER_BEGIN: return WK_BARRIER;
+    default: break;
+    }
+    /* GM waits and deadlock reports: the named word says what is awaited. */
+    switch (object_kind(ix, ev->object)) {
+    case OBJ_RING_HEAD: return WK_RING_SPACE;
+    case OBJ_RING_TAIL: return WK_RING_DATA;
+    case OBJ_FLAG: return ev->kind == EV_BLOCKED ? WK_FLAG : WK_GM;
+    case OBJ_XCORE_FLAG: return ev->kind == EV_BLOCKED ? WK_XCORE : WK_GM;
+    case OBJ_BARRIER: return ev->kind == EV_BLOCKED ? WK_BARRIER : WK_GM;
+    default: return WK_GM;
+    }
+}
+
+static void wait_begin(rec_index *ix, const engine_event *ev, uint32_t track) {
+    if (grow_to(ix, (void **)&ix->open_wait, &ix->nopen, sizeof(uint64_t), track)) return;
+    ix_wait *w = push_row(ix, (void **)&ix->waits, &ix->nwaits, &ix->cap_waits, sizeof *w);
+    if (!w) return;
+    w->track = track;
+    w->rank = ev->rank;
+    w->core = ev->core;
+    w->role = role_of(ix, ev);
+    w->kind = (uint8_t)wait_kind(ix, ev);
+    w->object = ev->object;
+    w->site = ev->site;
+    w->begin_seq = ev->seq;
+    w->begin_ps = ev->time;
+    w->expected = ev->aux;
+    w->seen = ev->value;
+    ix->open_wait[track] = ix->nwaits;
+}
+
+static void wait_end(rec_index *ix, const engine_event *ev, uint32_t track) {
+    if (track >= ix->nopen || ix->open_wait[track] == 0) return;
+    ix_wait *w = &ix->waits[ix->open_wait[track] - 1];
+    ix->open_wait[track] = 0;
+    w->end_seq = ev->seq;
+    w->end_ps = ev->time;
+    w->seen = ev->value;
+    w->waker_seq = ev->link;
+    w->waker_peer = ev->peer;
+}
+
+/* A deadlock report names a core that is blocked: it usually already has an
+ * open wait (then the report only refreshes the value it sees); a core
+ * blocked without one gets a wait that never ends. */
+static void blocked(rec_index *ix, const engine_event *ev, uint32_t track) {
+    for (uint32_t p = 0; p < PIPE_COUNT; p++) {
+        uint32_t t = engine_track_id(ix->cpr, ev->rank, ev->core, p);
+        if (t < ix->nopen && ix->open_wait[t]) {
+            ix->waits[ix->open_wait[t] - 1].seen = ev->value;
+            return;
+        }
+    }
+    wait_begin(ix, ev, track);
+}
+
+static void xfer_issue(rec_index *ix, const engine_event *ev) {
+    ix_xfer *x = push_row(ix, (void **)&ix->xfers, &ix->nxfers, &ix->cap_xfers, sizeof *x);
+    if (!x) return;
+    x->issue_seq = ev->seq;
+    x->rank = ev->rank;
+    x->core = ev->core;
+    x->pipe = ev->pipe;
+    x->sub = ev->sub;
+    x->dst_addr = ev->addr;
+    x->src_addr = (uint64_t)ev->aux;
+    x->bytes = ev->len;
+    x->issue_ps = ev->time;
+    x->start_ps = (uint64_t)ev->value;
+    x->site = ev->site;
+}
+
+/* Transfers are appended in issue order, so the issue is found by binary
+ * search on issue_seq: no per-transfer hash entry to maintain. */
+static void xfer_done(rec_index *ix, const engine_event *ev) {
+    size_t lo = 0, hi = ix->nxfers;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ix->xfers[mid].issue_seq < ev->link) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == ix->nxfers || ix->xfers[lo].issue_seq != ev->link) return;
+    ix->xfers[lo].done_seq = ev->seq;
+    ix->xfers[lo].done_ps = ev->time;
+}
+
+static void consume(rec_index *ix, const engine_event *ev) {
+    uint32_t track = track_of(ix, ev);
+    if (!grow_to(ix, (void **)&ix->track_seen, &ix->ntracks, 1, track)) ix->track_seen[track] = 1;
+    ix->kind_count[ev->kind & 63]++;
+    ix->events++;
+    ix->last_seq = ev->seq;
+    if (ev->time > ix->max_time) ix->max_time = ev->time;
+    switch (ev->kind) {
+    case EV_FLAG_WAIT_BEGIN: case EV_XCORE_WAIT_BEGIN: case EV_GM_WAIT_BEGIN:
+    case EV_BARRIER_BEGIN: case EV_PIPE_WAIT_BEGIN:
+        wait_begin(ix, ev, track);
+        break;
+    case EV_FLAG_WAIT_END: case EV_XCORE_WAIT_END: case EV_GM_WAIT_END:
+    case EV_BARRIER_END: case EV_PIPE_WAIT_END:
+        wait_end(ix, ev, track);
+        break;
+    case EV_BLOCKED:
+        blocked(ix, ev, track);
+        break;
+    case EV_XFER_ISSUE:
+        xfer_issue(ix, ev);
+        break;
+    case EV_XFER_DONE:
+        xfer_done(ix, ev);
+        break;
+    case EV_ROLE: {
+        size_t c = (size_t)ev->rank * ix->cpr + ev->core;
+        if (!grow_to(ix, (void **)&ix->core_role, &ix->ncores, sizeof(uint32_t), c))
+            ix->core_role[c] = (uint32_t)ev->value;
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+int rec_ix_chunk(rec_index *ix, const uint8_t *decls, size_t decl_len, const engine_event *evs,
+                 size_t n, const rec_chunk_row *row) {
+    rec_decl_sink sink = {ix, on_string, on_site, on_object};
+    if (decl_len && rec_decl_decode(decls, decl_len, &sink)) return -1;
+    for (size_t i = 0; i < n; i++) consume(ix, &evs[i]);
+    if (n && row) {
+        rec_chunk_row *r =
+            push_row(ix, (void **)&ix->chunks, &ix->nchunks, &ix->cap_chunks, sizeof *r);
+        if (r) *r = *row;
+    }
+    return ix->oom ? -1 : 0;
+}
+
+int rec_ix_finish(rec_index *ix, const rec_kv *trailer, uint64_t trace_bytes) {
+    for (size_t i = 0; i < trailer->n; i++)
+        if (rec_kv_set(&ix->meta, trailer->keys[i], trailer->values[i])) ix->oom = 1;
+    const char *end = rec_kv_get(&ix->meta, "end_time_ps");
+    uint64_t end_ps = end ? strtoull(end, NULL, 10) : ix->max_time;
+    if (end_ps < ix->max_time) end_ps = ix->max_time;
+    for (size_t i = 0; i < ix->nwaits; i++) {
+        ix_wait *w = &ix->waits[i];
+        if (w->end_seq == 0) w->end_ps = end_ps;
+    }
+    if (!end && rec_kv_setf(&ix->meta, "end_time_ps", "%llu", (unsigned long long)end_ps))
+        ix->oom = 1;
+    if (!rec_kv_get(&ix->meta, "events") &&
+        rec_kv_setf(&ix->meta, "events", "%llu", (unsigned long long)ix->events))
+        ix->oom = 1;
+    if (rec_kv_setf(&ix->meta, "trace_bytes", "%llu", (unsigned long long)trace_bytes))
+        ix->oom = 1;
+    /* Per-kind counts let `npurr info` and `stats` avoid decoding every chunk. */
+    for (int k = 0; k < 64; k++) {
+        if (!ix->kind_count[k]) continue;
+        char key[64];
+        snprintf(key, sizeof key, "events.%s", rec_kind_name(k));
+        if (rec_kv_setf(&ix->meta, key, "%llu", (unsigned long long)ix->kind_count[k]))
+            ix->oom = 1;
+    }
+    return ix->oom ? -1 : 0;
+}

@@ -1,0 +1,61 @@
+/*
+ * rec_index.h - the index builder's rows, shared by rec_index.c (which fills
+ * them from declarations and events) and rec_db.c (which writes them to
+ * index.db). Private to the recorder.
+ */
+#ifndef NPURR_REC_INDEX_H
+#define NPURR_REC_INDEX_H
+
+#include "recorder/rec_internal.h"
+
+enum { WK_FLAG, WK_PIPE, WK_XCORE, WK_GM, WK_RING_SPACE, WK_RING_DATA, WK_BARRIER, WK_COUNT };
+
+typedef struct ix_wait {
+    uint64_t begin_seq, end_seq;      /* end_seq 0: never ended */
+    uint64_t begin_ps, end_ps;
+    int64_t expected, seen;
+    uint64_t waker_seq;               /* 0: unknown */
+    uint32_t track, rank, core, role; /* role: string id, 0 none */
+    uint32_t object, site, waker_peer; /* waker_peer: waker track + 1, 0 unknown */
+    uint8_t kind;                     /* WK_* */
+} ix_wait;
+
+typedef struct ix_xfer {
+    uint64_t issue_seq, done_seq;     /* done_seq 0: never completed */
+    uint64_t src_addr, dst_addr, bytes;
+    uint64_t issue_ps, start_ps, done_ps;
+    uint32_t rank, core, site;
+    uint8_t pipe, sub;
+} ix_xfer;
+
+typedef struct ix_site {
+    char *file, *func;
+    int line;
+    int present;
+} ix_site;
+
+struct rec_index {
+    rec_kv meta;
+    uint32_t cpr, num_aic;
+    int oom;
+
+    char **strings;  size_t nstrings;      /* by id */
+    ix_site *sites;  size_t nsites;        /* by id */
+    engine_object *objects; size_t nobjects; /* by id; id 0 = absent */
+
+    uint8_t *track_seen; size_t ntracks;   /* by track id */
+    uint64_t *open_wait; size_t nopen;     /* by track id: wait row + 1, 0 none */
+    uint32_t *core_role; size_t ncores;    /* by rank * cpr + core */
+
+    ix_wait *waits; size_t nwaits, cap_waits;
+    ix_xfer *xfers; size_t nxfers, cap_xfers;
+    rec_chunk_row *chunks; size_t nchunks, cap_chunks;
+
+    uint64_t kind_count[64];
+    uint64_t events, max_time, last_seq;
+};
+
+const char *rec_wait_kind_name(int wk);
+const char *rec_object_kind_name(int kind);
+
+#endif

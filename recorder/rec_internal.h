@@ -1,0 +1,237 @@
+/*
+ * rec_internal.h - what the recorder's files share; not a public API.
+ *
+ * The pieces, bottom up:
+ *   rec_buf.c     growable byte buffer, LEB128 varints, zigzag
+ *   rec_kv.c      ordered key/value lists (header, trailer, meta table)
+ *   rec_names.c   kind and pipe names as index.db and SQL spell them
+ *   rec_chunk.c   chunk payload codec: declarations + column-transposed events
+ *   rec_frame.c   zstd frames, the trace file mapped and walked frame by frame
+ *   rec_index.c   the index builder: declarations + events -> derived rows
+ *                 (rows shared with rec_db.c through rec_index.h)
+ *   rec_db.c      the index builder's rows -> index.db
+ *   rec_writer.c  observer -> chunks -> trace.zst; index.db at close
+ *   rec_reader.c  trace.zst -> chunks -> events (replay, reindex)
+ *   rec_reindex.c, rec_info.c, rec_vtab.c  the public operations
+ * The writer and reindex feed the same index builder the same chunk data
+ * (declaration bytes + events), so index.db does not depend on which of the
+ * two built it.
+ */
+#ifndef NPURR_REC_INTERNAL_H
+#define NPURR_REC_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "recorder/recorder.h"
+
+/* ---------------------------------------------------------------- buffers */
+
+typedef struct rec_buf {
+    uint8_t *p;
+    size_t len, cap;
+    int oom;          /* sticky: an append failed to grow */
+} rec_buf;
+
+void rec_buf_free(rec_buf *b);
+int rec_buf_reserve(rec_buf *b, size_t extra);
+void rec_buf_put(rec_buf *b, const void *src, size_t n);
+void rec_buf_byte(rec_buf *b, uint8_t v);
+void rec_buf_varint(rec_buf *b, uint64_t v);
+void rec_buf_bytes(rec_buf *b, const char *s, size_t n);   /* varint length + bytes */
+
+static inline uint64_t rec_zigzag(int64_t v) {
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+static inline int64_t rec_unzigzag(uint64_t v) {
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+/* Writes v at p (which has room for 10 bytes); returns bytes written. */
+static inline size_t rec_varint_put(uint8_t *p, uint64_t v) {
+    size_t n = 0;
+    while (v >= 0x80) { p[n++] = (uint8_t)(v | 0x80); v >>= 7; }
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+/* Bounds-checked cursor over a byte range; any overrun sets bad. */
+typedef struct rec_cur {
+    const uint8_t *p, *end;
+    int bad;
+} rec_cur;
+
+uint64_t rec_cur_varint(rec_cur *c);
+uint8_t rec_cur_byte(rec_cur *c);
+/* Borrowed pointer to a varint-length-prefixed string (not NUL-terminated). */
+const char *rec_cur_bytes(rec_cur *c, size_t *len);
+const uint8_t *rec_cur_take(rec_cur *c, size_t n);
+
+/* ---------------------------------------------------------------- key/value */
+
+typedef struct rec_kv {
+    char **keys, **values;
+    size_t n, cap;
+} rec_kv;
+
+int rec_kv_set(rec_kv *kv, const char *key, const char *value);
+int rec_kv_setf(rec_kv *kv, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+const char *rec_kv_get(const rec_kv *kv, const char *key);
+void rec_kv_free(rec_kv *kv);
+/* Serialises as varint count, then varint-length-prefixed key and value. */
+void rec_kv_encode(const rec_kv *kv, rec_buf *b);
+int rec_kv_decode(rec_kv *kv, rec_cur *c);
+/* Shortest decimal that reads back as the same double. */
+void rec_fmt_double(char *out, size_t outlen, double v);
+
+/* Header meta of a run: kernel, command_line, config.*, hw.*, cores... */
+int rec_meta_from_info(rec_kv *kv, const rec_run_info *info, char *err, size_t errlen);
+
+/* ---------------------------------------------------------------- chunks */
+
+/* Frame payload tags: the first 4 bytes of every decompressed frame. */
+#define REC_TAG_HEADER "NPRH"
+#define REC_TAG_CHUNK "NPRC"
+#define REC_TAG_TRAILER "NPRT"
+
+enum { REC_DECL_STRING = 1, REC_DECL_SITE = 2, REC_DECL_OBJECT = 3 };
+
+void rec_decl_string(rec_buf *b, uint32_t id, const char *text);
+void rec_decl_site(rec_buf *b, const engine_site *s);
+void rec_decl_object(rec_buf *b, const engine_object *o);
+
+/* Receives declarations while they are decoded. file/func/text are borrowed
+ * and not NUL-terminated: their lengths are given. */
+typedef struct rec_decl_sink {
+    void *ctx;
+    void (*string)(void *ctx, uint32_t id, const char *text, size_t len);
+    void (*site)(void *ctx, uint32_t id, int line, const char *file, size_t file_len,
+                 const char *func, size_t func_len);
+    void (*object)(void *ctx, const engine_object *o);
+} rec_decl_sink;
+int rec_decl_decode(const uint8_t *p, size_t len, const rec_decl_sink *sink);
+
+/* Number of event columns and their order in a chunk. */
+enum {
+    REC_COL_SEQ, REC_COL_TIME, REC_COL_RANK, REC_COL_CORE, REC_COL_KIND, REC_COL_PIPE,
+    REC_COL_SUB, REC_COL_ADDR, REC_COL_LEN, REC_COL_VALUE, REC_COL_AUX, REC_COL_LINK,
+    REC_COL_SITE, REC_COL_OBJECT, REC_COL_PEER, REC_COL_COUNT
+};
+
+/* Delta contexts, reset at every chunk start (chunks stay independent).
+ * ctx is indexed by a hash of (rank, core, pipe, kind): one queue's
+ * successive transfers, one ring's successive stores, one core's flag sets
+ * each see their own previous value, so their deltas are small and
+ * repetitive. time is indexed by a hash of (rank, core): a core's local
+ * clock advances smoothly even when the global order interleaves cores.
+ * The hashes are part of the format (traces/FORMAT.md). */
+#define REC_CTX_BITS 14
+#define REC_CTX_SLOTS (1u << REC_CTX_BITS)
+#define REC_SITE_SLOTS 4096
+typedef struct rec_ctx {
+    uint64_t addr, aux, value, len;
+    uint32_t peer, pad;
+} rec_ctx;
+typedef struct rec_codec {
+    rec_ctx ctx[REC_CTX_SLOTS];
+    uint64_t time[REC_CTX_SLOTS];
+    uint32_t site[REC_SITE_SLOTS];  /* kind | pipe << 8 | sub << 16 | 1 << 24 */
+    int32_t *fen;                   /* pending XFER_ISSUEs of the chunk (Fenwick) */
+    size_t fen_cap;
+    rec_buf col[REC_COL_COUNT];  /* encoder's column streams */
+} rec_codec;
+void rec_codec_free(rec_codec *codec);   /* frees codec and its buffers */
+
+/* Kind byte: bit 7 = an XFER_DONE copied from its XFER_ISSUE in the same
+ * chunk (only seq, time and the issue's rank among pending issues are
+ * stored); exactly 0x40 = kind, pipe and sub are those of the previous
+ * event of the same site slot; else the low 6 bits are the kind (63 escapes a kind >= 63,
+ * stored as an extra byte in the sub column). */
+#define REC_KIND_COPY 0x80
+#define REC_KIND_SITE 0x40
+#define REC_KIND_ESCAPE 0x3f
+
+/* Summary of one chunk (a row of the chunks table). */
+typedef struct rec_chunk_row {
+    uint64_t first_seq, last_seq, first_time, last_time;  /* times: min and max */
+    uint64_t offset, compressed_bytes, raw_bytes, events;
+    uint32_t rank_min, rank_max, core_min, core_max;
+    uint64_t kind_mask;
+} rec_chunk_row;
+
+/* Appends a chunk payload (tag, declarations, columns) for evs to out. */
+void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
+                      const engine_event *evs, size_t n, rec_buf *out);
+/* Decodes a chunk payload: declarations are borrowed from p; events go into
+ * *evs (grown as needed, *cap its capacity). Returns 0 or -1 with err. */
+typedef struct rec_chunk_view {
+    const uint8_t *decls;
+    size_t decl_len;
+    size_t n;
+} rec_chunk_view;
+int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_view *view,
+                     engine_event **evs, size_t *cap, char *err, size_t errlen);
+void rec_chunk_summarize(const engine_event *evs, size_t n, rec_chunk_row *row);
+
+/* ---------------------------------------------------------------- frames */
+
+/* Compresses payload into one zstd frame (content size and checksum set). */
+int rec_frame_compress(void *cctx, const rec_buf *payload, rec_buf *out);
+/* The trace file mapped read-only, walked frame by frame. */
+typedef struct rec_trace {
+    const uint8_t *base;
+    size_t size;
+    int fd;
+} rec_trace;
+int rec_trace_map(const char *path, rec_trace *t, char *err, size_t errlen);
+void rec_trace_unmap(rec_trace *t);
+/* Finds the frame at off: 1 and its compressed size, 0 at end of file,
+ * -1 if the file ends inside the frame (truncated) or is not zstd. */
+int rec_trace_frame(const rec_trace *t, uint64_t off, uint64_t *frame_len);
+/* Decompresses one frame (whose size is known) into out. */
+int rec_frame_decompress(void *dctx, const uint8_t *src, size_t len, rec_buf *out, char *err,
+                         size_t errlen);
+/* True if path's first frame decodes to an npurr header (an npurr run). */
+int rec_trace_is_npurr(const char *path);
+
+/* ---------------------------------------------------------------- reader */
+
+/* The next chunk with its declarations and summary (offset, sizes): 1, or
+ * 0 after the trailer, or -1 (error or truncated, see rec_reader_error). */
+int rec_reader_chunk(rec_reader *r, rec_chunk_view *view, const engine_event **evs,
+                     rec_chunk_row *row);
+const rec_kv *rec_reader_header(const rec_reader *r);
+const rec_kv *rec_reader_trailer(const rec_reader *r);
+uint64_t rec_reader_offset(const rec_reader *r);   /* end of the last frame read */
+uint64_t rec_reader_size(const rec_reader *r);     /* trace file bytes */
+uint64_t rec_reader_chunks(const rec_reader *r);   /* complete chunks read */
+uint64_t rec_reader_events(const rec_reader *r);   /* events in them */
+
+/* ---------------------------------------------------------------- index builder */
+
+typedef struct rec_index rec_index;
+
+rec_index *rec_ix_new(void);
+void rec_ix_free(rec_index *ix);
+/* Header meta: copied; cores_per_rank / num_aic are taken from it. */
+int rec_ix_header(rec_index *ix, const rec_kv *header);
+/* One chunk: its declarations, then its events, then its chunks row (if
+ * it has events). Returns -1 on corrupt declarations or memory. */
+int rec_ix_chunk(rec_index *ix, const uint8_t *decls, size_t decl_len,
+                 const engine_event *evs, size_t n, const rec_chunk_row *row);
+/* Ends the run: trailer meta (outcome, end_time_ps, events, check...), and
+ * the trace size. Waits still open end at end_time_ps. */
+int rec_ix_finish(rec_index *ix, const rec_kv *trailer, uint64_t trace_bytes);
+int rec_ix_write_db(rec_index *ix, const char *path, char *err, size_t errlen);
+int rec_ix_oom(const rec_index *ix);
+
+/* ---------------------------------------------------------------- names */
+
+const char *rec_kind_name(int kind);
+int rec_kind_from_name(const char *name);   /* -1 unknown */
+const char *rec_pipe_name(int pipe);
+
+/* Formats "RUN/name" into out; -1 if it does not fit. */
+int rec_path(char *out, size_t outlen, const char *dir, const char *name);
+
+#endif

@@ -1,0 +1,234 @@
+/*
+ * rec_reader.c - reads trace.zst back: header, chunks, events, trailer.
+ *
+ * The trace is mapped and walked frame by frame; each chunk frame is
+ * decompressed and decoded into an event array that rec_reader_next hands
+ * out one by one. The reader is also what makes a damaged trace useful: a
+ * file that ends inside a frame (the recorder was killed mid-chunk) or
+ * without its trailer yields every event of the complete chunks, then -1
+ * with rec_reader_truncated set and rec_reader_complete_seq saying how far
+ * the trace is complete. reindex uses the chunk-level call rec_reader_chunk
+ * to see the declarations and the chunk summary too.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zstd.h>
+
+#include "recorder/rec_internal.h"
+
+struct rec_reader {
+    rec_trace t;
+    ZSTD_DCtx *dctx;
+    rec_buf frame;
+    rec_codec *codec;
+    engine_event *evs;
+    size_t cap, n, pos;
+    rec_kv header, trailer;
+    uint64_t off, complete_seq, chunks, events;
+    int truncated, ended, failed;
+    char path[4200];
+    char errmsg[4600];
+    char **strings;
+    size_t nstrings;
+};
+
+static void reader_string(void *ctx, uint32_t id, const char *text, size_t len) {
+    rec_reader *r = ctx;
+    if (id >= r->nstrings) {
+        size_t cap = r->nstrings ? r->nstrings : 64;
+        while (cap <= id) cap *= 2;
+        char **s = realloc(r->strings, cap * sizeof *s);
+        if (!s) return;
+        memset(s + r->nstrings, 0, (cap - r->nstrings) * sizeof *s);
+        r->strings = s;
+        r->nstrings = cap;
+    }
+    free(r->strings[id]);
+    r->strings[id] = malloc(len + 1);
+    if (r->strings[id]) {
+        memcpy(r->strings[id], text, len);
+        r->strings[id][len] = 0;
+    }
+}
+
+static int fail(rec_reader *r, int truncated, const char *msg) {
+    r->failed = 1;
+    r->truncated = truncated;
+    /* A message cut at sizeof errmsg is still the right message. */
+    if (snprintf(r->errmsg, sizeof r->errmsg, "%s: %s", r->path, msg) < 0) r->errmsg[0] = 0;
+    return -1;
+}
+
+/* Decompresses the frame at r->off into r->frame and advances. */
+static int next_frame(rec_reader *r) {
+    uint64_t len;
+    int k = rec_trace_frame(&r->t, r->off, &len);
+    char msg[512];
+    if (k == 0) {
+        snprintf(msg, sizeof msg,
+                 "truncated: the trace ends after %llu complete chunk%s without its trailer; "
+                 "complete up to seq %llu",
+                 (unsigned long long)r->chunks, r->chunks == 1 ? "" : "s",
+                 (unsigned long long)r->complete_seq);
+        return fail(r, 1, msg);
+    }
+    if (k < 0) {
+        snprintf(msg, sizeof msg,
+                 "truncated: the trace ends inside a frame at byte %llu of %llu; "
+                 "complete up to seq %llu (%llu complete chunk%s)",
+                 (unsigned long long)r->off, (unsigned long long)r->t.size,
+                 (unsigned long long)r->complete_seq, (unsigned long long)r->chunks,
+                 r->chunks == 1 ? "" : "s");
+        return fail(r, 1, msg);
+    }
+    char derr[256];
+    if (rec_frame_decompress(r->dctx, r->t.base + r->off, (size_t)len, &r->frame, derr,
+                             sizeof derr)) {
+        snprintf(msg, sizeof msg, "corrupt frame at byte %llu: %s", (unsigned long long)r->off,
+                 derr);
+        return fail(r, 0, msg);
+    }
+    r->off += len;
+    return 0;
+}
+
+int rec_reader_open(const char *run_dir, rec_reader **out, char *err, size_t errlen) {
+    *out = NULL;
+    struct stat st;
+    if (stat(run_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: no such run directory", run_dir);
+        return -1;
+    }
+    rec_reader *r = calloc(1, sizeof *r);
+    if (!r || !(r->dctx = ZSTD_createDCtx()) || !(r->codec = calloc(1, sizeof *r->codec))) {
+        snprintf(err, errlen, "rec_reader_open: out of memory");
+        rec_reader_close(r);
+        return -1;
+    }
+    r->t.fd = -1;
+    if (rec_path(r->path, sizeof r->path, run_dir, "trace.zst")) {
+        snprintf(err, errlen, "%s: path too long", run_dir);
+        rec_reader_close(r);
+        return -1;
+    }
+    if (stat(r->path, &st) != 0) {
+        snprintf(err, errlen, "%s is not an npurr run: %s is missing", run_dir, r->path);
+        rec_reader_close(r);
+        return -1;
+    }
+    if (rec_trace_map(r->path, &r->t, err, errlen)) {
+        rec_reader_close(r);
+        return -1;
+    }
+    if (next_frame(r) || r->frame.len < 4 || memcmp(r->frame.p, REC_TAG_HEADER, 4) != 0) {
+        snprintf(err, errlen, "%s is not an npurr run: %s does not start with an npurr header frame",
+                 run_dir, r->path);
+        rec_reader_close(r);
+        return -1;
+    }
+    rec_cur c = {r->frame.p + 4, r->frame.p + r->frame.len, 0};
+    uint64_t version = rec_cur_varint(&c);
+    if (c.bad || version != REC_FORMAT_VERSION) {
+        snprintf(err, errlen, "%s: trace format version %llu is not supported (this npurr reads %d)",
+                 r->path, (unsigned long long)version, REC_FORMAT_VERSION);
+        rec_reader_close(r);
+        return -1;
+    }
+    if (rec_kv_decode(&r->header, &c)) {
+        snprintf(err, errlen, "%s: the header frame is corrupt", r->path);
+        rec_reader_close(r);
+        return -1;
+    }
+    *out = r;
+    return 0;
+}
+
+int rec_reader_chunk(rec_reader *r, rec_chunk_view *view, const engine_event **evs,
+                     rec_chunk_row *row) {
+    if (r->failed) return -1;
+    if (r->ended) return 0;
+    uint64_t start = r->off;
+    if (next_frame(r)) return -1;
+    if (r->frame.len >= 4 && memcmp(r->frame.p, REC_TAG_TRAILER, 4) == 0) {
+        rec_cur c = {r->frame.p + 4, r->frame.p + r->frame.len, 0};
+        if (rec_kv_decode(&r->trailer, &c)) return fail(r, 0, "the trailer frame is corrupt");
+        if (r->off != r->t.size) return fail(r, 0, "unexpected data after the trailer frame");
+        r->ended = 1;
+        return 0;
+    }
+    char derr[512];
+    if (rec_chunk_decode(r->codec, r->frame.p, r->frame.len, view, &r->evs, &r->cap, derr,
+                         sizeof derr)) {
+        char msg[700];
+        snprintf(msg, sizeof msg, "chunk frame at byte %llu: %s", (unsigned long long)start,
+                 derr);
+        return fail(r, 0, msg);
+    }
+    rec_decl_sink sink = {r, reader_string, NULL, NULL};
+    if (rec_decl_decode(view->decls, view->decl_len, &sink)) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "corrupt declarations in the chunk at byte %llu",
+                 (unsigned long long)start);
+        return fail(r, 0, msg);
+    }
+    rec_chunk_summarize(r->evs, view->n, row);
+    row->offset = start;
+    row->compressed_bytes = r->off - start;
+    row->raw_bytes = r->frame.len;
+    *evs = r->evs;
+    r->chunks++;
+    r->events += view->n;
+    if (view->n) r->complete_seq = r->evs[view->n - 1].seq;
+    return 1;
+}
+
+int rec_reader_next(rec_reader *r, engine_event *ev) {
+    while (r->pos >= r->n) {
+        rec_chunk_view view;
+        const engine_event *evs;
+        rec_chunk_row row;
+        int k = rec_reader_chunk(r, &view, &evs, &row);
+        if (k <= 0) return k;
+        r->n = view.n;
+        r->pos = 0;
+    }
+    *ev = r->evs[r->pos++];
+    return 1;
+}
+
+const char *rec_reader_meta(rec_reader *r, const char *key) {
+    const char *v = rec_kv_get(&r->header, key);
+    return v ? v : rec_kv_get(&r->trailer, key);
+}
+
+const rec_kv *rec_reader_header(const rec_reader *r) { return &r->header; }
+const rec_kv *rec_reader_trailer(const rec_reader *r) { return &r->trailer; }
+uint64_t rec_reader_offset(const rec_reader *r) { return r->off; }
+uint64_t rec_reader_size(const rec_reader *r) { return r->t.size; }
+uint64_t rec_reader_chunks(const rec_reader *r) { return r->chunks; }
+uint64_t rec_reader_events(const rec_reader *r) { return r->events; }
+
+int rec_reader_truncated(const rec_reader *r) { return r->truncated; }
+uint64_t rec_reader_complete_seq(const rec_reader *r) { return r->complete_seq; }
+const char *rec_reader_error(const rec_reader *r) { return r->failed ? r->errmsg : ""; }
+
+const char *rec_reader_string(rec_reader *r, uint32_t id) {
+    return id < r->nstrings ? r->strings[id] : NULL;
+}
+
+void rec_reader_close(rec_reader *r) {
+    if (!r) return;
+    if (r->t.fd >= 0 || r->t.base) rec_trace_unmap(&r->t);
+    ZSTD_freeDCtx(r->dctx);
+    rec_buf_free(&r->frame);
+    rec_codec_free(r->codec);
+    free(r->evs);
+    rec_kv_free(&r->header);
+    rec_kv_free(&r->trailer);
+    for (size_t i = 0; i < r->nstrings; i++) free(r->strings[i]);
+    free(r->strings);
+    free(r);
+}

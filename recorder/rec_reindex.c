@@ -1,0 +1,88 @@
+/*
+ * rec_reindex.c - rebuilds RUN/index.db from RUN/trace.zst alone.
+ *
+ * Decodes the trace chunk by chunk and feeds the very index builder the
+ * live recorder uses, so the rebuilt tables equal the recorded ones. A
+ * truncated trace still gives an index: every complete chunk is indexed,
+ * the outcome becomes "truncated" and its message says how far the trace
+ * is complete.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "recorder/rec_internal.h"
+
+int rec_reindex(const char *run_dir, char *err, size_t errlen) {
+    rec_reader *r;
+    if (rec_reader_open(run_dir, &r, err, errlen)) return -1;
+    if (errlen) err[0] = 0;
+    rec_index *ix = rec_ix_new();
+    if (!ix) {
+        snprintf(err, errlen, "reindex %s: out of memory", run_dir);
+        rec_reader_close(r);
+        return -1;
+    }
+    int status = -1;
+    rec_kv truncated = {0};
+    if (rec_ix_header(ix, rec_reader_header(r))) {
+        snprintf(err, errlen, "%s/trace.zst: the header has no valid cores_per_rank", run_dir);
+        goto out;
+    }
+    for (;;) {
+        rec_chunk_view view;
+        const engine_event *evs;
+        rec_chunk_row row;
+        int k = rec_reader_chunk(r, &view, &evs, &row);
+        if (k == 0) {
+            status = 0;
+            break;
+        }
+        if (k < 0) {
+            if (!rec_reader_truncated(r)) {
+                snprintf(err, errlen, "%s", rec_reader_error(r));
+                goto out;
+            }
+            status = 1;
+            break;
+        }
+        if (rec_ix_chunk(ix, view.decls, view.decl_len, evs, view.n, &row)) {
+            snprintf(err, errlen, "%s/trace.zst: cannot index the chunk at byte %llu (corrupt "
+                     "declarations or out of memory)", run_dir, (unsigned long long)row.offset);
+            status = -1;
+            goto out;
+        }
+    }
+    const rec_kv *trailer = rec_reader_trailer(r);
+    if (status == 1) {
+        /* The outcome the run really had is lost with the trailer: say what
+         * is known, and how far the trace can be trusted. */
+        int rc = rec_kv_set(&truncated, "outcome", "truncated");
+        rc |= rec_kv_set(&truncated, "outcome_message", rec_reader_error(r));
+        rc |= rec_kv_setf(&truncated, "events", "%llu",
+                          (unsigned long long)rec_reader_events(r));
+        rc |= rec_kv_setf(&truncated, "complete_seq", "%llu",
+                          (unsigned long long)rec_reader_complete_seq(r));
+        rc |= rec_kv_set(&truncated, "check", "skipped");
+        rc |= rec_kv_set(&truncated, "check_message", "the trace is truncated");
+        if (rc) {
+            snprintf(err, errlen, "reindex %s: out of memory", run_dir);
+            status = -1;
+            goto out;
+        }
+        trailer = &truncated;
+    }
+    char path[4200];
+    rec_path(path, sizeof path, run_dir, "index.db");
+    if (rec_ix_finish(ix, trailer, rec_reader_size(r)) ||
+        rec_ix_write_db(ix, path, err, errlen)) {
+        if (!*err) snprintf(err, errlen, "%s: out of memory building the index", path);
+        status = -1;
+        goto out;
+    }
+    if (status == 1 && snprintf(err, errlen, "%s", rec_reader_error(r)) < 0) err[0] = 0;
+out:
+    rec_kv_free(&truncated);
+    rec_ix_free(ix);
+    rec_reader_close(r);
+    return status;
+}

@@ -1,0 +1,118 @@
+/*
+ * recorder.h - the recorder: engine events into RUN/trace.zst and RUN/index.db.
+ *
+ * This is the recorder library's one public header. The CLI (`record`,
+ * `info`, `reindex`), the replayer and the analysis use it; nothing else in
+ * recorder/ is meant to be called from outside.
+ *
+ * A run folder holds two files:
+ *   trace.zst  the source of truth: independent zstd frames (a header frame
+ *              with the run's metadata, one frame per chunk of events with
+ *              the declarations that arrived since the previous chunk, a
+ *              trailer frame with the outcome). `zstd -t` and `zstd -d`
+ *              accept it; a crash loses at most the unfinished chunk.
+ *              Byte-level layout: traces/FORMAT.md.
+ *   index.db   SQLite, derived: meta, strings, tracks, sites, objects, rings,
+ *              chunks, waits, transfers. rec_reindex rebuilds it from the
+ *              trace alone. Raw events are reachable through the `events`
+ *              virtual table (rec_register_events_vtab), which decodes only
+ *              the chunks a query's constraints can touch.
+ *
+ * Recording: rec_open, then install rec_observer's callbacks with
+ * engine_set_observer, engine_run, then rec_close with the result. The
+ * observer appends each event to a fixed chunk buffer (no allocation, no
+ * SQLite per event); a full chunk is encoded, compressed and written with
+ * one write() at once.
+ *
+ * Errors are values: every int-returning call returns 0 on success and -1
+ * on error with a sentence naming the file or input at fault in err.
+ */
+#ifndef NPURR_RECORDER_H
+#define NPURR_RECORDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sqlite3.h>
+
+#include "engine/engine.h"
+
+/* Version of the trace format written by this library (meta format_version).
+ * A reader accepts exactly the versions it knows; see traces/FORMAT.md. */
+#define REC_FORMAT_VERSION 1
+/* Events per chunk frame. */
+#define REC_CHUNK_EVENTS 65536
+
+typedef struct rec_writer rec_writer;
+
+typedef struct rec_run_info {
+    const char *kernel;          /* -k name */
+    const char *command_line;    /* shell-quoted argv of the record command */
+    const engine_config *config;
+    int cores_per_rank, num_aic, num_aiv;
+} rec_run_info;
+
+/* Creates RUN (mkdir -p; refuses a non-empty dir that is not an npurr run,
+ * replaces trace.zst and index.db of one that is), writes the trace header
+ * frame. */
+int rec_open(const char *run_dir, const rec_run_info *info, rec_writer **out, char *err,
+             size_t errlen);
+/* Fills *obs with callbacks that record into w. */
+void rec_observer(rec_writer *w, engine_observer *obs);
+/* Records the declarations e already made (interned strings, named objects:
+ * the setup's allocations, rings and flags, which the engine announces only
+ * once, to whichever observer is installed at the time), then installs
+ * rec_observer(w) on e. Lets a caller open the recorder after the kernel's
+ * setup without losing its objects. */
+void rec_attach(rec_writer *w, engine *e);
+/* Flushes the last chunk, writes the trailer (outcome), builds index.db,
+ * frees w (also on error). check_status: "passed"|"failed"|"skipped";
+ * check_message may be NULL. res NULL means engine_run itself failed: the
+ * outcome is then recorded as "fault". */
+int rec_close(rec_writer *w, const engine_result *res, const char *check_status,
+              const char *check_message, char *err, size_t errlen);
+/* Events and compressed bytes written so far (progress, benchmarks). */
+uint64_t rec_writer_events(const rec_writer *w);
+uint64_t rec_writer_bytes(const rec_writer *w);
+
+/* Rebuilds RUN/index.db from RUN/trace.zst alone. Returns 0 when the trace
+ * is complete; 1 when it is truncated: index.db is then rebuilt from the
+ * complete chunks with outcome "truncated" and err says how far the trace is
+ * complete; -1 on error (nothing written). */
+int rec_reindex(const char *run_dir, char *err, size_t errlen);
+/* Prints the run summary (`npurr info`). Returns 0, or -1 with err when the
+ * run cannot be read, or 1 after printing when the trace is truncated or the
+ * index is stale (err says why and how far the trace is complete). */
+int rec_info(const char *run_dir, FILE *out, char *err, size_t errlen);
+
+/* Sequential reader (replay, reindex). */
+typedef struct rec_reader rec_reader;
+int rec_reader_open(const char *run_dir, rec_reader **out, char *err, size_t errlen);
+/* Header keys (same names as the meta table: kernel, config.seed, hw.*, ...)
+ * and, once rec_reader_next has returned 0, the trailer's keys (outcome,
+ * outcome_message, end_time_ps, events, check, check_message). NULL if
+ * absent. */
+const char *rec_reader_meta(rec_reader *r, const char *key);
+/* 1 event, 0 clean end, -1 error/truncated (rec_reader_error says which). */
+int rec_reader_next(rec_reader *r, engine_event *ev);
+int rec_reader_truncated(const rec_reader *r);
+/* Last seq of the last complete chunk read so far. */
+uint64_t rec_reader_complete_seq(const rec_reader *r);
+/* Text of a string declared so far in the trace (role names, fault
+ * messages), NULL if unknown. */
+const char *rec_reader_string(rec_reader *r, uint32_t id);
+/* Why the last rec_reader_next returned -1 ("" otherwise). */
+const char *rec_reader_error(const rec_reader *r);
+void rec_reader_close(rec_reader *r);
+
+/* Registers the `events` virtual table (temp.events) on db for run_dir's
+ * trace; its chunk index is read from run_dir/index.db. Columns: seq, time,
+ * rank, core, pipe TEXT, kind TEXT, sub, addr, len, value, aux, link, site,
+ * object, peer. Constraints (=, <, <=, >, >=) on seq, time, rank, core and
+ * (=) on kind select the chunks to decode. */
+int rec_register_events_vtab(sqlite3 *db, const char *run_dir, char *err, size_t errlen);
+/* Chunks decoded by every events cursor of this process so far; a test or
+ * a user (EXPLAIN-like curiosity) compares it before and after a query. */
+uint64_t rec_events_vtab_chunks_decoded(void);
+
+#endif

@@ -1,0 +1,315 @@
+/*
+ * test_engine_comm.c - communication semantics of the emulated cluster:
+ * BatchWrite's per-task overhead and flag-in-window sync (seed 002), RDMA
+ * "data then tail atomic" ordering (seed 001), bandwidth shared on one HCCS
+ * link, DataCopyPad, HCCS get, and rings with named head/tail stores.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "engine/device.h"
+#include "engine/engine.h"
+
+static char err[ENGINE_ERRLEN];
+
+static engine *make(int nodes, int npus, double jitter, uint64_t seed) {
+    engine_config cfg;
+    engine_config_defaults(&cfg);
+    cfg.nodes = nodes;
+    cfg.npus_per_node = npus;
+    cfg.jitter = jitter;
+    cfg.seed = seed;
+    engine *e = NULL;
+    assert_int_equal(engine_create(&cfg, &e, err, sizeof err), ENGINE_OK);
+    return e;
+}
+
+static engine_result run(engine *e) {
+    engine_result res;
+    assert_int_equal(engine_run(e, &res, err, sizeof err), ENGINE_OK);
+    return res;
+}
+
+/* ------------------------------------------------------------ BatchWrite */
+#define WIN 4096
+typedef struct { gm_t win_out, win_in, tasks; } bw_args;
+
+/* Every rank writes a window to each peer: 64 int32 of payload then FLAG
+ * (seed 002: the flag travels at the end of the data); receivers poll the
+ * flag of every source window and then read the payload. */
+static void k_batchwrite(const void *a) {
+    const bw_args *p = a;
+    int me = GetRank(), n = GetRankSize();
+    gm_t out = gm_on_rank(p->win_out, me), in = gm_on_rank(p->win_in, me);
+    gm_t tasks = gm_on_rank(p->tasks, me);
+    local_t ub = AllocUB(512);
+    for (int dst = 0; dst < n; dst++) {
+        for (int i = 0; i < 64; i++) UbSet32(ub, 4 * i, me * 1000 + dst * 100 + i);
+        UbSet32(ub, 256, 0x5A5A);   /* FLAG */
+        DataCopy(gm_add(out, WIN * dst), ub, 288);
+        SetFlag(MTE3_S, 0);
+        WaitFlag(MTE3_S, 0);
+        gm_t t = gm_add(tasks, (int64_t)sizeof(batch_write_task) * dst);
+        SetValue64(t, (int64_t)gm_add(out, WIN * dst).a);
+        SetValue64(gm_add(t, 8), (int64_t)gm_add(p->win_in, WIN * me).a);
+        SetValue64(gm_add(t, 16), 72);
+        SetValue64(gm_add(t, 24), (int64_t)DT_INT32 | ((int64_t)dst << 32));
+    }
+    BatchWrite(tasks, n);
+    for (int src = 0; src < n; src++) {
+        WaitGM32(gm_add(in, WIN * src + 256), COND_EQ, 0x5A5A);
+        for (int i = 0; i < 64; i += 21)
+            if (GetValue32(gm_add(in, WIN * src + 4 * i)) != src * 1000 + me * 100 + i)
+                SetValue32(gm_add(in, WIN * n), 1);   /* corruption marker */
+    }
+}
+
+static uint64_t bw_done[16];
+static int bw_n;
+static void bw_observer(void *ctx, const engine_event *ev) {
+    (void)ctx;
+    if (ev->kind == EV_XFER_ISSUE && ev->sub == XFER_BATCHWRITE && ev->rank == 0 && bw_n < 16)
+        bw_done[bw_n++] = (uint64_t)ev->value;   /* scheduled start = AICPU post time */
+}
+
+static void test_batchwrite_overhead_and_flag_sync(void **state) {
+    (void)state;
+    engine *e = make(2, 2, 0, 0);
+    bw_args p;
+    assert_int_equal(engine_sym_alloc(e, WIN * 4, "WindowsOut", &p.win_out, err, sizeof err), ENGINE_OK);
+    assert_int_equal(engine_sym_alloc(e, WIN * 5, "WindowsIn", &p.win_in, err, sizeof err), ENGINE_OK);
+    assert_int_equal(engine_sym_alloc(e, sizeof(batch_write_task) * 4, "tasks", &p.tasks, err, sizeof err), ENGINE_OK);
+    bw_n = 0;
+    engine_observer obs = {.on_event = bw_observer};
+    engine_set_observer(e, &obs);
+    assert_int_equal(engine_launch(e, "fullmesh", k_batchwrite, &p, 1, CORE_AIV, err, sizeof err), ENGINE_OK);
+    engine_result r = run(e);
+    assert_int_equal(r.outcome, OUTCOME_COMPLETED);
+    for (int rank = 0; rank < 4; rank++) {
+        int32_t *marker = engine_gm_host(e, gm_add(gm_on_rank(p.win_in, rank), WIN * 4), 4);
+        assert_int_equal(*marker, 0);
+    }
+    /* the AICPU posts rank 0's four tasks one batchwrite_task_ns apart */
+    assert_int_equal(bw_n, 4);
+    uint64_t task_ps = (uint64_t)(engine_get_config(e)->hw.batchwrite_task_ns * 1000);
+    for (int i = 1; i < 4; i++) assert_true(bw_done[i] - bw_done[i - 1] == task_ps);
+    engine_destroy(e);
+}
+
+/* ------------------------------------------------------------ RDMA ordering */
+typedef struct { gm_t data, tail; int rounds; } rdma_args;
+
+/* Rank 0 writes a block then adds 1 to rank 8's tail; rank 8 waits for each
+ * tail value and checks the block is complete. RC ordering must hold even
+ * with jittered transfer durations. */
+static void k_rdma_order(const void *a) {
+    const rdma_args *p = a;
+    if (GetRank() == 0) {
+        for (int i = 1; i <= p->rounds; i++) {
+            gm_t src = gm_add(p->data, 1024 * (i % 4));
+            SetValue64(src, i);
+            SetValue64(gm_add(src, 1016), i);
+            RdmaWrite(gm_on_rank(gm_add(p->data, 4096 + 1024 * (i % 4)), 8), src, 1024);
+            RdmaAtomicAdd(gm_on_rank(p->tail, 8), 1);
+            /* do not reuse a staging block before its write has left */
+            if (i % 4 == 3) RdmaQuiet();
+        }
+    } else if (GetRank() == 8) {
+        gm_t base = gm_on_rank(p->data, 8);
+        for (int i = 1; i <= p->rounds; i++) {
+            WaitGM64(gm_on_rank(p->tail, 8), COND_GE, i);
+            gm_t blk = gm_add(base, 4096 + 1024 * (i % 4));
+            if (GetValue64(blk) < i || GetValue64(gm_add(blk, 1016)) < i)
+                SetValue64(gm_add(base, 8192), i);
+        }
+    }
+}
+
+static void test_rdma_data_lands_before_tail_atomic(void **state) {
+    (void)state;
+    engine *e = make(2, 8, 0.4, 3);
+    rdma_args p = {.rounds = 200};
+    assert_int_equal(engine_sym_alloc(e, 8192 + 8, "rdma_channel_data", &p.data, err, sizeof err), ENGINE_OK);
+    assert_int_equal(engine_sym_alloc(e, 8, "rdma_channel_tail", &p.tail, err, sizeof err), ENGINE_OK);
+    engine_name_word(e, gm_on_rank(p.tail, 8), 8, OBJ_WORD, "tail@8");
+    assert_int_equal(engine_launch(e, "rdma", k_rdma_order, &p, 1, CORE_AIV, err, sizeof err), ENGINE_OK);
+    engine_result r = run(e);
+    assert_int_equal(r.outcome, OUTCOME_COMPLETED);
+    int64_t *bad = engine_gm_host(e, gm_add(gm_on_rank(p.data, 8), 8192), 8);
+    assert_int_equal(*bad, 0);
+    engine_destroy(e);
+}
+
+/* ------------------------------------------------------------ shared bandwidth */
+typedef struct { gm_t buf; int senders; int same_link; } bwshare_args;
+static uint64_t last_put_done;
+static void put_done_observer(void *ctx, const engine_event *ev) {
+    (void)ctx;
+    if (ev->kind == EV_XFER_DONE && ev->sub == XFER_HCCS_PUT && ev->time > last_put_done)
+        last_put_done = ev->time;
+}
+
+static void k_puts(const void *a) {
+    const bwshare_args *p = a;
+    int me = GetBlockIdx();
+    if (GetRank() != 0 || me >= p->senders) return;
+    int dst = p->same_link ? 1 : 1 + me;
+    gm_t src = gm_add(p->buf, (int64_t)me << 22);
+    ShmemPutNbi(gm_on_rank(gm_add(p->buf, (int64_t)(8 + me) << 22), dst), src, 4 << 20);
+    SetFlag(MTE3_S, 0);
+    WaitFlag(MTE3_S, 0);
+}
+
+static uint64_t time_puts(int senders, int same_link) {
+    engine *e = make(1, 4, 0, 0);
+    bwshare_args p = {.senders = senders, .same_link = same_link};
+    assert_int_equal(engine_sym_alloc(e, 16u << 22, "buf", &p.buf, err, sizeof err), ENGINE_OK);
+    last_put_done = 0;
+    engine_observer obs = {.on_event = put_done_observer};
+    engine_set_observer(e, &obs);
+    assert_int_equal(engine_launch(e, "puts", k_puts, &p, 2, CORE_AIV, err, sizeof err), ENGINE_OK);
+    assert_int_equal(run(e).outcome, OUTCOME_COMPLETED);
+    engine_destroy(e);
+    return last_put_done;
+}
+
+static void test_concurrent_puts_share_a_link(void **state) {
+    (void)state;
+    double one = (double)time_puts(1, 1);
+    double two_same = (double)time_puts(2, 1);
+    double two_diff = (double)time_puts(2, 0);
+    /* 4 MiB at 56 GB/s is ~75 us: the link, not latency, dominates */
+    assert_true(two_same / one > 1.8 && two_same / one < 2.2);
+    assert_true(two_diff / one > 0.9 && two_diff / one < 1.1);
+}
+
+/* ------------------------------------------------------------ pad, get, rings */
+typedef struct { gm_t src, out; } pad_args;
+
+static void k_pad(const void *a) {
+    const pad_args *p = a;
+    local_t ub = AllocUB(128);
+    VecDup(ub, DT_INT32, -1, 32);
+    SetFlag(V_MTE2, 0);
+    WaitFlag(V_MTE2, 0);
+    DataCopyPadIn(ub, gm_add(p->src, 3), 37);      /* odd address and length */
+    SetFlag(MTE2_MTE3, 0);
+    WaitFlag(MTE2_MTE3, 0);
+    DataCopy(p->out, ub, 128);
+}
+
+static void test_datacopypad_pads_with_zeros(void **state) {
+    (void)state;
+    engine *e = make(1, 1, 0, 0);
+    pad_args p;
+    assert_int_equal(engine_gm_alloc(e, 0, 64, "src", &p.src, err, sizeof err), ENGINE_OK);
+    assert_int_equal(engine_gm_alloc(e, 0, 128, "out", &p.out, err, sizeof err), ENGINE_OK);
+    uint8_t *src = engine_gm_host(e, p.src, 64);
+    for (int i = 0; i < 64; i++) src[i] = (uint8_t)(i + 1);
+    assert_int_equal(engine_launch(e, "pad", k_pad, &p, 1, CORE_AIV, err, sizeof err), ENGINE_OK);
+    assert_int_equal(run(e).outcome, OUTCOME_COMPLETED);
+    uint8_t *out = engine_gm_host(e, p.out, 128);
+    for (int i = 0; i < 37; i++) assert_int_equal(out[i], i + 4);
+    for (int i = 37; i < 64; i++) assert_int_equal(out[i], 0);       /* padded to a 32 B multiple */
+    for (int i = 64; i < 128; i++) assert_int_equal(out[i], 0xff);   /* untouched */
+    engine_destroy(e);
+}
+
+typedef struct { gm_t buf; uint32_t ring; } ring_args;
+
+/* A producer on rank 0 and a consumer on rank 1 pass 100 values through a
+ * 4-slot ring living on rank 1: named head/tail stores, waits for space and
+ * data, wrap-around. */
+static void k_ring(const void *a) {
+    const ring_args *p = a;
+    gm_t slots = gm_on_rank(p->buf, 1);
+    if (GetRank() == 0) {
+        SetRole("producer");
+        int64_t head = 0;
+        for (int64_t tail = 0; tail < 100; tail++) {
+            if (tail - head >= 4) head = RingWaitSpace(p->ring, tail, 1);
+            SetValue64(gm_add(slots, 8 * (tail % 4)), tail * 7);
+            RingStoreTail(p->ring, tail + 1);
+        }
+    } else if (GetRank() == 1) {
+        SetRole("consumer");
+        int64_t tail = 0;
+        for (int64_t head = 0; head < 100; head++) {
+            if (head == tail) tail = RingWaitData(p->ring, head);
+            if (GetValue64(gm_add(slots, 8 * (head % 4))) != head * 7) SetValue64(gm_add(slots, 64), head + 1);
+            RingStoreHead(p->ring, head + 1);
+        }
+    }
+}
+
+static int ring_heads, ring_tails;
+static void ring_observer(void *ctx, const engine_event *ev) {
+    (void)ctx;
+    ring_heads += ev->kind == EV_RING_HEAD;
+    ring_tails += ev->kind == EV_RING_TAIL;
+}
+
+static void test_ring_named_stores_and_waits(void **state) {
+    (void)state;
+    engine *e = make(1, 2, 0, 0);
+    ring_args p;
+    assert_int_equal(engine_sym_alloc(e, 128, "ring", &p.buf, err, sizeof err), ENGINE_OK);
+    gm_t ctl;
+    assert_int_equal(engine_sym_alloc(e, 256, "ctl", &ctl, err, sizeof err), ENGINE_OK);
+    p.ring = engine_declare_ring(e, "ring r0->r1", "hccs", gm_on_rank(ctl, 1),
+                                 gm_add(gm_on_rank(ctl, 1), 128), 8, 4, 0, 1);
+    ring_heads = ring_tails = 0;
+    engine_observer obs = {.on_event = ring_observer};
+    engine_set_observer(e, &obs);
+    assert_int_equal(engine_launch(e, "ring", k_ring, &p, 1, CORE_AIV, err, sizeof err), ENGINE_OK);
+    assert_int_equal(run(e).outcome, OUTCOME_COMPLETED);
+    int64_t *bad = engine_gm_host(e, gm_add(gm_on_rank(p.buf, 1), 64), 8);
+    assert_int_equal(*bad, 0);
+    assert_int_equal(ring_heads, 100);
+    assert_int_equal(ring_tails, 100);
+    const engine_object *r = engine_object_get(e, p.ring);
+    assert_int_equal(engine_word_value(e, r->head), 100);
+    assert_int_equal(engine_word_value(e, r->tail), 100);
+    engine_destroy(e);
+}
+
+typedef struct { gm_t buf, out; } get_args;
+static void k_get(const void *a) {
+    const get_args *p = a;
+    if (GetRank() != 1) return;
+    ShmemGetNbi(gm_on_rank(p->out, 1), gm_on_rank(p->buf, 0), 256);
+    SetFlag(MTE2_S, 0);
+    WaitFlag(MTE2_S, 0);
+}
+
+static void test_hccs_get_reads_the_peer(void **state) {
+    (void)state;
+    engine *e = make(1, 2, 0, 0);
+    get_args p;
+    assert_int_equal(engine_sym_alloc(e, 256, "buf", &p.buf, err, sizeof err), ENGINE_OK);
+    assert_int_equal(engine_sym_alloc(e, 256, "out", &p.out, err, sizeof err), ENGINE_OK);
+    uint8_t *src = engine_gm_host(e, p.buf, 256);
+    for (int i = 0; i < 256; i++) src[i] = (uint8_t)(255 - i);
+    assert_int_equal(engine_launch(e, "get", k_get, &p, 1, CORE_AIV, err, sizeof err), ENGINE_OK);
+    assert_int_equal(run(e).outcome, OUTCOME_COMPLETED);
+    assert_memory_equal(engine_gm_host(e, gm_on_rank(p.out, 1), 256), src, 256);
+    engine_destroy(e);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_batchwrite_overhead_and_flag_sync),
+        cmocka_unit_test(test_rdma_data_lands_before_tail_atomic),
+        cmocka_unit_test(test_concurrent_puts_share_a_link),
+        cmocka_unit_test(test_datacopypad_pads_with_zeros),
+        cmocka_unit_test(test_ring_named_stores_and_waits),
+        cmocka_unit_test(test_hccs_get_reads_the_peer),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
