@@ -14,9 +14,21 @@
 #include <unistd.h>
 
 #if defined(NPURR_ASAN) || defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #define CORO_ASAN 1
 #endif
+
+/* A coroutine abandoned mid-kernel (deadlock, fault) leaves ASan's stack
+ * redzones poisoned in the shadow of its stack; a later mapping at the same
+ * address would inherit them. Clear the shadow on both ends of a stack's life. */
+static void stack_unpoison(void *mem, size_t size) {
+#ifdef CORO_ASAN
+    ASAN_UNPOISON_MEMORY_REGION(mem, size);
+#else
+    (void)mem; (void)size;
+#endif
+}
 
 #if defined(__x86_64__) && !defined(NPURR_UCONTEXT)
 void npurr_ctx_swap(void **save_sp, void *load_sp);
@@ -29,6 +41,7 @@ int coro_init(coro *c, size_t stack_size, void (*entry)(void *), void *arg) {
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
     if (mem == MAP_FAILED) return -1;
     if (mprotect(mem, page, PROT_NONE) != 0) { munmap(mem, total); return -1; }
+    stack_unpoison((uint8_t *)mem + page, stack_size);
     c->stack = mem;
     c->stack_size = total;
     c->asan_bottom = (uint8_t *)mem + page;
@@ -80,7 +93,11 @@ static void raw_switch(coro *from, coro *to) {
 #endif
 
 void coro_free(coro *c) {
-    if (c->stack) munmap(c->stack, c->stack_size);
+    if (c->stack) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        stack_unpoison((uint8_t *)c->stack + page, c->stack_size - page);
+        munmap(c->stack, c->stack_size);
+    }
     c->stack = NULL;
 }
 
@@ -88,7 +105,11 @@ void coro_switch(coro *from, coro *to) {
 #ifdef CORO_ASAN
     __sanitizer_start_switch_fiber(&from->asan_fake, to->asan_bottom, to->asan_size);
     raw_switch(from, to);
-    __sanitizer_finish_switch_fiber(from->asan_fake, &from->asan_bottom, &from->asan_size);
+    /* Back on from's stack: ASan reports the bounds of the stack that switched
+     * here, which are already known (coro_entered recorded the scheduler's). */
+    const void *prev_bottom;
+    size_t prev_size;
+    __sanitizer_finish_switch_fiber(from->asan_fake, &prev_bottom, &prev_size);
 #else
     raw_switch(from, to);
 #endif
