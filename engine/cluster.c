@@ -138,6 +138,9 @@ void engine_destroy(engine *e) {
             rank_state *rs = &e->ranks[r];
             for (int i = 0; i < rs->n_allocs; i++) eng_gm_unmap(rs->allocs[i].host, rs->allocs[i].size);
             free(rs->allocs);
+            resource_free(&rs->hbm);
+            resource_free(&rs->nic_tx);
+            resource_free(&rs->nic_rx);
             free(rs->words);
             free(rs->watchers);
         }
@@ -160,6 +163,8 @@ void engine_destroy(engine *e) {
     free(e->obj_last_time);
     free(e->heap);
     free(e->xfers);
+    if (e->hccs_links)
+        for (size_t i = 0; i < (size_t)e->n_ranks * (size_t)e->n_ranks; i++) resource_free(&e->hccs_links[i]);
     free(e->hccs_links);
     free(e->qp_done_at);
     free(e->cores);

@@ -95,8 +95,8 @@ void dev_hccs_put_ub(gm_t dst, local_t src, uint64_t bytes, dev_site s) {
 static void rdma_post(core *c, xfer *x, int dst_rank, dev_site s) {
     engine *e = c->e;
     uint64_t start = c->now;
-    uint64_t t1 = resource_reserve(&e->ranks[c->rank].nic_tx, start, x->bytes);
-    uint64_t t2 = resource_reserve(&e->ranks[dst_rank].nic_rx, start, x->bytes);
+    uint64_t t1 = resource_reserve(&e->ranks[c->rank].nic_tx, e->now, start, x->bytes);
+    uint64_t t2 = resource_reserve(&e->ranks[dst_rank].nic_rx, e->now, start, x->bytes);
     uint64_t end = (t1 > t2 ? t1 : t2);
     end = eng_jitter(e, end - start) + start + e->rdma_latency_ps;
     uint64_t *qp = &e->qp_done_at[(size_t)c->rank * (size_t)e->n_ranks + (size_t)dst_rank];
@@ -202,10 +202,10 @@ void dev_batch_write(gm_t tasks, uint32_t count, dev_site s) {
         uint64_t end;
         if (eng_same_node(e, c->rank, dst)) {
             resource *link = &e->hccs_links[(size_t)c->rank * (size_t)e->n_ranks + (size_t)dst];
-            end = resource_reserve(link, posted, bytes) + e->hccs_latency_ps;
+            end = resource_reserve(link, e->now, posted, bytes) + e->hccs_latency_ps;
         } else {
-            uint64_t t1 = resource_reserve(&e->ranks[c->rank].nic_tx, posted, bytes);
-            uint64_t t2 = resource_reserve(&e->ranks[dst].nic_rx, posted, bytes);
+            uint64_t t1 = resource_reserve(&e->ranks[c->rank].nic_tx, e->now, posted, bytes);
+            uint64_t t2 = resource_reserve(&e->ranks[dst].nic_rx, e->now, posted, bytes);
             end = (t1 > t2 ? t1 : t2) + e->rdma_latency_ps;
             uint64_t *qp = &e->qp_done_at[(size_t)c->rank * (size_t)e->n_ranks + (size_t)dst];
             if (end < *qp) end = *qp;

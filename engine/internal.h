@@ -33,14 +33,19 @@ void coro_switch(coro *from, coro *to);
 void coro_entered(coro *from);
 
 /* ------------------------------------------------------------ resources */
-/* A shared bandwidth resource served FIFO in issue order: aggregate
- * bandwidth is exact; a transfer waits for the ones reserved before it. */
+/* A shared bandwidth resource: a calendar of booked intervals (resource.c).
+ * free_at serves resources that work strictly in posting order (the AICPU). */
 typedef struct resource {
-    uint64_t free_at;
     double ps_per_byte;
+    uint64_t free_at;
+    uint64_t *busy;       /* [start, end) pairs, sorted, disjoint */
+    uint32_t n, cap;
 } resource;
 
-uint64_t resource_reserve(resource *r, uint64_t start, uint64_t bytes);
+/* Books bytes at the first free gap at or after start; returns its end. now
+ * is the engine's current time (nothing can be booked before it). */
+uint64_t resource_reserve(resource *r, uint64_t now, uint64_t start, uint64_t bytes);
+void resource_free(resource *r);
 
 /* ------------------------------------------------------------ memory */
 typedef struct gm_alloc {

@@ -15,11 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint64_t resource_reserve(resource *r, uint64_t start, uint64_t bytes) {
-    uint64_t s = start > r->free_at ? start : r->free_at;
-    r->free_at = s + (uint64_t)ceil((double)bytes * r->ps_per_byte);
-    return r->free_at;
-}
 
 xfer *eng_xfer_new(engine *e) {
     int idx;
@@ -80,7 +75,7 @@ void eng_xfer_issue_on(core *c, xfer *x, double core_ps_per_byte, uint64_t fixed
     busy = eng_jitter(e, busy);
     uint64_t serial_end = start + busy;
     for (int i = 0; i < n_res; i++) {
-        uint64_t t = resource_reserve(res[i], start, x->bytes);
+        uint64_t t = resource_reserve(res[i], e->now, start, x->bytes);
         if (t > serial_end) serial_end = t;
     }
     p->free_at = serial_end;

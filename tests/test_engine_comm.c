@@ -15,6 +15,7 @@
 
 #include "engine/device.h"
 #include "engine/engine.h"
+#include "engine/internal.h"
 
 static char err[ENGINE_ERRLEN];
 
@@ -302,6 +303,24 @@ static void test_hccs_get_reads_the_peer(void **state) {
     engine_destroy(e);
 }
 
+/* ------------------------------------------------------------ calendar */
+static void test_resource_books_first_free_gap_at_real_start(void **state) {
+    (void)state;
+    resource r = {.ps_per_byte = 1.0};
+    /* a transfer held behind a WaitFlag books the future slot [1000, 1100) */
+    assert_int_equal(resource_reserve(&r, 0, 1000, 100), 1100);
+    /* one that can start now fits in the idle gap before it */
+    assert_int_equal(resource_reserve(&r, 0, 0, 400), 400);
+    /* one too big for the remaining gap [400, 1000) goes after the future slot */
+    assert_int_equal(resource_reserve(&r, 0, 100, 700), 1800);
+    /* one that fits exactly between 400 and 1000 takes it */
+    assert_int_equal(resource_reserve(&r, 0, 0, 600), 1000);
+    /* nothing is booked before now: intervals that ended are forgotten */
+    assert_int_equal(resource_reserve(&r, 5000, 5000, 10), 5010);
+    assert_int_equal(r.n, 1);
+    resource_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batchwrite_overhead_and_flag_sync),
@@ -310,6 +329,7 @@ int main(void) {
         cmocka_unit_test(test_datacopypad_pads_with_zeros),
         cmocka_unit_test(test_ring_named_stores_and_waits),
         cmocka_unit_test(test_hccs_get_reads_the_peer),
+        cmocka_unit_test(test_resource_books_first_free_gap_at_real_start),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
