@@ -23,7 +23,7 @@ static const struct {
     {"--chip", "910B2|910B4", 0, "24 AIC + 48 AIV, or 20 + 40 (default 910B2)"},
     {"--seed", "S", 0, "scheduler seed: permutes ties between cores (default 0)"},
     {"--jitter", "F", 0, "seeded +-F fraction on transfer durations, 0..0.5 (default 0)"},
-    {"--hw", "FILE", 0, "timing parameters as key=value lines (see `npurr info RUN`)"},
+    {"--hw", "FILE", 0, "timing parameters as key=value lines (keys: README, Timing model)"},
     {"--watchdog-us", "US", 0, "stop when virtual time passes US microseconds (default 10000000)"},
     {"-o", "RUN", RUN_OPT_OUTPUT, "run folder to write (trace.zst, index.db)"},
     {"--no-trace", NULL, RUN_OPT_NO_TRACE, "emulate without recording (overhead measurements)"},

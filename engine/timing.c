@@ -74,7 +74,9 @@ int engine_hw_set(engine_hw *hw, const char *key, const char *value, char *err, 
         *field(hw, &params[i]) = v;
         return ENGINE_OK;
     }
-    snprintf(err, errlen, "unknown hardware parameter '%s' (see `npurr info` for the list)", key);
+    int n = snprintf(err, errlen, "unknown hardware parameter '%s'; known:", key);
+    for (size_t i = 0; i < N_PARAMS && n > 0 && (size_t)n < errlen; i++)
+        n += snprintf(err + n, errlen - (size_t)n, " %s", params[i].key);
     return ENGINE_ERR;
 }
 
