@@ -146,7 +146,7 @@ void dev_rdma_atomic(gm_t dst, int64_t v, dev_site s) {
     xfer *x = eng_xfer_new(e);
     x->op = OP_ATOMIC_ADD; x->kind = XFER_RDMA_ATOMIC;
     x->dst = eng_gm_ptr(e, dst, (uint64_t)width); x->width = width; x->value = v;
-    x->dst_raw = dst.a; x->src_raw = 0; x->bytes = (uint64_t)width;
+    x->dst_raw = dst.a; x->src_raw = (uint64_t)v; x->bytes = (uint64_t)width;  /* aux = operand */
     x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst); x->object = obj;
     rdma_post(c, x, gm_rank(dst), s);
 }

@@ -173,7 +173,8 @@ int engine_launch(engine *e, const char *name, engine_kernel_fn fn, const void *
 
 typedef enum {
     EV_KERNEL_BEGIN = 1, EV_KERNEL_END,
-    EV_XFER_ISSUE, EV_XFER_DONE,        /* sub = engine_xfer; addr dst, aux src, len */
+    EV_XFER_ISSUE, EV_XFER_DONE,        /* sub = engine_xfer; addr dst, aux src (for remote
+                                           stores and RDMA atomics: the value/operand), len */
     EV_FLAG_SET,                         /* sub = hard event, value = id, aux = fire time */
     EV_FLAG_WAIT_BEGIN, EV_FLAG_WAIT_END,
     EV_XCORE_SET, EV_XCORE_WAIT_BEGIN, EV_XCORE_WAIT_END,

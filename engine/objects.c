@@ -37,7 +37,15 @@ int eng_cond_holds(int cond, int64_t value, int64_t expected) {
 }
 
 /* ------------------------------------------------------------ objects */
+static uint32_t new_object_quiet(engine *e, const engine_object *o);
+
 static uint32_t new_object(engine *e, const engine_object *o) {
+    uint32_t id = new_object_quiet(e, o);
+    if (e->obs.on_object) e->obs.on_object(e->obs.ctx, &e->objects[id - 1]);
+    return id;
+}
+
+static uint32_t new_object_quiet(engine *e, const engine_object *o) {
     if (e->n_objects == e->cap_objects) {
         uint32_t cap = e->cap_objects ? e->cap_objects * 2 : 64;
         e->objects = realloc(e->objects, cap * sizeof *e->objects);
@@ -53,7 +61,6 @@ static uint32_t new_object(engine *e, const engine_object *o) {
     e->obj_last_seq[id - 1] = 0;
     e->obj_last_track[id - 1] = 0;
     e->obj_last_time[id - 1] = 0;
-    if (e->obs.on_object) e->obs.on_object(e->obs.ctx, &e->objects[id - 1]);
     return id;
 }
 
@@ -120,7 +127,8 @@ uint32_t engine_declare_ring(engine *e, const char *name, const char *level, gm_
     ring.producer_rank = producer_rank;
     ring.consumer_rank = consumer_rank;
     ring.role = eng_intern(e, level ? level : "");
-    uint32_t rid = new_object(e, &ring);
+    /* announced once its head and tail ids are known */
+    uint32_t rid = new_object_quiet(e, &ring);
     char buf[512];
     snprintf(buf, sizeof buf, "%s.head", name);
     engine_object h = {0};
@@ -136,6 +144,7 @@ uint32_t engine_declare_ring(engine *e, const char *name, const char *level, gm_
     add_word(e, tail, width, tid);
     e->objects[rid - 1].head = hid;
     e->objects[rid - 1].tail = tid;
+    if (e->obs.on_object) e->obs.on_object(e->obs.ctx, &e->objects[rid - 1]);
     return rid;
 }
 

@@ -1,0 +1,117 @@
+/*
+ * ana_db.c - opening a run's index and the small SQLite helpers the rest of
+ * the analysis shares.
+ *
+ * ana_open is what `stats`, `sql` and `export` start from: RUN/index.db
+ * read-write (derive writes into it; queries may create temp tables) with
+ * the recorder's `events` virtual table registered on the connection.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "analysis/analysis.h"
+#include "analysis/ana_internal.h"
+#include "recorder/recorder.h"
+
+void ana_err(char *err, size_t errlen, const char *fmt, ...) {
+    if (!err || errlen == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+int ana_exec(sqlite3 *db, const char *sql, char *err, size_t errlen) {
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        ana_err(err, errlen, "index.db: %s (in: %.200s)", msg ? msg : sqlite3_errmsg(db), sql);
+        sqlite3_free(msg);
+        return -1;
+    }
+    return 0;
+}
+
+int64_t ana_meta_i64(sqlite3 *db, const char *key, int64_t def) {
+    sqlite3_stmt *st = NULL;
+    int64_t v = def;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL) != SQLITE_OK)
+        return def;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+        const char *t = (const char *)sqlite3_column_text(st, 0);
+        char *end = NULL;
+        long long x = t ? strtoll(t, &end, 10) : 0;
+        if (t && end != t && *end == '\0') v = x;
+    }
+    sqlite3_finalize(st);
+    return v;
+}
+
+int ana_has_table(sqlite3 *db, const char *name) {
+    sqlite3_stmt *st = NULL;
+    int found = 0;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE name = ?1", -1, &st, NULL) !=
+        SQLITE_OK)
+        return 0;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    found = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return found;
+}
+
+void ana_core_label_sql(char *buf, size_t len, const char *alias, int64_t num_aic) {
+    /* AIV cores are numbered after the AICs inside a rank; people count them
+     * from 0 per type, as the tracks' names do ("r3 AIV5"). */
+    snprintf(buf, len,
+             "('r' || %s.rank || ' ' || COALESCE(%s.core_type, 'core') || "
+             "(%s.core - CASE WHEN %s.core_type = 'AIV' THEN %lld ELSE 0 END))",
+             alias, alias, alias, alias, (long long)num_aic);
+}
+
+int ana_run_load(sqlite3 *db, ana_run *run, char *err, size_t errlen) {
+    if (!ana_has_table(db, "meta") || !ana_has_table(db, "waits")) {
+        ana_err(err, errlen, "index.db has no meta/waits tables: not an npurr run index "
+                "(rebuild it with `npurr reindex RUN`)");
+        return -1;
+    }
+    run->cores_per_rank = ana_meta_i64(db, "cores_per_rank", 0);
+    run->num_aic = ana_meta_i64(db, "num_aic", 0);
+    run->npus_per_node = ana_meta_i64(db, "config.npus_per_node", 8);
+    run->ranks = ana_meta_i64(db, "config.nodes", 1) * run->npus_per_node;
+    run->end_time_ps = ana_meta_i64(db, "end_time_ps", 0);
+    if (run->cores_per_rank <= 0 || run->npus_per_node <= 0 || run->ranks <= 0) {
+        ana_err(err, errlen, "index.db meta lacks cores_per_rank / config.nodes / "
+                "config.npus_per_node: the index is incomplete (try `npurr reindex RUN`)");
+        return -1;
+    }
+    return 0;
+}
+
+int ana_open(const char *run_dir, sqlite3 **out, char *err, size_t errlen) {
+    *out = NULL;
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/index.db", run_dir) >= (int)sizeof path) {
+        ana_err(err, errlen, "run path '%s' is too long", run_dir);
+        return -1;
+    }
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        ana_err(err, errlen, "%s: no such file: is '%s' a run folder written by `npurr record`?",
+                path, run_dir);
+        return -1;
+    }
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+        ana_err(err, errlen, "%s: %s", path, db ? sqlite3_errmsg(db) : "cannot open");
+        sqlite3_close(db);
+        return -1;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    if (rec_register_events_vtab(db, run_dir, err, errlen) != 0) {
+        sqlite3_close(db);
+        return -1;
+    }
+    *out = db;
+    return 0;
+}

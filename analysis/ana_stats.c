@@ -1,0 +1,186 @@
+/*
+ * ana_stats.c - `npurr stats`: the stall table, grouped as asked, largest
+ * total first, in the manner of `nsys stats` reports.
+ *
+ * A stall is a row of waits. Groups: role (the kernel's SetRole name, or
+ * "r3 AIV5" for a core that never named itself), site ("file:line
+ * function" of the waiting call), rank, kind (flag, ring_space, ...),
+ * object (the awaited word) and cause (waits.cause, see ana_cause.c).
+ * Share is the group's summed stall time over the run's virtual time;
+ * several cores stall at once, so shares may add up past 100%.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+#include "analysis/ana_internal.h"
+
+static const char *const by_names[ANA_BY_COUNT] = {"role", "site", "rank", "kind", "object",
+                                                   "cause"};
+
+int ana_group_by_parse(const char *name, ana_group_by *out) {
+    for (int i = 0; name && i < ANA_BY_COUNT; i++)
+        if (!strcmp(name, by_names[i])) {
+            *out = (ana_group_by)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *ana_group_by_name(ana_group_by by) {
+    return by < ANA_BY_COUNT ? by_names[by] : "?";
+}
+
+/* Every grouping reads wait_groups (see ana_derive.c): waits already
+ * summed per (role, rank, core, kind, site, object, cause). */
+static const char *group_sql(ana_group_by by) {
+    switch (by) {
+    case ANA_BY_ROLE:
+        return "SELECT COALESCE(i.role, c.role, c.name, 'r' || i.rank || ' core' || i.core) AS g,"
+               " SUM(i.count), SUM(i.total_ps), MAX(i.max_ps) FROM wait_groups i"
+               " LEFT JOIN cores c ON c.rank = i.rank AND c.core = i.core"
+               " GROUP BY g ORDER BY SUM(i.total_ps) DESC, g";
+    case ANA_BY_SITE:
+        return "SELECT CASE WHEN s.id IS NULL THEN '(no site)' ELSE"
+               " COALESCE(s.file, '?') || ':' || COALESCE(s.line, 0) || ' ' ||"
+               " COALESCE(s.function, '?') END AS g, SUM(i.count), SUM(i.total_ps),"
+               " MAX(i.max_ps) FROM wait_groups i LEFT JOIN sites s ON s.id = i.site"
+               " GROUP BY g ORDER BY SUM(i.total_ps) DESC, g";
+    case ANA_BY_RANK:
+        return "SELECT 'r' || rank AS g, SUM(count), SUM(total_ps), MAX(max_ps) FROM wait_groups"
+               " GROUP BY rank ORDER BY SUM(total_ps) DESC, rank";
+    case ANA_BY_KIND:
+        return "SELECT kind AS g, SUM(count), SUM(total_ps), MAX(max_ps) FROM wait_groups"
+               " GROUP BY kind ORDER BY SUM(total_ps) DESC, g";
+    case ANA_BY_OBJECT:
+        return "SELECT COALESCE(o.name, '(no object)') AS g, SUM(i.count), SUM(i.total_ps),"
+               " MAX(i.max_ps) FROM wait_groups i LEFT JOIN objects o ON o.id = i.object"
+               " GROUP BY g ORDER BY SUM(i.total_ps) DESC, g";
+    case ANA_BY_CAUSE:
+    default:
+        return "SELECT COALESCE(cause, '(unclassified)') AS g, SUM(count), SUM(total_ps),"
+               " MAX(max_ps) FROM wait_groups GROUP BY cause ORDER BY SUM(total_ps) DESC, g";
+    }
+}
+
+/* Sites read "file:line function" with the directory all shown files
+ * share left out (kernel sources carry absolute __FILE__ paths). */
+static void shorten_sites(ana_stall_table *t) {
+    size_t common = SIZE_MAX;
+    const char *first = NULL;
+    for (size_t i = 0; i < t->n; i++) {
+        const char *g = t->rows[i].group;
+        if (g[0] != '/') continue;
+        size_t flen = strcspn(g, ":");
+        if (!first) {
+            first = g;
+            const char *slash = memrchr(g, '/', flen);
+            common = slash ? (size_t)(slash - g) + 1 : 0;
+            continue;
+        }
+        size_t k = 0;
+        while (k < common && k < flen && g[k] == first[k]) k++;
+        while (k > 0 && first[k - 1] != '/') k--;
+        common = k;
+    }
+    if (!first || common == SIZE_MAX || common == 0) return;
+    for (size_t i = 0; i < t->n; i++) {
+        char *g = t->rows[i].group;
+        if (g[0] == '/' && strlen(g) > common) memmove(g, g + common, strlen(g + common) + 1);
+    }
+}
+
+void ana_stall_table_free(ana_stall_table *t) {
+    for (size_t i = 0; i < t->n; i++) free(t->rows[i].group);
+    free(t->rows);
+    memset(t, 0, sizeof *t);
+}
+
+int ana_stall_table_get(sqlite3 *db, ana_group_by by, size_t top, ana_stall_table *t,
+                        char *err, size_t errlen) {
+    memset(t, 0, sizeof *t);
+    t->by = by;
+    t->run_ps = (uint64_t)ana_meta_i64(db, "end_time_ps", 0);
+    if (!ana_has_table(db, "wait_groups") || !ana_has_table(db, "cores")) {
+        ana_err(err, errlen, "index.db has no `wait_groups` table: the analysis tables were "
+                "not derived (run `npurr reindex RUN`)");
+        return -1;
+    }
+    const char *sql = group_sql(by);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        ana_err(err, errlen, "index.db: %s (in: %s)", sqlite3_errmsg(db), sql);
+        return -1;
+    }
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        uint64_t count = (uint64_t)sqlite3_column_int64(st, 1);
+        uint64_t total = (uint64_t)sqlite3_column_int64(st, 2);
+        t->groups++;
+        t->waits += count;
+        t->total_ps += total;
+        if (top && t->n >= top) continue;
+        if (t->n == cap) {
+            cap = cap ? cap * 2 : 32;
+            ana_stall_row *p = realloc(t->rows, cap * sizeof *p);
+            if (!p) goto oom;
+            t->rows = p;
+        }
+        ana_stall_row *r = &t->rows[t->n];
+        const char *g = (const char *)sqlite3_column_text(st, 0);
+        r->group = strdup(g ? g : "");
+        if (!r->group) goto oom;
+        t->n++;
+        r->count = count;
+        r->total_ps = total;
+        r->mean_ps = count ? (double)total / (double)count : 0;
+        r->max_ps = (uint64_t)sqlite3_column_int64(st, 3);
+        r->share = t->run_ps ? (double)total / (double)t->run_ps : 0;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        ana_err(err, errlen, "index.db: %s (in: %s)", sqlite3_errmsg(db), sql);
+        ana_stall_table_free(t);
+        return -1;
+    }
+    if (by == ANA_BY_SITE) shorten_sites(t);
+    return 0;
+oom:
+    sqlite3_finalize(st);
+    ana_stall_table_free(t);
+    ana_err(err, errlen, "out of memory building the stall table");
+    return -1;
+}
+
+void ana_stall_table_print(const ana_stall_table *t, FILE *out) {
+    char run[32], total[32];
+    ana_format_ps((double)t->run_ps, run, sizeof run);
+    ana_format_ps((double)t->total_ps, total, sizeof total);
+    fprintf(out, "stalls by %s: %llu waits, %s stalled in total\n"
+            "share = stall time / the run's virtual time (end_time_ps = %s); cores stall at "
+            "the same time, so shares may add up past 100%%\n",
+            ana_group_by_name(t->by), (unsigned long long)t->waits, total, run);
+    if (t->n < t->groups)
+        fprintf(out, "showing the top %zu of %zu groups\n", t->n, t->groups);
+    ana_grid g;
+    if (ana_grid_init(&g, 6)) return;
+    static const char *const head[6] = {NULL, "count", "total", "mean", "max", "share"};
+    ana_grid_set_head(&g, 0, ana_group_by_name(t->by));
+    for (size_t c = 1; c < 6; c++) ana_grid_set_head(&g, c, head[c]);
+    for (size_t i = 0; i < t->n; i++) {
+        const ana_stall_row *r = &t->rows[i];
+        char count[32], tot[32], mean[32], max[32], share[32];
+        snprintf(count, sizeof count, "%llu", (unsigned long long)r->count);
+        ana_format_ps((double)r->total_ps, tot, sizeof tot);
+        ana_format_ps(r->mean_ps, mean, sizeof mean);
+        ana_format_ps((double)r->max_ps, max, sizeof max);
+        snprintf(share, sizeof share, "%.2f%%", 100.0 * r->share);
+        const char *cells[6] = {r->group, count, tot, mean, max, share};
+        static const unsigned char num[6] = {0, 1, 1, 1, 1, 1};
+        if (ana_grid_add(&g, cells, num)) break;
+    }
+    ana_grid_print(&g, out);
+    ana_grid_free(&g);
+}

@@ -1,0 +1,137 @@
+/*
+ * analysis.h - what npurr derives from a recorded run and how it shows it.
+ *
+ * This is the analysis library's one public header. The CLI (`stats`, `sql`,
+ * `export`, and `record`/`reindex`, which call ana_derive) and the tests use
+ * it. The library reads RUN/index.db, written by the recorder, and the
+ * `events` virtual table the recorder registers over RUN/trace.zst.
+ *
+ * ana_derive adds, on top of the recorder's tables (docs/SQL.md lists every
+ * table and column):
+ *   waits.cause      the class of every wait, in the spirit of Scalasca's
+ *                    wait-state patterns (producer_late, transfer_slow,
+ *                    flow_control, credit_starvation, barrier); the exact
+ *                    rules are in analysis/ana_cause.c and docs/SQL.md
+ *   word_writes      every write to a named word (who, when, value after)
+ *   wake_events      the event that ended each wait (kind, time, track)
+ *   wait_labels      what each wait waits for, as a sentence
+ *   ring_counters    head, tail and occupancy of every ring after each change
+ *   link_bytes       bytes moved per link and time bucket
+ *   cores            every core's name ("r3 AIV5") and role
+ *   wait_groups      waits summed per (role, rank, core, kind, site, object,
+ *                    cause): what `stats` and the stall views read
+ *   views            stall_summary, wait_causes, ring_occupancy,
+ *                    link_bandwidth, last_writers
+ * None of the views reference `events`, so `sqlite3 RUN/index.db` runs them.
+ *
+ * Errors are values: every int-returning call returns 0 on success and -1 on
+ * error with a sentence naming the run, option or query at fault in err.
+ */
+#ifndef NPURR_ANALYSIS_H
+#define NPURR_ANALYSIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sqlite3.h>
+
+/* Bumped when the derived tables change shape (meta key analysis.version). */
+#define ANA_VERSION 1
+
+/* ------------------------------------------------------------ derive/open */
+
+/* Computes waits.cause for every wait and (re)creates the derived tables and
+ * the views stall_summary, wait_causes, ring_occupancy, link_bandwidth.
+ * Called by `record` after rec_close and by `reindex`. Idempotent: a second
+ * call gives the same tables. */
+int ana_derive(const char *run_dir, char *err, size_t errlen);
+/* Opens RUN/index.db read-write with the events vtab registered (for
+ * sql/stats/export). Close with sqlite3_close. */
+int ana_open(const char *run_dir, sqlite3 **db, char *err, size_t errlen);
+/* Same derivation on an already open connection whose `events` table is
+ * registered (tests and benchmarks that hold a connection). */
+int ana_derive_db(sqlite3 *db, char *err, size_t errlen);
+/* ana_open, then ana_derive_db if the index has no analysis tables or ones
+ * from another ANA_VERSION (a run recorded or reindexed without them). */
+int ana_open_derived(const char *run_dir, sqlite3 **db, char *err, size_t errlen);
+
+/* ------------------------------------------------------------ stats */
+
+typedef enum {
+    ANA_BY_ROLE = 0, ANA_BY_SITE, ANA_BY_RANK, ANA_BY_KIND, ANA_BY_OBJECT, ANA_BY_CAUSE,
+    ANA_BY_COUNT
+} ana_group_by;
+
+/* "role", "site", ... -> *out; -1 if unknown. */
+int ana_group_by_parse(const char *name, ana_group_by *out);
+const char *ana_group_by_name(ana_group_by by);
+
+typedef struct ana_stall_row {
+    char *group;          /* role name, "file:line function", "r3", ... */
+    uint64_t count;
+    uint64_t total_ps;
+    double mean_ps;
+    uint64_t max_ps;
+    double share;         /* total_ps / run_ps */
+} ana_stall_row;
+
+typedef struct ana_stall_table {
+    ana_group_by by;
+    ana_stall_row *rows;  /* largest total first; ties by group name */
+    size_t n;
+    size_t groups;        /* groups before --top cut the list */
+    uint64_t run_ps;      /* meta end_time_ps: the share denominator */
+    uint64_t waits;       /* all waits of the run */
+    uint64_t total_ps;    /* summed duration of all waits */
+} ana_stall_table;
+
+/* Fills *t with the stall table grouped by `by`, at most top rows (0 = all). */
+int ana_stall_table_get(sqlite3 *db, ana_group_by by, size_t top, ana_stall_table *t,
+                        char *err, size_t errlen);
+void ana_stall_table_free(ana_stall_table *t);
+/* The `npurr stats` report: a header line that explains the share's
+ * denominator, then an aligned table in human units. */
+void ana_stall_table_print(const ana_stall_table *t, FILE *out);
+
+/* ------------------------------------------------------------ sql */
+
+/* Runs every statement of query on db and prints each result set as an
+ * aligned table (header + rows) or, with csv, as RFC 4180 CSV. On a SQLite
+ * error returns -1 with err holding SQLite's message and the query. */
+int ana_sql_print(sqlite3 *db, const char *query, int csv, FILE *out, char *err,
+                  size_t errlen);
+
+/* ------------------------------------------------------------ export */
+
+typedef struct ana_export_opts {
+    uint64_t from_ps;     /* virtual-time window; slices that overlap it */
+    uint64_t to_ps;       /* 0 = the end of the run */
+    const char *ranks;    /* "0,3-5"; NULL or "" = every rank */
+} ana_export_opts;
+
+/* What an export wrote. */
+typedef struct ana_export_counts {
+    uint64_t slices;      /* X slices: waits and transfers */
+    uint64_t asyncs;      /* b/e pairs (slices that overlap on a thread) */
+    uint64_t flows;       /* s/f pairs: waker -> wait */
+    uint64_t counters;    /* C events: ring occupancy */
+} ana_export_counts;
+
+/* Writes the run as Chrome trace event JSON (ui.perfetto.dev,
+ * chrome://tracing), streaming: memory does not grow with the trace.
+ * counts may be NULL. */
+int ana_export_chrome(sqlite3 *db, const ana_export_opts *opts, FILE *out,
+                      ana_export_counts *counts, char *err, size_t errlen);
+
+/* ------------------------------------------------------------ units */
+
+/* "1.50 us"-style text for a duration in ps (ps, ns, us, ms, s). */
+void ana_format_ps(double ps, char *buf, size_t len);
+/* Accepts "12345" (ps), "10ps", "1.5ns", "10us", "2ms", "1s". */
+int ana_parse_time(const char *text, uint64_t *ps, char *err, size_t errlen);
+/* "0,3-5" -> bitmap over ranks [0, nbits); -1 with err on a malformed list
+ * or a rank >= nbits. */
+int ana_parse_ranks(const char *text, uint8_t *bitmap, size_t nbits, char *err,
+                    size_t errlen);
+
+#endif
