@@ -20,10 +20,17 @@
 #include "recorder/recorder.h"
 
 static engine *volatile g_running;
+static volatile sig_atomic_t g_signals;
 
+/* The first Ctrl-C stops the run at the next event and lets the trace and
+ * index be finalised; a second one exits at once. */
 static void on_signal(int sig) {
-    (void)sig;
-    if (g_running) engine_request_stop(g_running);
+    if (g_signals++ || !g_running) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    engine_request_stop(g_running);
 }
 
 static double wall_now(void) {

@@ -263,14 +263,14 @@ int engine_run(engine *e, engine_result *res, char *err, size_t errlen) {
     }
     while (e->outcome == OUTCOME_RUNNING && e->heap_n) {
         if (e->stop_requested) {
-            eng_stop(e, OUTCOME_INTERRUPTED, "interrupted: the run was stopped on request (Ctrl-C)");
+            eng_stop(e, OUTCOME_INTERRUPTED, "the run was stopped on request (Ctrl-C or SIGTERM)");
             break;
         }
         qitem it = heap_pop(e);
         if (e->cfg.watchdog_ps && it.time > e->cfg.watchdog_ps) {
             char msg[ENGINE_ERRLEN];
             snprintf(msg, sizeof msg,
-                     "watchdog: virtual time passed %.3f us with cores still running (livelock?)",
+                     "virtual time passed %.3f us with cores still running (livelock?)",
                      (double)e->cfg.watchdog_ps / 1e6);
             e->now = e->cfg.watchdog_ps;
             eng_stop(e, OUTCOME_WATCHDOG, msg);
@@ -297,7 +297,7 @@ int engine_run(engine *e, engine_result *res, char *err, size_t errlen) {
             for (int i = 0; i < n; i++)
                 if (e->cores[i].launch >= 0 && e->cores[i].status == CS_BLOCKED) blocked++;
             char msg[ENGINE_ERRLEN];
-            snprintf(msg, sizeof msg, "deadlock: %d core%s blocked and nothing left to happen at %.3f us",
+            snprintf(msg, sizeof msg, "%d core%s blocked and nothing left to happen at %.3f us",
                      blocked, blocked == 1 ? "" : "s", (double)e->now / 1e6);
             eng_stop(e, OUTCOME_DEADLOCK, msg);
         }
