@@ -157,18 +157,7 @@ void dev_rdma_quiet(dev_site s) {
     eng_advance(c, e->scalar_ps);
     eng_sync(c);
     if (c->rdma_done_at <= c->now) return;
-    uint32_t site = eng_site(e, s);
-    engine_event b = EV_INIT(c, EV_PIPE_WAIT_BEGIN, PIPE_S);
-    b.time = c->now; b.aux = (int64_t)c->rdma_done_at; b.site = site; b.sub = PIPE_NIC;
-    uint64_t begin = c->now;
-    c->last_seq = eng_emit(e, &b);
-    c->now = c->rdma_done_at;
-    eng_sync(c);
-    e->stall_ps += c->now - begin;
-    engine_event en = EV_INIT(c, EV_PIPE_WAIT_END, PIPE_S);
-    en.time = c->now; en.site = site; en.sub = PIPE_NIC;
-    en.link = c->rdma_done_seq; en.peer = eng_track(e, c, PIPE_NIC) + 1;
-    c->last_seq = eng_emit(e, &en);
+    eng_wait_until(c, c->rdma_done_at, EV_PIPE_WAIT_BEGIN, PIPE_NIC, 0, eng_site(e, s), &c->pipes[PIPE_NIC]);
 }
 
 /* ------------------------------------------------------------ BatchWrite */

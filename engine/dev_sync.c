@@ -71,6 +71,20 @@ static void check_word(core *c, gm_t p, int width, dev_site s, const char *api) 
         eng_fault(c, s, "%s: GM of rank %d is in another node; only RDMA reaches it", api, gm_rank(p));
 }
 
+/* One scalar access of a GM word as an event on the core's scalar track. */
+static uint64_t emit_word(core *c, int kind, gm_t p, int width, int64_t value, uint32_t object,
+                          uint32_t site) {
+    engine_event ev = EV_INIT(c, kind, PIPE_S);
+    ev.time = c->now;
+    ev.addr = p.a;
+    ev.len = (uint64_t)width;
+    ev.value = value;
+    ev.peer = (uint32_t)gm_rank(p);
+    ev.object = object ? object : eng_word_object(c->e, p);
+    ev.site = site;
+    return c->last_seq = eng_emit(c->e, &ev);
+}
+
 int64_t dev_gm_load(gm_t p, int width, dev_site s) {
     core *c = eng_current("GetValue");
     engine *e = c->e;
@@ -80,15 +94,7 @@ int64_t dev_gm_load(gm_t p, int width, dev_site s) {
     if (remote) eng_advance(c, e->hccs_latency_ps);
     eng_sync(c);
     int64_t v = eng_read_word(eng_gm_ptr(e, p, (uint64_t)width), width);
-    engine_event ev = EV_INIT(c, EV_GM_LOAD, PIPE_S);
-    ev.time = c->now;
-    ev.addr = p.a;
-    ev.len = (uint64_t)width;
-    ev.value = v;
-    ev.peer = (uint32_t)gm_rank(p);
-    ev.object = eng_word_object(e, p);
-    ev.site = eng_site(e, s);
-    c->last_seq = eng_emit(e, &ev);
+    emit_word(c, EV_GM_LOAD, p, width, v, 0, eng_site(e, s));
     eng_advance(c, remote ? e->hccs_latency_ps : e->gm_read_ps);
     return v;
 }
@@ -123,15 +129,7 @@ static void remote_store(core *c, gm_t p, int width, int64_t v, int op, int xkin
 static void local_store(core *c, gm_t p, int width, int64_t v, int kind, dev_site s) {
     engine *e = c->e;
     eng_write_word(eng_gm_ptr(e, p, (uint64_t)width), width, v);
-    engine_event ev = EV_INIT(c, kind, PIPE_S);
-    ev.time = c->now;
-    ev.addr = p.a;
-    ev.len = (uint64_t)width;
-    ev.value = v;
-    ev.peer = (uint32_t)gm_rank(p);
-    ev.object = eng_word_object(e, p);
-    ev.site = eng_site(e, s);
-    c->last_seq = eng_emit(e, &ev);
+    emit_word(c, kind, p, width, v, 0, eng_site(e, s));
     eng_gm_written(e, gm_rank(p), gm_offset(p), (uint64_t)width, c->last_seq,
                    eng_track(e, c, PIPE_S) + 1, c->now);
 }
@@ -193,10 +191,7 @@ static int64_t gm_wait(core *c, gm_t p, int width, int cond, int64_t v, uint32_t
     uint32_t site = eng_site(e, s);
     if (!object) object = eng_word_object(e, p);
     if (eng_cond_holds(cond, cur, v)) {
-        engine_event ev = EV_INIT(c, EV_GM_LOAD, PIPE_S);
-        ev.time = c->now; ev.addr = p.a; ev.len = (uint64_t)width; ev.value = cur;
-        ev.peer = (uint32_t)gm_rank(p); ev.object = object; ev.site = site;
-        c->last_seq = eng_emit(e, &ev);
+        emit_word(c, EV_GM_LOAD, p, width, cur, object, site);
         eng_advance(c, remote ? e->hccs_latency_ps : e->gm_read_ps);
         return cur;
     }
@@ -409,10 +404,7 @@ void dev_ring_store(uint32_t ring, int tail, int64_t v, dev_site s) {
     int kind = tail ? EV_RING_TAIL : EV_RING_HEAD;
     if (gm_rank(w->addr) != c->rank) {
         /* the named store itself, then its landing on the peer */
-        engine_event ev = EV_INIT(c, kind, PIPE_S);
-        ev.time = c->now; ev.addr = w->addr.a; ev.len = w->width; ev.value = v;
-        ev.peer = (uint32_t)gm_rank(w->addr); ev.object = w->id; ev.site = eng_site(e, s);
-        c->last_seq = eng_emit(e, &ev);
+        emit_word(c, kind, w->addr, (int)w->width, v, w->id, eng_site(e, s));
         remote_store(c, w->addr, (int)w->width, v, OP_STORE, XFER_REMOTE_STORE, s);
     } else {
         local_store(c, w->addr, (int)w->width, v, kind, s);

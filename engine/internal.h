@@ -149,7 +149,6 @@ typedef struct core {
     int64_t note_val[NOTES_MAX];
     int n_notes;
     uint64_t rdma_done_at;    /* completion of the last RDMA op it posted */
-    uint64_t rdma_done_seq;
     /* what it is blocked on */
     wait_kind wait;
     int wait_pipe;            /* track pipe of the wait events */
@@ -323,6 +322,11 @@ void eng_xfer_issue_on(core *c, xfer *x, double core_ps_per_byte, uint64_t fixed
                        resource **res, int n_res, uint64_t latency_ps, dev_site s);
 void eng_xfer_complete(engine *e, xfer *x);
 int eng_pipe_of_event(int hard_event, int consumer);
+/* The scalar unit waits until a time it already knows (a flag's fire time, a
+ * pipe draining): begin/end events on the S track, the end naming the last
+ * completion on waker's pipe. begin_kind + 1 must be the matching end kind. */
+void eng_wait_until(core *c, uint64_t until, int begin_kind, int sub, int64_t value, uint32_t site,
+                    const pipe_q *waker);
 
 /* dev_sync.c */
 void eng_xcore_deliver(engine *e, xfer *x);

@@ -182,7 +182,6 @@ void eng_xfer_complete(engine *e, xfer *x) {
         core *c = eng_core(e, x->rank, x->core_index);
         c->pipes[x->pipe].last_done_seq = seq;
         c->pipes[x->pipe].last_done_track = x->track + 1;
-        if (x->kind == XFER_RDMA_WRITE || x->kind == XFER_RDMA_ATOMIC) c->rdma_done_seq = seq;
     }
     if (x->dst_rank >= 0)
         eng_gm_written(e, x->dst_rank, x->dst_off, x->op == OP_STORE || x->op == OP_ATOMIC_ADD ?
@@ -230,6 +229,30 @@ static void check_flag_args(core *c, int ev, int id, dev_site s, const char *api
     if ((c->is_aic && aiv_pipe && !aic_pipe) || (!c->is_aic && aic_pipe))
         eng_fault(c, s, "%s(%s): an %s core has no such pipe", api, engine_hard_event_name(ev),
                   c->is_aic ? "AIC" : "AIV");
+}
+
+void eng_wait_until(core *c, uint64_t until, int begin_kind, int sub, int64_t value, uint32_t site,
+                    const pipe_q *waker) {
+    engine *e = c->e;
+    engine_event b = EV_INIT(c, begin_kind, PIPE_S);
+    b.time = c->now;
+    b.sub = (uint8_t)sub;
+    b.value = value;
+    b.aux = (int64_t)until;
+    b.site = site;
+    uint64_t begin = c->now;
+    c->last_seq = eng_emit(e, &b);
+    c->now = until;
+    eng_sync(c);   /* the completion that ends the wait is processed first */
+    e->stall_ps += c->now - begin;
+    engine_event en = EV_INIT(c, begin_kind + 1, PIPE_S);
+    en.time = c->now;
+    en.sub = (uint8_t)sub;
+    en.value = value;
+    en.site = site;
+    en.link = waker->last_done_seq;
+    en.peer = waker->last_done_track;
+    c->last_seq = eng_emit(e, &en);
 }
 
 void dev_set_flag(int ev, int id, dev_site s) {
@@ -284,26 +307,7 @@ void dev_wait_flag(int ev, int id, dev_site s) {
     }
     eng_sync(c);
     if (fire <= c->now) return;
-    uint32_t site = eng_site(e, s);
-    engine_event b = EV_INIT(c, EV_FLAG_WAIT_BEGIN, PIPE_S);
-    b.time = c->now;
-    b.sub = (uint8_t)ev;
-    b.value = id;
-    b.aux = (int64_t)fire;
-    b.site = site;
-    uint64_t begin = c->now;
-    c->last_seq = eng_emit(e, &b);
-    c->now = fire;
-    eng_sync(c);
-    e->stall_ps += c->now - begin;
-    engine_event en = EV_INIT(c, EV_FLAG_WAIT_END, PIPE_S);
-    en.time = c->now;
-    en.sub = (uint8_t)ev;
-    en.value = id;
-    en.site = site;
-    en.link = c->pipes[prod].last_done_seq;
-    en.peer = c->pipes[prod].last_done_track;
-    c->last_seq = eng_emit(e, &en);
+    eng_wait_until(c, fire, EV_FLAG_WAIT_BEGIN, ev, id, eng_site(e, s), &c->pipes[prod]);
 }
 
 void dev_pipe_barrier(int pipe, dev_site s) {
@@ -319,20 +323,5 @@ void dev_pipe_barrier(int pipe, dev_site s) {
     for (int p = 0; p < PIPE_COUNT; p++)
         if (c->pipes[p].done_at > t) { t = c->pipes[p].done_at; last = p; }
     if (last < 0) return;
-    uint32_t site = eng_site(e, s);
-    engine_event b = EV_INIT(c, EV_PIPE_WAIT_BEGIN, PIPE_S);
-    b.time = c->now;
-    b.aux = (int64_t)t;
-    b.site = site;
-    uint64_t begin = c->now;
-    c->last_seq = eng_emit(e, &b);
-    c->now = t;
-    eng_sync(c);
-    e->stall_ps += c->now - begin;
-    engine_event en = EV_INIT(c, EV_PIPE_WAIT_END, PIPE_S);
-    en.time = c->now;
-    en.site = site;
-    en.link = c->pipes[last].last_done_seq;
-    en.peer = c->pipes[last].last_done_track;
-    c->last_seq = eng_emit(e, &en);
+    eng_wait_until(c, t, EV_PIPE_WAIT_BEGIN, PIPE_ALL, 0, eng_site(e, s), &c->pipes[last]);
 }

@@ -1,0 +1,174 @@
+/*
+ * mmrs_plan.c - matmul-reduce-scatter options -> a validated shape.
+ *
+ * Setup, layout and the tests build the same shape from the same options.
+ * Every limit that the hardware or the seed's scheme imposes is checked
+ * here, with a message naming the option: tile sizes against L0A/L0B/L0C,
+ * the 16-element fractal granularity of fp16 cube operands, M against the
+ * rank count (each rank ends with M / R rows), one node (the workspace is
+ * read over HCCS).
+ */
+#include "mmrs.h"
+
+#include <string.h>
+
+const kernel_option mmrs_options[] = {
+    {"m", "256", "rows of A on every rank; a multiple of the rank count (each keeps M/R rows of D)"},
+    {"n", "256", "columns of B and D (multiple of 16)"},
+    {"k", "128", "columns of A = rows of B (multiple of 16)"},
+    {"block-m", "128", "L1 tile rows (multiple of 16)"},
+    {"block-n", "128", "L1 tile columns (multiple of 16)"},
+    {"block-k", "128", "L1/L0 tile depth (multiple of 16; clamped to --k)"},
+    {"comm-interval", "2", "mmad blocks per AIC between two ReduceScatter rounds"},
+    {"stages", "2", "WORKSPACE_STAGES: workspace stages the AIC may run ahead by (1..8)"},
+    {"cores", "2", "AIC per rank (MIX block_dim; each brings 2 AIV)"},
+    {"data-seed", "1", "seed of the A and B values"},
+    {"inject", "none",
+     "none | no-stage-wait (the AIC overwrites a stage before the AIVs consumed it)"},
+    {NULL, NULL, NULL},
+};
+
+static int get_int(const kernel_opts *o, const char *name, int64_t lo, int64_t hi, int64_t *out,
+                   char *err, size_t errlen) {
+    if (kopt_i64(o, name, out, err, errlen) != 0) return -1;
+    if (*out < lo || *out > hi) {
+        snprintf(err, errlen, "--%s %lld: must be between %lld and %lld", name, (long long)*out,
+                 (long long)lo, (long long)hi);
+        return -1;
+    }
+    return 0;
+}
+
+static int get_mult16(const kernel_opts *o, const char *name, int64_t hi, uint32_t *out, char *err,
+                      size_t errlen) {
+    int64_t v;
+    if (get_int(o, name, 16, hi, &v, err, errlen)) return -1;
+    if (v % 16) {
+        snprintf(err, errlen,
+                 "--%s %lld: must be a multiple of 16 (fp16 cube operands come in 16-element "
+                 "fractals and rows must be 32 B aligned in L1)",
+                 name, (long long)v);
+        return -1;
+    }
+    *out = (uint32_t)v;
+    return 0;
+}
+
+int mmrs_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int num_aic,
+                         mmrs_shape *sh, char *err, size_t errlen) {
+    memset(sh, 0, sizeof *sh);
+    if (nodes != 1) {
+        snprintf(err, errlen,
+                 "matmul-reduce-scatter reads peers' workspaces over HCCS: --nodes must be 1, "
+                 "got %d",
+                 nodes);
+        return -1;
+    }
+    if (npus_per_node < 1 || npus_per_node > MMRS_MAX_RANKS) {
+        snprintf(err, errlen, "--npus-per-node %d: matmul-reduce-scatter supports 1..%d ranks",
+                 npus_per_node, MMRS_MAX_RANKS);
+        return -1;
+    }
+    int R = npus_per_node;
+    sh->num_ranks = R;
+    int64_t v;
+    if (get_int(o, "m", 1, 1 << 20, &v, err, errlen)) return -1;
+    if (v % R) {
+        snprintf(err, errlen,
+                 "--m %lld: must be a multiple of the %d ranks (rank r keeps rows r*M/R.. of D)",
+                 (long long)v, R);
+        return -1;
+    }
+    sh->m = (uint32_t)v;
+    if (get_mult16(o, "n", 1 << 20, &sh->n, err, errlen) ||
+        get_mult16(o, "k", 1 << 20, &sh->k, err, errlen) ||
+        get_mult16(o, "block-m", 4096, &sh->block_m, err, errlen) ||
+        get_mult16(o, "block-n", 4096, &sh->block_n, err, errlen) ||
+        get_mult16(o, "block-k", 4096, &sh->block_k, err, errlen))
+        return -1;
+    if (sh->block_k > sh->k) sh->block_k = sh->k;
+    /* L0A and L0B are ping-ponged (two tiles each), L0C holds one f32 tile. */
+    uint64_t l0a = 2ull * sh->block_m * sh->block_k * 2, l0b = 2ull * sh->block_k * sh->block_n * 2;
+    uint64_t l0c = (uint64_t)sh->block_m * sh->block_n * 4;
+    if (l0a > L0A_BYTES) {
+        snprintf(err, errlen,
+                 "--block-m %u x --block-k %u: two fp16 A tiles need %llu B, more than the %u B "
+                 "of L0A",
+                 sh->block_m, sh->block_k, (unsigned long long)l0a, L0A_BYTES);
+        return -1;
+    }
+    if (l0b > L0B_BYTES) {
+        snprintf(err, errlen,
+                 "--block-k %u x --block-n %u: two fp16 B tiles need %llu B, more than the %u B "
+                 "of L0B",
+                 sh->block_k, sh->block_n, (unsigned long long)l0b, L0B_BYTES);
+        return -1;
+    }
+    if (l0c > L0C_BYTES) {
+        snprintf(err, errlen,
+                 "--block-m %u x --block-n %u: the f32 tile needs %llu B, more than the %u B of "
+                 "L0C",
+                 sh->block_m, sh->block_n, (unsigned long long)l0c, L0C_BYTES);
+        return -1;
+    }
+    /* L1 holds two A and two B tiles: at most l0a + l0b, within 512 KiB. */
+    if (get_int(o, "comm-interval", 1, 1 << 16, &v, err, errlen)) return -1;
+    sh->comm_interval = (uint32_t)v;
+    if (get_int(o, "stages", 1, MMRS_MAX_STAGES, &v, err, errlen)) return -1;
+    sh->stages = (uint32_t)v;
+    if (get_int(o, "cores", 1, num_aic, &v, err, errlen)) return -1;
+    sh->cores = (int)v;
+    if (kopt_i64(o, "data-seed", &v, err, errlen)) return -1;
+    sh->data_seed = (uint64_t)v;
+    const char *s;
+    if (kopt_str(o, "inject", &s) != 0) {
+        snprintf(err, errlen, "--inject: option has no value");
+        return -1;
+    }
+    if (strcmp(s, "none") == 0) sh->inject = MMRS_INJECT_NONE;
+    else if (strcmp(s, "no-stage-wait") == 0) sh->inject = MMRS_INJECT_NO_STAGE_WAIT;
+    else {
+        snprintf(err, errlen, "--inject %s: unknown fault (expected none or no-stage-wait)", s);
+        return -1;
+    }
+    /* Decision: the seed's blockPerCommInRank = aicoreNum * commInterval / rankSize
+     * truncates, and a blockPerComm that is not a multiple of the ranks would
+     * send blocks to a rank >= rankSize; we round blockPerComm down to a
+     * multiple of the ranks, with at least one block per rank per round. */
+    uint64_t per_rank = (uint64_t)sh->cores * sh->comm_interval / (uint64_t)R;
+    if (per_rank == 0) per_rank = 1;
+    if (per_rank > (1u << 20)) per_rank = 1u << 20;
+    sh->block_per_comm_in_rank = (uint32_t)per_rank;
+    sh->block_per_comm = (uint32_t)per_rank * (uint32_t)R;
+    /* Decision: an AIV comm block must not straddle two mmad blocks (the
+     * seed clips it to the mmad block's residue, which only works when the
+     * comm block rows divide block_m): 64 rows as the seed, else 32 or 16. */
+    sh->comm_block_rows = sh->block_m % 64 == 0 ? 64 : sh->block_m % 32 == 0 ? 32 : 16;
+    sh->workspace_bytes = (uint64_t)sh->stages * sh->block_per_comm * sh->block_m * sh->block_n * 4;
+    if (sh->workspace_bytes > (1ull << 32)) {
+        snprintf(err, errlen,
+                 "--stages %u x --cores %d x --comm-interval %u: the workspace would be %llu B "
+                 "per rank (over 4 GiB)",
+                 sh->stages, sh->cores, sh->comm_interval,
+                 (unsigned long long)sh->workspace_bytes);
+        return -1;
+    }
+    return 0;
+}
+
+void mmrs_args_from_shape(const mmrs_shape *sh, mmrs_args *a) {
+    memset(a, 0, sizeof *a);
+    a->num_ranks = sh->num_ranks;
+    a->m = sh->m;
+    a->n = sh->n;
+    a->k = sh->k;
+    a->block_m = sh->block_m;
+    a->block_n = sh->block_n;
+    a->block_k = sh->block_k;
+    a->stages = sh->stages;
+    a->comm_interval = sh->comm_interval;
+    a->block_per_comm = sh->block_per_comm;
+    a->block_per_comm_in_rank = sh->block_per_comm_in_rank;
+    a->comm_block_rows = sh->comm_block_rows;
+    a->inject = sh->inject;
+}
