@@ -1,0 +1,360 @@
+# npurr-gdb.py - gdb commands for debugging a kernel inside `npurr replay`.
+#
+# Load it with one command; the build copies it next to the binary:
+#
+#   gdb -x build/npurr-gdb.py --args build/npurr replay RUN --break-at SEQ
+#   (or, inside gdb:  source build/npurr-gdb.py)
+#
+# `npurr replay RUN --break-at SEQ` raises SIGTRAP just before event SEQ,
+# on the stack of the emulated core that issues it. On that stop this file
+# selects the frame of the kernel function whose call issues the event, so
+# `list`, `info locals` and `print` work on the kernel's source at once.
+#
+# Commands (`help npurr`):
+#   npurr when            current seq, virtual time, rank and core
+#   npurr cores           every core: running, ready, blocked and on what
+#   npurr rings           every ring's head, tail, capacity and occupancy
+#   npurr bt RANK CORE    backtrace of a suspended core
+#   npurr goto SEQ        re-execute to just before event SEQ
+#   npurr checkpoints     the replay snapshots `npurr goto` can resume
+#
+# The commands call small C functions of the replayer library in the
+# stopped process (replayer/replay_gdb.c) and print the text they return,
+# so what they show is exactly the engine's own state.
+#
+# Snapshots: with `npurr replay --checkpoint-every N` the replay forks a
+# snapshot every N events. This file sets `detach-on-fork off`, so gdb keeps
+# every snapshot as a stopped inferior; `npurr goto SEQ` backwards switches
+# to the newest snapshot before SEQ and continues it to SEQ instead of
+# re-running from the first event. Forwards, it just moves the break point
+# and continues. Without a usable snapshot it re-runs with --break-at SEQ.
+
+import re
+import struct
+
+import gdb
+
+gdb.execute("set detach-on-fork off", to_string=True)
+gdb.execute("set follow-fork-mode parent", to_string=True)
+gdb.execute("set print inferior-events off", to_string=True)
+
+_snapshots = {}    # pid -> seq of the event after which it was taken
+_consumed = set()  # snapshot pids already resumed (no longer at their seq)
+
+
+def _text(call):
+    """Evaluates a replayer function returning const char * in the inferior."""
+    if gdb.selected_inferior().pid == 0:
+        raise gdb.GdbError("npurr: the program is not running (run `npurr replay RUN ...` first)")
+    try:
+        return gdb.parse_and_eval("(const char *) %s" % call).string()
+    except gdb.error as err:
+        raise gdb.GdbError("npurr: cannot call %s in this program (%s); is it `npurr replay`?"
+                           % (call, err))
+
+
+def _value(expr):
+    try:
+        return int(gdb.parse_and_eval(expr))
+    except gdb.error as err:
+        raise gdb.GdbError("npurr: cannot evaluate %s (%s)" % (expr, err))
+
+
+def _select_kernel_frame():
+    """At a break: selects the frame of the kernel function issuing the event."""
+    seq = _value("npurr_gdb_break_seq")
+    if seq == 0:
+        return False
+    func = gdb.parse_and_eval("npurr_gdb_break_func").string()
+    path = gdb.parse_and_eval("npurr_gdb_break_file").string()
+    line = _value("npurr_gdb_break_line")
+    if not _value("npurr_gdb_break_on_stack"):
+        where = "%s:%d (%s)" % (path, line, func) if line else "no kernel line"
+        print("npurr: event %d is emitted by the scheduler, not by kernel code; its kernel "
+              "line: %s" % (seq, where))
+        return False
+    base = path.rsplit("/", 1)[-1]
+    by_name = by_line = None
+    frame = gdb.newest_frame()
+    while frame is not None:
+        if by_name is None and func and frame.name() == func:
+            by_name = frame
+        sal = frame.find_sal()
+        if (by_line is None and sal.symtab is not None and sal.line == line
+                and sal.symtab.filename.rsplit("/", 1)[-1] == base):
+            by_line = frame
+        frame = frame.older()
+    chosen = by_name or by_line
+    if chosen is None:
+        print("npurr: stopped before event %d, issued at %s:%d (%s); no frame of it was found "
+              "(built without debug information?)" % (seq, path, line, func))
+        return False
+    chosen.select()
+    print("npurr: stopped before event %d, issued by %s at %s:%d:" % (seq, func, path, line))
+    gdb.execute("frame")
+    return True
+
+
+_last_break = {}  # pid -> npurr_gdb_break_serial of the break already handled
+
+
+def _on_stop(event):
+    # raise(SIGTRAP) arrives as a plain StopEvent; a new break serial tells
+    # it from later stops (next, finish) while the break is still on the stack.
+    if isinstance(event, gdb.BreakpointEvent):
+        return
+    pid = gdb.selected_inferior().pid
+    try:
+        serial = int(gdb.parse_and_eval("npurr_gdb_break_serial"))
+        if int(gdb.parse_and_eval("npurr_gdb_break_seq")) == 0:
+            return
+    except gdb.error:
+        return  # not an npurr process
+    if _last_break.get(pid) == serial:
+        return
+    _last_break[pid] = serial
+    try:
+        _select_kernel_frame()
+    except gdb.GdbError as err:
+        print(err)
+
+
+# gdb also auto-loads this file for build/npurr (objfile-gdb.py) when the
+# auto-load safe path allows it: connect the handler once per session.
+if getattr(gdb, "_npurr_stop_handler", None) is not None:
+    gdb.events.stop.disconnect(gdb._npurr_stop_handler)
+gdb._npurr_stop_handler = _on_stop
+gdb.events.stop.connect(_on_stop)
+
+
+class Npurr(gdb.Command):
+    """Commands for a kernel replayed by `npurr replay`.
+
+npurr when          current seq, virtual time, rank and core
+npurr cores         every core: running, ready, blocked and on what
+npurr rings         every ring's head, tail, capacity and occupancy
+npurr bt RANK CORE  backtrace of a suspended core
+npurr goto SEQ      re-execute to just before event SEQ
+npurr checkpoints   the replay snapshots `npurr goto` can resume"""
+
+    def __init__(self):
+        super().__init__("npurr", gdb.COMMAND_USER, prefix=True)
+
+    def invoke(self, arg, from_tty):
+        gdb.execute("help npurr")
+
+
+class NpurrWhen(gdb.Command):
+    """Current seq, virtual time, rank and core of the replay.
+
+At a break point: the event about to execute and the kernel line issuing it."""
+
+    def __init__(self):
+        super().__init__("npurr when", gdb.COMMAND_USER)
+
+    def invoke(self, arg, from_tty):
+        print(_text("npurr_gdb_when()"), end="")
+
+
+class NpurrCores(gdb.Command):
+    """Every launched core: running, ready, blocked (on what, since which seq and kernel line),
+finished or faulted, with its role and local virtual time."""
+
+    def __init__(self):
+        super().__init__("npurr cores", gdb.COMMAND_USER)
+
+    def invoke(self, arg, from_tty):
+        print(_text("npurr_gdb_cores()"), end="")
+
+
+class NpurrRings(gdb.Command):
+    """Every declared ring: producer and consumer rank, head, tail, capacity, occupancy."""
+
+    def __init__(self):
+        super().__init__("npurr rings", gdb.COMMAND_USER)
+
+    def invoke(self, arg, from_tty):
+        print(_text("npurr_gdb_rings()"), end="")
+
+
+# Layout popped by npurr_ctx_swap (engine/coro_x86_64.S), low to high.
+_SAVED = ("cw", "r15", "r14", "r13", "r12", "rbx", "rbp", "rip")
+
+
+class NpurrBt(gdb.Command):
+    """Backtrace of a suspended emulated core: npurr bt RANK CORE.
+
+CORE is AIVn or AICn as the reports name cores (npurr bt 1 AIV3), or the
+index within the rank as in the trace (AIC cores first, then AIV). The
+core's saved context (rsp, rip and the callee-saved registers) is loaded
+into the registers for the backtrace and restored afterwards."""
+
+    def __init__(self):
+        super().__init__("npurr bt", gdb.COMMAND_USER)
+
+    def invoke(self, arg, from_tty):
+        words = arg.split()
+        named = re.fullmatch(r"(?i)(aic|aiv)(\d+)", words[1]) if len(words) == 2 else None
+        if len(words) != 2 or not words[0].isdigit() or not (named or words[1].isdigit()):
+            raise gdb.GdbError("usage: npurr bt RANK CORE   (CORE: AIVn, AICn or an index)")
+        rank = int(words[0])
+        if named:
+            core = int(named.group(2))
+            if named.group(1).lower() == "aiv":
+                core += _value("npurr_gdb_num_aic()")
+        else:
+            core = int(words[1])
+        if gdb.selected_inferior().pid == 0:
+            raise gdb.GdbError("npurr: the program is not running")
+        running = _value("npurr_gdb_core_running(%d, %d)" % (rank, core))
+        if running < 0:
+            raise gdb.GdbError("npurr bt: there is no core %d on rank %d in this replay"
+                               % (core, rank))
+        if running == 1:
+            print("rank %d core %d is the running core: its stack is the current one" % (rank, core))
+            gdb.execute("bt")
+            return
+        sp = _value("(unsigned long) npurr_gdb_core_sp(%d, %d)" % (rank, core))
+        if sp == 0:
+            raise gdb.GdbError("npurr bt: rank %d core %d has no suspended stack (not launched, "
+                               "or the run has not begun)" % (rank, core))
+        raw = bytes(gdb.selected_inferior().read_memory(sp, 8 * len(_SAVED)))
+        saved = dict(zip(_SAVED, struct.unpack("<%dQ" % len(_SAVED), raw)))
+        ctx = {"rsp": sp + 8 * len(_SAVED)}
+        for reg in ("rip", "rbp", "rbx", "r12", "r13", "r14", "r15"):
+            ctx[reg] = saved[reg]
+        selected = gdb.selected_frame().level()
+        gdb.newest_frame().select()
+        frame0 = gdb.newest_frame()
+        original = {reg: int(frame0.read_register(reg)) & (2**64 - 1) for reg in ctx}
+        try:
+            for reg, val in ctx.items():
+                gdb.execute("set $%s = %d" % (reg, val), to_string=True)
+            print("rank %d core %d, suspended (saved stack pointer 0x%x):" % (rank, core, sp))
+            gdb.execute("bt")
+        finally:
+            gdb.newest_frame().select()
+            for reg, val in original.items():
+                gdb.execute("set $%s = %d" % (reg, val), to_string=True)
+            gdb.execute("frame %d" % selected, to_string=True)
+
+
+def _refresh_snapshots():
+    inf = gdb.selected_inferior()
+    if inf.pid == 0:
+        return
+    try:
+        listing = gdb.parse_and_eval("(const char *) npurr_gdb_checkpoints()").string()
+    except gdb.error:
+        return
+    for line in listing.splitlines():
+        seq, pid = line.split()
+        _snapshots[int(pid)] = int(seq)
+
+
+def _program_args():
+    """The argument list `run` starts the program with."""
+    args = getattr(gdb.selected_inferior(), "arguments", None)  # gdb >= 14
+    if args is not None:
+        return args
+    shown = gdb.execute("show args", to_string=True).strip()
+    start, end = shown.find('"'), shown.rfind('"')
+    if start < 0 or end <= start:
+        raise gdb.GdbError("npurr goto: cannot read the program's arguments from: %s" % shown)
+    return shown[start + 1:end]
+
+
+def _held_inferiors():
+    return {inf.pid: inf.num for inf in gdb.inferiors() if inf.pid}
+
+
+class NpurrCheckpoints(gdb.Command):
+    """The replay snapshots (from `npurr replay --checkpoint-every N`) that gdb holds
+and `npurr goto` can resume: the seq each was taken after, its process and inferior."""
+
+    def __init__(self):
+        super().__init__("npurr checkpoints", gdb.COMMAND_USER)
+
+    def invoke(self, arg, from_tty):
+        _refresh_snapshots()
+        held = _held_inferiors()
+        usable = sorted((seq, pid) for pid, seq in _snapshots.items()
+                        if pid in held and pid not in _consumed)
+        if not usable:
+            print("no snapshot is held (replay with --checkpoint-every N)")
+        for seq, pid in usable:
+            print("after seq %-12d process %-8d inferior %d" % (seq, pid, held[pid]))
+
+
+class NpurrGoto(gdb.Command):
+    """Re-execute to just before event SEQ: npurr goto SEQ.
+
+Forwards it moves the break point and continues. Backwards it resumes the
+newest snapshot taken before SEQ (replay with --checkpoint-every N), or else
+runs the replay again from the first event with --break-at SEQ."""
+
+    def __init__(self):
+        super().__init__("npurr goto", gdb.COMMAND_USER)
+
+    def invoke(self, arg, from_tty):
+        if not arg.strip().isdigit() or int(arg) == 0:
+            raise gdb.GdbError("usage: npurr goto SEQ (a positive event number)")
+        target = int(arg)
+        inf = gdb.selected_inferior()
+        if inf.pid != 0:
+            current = _value("npurr_gdb_seq()")
+            at_break = _value("npurr_gdb_break_seq") != 0
+            if target == current and at_break:
+                print("npurr: already stopped before event %d" % target)
+                return
+            if target > current:
+                _value("npurr_gdb_set_break(%d)" % target)
+                gdb.execute("continue")
+                return
+            _refresh_snapshots()
+        held = _held_inferiors()
+        best = None
+        for pid, seq in _snapshots.items():
+            if seq < target and pid in held and pid not in _consumed:
+                if best is None or seq > best[0]:
+                    best = (seq, pid)
+        if best is not None:
+            seq, pid = best
+            _consumed.add(pid)
+            print("npurr: resuming the snapshot taken after seq %d (process %d) to seq %d"
+                  % (seq, pid, target))
+            gdb.execute("inferior %d" % held[pid], to_string=True)
+            gdb.execute("set var npurr_gdb_resume_seq = %d" % target)
+            gdb.execute("continue")
+            return
+        self._rerun(target)
+
+    def _rerun(self, target):
+        for inf in gdb.inferiors():
+            if inf.num != 1 and inf.pid:
+                gdb.execute("kill inferiors %d" % inf.num, to_string=True)
+        _snapshots.clear()
+        _consumed.clear()
+        gdb.execute("inferior 1", to_string=True)
+        args = _program_args()
+        if re.search(r"--break-at\s+\S+", args):
+            args = re.sub(r"--break-at\s+\S+", "--break-at %d" % target, args)
+        else:
+            args = (args + " --break-at %d" % target).strip()
+        print("npurr: re-running from the first event to seq %d" % target)
+        gdb.execute("set args %s" % args)
+        confirm = gdb.parameter("confirm")
+        gdb.execute("set confirm off")
+        try:
+            gdb.execute("run")
+        finally:
+            gdb.execute("set confirm %s" % ("on" if confirm else "off"))
+
+
+Npurr()
+NpurrWhen()
+NpurrCores()
+NpurrRings()
+NpurrBt()
+NpurrCheckpoints()
+NpurrGoto()

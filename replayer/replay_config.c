@@ -1,0 +1,114 @@
+/*
+ * replay_config.c - the recorded configuration, from the trace header.
+ *
+ * The recorded command line rebuilds the kernel and its options (the CLI
+ * does that); this file makes sure the engine itself is the one that ran:
+ * topology, chip, seed, jitter and watchdog from config.*, and every timing
+ * parameter from hw.* (exactly what engine_hw_write printed at record time,
+ * %.17g, so doubles round-trip). A --hw file named on the recorded command
+ * line may have changed or be gone; the header's values are what counts.
+ */
+#include "replayer/replay_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int meta_u64(rec_reader *r, const char *key, uint64_t lo, uint64_t hi, uint64_t *out,
+                    char *err, size_t errlen) {
+    const char *v = rec_reader_meta(r, key);
+    if (!v) {
+        snprintf(err, errlen, "the trace header has no %s", key);
+        return -1;
+    }
+    char *end = NULL;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || end == v || *end || v[0] == '-' || x < lo || x > hi) {
+        snprintf(err, errlen, "the trace header's %s '%s' is not an integer in %llu..%llu", key, v,
+                 (unsigned long long)lo, (unsigned long long)hi);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* Every hw key this engine knows, in engine_hw_write's order. */
+static char *hw_keys(const engine_hw *hw, char *err, size_t errlen) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (!m) {
+        snprintf(err, errlen, "cannot list the hardware parameters: out of memory");
+        return NULL;
+    }
+    engine_hw_write(hw, m);
+    fclose(m);
+    return text;
+}
+
+int replay_config_from_meta(rec_reader *r, engine_config *cfg, char *note, size_t notelen,
+                            char *err, size_t errlen) {
+    if (note && notelen) note[0] = 0;
+    uint64_t nodes, npus, seed, watchdog;
+    if (meta_u64(r, "config.nodes", 1, 1024, &nodes, err, errlen) ||
+        meta_u64(r, "config.npus_per_node", 1, 8, &npus, err, errlen) ||
+        meta_u64(r, "config.seed", 0, UINT64_MAX, &seed, err, errlen) ||
+        meta_u64(r, "config.watchdog_ps", 0, UINT64_MAX, &watchdog, err, errlen))
+        return -1;
+    const char *chip = rec_reader_meta(r, "config.chip");
+    engine_chip c;
+    if (chip && strcmp(chip, "910B2") == 0) c = CHIP_910B2;
+    else if (chip && strcmp(chip, "910B4") == 0) c = CHIP_910B4;
+    else {
+        snprintf(err, errlen, "the trace header's config.chip '%s' is not 910B2 or 910B4",
+                 chip ? chip : "(missing)");
+        return -1;
+    }
+    const char *jit = rec_reader_meta(r, "config.jitter");
+    char *end = NULL;
+    double jitter = jit ? strtod(jit, &end) : -1;
+    if (!jit || end == jit || *end || jitter < 0 || jitter > 0.5) {
+        snprintf(err, errlen, "the trace header's config.jitter '%s' is not a number in 0..0.5",
+                 jit ? jit : "(missing)");
+        return -1;
+    }
+    cfg->nodes = (int)nodes;
+    cfg->npus_per_node = (int)npus;
+    cfg->chip = c;
+    cfg->seed = seed;
+    cfg->jitter = jitter;
+    cfg->watchdog_ps = watchdog;
+
+    char *keys = hw_keys(&cfg->hw, err, errlen);
+    if (!keys) return -1;
+    int rc = 0;
+    for (char *line = keys, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next) *next++ = 0;
+        char *eq = strchr(line, '=');
+        if (!eq) continue;
+        *eq = 0;
+        char name[256];
+        snprintf(name, sizeof name, "hw.%s", line);
+        const char *v = rec_reader_meta(r, name);
+        if (!v) {
+            /* A parameter added after the recording: the recorded run used
+             * no such figure, so the default is the best reconstruction;
+             * the caller warns that timing may differ. */
+            if (note && notelen) {
+                size_t used = strlen(note);
+                snprintf(note + used, notelen - used, "%shw.%s", used ? ", " : "", line);
+            }
+            continue;
+        }
+        char herr[ENGINE_ERRLEN];
+        if (engine_hw_set(&cfg->hw, line, v, herr, sizeof herr) != ENGINE_OK) {
+            snprintf(err, errlen, "the trace header's %s: %s", name, herr);
+            rc = -1;
+            break;
+        }
+    }
+    free(keys);
+    return rc;
+}

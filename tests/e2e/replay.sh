@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# replay.sh - `npurr replay` end to end, as a user runs it on recorded runs
+# of the combine-sender kernel:
+#   - a completed run replays identically (exit 0) with the recorded count;
+#   - a deadlock replays to the same ending (exit 3): the same blocked cores,
+#     reported at the same seqs as in the trace;
+#   - a failed data check is reproduced (exit 4);
+#   - one event edited in a copy of a trace (tests' test_replay --edit-trace,
+#     which re-encodes that chunk) makes replay exit 5 naming that seq;
+#   - --break-at without a debugger prints every core and exits 0;
+#   - under gdb -batch, --break-at stops in the kernel function that issues
+#     the event, at the file:line the replay names, and `npurr cores` lists
+#     the blocked cores;
+#   - --checkpoint-every reports the time to reach the last event;
+#   - a missing folder, a truncated trace (saying how far it is complete)
+#     and a trace of another format version exit 1; bad options exit 2;
+#   - no replay process (snapshot, debuggee) is left behind.
+#
+# Usage: bash replay.sh /path/to/npurr /path/to/builddir
+set -u
+npurr=$1
+build=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# expect CODE CMD...: runs CMD, output to $work/out, and checks its exit code.
+expect() {
+    local want=$1
+    shift
+    "$@" >"$work/out" 2>&1
+    local got=$?
+    if [ "$got" -ne "$want" ]; then
+        cat "$work/out" >&2
+        fail "expected exit $want, got $got: $*"
+    fi
+}
+has() { grep -qF -- "$1" "$work/out" || { cat "$work/out" >&2; fail "output lacks '$1'"; }; }
+
+small=(--npus-per-node 4 --tokens 32 --hidden 100 --topk 4 --experts 16
+       --staging-bytes 1024 --ring-bytes 4096)
+
+# --- completed: identical, same event count as recorded
+expect 0 "$npurr" record -k combine-sender "${small[@]}" -o "$work/ok"
+events=$(sed -n 's/^virtual .*, \([0-9]*\) events,.*/\1/p' "$work/out")
+[ -n "$events" ] || fail "record printed no event count"
+expect 0 "$npurr" replay "$work/ok"
+has "identical: $events events, outcome completed, data check passed"
+expect 0 "$npurr" replay "$work/ok" --quiet
+[ "$(cat "$work/out")" = "identical: $events events, outcome completed" ] ||
+    { cat "$work/out" >&2; fail "--quiet prints more than the verdict"; }
+
+# --- a --hw file that is gone since: the header's values are used
+printf 'hbm_gbps=1500\nhccs_link_gbps=50\n' >"$work/hw.txt"
+expect 0 "$npurr" record -k combine-sender "${small[@]}" --hw "$work/hw.txt" -o "$work/hw"
+rm "$work/hw.txt"
+expect 0 "$npurr" replay "$work/hw"
+has "identical:"
+
+# --- deadlock: same ending, same blocked cores at the same seqs
+expect 3 "$npurr" record -k combine-sender "${small[@]}" --ring-bytes 512 -o "$work/dead"
+grep -oE '^  rank [0-9]+ AIV[0-9]+' "$work/out" | sort >"$work/rec_blocked"
+[ -s "$work/rec_blocked" ] || fail "record reported no blocked core"
+expect 3 "$npurr" replay "$work/dead"
+has "identical:"
+has "outcome deadlock"
+has "deadlock reproduced"
+grep -oE '^  rank [0-9]+ AIV[0-9]+' "$work/out" | sort >"$work/rep_blocked"
+cmp -s "$work/rec_blocked" "$work/rep_blocked" ||
+    { diff "$work/rec_blocked" "$work/rep_blocked" >&2; fail "replay blocked other cores"; }
+cp "$work/out" "$work/dead_replay"
+first=$(sed -n 's/.*reported at seq \([0-9]*\)\.\.\([0-9]*\).*/\1/p' "$work/out")
+expect 0 "$npurr" sql "$work/dead" "SELECT min(seq) AS s FROM events WHERE kind = 'blocked'"
+grep -qw "$first" "$work/out" || { cat "$work/out" >&2; fail "blocked reports not at seq $first"; }
+
+# --- failed data check reproduced
+stale=(--npus-per-node 2 --tokens 64 --hidden 1024 --topk 2 --experts 8
+       --staging-bytes 65536 --ring-bytes 65536 --inject no-mte3-wait)
+expect 4 "$npurr" record -k combine-sender "${stale[@]}" -o "$work/stale"
+expect 4 "$npurr" replay "$work/stale"
+has "data check failed (as recorded)"
+
+# --- one edited event: exit 5 naming its seq
+seq=$((events / 2))
+"$build/test_replay" --edit-trace "$work/ok" "$work/edited" "$seq" ||
+    fail "test_replay --edit-trace could not edit the trace"
+expect 5 "$npurr" replay "$work/edited"
+has "diverged at seq $seq: value differ"
+has "expected (trace):  seq $seq"
+has "actual (replay):   seq $seq"
+has "kernel line"
+
+# --- --break-at without a debugger: the state of every core, exit 0.
+# The target: the last core to begin the wait it deadlocks in.
+line=$(grep ' since seq ' "$work/dead_replay" |
+       awk '{for (i = 1; i < NF; i++) if ($i == "since") print $(i + 2), $0}' | sort -n | tail -1)
+target=${line%% *}
+where=$(sed -n 's/.* at \(.*:[0-9]*\) (\(.*\))$/\1 \2/p' <<<"$line")
+file_line=${where% *}
+func=${where##* }
+[ -n "$target" ] && [ -n "$func" ] || fail "no 'since seq' wait in the deadlock replay"
+expect 0 "$npurr" replay "$work/dead" --break-at "$target"
+has "break before event $target: gm_wait_begin"
+has "issued by the kernel at $file_line ($func)"
+has "running"
+has "blocked"
+has "stopped before event $target"
+
+# --- under gdb: stops in the kernel function, npurr cores lists the blocked
+gdb -nx -batch -q -x "$build/npurr-gdb.py" -ex run -ex "npurr when" -ex "npurr cores" \
+    --args "$npurr" replay "$work/dead" --break-at "$target" </dev/null >"$work/out" 2>&1
+has "npurr: stopped before event $target, issued by $func at $file_line:"
+grep -qE "^#[0-9]+ .*$func \(.*\) at $file_line\$" "$work/out" ||
+    { cat "$work/out" >&2; fail "gdb did not select the frame of $func at $file_line"; }
+has "seq $target (about to execute)"
+nblocked=$(wc -l <"$work/rec_blocked")
+grep -cE '^  rank [0-9]+ AIV[0-9]+ .* blocked ' "$work/out" >"$work/n"
+[ "$(cat "$work/n")" -eq $((nblocked - 1)) ] ||
+    { cat "$work/out" >&2; fail "npurr cores lists $(cat "$work/n") blocked cores, not $((nblocked - 1))"; }
+
+# --- checkpoints: time to reach the last event from a snapshot
+expect 0 "$npurr" replay "$work/ok" --checkpoint-every 1000
+has "identical:"
+has "checkpoints:"
+has "reaching the last event (seq $events):"
+has "from the snapshot at seq"
+
+# --- cannot replay: exit 1 with the reason
+expect 1 "$npurr" replay "$work/nonexistent"
+has "no such run directory"
+mkdir "$work/trunc"
+size=$(stat -c %s "$work/ok/trace.zst")
+head -c $((size * 3 / 4)) "$work/ok/trace.zst" >"$work/trunc/trace.zst"
+expect 1 "$npurr" replay "$work/trunc"
+has "truncated"
+has "complete up to seq"
+mkdir "$work/v99"
+# A header frame of format version 99 (zstd from a file records the size).
+printf 'NPRH\143\000' >"$work/v99/header"
+zstd -q "$work/v99/header" -o "$work/v99/trace.zst"
+expect 1 "$npurr" replay "$work/v99"
+has "format version 99 is not supported"
+
+# --- usage
+expect 0 "$npurr" replay --help
+has "--break-at SEQ"
+expect 2 "$npurr" replay "$work/ok" --break-at x
+expect 2 "$npurr" replay "$work/ok" --frobnicate
+
+# --- nothing left running
+sleep 0.2
+if pgrep -f "replay $work" >/dev/null; then
+    pgrep -af "replay $work" >&2
+    fail "replay processes were left behind"
+fi
+echo "replay: ok"
