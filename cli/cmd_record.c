@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "analysis/analysis.h"
+#include "record_inputs.h"
 #include "recorder/recorder.h"
 
 static engine *volatile g_running;
@@ -138,10 +139,18 @@ int cmd_record(int argc, char **argv) {
     progress prog = {0};
     if (!ro.no_trace) {
         char *cmdline = shell_join(argc + 1, argv - 1);
+        record_inputs inputs;
+        record_inputs_plan(&ro, &inputs);
         rec_run_info info = {ro.kernel->name, cmdline, &ro.config, engine_cores_per_rank(e),
                              engine_num_aic(e), engine_num_aiv(e)};
-        int orc = rec_open(ro.out_dir, &info, &w, err, sizeof err);
+        int orc = rec_open_with_meta(ro.out_dir, &info, inputs.meta, &w, err, sizeof err);
         free(cmdline);
+        if (!orc && record_inputs_copy(&inputs, ro.out_dir, engine_num_ranks(e), err, sizeof err)) {
+            char cerr[ENGINE_ERRLEN];
+            rec_close(w, NULL, "skipped", "the input files could not be copied", cerr, sizeof cerr);
+            w = NULL;
+            orc = -1;
+        }
         if (orc) {
             fprintf(stderr, "npurr record: %s\n", err);
             if (ro.kernel->destroy) ro.kernel->destroy(state);

@@ -238,6 +238,11 @@ static void writer_free(rec_writer *w) {
 
 int rec_open(const char *run_dir, const rec_run_info *info, rec_writer **out, char *err,
              size_t errlen) {
+    return rec_open_with_meta(run_dir, info, NULL, out, err, errlen);
+}
+
+int rec_open_with_meta(const char *run_dir, const rec_run_info *info,
+                       const char *const *extra_meta, rec_writer **out, char *err, size_t errlen) {
     *out = NULL;
     if (!run_dir || !*run_dir || !info || !info->config) {
         snprintf(err, errlen, "rec_open: a run directory and a configuration are required");
@@ -278,6 +283,13 @@ int rec_open(const char *run_dir, const rec_run_info *info, rec_writer **out, ch
     if (rec_meta_from_info(&w->header, info, err, errlen)) {
         writer_free(w);
         return -1;
+    }
+    for (const char *const *x = extra_meta; x && x[0] && x[1]; x += 2) {
+        if (rec_kv_set(&w->header, x[0], x[1])) {
+            snprintf(err, errlen, "rec_open: out of memory");
+            writer_free(w);
+            return -1;
+        }
     }
     rec_ix_header(w->ix, &w->header);
 

@@ -57,6 +57,10 @@ typedef struct rec_run_info {
  * frame. */
 int rec_open(const char *run_dir, const rec_run_info *info, rec_writer **out, char *err,
              size_t errlen);
+/* rec_open with more header keys (key, value, ..., NULL), e.g. replay.opt.NAME
+ * redirections of input files copied into RUN; extra_meta may be NULL. */
+int rec_open_with_meta(const char *run_dir, const rec_run_info *info,
+                       const char *const *extra_meta, rec_writer **out, char *err, size_t errlen);
 /* Fills *obs with callbacks that record into w. */
 void rec_observer(rec_writer *w, engine_observer *obs);
 /* Records the declarations e already made (interned strings, named objects:
@@ -114,5 +118,16 @@ int rec_register_events_vtab(sqlite3 *db, const char *run_dir, char *err, size_t
 /* Chunks decoded by every events cursor of this process so far; a test or
  * a user (EXPLAIN-like curiosity) compares it before and after a query. */
 uint64_t rec_events_vtab_chunks_decoded(void);
+
+/* Names of event kinds and pipes as the index and the events table spell
+ * them (the engine's names, with a stable KIND_n / PIPE_n fallback). */
+const char *rec_kind_name(int kind);
+int rec_kind_from_name(const char *name);   /* -1 if unknown */
+const char *rec_pipe_name(int pipe);
+/* The ranks a transfer reads from and writes to, from its raw addresses
+ * (local memory belongs to the issuing rank; remote stores and RDMA atomics
+ * carry a value, not a source address, in src_addr). */
+void rec_transfer_ranks(int sub, uint32_t rank, uint64_t src_addr, uint64_t dst_addr,
+                        int64_t *src_rank, int64_t *dst_rank);
 
 #endif
