@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 float eng_f16_to_f32(uint16_t h) {
@@ -75,17 +76,28 @@ void eng_store_elem(uint8_t *p, int dtype, uint64_t i, float v) {
 }
 
 static void mmad(xfer *x) {
-    /* L0C is f32 [m, n]; L0A [m, k] and L0B [k, n] in the input dtype. */
-    float *c = (float *)(void *)x->dst;
-    for (uint32_t i = 0; i < x->m; i++)
-        for (uint32_t j = 0; j < x->n; j++) {
-            float acc = 0;
-            if (x->accumulate) memcpy(&acc, &c[(size_t)i * x->n + j], 4);
-            for (uint32_t k = 0; k < x->k; k++)
-                acc += eng_load_elem(x->src, x->dtype, (uint64_t)i * x->k + k) *
-                       eng_load_elem(x->src2, x->dtype, (uint64_t)k * x->n + j);
-            memcpy(&c[(size_t)i * x->n + j], &acc, 4);
+    /* L0C is f32 [m, n]; L0A [m, k] and L0B [k, n] in the input dtype.
+     * Operands are converted once, then the i-k-j loop adds each product in
+     * increasing k for every (i, j): the same sums as the textbook loop. */
+    size_t m = x->m, n = x->n, k = x->k;
+    float *a = malloc(m * k * sizeof *a), *b = malloc(k * n * sizeof *b);
+    float *c = malloc(m * n * sizeof *c);
+    if (!a || !b || !c) abort();
+    for (size_t i = 0; i < m * k; i++) a[i] = eng_load_elem(x->src, x->dtype, i);
+    for (size_t i = 0; i < k * n; i++) b[i] = eng_load_elem(x->src2, x->dtype, i);
+    if (x->accumulate) memcpy(c, x->dst, m * n * sizeof *c);
+    else memset(c, 0, m * n * sizeof *c);
+    for (size_t i = 0; i < m; i++)
+        for (size_t kk = 0; kk < k; kk++) {
+            float av = a[i * k + kk];
+            const float *brow = b + kk * n;
+            float *crow = c + i * n;
+            for (size_t j = 0; j < n; j++) crow[j] += av * brow[j];
         }
+    memcpy(x->dst, c, m * n * sizeof *c);
+    free(a);
+    free(b);
+    free(c);
 }
 
 void eng_apply_compute(engine *e, xfer *x) {
