@@ -1,0 +1,209 @@
+/*
+ * fullmesh_check.c - CPU reference and data checks after a
+ * fullmesh-dispatch-combine run, every round.
+ *
+ * In order, the first failure names what broke:
+ *   1. guards: nothing was written past the end of an output;
+ *   2. expandIdx on every rank equals the plan's;
+ *   3. epRecvCount and expertTokenNum on every rank equal the plan's;
+ *   4. expand_x: every received row equals, byte for byte, the token it
+ *      should carry (rows are tagged, so a wrong row says whose it is, or
+ *      that it is no token at all: the window was overwritten before the row
+ *      was read);
+ *   5. the combined tokens: the weighted sum over top-k of the expert
+ *      outputs (token times the expert's scale, rounded to bf16), in f32
+ *      and rounded to bf16, within 2 bf16 ulps, no NaN.
+ */
+#include "fullmesh.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct checker {
+    engine *e;
+    const fm_plan *p;
+    const fm_args *a;
+    uint16_t *row;
+    float *acc;
+    char *msg;
+    size_t msglen;
+} checker;
+
+static int fail(checker *c, const char *what) {
+    snprintf(c->msg, c->msglen, "%s", what);
+    return 1;
+}
+
+static int check_guards(const fm_state *st, engine *e, char *msg, size_t msglen) {
+    for (int i = 0; i < st->n_guards; i++) {
+        const fm_guard *g = &st->guards[i];
+        const uint8_t *h = engine_gm_host(e, g->at, g->bytes);
+        if (!h) {
+            snprintf(msg, msglen, "guard of %s on rank %d: no host view", g->what, gm_rank(g->at));
+            return 1;
+        }
+        for (uint32_t b = 0; b < g->bytes; b++)
+            if (h[b] != FM_GUARD_BYTE) {
+                snprintf(msg, msglen,
+                         "%s on rank %d: byte %u past its end is 0x%02x, expected 0x%02x: "
+                         "something wrote outside the buffer",
+                         g->what, gm_rank(g->at), b, h[b], FM_GUARD_BYTE);
+                return 1;
+            }
+    }
+    return 0;
+}
+
+static int check_metadata(checker *c, int round) {
+    const fm_round_plan *rp = &c->p->round[round];
+    const fm_args *a = c->a;
+    int W = a->num_ranks, L = a->local_experts;
+    size_t tk = (size_t)a->tokens * (size_t)a->topk;
+    for (int s = 0; s < W; s++) {
+        int at = round * W + s;
+        const int32_t *idx = engine_gm_host(c->e, a->expand_idx[at], tk * 4);
+        const int32_t *epc = engine_gm_host(c->e, a->ep_recv_count[at], (uint64_t)L * W * 4);
+        const int64_t *etn = engine_gm_host(c->e, a->expert_token_num[at], (uint64_t)L * 8);
+        if (!idx || !epc || !etn) return fail(c, "fullmesh check: no host view of the metadata");
+        for (size_t i = 0; i < tk; i++)
+            if (idx[i] != rp->expand_idx[(size_t)s * tk + i]) {
+                snprintf(c->msg, c->msglen,
+                         "round %d rank %d expandIdx(%zu, %zu) is %d, expected %d (expert %d)",
+                         round, s, i / (size_t)a->topk, i % (size_t)a->topk, idx[i],
+                         rp->expand_idx[(size_t)s * tk + i], rp->expert_ids[(size_t)s * tk + i]);
+                return 1;
+            }
+        for (int le = 0; le < L; le++) {
+            for (int src = 0; src < W; src++) {
+                int32_t want = rp->ep_recv_count[((size_t)s * L + (size_t)le) * W + (size_t)src];
+                if (epc[le * W + src] != want) {
+                    snprintf(c->msg, c->msglen,
+                             "round %d rank %d epRecvCount[%d][%d] (local expert %d, source rank "
+                             "%d) is %d, expected %d",
+                             round, s, le, src, le, src, epc[le * W + src], want);
+                    return 1;
+                }
+            }
+            if (etn[le] != rp->expert_token_num[(size_t)s * L + (size_t)le]) {
+                snprintf(c->msg, c->msglen, "round %d rank %d expertTokenNum[%d] is %lld, expected %lld",
+                         round, s, le, (long long)etn[le],
+                         (long long)rp->expert_token_num[(size_t)s * L + (size_t)le]);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+static const char *what_row_holds(const checker *c, const uint16_t *got, int round, char *buf,
+                                  size_t n) {
+    int r2, q2, t2;
+    if (fm_decode_tag(got, c->a->hidden, &r2, &q2, &t2)) {
+        snprintf(buf, n, "it holds token %d of rank %d from round %d%s", t2, q2, r2,
+                 r2 != round ? " (a row of another round)" : " (the wrong position)");
+        return buf;
+    }
+    int zero = 1;
+    for (int j = 0; j < c->a->hidden; j++) zero &= got[j] == 0;
+    return zero ? "it is zeros: never written"
+                : "it is no token row: the window was overwritten before the row was read "
+                  "(another EP op's data in the same block?)";
+}
+
+static int check_recv(checker *c, int round) {
+    const fm_round_plan *rp = &c->p->round[round];
+    const fm_args *a = c->a;
+    int W = a->num_ranks, T = a->tokens, K = a->topk;
+    uint64_t rb = a->row_bytes;
+    int64_t bad = 0, total = 0;
+    for (int p = 0; p < W; p++) {
+        int64_t rows = rp->recv_rows[p];
+        total += rows;
+        if (rows == 0) continue;
+        const uint8_t *x = engine_gm_host(c->e, a->expand_x[round * W + p], (uint64_t)rows * rb);
+        if (!x) return fail(c, "fullmesh check: no host view of expand_x");
+        for (int64_t row = 0; row < rows; row++) {
+            int32_t owner = rp->owner[rp->owner_base[p] + row];
+            int s = owner / (T * K), t = (owner / K) % T, k = owner % K;
+            fm_fill_token(c->row, a->hidden, c->p->sh.data_seed, round, s, t);
+            const uint8_t *got = x + (uint64_t)row * rb;
+            if (memcmp(got, c->row, rb) == 0) continue;
+            if (bad++ > 0) continue;
+            char buf[160];
+            snprintf(c->msg, c->msglen,
+                     "round %d rank %d expand_x row %lld should be token %d of rank %d (slot %d, "
+                     "expert %d): %s",
+                     round, p, (long long)row, t, s, k, rp->expert_ids[owner],
+                     what_row_holds(c, (const uint16_t *)(const void *)got, round, buf, sizeof buf));
+        }
+    }
+    if (bad) {
+        size_t len = strlen(c->msg);
+        snprintf(c->msg + len, c->msglen - len, " [%lld of %lld received rows differ]",
+                 (long long)bad, (long long)total);
+        return 1;
+    }
+    return 0;
+}
+
+static int check_out(checker *c, int round) {
+    const fm_round_plan *rp = &c->p->round[round];
+    const fm_args *a = c->a;
+    int W = a->num_ranks, T = a->tokens, K = a->topk, H = a->hidden;
+    int64_t bad = 0;
+    for (int s = 0; s < W; s++) {
+        const uint16_t *out = engine_gm_host(c->e, a->out[round * W + s], (uint64_t)T * a->row_bytes);
+        if (!out) return fail(c, "fullmesh check: no host view of the combined tokens");
+        for (int t = 0; t < T; t++) {
+            fm_fill_token(c->row, H, c->p->sh.data_seed, round, s, t);
+            for (int j = 0; j < H; j++) c->acc[j] = 0.0f;
+            for (int k = 0; k < K; k++) {
+                size_t slot = ((size_t)s * (size_t)T + (size_t)t) * (size_t)K + (size_t)k;
+                int32_t e = rp->expert_ids[slot];
+                if (e < 0) continue;
+                float w = rp->topk_weights[slot], scale = fm_expert_scale(e);
+                for (int j = 0; j < H; j++)
+                    c->acc[j] += w * bf16_to_float(float_to_bf16(scale * bf16_to_float(c->row[j])));
+            }
+            for (int j = 0; j < H; j++) {
+                float want = bf16_to_float(float_to_bf16(c->acc[j]));
+                float got = bf16_to_float(out[(size_t)t * (size_t)H + (size_t)j]);
+                float tol = fabsf(want) * (1.0f / 64.0f) + 1e-6f;   /* 2 bf16 ulps */
+                if (!isnan(got) && fabsf(got - want) <= tol) continue;
+                if (bad++ > 0) continue;
+                snprintf(c->msg, c->msglen,
+                         "round %d rank %d combined token %d element %d is %.6g, reference %.6g "
+                         "(weighted sum of %d expert outputs, tolerance %.3g)%s",
+                         round, s, t, j, (double)got, (double)want, K, (double)tol,
+                         isnan(got) ? ": NaN" : "");
+            }
+        }
+    }
+    if (bad) {
+        size_t len = strlen(c->msg);
+        snprintf(c->msg + len, c->msglen - len, " [%lld of %lld elements differ]", (long long)bad,
+                 (long long)W * T * H);
+        return 1;
+    }
+    return 0;
+}
+
+int fm_check(engine *e, void *state, char *msg, size_t msglen) {
+    fm_state *st = state;
+    checker c = {.e = e, .p = &st->plan, .a = &st->args, .msg = msg, .msglen = msglen};
+    if (msglen) msg[0] = '\0';
+    c.row = malloc(st->args.row_bytes);
+    c.acc = malloc(sizeof(float) * (size_t)st->args.hidden);
+    int rc = 1;
+    if (!c.row || !c.acc) {
+        snprintf(msg, msglen, "fullmesh check: out of host memory");
+    } else {
+        rc = check_guards(st, e, msg, msglen);
+        for (int r = 0; !rc && r < st->args.rounds; r++)
+            rc = check_metadata(&c, r) || check_recv(&c, r) || check_out(&c, r);
+    }
+    free(c.row);
+    free(c.acc);
+    return rc;
+}

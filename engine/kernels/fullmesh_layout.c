@@ -1,0 +1,40 @@
+/*
+ * fullmesh_layout.c - `npurr layout -k fullmesh-dispatch-combine`: the
+ * window layout and every buffer's size per rank for the given options,
+ * from the same shape and plan setup builds (received rows depend on the
+ * routing, so they are those of the run these options would record).
+ */
+#include "fullmesh.h"
+
+int fm_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *out, char *err,
+              size_t errlen) {
+    fm_shape sh;
+    /* No engine here: validate --cores against the 910B2's 48 AIV. */
+    if (fm_shape_from_opts(o, nodes, npus_per_node, 48, &sh, err, errlen)) return -1;
+    fm_plan p;
+    if (fm_plan_build(&sh, &p, err, errlen)) return -1;
+    int W = sh.num_ranks, L = sh.local_experts, T = sh.tokens, K = sh.topk;
+    uint64_t rb = sh.row_bytes;
+    fprintf(out, "fullmesh-dispatch-combine (seed 002), %d node(s) x %d NPUs = %d ranks, %d AIV per rank\n",
+            sh.nodes, sh.npus_per_node, W, sh.cores);
+    fprintf(out,
+            "BS %d, H %d (%llu B rows), topk %d, experts %d (%d per rank), routing %s, %d round(s)\n",
+            T, sh.hidden, (unsigned long long)rb, K, sh.experts, L, sh.routing.text, sh.rounds);
+    fprintf(out,
+            "window: rankSizeOnWin %llu B = count row %u B + up to %d tokens + FLAG2 %u B; "
+            "block %llu B (W windows + %u B ctrl: bufferChosen, EP op count); WindowsIn and "
+            "WindowsOut 2 blocks each\n",
+            (unsigned long long)sh.rank_size_on_win, FM_STATUS_ROW_BYTES,
+            T * (K < L ? K : L), FM_FLAG_BYTES, (unsigned long long)sh.block_stride, FM_CTRL_BYTES);
+    fprintf(out, "%-5s %-6s %10s %14s %12s %12s\n", "rank", "round", "recv_rows", "expand_x", "x",
+            "windows");
+    for (int r = 0; r < W; r++)
+        for (int round = 0; round < sh.rounds; round++)
+            fprintf(out, "%-5d %-6d %10lld %14llu %12llu %12llu\n", r, round,
+                    (long long)p.round[round].recv_rows[r],
+                    (unsigned long long)p.round[round].recv_rows[r] * rb,
+                    (unsigned long long)T * rb, (unsigned long long)(4 * sh.block_stride));
+    fprintf(out, "UB per core: %u B of %u\n", fm_ub_bytes(&sh), UB_BYTES);
+    fm_plan_free(&p);
+    return 0;
+}

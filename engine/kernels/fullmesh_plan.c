@@ -1,0 +1,240 @@
+/*
+ * fullmesh_plan.c - fullmesh-dispatch-combine options -> shape, and the CPU
+ * plan of every round: routing (routing.c), expandIdx, sendStatus counts,
+ * epRecvCount, expertTokenNum and which token every received row carries.
+ *
+ * Setup sizes buffers from the plan, the check compares the device's
+ * outputs with it, layout prints it. The device computes all of it again
+ * from expertIds alone; nothing here is handed to the kernel but the inputs.
+ */
+#include "fullmesh.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const kernel_option fm_options[] = {
+    {"tokens", "16", "BS: tokens per rank"},
+    {"hidden", "128", "H: bf16 elements per token (1..8192)"},
+    {"topk", "4", "K: experts per token"},
+    {"experts", "32", "experts in total; each rank holds experts / ranks (at most 24)"},
+    {"routing", "uniform", "uniform | zipf:S (skewed expert load)"},
+    {"data-seed", "1", "seed of the routing and of the tokens"},
+    {"rounds", "2", "dispatch + combine pairs (>= 2 exercises the double buffer)"},
+    {"cores", "4", "AIV cores per rank"},
+    {"inject", "none",
+     "none | no-double-buffer (every EP op uses window block 0: a fast rank's combine "
+     "overwrites a slow rank's dispatch data)"},
+    {NULL, NULL, NULL},
+};
+
+static int get_int(const kernel_opts *o, const char *name, int64_t lo, int64_t hi, int64_t *out,
+                   char *err, size_t errlen) {
+    if (kopt_i64(o, name, out, err, errlen) != 0) return -1;
+    if (*out < lo || *out > hi) {
+        snprintf(err, errlen, "--%s %lld: must be between %lld and %lld", name, (long long)*out,
+                 (long long)lo, (long long)hi);
+        return -1;
+    }
+    return 0;
+}
+
+uint64_t fm_round_seed(uint64_t data_seed, int round) {
+    return data_seed + 0x9E3779B97F4A7C15ULL * (uint64_t)round;
+}
+
+uint32_t fm_ub_bytes(const fm_shape *sh) {
+    uint64_t W = (uint64_t)sh->num_ranks, L = (uint64_t)sh->local_experts;
+    uint64_t E = (uint64_t)sh->experts, rb = fm_align32(sh->row_bytes);
+    uint64_t rows = rb > FM_COPY_CHUNK ? rb : FM_COPY_CHUNK;
+    uint64_t total = 3 * (uint64_t)FM_META_BYTES + 3 * W * FM_STATUS_ROW_BYTES +
+                     fm_align32(E * 4) + fm_align32((E + 1) * 4) + fm_align32(L * W * 4) +
+                     fm_align32(L * 8) + fm_align32(W * sizeof(batch_write_task)) + FM_FLAG_BYTES +
+                     2 * rows + fm_align32((uint64_t)sh->hidden * 4) + rb;
+    return total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
+}
+
+int fm_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int num_aiv,
+                       fm_shape *sh, char *err, size_t errlen) {
+    memset(sh, 0, sizeof *sh);
+    if (nodes < 1 || npus_per_node < 1 || (int64_t)nodes * npus_per_node > FM_MAX_RANKS) {
+        snprintf(err, errlen, "--nodes %d x --npus-per-node %d: fullmesh supports 1..%d ranks",
+                 nodes, npus_per_node, FM_MAX_RANKS);
+        return -1;
+    }
+    sh->nodes = nodes;
+    sh->npus_per_node = npus_per_node;
+    int W = nodes * npus_per_node;
+    sh->num_ranks = W;
+    int64_t v;
+    if (get_int(o, "tokens", 1, 1 << 16, &v, err, errlen)) return -1;
+    sh->tokens = (int)v;
+    if (get_int(o, "hidden", 1, FM_MAX_HIDDEN, &v, err, errlen)) return -1;
+    sh->hidden = (int)v;
+    sh->row_bytes = (uint32_t)sh->hidden * 2u;
+    if (get_int(o, "experts", 1, (int64_t)W * FM_FLAG_OFFSET, &v, err, errlen)) return -1;
+    sh->experts = (int)v;
+    if (sh->experts % W) {
+        snprintf(err, errlen, "--experts %d: must be a multiple of the %d ranks", sh->experts, W);
+        return -1;
+    }
+    sh->local_experts = sh->experts / W;
+    if (get_int(o, "topk", 1, 64, &v, err, errlen)) return -1;
+    sh->topk = (int)v;
+    if (sh->topk > sh->experts) {
+        snprintf(err, errlen, "--topk %d: larger than --experts %d", sh->topk, sh->experts);
+        return -1;
+    }
+    if ((int64_t)sh->tokens * sh->topk * W > INT32_MAX / 4) {
+        snprintf(err, errlen, "--tokens %d x --topk %d x %d ranks: too many rows for int32 counts",
+                 sh->tokens, sh->topk, W);
+        return -1;
+    }
+    if (get_int(o, "rounds", 1, 64, &v, err, errlen)) return -1;
+    sh->rounds = (int)v;
+    if (get_int(o, "cores", 1, num_aiv, &v, err, errlen)) return -1;
+    sh->cores = (int)v;
+    const char *s;
+    if (kopt_str(o, "routing", &s) != 0) {
+        snprintf(err, errlen, "--routing: option has no value");
+        return -1;
+    }
+    if (routing_parse(s, &sh->routing, err, errlen) != 0) return -1;
+    if (kopt_i64(o, "data-seed", &v, err, errlen)) return -1;
+    sh->data_seed = (uint64_t)v;
+    if (kopt_str(o, "inject", &s) != 0) {
+        snprintf(err, errlen, "--inject: option has no value");
+        return -1;
+    }
+    if (strcmp(s, "none") == 0) sh->inject = FM_INJECT_NONE;
+    else if (strcmp(s, "no-double-buffer") == 0) sh->inject = FM_INJECT_NO_DOUBLE_BUFFER;
+    else {
+        snprintf(err, errlen, "--inject %s: unknown fault (expected none or no-double-buffer)", s);
+        return -1;
+    }
+    /* Decision (the seed sizes windows by a fixed HCCL buffer): a window
+     * holds the most one rank can send another, every token to min(K, L)
+     * of the receiver's experts, plus the count row and FLAG2. */
+    int per = sh->topk < sh->local_experts ? sh->topk : sh->local_experts;
+    sh->rank_size_on_win = fm_align32(FM_STATUS_ROW_BYTES +
+                                      (uint64_t)sh->tokens * (uint64_t)per * sh->row_bytes +
+                                      FM_FLAG_BYTES);
+    sh->block_stride = (uint64_t)W * sh->rank_size_on_win + FM_CTRL_BYTES;
+    if (sh->block_stride * 2 > (1ull << 34)) {
+        snprintf(err, errlen,
+                 "--tokens %d x --hidden %d: each window block would be %llu B per rank (over "
+                 "8 GiB)",
+                 sh->tokens, sh->hidden, (unsigned long long)sh->block_stride);
+        return -1;
+    }
+    uint32_t need = fm_ub_bytes(sh);
+    if (need > UB_BYTES) {
+        snprintf(err, errlen,
+                 "--hidden %d with %d ranks and --experts %d: a core needs %u B of UB, more than "
+                 "the %u B UB",
+                 sh->hidden, W, sh->experts, need, UB_BYTES);
+        return -1;
+    }
+    return 0;
+}
+
+static void round_free(fm_round_plan *r) {
+    free(r->expert_ids);
+    free(r->topk_weights);
+    free(r->expand_idx);
+    free(r->send_count);
+    free(r->ep_recv_count);
+    free(r->expert_token_num);
+    free(r->recv_rows);
+    free(r->owner_base);
+    free(r->owner);
+}
+
+void fm_plan_free(fm_plan *p) {
+    if (p->round)
+        for (int r = 0; r < p->sh.rounds; r++) round_free(&p->round[r]);
+    free(p->round);
+    memset(p, 0, sizeof *p);
+}
+
+static int round_build(const fm_shape *sh, int round, fm_round_plan *rp, char *err, size_t errlen) {
+    size_t W = (size_t)sh->num_ranks, L = (size_t)sh->local_experts;
+    size_t T = (size_t)sh->tokens, K = (size_t)sh->topk;
+    rp->expert_ids = malloc(sizeof(int32_t) * W * T * K);
+    rp->topk_weights = malloc(sizeof(float) * W * T * K);
+    rp->expand_idx = malloc(sizeof(int32_t) * W * T * K);
+    rp->send_count = calloc(W * W * L, sizeof(int32_t));
+    rp->ep_recv_count = calloc(W * L * W, sizeof(int32_t));
+    rp->expert_token_num = calloc(W * L, sizeof(int64_t));
+    rp->recv_rows = calloc(W, sizeof(int64_t));
+    rp->owner_base = calloc(W + 1, sizeof(int64_t));
+    rp->owner = malloc(sizeof(int32_t) * (W * T * K + 1));
+    if (!rp->expert_ids || !rp->topk_weights || !rp->expand_idx || !rp->send_count ||
+        !rp->ep_recv_count || !rp->expert_token_num || !rp->recv_rows || !rp->owner_base ||
+        !rp->owner) {
+        snprintf(err, errlen, "--tokens %d: out of host memory for the routing tables", sh->tokens);
+        return -1;
+    }
+    routing_shape rs = {.num_ranks = (int)W, .nodes = sh->nodes, .npus_per_node = sh->npus_per_node,
+                        .experts = sh->experts, .topk = (int)K};
+    for (size_t s = 0; s < W; s++)
+        if (routing_generate(&sh->routing, &rs, fm_round_seed(sh->data_seed, round), (int)s, (int)T,
+                             rp->expert_ids + s * T * K, rp->topk_weights + s * T * K, err,
+                             errlen) != 0)
+            return -1;
+    /* Seed s2.2.2: expandIdx(i, j) = sendStatus(rank, local expert)++. */
+    for (size_t s = 0; s < W; s++)
+        for (size_t i = 0; i < T * K; i++) {
+            int32_t e = rp->expert_ids[s * T * K + i];
+            if (e < 0) {
+                rp->expand_idx[s * T * K + i] = -1;
+                continue;
+            }
+            rp->expand_idx[s * T * K + i] = rp->send_count[(s * W + (size_t)e / L) * L + (size_t)e % L]++;
+        }
+    /* Seed s2.4.1: epRecvCount = the received [W x L] counts transposed to
+     * [L x W] and prefix-summed in row-major order. */
+    int64_t base = 0;
+    for (size_t p = 0; p < W; p++) {
+        int64_t run = 0;
+        for (size_t le = 0; le < L; le++) {
+            for (size_t src = 0; src < W; src++) {
+                run += rp->send_count[(src * W + p) * L + le];
+                rp->ep_recv_count[(p * L + le) * W + src] = (int32_t)run;
+            }
+            rp->expert_token_num[p * L + le] = run;
+        }
+        rp->recv_rows[p] = run;
+        rp->owner_base[p] = base;
+        base += run;
+    }
+    rp->owner_base[W] = base;
+    for (size_t s = 0; s < W; s++)
+        for (size_t i = 0; i < T * K; i++) {
+            int32_t e = rp->expert_ids[s * T * K + i];
+            if (e < 0) continue;
+            size_t p = (size_t)e / L, le = (size_t)e % L;
+            int64_t first = rp->ep_recv_count[(p * L + le) * W + s] -
+                            rp->send_count[(s * W + p) * L + le];
+            rp->owner[rp->owner_base[p] + first + rp->expand_idx[s * T * K + i]] = (int32_t)(s * T * K + i);
+        }
+    return 0;
+}
+
+int fm_plan_build(const fm_shape *sh, fm_plan *p, char *err, size_t errlen) {
+    memset(p, 0, sizeof *p);
+    p->sh = *sh;
+    p->round = calloc((size_t)sh->rounds, sizeof *p->round);
+    if (!p->round) {
+        snprintf(err, errlen, "--rounds %d: out of host memory", sh->rounds);
+        return -1;
+    }
+    for (int r = 0; r < sh->rounds; r++) {
+        if (round_build(sh, r, &p->round[r], err, errlen)) {
+            fm_plan_free(p);
+            return -1;
+        }
+        for (int q = 0; q < sh->num_ranks; q++)
+            if (p->round[r].recv_rows[q] > p->max_recv_rows) p->max_recv_rows = p->round[r].recv_rows[q];
+    }
+    return 0;
+}

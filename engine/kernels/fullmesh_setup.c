@@ -1,0 +1,217 @@
+/*
+ * fullmesh_setup.c - host side of a fullmesh-dispatch-combine run: buffers,
+ * inputs, named flags, the launch, and the kernel descriptor.
+ *
+ * Symmetric (engine_sym_alloc): WindowsIn and WindowsOut, each two blocks
+ * of W windows of rankSizeOnWin bytes plus the ctrl block (bufferChosen,
+ * EP op count), zero at the start as HCCL hands them over.
+ * Per rank: the BatchWrite task lists (one per block), recv_status,
+ * expert_out. Per round and rank: the inputs x, expertIds, topk weights
+ * and the outputs expandIdx, expand_x, epRecvCount, expertTokenNum and the
+ * combined tokens; every output is followed by a guard the check verifies.
+ * One AIV launch of --cores cores per rank.
+ */
+#include "fullmesh.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void fm_destroy(void *state) {
+    fm_state *st = state;
+    if (!st) return;
+    fm_plan_free(&st->plan);
+    free(st->tables);
+    free(st->guards);
+    free(st);
+}
+
+static int add_guard(fm_state *st, gm_t at, uint32_t bytes, const char *what, char *err,
+                     size_t errlen) {
+    if (st->n_guards == st->cap_guards) {
+        int cap = st->cap_guards ? st->cap_guards * 2 : 64;
+        fm_guard *g = realloc(st->guards, sizeof *g * (size_t)cap);
+        if (!g) {
+            snprintf(err, errlen, "fullmesh setup: out of host memory for guard regions");
+            return -1;
+        }
+        st->guards = g;
+        st->cap_guards = cap;
+    }
+    st->guards[st->n_guards++] = (fm_guard){at, bytes, what};
+    return 0;
+}
+
+/* bytes (at least 32, so an empty output still exists) on one rank; with a
+ * guard from the first byte past the data when guarded. */
+static int alloc(engine *e, fm_state *st, int rank, uint64_t bytes, const char *what, int guarded,
+                 gm_t *out, char *err, size_t errlen) {
+    uint64_t data = bytes < UB_ALIGN ? UB_ALIGN : fm_align32(bytes);
+    uint64_t total = data + (guarded ? FM_GUARD_BYTES : 0);
+    if (engine_gm_alloc(e, rank, total, what, out, err, errlen) != ENGINE_OK) return -1;
+    if (!guarded) return 0;
+    uint32_t gb = (uint32_t)(total - bytes);
+    gm_t g = gm_add(*out, (int64_t)bytes);
+    uint8_t *h = engine_gm_host(e, g, gb);
+    if (!h) {
+        snprintf(err, errlen, "fullmesh setup: no host view of %s on rank %d", what, rank);
+        return -1;
+    }
+    memset(h, FM_GUARD_BYTE, gb);
+    return add_guard(st, g, gb, what, err, errlen);
+}
+
+static int fill(engine *e, gm_t at, const void *src, uint64_t bytes, const char *what, int rank,
+                char *err, size_t errlen) {
+    if (bytes == 0) return 0;
+    void *h = engine_gm_host(e, at, bytes);
+    if (!h) {
+        snprintf(err, errlen, "fullmesh setup: no host view of %s on rank %d", what, rank);
+        return -1;
+    }
+    memcpy(h, src, bytes);
+    return 0;
+}
+
+static int setup_windows(engine *e, fm_state *st, char *err, size_t errlen) {
+    fm_args *a = &st->args;
+    int W = a->num_ranks;
+    if (engine_sym_alloc(e, 2 * a->block_stride, "fullmesh.windows_in", &a->windows_in, err,
+                         errlen) != ENGINE_OK ||
+        engine_sym_alloc(e, 2 * a->block_stride, "fullmesh.windows_out", &a->windows_out, err,
+                         errlen) != ENGINE_OK)
+        return -1;
+    /* Named words: what waits and deadlock reports talk about. */
+    for (int r = 0; r < W; r++) {
+        gm_t ctrl = fm_ctrl(a, r);
+        char name[96];
+        snprintf(name, sizeof name, "fullmesh.bufferChosen[%d]", r);
+        engine_name_word(e, gm_add(ctrl, FM_CTRL_BUFFER_CHOSEN), 4, OBJ_WORD, name);
+        snprintf(name, sizeof name, "fullmesh.ep_ops[%d]", r);
+        engine_name_word(e, gm_add(ctrl, FM_CTRL_EP_OPS), 4, OBJ_WORD, name);
+        for (int src = 0; src < W; src++) {
+            /* Dispatch runs in block 0 (the first op of every round). */
+            gm_t w = gm_add(gm_on_rank(a->windows_in, r), (int64_t)((uint64_t)src * a->rank_size_on_win));
+            snprintf(name, sizeof name, "fullmesh.FLAG1[%d->%d]", src, r);
+            engine_name_word(e, gm_add(w, FM_FLAG_OFFSET * 4), 4, OBJ_FLAG, name);
+        }
+    }
+    return 0;
+}
+
+static int setup_rank_buffers(engine *e, fm_state *st, char *err, size_t errlen) {
+    fm_args *a = &st->args;
+    const fm_plan *p = &st->plan;
+    int W = a->num_ranks;
+    uint64_t ts = sizeof(batch_write_task);
+    for (int r = 0; r < W; r++)
+        if (alloc(e, st, r, 2 * (uint64_t)W * ts, "fullmesh.tasks", 0, &a->tasks[r], err, errlen) ||
+            alloc(e, st, r, (uint64_t)W * FM_STATUS_ROW_BYTES, "fullmesh.recv_status", 1,
+                  &a->recv_status[r], err, errlen) ||
+            alloc(e, st, r, (uint64_t)p->max_recv_rows * a->row_bytes, "fullmesh.expert_out", 1,
+                  &a->expert_out[r], err, errlen))
+            return -1;
+    return 0;
+}
+
+static int setup_round_buffers(engine *e, fm_state *st, int round, uint16_t *row, char *err,
+                               size_t errlen) {
+    fm_args *a = &st->args;
+    const fm_shape *sh = &st->plan.sh;
+    const fm_round_plan *rp = &st->plan.round[round];
+    int W = a->num_ranks, T = a->tokens, K = a->topk, L = a->local_experts;
+    uint64_t tk = (uint64_t)T * (uint64_t)K, rb = a->row_bytes;
+    for (int s = 0; s < W; s++) {
+        int at = round * W + s;
+        if (alloc(e, st, s, (uint64_t)T * rb, "fullmesh.x", 0, &a->x[at], err, errlen) ||
+            alloc(e, st, s, tk * 4, "fullmesh.expert_ids", 0, &a->expert_ids[at], err, errlen) ||
+            alloc(e, st, s, tk * 4, "fullmesh.topk_weights", 0, &a->topk_weights[at], err, errlen) ||
+            alloc(e, st, s, tk * 4, "fullmesh.expand_idx", 1, &a->expand_idx[at], err, errlen) ||
+            alloc(e, st, s, (uint64_t)rp->recv_rows[s] * rb, "fullmesh.expand_x", 1,
+                  &a->expand_x[at], err, errlen) ||
+            alloc(e, st, s, (uint64_t)L * (uint64_t)W * 4, "fullmesh.ep_recv_count", 1,
+                  &a->ep_recv_count[at], err, errlen) ||
+            alloc(e, st, s, (uint64_t)L * 8, "fullmesh.expert_token_num", 1,
+                  &a->expert_token_num[at], err, errlen) ||
+            alloc(e, st, s, (uint64_t)T * rb, "fullmesh.out", 1, &a->out[at], err, errlen))
+            return -1;
+        if (fill(e, a->expert_ids[at], rp->expert_ids + (size_t)s * tk, tk * 4, "expert_ids", s,
+                 err, errlen) ||
+            fill(e, a->topk_weights[at], rp->topk_weights + (size_t)s * tk, tk * 4, "topk_weights",
+                 s, err, errlen))
+            return -1;
+        uint8_t *x = engine_gm_host(e, a->x[at], (uint64_t)T * rb);
+        if (!x) {
+            snprintf(err, errlen, "fullmesh setup: no host view of x on rank %d", s);
+            return -1;
+        }
+        for (int t = 0; t < T; t++) {
+            fm_fill_token(row, a->hidden, sh->data_seed, round, s, t);
+            memcpy(x + (uint64_t)t * rb, row, rb);
+        }
+    }
+    return 0;
+}
+
+static int fm_setup(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
+    *state = NULL;
+    const engine_config *cfg = engine_get_config(e);
+    fm_state *st = calloc(1, sizeof *st);
+    if (!st) {
+        snprintf(err, errlen, "fullmesh setup: out of host memory");
+        return -1;
+    }
+    fm_shape sh;
+    if (fm_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, engine_num_aiv(e), &sh, err,
+                           errlen) ||
+        fm_plan_build(&sh, &st->plan, err, errlen)) {
+        fm_destroy(st);
+        return -1;
+    }
+    fm_args *a = &st->args;
+    int W = sh.num_ranks;
+    *a = (fm_args){.num_ranks = W, .local_experts = sh.local_experts, .experts = sh.experts,
+                   .tokens = sh.tokens, .topk = sh.topk, .hidden = sh.hidden,
+                   .rounds = sh.rounds, .row_bytes = sh.row_bytes,
+                   .rank_size_on_win = sh.rank_size_on_win, .block_stride = sh.block_stride,
+                   .inject = sh.inject};
+    size_t per_rank = 3, per_round = 8;
+    size_t n = per_rank * (size_t)W + per_round * (size_t)W * (size_t)sh.rounds;
+    st->tables = calloc(n, sizeof(gm_t));
+    uint16_t *row = malloc(sh.row_bytes);
+    if (!st->tables || !row) {
+        free(row);
+        fm_destroy(st);
+        snprintf(err, errlen, "fullmesh setup: out of host memory");
+        return -1;
+    }
+    gm_t *t = st->tables;
+    size_t RW = (size_t)W * (size_t)sh.rounds;
+    a->tasks = t; t += W;
+    a->recv_status = t; t += W;
+    a->expert_out = t; t += W;
+    a->x = t; t += RW;
+    a->expert_ids = t; t += RW;
+    a->topk_weights = t; t += RW;
+    a->expand_idx = t; t += RW;
+    a->expand_x = t; t += RW;
+    a->ep_recv_count = t; t += RW;
+    a->expert_token_num = t; t += RW;
+    a->out = t;
+    int rc = setup_windows(e, st, err, errlen) || setup_rank_buffers(e, st, err, errlen);
+    for (int r = 0; !rc && r < sh.rounds; r++) rc = setup_round_buffers(e, st, r, row, err, errlen);
+    free(row);
+    if (rc || engine_launch(e, "fullmesh_dispatch_combine", fm_kernel, a, sh.cores, CORE_AIV, err,
+                            errlen) != ENGINE_OK) {
+        fm_destroy(st);
+        return -1;
+    }
+    *state = st;
+    return 0;
+}
+
+const kernel_desc kernel_fullmesh_dispatch_combine = {
+    "fullmesh-dispatch-combine",
+    "MoE dispatch + combine over the full mesh (seed 002): BatchWrite windows, FLAG1/FLAG2, "
+    "double buffer",
+    fm_options, fm_setup, fm_check, fm_layout, fm_destroy,
+};
