@@ -47,12 +47,17 @@
  * (DeepEP's encoding) so that 0 means "not written yet". */
 #define DISPATCH_META_INTS (DISPATCH_MAX_NVL_PEERS * 2 + 2)
 #define DISPATCH_META_BYTES (DISPATCH_META_INTS * 4)
+#define DISPATCH_META_UB_STRIDE 96   /* one meta block in UB, 32 B aligned */
 #define DISPATCH_MAX_RANKS 256
+#define DISPATCH_MAX_NODES 32
+#define DISPATCH_MAX_CHANNELS 64
 #define DISPATCH_MAX_DISPATCHES 4
 #define DISPATCH_MAX_TOPK 64
 #define DISPATCH_FP8_BLOCK 128   /* fp8 x carries one float scale per 128 elements */
 
 enum { DISPATCH_BF16 = 0, DISPATCH_FP8 = 1 };
+/* Faults are injected into the last dispatch of the run (the only one
+ * when --dispatches 1), so the earlier ones show the clean behaviour. */
 enum { DISPATCH_INJECT_NONE = 0, DISPATCH_INJECT_CREDIT_LEAK, DISPATCH_INJECT_LOST_TAIL };
 
 /* What travels with every token (seed 003 item 2). DeepEP's SourceMeta is
@@ -111,7 +116,6 @@ typedef struct dispatch_shape {
     int credit_batch;
     int dispatches;
     int inject;
-    int num_aiv;                /* of the chip the shape was validated for */
     uint64_t data_seed;
     routing_spec routing;
     /* UB carving decided on the host (validated against UB_BYTES). */
@@ -137,8 +141,9 @@ uint32_t dispatch_ub_forwarder(const dispatch_shape *sh);
 uint32_t dispatch_ub_fwd_coordinator(const dispatch_shape *sh);
 uint32_t dispatch_ub_receiver(const dispatch_shape *sh);
 
-/* Token -> channel: RDMASender core token_idx % senders, and core i feeds
- * channel i % channels (seed 001 s5.1: one channel may have several cores). */
+/* Token -> channel: RDMASender core token_idx % senders (seed 001 s5.1).
+ * Decision: core i feeds channel i % channels, so a channel has one core
+ * or several (never none) and every core writes one channel only. */
 static inline int dispatch_token_channel(const dispatch_shape *sh, int t) {
     return (t % sh->senders) % sh->channels;
 }
@@ -219,12 +224,18 @@ typedef struct dispatch_args {
     gm_t hccs_channel_prefix_end;    /* [C][P][N] int32 */
     gm_t hccs_channel_head;          /* [C][P] int32, on the destination */
     gm_t hccs_channel_tail;          /* [C][P] int32, on the destination */
-    /* symmetric: bookkeeping words of the roles */
+    /* symmetric: bookkeeping words of the roles. Decision: the seed's roles
+     * poll several rings in a loop; an emulated wait blocks on one word, so
+     * a core that serves several rings waits on a doorbell word that its
+     * producers bump after every tail store that makes work for it (and on
+     * the ring's own word once only one ring is left, so a hang names the
+     * ring). Blocking on one ring while another starves would deadlock. */
     gm_t rdma_send_channel_lock;  /* [C][N] int32 */
     gm_t rdma_send_channel_tail;  /* [C][N] int64: slots the senders filled */
     gm_t coord_doorbell;          /* [coordinators] int64 */
     gm_t rdma_recv_doorbell;      /* [C] int64: tokens arrived in channel c */
     gm_t forwarder_head;          /* [C][N][P] int64: per forwarder group */
+    gm_t rdma_channel_meta_ack;   /* [C][N] int64: forwarder groups that read the meta */
     gm_t fwd_coord_doorbell;      /* [fwd_coordinators] int64 */
     gm_t hccs_recv_doorbell;      /* [receivers] int64 */
 
@@ -272,6 +283,22 @@ static inline local_t ub_take(ub_arena *u, uint64_t bytes) {
     return l;
 }
 
+/* What a core publishes before a blocking wait, so the deadlock report
+ * reads like a per-role dump: the ring's channel, the peer rank at its
+ * other end, head, tail, the cached head the core decided on, and the
+ * credits (free slots) it saw - for the ForwarderCoordinator, the credits
+ * it has returned this dispatch; -1 where the wait is not about that value
+ * (a doorbell wait, which serves several rings, is all -1 with the number
+ * of rings still pending). Only changed values are re-published: each
+ * note is a trace event. */
+typedef struct ring_notes {
+    int64_t v[7];
+    int valid;
+} ring_notes;
+void dispatch_note_ring(ring_notes *rn, int64_t channel, int64_t peer, int64_t head, int64_t tail,
+                        int64_t cached_head, int64_t credits);
+void dispatch_note_doorbell(ring_notes *rn, int64_t pending_rings);
+
 void dispatch_kernel(const void *args);
 void dispatch_notify_layout_phase(const dispatch_args *a, ub_arena ub);
 void dispatch_notify_exchange_phase(const dispatch_args *a, ub_arena ub);
@@ -281,11 +308,12 @@ void dispatch_rdma_coordinator(const dispatch_args *a, int disp, ub_arena ub);
 void dispatch_forwarder(const dispatch_args *a, int disp, ub_arena ub);
 void dispatch_fwd_coordinator(const dispatch_args *a, int disp, ub_arena ub);
 void dispatch_hccs_receiver(const dispatch_args *a, int disp, ub_arena ub);
-/* The clean step between dispatches (meta and prefixes back to 0). */
-void dispatch_fwd_coordinator_clean(const dispatch_args *a, ub_arena ub);
+/* The clean step after a dispatch: meta and prefixes back to 0, each by
+ * the core that owns them once every reader has read them. */
+void dispatch_fwd_coordinator_clean(const dispatch_args *a, int disp, ub_arena ub);
 void dispatch_hccs_receiver_clean(const dispatch_args *a, ub_arena ub);
 
-/* Waits for a 32 B aligned copy or a padded one, by length. */
+/* DataCopy when the length is a multiple of 32 B, else DataCopyPad. */
 static inline void dispatch_copy_out(gm_t dst, local_t src, uint64_t bytes) {
     if (bytes % UB_ALIGN == 0) DataCopy(dst, src, bytes);
     else DataCopyPadOut(dst, src, bytes);

@@ -10,7 +10,10 @@
 
 #define KERNEL_LIST(X)              \
     X(kernel_combine_sender)        \
-    X(kernel_combine_sender_inplace)
+    X(kernel_combine_sender_inplace) \
+    X(kernel_dispatch_layered) \
+    X(kernel_matmul_reduce_scatter) \
+    X(kernel_fullmesh_dispatch_combine)
 
 #define DECLARE(desc) extern const kernel_desc desc;
 KERNEL_LIST(DECLARE)

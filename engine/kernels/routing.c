@@ -89,11 +89,16 @@ void routing_draw_weights(routing_rng *r, const int32_t *ids, int topk, float *w
 
 typedef struct kind_def {
     const char *name;
-    int takes_arg;    /* 1: KIND:ARG required; 0: no argument */
+    int takes_arg;    /* 1: KIND:ARG required; 0: no argument; 2: KIND or KIND:ARG */
     const char *arg_help;
     int (*parse_arg)(const char *arg, routing_spec *spec, char *err, size_t errlen);
     int (*generate)(const routing_spec *spec, const routing_shape *shape, uint64_t seed, int rank,
                     int tokens, int32_t *ids, float *weights, char *err, size_t errlen);
+    /* Kinds that read rows from outside (npy) also need the rank's first
+     * row; they set this instead of generate. */
+    int (*generate_rows)(const routing_spec *spec, const routing_shape *shape, uint64_t seed,
+                         int rank, int64_t first_row, int tokens, int32_t *ids, float *weights,
+                         char *err, size_t errlen);
 } kind_def;
 
 /* Shared driver: per-expert log-bias (NULL = uniform), then per token a
@@ -168,13 +173,407 @@ static int gen_zipf(const routing_spec *spec, const routing_shape *shape, uint64
     return rc;
 }
 
+
+/* ---- group-limited[:M]: DeepSeek-V3's device-limited routing. Experts
+ * are grouped by node; a token scores each node by the sum of its two best
+ * expert keys, keeps the best M nodes (default 4) and takes its top-k
+ * among their experts, so it reaches at most M nodes. Keys are Gumbel
+ * noise, i.e. "top-k of random scores" restricted to the chosen nodes. */
+#define GROUP_LIMITED_DEFAULT 4
+
+static int parse_group_limited(const char *arg, routing_spec *spec, char *err, size_t errlen) {
+    if (!*arg) {
+        spec->param = GROUP_LIMITED_DEFAULT;
+        return 0;
+    }
+    char *end = NULL;
+    errno = 0;
+    long m = strtol(arg, &end, 10);
+    if (errno || end == arg || *end != '\0' || m < 1 || m > 1024) {
+        snprintf(err, errlen, "--routing %s: node limit '%s' must be an integer from 1 to 1024",
+                 spec->text, arg);
+        return -1;
+    }
+    spec->param = (double)m;
+    return 0;
+}
+
+/* Writes the topk largest of key[0..n) (skipping -INFINITY) into ids,
+ * in descending key order; -1 where fewer are eligible. */
+static void top_by_key(const double *key, int n, int topk, int32_t *ids, double *best) {
+    int filled = 0;
+    for (int e = 0; e < n; e++) {
+        if (isinf(key[e]) && key[e] < 0) continue;
+        if (filled == topk && key[e] <= best[topk - 1]) continue;
+        int pos = filled < topk ? filled++ : topk - 1;
+        while (pos > 0 && best[pos - 1] < key[e]) {
+            best[pos] = best[pos - 1];
+            ids[pos] = ids[pos - 1];
+            pos--;
+        }
+        best[pos] = key[e];
+        ids[pos] = e;
+    }
+    for (int k = filled; k < topk; k++) ids[k] = -1;
+}
+
+static int gen_group_limited(const routing_spec *spec, const routing_shape *shape, uint64_t seed,
+                             int rank, int tokens, int32_t *ids, float *weights, char *err,
+                             size_t errlen) {
+    int n = shape->experts, groups = shape->nodes > 0 ? shape->nodes : 1;
+    if (n % groups) {
+        snprintf(err, errlen, "--routing %s: %d experts do not split evenly over %d nodes",
+                 spec->text, n, groups);
+        return -1;
+    }
+    int per = n / groups, keep = (int)spec->param < groups ? (int)spec->param : groups;
+    double *key = malloc(sizeof(double) * (size_t)n);
+    double *score = malloc(sizeof(double) * (size_t)groups);
+    double *best = malloc(sizeof(double) * (size_t)(shape->topk > groups ? shape->topk : groups));
+    int32_t *chosen = malloc(sizeof(int32_t) * (size_t)groups);
+    if (!key || !score || !best || !chosen) {
+        free(key); free(score); free(best); free(chosen);
+        snprintf(err, errlen, "routing: out of memory for %d experts", n);
+        return -1;
+    }
+    routing_rng r;
+    routing_rng_seed(&r, seed, 0, (uint64_t)rank);
+    for (int t = 0; t < tokens; t++) {
+        for (int e = 0; e < n; e++) key[e] = -log(-log(routing_rng_open01(&r)));
+        for (int g = 0; g < groups; g++) {
+            double a = -INFINITY, b = -INFINITY;   /* two best keys of the group */
+            for (int e = g * per; e < (g + 1) * per; e++) {
+                if (key[e] > a) { b = a; a = key[e]; }
+                else if (key[e] > b) b = key[e];
+            }
+            score[g] = per > 1 ? a + b : a;
+        }
+        top_by_key(score, groups, keep, chosen, best);
+        for (int g = 0; g < groups; g++) {
+            int kept = 0;
+            for (int i = 0; i < keep; i++) kept |= chosen[i] == g;
+            if (!kept)
+                for (int e = g * per; e < (g + 1) * per; e++) key[e] = -INFINITY;
+        }
+        int32_t *row = ids + (size_t)t * (size_t)shape->topk;
+        top_by_key(key, n, shape->topk, row, best);
+        routing_draw_weights(&r, row, shape->topk, weights + (size_t)t * (size_t)shape->topk);
+    }
+    free(key); free(score); free(best); free(chosen);
+    return 0;
+}
+
+/* ---- active-ranks:N: every token goes only to experts of N ranks, taken
+ * round robin over the nodes (rank 0 of node 0, rank 0 of node 1, ..., then
+ * the second rank of each node) so the traffic still crosses nodes; all
+ * other ranks receive nothing. Slots that N ranks' experts cannot fill are
+ * -1. */
+static int parse_active_ranks(const char *arg, routing_spec *spec, char *err, size_t errlen) {
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(arg, &end, 10);
+    if (errno || end == arg || *end != '\0' || v < 1 || v > 1 << 20) {
+        snprintf(err, errlen, "--routing %s: '%s' must be a positive number of ranks", spec->text,
+                 arg);
+        return -1;
+    }
+    spec->param = (double)v;
+    return 0;
+}
+
+int routing_active_rank(const routing_shape *shape, int k) {
+    int nodes = shape->nodes > 0 ? shape->nodes : 1;
+    return (k % nodes) * shape->npus_per_node + k / nodes;
+}
+
+static int gen_active_ranks(const routing_spec *spec, const routing_shape *shape, uint64_t seed,
+                            int rank, int tokens, int32_t *ids, float *weights, char *err,
+                            size_t errlen) {
+    int active = (int)spec->param, n = shape->experts;
+    if (active > shape->num_ranks) {
+        snprintf(err, errlen, "--routing %s: only %d ranks exist", spec->text, shape->num_ranks);
+        return -1;
+    }
+    if (shape->num_ranks < 1 || n % shape->num_ranks) {
+        snprintf(err, errlen, "--routing %s: %d experts do not split over %d ranks", spec->text, n,
+                 shape->num_ranks);
+        return -1;
+    }
+    int per = n / shape->num_ranks;
+    double *log_bias = malloc(sizeof(double) * (size_t)n);
+    if (!log_bias) {
+        snprintf(err, errlen, "routing: out of memory for %d experts", n);
+        return -1;
+    }
+    for (int e = 0; e < n; e++) log_bias[e] = -INFINITY;
+    for (int k = 0; k < active; k++) {
+        int r = routing_active_rank(shape, k);
+        for (int e = r * per; e < (r + 1) * per; e++) log_bias[e] = 0.0;
+    }
+    int rc = generate_biased(log_bias, shape, seed, rank, tokens, ids, weights, err, errlen);
+    free(log_bias);
+    return rc;
+}
+
+/* ---- drop:P: uniform routing, then each top-k slot is set to -1 with
+ * probability P (stream 3, so the drops do not shift the experts drawn);
+ * the kept slots' weights are drawn and normalised afterwards. */
+static int parse_drop(const char *arg, routing_spec *spec, char *err, size_t errlen) {
+    char *end = NULL;
+    errno = 0;
+    double p = strtod(arg, &end);
+    if (errno || end == arg || *end != '\0' || !isfinite(p) || p < 0.0 || p > 1.0) {
+        snprintf(err, errlen, "--routing %s: drop probability '%s' must be between 0 and 1",
+                 spec->text, arg);
+        return -1;
+    }
+    spec->param = p;
+    return 0;
+}
+
+static int gen_drop(const routing_spec *spec, const routing_shape *shape, uint64_t seed, int rank,
+                    int tokens, int32_t *ids, float *weights, char *err, size_t errlen) {
+    double *keys = malloc(sizeof(double) * (size_t)shape->topk);
+    if (!keys) {
+        snprintf(err, errlen, "routing: out of memory for %d top-k keys", shape->topk);
+        return -1;
+    }
+    routing_rng r, drop;
+    routing_rng_seed(&r, seed, 0, (uint64_t)rank);
+    routing_rng_seed(&drop, seed, 3, (uint64_t)rank);
+    for (int t = 0; t < tokens; t++) {
+        int32_t *row = ids + (size_t)t * (size_t)shape->topk;
+        routing_pick_topk(&r, NULL, shape->experts, shape->topk, row, keys);
+        for (int k = 0; k < shape->topk; k++)
+            if (routing_rng_open01(&drop) < spec->param) row[k] = -1;
+        routing_draw_weights(&r, row, shape->topk, weights + (size_t)t * (size_t)shape->topk);
+    }
+    free(keys);
+    return 0;
+}
+
+/* ---- npy:PATH: a real routing array [rows, topk] of int32 or int64
+ * (-1 = dropped slot) from NumPy's .npy format (versions 1-3, C order,
+ * either byte order). PATH with "{rank}" names one file per rank holding
+ * exactly that rank's tokens; otherwise one file holds every rank's rows
+ * back to back in rank order and rank r reads from its first row on.
+ * Weights are drawn as for the other kinds (stream 0 of the rank). */
+/* PATH with the first "{rank}" replaced. */
+static int npy_path(const routing_spec *spec, int rank, char *out, size_t outlen, char *err,
+                    size_t errlen) {
+    const char *ph = strstr(spec->arg, "{rank}");
+    int n = ph ? snprintf(out, outlen, "%.*s%d%s", (int)(ph - spec->arg), spec->arg, rank, ph + 6)
+               : snprintf(out, outlen, "%s", spec->arg);
+    if (n < 0 || (size_t)n >= outlen) {
+        snprintf(err, errlen, "--routing %s: path too long", spec->text);
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct npy_file {
+    FILE *f;
+    int64_t rows, cols;
+    int elem;        /* 4 or 8 */
+    int swap;        /* big-endian data */
+    long data_off;
+} npy_file;
+
+/* Finds 'key': in the header dict and returns a pointer after the colon. */
+static const char *npy_field(const char *hdr, const char *key) {
+    const char *p = strstr(hdr, key);
+    if (!p) return NULL;
+    p = strchr(p + strlen(key), ':');
+    if (!p) return NULL;
+    p++;
+    while (*p == ' ') p++;
+    return p;
+}
+
+static int npy_open(const char *path, const char *spec_text, npy_file *nf, char *err,
+                    size_t errlen) {
+    memset(nf, 0, sizeof *nf);
+    nf->f = fopen(path, "rb");
+    if (!nf->f) {
+        snprintf(err, errlen, "--routing %s: cannot open %s: %s", spec_text, path,
+                 strerror(errno));
+        return -1;
+    }
+    unsigned char pre[12];
+    size_t got = fread(pre, 1, 10, nf->f);
+    if (got != 10 || memcmp(pre, "\x93NUMPY", 6) != 0 || pre[6] < 1 || pre[6] > 3) {
+        snprintf(err, errlen, "--routing %s: %s is not a .npy file (version 1-3)", spec_text, path);
+        goto fail;
+    }
+    uint32_t hlen = (uint32_t)pre[8] | (uint32_t)pre[9] << 8;
+    long off = 10;
+    if (pre[6] >= 2) {
+        if (fread(pre + 10, 1, 2, nf->f) != 2) {
+            snprintf(err, errlen, "--routing %s: %s: truncated header", spec_text, path);
+            goto fail;
+        }
+        hlen |= (uint32_t)pre[10] << 16 | (uint32_t)pre[11] << 24;
+        off = 12;
+    }
+    if (hlen > 1 << 20) {
+        snprintf(err, errlen, "--routing %s: %s: header of %u bytes is implausible", spec_text,
+                 path, hlen);
+        goto fail;
+    }
+    char *hdr = calloc(1, (size_t)hlen + 1);
+    if (!hdr || fread(hdr, 1, hlen, nf->f) != hlen) {
+        free(hdr);
+        snprintf(err, errlen, "--routing %s: %s: truncated header", spec_text, path);
+        goto fail;
+    }
+    nf->data_off = off + (long)hlen;
+    const char *descr = npy_field(hdr, "'descr'");
+    const char *fo = npy_field(hdr, "'fortran_order'");
+    const char *shp = npy_field(hdr, "'shape'");
+    int ok = descr && fo && shp;
+    if (ok) {
+        char order = descr[1], kind = descr[2];
+        int size = descr[3] - '0';
+        ok = descr[0] == '\'' && (kind == 'i') && (size == 4 || size == 8) && descr[4] == '\'' &&
+             (order == '<' || order == '>' || order == '=' || order == '|');
+        if (!ok) {
+            snprintf(err, errlen, "--routing %s: %s holds %.6s; expected int32 or int64",
+                     spec_text, path, descr);
+            free(hdr);
+            goto fail;
+        }
+        nf->elem = size;
+        nf->swap = order == '>';
+    }
+    if (ok && strncmp(fo, "False", 5) != 0) {
+        snprintf(err, errlen, "--routing %s: %s is in Fortran order; save it in C order",
+                 spec_text, path);
+        free(hdr);
+        goto fail;
+    }
+    long long r = 0, c = 0;
+    if (ok && sscanf(shp, "(%lld, %lld)", &r, &c) != 2) ok = 0;
+    free(hdr);
+    if (!ok || r < 0 || c < 1) {
+        snprintf(err, errlen, "--routing %s: %s is not a 2-D [tokens, topk] array", spec_text,
+                 path);
+        goto fail;
+    }
+    nf->rows = r;
+    nf->cols = c;
+    return 0;
+fail:
+    fclose(nf->f);
+    nf->f = NULL;
+    return -1;
+}
+
+int routing_npy_shape(const routing_spec *spec, int rank, int64_t *rows, int64_t *cols,
+                      int *per_rank, char *err, size_t errlen) {
+    char path[ROUTING_SPEC_MAX + 32];
+    npy_file nf;
+    if (npy_path(spec, rank, path, sizeof path, err, errlen) ||
+        npy_open(path, spec->text, &nf, err, errlen))
+        return -1;
+    fclose(nf.f);
+    *rows = nf.rows;
+    *cols = nf.cols;
+    *per_rank = strstr(spec->arg, "{rank}") != NULL;
+    return 0;
+}
+
+static int64_t npy_value(const unsigned char *p, int elem, int swap) {
+    unsigned char b[8];
+    for (int i = 0; i < elem; i++) b[i] = swap ? p[elem - 1 - i] : p[i];
+    if (elem == 4) {
+        int32_t v;
+        memcpy(&v, b, 4);
+        return v;
+    }
+    int64_t v;
+    memcpy(&v, b, 8);
+    return v;
+}
+
+static int gen_npy(const routing_spec *spec, const routing_shape *shape, uint64_t seed, int rank,
+                   int64_t first_row, int tokens, int32_t *ids, float *weights, char *err,
+                   size_t errlen) {
+    char path[ROUTING_SPEC_MAX + 32];
+    npy_file nf;
+    int per_rank = strstr(spec->arg, "{rank}") != NULL;
+    if (npy_path(spec, rank, path, sizeof path, err, errlen) ||
+        npy_open(path, spec->text, &nf, err, errlen))
+        return -1;
+    int64_t first = per_rank ? 0 : first_row;
+    int rc = -1;
+    unsigned char *buf = NULL;
+    if (nf.cols != shape->topk) {
+        snprintf(err, errlen, "--routing %s: %s has %lld columns but --topk is %d", spec->text,
+                 path, (long long)nf.cols, shape->topk);
+        goto out;
+    }
+    if (per_rank ? nf.rows != tokens : nf.rows < first + tokens) {
+        snprintf(err, errlen,
+                 "--routing %s: %s has %lld rows; rank %d needs %s%lld (--tokens %d)", spec->text,
+                 path, (long long)nf.rows, rank, per_rank ? "exactly " : "rows up to ",
+                 (long long)(first + tokens), tokens);
+        goto out;
+    }
+    size_t row_bytes = (size_t)nf.cols * (size_t)nf.elem;
+    buf = malloc(row_bytes ? row_bytes : 1);
+    if (!buf || fseek(nf.f, nf.data_off + (long)((size_t)first * row_bytes), SEEK_SET) != 0) {
+        snprintf(err, errlen, "--routing %s: %s: cannot read its rows", spec->text, path);
+        goto out;
+    }
+    routing_rng r;
+    routing_rng_seed(&r, seed, 0, (uint64_t)rank);
+    for (int t = 0; t < tokens; t++) {
+        if (fread(buf, 1, row_bytes, nf.f) != row_bytes) {
+            snprintf(err, errlen, "--routing %s: %s: truncated at row %lld", spec->text, path,
+                     (long long)(first + t));
+            goto out;
+        }
+        int32_t *row = ids + (size_t)t * (size_t)shape->topk;
+        for (int k = 0; k < shape->topk; k++) {
+            int64_t v = npy_value(buf + (size_t)k * (size_t)nf.elem, nf.elem, nf.swap);
+            if (v < -1 || v >= shape->experts) {
+                snprintf(err, errlen,
+                         "--routing %s: %s row %lld column %d is %lld; experts are 0..%d, -1 drops",
+                         spec->text, path, (long long)(first + t), k, (long long)v,
+                         shape->experts - 1);
+                goto out;
+            }
+            for (int j = 0; j < k; j++)
+                if (v >= 0 && row[j] == v) {
+                    snprintf(err, errlen,
+                             "--routing %s: %s row %lld names expert %lld twice", spec->text,
+                             path, (long long)(first + t), (long long)v);
+                    goto out;
+                }
+            row[k] = (int32_t)v;
+        }
+        routing_draw_weights(&r, row, shape->topk, weights + (size_t)t * (size_t)shape->topk);
+    }
+    rc = 0;
+out:
+    free(buf);
+    fclose(nf.f);
+    return rc;
+}
+
 static const kind_def kinds[] = {
-    {"uniform", 0, "", NULL, gen_uniform},
-    {"zipf", 1, "S", parse_zipf, gen_zipf},
+    {"uniform", 0, "", NULL, gen_uniform, NULL},
+    {"zipf", 1, "S", parse_zipf, gen_zipf, NULL},
+    {"group-limited", 2, "M", parse_group_limited, gen_group_limited, NULL},
+    {"active-ranks", 1, "N", parse_active_ranks, gen_active_ranks, NULL},
+    {"drop", 1, "P", parse_drop, gen_drop, NULL},
+    {"npy", 1, "PATH", NULL, NULL, gen_npy},
 };
 #define N_KINDS ((int)(sizeof kinds / sizeof kinds[0]))
 
-const char *routing_kinds_help(void) { return "uniform, zipf:S"; }
+const char *routing_kinds_help(void) {
+    return "uniform, zipf:S, group-limited[:M], active-ranks:N, drop:P, npy:PATH";
+}
 
 int routing_parse(const char *text, routing_spec *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
@@ -194,9 +593,14 @@ int routing_parse(const char *text, routing_spec *out, char *err, size_t errlen)
         if (strlen(kinds[i].name) != name_len || strncmp(kinds[i].name, text, name_len) != 0)
             continue;
         out->kind = i;
-        if (kinds[i].takes_arg && (!colon || !colon[1])) {
+        if (kinds[i].takes_arg == 1 && (!colon || !colon[1])) {
             snprintf(err, errlen, "--routing %s: '%s' needs an argument (%s:%s)", text,
                      kinds[i].name, kinds[i].name, kinds[i].arg_help);
+            return -1;
+        }
+        if (kinds[i].takes_arg == 2 && colon && !colon[1]) {
+            snprintf(err, errlen, "--routing %s: '%s:' needs an argument after the colon", text,
+                     kinds[i].name);
             return -1;
         }
         if (!kinds[i].takes_arg && colon) {
@@ -214,6 +618,13 @@ int routing_parse(const char *text, routing_spec *out, char *err, size_t errlen)
 int routing_generate(const routing_spec *spec, const routing_shape *shape, uint64_t seed,
                      int rank, int tokens, int32_t *expert_ids, float *topk_weights, char *err,
                      size_t errlen) {
+    return routing_generate_at(spec, shape, seed, rank, (int64_t)rank * tokens, tokens, expert_ids,
+                               topk_weights, err, errlen);
+}
+
+int routing_generate_at(const routing_spec *spec, const routing_shape *shape, uint64_t seed,
+                        int rank, int64_t first_row, int tokens, int32_t *expert_ids,
+                        float *topk_weights, char *err, size_t errlen) {
     if (spec->kind < 0 || spec->kind >= N_KINDS) {
         snprintf(err, errlen, "--routing %s: not a parsed routing spec", spec->text);
         return -1;
@@ -227,6 +638,9 @@ int routing_generate(const routing_spec *spec, const routing_shape *shape, uint6
         snprintf(err, errlen, "--tokens %d must not be negative", tokens);
         return -1;
     }
+    if (kinds[spec->kind].generate_rows)
+        return kinds[spec->kind].generate_rows(spec, shape, seed, rank, first_row, tokens,
+                                               expert_ids, topk_weights, err, errlen);
     return kinds[spec->kind].generate(spec, shape, seed, rank, tokens, expert_ids, topk_weights,
                                       err, errlen);
 }

@@ -15,11 +15,19 @@
  *   zipf:S    skewed expert load: expert popularity p ∝ 1/(1+r)^S over a
  *             seeded permutation r of the experts (the same on every rank,
  *             as a real hot expert is hot everywhere); S >= 0, 0 = uniform
- * Adding a kind (group-limited, active-ranks:N, drop:P, npy:PATH) is one
- * entry in the table of routing.c plus its generate function; the shared
- * pieces it needs (rng, Gumbel top-k over per-expert log-biases, weight
- * normalisation) are exported below. The shape carries the topology those
- * kinds need (nodes, npus per node, ranks).
+ *   group-limited[:M]  DeepSeek-V3's node-limited routing: a token picks
+ *             its best M nodes (default 4; score = sum of the node's two
+ *             best expert keys) and its top-k among their experts
+ *   active-ranks:N  only the experts of N ranks (taken round robin over the
+ *             nodes: routing_active_rank) are eligible; the rest get nothing
+ *   drop:P    uniform, then each slot becomes -1 with probability P
+ *   npy:PATH  a real [tokens, topk] int32/int64 array from a NumPy file;
+ *             "{rank}" in PATH names one file per rank, otherwise one file
+ *             holds every rank's rows back to back in rank order
+ * Adding a kind is one entry in the table of routing.c plus its generate
+ * function; the shared pieces it needs (rng, Gumbel top-k over per-expert
+ * log-biases, weight normalisation) are exported below. The shape carries
+ * the topology those kinds need (nodes, npus per node, ranks).
  */
 #ifndef NPURR_ROUTING_H
 #define NPURR_ROUTING_H
@@ -54,6 +62,21 @@ int routing_parse(const char *text, routing_spec *out, char *err, size_t errlen)
 int routing_generate(const routing_spec *spec, const routing_shape *shape, uint64_t seed,
                      int rank, int tokens, int32_t *expert_ids, float *topk_weights, char *err,
                      size_t errlen);
+
+/* Same, for a rank whose rows start at first_row of a routing that covers
+ * every rank (npy:PATH without "{rank}"); routing_generate uses
+ * rank * tokens, right when every rank has the same token count. */
+int routing_generate_at(const routing_spec *spec, const routing_shape *shape, uint64_t seed,
+                        int rank, int64_t first_row, int tokens, int32_t *expert_ids,
+                        float *topk_weights, char *err, size_t errlen);
+
+/* npy:PATH: the array shape of rank's file (rows, columns) and whether the
+ * path has a "{rank}" placeholder (one file per rank). */
+int routing_npy_shape(const routing_spec *spec, int rank, int64_t *rows, int64_t *cols,
+                      int *per_rank, char *err, size_t errlen);
+
+/* active-ranks:N: the k-th active rank (k < N). */
+int routing_active_rank(const routing_shape *shape, int k);
 
 /* Comma-separated list of the known kinds, for help texts. */
 const char *routing_kinds_help(void);

@@ -1,0 +1,407 @@
+/*
+ * dispatch_check.c - CPU reference checks after a `-k dispatch-layered`
+ * run (the properties DeepEP's internode dispatch test asserts). In order;
+ * the first failure names what broke:
+ *   1. inputs: x and x_scales on every rank are still what setup wrote;
+ *   2. layout, per source rank: num_tokens_per_rank, num_tokens_per_rdma_rank,
+ *      num_tokens_per_expert, the per-channel counts, is_token_in_rank and
+ *      each token's index in its destinations' streams;
+ *   3. notify, per destination rank: recv_gbl_rank_prefix_sum (so the rank
+ *      receives exactly the reference number of tokens),
+ *      recv_rdma_rank_prefix_sum, the [num_ranks, num_local_experts]
+ *      prefix matrix and num_recv_tokens_per_expert;
+ *   4. every received row of every dispatch: recv_x equals its source
+ *      token's x byte for byte (rows grouped by source rank in prefix order,
+ *      tokens ascending; the row's tag names the token that landed instead),
+ *      scales, top-k indices rewritten to local expert ids or -1, weights
+ *      of the local slots (0 elsewhere), recv_src_meta;
+ *   5. dispatches after the first gave the same bytes as the first;
+ *   6. the rings are clean: every RDMA and HCCS head equals its tail equals
+ *      dispatches x the ring's tokens, no lock is held, every forwarder
+ *      group acknowledged every meta, meta and prefix words are back to 0
+ *      for the next dispatch.
+ */
+#include "dispatch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct checker {
+    engine *e;
+    const dispatch_plan *p;
+    const dispatch_shape *sh;
+    const dispatch_args *a;
+    char *msg;
+    size_t len;
+} checker;
+
+static const uint8_t zero_bytes[32];
+
+static const void *view(const checker *k, gm_t at, uint64_t bytes) {
+    if (bytes == 0) return zero_bytes;
+    const void *h = engine_gm_host(k->e, at, bytes);
+    if (!h) snprintf(k->msg, k->len, "no host view of GM rank %d +0x%llx (%llu B)", gm_rank(at),
+                     (unsigned long long)gm_offset(at), (unsigned long long)bytes);
+    return h;
+}
+
+static int64_t word(const checker *k, gm_t at, int width) {
+    const void *h = engine_gm_host(k->e, at, (uint64_t)width);
+    if (!h) return INT64_MIN;
+    if (width == 4) {
+        int32_t v;
+        memcpy(&v, h, 4);
+        return v;
+    }
+    int64_t v;
+    memcpy(&v, h, 8);
+    return v;
+}
+
+static int check_inputs(const checker *k) {
+    const dispatch_shape *sh = k->sh;
+    uint8_t *row = malloc(sh->x_row_bytes + 1);
+    float *sc = malloc(sizeof(float) * (size_t)(sh->num_scales + 1));
+    int rc = 0;
+    if (!row || !sc) {
+        snprintf(k->msg, k->len, "dispatch check: out of host memory");
+        rc = 1;
+    }
+    for (int s = 0; !rc && s < sh->num_ranks; s++) {
+        uint64_t T = (uint64_t)sh->tokens[s];
+        const uint8_t *x = view(k, k->a->x[s], T * sh->x_row_bytes);
+        const float *xs = view(k, k->a->x_scales[s], T * (uint64_t)sh->num_scales * 4);
+        if (!x || !xs) { rc = 1; break; }
+        for (uint64_t t = 0; t < T && !rc; t++) {
+            dispatch_fill_x(row, sh, s, (int)t);
+            dispatch_fill_scales(sc, sh, s, (int)t);
+            if (memcmp(row, x + t * sh->x_row_bytes, sh->x_row_bytes) ||
+                memcmp(sc, xs + t * (uint64_t)sh->num_scales, (size_t)sh->num_scales * 4)) {
+                snprintf(k->msg, k->len,
+                         "x or x_scales of token %llu on rank %d changed during the run: the "
+                         "dispatch must only read its inputs",
+                         (unsigned long long)t, s);
+                rc = 1;
+            }
+        }
+    }
+    free(row);
+    free(sc);
+    return rc;
+}
+
+static int compare_ints(const checker *k, const int32_t *got, const int32_t *ref, size_t n,
+                        int rank, const char *what, int cols) {
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != ref[i]) {
+            if (cols > 1)
+                snprintf(k->msg, k->len, "rank %d: %s[%zu][%zu] = %d, reference %d", rank, what,
+                         i / (size_t)cols, i % (size_t)cols, got[i], ref[i]);
+            else
+                snprintf(k->msg, k->len, "rank %d: %s[%zu] = %d, reference %d", rank, what, i,
+                         got[i], ref[i]);
+            return 1;
+        }
+    return 0;
+}
+
+static int check_layout(const checker *k) {
+    const dispatch_plan *p = k->p;
+    const dispatch_shape *sh = k->sh;
+    const dispatch_count_layout *cl = &k->a->cl;
+    int R = sh->num_ranks, N = sh->nodes, E = sh->experts, C = sh->channels;
+    for (int s = 0; s < R; s++) {
+        const int32_t *cnt = view(k, k->a->layout_counts[s], (uint64_t)cl->total * 4);
+        uint64_t T = (uint64_t)sh->tokens[s];
+        const uint8_t *in = view(k, k->a->is_token_in_rank[s], T * (uint64_t)R);
+        const int32_t *idx = view(k, k->a->token_idx_in_rank[s], T * (uint64_t)R * 4);
+        if (!cnt || !in || !idx) return 1;
+        size_t base = (size_t)p->token_base[s] * (size_t)R;
+        if (compare_ints(k, cnt + cl->per_rank, p->num_tokens_per_rank + (size_t)s * R, (size_t)R,
+                         s, "num_tokens_per_rank", 1) ||
+            compare_ints(k, cnt + cl->per_node, p->num_tokens_per_rdma_rank + (size_t)s * N,
+                         (size_t)N, s, "num_tokens_per_rdma_rank", 1) ||
+            compare_ints(k, cnt + cl->per_expert, p->num_tokens_per_expert + (size_t)s * E,
+                         (size_t)E, s, "num_tokens_per_expert", 1) ||
+            compare_ints(k, cnt + cl->ch_rank, p->channel_rank_count + (size_t)s * C * R,
+                         (size_t)C * R, s, "channel tokens per rank", R) ||
+            compare_ints(k, cnt + cl->ch_node, p->channel_node_count + (size_t)s * C * N,
+                         (size_t)C * N, s, "channel tokens per node", N) ||
+            compare_ints(k, idx, p->token_idx_in_rank + base, T * (uint64_t)R, s,
+                         "token_idx_in_rank", R))
+            return 1;
+        for (uint64_t i = 0; i < T * (uint64_t)R; i++)
+            if (in[i] != p->is_token_in_rank[base + i]) {
+                snprintf(k->msg, k->len, "rank %d: is_token_in_rank[%llu][%llu] = %d, reference %d",
+                         s, (unsigned long long)(i / (uint64_t)R),
+                         (unsigned long long)(i % (uint64_t)R), in[i], p->is_token_in_rank[base + i]);
+                return 1;
+            }
+    }
+    return 0;
+}
+
+static int check_notify(const checker *k) {
+    const dispatch_plan *p = k->p;
+    const dispatch_shape *sh = k->sh;
+    const dispatch_notify_layout *nl = &k->a->nl;
+    int R = sh->num_ranks, N = sh->nodes, L = sh->local_experts, P = sh->npus, E = sh->experts;
+    int32_t *ref = malloc(sizeof(int32_t) * nl->total);
+    if (!ref) {
+        snprintf(k->msg, k->len, "dispatch check: out of host memory");
+        return 1;
+    }
+    for (int d = 0; d < R; d++) {
+        const int32_t *out = view(k, k->a->notify_out[d], (uint64_t)nl->total * 4);
+        if (!out) {
+            free(ref);
+            return 1;
+        }
+        int32_t acc = 0;
+        for (int s = 0; s < R; s++) {
+            acc += p->recv_from[(size_t)d * R + s];
+            ref[nl->rank_prefix + (uint32_t)s] = acc;
+            if (s % P == P - 1) ref[nl->rdma_prefix + (uint32_t)(s / P)] = acc;
+        }
+        for (int le = 0; le < L; le++) {
+            int32_t e_acc = 0;
+            for (int s = 0; s < R; s++) {
+                e_acc += p->num_tokens_per_expert[(size_t)s * E + (size_t)(d * L + le)];
+                ref[nl->expert_prefix + (uint32_t)(s * L + le)] = e_acc;
+            }
+            ref[nl->per_expert + (uint32_t)le] = e_acc;
+        }
+        if (out[nl->rank_prefix + (uint32_t)R - 1] != p->recv_total[d]) {
+            snprintf(k->msg, k->len,
+                     "rank %d: the notify phase says it receives %d tokens, the reference %lld",
+                     d, out[nl->rank_prefix + (uint32_t)R - 1], (long long)p->recv_total[d]);
+            free(ref);
+            return 1;
+        }
+        if (compare_ints(k, out + nl->rank_prefix, ref + nl->rank_prefix, (size_t)R, d,
+                         "recv_gbl_rank_prefix_sum", 1) ||
+            compare_ints(k, out + nl->rdma_prefix, ref + nl->rdma_prefix, (size_t)N, d,
+                         "recv_rdma_rank_prefix_sum", 1) ||
+            compare_ints(k, out + nl->expert_prefix, ref + nl->expert_prefix, (size_t)R * L, d,
+                         "expert prefix matrix [src rank][local expert]", L) ||
+            compare_ints(k, out + nl->per_expert, ref + nl->per_expert, (size_t)L, d,
+                         "num_recv_tokens_per_expert", 1)) {
+            free(ref);
+            return 1;
+        }
+    }
+    free(ref);
+    return 0;
+}
+
+/* One received row of destination d at position row, dispatch disp. */
+static int check_row(const checker *k, int disp, int d, int64_t row, const uint8_t *rx,
+                     const float *rs, const int32_t *ri, const float *rw, const int32_t *rm) {
+    const dispatch_plan *p = k->p;
+    const dispatch_shape *sh = k->sh;
+    int K = sh->topk, L = sh->local_experts, P = sh->npus;
+    int s = p->recv_src_rank[p->recv_base[d] + row], t = p->recv_src_token[p->recv_base[d] + row];
+    const uint8_t *x = view(k, k->a->x[s], (uint64_t)sh->tokens[s] * sh->x_row_bytes);
+    const float *xs = view(k, k->a->x_scales[s], (uint64_t)sh->tokens[s] * sh->num_scales * 4);
+    if (!x || !xs) return 1;
+    const uint8_t *want = x + (uint64_t)t * sh->x_row_bytes;
+    const uint8_t *got = rx + (uint64_t)row * sh->x_row_bytes;
+    char head[160];
+    snprintf(head, sizeof head, "dispatch %d, rank %d recv row %lld (token %d of rank %d)",
+             disp + 1, d, (long long)row, t, s);
+    if (memcmp(want, got, sh->x_row_bytes)) {
+        uint32_t b = 0;
+        while (want[b] == got[b]) b++;
+        int ts, tt, zero = 1;
+        for (uint32_t i = 0; i < sh->x_row_bytes; i++) zero &= got[i] == 0;
+        char found[96] = "";
+        if (zero)
+            snprintf(found, sizeof found, "; the row is all zero: nothing was written there");
+        else if (dispatch_decode_tag(got, sh, &ts, &tt))
+            snprintf(found, sizeof found, "; the row holds token %d of rank %d", tt, ts);
+        snprintf(k->msg, k->len, "%s: recv_x byte %u is 0x%02x, expected 0x%02x%s", head, b, got[b],
+                 want[b], found);
+        return 1;
+    }
+    if (sh->num_scales &&
+        memcmp(xs + (uint64_t)t * sh->num_scales, rs + (uint64_t)row * sh->num_scales,
+               (size_t)sh->num_scales * 4)) {
+        snprintf(k->msg, k->len, "%s: recv_x_scales differ from the token's x_scales", head);
+        return 1;
+    }
+    const int32_t *ids = p->topk_idx + (size_t)(p->token_base[s] + t) * (size_t)K;
+    const float *ws = p->topk_weights + (size_t)(p->token_base[s] + t) * (size_t)K;
+    for (int q = 0; q < K; q++) {
+        int32_t le = ids[q] >= d * L && ids[q] < (d + 1) * L ? ids[q] - d * L : -1;
+        float w = le >= 0 ? ws[q] : 0.0f;
+        int32_t gi = ri[(size_t)row * K + (size_t)q];
+        float gw = rw[(size_t)row * K + (size_t)q];
+        if (gi != le) {
+            snprintf(k->msg, k->len,
+                     "%s: recv_topk_idx[%d] = %d, expected %d (global expert %d, local experts "
+                     "of rank %d are %d..%d)",
+                     head, q, gi, le, ids[q], d, d * L, d * L + L - 1);
+            return 1;
+        }
+        if (memcmp(&gw, &w, 4)) {
+            snprintf(k->msg, k->len, "%s: recv_topk_weights[%d] = %g, expected %g", head, q,
+                     (double)gw, (double)w);
+            return 1;
+        }
+    }
+    int32_t bits = 0;
+    for (int q = 0; q < P; q++)
+        if (p->is_token_in_rank[(size_t)(p->token_base[s] + t) * (size_t)sh->num_ranks +
+                                (size_t)((d / P) * P + q)])
+            bits |= 1 << q;
+    const int32_t *m = rm + (size_t)row * DISPATCH_RECV_SRC_INTS;
+    if (m[0] != s / P || m[1] != bits || m[2] != t) {
+        snprintf(k->msg, k->len,
+                 "%s: recv_src_meta is {src_rdma_rank %d, nvl bits 0x%x, src_token_id %d}, "
+                 "expected {%d, 0x%x, %d}",
+                 head, m[0], m[1], m[2], s / P, bits, t);
+        return 1;
+    }
+    return 0;
+}
+
+static int check_recv(const checker *k, int disp) {
+    const dispatch_shape *sh = k->sh;
+    const dispatch_args *a = k->a;
+    uint64_t K = (uint64_t)sh->topk;
+    for (int d = 0; d < sh->num_ranks; d++) {
+        uint64_t n = (uint64_t)k->p->recv_total[d];
+        const uint8_t *rx = view(k, a->recv_x[disp][d], n * sh->x_row_bytes);
+        const float *rs = view(k, a->recv_x_scales[disp][d], n * (uint64_t)sh->num_scales * 4);
+        const int32_t *ri = view(k, a->recv_topk_idx[disp][d], n * K * 4);
+        const float *rw = view(k, a->recv_topk_weights[disp][d], n * K * 4);
+        const int32_t *rm = view(k, a->recv_src_meta[disp][d], n * DISPATCH_RECV_SRC_INTS * 4);
+        if (!rx || !rs || !ri || !rw || !rm) return 1;
+        for (uint64_t row = 0; row < n; row++)
+            if (check_row(k, disp, d, (int64_t)row, rx, rs, ri, rw, rm)) return 1;
+    }
+    return 0;
+}
+
+static int same_bytes(const checker *k, gm_t *first, gm_t *later, uint64_t bytes, int d, int disp,
+                      const char *what) {
+    const uint8_t *x = view(k, first[d], bytes), *y = view(k, later[d], bytes);
+    if (!x || !y) return 1;
+    for (uint64_t b = 0; b < bytes; b++)
+        if (x[b] != y[b]) {
+            snprintf(k->msg, k->len,
+                     "dispatch %d gave other bytes than dispatch 1 with the same layout: rank %d "
+                     "%s byte %llu",
+                     disp + 1, d, what, (unsigned long long)b);
+            return 1;
+        }
+    return 0;
+}
+
+static int check_repeat(const checker *k) {
+    const dispatch_shape *sh = k->sh;
+    const dispatch_args *a = k->a;
+    uint64_t K = (uint64_t)sh->topk;
+    for (int disp = 1; disp < sh->dispatches; disp++)
+        for (int d = 0; d < sh->num_ranks; d++) {
+            uint64_t n = (uint64_t)k->p->recv_total[d];
+            if (same_bytes(k, a->recv_x[0], a->recv_x[disp], n * sh->x_row_bytes, d, disp,
+                           "recv_x") ||
+                same_bytes(k, a->recv_x_scales[0], a->recv_x_scales[disp],
+                           n * (uint64_t)sh->num_scales * 4, d, disp, "recv_x_scales") ||
+                same_bytes(k, a->recv_topk_idx[0], a->recv_topk_idx[disp], n * K * 4, d, disp,
+                           "recv_topk_idx") ||
+                same_bytes(k, a->recv_topk_weights[0], a->recv_topk_weights[disp], n * K * 4, d,
+                           disp, "recv_topk_weights") ||
+                same_bytes(k, a->recv_src_meta[0], a->recv_src_meta[disp],
+                           n * DISPATCH_RECV_SRC_INTS * 4, d, disp, "recv_src_meta"))
+                return 1;
+        }
+    return 0;
+}
+
+static int check_rings(const checker *k) {
+    const dispatch_plan *p = k->p;
+    const dispatch_shape *sh = k->sh;
+    const dispatch_args *a = k->a;
+    int R = sh->num_ranks, C = sh->channels, N = sh->nodes, P = sh->npus;
+    int64_t D = sh->dispatches;
+    for (int s = 0; s < R; s++)
+        for (int c = 0; c < C; c++)
+            for (int n = 0; n < N; n++) {
+                int f = n * P + s % P;
+                uint64_t w = (uint64_t)c * (uint64_t)N;
+                int64_t want = D * dispatch_ring_total(p, s, c, n);
+                int64_t head = word(k, dispatch_word(a->rdma_channel_head, s, w + (uint64_t)n, 8), 8);
+                int64_t tail = word(k, dispatch_word(a->rdma_channel_tail, f, w + (uint64_t)(s / P), 8), 8);
+                int64_t filled = word(k, dispatch_word(a->rdma_send_channel_tail, s, w + (uint64_t)n, 8), 8);
+                int64_t lock = word(k, dispatch_word(a->rdma_send_channel_lock, s, w + (uint64_t)n, 4), 4);
+                if (head != want || tail != want || filled != want || lock != 0) {
+                    snprintf(k->msg, k->len,
+                             "rdma_channel[c%d][%d->%d] after the run: head %lld, tail %lld, "
+                             "rdma_send_channel_tail %lld, lock %lld; expected %lld each (%d "
+                             "dispatches) and the lock free",
+                             c, s, f, (long long)head, (long long)tail, (long long)filled,
+                             (long long)lock, (long long)want, sh->dispatches);
+                    return 1;
+                }
+                const int32_t *meta = view(k, gm_add(gm_on_rank(a->rdma_channel_meta, f),
+                                                     (int64_t)((w + (uint64_t)(s / P)) * DISPATCH_META_BYTES)),
+                                           DISPATCH_META_BYTES);
+                if (!meta) return 1;
+                int64_t acks = word(k, dispatch_word(a->rdma_channel_meta_ack, f, w + (uint64_t)(s / P), 8), 8);
+                if (acks != D * dispatch_fwd_groups(sh, c)) {
+                    snprintf(k->msg, k->len,
+                             "rdma_channel_meta_ack[c%d][node%d] on rank %d is %lld after the run; "
+                             "%d forwarder groups x %d dispatches should have read the meta",
+                             c, s / P, f, (long long)acks, dispatch_fwd_groups(sh, c),
+                             sh->dispatches);
+                    return 1;
+                }
+                for (int i = 0; i < DISPATCH_META_INTS; i++)
+                    if (meta[i]) {
+                        snprintf(k->msg, k->len,
+                                 "rdma_channel_meta[c%d][node%d] on rank %d: int %d is %d after the "
+                                 "run; the clean step must leave 0 for the next dispatch",
+                                 c, s / P, f, i, meta[i]);
+                        return 1;
+                    }
+            }
+    for (int d = 0; d < R; d++)
+        for (int c = 0; c < C; c++)
+            for (int l = 0; l < P; l++) {
+                uint64_t w = (uint64_t)c * (uint64_t)P + (uint64_t)l;
+                int64_t want = D * dispatch_hccs_ring_total(p, d, c, l);
+                int64_t head = word(k, dispatch_word(a->hccs_channel_head, d, w, 4), 4);
+                int64_t tail = word(k, dispatch_word(a->hccs_channel_tail, d, w, 4), 4);
+                if (head != want || tail != want) {
+                    snprintf(k->msg, k->len,
+                             "hccs_channel[c%d][%d->%d] after the run: head %lld, tail %lld, "
+                             "expected %lld each",
+                             c, (d / P) * P + l, d, (long long)head, (long long)tail,
+                             (long long)want);
+                    return 1;
+                }
+                for (int n = 0; n < N; n++) {
+                    uint64_t at = w * (uint64_t)N + (uint64_t)n;
+                    if (word(k, dispatch_word(a->hccs_channel_prefix_start, d, at, 4), 4) ||
+                        word(k, dispatch_word(a->hccs_channel_prefix_end, d, at, 4), 4)) {
+                        snprintf(k->msg, k->len,
+                                 "hccs_channel_prefix_start/end[c%d][%d][node%d] on rank %d are "
+                                 "not 0 after the run; the clean step must reset them",
+                                 c, (d / P) * P + l, n, d);
+                        return 1;
+                    }
+                }
+            }
+    return 0;
+}
+
+int dispatch_check(engine *e, void *state, char *msg, size_t msglen) {
+    dispatch_state *st = state;
+    checker k = {e, &st->plan, &st->plan.sh, &st->args, msg, msglen};
+    if (check_inputs(&k) || check_layout(&k) || check_notify(&k)) return 1;
+    for (int disp = 0; disp < k.sh->dispatches; disp++)
+        if (check_recv(&k, disp)) return 1;
+    return check_repeat(&k) || check_rings(&k) ? 1 : 0;
+}

@@ -1,0 +1,196 @@
+/*
+ * dispatch_plan.c - host side: the routing and the CPU reference.
+ *
+ * Everything the kernel computes on the device is computed here once more,
+ * plainly, from the same routing: DeepEP's get_dispatch_layout outputs
+ * (num_tokens_per_rank, num_tokens_per_rdma_rank, num_tokens_per_expert,
+ * is_token_in_rank), each token's index in its destinations' streams, the
+ * per-channel counts that size the rings, and each destination's receive
+ * order: rows grouped by source rank in rank order (the prefix-matrix
+ * order), tokens ascending within a source. Setup sizes recv_x from it (by
+ * the actual counts, not the worst case); check compares against it.
+ */
+#include "dispatch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void dispatch_plan_free(dispatch_plan *p) {
+    free(p->topk_idx);
+    free(p->topk_weights);
+    free(p->is_token_in_rank);
+    free(p->token_idx_in_rank);
+    free(p->num_tokens_per_rank);
+    free(p->num_tokens_per_rdma_rank);
+    free(p->num_tokens_per_expert);
+    free(p->channel_rank_count);
+    free(p->channel_node_count);
+    free(p->recv_from);
+    free(p->recv_total);
+    free(p->recv_src_token);
+    free(p->recv_src_rank);
+    free(p->recv_base);
+    memset(p, 0, sizeof *p);
+}
+
+int64_t dispatch_hccs_ring_total(const dispatch_plan *p, int d, int c, int l) {
+    const dispatch_shape *sh = &p->sh;
+    int64_t total = 0;
+    for (int n = 0; n < sh->nodes; n++) {
+        int s = n * sh->npus + l;
+        total += p->channel_rank_count[((size_t)s * (size_t)sh->channels + (size_t)c) *
+                                           (size_t)sh->num_ranks + (size_t)d];
+    }
+    return total;
+}
+
+/* npy:PATH as one file must hold exactly every rank's rows. */
+static int check_npy_rows(const dispatch_plan *p, char *err, size_t errlen) {
+    const dispatch_shape *sh = &p->sh;
+    if (strncmp(sh->routing.text, "npy:", 4) != 0) return 0;
+    int64_t rows, cols;
+    int per_rank;
+    if (routing_npy_shape(&sh->routing, 0, &rows, &cols, &per_rank, err, errlen)) return -1;
+    if (!per_rank && rows != p->token_base[sh->num_ranks]) {
+        snprintf(err, errlen,
+                 "--routing %s: the file has %lld rows but the %d ranks have %lld tokens in all "
+                 "(--tokens); one file must hold every rank's rows in rank order",
+                 sh->routing.text, (long long)rows, sh->num_ranks,
+                 (long long)p->token_base[sh->num_ranks]);
+        return -1;
+    }
+    return 0;
+}
+
+static int route(dispatch_plan *p, char *err, size_t errlen) {
+    const dispatch_shape *sh = &p->sh;
+    routing_shape rs = {.num_ranks = sh->num_ranks, .nodes = sh->nodes,
+                        .npus_per_node = sh->npus, .experts = sh->experts, .topk = sh->topk};
+    if (check_npy_rows(p, err, errlen)) return -1;
+    for (int s = 0; s < sh->num_ranks; s++) {
+        size_t at = (size_t)p->token_base[s] * (size_t)sh->topk;
+        if (routing_generate_at(&sh->routing, &rs, sh->data_seed, s, p->token_base[s],
+                                sh->tokens[s], p->topk_idx + at, p->topk_weights + at, err,
+                                errlen))
+            return -1;
+    }
+    return 0;
+}
+
+/* Layout of every source rank, token by token in order (the device does
+ * the same per block and adds the blocks' prefixes). */
+static void layout(dispatch_plan *p) {
+    const dispatch_shape *sh = &p->sh;
+    int R = sh->num_ranks, N = sh->nodes, E = sh->experts, C = sh->channels, K = sh->topk;
+    int L = sh->local_experts;
+    uint8_t node_hit[DISPATCH_MAX_RANKS];
+    for (int s = 0; s < R; s++) {
+        int32_t *per_rank = p->num_tokens_per_rank + (size_t)s * R;
+        int32_t *per_node = p->num_tokens_per_rdma_rank + (size_t)s * N;
+        int32_t *per_expert = p->num_tokens_per_expert + (size_t)s * E;
+        int32_t *ch_rank = p->channel_rank_count + (size_t)s * C * R;
+        int32_t *ch_node = p->channel_node_count + (size_t)s * C * N;
+        for (int t = 0; t < sh->tokens[s]; t++) {
+            size_t row = (size_t)(p->token_base[s] + t);
+            const int32_t *ids = p->topk_idx + row * (size_t)K;
+            uint8_t *in_rank = p->is_token_in_rank + row * (size_t)R;
+            int32_t *idx = p->token_idx_in_rank + row * (size_t)R;
+            int c = dispatch_token_channel(sh, t);
+            memset(node_hit, 0, (size_t)N);
+            for (int k = 0; k < K; k++) {
+                if (ids[k] < 0) continue;
+                per_expert[ids[k]]++;
+                in_rank[ids[k] / L] = 1;
+            }
+            for (int d = 0; d < R; d++) {
+                if (!in_rank[d]) {
+                    idx[d] = -1;
+                    continue;
+                }
+                idx[d] = per_rank[d]++;
+                ch_rank[c * R + d]++;
+                node_hit[d / sh->npus] = 1;
+            }
+            for (int n = 0; n < N; n++)
+                if (node_hit[n]) {
+                    per_node[n]++;
+                    ch_node[c * N + n]++;
+                }
+        }
+    }
+}
+
+/* Receive order of every destination: sources in rank order, then tokens. */
+static int receive_order(dispatch_plan *p, char *err, size_t errlen) {
+    const dispatch_shape *sh = &p->sh;
+    int R = sh->num_ranks;
+    int64_t all = 0;
+    for (int d = 0; d < R; d++) {
+        p->recv_base[d] = all;
+        for (int s = 0; s < R; s++) {
+            int32_t n = p->num_tokens_per_rank[(size_t)s * R + d];
+            p->recv_from[(size_t)d * R + s] = n;
+            p->recv_total[d] += n;
+        }
+        all += p->recv_total[d];
+    }
+    p->recv_base[R] = all;
+    p->recv_src_token = malloc(sizeof(int32_t) * (size_t)(all ? all : 1));
+    p->recv_src_rank = malloc(sizeof(int32_t) * (size_t)(all ? all : 1));
+    if (!p->recv_src_token || !p->recv_src_rank) {
+        snprintf(err, errlen, "--tokens: out of host memory for %lld received rows",
+                 (long long)all);
+        return -1;
+    }
+    for (int d = 0; d < R; d++) {
+        int64_t row = p->recv_base[d];
+        for (int s = 0; s < R; s++)
+            for (int t = 0; t < sh->tokens[s]; t++)
+                if (p->is_token_in_rank[(size_t)(p->token_base[s] + t) * R + d]) {
+                    p->recv_src_token[row] = t;
+                    p->recv_src_rank[row] = s;
+                    row++;
+                }
+    }
+    return 0;
+}
+
+int dispatch_plan_build(const dispatch_shape *sh, dispatch_plan *p, char *err, size_t errlen) {
+    memset(p, 0, sizeof *p);
+    p->sh = *sh;
+    size_t R = (size_t)sh->num_ranks, N = (size_t)sh->nodes, E = (size_t)sh->experts;
+    size_t C = (size_t)sh->channels, K = (size_t)sh->topk;
+    for (int s = 0; s < sh->num_ranks; s++) p->token_base[s + 1] = p->token_base[s] + sh->tokens[s];
+    size_t T = (size_t)p->token_base[R];
+    size_t Tn = T ? T : 1;
+    p->topk_idx = malloc(sizeof(int32_t) * Tn * K);
+    p->topk_weights = malloc(sizeof(float) * Tn * K);
+    p->is_token_in_rank = calloc(Tn * R, 1);
+    p->token_idx_in_rank = malloc(sizeof(int32_t) * Tn * R);
+    p->num_tokens_per_rank = calloc(R * R, sizeof(int32_t));
+    p->num_tokens_per_rdma_rank = calloc(R * N, sizeof(int32_t));
+    p->num_tokens_per_expert = calloc(R * E, sizeof(int32_t));
+    p->channel_rank_count = calloc(R * C * R, sizeof(int32_t));
+    p->channel_node_count = calloc(R * C * N, sizeof(int32_t));
+    p->recv_from = calloc(R * R, sizeof(int32_t));
+    p->recv_total = calloc(R, sizeof(int64_t));
+    p->recv_base = calloc(R + 1, sizeof(int64_t));
+    if (!p->topk_idx || !p->topk_weights || !p->is_token_in_rank || !p->token_idx_in_rank ||
+        !p->num_tokens_per_rank || !p->num_tokens_per_rdma_rank || !p->num_tokens_per_expert ||
+        !p->channel_rank_count || !p->channel_node_count || !p->recv_from || !p->recv_total ||
+        !p->recv_base) {
+        dispatch_plan_free(p);
+        snprintf(err, errlen, "--tokens: out of host memory for the routing of %zu tokens", T);
+        return -1;
+    }
+    if (route(p, err, errlen)) {
+        dispatch_plan_free(p);
+        return -1;
+    }
+    layout(p);
+    if (receive_order(p, err, errlen)) {
+        dispatch_plan_free(p);
+        return -1;
+    }
+    return 0;
+}
