@@ -33,7 +33,13 @@ const char *ana_group_by_name(ana_group_by by) {
 }
 
 /* Every grouping reads wait_groups (see ana_derive.c): waits already
- * summed per (role, rank, core, kind, site, object, cause). */
+ * summed per (role, rank, core, kind, site, object, cause). The table of
+ * waits that never ended reads the same shape computed from `waits`. */
+#define BLOCKED_GROUPS                                                                       \
+    "(SELECT role, rank, core, kind, site, object, cause, COUNT(*) AS count,"               \
+    " SUM(dur_ps) AS total_ps, MAX(dur_ps) AS max_ps FROM waits WHERE end_seq IS NULL"      \
+    " GROUP BY role, rank, core, kind, site, object, cause)"
+
 static const char *group_sql(ana_group_by by) {
     switch (by) {
     case ANA_BY_ROLE:
@@ -97,9 +103,42 @@ void ana_stall_table_free(ana_stall_table *t) {
     memset(t, 0, sizeof *t);
 }
 
+/* group_sql with every "wait_groups" replaced by the never-ended waits. */
+static char *blocked_sql(ana_group_by by) {
+    const char *src = group_sql(by), *needle = "wait_groups";
+    size_t extra = strlen(BLOCKED_GROUPS);
+    char *out = malloc(strlen(src) + 4 * extra + 1), *w = out;
+    if (!out) return NULL;
+    for (const char *p = src; *p;) {
+        if (strncmp(p, needle, strlen(needle)) == 0) {
+            memcpy(w, BLOCKED_GROUPS, extra);
+            w += extra;
+            p += strlen(needle);
+        } else {
+            *w++ = *p++;
+        }
+    }
+    *w = 0;
+    return out;
+}
+
+static int table_get(sqlite3 *db, ana_group_by by, size_t top, int blocked, ana_stall_table *t,
+                     char *err, size_t errlen);
+
 int ana_stall_table_get(sqlite3 *db, ana_group_by by, size_t top, ana_stall_table *t,
                         char *err, size_t errlen) {
+    return table_get(db, by, top, 0, t, err, errlen);
+}
+
+int ana_blocked_table_get(sqlite3 *db, ana_group_by by, size_t top, ana_stall_table *t,
+                          char *err, size_t errlen) {
+    return table_get(db, by, top, 1, t, err, errlen);
+}
+
+static int table_get(sqlite3 *db, ana_group_by by, size_t top, int blocked, ana_stall_table *t,
+                     char *err, size_t errlen) {
     memset(t, 0, sizeof *t);
+    t->blocked = blocked;
     t->by = by;
     t->run_ps = (uint64_t)ana_meta_i64(db, "end_time_ps", 0);
     if (!ana_has_table(db, "wait_groups") || !ana_has_table(db, "cores")) {
@@ -107,10 +146,16 @@ int ana_stall_table_get(sqlite3 *db, ana_group_by by, size_t top, ana_stall_tabl
                 "not derived (run `npurr reindex RUN`)");
         return -1;
     }
-    const char *sql = group_sql(by);
+    char *owned = blocked ? blocked_sql(by) : NULL;
+    const char *sql = blocked ? owned : group_sql(by);
+    if (!sql) {
+        ana_err(err, errlen, "out of memory building the stall table");
+        return -1;
+    }
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
         ana_err(err, errlen, "index.db: %s (in: %s)", sqlite3_errmsg(db), sql);
+        free(owned);
         return -1;
     }
     size_t cap = 0;
@@ -142,12 +187,15 @@ int ana_stall_table_get(sqlite3 *db, ana_group_by by, size_t top, ana_stall_tabl
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
         ana_err(err, errlen, "index.db: %s (in: %s)", sqlite3_errmsg(db), sql);
+        free(owned);
         ana_stall_table_free(t);
         return -1;
     }
+    free(owned);
     if (by == ANA_BY_SITE) shorten_sites(t);
     return 0;
 oom:
+    free(owned);
     sqlite3_finalize(st);
     ana_stall_table_free(t);
     ana_err(err, errlen, "out of memory building the stall table");
@@ -158,10 +206,15 @@ void ana_stall_table_print(const ana_stall_table *t, FILE *out) {
     char run[32], total[32];
     ana_format_ps((double)t->run_ps, run, sizeof run);
     ana_format_ps((double)t->total_ps, total, sizeof total);
-    fprintf(out, "stalls by %s: %llu waits, %s stalled in total\n"
-            "share = stall time / the run's virtual time (end_time_ps = %s); cores stall at "
-            "the same time, so shares may add up past 100%%\n",
-            ana_group_by_name(t->by), (unsigned long long)t->waits, total, run);
+    if (t->blocked)
+        fprintf(out, "waits that never ended (what the hang waits on), by %s: %llu waits\n"
+                "each counted from its begin to the end of the run (end_time_ps = %s)\n",
+                ana_group_by_name(t->by), (unsigned long long)t->waits, run);
+    else
+        fprintf(out, "stalls by %s: %llu waits, %s stalled in total\n"
+                "share = stall time / the run's virtual time (end_time_ps = %s); cores stall at "
+                "the same time, so shares may add up past 100%%\n",
+                ana_group_by_name(t->by), (unsigned long long)t->waits, total, run);
     if (t->n < t->groups)
         fprintf(out, "showing the top %zu of %zu groups\n", t->n, t->groups);
     ana_grid g;

@@ -3,8 +3,9 @@
  *
  * This is the analysis library's one public header. The CLI (`stats`, `sql`,
  * `export`, and `record`/`reindex`, which call ana_derive) and the tests use
- * it. The library reads RUN/index.db, written by the recorder, and the
- * `events` virtual table the recorder registers over RUN/trace.zst.
+ * it. The library reads RUN/index.db, written by the recorder, the
+ * `events` virtual table the recorder registers over RUN/trace.zst, and
+ * (ana_derive) RUN/trace.zst itself through the recorder's reader.
  *
  * ana_derive adds, on top of the recorder's tables (docs/SQL.md lists every
  * table and column):
@@ -20,8 +21,9 @@
  *   cores            every core's name ("r3 AIV5") and role
  *   wait_groups      waits summed per (role, rank, core, kind, site, object,
  *                    cause): what `stats` and the stall views read
+ *   last_writers     the last write to every named word and who made it
  *   views            stall_summary, wait_causes, ring_occupancy,
- *                    link_bandwidth, last_writers
+ *                    link_bandwidth
  * None of the views reference `events`, so `sqlite3 RUN/index.db` runs them.
  *
  * Errors are values: every int-returning call returns 0 on success and -1 on
@@ -36,7 +38,7 @@
 #include <sqlite3.h>
 
 /* Bumped when the derived tables change shape (meta key analysis.version). */
-#define ANA_VERSION 1
+#define ANA_VERSION 2
 
 /* ------------------------------------------------------------ derive/open */
 
@@ -48,8 +50,9 @@ int ana_derive(const char *run_dir, char *err, size_t errlen);
 /* Opens RUN/index.db read-write with the events vtab registered (for
  * sql/stats/export). Close with sqlite3_close. */
 int ana_open(const char *run_dir, sqlite3 **db, char *err, size_t errlen);
-/* Same derivation on an already open connection whose `events` table is
- * registered (tests and benchmarks that hold a connection). */
+/* Same derivation on an already open connection to RUN/index.db (tests and
+ * benchmarks that hold a connection); the trace is read from the same
+ * folder. */
 int ana_derive_db(sqlite3 *db, char *err, size_t errlen);
 /* ana_open, then ana_derive_db if the index has no analysis tables or ones
  * from another ANA_VERSION (a run recorded or reindexed without them). */
@@ -83,11 +86,16 @@ typedef struct ana_stall_table {
     uint64_t run_ps;      /* meta end_time_ps: the share denominator */
     uint64_t waits;       /* all waits of the run */
     uint64_t total_ps;    /* summed duration of all waits */
+    int blocked;          /* 1: only the waits that never ended */
 } ana_stall_table;
 
 /* Fills *t with the stall table grouped by `by`, at most top rows (0 = all). */
 int ana_stall_table_get(sqlite3 *db, ana_group_by by, size_t top, ana_stall_table *t,
                         char *err, size_t errlen);
+/* The same table over the waits that never ended (a deadlock's or a
+ * watchdog's blocked cores: what the hang waits on); empty otherwise. */
+int ana_blocked_table_get(sqlite3 *db, ana_group_by by, size_t top, ana_stall_table *t,
+                          char *err, size_t errlen);
 void ana_stall_table_free(ana_stall_table *t);
 /* The `npurr stats` report: a header line that explains the share's
  * denominator, then an aligned table in human units. */

@@ -100,7 +100,14 @@ static void print_stalls(const char *run_dir) {
         if (db) sqlite3_close(db);
         return;
     }
-    ana_stall_table t;
+    ana_stall_table blocked, t;
+    if (ana_blocked_table_get(db, ANA_BY_CAUSE, 10, &blocked, err, sizeof err) == 0) {
+        if (blocked.waits) {
+            printf("\n");
+            ana_stall_table_print(&blocked, stdout);
+        }
+        ana_stall_table_free(&blocked);
+    }
     if (ana_stall_table_get(db, ANA_BY_ROLE, 10, &t, err, sizeof err) == 0) {
         printf("\nstalls by role (npurr stats %s --by site|rank|kind|object|cause):\n", run_dir);
         ana_stall_table_print(&t, stdout);

@@ -14,7 +14,9 @@ static void stats_usage(FILE *out) {
           "Prints the stalls (waits) of a recorded run as a table: group, count, total,\n"
           "mean and max duration in virtual time, and share = total / the run's virtual\n"
           "time (meta end_time_ps). Cores stall at the same time, so shares may add up\n"
-          "past 100%. Largest total first.\n"
+          "past 100%. Largest total first. When the run ended in a deadlock or a\n"
+          "watchdog stop, a first table shows the waits that never ended: what the hang\n"
+          "waits on.\n"
           "\n"
           "  --by role     the kernel's roles (SetRole), or \"r3 AIV5\" for unnamed cores\n"
           "                (default)\n"
@@ -87,13 +89,21 @@ int cmd_stats(int argc, char **argv) {
         fprintf(stderr, "npurr stats: %s\n", err);
         return 1;
     }
-    ana_stall_table t;
-    int rc = ana_stall_table_get(db, by, top, &t, err, sizeof err);
+    /* On a hung run the first question is what the hang waits on: those
+     * waits come first, then the whole run. */
+    ana_stall_table blocked, t;
+    int rc = ana_blocked_table_get(db, by, top, &blocked, err, sizeof err);
+    if (!rc) rc = ana_stall_table_get(db, by, top, &t, err, sizeof err);
     sqlite3_close(db);
     if (rc) {
         fprintf(stderr, "npurr stats: %s: %s\n", run, err);
         return 1;
     }
+    if (blocked.waits) {
+        ana_stall_table_print(&blocked, stdout);
+        printf("\n");
+    }
+    ana_stall_table_free(&blocked);
     ana_stall_table_print(&t, stdout);
     ana_stall_table_free(&t);
     return 0;
