@@ -31,4 +31,22 @@ grep -q 'npy:{RUN}/inputs/routing.{rank}.npy' "$tmp/meta" || { cat "$tmp/meta"; 
 rm "$tmp"/route*.npy
 "$npurr" replay "$tmp/run" > "$tmp/out" 2>&1 || fail "replay without the original inputs failed"
 grep -q "^identical" "$tmp/out" || fail "replay did not report identical"
+# one file holding every rank's rows back to back
+python3 - "$tmp" <<'PY' || fail "cannot write the single .npy input"
+import random, struct, sys
+random.seed(12)
+hdr = "{'descr': '<i8', 'fortran_order': False, 'shape': (512, 8), }"
+hdr += ' ' * (64 - (10 + len(hdr) + 1) % 64) + '\n'
+with open('%s/all.npy' % sys.argv[1], 'wb') as f:
+    f.write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(hdr)) + hdr.encode())
+    for _ in range(512):
+        f.write(struct.pack('<8q', *random.sample(range(256), 8)))
+PY
+"$npurr" record -k dispatch-layered --nodes 2 --tokens 32 --hidden 256 \
+    --routing "npy:$tmp/all.npy" -o "$tmp/run1" --quiet > "$tmp/out" 2>&1 \
+    || fail "record with a single npy file failed"
+cmp -s "$tmp/all.npy" "$tmp/run1/inputs/routing.npy" || fail "the single routing file was not copied"
+rm "$tmp/all.npy"
+"$npurr" replay "$tmp/run1" > "$tmp/out" 2>&1 || fail "replay without the single original input failed"
+grep -q "^identical" "$tmp/out" || fail "replay (single file) did not report identical"
 echo "inputs: all checks passed"
