@@ -206,18 +206,14 @@ expect 0 "$npurr" export "$work/dead" --chrome "$work/dead.json"
 check_chrome "$work/dead.json"
 
 # ---------------------------------------------------------------- credit leak
-if "$npurr" record --help 2>&1 | grep -q "dispatch-layered"; then
-    expect 3 "$npurr" record -k dispatch-layered --nodes 2 --tokens 64 --inject credit-leak \
-        -o "$work/leak"
-    expect 0 "$npurr" stats "$work/leak" --by cause
-    first=$(awk 'f && NF {print $1; exit} /^-+/ {f=1}' "$work/out")
-    [ "$first" = "credit_starvation" ] || { cat "$work/out" >&2; fail "credit leak ranks $first first"; }
-    docs_query "deadlock" > "$work/q.sql"
-    expect 0 "$npurr" sql "$work/leak" - < "$work/q.sql"
-    has "ForwarderCoordinator" "the deadlock query names the coordinator"
-    expect 0 "$npurr" export "$work/leak" --chrome "$work/leak.json"
-    check_chrome "$work/leak.json"
-else
-    echo "note: dispatch-layered is not built in; its credit-leak check did not run"
-fi
+expect 3 "$npurr" record -k dispatch-layered --nodes 2 --tokens 64 --inject credit-leak \
+    -o "$work/leak"
+expect 0 "$npurr" stats "$work/leak" --by cause
+first=$(awk 'f && NF {print $1; exit} /^-+/ {f=1}' "$work/out")
+[ "$first" = "credit_starvation" ] || { cat "$work/out" >&2; fail "credit leak ranks $first first"; }
+docs_query "deadlock" > "$work/q.sql"
+expect 0 "$npurr" sql "$work/leak" - < "$work/q.sql"
+has "ForwarderCoordinator" "the deadlock query names the coordinator"
+expect 0 "$npurr" export "$work/leak" --chrome "$work/leak.json"
+check_chrome "$work/leak.json"
 echo "analysis e2e: ok"
