@@ -40,33 +40,37 @@ const char *ana_group_by_name(ana_group_by by) {
     " SUM(dur_ps) AS total_ps, MAX(dur_ps) AS max_ps FROM waits WHERE end_seq IS NULL"      \
     " GROUP BY role, rank, core, kind, site, object, cause)"
 
+/* How many cores a group's waits come from: the share is per core. */
+#define CORES "COUNT(DISTINCT rank * 65536 + core)"
+#define CORES_I "COUNT(DISTINCT i.rank * 65536 + i.core)"
+
 static const char *group_sql(ana_group_by by) {
     switch (by) {
     case ANA_BY_ROLE:
         return "SELECT COALESCE(i.role, c.role, c.name, 'r' || i.rank || ' core' || i.core) AS g,"
-               " SUM(i.count), SUM(i.total_ps), MAX(i.max_ps) FROM wait_groups i"
+               " SUM(i.count), SUM(i.total_ps), MAX(i.max_ps), " CORES_I " FROM wait_groups i"
                " LEFT JOIN cores c ON c.rank = i.rank AND c.core = i.core"
                " GROUP BY g ORDER BY SUM(i.total_ps) DESC, g";
     case ANA_BY_SITE:
         return "SELECT CASE WHEN s.id IS NULL THEN '(no site)' ELSE"
                " COALESCE(s.file, '?') || ':' || COALESCE(s.line, 0) || ' ' ||"
                " COALESCE(s.function, '?') END AS g, SUM(i.count), SUM(i.total_ps),"
-               " MAX(i.max_ps) FROM wait_groups i LEFT JOIN sites s ON s.id = i.site"
+               " MAX(i.max_ps), " CORES_I " FROM wait_groups i LEFT JOIN sites s ON s.id = i.site"
                " GROUP BY g ORDER BY SUM(i.total_ps) DESC, g";
     case ANA_BY_RANK:
-        return "SELECT 'r' || rank AS g, SUM(count), SUM(total_ps), MAX(max_ps) FROM wait_groups"
+        return "SELECT 'r' || rank AS g, SUM(count), SUM(total_ps), MAX(max_ps), " CORES " FROM wait_groups"
                " GROUP BY rank ORDER BY SUM(total_ps) DESC, rank";
     case ANA_BY_KIND:
-        return "SELECT kind AS g, SUM(count), SUM(total_ps), MAX(max_ps) FROM wait_groups"
+        return "SELECT kind AS g, SUM(count), SUM(total_ps), MAX(max_ps), " CORES " FROM wait_groups"
                " GROUP BY kind ORDER BY SUM(total_ps) DESC, g";
     case ANA_BY_OBJECT:
         return "SELECT COALESCE(o.name, '(no object)') AS g, SUM(i.count), SUM(i.total_ps),"
-               " MAX(i.max_ps) FROM wait_groups i LEFT JOIN objects o ON o.id = i.object"
+               " MAX(i.max_ps), " CORES_I " FROM wait_groups i LEFT JOIN objects o ON o.id = i.object"
                " GROUP BY g ORDER BY SUM(i.total_ps) DESC, g";
     case ANA_BY_CAUSE:
     default:
         return "SELECT COALESCE(cause, '(unclassified)') AS g, SUM(count), SUM(total_ps),"
-               " MAX(max_ps) FROM wait_groups GROUP BY cause ORDER BY SUM(total_ps) DESC, g";
+               " MAX(max_ps), " CORES " FROM wait_groups GROUP BY cause ORDER BY SUM(total_ps) DESC, g";
     }
 }
 
@@ -182,7 +186,8 @@ static int table_get(sqlite3 *db, ana_group_by by, size_t top, int blocked, ana_
         r->total_ps = total;
         r->mean_ps = count ? (double)total / (double)count : 0;
         r->max_ps = (uint64_t)sqlite3_column_int64(st, 3);
-        r->share = t->run_ps ? (double)total / (double)t->run_ps : 0;
+        r->cores = (uint64_t)sqlite3_column_int64(st, 4);
+        r->share = t->run_ps && r->cores ? (double)total / ((double)r->cores * (double)t->run_ps) : 0;
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
@@ -211,27 +216,28 @@ void ana_stall_table_print(const ana_stall_table *t, FILE *out) {
                 "each counted from its begin to the end of the run (end_time_ps = %s)\n",
                 ana_group_by_name(t->by), (unsigned long long)t->waits, run);
     else
-        fprintf(out, "stalls by %s: %llu waits, %s stalled in total\n"
-                "share = stall time / the run's virtual time (end_time_ps = %s); cores stall at "
-                "the same time, so shares may add up past 100%%\n",
-                ana_group_by_name(t->by), (unsigned long long)t->waits, total, run);
+        fprintf(out, "stalls by %s: %llu waits, %s stalled in total\n",
+                ana_group_by_name(t->by), (unsigned long long)t->waits, total);
+    fprintf(out, "share = stall time / (cores x the run's virtual time, end_time_ps = %s): "
+            "the fraction of their time those cores spent waiting\n", run);
     if (t->n < t->groups)
         fprintf(out, "showing the top %zu of %zu groups\n", t->n, t->groups);
     ana_grid g;
-    if (ana_grid_init(&g, 6)) return;
-    static const char *const head[6] = {NULL, "count", "total", "mean", "max", "share"};
+    if (ana_grid_init(&g, 7)) return;
+    static const char *const head[7] = {NULL, "cores", "count", "total", "mean", "max", "share"};
     ana_grid_set_head(&g, 0, ana_group_by_name(t->by));
-    for (size_t c = 1; c < 6; c++) ana_grid_set_head(&g, c, head[c]);
+    for (size_t c = 1; c < 7; c++) ana_grid_set_head(&g, c, head[c]);
     for (size_t i = 0; i < t->n; i++) {
         const ana_stall_row *r = &t->rows[i];
-        char count[32], tot[32], mean[32], max[32], share[32];
+        char cores[32], count[32], tot[32], mean[32], max[32], share[32];
+        snprintf(cores, sizeof cores, "%llu", (unsigned long long)r->cores);
         snprintf(count, sizeof count, "%llu", (unsigned long long)r->count);
         ana_format_ps((double)r->total_ps, tot, sizeof tot);
         ana_format_ps(r->mean_ps, mean, sizeof mean);
         ana_format_ps((double)r->max_ps, max, sizeof max);
         snprintf(share, sizeof share, "%.2f%%", 100.0 * r->share);
-        const char *cells[6] = {r->group, count, tot, mean, max, share};
-        static const unsigned char num[6] = {0, 1, 1, 1, 1, 1};
+        const char *cells[7] = {r->group, cores, count, tot, mean, max, share};
+        static const unsigned char num[7] = {0, 1, 1, 1, 1, 1, 1};
         if (ana_grid_add(&g, cells, num)) break;
     }
     ana_grid_print(&g, out);

@@ -75,7 +75,8 @@ typedef struct ana_stall_row {
     uint64_t total_ps;
     double mean_ps;
     uint64_t max_ps;
-    double share;         /* total_ps / run_ps */
+    uint64_t cores;       /* distinct cores the group's waits come from */
+    double share;         /* total_ps / (cores * run_ps): their time spent waiting */
 } ana_stall_row;
 
 typedef struct ana_stall_table {

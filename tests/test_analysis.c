@@ -182,14 +182,15 @@ static const ana_stall_row *find_row(const ana_stall_table *t, const char *group
     return NULL;
 }
 
-static void expect_row(const ana_stall_table *t, const char *group, uint64_t count,
+static void expect_row(const ana_stall_table *t, const char *group, uint64_t cores, uint64_t count,
                        uint64_t total, uint64_t max) {
     const ana_stall_row *r = find_row(t, group);
+    assert_int_equal(r->cores, cores);
     assert_int_equal(r->count, count);
     assert_int_equal(r->total_ps, total);
     assert_int_equal(r->max_ps, max);
     assert_true(r->mean_ps == (double)total / (double)count);
-    assert_true(r->share == (double)total / (double)T_END);
+    assert_true(r->share == (double)total / ((double)cores * (double)T_END));
 }
 
 static ana_stall_table table_by(sqlite3 *db, ana_group_by by, size_t top) {
@@ -217,8 +218,8 @@ static void test_stats_by_role(void **state) {
     assert_int_equal(t.total_ps, 8 * T_COPY + 2 * T_WORK + (T_PROLOGUE + T_COPY));
     /* largest total first */
     assert_string_equal(t.rows[0].group, "Producer");
-    expect_row(&t, "Producer", 6, 4 * T_COPY + 2 * T_WORK, T_WORK);
-    expect_row(&t, "Consumer", 5, 4 * T_COPY + T_PROLOGUE + T_COPY, T_PROLOGUE + T_COPY);
+    expect_row(&t, "Producer", 1, 6, 4 * T_COPY + 2 * T_WORK, T_WORK);
+    expect_row(&t, "Consumer", 1, 5, 4 * T_COPY + T_PROLOGUE + T_COPY, T_PROLOGUE + T_COPY);
     ana_stall_table_free(&t);
     sqlite3_close(db);
 }
@@ -229,9 +230,9 @@ static void test_stats_by_kind_and_cause(void **state) {
     ana_stall_table k = table_by(db, ANA_BY_KIND, 0);
     assert_int_equal(k.n, 3);
     assert_string_equal(k.rows[0].group, "flag");
-    expect_row(&k, "flag", 8, 8 * T_COPY, T_COPY);
-    expect_row(&k, "ring_space", 2, 2 * T_WORK, T_WORK);
-    expect_row(&k, "ring_data", 1, T_PROLOGUE + T_COPY, T_PROLOGUE + T_COPY);
+    expect_row(&k, "flag", 2, 8, 8 * T_COPY, T_COPY);
+    expect_row(&k, "ring_space", 1, 2, 2 * T_WORK, T_WORK);
+    expect_row(&k, "ring_data", 1, 1, T_PROLOGUE + T_COPY, T_PROLOGUE + T_COPY);
     ana_stall_table_free(&k);
 
     ana_stall_table c = table_by(db, ANA_BY_CAUSE, 0);
@@ -239,9 +240,9 @@ static void test_stats_by_kind_and_cause(void **state) {
     assert_string_equal(c.rows[0].group, "transfer_slow");
     assert_string_equal(c.rows[1].group, "flow_control");
     assert_string_equal(c.rows[2].group, "producer_late");
-    expect_row(&c, "transfer_slow", 8, 8 * T_COPY, T_COPY);
-    expect_row(&c, "flow_control", 2, 2 * T_WORK, T_WORK);
-    expect_row(&c, "producer_late", 1, T_PROLOGUE + T_COPY, T_PROLOGUE + T_COPY);
+    expect_row(&c, "transfer_slow", 2, 8, 8 * T_COPY, T_COPY);
+    expect_row(&c, "flow_control", 1, 2, 2 * T_WORK, T_WORK);
+    expect_row(&c, "producer_late", 1, 1, T_PROLOGUE + T_COPY, T_PROLOGUE + T_COPY);
     ana_stall_table_free(&c);
     sqlite3_close(db);
 }
@@ -251,13 +252,13 @@ static void test_stats_by_rank_object_site_top(void **state) {
     sqlite3 *db = open_run();
     ana_stall_table r = table_by(db, ANA_BY_RANK, 0);
     assert_int_equal(r.n, 1);
-    expect_row(&r, "r0", 11, 8 * T_COPY + 2 * T_WORK + T_PROLOGUE + T_COPY, T_PROLOGUE + T_COPY);
+    expect_row(&r, "r0", 2, 11, 8 * T_COPY + 2 * T_WORK + T_PROLOGUE + T_COPY, T_PROLOGUE + T_COPY);
     ana_stall_table_free(&r);
 
     ana_stall_table o = table_by(db, ANA_BY_OBJECT, 0);
-    expect_row(&o, "(no object)", 8, 8 * T_COPY, T_COPY);
-    expect_row(&o, "ring0.head", 2, 2 * T_WORK, T_WORK);
-    expect_row(&o, "ring0.tail", 1, T_PROLOGUE + T_COPY, T_PROLOGUE + T_COPY);
+    expect_row(&o, "(no object)", 2, 8, 8 * T_COPY, T_COPY);
+    expect_row(&o, "ring0.head", 1, 2, 2 * T_WORK, T_WORK);
+    expect_row(&o, "ring0.tail", 1, 1, T_PROLOGUE + T_COPY, T_PROLOGUE + T_COPY);
     ana_stall_table_free(&o);
 
     /* Sites: the four waiting calls of the kernel above, as file:line func. */
