@@ -254,25 +254,44 @@ static void k_put_polled(const void *a) {
     }
 }
 
+/* Loads of rank 1's copy, with their times, and the put's issue time. */
+static uint64_t poll_time[64], put_issue_time;
+static int64_t poll_value[64];
+static int n_polls;
+static void poll_observer(void *ctx, const engine_event *ev) {
+    put_observer(ctx, ev);
+    if (ev->kind == EV_XFER_ISSUE && ev->sub == XFER_HCCS_PUT) put_issue_time = ev->time;
+    if (ev->kind == EV_GM_LOAD && ev->rank == 1 && n_polls < 64) {
+        poll_time[n_polls] = ev->time;
+        poll_value[n_polls++] = ev->value;
+    }
+}
+
 static void test_remote_put_not_visible_before_completion(void **state) {
     (void)state;
     engine *e = make(1, 2, 0);
     poll_args p;
     assert_int_equal(engine_sym_alloc(e, 64, "win", &p.buf, err, sizeof err), ENGINE_OK);
     assert_int_equal(engine_gm_alloc(e, 1, 8 * 64, "log", &p.log, err, sizeof err), ENGINE_OK);
-    engine_observer obs = {.on_event = put_observer};
+    engine_observer obs = {.on_event = poll_observer};
     engine_set_observer(e, &obs);
+    n_polls = 0;
+    g_put_done = put_issue_time = 0;
     launch(e, k_put_polled, &p, 1);
     engine_result r = run(e);
     assert_int_equal(r.outcome, OUTCOME_COMPLETED);
-    int64_t *log = engine_gm_host(e, p.log, 8 * 64);
-    int zeros = 0, hits = 0;
+    assert_int_equal(n_polls, 64);
+    int old_after_issue = 0, new_seen = 0;
     for (int i = 0; i < 64; i++) {
-        if (log[i] == 0) { zeros++; assert_int_equal(hits, 0); }  /* never old after new */
-        else { assert_int_equal(log[i], 99); hits++; }
+        /* exactly the completion time separates old from new */
+        if (poll_time[i] < g_put_done) assert_int_equal(poll_value[i], 0);
+        else { assert_int_equal(poll_value[i], 99); new_seen++; }
+        if (poll_time[i] > put_issue_time && poll_value[i] == 0) old_after_issue++;
     }
-    assert_true(zeros > 0);   /* polls before completion saw the old value */
-    assert_true(hits > 0);    /* and polls after saw the new one */
+    assert_true(old_after_issue > 0);   /* issued but in flight: still the old bytes */
+    assert_true(new_seen > 0);
+    int64_t *log = engine_gm_host(e, p.log, 8 * 64);
+    for (int i = 0; i < 64; i++) assert_int_equal(log[i], poll_value[i]);
     engine_destroy(e);
 }
 
