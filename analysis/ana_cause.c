@@ -39,6 +39,12 @@
  * Ended waits are classified in end order, so a producer's waits (which
  * ended before the producing action, hence before this wait) are known
  * when rule 5b needs them.
+ *
+ * The waits come from the recorder's table, everything else from the
+ * events pass (ana_facts: the waking events, credit rings, last writers).
+ * The causes go back in one UPDATE that asks a C function for each row's
+ * cause, and wait_groups (the sums `stats` and the stall views read) is
+ * summed here in a hash table rather than by a GROUP BY over every wait.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -57,47 +63,40 @@ static const char *const cause_names[C_COUNT] = {
 typedef struct wrow {
     int64_t id;
     uint64_t corekey;
-    int kind;
-    int64_t object;
+    int64_t rank, core;
+    int kind;                          /* WK_* */
+    uint16_t kind_text, role;          /* interned waits.kind and waits.role, 0 NULL */
+    int64_t object, site;              /* 0: NULL */
     uint64_t begin_seq, end_seq;       /* end_seq 0: never ended */
     int64_t begin_ps, end_ps, dur_ps;
     uint64_t waker_seq;
-    int64_t waker_rank, waker_core;    /* -1 unknown */
-    int cause;
-    int state;                         /* never-ended resolution: 1 visiting, 2 done */
+    uint8_t cause;
+    uint8_t state;                     /* never-ended resolution: 1 visiting, 2 done */
 } wrow;
 
-typedef struct wake {
-    uint64_t seq;
-    int is_xfer;
-    uint64_t issue_seq;
-    int64_t issue_ps;
-    uint64_t corekey;
-} wake;
-
-typedef struct ctx {
+typedef struct ana_causes {
     sqlite3 *db;
     const ana_run *run;
+    const ana_facts *f;
+    uint64_t *begins;       /* every begin_seq, sorted */
+    uint64_t *wakers;       /* every distinct waker_seq > 0, sorted */
+    size_t nwakers;
     wrow *w;
     size_t n;
+    int dense;              /* w[i].id == i + 1 for every i */
+    char **texts;           /* interned role and kind names, [0] unused */
+    size_t ntexts;
     size_t *by_end;         /* ended waits sorted by end_seq */
     size_t nended;
     size_t *by_core;        /* ended waits sorted by (corekey, end_seq) */
-    wake *wk;
-    size_t nwk;
-    uint8_t *credit_head;   /* by object id: head word of a credit ring */
-    size_t ncredit;
-    int64_t *last_writer;   /* by object id: corekey + 1 of the last writer, 0 none */
-    size_t nlast;
     size_t *blocked_of;     /* by corekey: never-ended wait index + 1 */
     size_t ncores;
-    int64_t *other_word;    /* by object id: the ring's other word (head <-> tail) */
-    size_t nother;
     size_t *blocked_on;     /* by object id: a never-ended wait on that word + 1 */
     size_t nblocked_on;
     char *err;
     size_t errlen;
-} ctx;
+} ana_causes;
+typedef ana_causes ctx;
 
 static int kind_code(const char *k) {
     static const char *const names[] = {"flag", "pipe", "xcore", "gm", "ring_space",
@@ -127,22 +126,54 @@ static uint64_t corekey(const ctx *c, int64_t rank, int64_t core) {
     return (uint64_t)rank * (uint64_t)c->run->cores_per_rank + (uint64_t)core;
 }
 
+/* Index of text among the interned strings (roles, wait kinds: a handful),
+ * 0 for NULL; -1 when out of memory. */
+static int intern(ctx *c, const unsigned char *text) {
+    if (!text) return 0;
+    for (size_t i = 1; i < c->ntexts; i++)
+        if (!strcmp(c->texts[i], (const char *)text)) return (int)i;
+    if (c->ntexts >= 65535) return -1;
+    if (!c->ntexts) c->ntexts = 1;
+    char **p = realloc(c->texts, (c->ntexts + 1) * sizeof *p);
+    if (!p) return -1;
+    c->texts = p;
+    if (!(c->texts[c->ntexts] = strdup((const char *)text))) return -1;
+    return (int)c->ntexts++;
+}
+
 static int load_waits(ctx *c) {
     const char *sql =
         "SELECT id, rank, core, kind, object, begin_seq, end_seq, begin_ps, end_ps, dur_ps,"
-        " waker_seq, waker_rank, waker_core FROM waits";
+        " waker_seq, role, site FROM waits ORDER BY id";
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(c, sql);
     size_t cap = 0;
     int rc;
+    /* The previous row's role and kind: rows of one core repeat them. */
+    const unsigned char *last_role = NULL, *last_kind = NULL;
+    int last_role_len = -1, last_kind_len = -1;
+    int role = 0, kind = 0, kt = 0;
+    c->dense = 1;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         wrow *p = grow(c->w, &cap, c->n + 1, sizeof *p);
         if (!p) break;
         c->w = p;
         wrow *r = &c->w[c->n++];
         r->id = sqlite3_column_int64(st, 0);
-        r->corekey = corekey(c, sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2));
-        r->kind = kind_code((const char *)sqlite3_column_text(st, 3));
+        if (r->id != (int64_t)c->n) c->dense = 0;
+        r->rank = sqlite3_column_int64(st, 1);
+        r->core = sqlite3_column_int64(st, 2);
+        r->corekey = corekey(c, r->rank, r->core);
+        const unsigned char *k = sqlite3_column_text(st, 3);
+        int klen = sqlite3_column_bytes(st, 3);
+        if (!last_kind || !k || klen != last_kind_len || memcmp(k, last_kind, (size_t)klen)) {
+            kind = kind_code((const char *)k);
+            if ((kt = intern(c, k)) < 0) break;
+            last_kind = k ? (const unsigned char *)c->texts[kt] : NULL;
+            last_kind_len = klen;
+        }
+        r->kind = kind;
+        r->kind_text = (uint16_t)kt;
         r->object = sqlite3_column_int64(st, 4);
         r->begin_seq = (uint64_t)sqlite3_column_int64(st, 5);
         r->end_seq = sqlite3_column_type(st, 6) == SQLITE_NULL
@@ -151,10 +182,19 @@ static int load_waits(ctx *c) {
         r->end_ps = sqlite3_column_int64(st, 8);
         r->dur_ps = sqlite3_column_int64(st, 9);
         r->waker_seq = (uint64_t)sqlite3_column_int64(st, 10);
-        r->waker_rank = sqlite3_column_type(st, 11) == SQLITE_NULL ? -1
-                                                                   : sqlite3_column_int64(st, 11);
-        r->waker_core = sqlite3_column_type(st, 12) == SQLITE_NULL ? -1
-                                                                   : sqlite3_column_int64(st, 12);
+        const unsigned char *ro = sqlite3_column_text(st, 11);
+        int rlen = sqlite3_column_bytes(st, 11);
+        if (!ro) {
+            role = 0;
+            last_role = NULL;
+        } else if (!last_role || rlen != last_role_len ||
+                   memcmp(ro, last_role, (size_t)rlen)) {
+            if ((role = intern(c, ro)) < 0) break;
+            last_role = (const unsigned char *)c->texts[role];
+            last_role_len = rlen;
+        }
+        r->role = (uint16_t)role;
+        r->site = sqlite3_column_int64(st, 12);
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) return fail_sql(c, sql);
@@ -165,133 +205,20 @@ static int load_waits(ctx *c) {
     return 0;
 }
 
-/* The event that ended each wait; for a transfer completion, when and by
- * which core the transfer was issued. */
-static int load_wakes(ctx *c) {
-    const char *kdone = engine_event_kind_name(EV_XFER_DONE);
-    const char *sql =
-        "SELECT we.seq, we.kind = ?1, we.link, t.issue_ps, we.rank, we.core"
-        " FROM wake_events we LEFT JOIN transfers t ON t.issue_seq = we.link AND we.kind = ?1"
-        " ORDER BY we.seq";
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(c, sql);
-    sqlite3_bind_text(st, 1, kdone, -1, SQLITE_STATIC);
-    size_t cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        wake *p = grow(c->wk, &cap, c->nwk + 1, sizeof *p);
-        if (!p) break;
-        c->wk = p;
-        wake *k = &c->wk[c->nwk++];
-        k->seq = (uint64_t)sqlite3_column_int64(st, 0);
-        k->is_xfer = sqlite3_column_int(st, 1);
-        k->issue_seq = (uint64_t)sqlite3_column_int64(st, 2);
-        k->issue_ps = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3);
-        k->corekey = corekey(c, sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5));
-    }
-    sqlite3_finalize(st);
-    if (rc == SQLITE_ROW) {
-        ana_err(c->err, c->errlen, "out of memory loading wake events");
-        return -1;
-    }
-    return rc == SQLITE_DONE ? 0 : fail_sql(c, sql);
-}
-
-/* Credit rings (rule 2) and the last writer of every word (rule 6). */
-static int load_objects(ctx *c) {
-    const char *katom = engine_event_kind_name(EV_ATOMIC);
-    const char *xatom = engine_xfer_name(XFER_RDMA_ATOMIC);
-    /* The head word is found through objects.ring as well: a ring declared
-     * before its words were named has no rings.head_object. */
-    const char *sql =
-        "SELECT h.id FROM objects h JOIN rings r ON r.id = h.ring"
-        " WHERE h.kind = 'ring_head' AND (r.level = 'rdma' OR h.level = 'rdma'"
-        " OR EXISTS (SELECT 1 FROM word_writes ww WHERE ww.object = h.id"
-        " AND (ww.kind = ?1 OR ww.xfer = ?2)))";
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(c, sql);
-    sqlite3_bind_text(st, 1, katom, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, xatom, -1, SQLITE_STATIC);
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0);
-        if (id <= 0 || id > (1 << 26)) continue;
-        uint8_t *p = grow(c->credit_head, &c->ncredit, (size_t)id + 1, 1);
-        if (!p) break;
-        c->credit_head = p;
-        c->credit_head[id] = 1;
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
-        if (rc == SQLITE_ROW) ana_err(c->err, c->errlen, "out of memory loading credit rings");
-        return rc == SQLITE_ROW ? -1 : fail_sql(c, sql);
-    }
-
-    const char *pairs = "SELECT h.id, t.id FROM objects h JOIN objects t ON t.ring = h.ring"
-                        " WHERE h.kind = 'ring_head' AND t.kind = 'ring_tail' AND h.ring > 0";
-    if (sqlite3_prepare_v2(c->db, pairs, -1, &st, NULL) != SQLITE_OK) return fail_sql(c, pairs);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t h = sqlite3_column_int64(st, 0), t = sqlite3_column_int64(st, 1);
-        if (h <= 0 || t <= 0 || h > (1 << 26) || t > (1 << 26)) continue;
-        size_t need = (size_t)(h > t ? h : t) + 1;
-        int64_t *p = grow(c->other_word, &c->nother, need, sizeof *p);
-        if (!p) break;
-        c->other_word = p;
-        c->other_word[h] = t;
-        c->other_word[t] = h;
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
-        if (rc == SQLITE_ROW) ana_err(c->err, c->errlen, "out of memory loading rings");
-        return rc == SQLITE_ROW ? -1 : fail_sql(c, pairs);
-    }
-
-    const char *lw = "SELECT object, rank, core FROM word_writes WHERE seq IN"
-                     " (SELECT MAX(seq) FROM word_writes GROUP BY object)";
-    if (sqlite3_prepare_v2(c->db, lw, -1, &st, NULL) != SQLITE_OK) return fail_sql(c, lw);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0);
-        if (id <= 0 || id > (1 << 26)) continue;
-        int64_t *p = grow(c->last_writer, &c->nlast, (size_t)id + 1, sizeof *p);
-        if (!p) break;
-        c->last_writer = p;
-        c->last_writer[id] =
-            (int64_t)corekey(c, sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2)) + 1;
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
-        if (rc == SQLITE_ROW) ana_err(c->err, c->errlen, "out of memory loading writers");
-        return rc == SQLITE_ROW ? -1 : fail_sql(c, lw);
-    }
-    return 0;
-}
-
-static const ctx *sort_ctx;
-
-static int cmp_end(const void *a, const void *b) {
-    const wrow *x = &sort_ctx->w[*(const size_t *)a], *y = &sort_ctx->w[*(const size_t *)b];
-    return x->end_seq < y->end_seq ? -1 : x->end_seq > y->end_seq;
-}
-
-static int cmp_core_end(const void *a, const void *b) {
-    const wrow *x = &sort_ctx->w[*(const size_t *)a], *y = &sort_ctx->w[*(const size_t *)b];
-    if (x->corekey != y->corekey) return x->corekey < y->corekey ? -1 : 1;
-    return x->end_seq < y->end_seq ? -1 : x->end_seq > y->end_seq;
-}
-
-static const wake *find_wake(const ctx *c, uint64_t seq) {
-    size_t lo = 0, hi = c->nwk;
+static const ana_wake *find_wake(const ctx *c, uint64_t seq) {
+    const ana_wake *wk = c->f->wakes;
+    size_t lo = 0, hi = c->f->nwakes;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (c->wk[mid].seq < seq) lo = mid + 1;
+        if (wk[mid].seq < seq) lo = mid + 1;
         else hi = mid;
     }
-    return lo < c->nwk && c->wk[lo].seq == seq ? &c->wk[lo] : NULL;
+    return lo < c->f->nwakes && wk[lo].seq == seq ? &wk[lo] : NULL;
 }
 
 static int is_credit_wait(const ctx *c, const wrow *r) {
-    return r->kind == WK_RING_SPACE && r->object > 0 && (size_t)r->object < c->ncredit &&
-           c->credit_head[r->object];
+    return r->kind == WK_RING_SPACE && r->object > 0 && (size_t)r->object < c->f->nobj &&
+           c->f->credit_head[r->object];
 }
 
 /* Rule 5b: the cause that covers most of the producer's own waiting
@@ -336,7 +263,7 @@ static int classify_ended(const ctx *c, const wrow *r) {
     case WK_FLAG: case WK_PIPE: return C_TRANSFER_SLOW;
     default: break;
     }
-    const wake *k = r->waker_seq ? find_wake(c, r->waker_seq) : NULL;
+    const ana_wake *k = r->waker_seq ? find_wake(c, r->waker_seq) : NULL;
     if (!k) return C_PRODUCER_LATE;
     uint64_t action_seq = k->seq;
     int64_t action_ps = r->end_ps;
@@ -364,12 +291,12 @@ static int default_never_ended(const ctx *c, const wrow *r) {
 static size_t chain_next(const ctx *c, const wrow *r) {
     int64_t obj = r->object;
     if (obj <= 0) return 0;
-    int64_t writer = (size_t)obj < c->nlast ? c->last_writer[obj] : 0;
+    int64_t writer = (size_t)obj < c->f->nobj ? c->f->last_writer[obj] : 0;
     if (writer > 0)
         return (size_t)(writer - 1) < c->ncores ? c->blocked_of[writer - 1] : 0;
     /* A ring word nobody wrote: who would write it is blocked on the
      * ring's other word. */
-    int64_t other = (size_t)obj < c->nother ? c->other_word[obj] : 0;
+    int64_t other = (size_t)obj < c->f->nobj ? c->f->other_word[obj] : 0;
     return other > 0 && (size_t)other < c->nblocked_on ? c->blocked_on[other] : 0;
 }
 
@@ -414,83 +341,270 @@ static int resolve_never_ended(ctx *c, size_t start) {
     return 0;
 }
 
-static int store_causes(ctx *c) {
-    const char *sql = "UPDATE waits SET cause = ?1 WHERE id = ?2";
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return fail_sql(c, sql);
-    for (size_t i = 0; i < c->n; i++) {
-        const char *name = c->w[i].cause > C_NONE ? cause_names[c->w[i].cause] : NULL;
-        if (name) sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-        else sqlite3_bind_null(st, 1);
-        sqlite3_bind_int64(st, 2, c->w[i].id);
-        if (sqlite3_step(st) != SQLITE_DONE) {
-            sqlite3_finalize(st);
-            return fail_sql(c, sql);
+/* npurr_cause(id): the cause computed for the wait with that id, for the
+ * one UPDATE that stores them all. */
+static void cause_fn(sqlite3_context *sc, int argc, sqlite3_value **argv) {
+    const ctx *c = sqlite3_user_data(sc);
+    int64_t id = sqlite3_value_int64(argv[0]);
+    const wrow *r = NULL;
+    if (c->dense) {
+        if (id >= 1 && (uint64_t)id <= c->n) r = &c->w[id - 1];
+    } else {
+        size_t lo = 0, hi = c->n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (c->w[mid].id < id) lo = mid + 1;
+            else hi = mid;
         }
-        sqlite3_reset(st);
+        if (lo < c->n && c->w[lo].id == id) r = &c->w[lo];
     }
-    sqlite3_finalize(st);
+    const char *name = r && r->cause > C_NONE ? cause_names[r->cause] : NULL;
+    if (name) sqlite3_result_text(sc, name, -1, SQLITE_STATIC);
+    else sqlite3_result_null(sc);
+}
+
+static int store_causes(ctx *c) {
+    if (sqlite3_create_function(c->db, "npurr_cause", 1, SQLITE_UTF8, c, cause_fn, NULL,
+                                NULL) != SQLITE_OK)
+        return fail_sql(c, "npurr_cause");
+    int rc = ana_exec(c->db, "UPDATE waits SET cause = npurr_cause(id)", c->err, c->errlen);
+    sqlite3_create_function(c->db, "npurr_cause", 1, SQLITE_UTF8, NULL, NULL, NULL, NULL);
+    return rc;
+}
+
+/* ---------------------------------------------------------- wait_groups */
+
+typedef struct group {
+    const wrow *key;        /* a wait of the group: its keys are the group's */
+    uint64_t count;
+    int64_t total, max;
+} group;
+
+static int same_group(const wrow *a, const wrow *b) {
+    return a->role == b->role && a->rank == b->rank && a->core == b->core &&
+           a->kind_text == b->kind_text && a->site == b->site && a->object == b->object &&
+           a->cause == b->cause;
+}
+
+static uint64_t group_hash(const wrow *r) {
+    uint64_t h = 1469598103934665603ull;
+    uint64_t k[7] = {r->role, (uint64_t)r->rank, (uint64_t)r->core, r->kind_text,
+                     (uint64_t)r->site, (uint64_t)r->object, r->cause};
+    for (int i = 0; i < 7; i++) h = (h ^ k[i]) * 1099511628211ull;
+    return h ^ (h >> 29);
+}
+
+/* The waits summed per (role, rank, core, kind, site, object, cause). */
+static int write_groups(ctx *c) {
+    if (ana_exec(c->db,
+                 "DROP TABLE IF EXISTS wait_groups;"
+                 "CREATE TABLE wait_groups(role TEXT, rank INT, core INT, kind TEXT, site INT,"
+                 " object INT, cause TEXT, count INT, total_ps INT, max_ps INT);",
+                 c->err, c->errlen))
+        return -1;
+    size_t cap = 1024, n = 0;
+    group *g = calloc(cap, sizeof *g);
+    if (!g) goto oom;
+    for (size_t i = 0; i < c->n; i++) {
+        const wrow *r = &c->w[i];
+        if (2 * (n + 1) > cap) {
+            group *ng = calloc(2 * cap, sizeof *ng);
+            if (!ng) goto oom;
+            for (size_t j = 0; j < cap; j++) {
+                if (!g[j].key) continue;
+                size_t k = (size_t)group_hash(g[j].key) & (2 * cap - 1);
+                while (ng[k].key) k = (k + 1) & (2 * cap - 1);
+                ng[k] = g[j];
+            }
+            free(g);
+            g = ng;
+            cap *= 2;
+        }
+        size_t k = (size_t)group_hash(r) & (cap - 1);
+        while (g[k].key && !same_group(g[k].key, r)) k = (k + 1) & (cap - 1);
+        if (!g[k].key) {
+            g[k].key = r;
+            g[k].max = r->dur_ps;
+            n++;
+        }
+        g[k].count++;
+        g[k].total += r->dur_ps;
+        if (r->dur_ps > g[k].max) g[k].max = r->dur_ps;
+    }
+    ana_bulk *b = malloc(sizeof *b);
+    if (!b) goto oom;
+    int rc = ana_bulk_open(b, c->db, "wait_groups", 10, NULL, c->err, c->errlen);
+    for (size_t j = 0; !rc && j < cap; j++) {
+        const wrow *r = g[j].key;
+        if (!r) continue;
+        ana_bulk_text(b, r->role ? c->texts[r->role] : NULL);
+        ana_bulk_int(b, r->rank);
+        ana_bulk_int(b, r->core);
+        ana_bulk_text(b, r->kind_text ? c->texts[r->kind_text] : NULL);
+        if (r->site) ana_bulk_int(b, r->site);
+        else ana_bulk_null(b);
+        if (r->object) ana_bulk_int(b, r->object);
+        else ana_bulk_null(b);
+        ana_bulk_text(b, r->cause > C_NONE ? cause_names[r->cause] : NULL);
+        ana_bulk_int(b, (int64_t)g[j].count);
+        ana_bulk_int(b, g[j].total);
+        ana_bulk_int(b, g[j].max);
+        rc = ana_bulk_row_done(b, 0);
+    }
+    if (!rc) rc = ana_bulk_finish(b);
+    ana_bulk_close(b);
+    free(b);
+    free(g);
+    return rc;
+oom:
+    free(g);
+    ana_err(c->err, c->errlen, "out of memory summing %zu waits into groups", c->n);
+    return -1;
+}
+
+/* Sorted begin seqs and distinct waker seqs, for the events pass. */
+static int index_seqs(ctx *c) {
+    c->begins = malloc((c->n ? c->n : 1) * sizeof *c->begins);
+    c->wakers = malloc((c->n ? c->n : 1) * sizeof *c->wakers);
+    if (!c->begins || !c->wakers) return -1;
+    int sorted = 1;
+    for (size_t i = 0; i < c->n; i++) {
+        c->begins[i] = c->w[i].begin_seq;
+        if (i && c->begins[i] < c->begins[i - 1]) sorted = 0;
+        if (c->w[i].waker_seq) c->wakers[c->nwakers++] = c->w[i].waker_seq;
+    }
+    if ((!sorted && ana_radix_sort(c->begins, NULL, c->n)) ||
+        ana_radix_sort(c->wakers, NULL, c->nwakers))
+        return -1;
+    size_t m = 0;
+    for (size_t i = 0; i < c->nwakers; i++)
+        if (!m || c->wakers[i] != c->wakers[m - 1]) c->wakers[m++] = c->wakers[i];
+    c->nwakers = m;
     return 0;
 }
 
-int ana_derive_causes(sqlite3 *db, const ana_run *run, char *err, size_t errlen) {
-    ctx c = {.db = db, .run = run, .err = err, .errlen = errlen};
-    int rc = -1;
-    if (load_waits(&c) || load_wakes(&c) || load_objects(&c)) goto out;
-
-    c.by_end = malloc((c.n ? c.n : 1) * sizeof *c.by_end);
-    c.by_core = malloc((c.n ? c.n : 1) * sizeof *c.by_core);
-    c.ncores = (size_t)(run->ranks * run->cores_per_rank);
-    c.blocked_of = calloc(c.ncores ? c.ncores : 1, sizeof *c.blocked_of);
-    if (!c.by_end || !c.by_core || !c.blocked_of) {
-        ana_err(err, errlen, "out of memory classifying %zu waits", c.n);
-        goto out;
+ana_causes *ana_causes_load(sqlite3 *db, const ana_run *run, char *err, size_t errlen) {
+    ctx *c = calloc(1, sizeof *c);
+    if (!c) {
+        ana_err(err, errlen, "out of memory");
+        return NULL;
     }
-    for (size_t i = 0; i < c.n; i++) {
-        if (c.w[i].end_seq) {
-            c.by_end[c.nended] = i;
-            c.by_core[c.nended++] = i;
+    c->db = db;
+    c->run = run;
+    c->err = err;
+    c->errlen = errlen;
+    if (load_waits(c)) {
+        ana_causes_free(c);
+        return NULL;
+    }
+    if (index_seqs(c)) {
+        ana_err(err, errlen, "out of memory sorting %zu waits", c->n);
+        ana_causes_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+const uint64_t *ana_causes_begins(const ana_causes *c, size_t *n) {
+    *n = c->n;
+    return c->begins;
+}
+
+const uint64_t *ana_causes_wakers(const ana_causes *c, size_t *n) {
+    *n = c->nwakers;
+    return c->wakers;
+}
+
+void ana_causes_free(ana_causes *c) {
+    if (!c) return;
+    free(c->w);
+    for (size_t i = 1; i < c->ntexts; i++) free(c->texts[i]);
+    free(c->texts);
+    free(c->begins);
+    free(c->wakers);
+    free(c->by_end);
+    free(c->by_core);
+    free(c->blocked_of);
+    free(c->blocked_on);
+    free(c);
+}
+
+/* by_end: ended waits by end_seq; by_core: the same by (core, end_seq). */
+static int order_ended(ctx *c) {
+    uint64_t *key = malloc((c->nended ? c->nended : 1) * sizeof *key);
+    uint32_t *idx = malloc((c->nended ? c->nended : 1) * sizeof *idx);
+    int rc = -1;
+    if (!key || !idx || c->n > UINT32_MAX) goto out;
+    for (size_t j = 0; j < c->nended; j++) {
+        idx[j] = (uint32_t)c->by_end[j];
+        key[j] = c->w[idx[j]].end_seq;
+    }
+    if (ana_radix_sort(key, idx, c->nended)) goto out;
+    for (size_t j = 0; j < c->nended; j++) {
+        c->by_end[j] = idx[j];
+        key[j] = c->w[idx[j]].corekey;
+    }
+    /* Stable: equal cores keep their end order. */
+    if (ana_radix_sort(key, idx, c->nended)) goto out;
+    for (size_t j = 0; j < c->nended; j++) c->by_core[j] = idx[j];
+    rc = 0;
+out:
+    free(key);
+    free(idx);
+    return rc;
+}
+
+int ana_causes_derive(ana_causes *cx, const ana_facts *facts) {
+    ctx *c = cx;
+    char *err = c->err;
+    size_t errlen = c->errlen;
+    c->f = facts;
+    double t = ana_step_clock(NULL, 0);
+    c->by_end = malloc((c->n ? c->n : 1) * sizeof *c->by_end);
+    c->by_core = malloc((c->n ? c->n : 1) * sizeof *c->by_core);
+    c->ncores = (size_t)(c->run->ranks * c->run->cores_per_rank);
+    c->blocked_of = calloc(c->ncores ? c->ncores : 1, sizeof *c->blocked_of);
+    if (!c->by_end || !c->by_core || !c->blocked_of) {
+        ana_err(err, errlen, "out of memory classifying %zu waits", c->n);
+        return -1;
+    }
+    for (size_t i = 0; i < c->n; i++) {
+        if (c->w[i].end_seq) {
+            c->by_end[c->nended++] = i;
         } else {
-            if (c.w[i].corekey < c.ncores) {
-                size_t *slot = &c.blocked_of[c.w[i].corekey];
-                if (!*slot || c.w[*slot - 1].begin_seq < c.w[i].begin_seq) *slot = i + 1;
+            if (c->w[i].corekey < c->ncores) {
+                size_t *slot = &c->blocked_of[c->w[i].corekey];
+                if (!*slot || c->w[*slot - 1].begin_seq < c->w[i].begin_seq) *slot = i + 1;
             }
-            int64_t obj = c.w[i].object;
+            int64_t obj = c->w[i].object;
             if (obj > 0 && obj <= (1 << 26)) {
-                size_t *p = grow(c.blocked_on, &c.nblocked_on, (size_t)obj + 1, sizeof *p);
+                size_t *p = grow(c->blocked_on, &c->nblocked_on, (size_t)obj + 1, sizeof *p);
                 if (!p) {
                     ana_err(err, errlen, "out of memory indexing blocked waits");
-                    goto out;
+                    return -1;
                 }
-                c.blocked_on = p;
-                if (!c.blocked_on[obj]) c.blocked_on[obj] = i + 1;
+                c->blocked_on = p;
+                if (!c->blocked_on[obj]) c->blocked_on[obj] = i + 1;
             }
         }
     }
-    sort_ctx = &c;
-    qsort(c.by_end, c.nended, sizeof *c.by_end, cmp_end);
-    qsort(c.by_core, c.nended, sizeof *c.by_core, cmp_core_end);
-    sort_ctx = NULL;
-
-    for (size_t j = 0; j < c.nended; j++) {
-        wrow *r = &c.w[c.by_end[j]];
-        r->cause = classify_ended(&c, r);
+    if (order_ended(c)) {
+        ana_err(err, errlen, "out of memory sorting %zu waits", c->nended);
+        return -1;
     }
-    for (size_t i = 0; i < c.n; i++)
-        if (!c.w[i].end_seq && c.w[i].state != 2 && resolve_never_ended(&c, i)) {
+    for (size_t j = 0; j < c->nended; j++) {
+        wrow *r = &c->w[c->by_end[j]];
+        r->cause = (uint8_t)classify_ended(c, r);
+    }
+    for (size_t i = 0; i < c->n; i++)
+        if (!c->w[i].end_seq && c->w[i].state != 2 && resolve_never_ended(c, i)) {
             ana_err(err, errlen, "out of memory following a deadlock chain");
-            goto out;
+            return -1;
         }
-    rc = store_causes(&c);
-out:
-    free(c.w);
-    free(c.wk);
-    free(c.by_end);
-    free(c.by_core);
-    free(c.credit_head);
-    free(c.last_writer);
-    free(c.blocked_of);
-    free(c.other_word);
-    free(c.blocked_on);
+    t = ana_step_clock("causes: rules", t);
+    int rc = store_causes(c);
+    t = ana_step_clock("causes: store", t);
+    if (!rc) rc = write_groups(c);
+    ana_step_clock("causes: groups", t);
     return rc;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "analysis/analysis.h"
 #include "analysis/ana_internal.h"
@@ -20,6 +21,15 @@ void ana_err(char *err, size_t errlen, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
+}
+
+double ana_step_clock(const char *done, double since) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double t = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    if (done && getenv("NPURR_ANA_TIMING"))
+        fprintf(stderr, "ana_derive: %-14s %.3f s\n", done, t - since);
+    return t;
 }
 
 int ana_exec(sqlite3 *db, const char *sql, char *err, size_t errlen) {
@@ -102,7 +112,12 @@ int ana_open(const char *run_dir, sqlite3 **out, char *err, size_t errlen) {
         return -1;
     }
     sqlite3 *db = NULL;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+    /* NOMUTEX: a connection serves one thread (the events table's
+     * decode-ahead thread never touches SQLite), and derive and big queries
+     * make tens of millions of API calls that would each take the
+     * connection's mutex. */
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
         ana_err(err, errlen, "%s: %s", path, db ? sqlite3_errmsg(db) : "cannot open");
         sqlite3_close(db);
         return -1;

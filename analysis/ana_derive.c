@@ -2,71 +2,122 @@
  * ana_derive.c - ana_derive: everything analysis adds to index.db, in one
  * transaction.
  *
- * Order matters: the events scan materializes wake_events and word_writes,
- * which the cause classifier reads; the views are created last. Every step
- * drops and recreates what it owns, so deriving twice gives the same index
- * (record derives once, reindex again after rebuilding the recorder's
- * tables). A failure rolls back, leaving the index as it was.
+ * Order matters: the events pass materializes wake_events, word_writes and
+ * the facts the cause classifier reads; the views are created last. Every
+ * step drops and recreates what it owns, so deriving twice gives the same
+ * index (record derives once, reindex again after rebuilding the
+ * recorder's tables).
+ *
+ * Speed: derive runs inside every `npurr record`, so it is built to write
+ * millions of rows fast: the events pass reads the trace directly, rows go
+ * out in multi-row INSERTs, indexes are made after their tables are full,
+ * and the connection runs without a rollback journal or fsync while it
+ * writes (index.db is derived data; the recorder's own tables are only
+ * touched by the causes' UPDATE). Without a journal a failure cannot roll
+ * back, so the first thing derive does is remove meta analysis.version and
+ * the last is to set it: an index whose derive failed half-way says it is
+ * not derived, and the next `stats`, `sql` or `export` derives it again.
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+#include <string.h>
 
 #include "analysis/analysis.h"
 #include "analysis/ana_internal.h"
 
-/* NPURR_ANA_TIMING=1 prints how long each step takes (to stderr). */
-static double step_clock(const char *done, double since) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    double t = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-    if (done && getenv("NPURR_ANA_TIMING")) fprintf(stderr, "ana_derive: %-8s %.3f s\n", done,
-                                                     t - since);
-    return t;
+/* The run folder of db's main database: the directory of RUN/index.db. */
+static int run_dir_of(sqlite3 *db, char *dir, size_t len, char *err, size_t errlen) {
+    const char *file = sqlite3_db_filename(db, "main");
+    const char *slash = file ? strrchr(file, '/') : NULL;
+    if (!file || !*file) {
+        ana_err(err, errlen, "the index is not a file, so there is no trace next to it");
+        return -1;
+    }
+    int n = slash ? snprintf(dir, len, "%.*s", (int)(slash - file), file)
+                  : snprintf(dir, len, ".");
+    if (n < 0 || (size_t)n >= len) {
+        ana_err(err, errlen, "%s: path too long", file);
+        return -1;
+    }
+    if (!*dir) snprintf(dir, len, "/");
+    return 0;
+}
+
+/* The journal mode and synchronous setting derive found, to put back. */
+static void pragma_text(sqlite3 *db, const char *sql, char *out, size_t len) {
+    sqlite3_stmt *st = NULL;
+    out[0] = 0;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        snprintf(out, len, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+}
+
+static int derive_steps(sqlite3 *db, const ana_run *run, const char *dir, char *err,
+                        size_t errlen) {
+    ana_facts facts;
+    double t = ana_step_clock(NULL, 0);
+    ana_causes *c = ana_causes_load(db, run, err, errlen);
+    if (!c) return -1;
+    t = ana_step_clock("waits", t);
+    int rc = ana_scan_events(db, run, dir, c, &facts, err, errlen);
+    t = ana_step_clock("scan", t);
+    if (!rc) {
+        rc = ana_causes_derive(c, &facts);
+        t = ana_step_clock("causes", t);
+        ana_facts_free(&facts);
+    }
+    ana_causes_free(c);
+    /* The partial index finds a deadlock's blocked waits without a scan;
+     * the recorder makes it with the table, older indexes get it here. */
+    if (!rc)
+        rc = ana_exec(db,
+                      "CREATE INDEX IF NOT EXISTS waits_blocked ON waits(rank, core)"
+                      " WHERE end_seq IS NULL;",
+                      err, errlen);
+    if (!rc) rc = ana_create_views(db, run, err, errlen), t = ana_step_clock("views", t);
+    return rc;
 }
 
 int ana_derive_db(sqlite3 *db, char *err, size_t errlen) {
     ana_run run;
-    if (ana_run_load(db, &run, err, errlen)) return -1;
-    /* A big cache and an in-memory rollback journal: derive rewrites most
-     * of waits, and index.db can always be rebuilt from the trace. */
-    sqlite3_exec(db, "PRAGMA cache_size = -262144; PRAGMA journal_mode = MEMORY", NULL, NULL,
-                 NULL);
-    if (ana_exec(db, "BEGIN IMMEDIATE", err, errlen)) return -1;
-    char meta[160];
-    snprintf(meta, sizeof meta,
-             "INSERT OR REPLACE INTO meta(key, value) VALUES ('analysis.version', '%d')",
-             ANA_VERSION);
-    /* Indexes the classifier's joins need on the recorder's tables. */
-    double t = step_clock(NULL, 0);
-    int rc = ana_exec(db,
-                      "CREATE INDEX IF NOT EXISTS transfers_issue_seq ON transfers(issue_seq);"
-                      "CREATE INDEX IF NOT EXISTS waits_begin_seq ON waits(begin_seq);",
-                      err, errlen);
-    if (!rc) rc = ana_scan_events(db, &run, err, errlen), t = step_clock("scan", t);
-    if (!rc) rc = ana_derive_causes(db, &run, err, errlen), t = step_clock("causes", t);
-    if (!rc) rc = ana_derive_links(db, &run, err, errlen), t = step_clock("links", t);
-    /* wait_groups: the waits summed per combination of every key `stats`
-     * groups by, so any grouping reads a few thousand rows instead of every
-     * wait (under a second on ten million events). The partial index finds
-     * a deadlock's blocked waits without a scan. */
-    if (!rc)
-        rc = ana_exec(db,
-                      "DROP TABLE IF EXISTS wait_groups;"
-                      "CREATE TABLE wait_groups AS SELECT role, rank, core, kind, site, object,"
-                      " cause, COUNT(*) AS count, SUM(dur_ps) AS total_ps, MAX(dur_ps) AS max_ps"
-                      " FROM waits GROUP BY role, rank, core, kind, site, object, cause;"
-                      "DROP INDEX IF EXISTS waits_blocked;"
-                      "CREATE INDEX waits_blocked ON waits(rank, core) WHERE end_seq IS NULL;",
-                      err, errlen),
-        t = step_clock("groups", t);
-    if (!rc) rc = ana_create_views(db, &run, err, errlen);
-    if (!rc) rc = ana_exec(db, meta, err, errlen);
-    if (rc) {
-        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    char dir[4096];
+    if (ana_run_load(db, &run, err, errlen) || run_dir_of(db, dir, sizeof dir, err, errlen))
         return -1;
+    char journal[32], sync[32];
+    pragma_text(db, "PRAGMA journal_mode", journal, sizeof journal);
+    pragma_text(db, "PRAGMA synchronous", sync, sizeof sync);
+    sqlite3_exec(db, "PRAGMA cache_size = -65536; PRAGMA journal_mode = OFF;"
+                 " PRAGMA synchronous = OFF", NULL, NULL, NULL);
+    int rc = ana_exec(db, "BEGIN IMMEDIATE;"
+                      "DELETE FROM meta WHERE key = 'analysis.version';", err, errlen);
+    if (!rc) rc = derive_steps(db, &run, dir, err, errlen);
+    if (!rc) {
+        char meta[160];
+        snprintf(meta, sizeof meta,
+                 "INSERT OR REPLACE INTO meta(key, value) VALUES ('analysis.version', '%d')",
+                 ANA_VERSION);
+        rc = ana_exec(db, meta, err, errlen);
     }
-    return ana_exec(db, "COMMIT", err, errlen);
+    /* Without a journal there is nothing to roll back to: commit what was
+     * written, which lacks analysis.version if a step failed. */
+    if (sqlite3_get_autocommit(db) == 0) {
+        char inner[256];
+        if (ana_exec(db, "COMMIT", inner, sizeof inner) && !rc) {
+            ana_err(err, errlen, "%s", inner);
+            rc = -1;
+        }
+    }
+    char restore[128];
+    if (journal[0] && strcmp(journal, "off") != 0) {
+        snprintf(restore, sizeof restore, "PRAGMA journal_mode = %s", journal);
+        sqlite3_exec(db, restore, NULL, NULL, NULL);
+    }
+    if (sync[0]) {
+        snprintf(restore, sizeof restore, "PRAGMA synchronous = %s", sync);
+        sqlite3_exec(db, restore, NULL, NULL, NULL);
+    }
+    return rc ? -1 : 0;
 }
 
 int ana_derive(const char *run_dir, char *err, size_t errlen) {
@@ -83,7 +134,7 @@ int ana_open_derived(const char *run_dir, sqlite3 **db, char *err, size_t errlen
     if (ana_open(run_dir, db, err, errlen)) return -1;
     static const char *const tables[] = {"cores", "wait_groups", "wait_labels", "word_writes",
                                          "wake_events", "ring_counters", "link_bytes",
-                                         "stall_summary", "ring_occupancy"};
+                                         "last_writers", "stall_summary", "ring_occupancy"};
     int complete = ana_meta_i64(*db, "analysis.version", 0) == ANA_VERSION;
     for (size_t i = 0; complete && i < sizeof tables / sizeof tables[0]; i++)
         complete = ana_has_table(*db, tables[i]);

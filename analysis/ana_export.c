@@ -333,8 +333,10 @@ static void write_counter(exporter *x, int64_t rank, const char *ring, uint64_t 
 
 static int write_counters(exporter *x) {
     /* The value each ring had when the window opens, then every change in
-     * it, so a counter track starts at the right level. */
-    const char *sql =
+     * it, so a counter track starts at the right level. The whole run reads
+     * ring_counters in one pass; a window reads each ring's samples in it
+     * through the (ring, time_ps) index (CROSS JOIN keeps rings outer). */
+    const char *sql_all =
         "SELECT ts, rank, name, occupancy FROM ("
         " SELECT ?1 AS ts, COALESCE(NULLIF(r.owner_rank, -1), o.rank) AS rank, r.name AS name,"
         "  (SELECT rc.occupancy FROM ring_counters rc WHERE rc.ring = r.id AND rc.time_ps < ?1"
@@ -346,6 +348,21 @@ static int write_counters(exporter *x) {
         " FROM ring_counters rc JOIN rings r ON r.id = rc.ring LEFT JOIN objects o ON o.id = r.id"
         " WHERE rc.time_ps >= ?1 AND rc.time_ps <= ?2"
         ") WHERE occupancy IS NOT NULL ORDER BY ts, seq";
+    const char *sql_window =
+        "SELECT ts, rank, name, occupancy FROM ("
+        " SELECT ?1 AS ts, COALESCE(NULLIF(r.owner_rank, -1), o.rank) AS rank, r.name AS name,"
+        "  (SELECT rc.occupancy FROM ring_counters rc WHERE rc.ring = r.id AND rc.time_ps < ?1"
+        "   ORDER BY rc.time_ps DESC, rc.seq DESC LIMIT 1) AS occupancy, 0 AS seq"
+        " FROM rings r LEFT JOIN objects o ON o.id = r.id WHERE ?1 > 0"
+        " UNION ALL"
+        " SELECT rc.time_ps, COALESCE(NULLIF(r.owner_rank, -1), o.rank), r.name, rc.occupancy,"
+        "  rc.seq"
+        " FROM rings r CROSS JOIN ring_counters rc ON rc.ring = r.id"
+        "  LEFT JOIN objects o ON o.id = r.id"
+        " WHERE rc.time_ps >= ?1 AND rc.time_ps <= ?2"
+        ") WHERE occupancy IS NOT NULL ORDER BY ts, seq";
+    int whole = x->from == 0 && (x->to == UINT64_MAX || x->to >= (uint64_t)x->run.end_time_ps);
+    const char *sql = whole ? sql_all : sql_window;
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(x->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(x, sql);
     sqlite3_bind_int64(st, 1, (sqlite3_int64)x->from);

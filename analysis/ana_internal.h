@@ -3,16 +3,19 @@
  *
  * The pieces:
  *   ana_db.c       opening a run, meta lookups, small SQLite helpers
+ *   ana_bulk.c     many-rows-per-INSERT writers for the derived tables
  *   ana_kinds.c    event kind / pipe / cond names of the events vtab -> enums
- *   ana_scan.c     one pass over `events`: wake_events, wait_labels
+ *   ana_scan.c     one pass over the trace's events: wake_events,
+ *                  wait_labels, and what the classifier needs to know
+ *                  about wakers, credit rings and last writers
  *   ana_words.c    during that pass, the values of named words:
  *                  word_writes, ring_counters (ana_scan.h is their shared
  *                  state)
- *   ana_cause.c    waits.cause from waits + wake_events + word_writes
- *   ana_links.c    link_bytes from transfers
- *   ana_views.c    the views (core_names, stall_summary, ...)
- *   ana_derive.c   ana_derive: the above in one transaction, plus
+ *   ana_links.c    during that pass, link_bytes from completed transfers
+ *   ana_cause.c    waits.cause from waits + the pass's facts, and
  *                  wait_groups (what `stats` reads)
+ *   ana_views.c    the views (core_names, stall_summary, ...)
+ *   ana_derive.c   ana_derive: the above in one transaction
  *   ana_stats.c    `npurr stats`
  *   ana_table.c    aligned / CSV printing of result sets
  *   ana_sql.c      `npurr sql`
@@ -33,6 +36,10 @@
 /* snprintf into a caller's error buffer (tolerates err == NULL). */
 void ana_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* With NPURR_ANA_TIMING set, prints "ana_derive: <done> <seconds since>"
+ * to stderr (done NULL: prints nothing). Returns the monotonic time now. */
+double ana_step_clock(const char *done, double since);
+
 /* Runs SQL without results; on failure err says which statement failed. */
 int ana_exec(sqlite3 *db, const char *sql, char *err, size_t errlen);
 /* meta value parsed as an integer; def if absent or not a number. */
@@ -52,6 +59,73 @@ int ana_pipe_from_text(const char *text);
 /* Operator of an engine_cond ("==", ">=", ...); "?" if unknown. */
 const char *ana_cond_op(int cond);
 
+/* ---------------------------------------------------------- bulk inserts */
+
+#define ANA_BULK_ROWS 64       /* rows per INSERT statement */
+#define ANA_BULK_BUF 1024      /* rows per buffer handed to the writer */
+#define ANA_BULK_MAX_COLS 10
+#define ANA_BULK_TEXT 320
+
+/* The thread that steps bulk inserts (ana_bulk.c); NULL: in line. A
+ * connection with a writer may be used for anything else only after
+ * ana_writer_wait. */
+typedef struct ana_writer ana_writer;
+ana_writer *ana_writer_start(void);
+void ana_writer_wait(ana_writer *w);
+void ana_writer_stop(ana_writer *w);
+
+typedef struct ana_bulk_buf {
+    int64_t key[ANA_BULK_BUF];
+    unsigned char type[ANA_BULK_BUF * ANA_BULK_MAX_COLS];
+    int64_t ival[ANA_BULK_BUF * ANA_BULK_MAX_COLS];
+    const char *tval[ANA_BULK_BUF * ANA_BULK_MAX_COLS];
+    char text[ANA_BULK_BUF][ANA_BULK_TEXT];
+    int failed;
+    char errmsg[256];
+} ana_bulk_buf;
+
+/* One table's batched INSERT (ana_bulk.c). Text given to ana_bulk_text
+ * must outlive the insert (static names); ana_bulk_text_copy keeps its own
+ * copy (one per row). */
+typedef struct ana_bulk {
+    sqlite3 *db;
+    sqlite3_stmt *many, *one;
+    const char *table;
+    int cols, rows, col;
+    uint64_t total;
+    ana_writer *wr;
+    ana_bulk_buf *buf[2], *cur;   /* cur: the buffer being filled */
+    char *err;
+    size_t errlen;
+} ana_bulk;
+
+int ana_bulk_open(ana_bulk *b, sqlite3 *db, const char *table, int cols, ana_writer *wr,
+                  char *err, size_t errlen);
+static inline void ana_bulk_int(ana_bulk *b, int64_t v) {
+    int p = b->rows * b->cols + b->col++;
+    b->cur->type[p] = SQLITE_INTEGER;
+    b->cur->ival[p] = v;
+}
+static inline void ana_bulk_null(ana_bulk *b) {
+    b->cur->type[b->rows * b->cols + b->col++] = SQLITE_NULL;
+}
+/* NULL or "" binds SQL NULL. */
+static inline void ana_bulk_text(ana_bulk *b, const char *s) {
+    int p = b->rows * b->cols + b->col++;
+    b->cur->type[p] = s && *s ? SQLITE_TEXT : SQLITE_NULL;
+    b->cur->tval[p] = s;
+}
+void ana_bulk_text_copy(ana_bulk *b, const char *s);
+/* Ends the row; key identifies it for ana_bulk_find until it is handed
+ * to the writer. */
+int ana_bulk_row_done(ana_bulk *b, int64_t key);
+/* Row with that key among those not handed over yet, or -1. */
+int ana_bulk_find(const ana_bulk *b, int64_t key);
+void ana_bulk_set_int(ana_bulk *b, int row, int col, int64_t v);
+/* Sends the rest and waits until every row of b is in the table. */
+int ana_bulk_finish(ana_bulk *b);
+void ana_bulk_close(ana_bulk *b);
+
 /* ---------------------------------------------------------- derive steps */
 
 /* The run's shape, read from meta before deriving. */
@@ -61,13 +135,47 @@ typedef struct ana_run {
 } ana_run;
 int ana_run_load(sqlite3 *db, ana_run *run, char *err, size_t errlen);
 
-/* ana_scan.c (with ana_words.c): creates and fills word_writes,
- * wake_events, wait_labels and ring_counters from one pass over events. */
-int ana_scan_events(sqlite3 *db, const ana_run *run, char *err, size_t errlen);
-/* ana_cause.c: fills waits.cause. */
-int ana_derive_causes(sqlite3 *db, const ana_run *run, char *err, size_t errlen);
-/* ana_links.c: creates and fills link_bytes; stores analysis.bucket_ps. */
-int ana_derive_links(sqlite3 *db, const ana_run *run, char *err, size_t errlen);
+/* What the events pass learns for the classifier (ana_cause.c). */
+typedef struct ana_wake {
+    uint64_t seq;          /* the waking event */
+    uint64_t issue_seq;    /* its link: for a transfer completion, the issue */
+    int64_t issue_ps;      /* that issue's time, -1 unknown */
+    uint64_t corekey;      /* rank * cores_per_rank + core of the waking event */
+    int is_xfer;           /* the waking event is a transfer completion */
+} ana_wake;
+
+typedef struct ana_facts {
+    ana_wake *wakes;       /* every waking event found, by increasing seq */
+    size_t nwakes;
+    size_t nobj;           /* the arrays below are indexed by object id < nobj */
+    uint8_t *credit_head;  /* 1: head word of a credit ring (cause rule 2) */
+    int64_t *last_writer;  /* corekey + 1 of the word's last writer, 0 none */
+    int64_t *other_word;   /* a ring word's partner (head <-> tail), 0 none */
+} ana_facts;
+void ana_facts_free(ana_facts *f);
+
+/* ana_cause.c: the run's waits, loaded once (err and errlen are kept for
+ * ana_causes_derive's errors), and their classification. */
+typedef struct ana_causes ana_causes;
+ana_causes *ana_causes_load(sqlite3 *db, const ana_run *run, char *err, size_t errlen);
+/* The waits' begin seqs (sorted) and distinct waker seqs (sorted, > 0),
+ * owned by c: what the events pass looks for. */
+const uint64_t *ana_causes_begins(const ana_causes *c, size_t *n);
+const uint64_t *ana_causes_wakers(const ana_causes *c, size_t *n);
+/* Classifies every wait, fills waits.cause and creates wait_groups. */
+int ana_causes_derive(ana_causes *c, const ana_facts *facts);
+void ana_causes_free(ana_causes *c);
+
+/* Stable sort of n keys, carrying vals (may be NULL) along (ana_sort.c).
+ * -1 when out of memory. */
+int ana_radix_sort(uint64_t *keys, uint32_t *vals, size_t n);
+
+/* ana_scan.c (with ana_words.c and ana_links.c): creates and fills
+ * word_writes, wake_events, wait_labels, ring_counters, link_bytes and
+ * last_writers from one pass over RUN/trace.zst, looking for the waits of
+ * c, and fills *facts. */
+int ana_scan_events(sqlite3 *db, const ana_run *run, const char *run_dir, const ana_causes *c,
+                    ana_facts *facts, char *err, size_t errlen);
 /* ana_views.c: (re)creates every view. */
 int ana_create_views(sqlite3 *db, const ana_run *run, char *err, size_t errlen);
 

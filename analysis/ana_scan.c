@@ -1,24 +1,33 @@
 /*
- * ana_scan.c - the one pass of ana_derive over the `events` virtual table.
+ * ana_scan.c - the one pass of ana_derive over the run's events.
  *
  * Waits and transfers are already paired by the recorder; what they lack is
  * what the raw events know: which event ended a wait (a store? a transfer
  * completion? issued when?), what a wait waited for in words (object,
- * condition, expected value), who wrote each named word and when, and the
- * head/tail of every ring over time. One sequential scan materializes that
- * into plain tables, so the views and `sqlite3 RUN/index.db` never need the
- * virtual table:
+ * condition, expected value), who wrote each named word and when, the
+ * head/tail of every ring over time, and the bytes each link carried. One
+ * sequential pass materializes that into plain tables, so the views and
+ * `sqlite3 RUN/index.db` never need the virtual table:
  *   word_writes(seq, time_ps, object, rank, core, pipe, kind, xfer, value)
  *   wake_events(seq, time_ps, rank, core, pipe, kind, xfer, object, link)
  *   wait_labels(begin_seq, label)
  *   ring_counters(time_ps, seq, ring, head, tail, occupancy)
- * The values words take (word_writes.value, ring_counters) are replayed by
- * ana_words.c as the rows go by.
+ *   link_bytes (ana_links.c)
+ *   temp.ana_last_write, the last write of every word (ana_views.c makes
+ *   last_writers of it once the cores are named)
+ * and keeps for the classifier (ana_facts) what it learns about wakers,
+ * credit rings and last writers. The pass reads RUN/trace.zst with the
+ * recorder's sequential reader rather than through SQL: it needs every
+ * event once, in order, and at tens of millions of events that is the
+ * difference between seconds and a fraction of one. Rows go out through
+ * ana_bulk batches. The values words take (word_writes.value,
+ * ring_counters) are replayed by ana_words.c as the events go by.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/ana_scan.h"
+#include "recorder/recorder.h"
 
 static const char *const create_sql =
     "DROP TABLE IF EXISTS word_writes;"
@@ -33,53 +42,12 @@ static const char *const create_sql =
     "CREATE TABLE ring_counters(time_ps INT, seq INT, ring INT, head INT, tail INT,"
     " occupancy INT);";
 
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static int in_sorted(const uint64_t *a, size_t n, uint64_t v) {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (a[mid] < v) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo < n && a[lo] == v;
-}
-
-/* Reads one integer column of a query into a sorted array. */
-static int load_seqs(sqlite3 *db, const char *sql, uint64_t **out, size_t *n, char *err,
-                     size_t errlen) {
-    sqlite3_stmt *st = NULL;
-    *out = NULL;
-    *n = 0;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        ana_err(err, errlen, "index.db: %s (in: %s)", sqlite3_errmsg(db), sql);
-        return -1;
-    }
-    size_t cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 1024;
-            uint64_t *p = realloc(*out, cap * sizeof *p);
-            if (!p) {
-                sqlite3_finalize(st);
-                ana_err(err, errlen, "out of memory loading wait sequence numbers");
-                return -1;
-            }
-            *out = p;
-        }
-        (*out)[(*n)++] = (uint64_t)sqlite3_column_int64(st, 0);
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
-        ana_err(err, errlen, "index.db: %s (in: %s)", sqlite3_errmsg(db), sql);
-        return -1;
-    }
-    qsort(*out, *n, sizeof **out, cmp_u64);
-    return 0;
+void ana_facts_free(ana_facts *f) {
+    free(f->wakes);
+    free(f->credit_head);
+    free(f->last_writer);
+    free(f->other_word);
+    memset(f, 0, sizeof *f);
 }
 
 static int obj_kind_code(const char *k) {
@@ -96,7 +64,8 @@ static int obj_kind_code(const char *k) {
 
 static int load_objects(scan *s) {
     sqlite3_stmt *st = NULL;
-    const char *sql = "SELECT id, kind, ring, name FROM objects WHERE id > 0 ORDER BY id";
+    const char *sql = "SELECT id, kind, ring, name, level = 'rdma' FROM objects WHERE id > 0"
+                      " ORDER BY id";
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
         ana_err(s->err, s->errlen, "index.db: %s (in: %s)", sqlite3_errmsg(s->db), sql);
         return -1;
@@ -121,6 +90,7 @@ static int load_objects(scan *s) {
         o->kind = (uint8_t)obj_kind_code((const char *)sqlite3_column_text(st, 1));
         o->ring = (uint32_t)sqlite3_column_int64(st, 2);
         o->known = 1;   /* GM is zero-filled at allocation */
+        o->rdma = (uint8_t)(sqlite3_column_int(st, 4) == 1);
         const char *name = (const char *)sqlite3_column_text(st, 3);
         o->name = strdup(name ? name : "");
         if (!o->name) {
@@ -148,42 +118,75 @@ static const obj_info *obj_get(const scan *s, int64_t id) {
  * flags the hard event in sub and the id in value; cross-core flags the
  * id in value; barriers all_ranks in value; PipeBarrier/RdmaQuiet the pipe
  * in sub. */
+/* Appends s to buf (NUL-terminated, cut at len) from offset at. Labels are
+ * made for every wait, millions of them on a big run: plain copies instead
+ * of snprintf's format parsing. */
+static size_t put_str(char *buf, size_t len, size_t at, const char *s) {
+    while (*s && at + 1 < len) buf[at++] = *s++;
+    buf[at < len ? at : len - 1] = 0;
+    return at;
+}
+
+static size_t put_i64(char *buf, size_t len, size_t at, int64_t v) {
+    char tmp[24];
+    int n = 0;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do tmp[n++] = (char)('0' + u % 10); while ((u /= 10) && n < 23);
+    if (v < 0) tmp[n++] = '-';
+    char digits[24];
+    for (int i = 0; i < n; i++) digits[i] = tmp[n - 1 - i];
+    digits[n] = 0;
+    return put_str(buf, len, at, digits);
+}
+
 static void wait_label(const scan *s, int kind, int sub, int64_t value, uint64_t addr,
                        int64_t expected, int64_t object, char *buf, size_t len) {
     const obj_info *o = obj_get(s, object);
     const char *name = o && o->name && *o->name ? o->name : NULL;
-    char where[160];
-    if (name) snprintf(where, sizeof where, "%s", name);
-    else if (addr >> 63)
-        snprintf(where, sizeof where, "local 0x%llx", (unsigned long long)(addr & GM_OFFSET_MASK));
-    else
-        snprintf(where, sizeof where, "gm r%d+0x%llx", (int)(addr >> GM_RANK_SHIFT),
-                 (unsigned long long)(addr & GM_OFFSET_MASK));
+    size_t at = 0;
     switch (kind) {
     case EV_FLAG_WAIT_BEGIN: {
         const char *ev = engine_hard_event_name(sub);
-        snprintf(buf, len, "flag %s %lld", ev && *ev ? ev : "?", (long long)value);
+        at = put_str(buf, len, 0, "flag ");
+        at = put_str(buf, len, at, ev && *ev ? ev : "?");
+        at = put_str(buf, len, at, " ");
+        put_i64(buf, len, at, value);
         return;
     }
     case EV_XCORE_WAIT_BEGIN:
-        snprintf(buf, len, "xcore flag %lld", (long long)value);
+        put_i64(buf, len, put_str(buf, len, 0, "xcore flag "), value);
         return;
     case EV_PIPE_WAIT_BEGIN:
-        snprintf(buf, len, "%s", sub == PIPE_NIC ? "RdmaQuiet" : "PipeBarrier PIPE_ALL");
+        put_str(buf, len, 0, sub == PIPE_NIC ? "RdmaQuiet" : "PipeBarrier PIPE_ALL");
         return;
     case EV_BARRIER_BEGIN:
-        snprintf(buf, len, "%s", value ? "BarrierAll" : "SyncAll");
+        put_str(buf, len, 0, value ? "BarrierAll" : "SyncAll");
         return;
     case EV_BLOCKED:
         /* A deadlock report of a core with no open wait: the engine fills
          * the GM wait's fields when it waits on a word. */
         if (name || addr) break;
-        snprintf(buf, len, "blocked (deadlock report)");
+        put_str(buf, len, 0, "blocked (deadlock report)");
         return;
     default:
         break;
     }
-    snprintf(buf, len, "%s %s %lld", where, ana_cond_op(sub), (long long)expected);
+    if (name) {
+        at = put_str(buf, len, 0, name);
+    } else {
+        char where[64];
+        if (addr >> 63)
+            snprintf(where, sizeof where, "local 0x%llx",
+                     (unsigned long long)(addr & GM_OFFSET_MASK));
+        else
+            snprintf(where, sizeof where, "gm r%d+0x%llx", (int)(addr >> GM_RANK_SHIFT),
+                     (unsigned long long)(addr & GM_OFFSET_MASK));
+        at = put_str(buf, len, 0, where);
+    }
+    at = put_str(buf, len, at, " ");
+    at = put_str(buf, len, at, ana_cond_op(sub));
+    at = put_str(buf, len, at, " ");
+    put_i64(buf, len, at, expected);
 }
 
 static int is_begin_kind(int kind) {
@@ -192,155 +195,304 @@ static int is_begin_kind(int kind) {
            kind == EV_BLOCKED;
 }
 
-int ana_scan_step(scan *s, sqlite3_stmt *st, const char *table) {
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
-        ana_err(s->err, s->errlen, "index.db: inserting into %s: %s", table,
-                sqlite3_errmsg(s->db));
-        return -1;
+/* ------------------------------------------------------------ transfers */
+
+static size_t fl_slot(uint64_t seq, size_t cap) {
+    return (size_t)((seq * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1);
+}
+
+static int fl_put(scan *s, const engine_event *ev) {
+    if (2 * (s->fln + 1) > s->flcap) {
+        size_t cap = s->flcap ? s->flcap * 2 : 1024;
+        inflight *n = calloc(cap, sizeof *n);
+        if (!n) {
+            ana_err(s->err, s->errlen, "out of memory tracking transfers in flight");
+            return -1;
+        }
+        for (size_t i = 0; i < s->flcap; i++) {
+            if (!s->fl[i].seq) continue;
+            size_t j = fl_slot(s->fl[i].seq, cap);
+            while (n[j].seq) j = (j + 1) & (cap - 1);
+            n[j] = s->fl[i];
+        }
+        free(s->fl);
+        s->fl = n;
+        s->flcap = cap;
     }
+    size_t j = fl_slot(ev->seq, s->flcap);
+    while (s->fl[j].seq && s->fl[j].seq != ev->seq) j = (j + 1) & (s->flcap - 1);
+    if (!s->fl[j].seq) s->fln++;
+    s->fl[j] = (inflight){ev->seq, ev->time, (uint64_t)ev->value, ev->len, (uint64_t)ev->aux,
+                          ev->addr, ev->rank, ev->sub};
     return 0;
 }
 
-/* SQLITE_STATIC: every text bound here outlives the statement's step. */
-void ana_scan_bind_text(sqlite3_stmt *st, int i, const char *t) {
-    if (t && *t) sqlite3_bind_text(st, i, t, -1, SQLITE_STATIC);
-    else sqlite3_bind_null(st, i);
-}
-
-static int prepare(scan *s, sqlite3_stmt **st, const char *sql) {
-    if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK) {
-        ana_err(s->err, s->errlen, "index.db: %s (in: %s)", sqlite3_errmsg(s->db), sql);
-        return -1;
+/* Removes the transfer issued at seq into *out; 0 if it is not in flight. */
+static int fl_take(scan *s, uint64_t seq, inflight *out) {
+    if (!s->flcap || !seq) return 0;
+    size_t mask = s->flcap - 1, j = fl_slot(seq, s->flcap);
+    while (s->fl[j].seq && s->fl[j].seq != seq) j = (j + 1) & mask;
+    if (!s->fl[j].seq) return 0;
+    *out = s->fl[j];
+    /* Backward-shift deletion keeps every probe chain unbroken. */
+    size_t hole = j;
+    for (size_t k = (j + 1) & mask; s->fl[k].seq; k = (k + 1) & mask) {
+        size_t home = fl_slot(s->fl[k].seq, s->flcap);
+        if (((k - home) & mask) >= ((k - hole) & mask)) {
+            s->fl[hole] = s->fl[k];
+            hole = k;
+        }
     }
-    return 0;
+    s->fl[hole].seq = 0;
+    s->fln--;
+    return 1;
 }
 
-static int insert_wake(scan *s, const evrow *e) {
-    sqlite3_stmt *w = s->ins_wake;
-    sqlite3_bind_int64(w, 1, (sqlite3_int64)e->seq);
-    sqlite3_bind_int64(w, 2, e->time);
-    sqlite3_bind_int64(w, 3, e->rank);
-    sqlite3_bind_int64(w, 4, e->core);
-    ana_scan_bind_text(w, 5, e->pipe);
-    ana_scan_bind_text(w, 6, e->ktext);
-    ana_scan_bind_text(w, 7, e->kind == EV_XFER_DONE ? engine_xfer_name(e->sub) : NULL);
-    if (e->object > 0) sqlite3_bind_int64(w, 8, e->object);
-    else sqlite3_bind_null(w, 8);
-    sqlite3_bind_int64(w, 9, e->link);
-    return ana_scan_step(s, w, "wake_events");
+/* ------------------------------------------------------------ rows */
+
+static int insert_wake(scan *s, const evrow *e, int64_t issue_ps) {
+    ana_bulk *w = s->we;
+    ana_bulk_int(w, (int64_t)e->seq);
+    ana_bulk_int(w, e->time);
+    ana_bulk_int(w, e->rank);
+    ana_bulk_int(w, e->core);
+    ana_bulk_text(w, e->pipe);
+    ana_bulk_text(w, e->ktext);
+    ana_bulk_text(w, e->kind == EV_XFER_DONE ? engine_xfer_name(e->sub) : NULL);
+    if (e->object > 0) ana_bulk_int(w, e->object);
+    else ana_bulk_null(w);
+    ana_bulk_int(w, e->link);
+    if (ana_bulk_row_done(w, 0)) return -1;
+
+    ana_facts *f = s->facts;
+    if (f->nwakes == s->capwakes) {
+        size_t cap = s->capwakes ? s->capwakes * 2 : 1024;
+        ana_wake *p = realloc(f->wakes, cap * sizeof *p);
+        if (!p) {
+            ana_err(s->err, s->errlen, "out of memory keeping waking events");
+            return -1;
+        }
+        f->wakes = p;
+        s->capwakes = cap;
+    }
+    f->wakes[f->nwakes++] = (ana_wake){
+        e->seq, (uint64_t)e->link, issue_ps,
+        (uint64_t)(e->rank * s->run->cores_per_rank + e->core), e->kind == EV_XFER_DONE};
+    return 0;
 }
 
 static int insert_label(scan *s, const evrow *e) {
     char label[320];
     wait_label(s, e->kind, e->sub, e->value, e->addr, e->aux, e->object, label, sizeof label);
-    sqlite3_bind_int64(s->ins_label, 1, (sqlite3_int64)e->seq);
-    sqlite3_bind_text(s->ins_label, 2, label, -1, SQLITE_STATIC);
-    return ana_scan_step(s, s->ins_label, "wait_labels");
+    ana_bulk_int(s->wl, (int64_t)e->seq);
+    ana_bulk_text_copy(s->wl, label);
+    return ana_bulk_row_done(s->wl, 0);
 }
 
-static void copy_text(char *dst, size_t len, const unsigned char *src) {
-    snprintf(dst, len, "%s", src ? (const char *)src : "");
-}
-
-static int scan_rows(scan *s) {
-    /* SQLite evaluates the WHERE on the two columns it names before it
-     * asks the virtual table for the others, so rows no table here needs
-     * (kernel begin/end, notes, bulk copies nobody waited on...) cost only
-     * their decoding. The row after a remote store intent, its
-     * XFER_ISSUE, names the same word, so it passes too. */
-    char q[1024];
-    snprintf(q, sizeof q,
-             "SELECT seq, time, rank, core, pipe, kind, sub, addr, value, aux, link, object, "
-             "peer FROM events WHERE object > 0 OR kind IN ('%s', '%s', '%s', '%s', '%s', '%s')"
-             " OR seq IN (SELECT waker_seq FROM waits WHERE waker_seq > 0)",
-             engine_event_kind_name(EV_FLAG_WAIT_BEGIN), engine_event_kind_name(EV_XCORE_WAIT_BEGIN),
-             engine_event_kind_name(EV_GM_WAIT_BEGIN), engine_event_kind_name(EV_BARRIER_BEGIN),
-             engine_event_kind_name(EV_PIPE_WAIT_BEGIN), engine_event_kind_name(EV_BLOCKED));
-    sqlite3_stmt *st = NULL;
-    if (prepare(s, &st, q)) return -1;
-    int rc;
+static int scan_events(scan *s, const char *run_dir) {
+    rec_reader *r = NULL;
+    char rerr[1024];
+    if (rec_reader_open(run_dir, &r, rerr, sizeof rerr)) {
+        ana_err(s->err, s->errlen, "%s", rerr);
+        return -1;
+    }
+    engine_event ev;
     evrow e;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *ktext = (const char *)sqlite3_column_text(st, 5);
-        int kind = ana_kind_from_text(ktext, (size_t)sqlite3_column_bytes(st, 5));
-        uint64_t seq = (uint64_t)sqlite3_column_int64(st, 0);
-        int64_t object = sqlite3_column_int64(st, 11);
-        int waker = s->nwakers && in_sorted(s->wakers, s->nwakers, seq);
-        int begin = is_begin_kind(kind) && in_sorted(s->begins, s->nbegins, seq);
-        obj_info *o = ana_words_get(s, object);
+    int k;
+    while ((k = rec_reader_next(r, &ev)) == 1) {
+        int64_t issue_ps = -1;
+        if (ev.kind == EV_XFER_ISSUE) {
+            if (fl_put(s, &ev)) goto fail;
+        } else if (ev.kind == EV_XFER_DONE) {
+            inflight x;
+            if (fl_take(s, ev.link, &x)) {
+                issue_ps = (int64_t)x.time;
+                int64_t src, dst;
+                rec_transfer_ranks(x.sub, x.rank, x.src_addr, x.dst_addr, &src, &dst);
+                int code = engine_xfer_name(x.sub) ? x.sub : 0;
+                if (ana_links_add(s->links, code, x.rank, src, dst, x.bytes, x.start, ev.time)) {
+                    ana_err(s->err, s->errlen, "out of memory summing link bytes");
+                    goto fail;
+                }
+            }
+        }
+        while (s->next_waker < s->nwakers && s->wakers[s->next_waker] < ev.seq) s->next_waker++;
+        while (s->next_begin < s->nbegins && s->begins[s->next_begin] < ev.seq) s->next_begin++;
+        int waker = s->next_waker < s->nwakers && s->wakers[s->next_waker] == ev.seq;
+        int begin = is_begin_kind(ev.kind) && s->next_begin < s->nbegins &&
+                    s->begins[s->next_begin] == ev.seq;
+        obj_info *o = ana_words_get(s, ev.object);
         if (!waker && !begin && !o && !s->has_held) continue;
 
-        e.seq = seq;
-        e.kind = kind;
-        e.object = object;
-        e.time = sqlite3_column_int64(st, 1);
-        e.rank = sqlite3_column_int64(st, 2);
-        e.core = sqlite3_column_int64(st, 3);
-        copy_text(e.pipe, sizeof e.pipe, sqlite3_column_text(st, 4));
-        copy_text(e.ktext, sizeof e.ktext, (const unsigned char *)ktext);
-        e.sub = sqlite3_column_int(st, 6);
-        e.addr = (uint64_t)sqlite3_column_int64(st, 7);
-        e.value = sqlite3_column_int64(st, 8);
-        e.aux = sqlite3_column_int64(st, 9);
-        e.link = sqlite3_column_int64(st, 10);
-        e.peer = sqlite3_column_int64(st, 12);
+        e.seq = ev.seq;
+        e.kind = ev.kind;
+        e.object = ev.object;
+        e.time = (int64_t)ev.time;
+        e.rank = ev.rank;
+        e.core = ev.core;
+        e.pipe = rec_pipe_name(ev.pipe);
+        e.ktext = rec_kind_name(ev.kind);
+        e.sub = ev.sub;
+        e.addr = ev.addr;
+        e.value = ev.value;
+        e.aux = ev.aux;
+        e.link = (int64_t)ev.link;
+        e.peer = ev.peer;
 
         if (ana_words_settle(s, &e)) goto fail;
-        if (waker && insert_wake(s, &e)) goto fail;
+        if (waker && insert_wake(s, &e, issue_ps)) goto fail;
         if (begin && insert_label(s, &e)) goto fail;
         if (o && ana_words_event(s, &e, o)) goto fail;
     }
-    if (rc != SQLITE_DONE) {
-        ana_err(s->err, s->errlen, "reading events: %s", sqlite3_errmsg(s->db));
+    /* A truncated trace ends after its last complete chunk, as the index
+     * built from it does. */
+    if (k < 0 && !rec_reader_truncated(r)) {
+        ana_err(s->err, s->errlen, "reading the events: %s", rec_reader_error(r));
         goto fail;
     }
     if (ana_words_settle(s, NULL)) goto fail;
-    sqlite3_finalize(st);
+    rec_reader_close(r);
     return 0;
 fail:
-    sqlite3_finalize(st);
+    rec_reader_close(r);
     return -1;
 }
 
-int ana_scan_events(sqlite3 *db, const ana_run *run, char *err, size_t errlen) {
-    scan s = {.db = db, .run = run, .err = err, .errlen = errlen};
+/* Credit rings, ring word partners and last writers, by object id. */
+static int fill_facts(scan *s) {
+    ana_facts *f = s->facts;
+    size_t n = s->nobj ? s->nobj : 1;
+    f->nobj = n;
+    f->credit_head = calloc(n, 1);
+    f->last_writer = calloc(n, sizeof *f->last_writer);
+    f->other_word = calloc(n, sizeof *f->other_word);
+    if (!f->credit_head || !f->last_writer || !f->other_word) {
+        ana_err(s->err, s->errlen, "out of memory keeping word facts");
+        return -1;
+    }
+    for (size_t id = 1; id < s->nobj; id++) {
+        const obj_info *o = &s->obj[id];
+        f->last_writer[id] = o->last_writer;
+        if (!o->ring || o->ring >= s->nobj || s->obj[o->ring].kind != OK_RING) continue;
+        if (o->kind == OK_HEAD && (o->rdma || s->obj[o->ring].rdma || o->atomic))
+            f->credit_head[id] = 1;
+    }
+    /* The partner of a ring's head is its tail and back. */
+    int64_t *head = calloc(n, sizeof *head), *tail = calloc(n, sizeof *tail);
+    if (!head || !tail) {
+        free(head);
+        free(tail);
+        ana_err(s->err, s->errlen, "out of memory pairing ring words");
+        return -1;
+    }
+    for (size_t id = 1; id < s->nobj; id++) {
+        uint32_t ring = s->obj[id].ring;
+        if (!ring || ring >= s->nobj) continue;
+        if (s->obj[id].kind == OK_HEAD) head[ring] = (int64_t)id;
+        if (s->obj[id].kind == OK_TAIL) tail[ring] = (int64_t)id;
+    }
+    for (size_t id = 1; id < s->nobj; id++) {
+        uint32_t ring = s->obj[id].ring;
+        if (!ring || ring >= s->nobj || !head[ring] || !tail[ring]) continue;
+        if (s->obj[id].kind == OK_HEAD) f->other_word[id] = tail[ring];
+        if (s->obj[id].kind == OK_TAIL) f->other_word[id] = head[ring];
+    }
+    free(head);
+    free(tail);
+    return 0;
+}
+
+/* The last write of every word, for last_writers. */
+static int write_last_writes(scan *s) {
+    if (ana_exec(s->db,
+                 "DROP TABLE IF EXISTS temp.ana_last_write;"
+                 "CREATE TEMP TABLE ana_last_write(object INTEGER PRIMARY KEY, seq INT,"
+                 " time_ps INT, rank INT, core INT, kind TEXT, xfer TEXT, value INT);",
+                 s->err, s->errlen))
+        return -1;
+    ana_bulk *b = malloc(sizeof *b);
+    if (!b) {
+        ana_err(s->err, s->errlen, "out of memory");
+        return -1;
+    }
+    int rc = ana_bulk_open(b, s->db, "temp.ana_last_write", 8, NULL, s->err, s->errlen);
+    for (size_t id = 1; !rc && id < s->nobj; id++) {
+        const obj_info *o = &s->obj[id];
+        if (!o->last_seq) continue;
+        ana_bulk_int(b, (int64_t)id);
+        ana_bulk_int(b, (int64_t)o->last_seq);
+        ana_bulk_int(b, o->last_time);
+        ana_bulk_int(b, o->last_rank);
+        ana_bulk_int(b, o->last_core);
+        ana_bulk_text(b, o->last_kind);
+        ana_bulk_text(b, o->last_xfer);
+        if (o->last_known) ana_bulk_int(b, o->last_value);
+        else ana_bulk_null(b);
+        rc = ana_bulk_row_done(b, 0);
+    }
+    if (!rc) rc = ana_bulk_finish(b);
+    ana_bulk_close(b);
+    free(b);
+    return rc;
+}
+
+int ana_scan_events(sqlite3 *db, const ana_run *run, const char *run_dir, const ana_causes *c,
+                    ana_facts *facts, char *err, size_t errlen) {
+    scan s = {.db = db, .run = run, .err = err, .errlen = errlen, .facts = facts};
+    s.begins = ana_causes_begins(c, &s.nbegins);
+    s.wakers = ana_causes_wakers(c, &s.nwakers);
+    ana_bulk *b = calloc(4, sizeof *b);
     int rc = -1;
-    if (ana_exec(db, create_sql, err, errlen)) return -1;
-    if (load_seqs(db, "SELECT DISTINCT waker_seq FROM waits WHERE waker_seq > 0", &s.wakers,
-                  &s.nwakers, err, errlen))
-        goto out;
-    if (load_seqs(db, "SELECT begin_seq FROM waits", &s.begins, &s.nbegins, err, errlen))
-        goto out;
+    memset(facts, 0, sizeof *facts);
+    if (!b) {
+        ana_err(err, errlen, "out of memory");
+        return -1;
+    }
+    s.ww = &b[0];
+    s.we = &b[1];
+    s.wl = &b[2];
+    s.rc = &b[3];
+    double t = ana_step_clock(NULL, 0);
+    if (ana_exec(db, create_sql, err, errlen)) goto out;
     if (load_objects(&s)) goto out;
-    if (prepare(&s, &s.ins_write,
-                "INSERT INTO word_writes VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)") ||
-        prepare(&s, &s.ins_wake,
-                "INSERT INTO wake_events VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)") ||
-        prepare(&s, &s.ins_label, "INSERT INTO wait_labels VALUES (?1, ?2)") ||
-        prepare(&s, &s.ins_ring, "INSERT INTO ring_counters VALUES (?1, ?2, ?3, ?4, ?5, ?6)") ||
-        prepare(&s, &s.fix_write, "UPDATE word_writes SET value = ?1 WHERE seq = ?2"))
+    t = ana_step_clock("scan: load", t);
+    if (!(s.links = ana_links_new(run))) {
+        ana_err(err, errlen, "out of memory");
         goto out;
-    if (scan_rows(&s)) goto out;
-    if (ana_exec(db,
-                 "CREATE INDEX word_writes_object ON word_writes(object, seq);"
-                 "CREATE INDEX ring_counters_ring ON ring_counters(ring, time_ps);"
-                 "CREATE INDEX ring_counters_time ON ring_counters(time_ps);",
-                 err, errlen))
+    }
+    /* The four tables' rows go through one writer thread (NULL: in line). */
+    s.wr = ana_writer_start();
+    if (ana_bulk_open(s.ww, db, "word_writes", 9, s.wr, err, errlen) ||
+        ana_bulk_open(s.we, db, "wake_events", 9, s.wr, err, errlen) ||
+        ana_bulk_open(s.wl, db, "wait_labels", 2, s.wr, err, errlen) ||
+        ana_bulk_open(s.rc, db, "ring_counters", 6, s.wr, err, errlen))
         goto out;
+    if (scan_events(&s, run_dir)) goto out;
+    if (ana_bulk_finish(s.ww) || ana_bulk_finish(s.we) || ana_bulk_finish(s.wl) ||
+        ana_bulk_finish(s.rc))
+        goto out;
+    if (ana_links_write(s.links, db, err, errlen)) goto out;
+    t = ana_step_clock("scan: events", t);
+    /* The ring index serves ring_occupancy by ring and time, and the
+     * export's per-ring and time-window reads of ring_counters. */
+    if (write_last_writes(&s) ||
+        ana_exec(db, "CREATE INDEX ring_counters_ring ON ring_counters(ring, time_ps);", err,
+                 errlen))
+        goto out;
+    t = ana_step_clock("scan: indexes", t);
+    if (fill_facts(&s)) goto out;
     rc = 0;
 out:
-    sqlite3_finalize(s.ins_write);
-    sqlite3_finalize(s.ins_wake);
-    sqlite3_finalize(s.ins_label);
-    sqlite3_finalize(s.ins_ring);
+    for (int i = 0; i < 4; i++) ana_bulk_close(&b[i]);
+    ana_writer_stop(s.wr);
+    free(b);
     sqlite3_finalize(s.fix_write);
+    ana_links_free(s.links);
     free(s.land);
+    free(s.fl);
     for (size_t i = 0; i < s.nobj; i++) free(s.obj[i].name);
     free(s.obj);
     free(s.ring);
-    free(s.wakers);
-    free(s.begins);
+    if (rc) ana_facts_free(facts);
     return rc;
 }

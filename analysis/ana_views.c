@@ -14,11 +14,35 @@
  *   ring_occupancy  (time_ps, ring, ring_name, occupancy, capacity)
  *   link_bandwidth  (bucket_ps, link, bytes, gbps)
  *   last_writers    (object, object_name, seq, time_ps, rank, core,
- *                    core_name, role, kind, xfer, value)
+ *                    core_name, role, kind, xfer, value) - a table: the last
+ *                    write of each word, found by the events pass
+ *                    (temp.ana_last_write) and named here; as a view over
+ *                    word_writes it needed an index on every write.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "analysis/ana_internal.h"
+
+/* Drops name, whichever of table or view it is (an index derived by an
+ * older npurr may hold either). */
+static int drop_any(sqlite3 *db, const char *name, char *err, size_t errlen) {
+    sqlite3_stmt *st = NULL;
+    char type[16] = "";
+    if (sqlite3_prepare_v2(db, "SELECT type FROM sqlite_master WHERE name = ?1", -1, &st,
+                           NULL) != SQLITE_OK) {
+        ana_err(err, errlen, "index.db: %s", sqlite3_errmsg(db));
+        return -1;
+    }
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        snprintf(type, sizeof type, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    if (strcmp(type, "table") && strcmp(type, "view")) return 0;
+    char sql[160];
+    snprintf(sql, sizeof sql, "DROP %s %s", !strcmp(type, "view") ? "VIEW" : "TABLE", name);
+    return ana_exec(db, sql, err, errlen);
+}
 
 int ana_create_views(sqlite3 *db, const ana_run *run, char *err, size_t errlen) {
     char label[512];
@@ -39,7 +63,6 @@ int ana_create_views(sqlite3 *db, const ana_run *run, char *err, size_t errlen) 
         "DROP VIEW IF EXISTS wait_causes;"
         "DROP VIEW IF EXISTS ring_occupancy;"
         "DROP VIEW IF EXISTS link_bandwidth;"
-        "DROP VIEW IF EXISTS last_writers;"
         "CREATE VIEW stall_summary AS"
         " SELECT COALESCE(g.role, c.role, c.name, 'r' || g.rank || ' core' || g.core) AS role,"
         "  g.kind AS kind, SUM(g.count) AS count, SUM(g.total_ps) AS total_ps,"
@@ -60,14 +83,17 @@ int ana_create_views(sqlite3 *db, const ana_run *run, char *err, size_t errlen) 
         " FROM ring_counters rc LEFT JOIN rings r ON r.id = rc.ring;"
         "CREATE VIEW link_bandwidth AS"
         " SELECT bucket_ps, link, bytes, bytes * 1000.0 / width_ps AS gbps"
-        " FROM link_bytes;"
-        "CREATE VIEW last_writers AS"
-        " SELECT ww.object AS object, o.name AS object_name, ww.seq AS seq,"
-        "  ww.time_ps AS time_ps, ww.rank AS rank, ww.core AS core, c.name AS core_name,"
-        "  c.role AS role, ww.kind AS kind, ww.xfer AS xfer, ww.value AS value"
-        " FROM (SELECT object, MAX(seq) AS seq FROM word_writes GROUP BY object) m"
-        " JOIN word_writes ww ON ww.seq = m.seq"
-        " LEFT JOIN objects o ON o.id = ww.object"
-        " LEFT JOIN cores c ON c.rank = ww.rank AND c.core = ww.core;";
-    return ana_exec(db, views, err, errlen);
+        " FROM link_bytes;";
+    if (ana_exec(db, views, err, errlen) || drop_any(db, "last_writers", err, errlen)) return -1;
+    return ana_exec(db,
+                    "CREATE TABLE last_writers(object INTEGER PRIMARY KEY, object_name TEXT,"
+                    " seq INT, time_ps INT, rank INT, core INT, core_name TEXT, role TEXT,"
+                    " kind TEXT, xfer TEXT, value INT);"
+                    "INSERT INTO last_writers SELECT lw.object, o.name, lw.seq, lw.time_ps,"
+                    " lw.rank, lw.core, c.name, c.role, lw.kind, lw.xfer, lw.value"
+                    " FROM temp.ana_last_write lw LEFT JOIN objects o ON o.id = lw.object"
+                    " LEFT JOIN cores c ON c.rank = lw.rank AND c.core = lw.core"
+                    " ORDER BY lw.object;"
+                    "DROP TABLE temp.ana_last_write;",
+                    err, errlen);
 }

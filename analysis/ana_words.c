@@ -11,7 +11,10 @@
  * (an RDMA atomic add: the engine does not record its operand) leaves the
  * word unknown until an event that reads it (a load, a wait's begin or
  * end, a deadlock report) shows the value, which is then filled into that
- * write's row and its ring counter.
+ * write's row and its ring counter (in the batch of rows not yet sent
+ * when it still is there, by an UPDATE otherwise). Along the way it notes
+ * what cause rule 2 and 6 need: which words an atomic ever wrote, and
+ * every word's last writer.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,14 +31,14 @@ static int ring_row(scan *s, obj_info *o, int64_t time, uint64_t seq) {
     ring_info *r = &s->ring[o->ring];
     if (o->kind == OK_HEAD) r->head = o->value;
     else r->tail = o->value;
-    sqlite3_stmt *c = s->ins_ring;
-    sqlite3_bind_int64(c, 1, time);
-    sqlite3_bind_int64(c, 2, (sqlite3_int64)seq);
-    sqlite3_bind_int64(c, 3, o->ring);
-    sqlite3_bind_int64(c, 4, r->head);
-    sqlite3_bind_int64(c, 5, r->tail);
-    sqlite3_bind_int64(c, 6, r->tail - r->head);
-    return ana_scan_step(s, c, "ring_counters");
+    ana_bulk *c = s->rc;
+    ana_bulk_int(c, time);
+    ana_bulk_int(c, (int64_t)seq);
+    ana_bulk_int(c, o->ring);
+    ana_bulk_int(c, r->head);
+    ana_bulk_int(c, r->tail);
+    ana_bulk_int(c, r->tail - r->head);
+    return ana_bulk_row_done(c, 0);
 }
 
 /* Records a write of e to its word: known says whether *after is the
@@ -49,19 +52,57 @@ static int record_write(scan *s, const evrow *e, obj_info *o, int known, int64_t
         o->unknown_seq = e->seq;
         o->unknown_time = e->time;
     }
-    sqlite3_stmt *w = s->ins_write;
-    sqlite3_bind_int64(w, 1, (sqlite3_int64)e->seq);
-    sqlite3_bind_int64(w, 2, e->time);
-    sqlite3_bind_int64(w, 3, e->object);
-    sqlite3_bind_int64(w, 4, e->rank);
-    sqlite3_bind_int64(w, 5, e->core);
-    ana_scan_bind_text(w, 6, e->pipe);
-    ana_scan_bind_text(w, 7, e->ktext);
-    ana_scan_bind_text(w, 8, e->kind == EV_XFER_DONE ? engine_xfer_name(e->sub) : NULL);
-    if (known) sqlite3_bind_int64(w, 9, after);
-    else sqlite3_bind_null(w, 9);
-    if (ana_scan_step(s, w, "word_writes")) return -1;
+    if (e->kind == EV_ATOMIC || (e->kind == EV_XFER_DONE && e->sub == XFER_RDMA_ATOMIC))
+        o->atomic = 1;
+    o->last_writer = e->rank * s->run->cores_per_rank + e->core + 1;
+    o->last_seq = e->seq;
+    o->last_time = e->time;
+    o->last_rank = e->rank;
+    o->last_core = e->core;
+    o->last_kind = e->ktext;
+    o->last_xfer = e->kind == EV_XFER_DONE ? engine_xfer_name(e->sub) : NULL;
+    o->last_known = (uint8_t)known;
+    o->last_value = known ? after : 0;
+    ana_bulk *w = s->ww;
+    ana_bulk_int(w, (int64_t)e->seq);
+    ana_bulk_int(w, e->time);
+    ana_bulk_int(w, e->object);
+    ana_bulk_int(w, e->rank);
+    ana_bulk_int(w, e->core);
+    ana_bulk_text(w, e->pipe);
+    ana_bulk_text(w, e->ktext);
+    ana_bulk_text(w, e->kind == EV_XFER_DONE ? engine_xfer_name(e->sub) : NULL);
+    if (known) ana_bulk_int(w, after);
+    else ana_bulk_null(w);
+    if (ana_bulk_row_done(w, (int64_t)e->seq)) return -1;
     return known ? ring_row(s, o, e->time, e->seq) : 0;
+}
+
+/* word_writes.value of the row of seq, known only now. */
+static int fix_value(scan *s, uint64_t seq, int64_t value) {
+    int row = ana_bulk_find(s->ww, (int64_t)seq);
+    if (row >= 0) {
+        ana_bulk_set_int(s->ww, row, 8, value);
+        return 0;
+    }
+    /* The row went to the writer: once it is in the table, update it. */
+    ana_writer_wait(s->wr);
+    if (!s->fix_write &&
+        sqlite3_prepare_v2(s->db, "UPDATE word_writes SET value = ?1 WHERE seq = ?2", -1,
+                           &s->fix_write, NULL) != SQLITE_OK) {
+        ana_err(s->err, s->errlen, "index.db: %s (preparing the word_writes update)",
+                sqlite3_errmsg(s->db));
+        return -1;
+    }
+    sqlite3_bind_int64(s->fix_write, 1, value);
+    sqlite3_bind_int64(s->fix_write, 2, (sqlite3_int64)seq);
+    int rc = sqlite3_step(s->fix_write);
+    sqlite3_reset(s->fix_write);
+    if (rc != SQLITE_DONE) {
+        ana_err(s->err, s->errlen, "index.db: updating word_writes: %s", sqlite3_errmsg(s->db));
+        return -1;
+    }
+    return 0;
 }
 
 /* A read of the word shows its value: resolves the last unknown write. */
@@ -72,9 +113,11 @@ static int observe(scan *s, const evrow *e, obj_info *o, int64_t value) {
     uint64_t wseq = o->unknown_seq ? o->unknown_seq : e->seq;
     int64_t wtime = o->unknown_seq ? o->unknown_time : e->time;
     if (o->unknown_seq) {
-        sqlite3_bind_int64(s->fix_write, 1, value);
-        sqlite3_bind_int64(s->fix_write, 2, (sqlite3_int64)o->unknown_seq);
-        if (ana_scan_step(s, s->fix_write, "word_writes")) return -1;
+        if (fix_value(s, o->unknown_seq, value)) return -1;
+        if (o->last_seq == o->unknown_seq) {
+            o->last_known = 1;
+            o->last_value = value;
+        }
         o->unknown_seq = 0;
     }
     return ring_row(s, o, wtime, wseq);

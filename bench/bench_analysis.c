@@ -5,6 +5,8 @@
  * Usage: bench_analysis [RUN]            time an existing run
  *        bench_analysis --events N       synthesize a run of about N events
  *                                        (default 10500000) in a temp dir
+ *        bench_analysis --out DIR        synthesize into DIR and keep it
+ *                                        (profile derive or queries on it)
  *
  * No kernel of the repository makes 10 million events quickly, so without
  * RUN the benchmark writes a synthetic run through the recorder's own API
@@ -260,25 +262,30 @@ static int docs_queries(char **q, char **head, int max) {
 }
 
 int main(int argc, char **argv) {
-    const char *run = NULL;
+    const char *run = NULL, *out = NULL;
     uint64_t target = 10500000;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--events") && i + 1 < argc) target = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: bench_analysis [RUN] [--events N]\n");
+            printf("usage: bench_analysis [RUN] [--events N] [--out DIR]\n");
             return 0;
         } else run = argv[i];
     }
     char err[1024], tmp[256] = "";
     if (!run) {
-        snprintf(tmp, sizeof tmp, "/tmp/npurr_bench_ana_XXXXXX");
-        if (!mkdtemp(tmp)) {
-            perror("mkdtemp");
-            return 1;
+        if (out) {
+            run = out;
+        } else {
+            snprintf(tmp, sizeof tmp, "/tmp/npurr_bench_ana_XXXXXX");
+            if (!mkdtemp(tmp)) {
+                perror("mkdtemp");
+                return 1;
+            }
+            static char path[300];
+            snprintf(path, sizeof path, "%s/run", tmp);
+            run = path;
         }
-        static char path[300];
-        snprintf(path, sizeof path, "%s/run", tmp);
-        run = path;
         printf("trace: synthetic (no kernel makes %llu events quickly): %d producer/consumer "
                "ring pairs on %d ranks, written through rec_observer\n",
                (unsigned long long)target, RANKS * PAIRS_PER_RANK, RANKS);

@@ -50,7 +50,7 @@ void rec_buf_bytes(rec_buf *b, const char *s, size_t n) {
     rec_buf_put(b, s, n);
 }
 
-uint64_t rec_cur_varint(rec_cur *c) {
+uint64_t rec_cur_varint_slow(rec_cur *c) {
     uint64_t v = 0;
     for (unsigned shift = 0; shift < 64; shift += 7) {
         if (c->p >= c->end) { c->bad = 1; return 0; }
@@ -60,11 +60,6 @@ uint64_t rec_cur_varint(rec_cur *c) {
     }
     c->bad = 1;
     return 0;
-}
-
-uint8_t rec_cur_byte(rec_cur *c) {
-    if (c->p >= c->end) { c->bad = 1; return 0; }
-    return *c->p++;
 }
 
 const uint8_t *rec_cur_take(rec_cur *c, size_t n) {

@@ -7,11 +7,14 @@
  * declarations (strings, sites, objects) that arrived since the previous
  * chunk, then REC_COL_COUNT column streams. Transposing rows into columns,
  * delta-encoding each field against the previous value of the same stream
- * (a core's clock, a queue's addresses, a ring's stores), predicting kind,
- * pipe and sub from the call site, and storing a transfer's completion as a
- * reference to its issue turns the event stream into runs of tiny,
- * repetitive varints that zstd squeezes to about 4 bytes per event. The
- * exact layout is documented in traces/FORMAT.md; keep the two in step.
+ * (a core's clock and call sites; addresses, lengths, values and objects
+ * of the previous event of the same call site on the same rank, which is
+ * one step of the same loop on another core as often as on this one),
+ * predicting kind, pipe and sub from the call site, and storing a
+ * transfer's completion as a reference to its issue plus its duration
+ * turns the event stream into runs of tiny, repetitive varints that zstd
+ * squeezes to a few bytes per event. The exact layout is documented in
+ * traces/FORMAT.md; keep the two in step.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +38,18 @@ void rec_decl_site(rec_buf *b, const engine_site *s) {
     rec_buf_bytes(b, s->func ? s->func : "", s->func ? strlen(s->func) : 0);
 }
 
+/* Objects are declared in bursts of similar records (a ring, its head and
+ * tail; one buffer per peer), so the writer stores each field as a
+ * difference against the previous object record of the same chunk (type
+ * 4), and the ring, head and tail ids against the object's own id. Type 3
+ * stores the fields as they are. */
+static inline uint64_t zz32(uint32_t a, uint32_t b) {
+    return rec_zigzag((int64_t)(int32_t)(a - b));
+}
+static inline uint32_t unzz32(uint32_t b, uint64_t v) {
+    return b + (uint32_t)rec_unzigzag(v);
+}
+
 void rec_decl_object(rec_buf *b, const engine_object *o) {
     rec_buf_byte(b, REC_DECL_OBJECT);
     rec_buf_varint(b, o->id);
@@ -52,8 +67,28 @@ void rec_decl_object(rec_buf *b, const engine_object *o) {
     rec_buf_varint(b, o->role);
 }
 
+void rec_decl_object_delta(rec_buf *b, engine_object *prev, const engine_object *o) {
+    rec_buf_byte(b, REC_DECL_OBJECT_DELTA);
+    rec_buf_varint(b, zz32(o->id, prev->id));
+    rec_buf_varint(b, (uint64_t)o->kind);
+    rec_buf_varint(b, zz32(o->name, prev->name));
+    rec_buf_varint(b, rec_zigzag((int64_t)o->rank - prev->rank));
+    rec_buf_varint(b, rec_zigzag((int64_t)(o->addr.a - prev->addr.a)));
+    rec_buf_varint(b, o->width);
+    rec_buf_varint(b, rec_zigzag((int64_t)(o->size - prev->size)));
+    rec_buf_varint(b, zz32(o->ring, o->id));
+    rec_buf_varint(b, zz32(o->head, o->id));
+    rec_buf_varint(b, zz32(o->tail, o->id));
+    rec_buf_varint(b, rec_zigzag((int64_t)o->producer_rank - prev->producer_rank));
+    rec_buf_varint(b, rec_zigzag((int64_t)o->consumer_rank - prev->consumer_rank));
+    rec_buf_varint(b, zz32(o->role, prev->role));
+    *prev = *o;
+}
+
 int rec_decl_decode(const uint8_t *p, size_t len, const rec_decl_sink *sink) {
     rec_cur c = {p, p + len, 0};
+    engine_object prev;
+    memset(&prev, 0, sizeof prev);
     while (c.p < c.end && !c.bad) {
         uint8_t type = rec_cur_byte(&c);
         if (type == REC_DECL_STRING) {
@@ -84,6 +119,25 @@ int rec_decl_decode(const uint8_t *p, size_t len, const rec_decl_sink *sink) {
             o.producer_rank = (int)rec_unzigzag(rec_cur_varint(&c));
             o.consumer_rank = (int)rec_unzigzag(rec_cur_varint(&c));
             o.role = (uint32_t)rec_cur_varint(&c);
+            prev = o;
+            if (!c.bad && sink->object) sink->object(sink->ctx, &o);
+        } else if (type == REC_DECL_OBJECT_DELTA) {
+            engine_object o;
+            memset(&o, 0, sizeof o);
+            o.id = unzz32(prev.id, rec_cur_varint(&c));
+            o.kind = (engine_obj_kind)rec_cur_varint(&c);
+            o.name = unzz32(prev.name, rec_cur_varint(&c));
+            o.rank = (int)((int64_t)prev.rank + rec_unzigzag(rec_cur_varint(&c)));
+            o.addr.a = prev.addr.a + (uint64_t)rec_unzigzag(rec_cur_varint(&c));
+            o.width = (uint32_t)rec_cur_varint(&c);
+            o.size = prev.size + (uint64_t)rec_unzigzag(rec_cur_varint(&c));
+            o.ring = unzz32(o.id, rec_cur_varint(&c));
+            o.head = unzz32(o.id, rec_cur_varint(&c));
+            o.tail = unzz32(o.id, rec_cur_varint(&c));
+            o.producer_rank = (int)((int64_t)prev.producer_rank + rec_unzigzag(rec_cur_varint(&c)));
+            o.consumer_rank = (int)((int64_t)prev.consumer_rank + rec_unzigzag(rec_cur_varint(&c)));
+            o.role = unzz32(prev.role, rec_cur_varint(&c));
+            prev = o;
             if (!c.bad && sink->object) sink->object(sink->ctx, &o);
         } else {
             return -1;
@@ -97,17 +151,17 @@ int rec_decl_decode(const uint8_t *p, size_t len, const rec_decl_sink *sink) {
 void rec_codec_free(rec_codec *codec) {
     if (!codec) return;
     for (int k = 0; k < REC_COL_COUNT; k++) rec_buf_free(&codec->col[k]);
-    free(codec->fen);
+    free(codec->pend_bits);
+    free(codec->pend_cnt);
     free(codec);
 }
 
 static inline unsigned hash_slot(uint32_t key) {
     return (unsigned)((key * 2654435761u) >> (32 - REC_CTX_BITS));
 }
-static inline unsigned track_slot(const engine_event *e) {
-    uint32_t key = (((((e->rank << 7) | (e->core & 127)) << 4) | (e->pipe & 15u)) << 5) |
-                   (e->kind & 31u);
-    return hash_slot(key);
+/* The field context of an event: its rank, call site and kind. */
+static inline unsigned ctx_slot(const engine_event *e) {
+    return hash_slot((e->rank << 20) ^ (e->site * 64u + (e->kind & 63u)));
 }
 static inline unsigned core_slot(const engine_event *e) {
     return hash_slot((e->rank << 7) | (e->core & 127));
@@ -123,38 +177,94 @@ static inline int value_is_time(uint8_t kind) {
 }
 static inline int aux_is_time(uint8_t kind) { return kind == EV_FLAG_SET; }
 
-/* Pending XFER_ISSUEs of a chunk, as a Fenwick tree over event positions:
- * a copied DONE stores how many pending issues precede its own, which is
- * nearly always 0 or small because queues complete in order. */
-static int fen_reset(rec_codec *c, size_t n) {
-    if (n + 1 > c->fen_cap) {
-        int32_t *f = realloc(c->fen, (n + 1) * sizeof *f);
-        if (!f) return -1;
-        c->fen = f;
-        c->fen_cap = n + 1;
+/* Pending XFER_ISSUEs of a chunk, by event position: a copied DONE stores
+ * how many pending issues precede its own (the encoder's rank), and the
+ * decoder finds the issue with that many before it (select). Queues
+ * complete nearly in order, so the pending issues cluster after the oldest
+ * one still in flight. A bit per position, a count per block of 512
+ * positions and one per group of 16 blocks make add/remove O(1) and
+ * rank/select a walk over at most a few group counts, 16 block counts and
+ * 8 words, starting at the first group that still holds a pending issue. */
+#define PEND_BLOCK_WORDS 8     /* 512 positions per block */
+#define PEND_GROUP_BLOCKS 16   /* 8192 positions per group */
+
+static int pend_reset(rec_codec *c, size_t n) {
+    size_t words = n / 64 + 1, blocks = words / PEND_BLOCK_WORDS + 1,
+           groups = blocks / PEND_GROUP_BLOCKS + 1;
+    if (words > c->pend_cap) {
+        uint64_t *b = realloc(c->pend_bits, words * sizeof *b);
+        if (!b) return -1;
+        c->pend_bits = b;
+        uint32_t *k = realloc(c->pend_cnt, (blocks + groups) * sizeof *k);
+        if (!k) return -1;
+        c->pend_cnt = k;
+        c->pend_cap = words;
     }
-    memset(c->fen, 0, (n + 1) * sizeof *c->fen);
+    memset(c->pend_bits, 0, words * sizeof *c->pend_bits);
+    memset(c->pend_cnt, 0, (blocks + groups) * sizeof *c->pend_cnt);
+    c->pend_words = words;
+    c->pend_blocks = blocks;
+    c->pend_groups = groups;
+    c->pend_first = 0;
     return 0;
 }
-static inline void fen_add(int32_t *f, size_t n, size_t pos, int32_t d) {
-    for (size_t i = pos + 1; i <= n; i += i & (~i + 1)) f[i] += d;
+/* Group counts follow the block counts in pend_cnt. */
+static inline uint32_t *pend_group(rec_codec *c) { return c->pend_cnt + c->pend_blocks; }
+
+/* No -mpopcnt in the build: a branch-free count beats libgcc's call. */
+static inline uint64_t popcount64(uint64_t x) {
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (x * 0x0101010101010101ull) >> 56;
 }
-static inline uint64_t fen_prefix(const int32_t *f, size_t pos) { /* count in [0, pos) */
-    int64_t s = 0;
-    for (size_t i = pos; i > 0; i -= i & (~i + 1)) s += f[i];
-    return (uint64_t)s;
+
+static inline int pend_has(const rec_codec *c, size_t pos) {
+    return (int)((c->pend_bits[pos >> 6] >> (pos & 63)) & 1);
 }
-/* Position of the pending issue with k pending issues before it, or n. */
-static size_t fen_find(const int32_t *f, size_t n, uint64_t k) {
-    size_t pos = 0, step = 1;
-    while (step * 2 <= n) step *= 2;
-    for (; step; step /= 2) {
-        if (pos + step <= n && (uint64_t)f[pos + step] <= k) {
-            pos += step;
-            k -= (uint64_t)f[pos];
-        }
+/* pos is never below a position already added (events come in order), so
+ * pend_first, which only skips empty groups below queried positions, stays
+ * at or below every pending position's group. */
+static inline void pend_add(rec_codec *c, size_t pos) {
+    c->pend_bits[pos >> 6] |= 1ull << (pos & 63);
+    c->pend_cnt[pos >> 9]++;
+    pend_group(c)[pos >> 13]++;
+}
+static inline void pend_del(rec_codec *c, size_t pos) {
+    c->pend_bits[pos >> 6] &= ~(1ull << (pos & 63));
+    c->pend_cnt[pos >> 9]--;
+    pend_group(c)[pos >> 13]--;
+}
+/* Pending positions below pos. */
+static inline uint64_t pend_rank(rec_codec *c, size_t pos) {
+    const uint32_t *grp = pend_group(c);
+    size_t g = pos >> 13, b = pos >> 9, w = pos >> 6;
+    while (c->pend_first < g && grp[c->pend_first] == 0) c->pend_first++;
+    uint64_t r = 0;
+    for (size_t i = c->pend_first; i < g; i++) r += grp[i];
+    for (size_t i = g * PEND_GROUP_BLOCKS; i < b; i++) r += c->pend_cnt[i];
+    for (size_t i = b * PEND_BLOCK_WORDS; i < w; i++) r += popcount64(c->pend_bits[i]);
+    uint64_t mask = (1ull << (pos & 63)) - 1;
+    return r + popcount64(c->pend_bits[w] & mask);
+}
+/* The pending position with k pending positions below it, or SIZE_MAX. */
+static inline size_t pend_select(rec_codec *c, uint64_t k) {
+    const uint32_t *grp = pend_group(c);
+    while (c->pend_first < c->pend_groups && grp[c->pend_first] == 0) c->pend_first++;
+    size_t g = c->pend_first;
+    while (g < c->pend_groups && grp[g] <= k) k -= grp[g++];
+    if (g >= c->pend_groups) return SIZE_MAX;
+    size_t b = g * PEND_GROUP_BLOCKS;
+    while (c->pend_cnt[b] <= k) k -= c->pend_cnt[b++];
+    size_t w = b * PEND_BLOCK_WORDS;
+    for (;; w++) {
+        uint64_t pc = popcount64(c->pend_bits[w]);
+        if (k < pc) break;
+        k -= pc;
     }
-    return pos; /* 0-based position of the (k+1)-th pending issue */
+    uint64_t x = c->pend_bits[w];
+    for (; k; k--) x &= x - 1;
+    return w * 64 + (size_t)__builtin_ctzll(x);
 }
 
 /* The position of the XFER_ISSUE a DONE can be copied from, or -1. */
@@ -180,6 +290,7 @@ void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
     rec_buf_varint(out, REC_COL_COUNT);
     if (n == 0) {
         for (int k = 0; k < REC_COL_COUNT; k++) rec_buf_varint(out, 0);
+        for (int k = 0; k < REC_COL_COUNT; k++) codec->col_at[k] = out->len;
         return;
     }
 
@@ -191,11 +302,12 @@ void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
         if (rec_buf_reserve(&codec->col[k], n * 11)) { out->oom = 1; return; }
         w[k] = codec->col[k].p;
     }
-    if (fen_reset(codec, n)) { out->oom = 1; return; }
+    if (pend_reset(codec, n)) { out->oom = 1; return; }
     memset(codec->ctx, 0, sizeof codec->ctx);
     memset(codec->time, 0, sizeof codec->time);
+    memset(codec->prev_site, 0, sizeof codec->prev_site);
     memset(codec->site, 0, sizeof codec->site);
-    uint64_t prev_seq = 0;
+    uint64_t prev_seq = 0, prev_k = 0;
     for (size_t i = 0; i < n; i++) {
         const engine_event *e = &evs[i];
         PUT(REC_COL_SEQ, rec_zigzag((int64_t)(e->seq - prev_seq)));
@@ -203,19 +315,20 @@ void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
         long src = copy_source(evs, i);
         /* Its issue must still be pending (a second DONE of one issue is
          * stored in full). */
-        if (src >= 0 && fen_prefix(codec->fen, (size_t)src + 1) == fen_prefix(codec->fen, (size_t)src))
-            src = -1;
+        if (src >= 0 && !pend_has(codec, (size_t)src)) src = -1;
+        uint64_t *t = &codec->time[core_slot(e)];
         if (src >= 0) {
-            /* A transfer's duration (done - start) repeats: store that. */
+            /* The issue's rank among pending issues, as a change from the
+             * previous copy's; the duration (done - start) repeats. */
+            uint64_t k = pend_rank(codec, (size_t)src);
             *w[REC_COL_KIND]++ = (uint8_t)(REC_KIND_COPY | EV_XFER_DONE);
-            PUT(REC_COL_LINK, fen_prefix(codec->fen, (size_t)src));
-            fen_add(codec->fen, n, (size_t)src, -1);
-            uint64_t *t = &codec->time[core_slot(e)];
-            PUT(REC_COL_TIME, rec_zigzag((int64_t)(e->time - *t)));
+            PUT(REC_COL_LINK, rec_zigzag((int64_t)(k - prev_k)));
+            prev_k = k;
+            pend_del(codec, (size_t)src);
+            PUT(REC_COL_TIME, rec_zigzag((int64_t)(e->time - (uint64_t)evs[src].value)));
             *t = e->time;
             continue;
         }
-        PUT(REC_COL_SITE, e->site);
         uint32_t *sp = &codec->site[e->site % REC_SITE_SLOTS];
         if (*sp == site_pred(e)) {
             *w[REC_COL_KIND]++ = REC_KIND_SITE;
@@ -230,13 +343,15 @@ void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
             *w[REC_COL_PIPE]++ = e->pipe;
             *w[REC_COL_SUB]++ = e->sub;
         }
-        if (e->kind == EV_XFER_ISSUE) fen_add(codec->fen, n, i, 1);
+        if (e->kind == EV_XFER_ISSUE) pend_add(codec, i);
         PUT(REC_COL_RANK, e->rank);
         PUT(REC_COL_CORE, e->core);
-        uint64_t *t = &codec->time[core_slot(e)];
+        unsigned cs = core_slot(e);
+        PUT(REC_COL_SITE, zz32(e->site, codec->prev_site[cs]));
+        codec->prev_site[cs] = e->site;
         PUT(REC_COL_TIME, rec_zigzag((int64_t)(e->time - *t)));
         *t = e->time;
-        rec_ctx *c = &codec->ctx[track_slot(e)];
+        rec_ctx *c = &codec->ctx[ctx_slot(e)];
         PUT(REC_COL_ADDR, rec_zigzag((int64_t)(e->addr - c->addr)));
         c->addr = e->addr;
         PUT(REC_COL_LEN, rec_zigzag((int64_t)(e->len - c->len)));
@@ -248,8 +363,9 @@ void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
         PUT(REC_COL_AUX, rec_zigzag((int64_t)(a - c->aux)));
         c->aux = a;
         PUT(REC_COL_LINK, e->link ? rec_zigzag((int64_t)(e->seq - e->link)) + 1 : 0);
-        PUT(REC_COL_OBJECT, e->object);
-        PUT(REC_COL_PEER, rec_zigzag((int64_t)e->peer - (int64_t)c->peer));
+        PUT(REC_COL_OBJECT, zz32(e->object, c->object));
+        c->object = e->object;
+        PUT(REC_COL_PEER, zz32(e->peer, c->peer));
         c->peer = e->peer;
     }
     size_t total = 0;
@@ -259,7 +375,10 @@ void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
         total += codec->col[k].len;
     }
     if (rec_buf_reserve(out, total)) return;
-    for (int k = 0; k < REC_COL_COUNT; k++) rec_buf_put(out, codec->col[k].p, codec->col[k].len);
+    for (int k = 0; k < REC_COL_COUNT; k++) {
+        codec->col_at[k] = out->len;
+        rec_buf_put(out, codec->col[k].p, codec->col[k].len);
+    }
 }
 
 int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_view *view,
@@ -301,7 +420,7 @@ int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_v
         *evs = ne;
         *cap = (size_t)n;
     }
-    if (fen_reset(codec, (size_t)n)) {
+    if (pend_reset(codec, (size_t)n)) {
         snprintf(err, errlen, "out of memory decoding a chunk of %llu events",
                  (unsigned long long)n);
         return -1;
@@ -311,33 +430,37 @@ int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_v
     memset(codec->ctx, 0, sizeof codec->ctx);
     memset(codec->time, 0, sizeof codec->time);
     memset(codec->site, 0, sizeof codec->site);
-    uint64_t prev_seq = 0;
+    memset(codec->prev_site, 0, sizeof codec->prev_site);
+    uint64_t prev_seq = 0, prev_k = 0;
     for (size_t i = 0; i < n; i++) {
         engine_event *e = &all[i];
         uint64_t seq = prev_seq + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_SEQ]));
         prev_seq = seq;
         uint8_t kb = rec_cur_byte(&col[REC_COL_KIND]);
         if (kb & REC_KIND_COPY) {
-            uint64_t k = rec_cur_varint(&col[REC_COL_LINK]);
-            size_t src = fen_find(codec->fen, (size_t)n, k);
-            if (src >= i || fen_prefix(codec->fen, src + 1) != k + 1) {
+            uint64_t k = prev_k + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_LINK]));
+            prev_k = k;
+            size_t src = pend_select(codec, k);
+            if (src >= i) {
                 snprintf(err, errlen, "event %zu of the chunk copies a transfer it does not hold",
                          i);
                 return -1;
             }
-            fen_add(codec->fen, (size_t)n, src, -1);
+            pend_del(codec, src);
             *e = all[src];
             e->kind = (uint8_t)(kb & ~REC_KIND_COPY);
             e->link = e->seq;
             e->seq = seq;
-            uint64_t *t = &codec->time[core_slot(e)];
-            e->time = *t + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_TIME]));
-            *t = e->time;
+            e->time = (uint64_t)e->value + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_TIME]));
+            codec->time[core_slot(e)] = e->time;
             continue;
         }
-        memset(e, 0, sizeof *e);
         e->seq = seq;
-        e->site = (uint32_t)rec_cur_varint(&col[REC_COL_SITE]);
+        e->rank = (uint32_t)rec_cur_varint(&col[REC_COL_RANK]);
+        e->core = (uint32_t)rec_cur_varint(&col[REC_COL_CORE]);
+        unsigned cs = core_slot(e);
+        e->site = unzz32(codec->prev_site[cs], rec_cur_varint(&col[REC_COL_SITE]));
+        codec->prev_site[cs] = e->site;
         uint32_t *sp = &codec->site[e->site % REC_SITE_SLOTS];
         if (kb == REC_KIND_SITE) {
             if (!*sp) {
@@ -353,13 +476,12 @@ int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_v
             e->sub = rec_cur_byte(&col[REC_COL_SUB]);
             *sp = site_pred(e);
         }
-        if (e->kind == EV_XFER_ISSUE) fen_add(codec->fen, (size_t)n, i, 1);
-        e->rank = (uint32_t)rec_cur_varint(&col[REC_COL_RANK]);
-        e->core = (uint32_t)rec_cur_varint(&col[REC_COL_CORE]);
-        uint64_t *t = &codec->time[core_slot(e)];
+        e->pad = 0;
+        if (e->kind == EV_XFER_ISSUE) pend_add(codec, i);
+        uint64_t *t = &codec->time[cs];
         e->time = *t + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_TIME]));
         *t = e->time;
-        rec_ctx *x = &codec->ctx[track_slot(e)];
+        rec_ctx *x = &codec->ctx[ctx_slot(e)];
         e->addr = x->addr + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_ADDR]));
         x->addr = e->addr;
         e->len = x->len + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_LEN]));
@@ -372,8 +494,9 @@ int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_v
         e->aux = (int64_t)(aux_is_time(e->kind) ? a + e->time : a);
         uint64_t link = rec_cur_varint(&col[REC_COL_LINK]);
         e->link = link ? e->seq - (uint64_t)rec_unzigzag(link - 1) : 0;
-        e->object = (uint32_t)rec_cur_varint(&col[REC_COL_OBJECT]);
-        e->peer = (uint32_t)((int64_t)x->peer + rec_unzigzag(rec_cur_varint(&col[REC_COL_PEER])));
+        e->object = unzz32(x->object, rec_cur_varint(&col[REC_COL_OBJECT]));
+        x->object = e->object;
+        e->peer = unzz32(x->peer, rec_cur_varint(&col[REC_COL_PEER]));
         x->peer = e->peer;
     }
     for (int k = 0; k < REC_COL_COUNT; k++) {

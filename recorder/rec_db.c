@@ -8,6 +8,13 @@
  * the temporary file because the rename is the commit point and the trace
  * can always rebuild it. The schema is the contract with analysis and
  * replay (see README / DESIGN): change it only together with them.
+ *
+ * The two big tables, waits and transfers, are written while the run goes
+ * on: after each chunk the live recorder's background thread calls
+ * rec_ix_db_flush, which inserts the rows that can no longer change (the
+ * ended waits and completed transfers before the first one still open), a
+ * batch of BATCH_ROWS at a time. rec_close is then left with the last rows
+ * and the small tables. reindex writes everything at the end.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -34,6 +41,9 @@ static const char *const schema =
     " kind TEXT, object INT, site INT, begin_seq INT, end_seq INT, begin_ps INT, end_ps INT,"
     " dur_ps INT, expected INT, seen INT, waker_track INT, waker_seq INT, waker_rank INT,"
     " waker_core INT, cause TEXT);"
+    /* A deadlock's blocked waits, found without a scan (kept up as the rows
+     * go in, so it costs nothing like building it afterwards). */
+    "CREATE INDEX waits_blocked ON waits(rank, core) WHERE end_seq IS NULL;"
     "CREATE TABLE transfers(id INTEGER PRIMARY KEY, issue_seq INT, done_seq INT, rank INT,"
     " core INT, pipe TEXT, kind TEXT, src_rank INT, dst_rank INT, src_addr INT, dst_addr INT,"
     " bytes INT, issue_ps INT, start_ps INT, done_ps INT, site INT);";
@@ -41,11 +51,19 @@ static const char *const schema =
 typedef struct db_ctx {
     sqlite3 *db;
     sqlite3_stmt *st;           /* the statement rows are bound to now */
-    sqlite3_stmt *batch, *one;  /* big tables: BATCH_ROWS rows per insert, then one */
-    size_t row, full;           /* rows bound so far; rows that go through batch */
     int col;
     const rec_index *ix;
 } db_ctx;
+
+/* index.db.tmp while the index is being written. */
+struct rec_ix_db {
+    sqlite3 *db;
+    char path[4096], tmp[4096];
+    /* BATCH_ROWS rows per insert, and one */
+    sqlite3_stmt *waits_batch, *waits_one, *xfers_batch, *xfers_one;
+    size_t waits_ready, xfers_ready;  /* rows before these can no longer change */
+    size_t waits_done, xfers_done;    /* rows written */
+};
 
 /* Inserting several rows per statement roughly halves the per-row cost of
  * SQLite's VM for the wide waits and transfers tables. */
@@ -93,51 +111,29 @@ static void done(db_ctx *c) {
     c->col = 0;
 }
 
-/* Prepares "INSERT INTO table VALUES row" for nrows rows, row being the
- * parenthesised placeholder list of one row. */
-static int prep_rows(db_ctx *c, const char *table, const char *row, size_t nrows, char *err,
-                     size_t errlen) {
-    char one[512], *batch = NULL;
-    snprintf(one, sizeof one, "INSERT INTO %s VALUES%s", table, row);
-    size_t rl = strlen(row), len = strlen(one) + BATCH_ROWS * (rl + 1) + 1;
-    batch = malloc(len);
-    if (!batch) {
+/* Prepares "INSERT INTO table VALUES row" for BATCH_ROWS rows and for one,
+ * row being the parenthesised placeholder list of one row. */
+static int prep_rows(sqlite3 *db, const char *table, const char *row, sqlite3_stmt **batch,
+                     sqlite3_stmt **one, char *err, size_t errlen) {
+    char sql1[512];
+    snprintf(sql1, sizeof sql1, "INSERT INTO %s VALUES%s", table, row);
+    size_t rl = strlen(row), len = strlen(sql1) + BATCH_ROWS * (rl + 1) + 1;
+    char *sql = malloc(len);
+    if (!sql) {
         snprintf(err, errlen, "index: out of memory");
         return -1;
     }
-    int n = snprintf(batch, len, "INSERT INTO %s VALUES", table);
-    for (int r = 0; r < BATCH_ROWS; r++) n += snprintf(batch + n, len - (size_t)n, "%s%s", r ? "," : "", row);
-    c->batch = c->one = NULL;
-    int rc = sqlite3_prepare_v2(c->db, batch, -1, &c->batch, NULL);
-    if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(c->db, one, -1, &c->one, NULL);
-    free(batch);
+    int n = snprintf(sql, len, "INSERT INTO %s VALUES", table);
+    for (int r = 0; r < BATCH_ROWS; r++)
+        n += snprintf(sql + n, len - (size_t)n, "%s%s", r ? "," : "", row);
+    int rc = sqlite3_prepare_v2(db, sql, -1, batch, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(db, sql1, -1, one, NULL);
+    free(sql);
     if (rc != SQLITE_OK) {
-        snprintf(err, errlen, "index: cannot prepare \"%s\": %s", one, sqlite3_errmsg(c->db));
-        sqlite3_finalize(c->batch);
-        sqlite3_finalize(c->one);
+        snprintf(err, errlen, "index: cannot prepare \"%s\": %s", sql1, sqlite3_errmsg(db));
         return -1;
     }
-    c->row = 0;
-    c->full = nrows / BATCH_ROWS * BATCH_ROWS;
-    c->col = 0;
-    c->st = c->full ? c->batch : c->one;
     return 0;
-}
-
-/* Ends the row just bound: steps when the batch is full or for single rows. */
-static int row_done(db_ctx *c, char *err, size_t errlen) {
-    c->row++;
-    if (c->row <= c->full && c->row % BATCH_ROWS) return 0;
-    int rc = step(c, err, errlen);
-    c->st = c->row < c->full ? c->batch : c->one;
-    return rc;
-}
-
-static void done_rows(db_ctx *c) {
-    sqlite3_finalize(c->batch);
-    sqlite3_finalize(c->one);
-    c->st = c->batch = c->one = NULL;
-    c->col = 0;
 }
 
 static int write_meta(db_ctx *c, char *err, size_t errlen) {
@@ -263,44 +259,37 @@ static int write_chunks(db_ctx *c, char *err, size_t errlen) {
     return 0;
 }
 
-static int write_waits(db_ctx *c, char *err, size_t errlen) {
+/* Binds wait i at c->col + 1 onwards. */
+static void bind_wait(db_ctx *c, size_t i) {
     const rec_index *ix = c->ix;
-    if (prep_rows(c, "waits", "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL)", ix->nwaits, err,
-                  errlen))
-        return -1;
-    for (size_t i = 0; i < ix->nwaits; i++) {
-        const ix_wait *w = &ix->waits[i];
-        b_int(c, (int64_t)i + 1);
-        b_int(c, w->track);
-        b_int(c, w->rank);
-        b_int(c, w->core);
-        b_text(c, str_of(ix, w->role));
-        b_text(c, rec_wait_kind_name(w->kind));
-        b_id(c, w->object);
-        b_id(c, w->site);
-        b_int(c, (int64_t)w->begin_seq);
-        b_id(c, w->end_seq);
-        b_int(c, (int64_t)w->begin_ps);
-        b_int(c, (int64_t)w->end_ps);
-        b_int(c, (int64_t)(w->end_ps - w->begin_ps));
-        b_int(c, w->expected);
-        b_int(c, w->seen);
-        if (w->waker_peer) {
-            uint32_t wt = w->waker_peer - 1, rc = wt / PIPE_COUNT;
-            b_int(c, wt);
-            b_id(c, w->waker_seq);
-            b_int(c, rc / ix->cpr);
-            b_int(c, rc % ix->cpr);
-        } else {
-            b_null(c);
-            b_id(c, w->waker_seq);
-            b_null(c);
-            b_null(c);
-        }
-        if (row_done(c, err, errlen)) return -1;
+    const ix_wait *w = &ix->waits[i];
+    b_int(c, (int64_t)i + 1);
+    b_int(c, w->track);
+    b_int(c, w->rank);
+    b_int(c, w->core);
+    b_text(c, str_of(ix, w->role));
+    b_text(c, rec_wait_kind_name(w->kind));
+    b_id(c, w->object);
+    b_id(c, w->site);
+    b_int(c, (int64_t)w->begin_seq);
+    b_id(c, w->end_seq);
+    b_int(c, (int64_t)w->begin_ps);
+    b_int(c, (int64_t)w->end_ps);
+    b_int(c, (int64_t)(w->end_ps - w->begin_ps));
+    b_int(c, w->expected);
+    b_int(c, w->seen);
+    if (w->waker_peer) {
+        uint32_t wt = w->waker_peer - 1, rc = wt / PIPE_COUNT;
+        b_int(c, wt);
+        b_id(c, w->waker_seq);
+        b_int(c, rc / ix->cpr);
+        b_int(c, rc % ix->cpr);
+    } else {
+        b_null(c);
+        b_id(c, w->waker_seq);
+        b_null(c);
+        b_null(c);
     }
-    done_rows(c);
-    return 0;
 }
 
 /* gm_t raw addresses name their rank; local (UB, L1...) addresses belong to
@@ -309,35 +298,143 @@ static int64_t addr_rank(uint64_t raw, uint32_t own) {
     return (raw >> 63) ? own : (int64_t)((raw >> GM_RANK_SHIFT) & 0xffff);
 }
 
-static int write_transfers(db_ctx *c, char *err, size_t errlen) {
-    const rec_index *ix = c->ix;
-    if (prep_rows(c, "transfers", "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", ix->nxfers, err, errlen))
-        return -1;
-    for (size_t i = 0; i < ix->nxfers; i++) {
-        const ix_xfer *x = &ix->xfers[i];
-        const char *kind = engine_xfer_name(x->sub);
-        b_int(c, (int64_t)i + 1);
-        b_int(c, (int64_t)x->issue_seq);
-        b_id(c, x->done_seq);
-        b_int(c, x->rank);
-        b_int(c, x->core);
-        b_text(c, rec_pipe_name(x->pipe));
-        b_text(c, kind ? kind : "?");
-        /* A remote atomic has an operand, not a source buffer. */
-        b_int(c, x->sub == XFER_RDMA_ATOMIC ? (int64_t)x->rank : addr_rank(x->src_addr, x->rank));
-        b_int(c, addr_rank(x->dst_addr, x->rank));
-        b_int(c, (int64_t)x->src_addr);
-        b_int(c, (int64_t)x->dst_addr);
-        b_int(c, (int64_t)x->bytes);
-        b_int(c, (int64_t)x->issue_ps);
-        b_int(c, (int64_t)x->start_ps);
-        if (x->done_seq) b_int(c, (int64_t)x->done_ps);
-        else b_null(c);
-        b_id(c, x->site);
-        if (row_done(c, err, errlen)) return -1;
+void rec_transfer_ranks(int sub, uint32_t rank, uint64_t src_addr, uint64_t dst_addr,
+                        int64_t *src_rank, int64_t *dst_rank) {
+    /* A remote atomic or store carries its operand, not a source buffer. */
+    *src_rank = sub == XFER_RDMA_ATOMIC || sub == XFER_REMOTE_STORE ? (int64_t)rank
+                                                                   : addr_rank(src_addr, rank);
+    *dst_rank = addr_rank(dst_addr, rank);
+}
+
+/* Binds transfer i at c->col + 1 onwards. */
+static void bind_xfer(db_ctx *c, size_t i) {
+    const ix_xfer *x = &c->ix->xfers[i];
+    const char *kind = engine_xfer_name(x->sub);
+    b_int(c, (int64_t)i + 1);
+    b_int(c, (int64_t)x->issue_seq);
+    b_id(c, x->done_seq);
+    b_int(c, x->rank);
+    b_int(c, x->core);
+    b_text(c, rec_pipe_name(x->pipe));
+    b_text(c, kind ? kind : "?");
+    int64_t src_rank, dst_rank;
+    rec_transfer_ranks(x->sub, x->rank, x->src_addr, x->dst_addr, &src_rank, &dst_rank);
+    b_int(c, src_rank);
+    b_int(c, dst_rank);
+    b_int(c, (int64_t)x->src_addr);
+    b_int(c, (int64_t)x->dst_addr);
+    b_int(c, (int64_t)x->bytes);
+    b_int(c, (int64_t)x->issue_ps);
+    b_int(c, (int64_t)x->start_ps);
+    if (x->done_seq) b_int(c, (int64_t)x->done_ps);
+    else b_null(c);
+    b_id(c, x->site);
+}
+
+/* Writes rows [*done, ready) of a big table: whole batches, and with
+ * final the rest one by one. */
+static int write_rows(db_ctx *c, sqlite3_stmt *batch, sqlite3_stmt *one,
+                      void (*bind)(db_ctx *c, size_t i), size_t *done, size_t ready, int final,
+                      char *err, size_t errlen) {
+    while (*done + BATCH_ROWS <= ready) {
+        c->st = batch;
+        c->col = 0;
+        for (size_t r = 0; r < BATCH_ROWS; r++) bind(c, *done + r);
+        if (step(c, err, errlen)) return -1;
+        *done += BATCH_ROWS;
     }
-    done_rows(c);
+    while (final && *done < ready) {
+        c->st = one;
+        c->col = 0;
+        bind(c, *done);
+        if (step(c, err, errlen)) return -1;
+        ++*done;
+    }
     return 0;
+}
+
+static void db_close(rec_index *ix, int keep) {
+    rec_ix_db *d = ix->db;
+    if (!d) return;
+    sqlite3_finalize(d->waits_batch);
+    sqlite3_finalize(d->waits_one);
+    sqlite3_finalize(d->xfers_batch);
+    sqlite3_finalize(d->xfers_one);
+    sqlite3_close(d->db);
+    if (!keep) unlink(d->tmp);
+    free(d);
+    ix->db = NULL;
+}
+
+int rec_ix_db_open(rec_index *ix, const char *path, char *err, size_t errlen) {
+    if (ix->db) return 0;
+    rec_ix_db *d = calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    ix->db = d;
+    if (snprintf(d->path, sizeof d->path, "%s", path) >= (int)sizeof d->path ||
+        snprintf(d->tmp, sizeof d->tmp, "%s.tmp", path) >= (int)sizeof d->tmp) {
+        snprintf(err, errlen, "%s: path too long", path);
+        free(d);
+        ix->db = NULL;
+        return -1;
+    }
+    unlink(d->tmp);
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    if (sqlite3_open_v2(d->tmp, &d->db, flags, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "cannot create %s: %s", d->tmp,
+                 d->db ? sqlite3_errmsg(d->db) : "out of memory");
+        db_close(ix, 0);
+        return -1;
+    }
+    char *msg = NULL;
+    int rc = sqlite3_exec(d->db,
+                          "PRAGMA journal_mode=OFF;"
+                          " PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; BEGIN;",
+                          NULL, NULL, &msg);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(d->db, schema, NULL, NULL, &msg);
+    if (rc != SQLITE_OK) {
+        snprintf(err, errlen, "cannot create the schema of %s: %s", d->tmp, msg ? msg : "?");
+        sqlite3_free(msg);
+        db_close(ix, 0);
+        return -1;
+    }
+    if (prep_rows(d->db, "waits", "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL)",
+                  &d->waits_batch, &d->waits_one, err, errlen) ||
+        prep_rows(d->db, "transfers", "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &d->xfers_batch,
+                  &d->xfers_one, err, errlen)) {
+        db_close(ix, 0);
+        return -1;
+    }
+    return 0;
+}
+
+/* Writes the waits and transfers that can no longer change (all of them
+ * with final). */
+static int write_big(rec_index *ix, int final, char *err, size_t errlen) {
+    rec_ix_db *d = ix->db;
+    db_ctx c = {d->db, NULL, 0, ix};
+    while (d->waits_ready < ix->nwaits && (final || ix->waits[d->waits_ready].end_seq))
+        d->waits_ready++;
+    while (d->xfers_ready < ix->nxfers && (final || ix->xfers[d->xfers_ready].done_seq))
+        d->xfers_ready++;
+    return write_rows(&c, d->waits_batch, d->waits_one, bind_wait, &d->waits_done,
+                      d->waits_ready, final, err, errlen) ||
+                   write_rows(&c, d->xfers_batch, d->xfers_one, bind_xfer, &d->xfers_done,
+                              d->xfers_ready, final, err, errlen)
+               ? -1
+               : 0;
+}
+
+int rec_ix_db_flush(rec_index *ix, char *err, size_t errlen) {
+    if (!ix->db) return 0;
+    if (ix->oom) {
+        snprintf(err, errlen, "%s: out of memory while building the index", ix->db->path);
+        return -1;
+    }
+    return write_big(ix, 0, err, errlen);
 }
 
 int rec_ix_write_db(rec_index *ix, const char *path, char *err, size_t errlen) {
@@ -346,54 +443,37 @@ int rec_ix_write_db(rec_index *ix, const char *path, char *err, size_t errlen) {
         snprintf(err, errlen, "%s: out of memory while building the index", path);
         return -1;
     }
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
-        snprintf(err, errlen, "%s: path too long", path);
+    if (rec_ix_db_open(ix, path, err, errlen)) return -1;
+    rec_ix_db *d = ix->db;
+    db_ctx c = {d->db, NULL, 0, ix};
+    if (write_big(ix, 1, err, errlen) || write_meta(&c, err, errlen) ||
+        write_tracks(&c, err, errlen) || write_objects(&c, err, errlen) ||
+        write_chunks(&c, err, errlen) ||
+        sqlite3_exec(d->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        if (c.st) sqlite3_finalize(c.st);
+        if (!*err) snprintf(err, errlen, "cannot commit %s: %s", d->tmp, sqlite3_errmsg(d->db));
+        db_close(ix, 0);
         return -1;
     }
-    unlink(tmp);
-    db_ctx c = {0};
-    c.ix = ix;
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-    if (sqlite3_open_v2(tmp, &c.db, flags, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "cannot create %s: %s", tmp,
-                 c.db ? sqlite3_errmsg(c.db) : "out of memory");
-        sqlite3_close(c.db);
-        return -1;
-    }
-    char *msg = NULL;
-    int rc = sqlite3_exec(c.db,
-                          "PRAGMA journal_mode=OFF;"
-                          " PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; BEGIN;",
-                          NULL, NULL, &msg);
-    if (rc == SQLITE_OK) rc = sqlite3_exec(c.db, schema, NULL, NULL, &msg);
+    sqlite3_finalize(d->waits_batch);
+    sqlite3_finalize(d->waits_one);
+    sqlite3_finalize(d->xfers_batch);
+    sqlite3_finalize(d->xfers_one);
+    d->waits_batch = d->waits_one = d->xfers_batch = d->xfers_one = NULL;
+    int rc = sqlite3_close(d->db);
+    d->db = NULL;
     if (rc != SQLITE_OK) {
-        snprintf(err, errlen, "cannot create the schema of %s: %s", tmp, msg ? msg : "?");
-        sqlite3_free(msg);
-        sqlite3_close(c.db);
-        unlink(tmp);
+        snprintf(err, errlen, "cannot close %s", d->tmp);
+        db_close(ix, 0);
         return -1;
     }
-    if (write_meta(&c, err, errlen) || write_tracks(&c, err, errlen) ||
-        write_objects(&c, err, errlen) || write_chunks(&c, err, errlen) ||
-        write_waits(&c, err, errlen) || write_transfers(&c, err, errlen) ||
-        sqlite3_exec(c.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-        if (c.batch || c.one) done_rows(&c);
-        else if (c.st) sqlite3_finalize(c.st);
-        if (!*err) snprintf(err, errlen, "cannot commit %s: %s", tmp, sqlite3_errmsg(c.db));
-        sqlite3_close(c.db);
-        unlink(tmp);
+    if (rename(d->tmp, path) != 0) {
+        snprintf(err, errlen, "cannot rename %s to %s: %s", d->tmp, path, strerror(errno));
+        db_close(ix, 0);
         return -1;
     }
-    if (sqlite3_close(c.db) != SQLITE_OK) {
-        snprintf(err, errlen, "cannot close %s", tmp);
-        unlink(tmp);
-        return -1;
-    }
-    if (rename(tmp, path) != 0) {
-        snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
+    db_close(ix, 1);
     return 0;
 }
+
+void rec_ix_db_discard(rec_index *ix) { db_close(ix, 0); }

@@ -42,6 +42,7 @@ rec_index *rec_ix_new(void) {
 
 void rec_ix_free(rec_index *ix) {
     if (!ix) return;
+    rec_ix_db_discard(ix);
     rec_kv_free(&ix->meta);
     for (size_t i = 0; i < ix->nstrings; i++) free(ix->strings[i]);
     free(ix->strings);

@@ -34,8 +34,11 @@ typedef struct ix_site {
     int present;
 } ix_site;
 
+typedef struct rec_ix_db rec_ix_db;   /* rec_db.c: index.db.tmp being written */
+
 struct rec_index {
     rec_kv meta;
+    rec_ix_db *db;
     uint32_t cpr, num_aic;
     int oom;
 

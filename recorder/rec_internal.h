@@ -12,6 +12,8 @@
  *   rec_db.c      the index builder's rows -> index.db
  *   rec_writer.c  observer -> chunks -> trace.zst; index.db at close
  *   rec_reader.c  trace.zst -> chunks -> events (replay, reindex)
+ *   rec_worker.c  one background thread, one job at a time (the writer
+ *                 compresses and the events table decodes ahead on it)
  *   rec_reindex.c, rec_info.c, rec_vtab.c  the public operations
  * The writer and reindex feed the same index builder the same chunk data
  * (declaration bytes + events), so index.db does not depend on which of the
@@ -60,8 +62,32 @@ typedef struct rec_cur {
     int bad;
 } rec_cur;
 
-uint64_t rec_cur_varint(rec_cur *c);
-uint8_t rec_cur_byte(rec_cur *c);
+/* The general case of rec_cur_varint (several bytes, or at the end). */
+uint64_t rec_cur_varint_slow(rec_cur *c);
+/* Inline: most varints of a chunk column are one byte, and the decoders
+ * read tens of millions of them per second. */
+static inline uint64_t rec_cur_varint(rec_cur *c) {
+    const uint8_t *p = c->p;
+    if (c->end - p >= 2) {
+        if (p[0] < 0x80) {
+            c->p = p + 1;
+            return p[0];
+        }
+        if (p[1] < 0x80) {
+            c->p = p + 2;
+            return (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+        }
+    } else if (p < c->end && p[0] < 0x80) {
+        c->p = p + 1;
+        return p[0];
+    }
+    return rec_cur_varint_slow(c);
+}
+static inline uint8_t rec_cur_byte(rec_cur *c) {
+    if (c->p < c->end) return *c->p++;
+    c->bad = 1;
+    return 0;
+}
 /* Borrowed pointer to a varint-length-prefixed string (not NUL-terminated). */
 const char *rec_cur_bytes(rec_cur *c, size_t *len);
 const uint8_t *rec_cur_take(rec_cur *c, size_t n);
@@ -94,11 +120,15 @@ int rec_meta_from_info(rec_kv *kv, const rec_run_info *info, char *err, size_t e
 #define REC_TAG_CHUNK "NPRC"
 #define REC_TAG_TRAILER "NPRT"
 
-enum { REC_DECL_STRING = 1, REC_DECL_SITE = 2, REC_DECL_OBJECT = 3 };
+enum { REC_DECL_STRING = 1, REC_DECL_SITE = 2, REC_DECL_OBJECT = 3, REC_DECL_OBJECT_DELTA = 4 };
 
 void rec_decl_string(rec_buf *b, uint32_t id, const char *text);
 void rec_decl_site(rec_buf *b, const engine_site *s);
 void rec_decl_object(rec_buf *b, const engine_object *o);
+/* An object record stored as differences against the previous object
+ * record of the same chunk's declarations: prev is that record (zeroed at
+ * every chunk start), updated to o. What the writer uses. */
+void rec_decl_object_delta(rec_buf *b, engine_object *prev, const engine_object *o);
 
 /* Receives declarations while they are decoded. file/func/text are borrowed
  * and not NUL-terminated: their lengths are given. */
@@ -119,26 +149,34 @@ enum {
 };
 
 /* Delta contexts, reset at every chunk start (chunks stay independent).
- * ctx is indexed by a hash of (rank, core, pipe, kind): one queue's
- * successive transfers, one ring's successive stores, one core's flag sets
- * each see their own previous value, so their deltas are small and
- * repetitive. time is indexed by a hash of (rank, core): a core's local
- * clock advances smoothly even when the global order interleaves cores.
- * The hashes are part of the format (traces/FORMAT.md). */
+ * ctx is indexed by a hash of (rank, call site, kind): the previous event
+ * of the same statement on the same rank - one queue's previous transfer,
+ * or the same loop step of a sibling core - has nearly the same address,
+ * length, value and object, so the deltas are small and repetitive. time
+ * and prev_site are indexed by a hash of (rank, core): a core's local
+ * clock advances smoothly and its code walks a short cycle of call sites
+ * even when the global order interleaves cores. The hashes are part of the
+ * format (traces/FORMAT.md). */
 #define REC_CTX_BITS 14
 #define REC_CTX_SLOTS (1u << REC_CTX_BITS)
 #define REC_SITE_SLOTS 4096
 typedef struct rec_ctx {
     uint64_t addr, aux, value, len;
-    uint32_t peer, pad;
+    uint32_t peer, object;
 } rec_ctx;
 typedef struct rec_codec {
     rec_ctx ctx[REC_CTX_SLOTS];
     uint64_t time[REC_CTX_SLOTS];
+    uint32_t prev_site[REC_CTX_SLOTS];  /* by core slot: the core's previous site */
     uint32_t site[REC_SITE_SLOTS];  /* kind | pipe << 8 | sub << 16 | 1 << 24 */
-    int32_t *fen;                   /* pending XFER_ISSUEs of the chunk (Fenwick) */
-    size_t fen_cap;
+    /* Pending XFER_ISSUEs of the chunk by position (rec_chunk.c): a bit
+     * per position, a count per block of 512 positions, then one per
+     * group of 16 blocks. */
+    uint64_t *pend_bits;
+    uint32_t *pend_cnt;
+    size_t pend_cap, pend_words, pend_blocks, pend_groups, pend_first;
     rec_buf col[REC_COL_COUNT];  /* encoder's column streams */
+    size_t col_at[REC_COL_COUNT];   /* encoder: where each column starts in the payload */
 } rec_codec;
 void rec_codec_free(rec_codec *codec);   /* frees codec and its buffers */
 
@@ -177,6 +215,10 @@ void rec_chunk_summarize(const engine_event *evs, size_t n, rec_chunk_row *row);
 
 /* Compresses payload into one zstd frame (content size and checksum set). */
 int rec_frame_compress(void *cctx, const rec_buf *payload, rec_buf *out);
+/* The same, ending a zstd block at each of the ncuts increasing payload
+ * offsets (a chunk's column starts). */
+int rec_frame_compress_cut(void *cctx, const rec_buf *payload, const size_t *cuts,
+                           size_t ncuts, rec_buf *out);
 /* The trace file mapped read-only, walked frame by frame. */
 typedef struct rec_trace {
     const uint8_t *base;
@@ -191,6 +233,9 @@ int rec_trace_frame(const rec_trace *t, uint64_t off, uint64_t *frame_len);
 /* Decompresses one frame (whose size is known) into out. */
 int rec_frame_decompress(void *dctx, const uint8_t *src, size_t len, rec_buf *out, char *err,
                          size_t errlen);
+/* 0 if t (mapped from path) starts with a header frame of
+ * REC_FORMAT_VERSION; -1 with err naming both versions otherwise. */
+int rec_trace_check_version(const rec_trace *t, const char *path, char *err, size_t errlen);
 /* True if path's first frame decodes to an npurr header (an npurr run). */
 int rec_trace_is_npurr(const char *path);
 
@@ -222,14 +267,31 @@ int rec_ix_chunk(rec_index *ix, const uint8_t *decls, size_t decl_len,
 /* Ends the run: trailer meta (outcome, end_time_ps, events, check...), and
  * the trace size. Waits still open end at end_time_ps. */
 int rec_ix_finish(rec_index *ix, const rec_kv *trailer, uint64_t trace_bytes);
+/* Writes the whole index to path (through path.tmp, renamed at the end). */
 int rec_ix_write_db(rec_index *ix, const char *path, char *err, size_t errlen);
+/* Starts index.db.tmp for path early, so that rec_ix_db_flush can write the
+ * rows that are final while the run goes on (the live recorder's worker);
+ * rec_ix_write_db finishes it. rec_ix_free discards an unfinished one. */
+int rec_ix_db_open(rec_index *ix, const char *path, char *err, size_t errlen);
+int rec_ix_db_flush(rec_index *ix, char *err, size_t errlen);
+void rec_ix_db_discard(rec_index *ix);
 int rec_ix_oom(const rec_index *ix);
+
+/* ---------------------------------------------------------------- worker */
+
+/* One background thread running one job at a time. submit waits for the
+ * previous job, then hands fn(arg) over; wait blocks until it has run;
+ * stop waits and joins. start returns NULL when no thread can be made
+ * (callers then do the work themselves). */
+typedef struct rec_worker rec_worker;
+rec_worker *rec_worker_start(void);
+void rec_worker_submit(rec_worker *w, void (*fn)(void *arg), void *arg);
+void rec_worker_wait(rec_worker *w);
+void rec_worker_stop(rec_worker *w);
 
 /* ---------------------------------------------------------------- names */
 
-const char *rec_kind_name(int kind);
-int rec_kind_from_name(const char *name);   /* -1 unknown */
-const char *rec_pipe_name(int pipe);
+/* rec_kind_name, rec_kind_from_name, rec_pipe_name: see recorder.h. */
 
 /* Formats "RUN/name" into out; -1 if it does not fit. */
 int rec_path(char *out, size_t outlen, const char *dir, const char *name);

@@ -10,6 +10,18 @@
  * omitted), so pruning only has to be conservative, never exact.
  * rec_events_vtab_chunks_decoded() counts decoded chunks, which is how the
  * tests prove the pruning works.
+ *
+ * A full scan runs at tens of millions of rows per second, so the per-row
+ * path is kept minimal: a chunk is decoded once into an event array; a seq
+ * range (seqs are dense) becomes an index range, so xNext is an increment
+ * unless another constraint asks for a row test; xColumn reads one field
+ * and hands kind and pipe names to SQLite as static text, never copied.
+ * Decoding a chunk costs about half of what SQLite spends stepping through
+ * its rows, so once a scan reaches its second chunk the cursor decodes the
+ * next matching chunk ahead on a background thread (rec_worker.c) while
+ * SQLite reads the current one. A scan of one chunk, and the one-seq probes
+ * of a join, never start it: nothing is decoded that a query might not read,
+ * except the one chunk ahead of a scan that stops early (LIMIT).
  */
 #include <math.h>
 #include <stdio.h>
@@ -37,19 +49,38 @@ typedef struct ev_vtab {
 
 typedef struct range { uint64_t lo, hi; } range;
 
-typedef struct ev_cursor {
-    sqlite3_vtab_cursor base;
+/* One decoded chunk and what decoding it takes. A cursor has two: the one
+ * SQLite reads and the one decoded ahead; they swap. */
+typedef struct ev_decoded {
+    ev_vtab *vt;
     ZSTD_DCtx *dctx;
     rec_codec *codec;
     rec_buf frame;
     engine_event *evs;
-    size_t cap, n, pos;
-    size_t next_chunk;
-    size_t loaded;              /* chunk held in evs (SIZE_MAX: none): joins that
+    size_t cap, n;
+    size_t idx;                 /* chunk held in evs (SIZE_MAX: none): joins that
                                  * probe one seq at a time reuse it */
+    int failed;
+    char err[600];
+} ev_decoded;
+
+typedef struct ev_cursor {
+    sqlite3_vtab_cursor base;
+    ev_decoded cur, ahead;
+    rec_worker *worker;         /* started by the first scan that needs it */
+    int ahead_busy;             /* ahead was submitted to the worker */
+    int worker_failed;          /* no thread could be made: decode in line */
+    size_t n, pos;
+    size_t next_chunk;
+    size_t loads;               /* chunks loaded since xFilter */
+    size_t end;                 /* rows of the loaded chunk past the seq range */
     range seq, time, rank, core;
     uint64_t kinds;
+    int check;                  /* a constraint other than seq: test every row */
     int eof;
+    /* kind and pipe names by number, with their lengths */
+    const char *kind_name[256], *pipe_name[256];
+    int kind_len[256], pipe_len[256];
 } ev_cursor;
 
 static int load_chunks(ev_vtab *vt, const char *run_dir, char **pzErr) {
@@ -120,12 +151,16 @@ static int ev_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
     char path[4200], err[512];
     if (rc == SQLITE_OK) {
         rec_path(path, sizeof path, run_dir, "trace.zst");
-        if (rec_trace_map(path, &vt->trace, err, sizeof err)) {
+        /* Chunks are decoded by offset, without the reader's walk over the
+         * header: check here that this npurr knows their layout. */
+        if (rec_trace_map(path, &vt->trace, err, sizeof err) ||
+            rec_trace_check_version(&vt->trace, path, err, sizeof err)) {
             *pzErr = sqlite3_mprintf("events: %s", err);
             rc = SQLITE_ERROR;
         }
     }
     if (rc != SQLITE_OK) {
+        rec_trace_unmap(&vt->trace);
         free(vt->chunks);
         sqlite3_free(vt);
         return rc;
@@ -185,16 +220,66 @@ static int ev_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
     return SQLITE_OK;
 }
 
+static int decoded_init(ev_decoded *d, ev_vtab *vt) {
+    d->vt = vt;
+    d->idx = SIZE_MAX;
+    d->dctx = ZSTD_createDCtx();
+    d->codec = calloc(1, sizeof *d->codec);
+    return d->dctx && d->codec ? 0 : -1;
+}
+
+static void decoded_free(ev_decoded *d) {
+    ZSTD_freeDCtx(d->dctx);
+    rec_codec_free(d->codec);
+    rec_buf_free(&d->frame);
+    free(d->evs);
+}
+
+/* Decompresses and decodes chunk d->idx into d (either thread). */
+static void decode_chunk(void *arg) {
+    ev_decoded *d = arg;
+    const rec_chunk_row *r = &d->vt->chunks[d->idx];
+    const rec_trace *t = &d->vt->trace;
+    char err[512];
+    rec_chunk_view view;
+    d->failed = 1;
+    d->n = 0;
+    if (r->offset > t->size || r->compressed_bytes > t->size - r->offset) {
+        snprintf(d->err, sizeof d->err, "events: chunk at byte %llu lies past the end of "
+                 "trace.zst (stale index? run npurr reindex)", (unsigned long long)r->offset);
+        return;
+    }
+    if (rec_frame_decompress(d->dctx, t->base + r->offset, (size_t)r->compressed_bytes,
+                             &d->frame, err, sizeof err) ||
+        rec_chunk_decode(d->codec, d->frame.p, d->frame.len, &view, &d->evs, &d->cap, err,
+                         sizeof err)) {
+        snprintf(d->err, sizeof d->err, "events: chunk at byte %llu: %s",
+                 (unsigned long long)r->offset, err);
+        return;
+    }
+    __atomic_fetch_add(&chunks_decoded, 1, __ATOMIC_RELAXED);
+    d->n = view.n;
+    d->failed = 0;
+}
+
+static void ahead_settle(ev_cursor *c) {
+    if (!c->ahead_busy) return;
+    rec_worker_wait(c->worker);
+    c->ahead_busy = 0;
+}
+
 static int ev_open(sqlite3_vtab *base, sqlite3_vtab_cursor **out) {
-    (void)base;
     ev_cursor *c = calloc(1, sizeof *c);
     if (!c) return SQLITE_NOMEM;
-    c->dctx = ZSTD_createDCtx();
-    c->codec = calloc(1, sizeof *c->codec);
-    c->loaded = SIZE_MAX;
-    if (!c->dctx || !c->codec) {
-        ZSTD_freeDCtx(c->dctx);
-        rec_codec_free(c->codec);
+    for (int i = 0; i < 256; i++) {
+        c->kind_name[i] = rec_kind_name(i);
+        c->kind_len[i] = (int)strlen(c->kind_name[i]);
+        c->pipe_name[i] = rec_pipe_name(i);
+        c->pipe_len[i] = (int)strlen(c->pipe_name[i]);
+    }
+    if (decoded_init(&c->cur, (ev_vtab *)base) || decoded_init(&c->ahead, (ev_vtab *)base)) {
+        decoded_free(&c->cur);
+        decoded_free(&c->ahead);
         free(c);
         return SQLITE_NOMEM;
     }
@@ -204,10 +289,10 @@ static int ev_open(sqlite3_vtab *base, sqlite3_vtab_cursor **out) {
 
 static int ev_close(sqlite3_vtab_cursor *cur) {
     ev_cursor *c = (ev_cursor *)cur;
-    ZSTD_freeDCtx(c->dctx);
-    rec_codec_free(c->codec);
-    rec_buf_free(&c->frame);
-    free(c->evs);
+    ahead_settle(c);
+    rec_worker_stop(c->worker);
+    decoded_free(&c->cur);
+    decoded_free(&c->ahead);
     free(c);
     return SQLITE_OK;
 }
@@ -238,7 +323,10 @@ static void narrow(range *r, char op, sqlite3_value *v, int *empty) {
         if (lo > 0 && (uint64_t)lo > r->lo) r->lo = (uint64_t)lo;
         if (hi < 1.8e19 && (uint64_t)hi < r->hi) r->hi = (uint64_t)hi;
     }
-    /* Text, blob or NULL: no pruning; SQLite's own comparison decides. */
+    else if (type == SQLITE_NULL) {
+        *empty = 1; /* a comparison with NULL is never true */
+    }
+    /* Text or blob: no pruning; SQLite's own comparison decides. */
 }
 
 static int chunk_matches(const ev_cursor *c, const rec_chunk_row *r) {
@@ -255,57 +343,79 @@ static int row_matches(const ev_cursor *c, const engine_event *e) {
 }
 
 /* The engine's seqs are dense, so in a chunk whose events run from seq f to
- * f + n - 1 a lower seq bound is an index; anything else is scanned. */
-static size_t first_at_or_after(const ev_cursor *c, uint64_t seq) {
-    if (c->n == 0 || seq <= c->evs[0].seq) return 0;
-    uint64_t k = seq - c->evs[0].seq;
-    if (c->evs[c->n - 1].seq - c->evs[0].seq != c->n - 1) return 0;
-    return k < c->n ? (size_t)k : c->n;
+ * f + n - 1 the seq range is an index range [pos, end); a chunk that is not
+ * dense (never written by npurr, but readable) is tested row by row. */
+static void seq_window(ev_cursor *c) {
+    c->pos = 0;
+    c->end = c->n;
+    if (c->n == 0) return;
+    uint64_t f = c->cur.evs[0].seq;
+    if (c->cur.evs[c->n - 1].seq - f != c->n - 1) {
+        c->check = 1;
+        return;
+    }
+    if (c->seq.lo > f) c->pos = c->seq.lo - f < c->n ? (size_t)(c->seq.lo - f) : c->n;
+    if (c->seq.hi < f) c->end = 0;
+    else if (c->seq.hi - f < c->n) c->end = (size_t)(c->seq.hi - f) + 1;
 }
 
-/* Decodes the next chunk that can hold a matching row; 0 when none is left. */
+/* The first chunk at or after from that can hold a matching row, or
+ * nchunks. */
+static size_t next_match(const ev_cursor *c, size_t from) {
+    const ev_vtab *vt = (const ev_vtab *)c->base.pVtab;
+    while (from < vt->nchunks && !chunk_matches(c, &vt->chunks[from])) from++;
+    return from;
+}
+
+/* Loads the next chunk that can hold a matching row; 0 when none is left. */
 static int load_next_chunk(ev_cursor *c) {
     ev_vtab *vt = (ev_vtab *)c->base.pVtab;
-    while (c->next_chunk < vt->nchunks) {
-        size_t idx = c->next_chunk++;
-        const rec_chunk_row *r = &vt->chunks[idx];
-        if (!chunk_matches(c, r)) continue;
-        if (idx == c->loaded) {
-            c->n = (size_t)r->events;
-            c->pos = first_at_or_after(c, c->seq.lo);
-            return 1;
-        }
-        if (r->offset + r->compressed_bytes > vt->trace.size) {
-            vt->base.zErrMsg = sqlite3_mprintf("events: chunk at byte %llu lies past the end "
-                                               "of trace.zst (stale index? run npurr reindex)",
-                                               (unsigned long long)r->offset);
-            return -1;
-        }
-        char err[512];
-        rec_chunk_view view;
-        c->loaded = SIZE_MAX; /* evs is about to be overwritten */
-        if (rec_frame_decompress(c->dctx, vt->trace.base + r->offset, (size_t)r->compressed_bytes,
-                                 &c->frame, err, sizeof err) ||
-            rec_chunk_decode(c->codec, c->frame.p, c->frame.len, &view, &c->evs, &c->cap, err,
-                             sizeof err)) {
-            vt->base.zErrMsg = sqlite3_mprintf("events: chunk at byte %llu: %s",
-                                               (unsigned long long)r->offset, err);
-            return -1;
-        }
-        __atomic_fetch_add(&chunks_decoded, 1, __ATOMIC_RELAXED);
-        c->loaded = idx;
-        c->n = view.n;
-        c->pos = first_at_or_after(c, c->seq.lo);
-        return 1;
+    size_t idx = next_match(c, c->next_chunk);
+    if (idx >= vt->nchunks) {
+        c->next_chunk = idx;
+        return 0;
     }
-    return 0;
+    c->next_chunk = idx + 1;
+    if (idx != c->cur.idx) {
+        ahead_settle(c);
+        if (c->ahead.idx == idx) {
+            ev_decoded t = c->cur;
+            c->cur = c->ahead;
+            c->ahead = t;
+        } else {
+            c->cur.idx = idx;
+            decode_chunk(&c->cur);
+        }
+        c->ahead.idx = SIZE_MAX; /* its buffers are about to be reused */
+        if (c->cur.failed) {
+            c->cur.idx = SIZE_MAX;
+            vt->base.zErrMsg = sqlite3_mprintf("%s", c->cur.err);
+            return -1;
+        }
+    }
+    c->n = c->cur.n;
+    seq_window(c);
+    /* A scan that needs a second chunk probably needs the next one too. */
+    if (++c->loads >= 2 && !c->worker_failed) {
+        size_t next = next_match(c, c->next_chunk);
+        if (next < vt->nchunks) {
+            if (!c->worker && !(c->worker = rec_worker_start())) c->worker_failed = 1;
+            if (c->worker) {
+                c->ahead.idx = next;
+                c->ahead_busy = 1;
+                rec_worker_submit(c->worker, decode_chunk, &c->ahead);
+            }
+        }
+    }
+    return 1;
 }
 
 /* Moves to the first matching row at or after pos. */
 static int seek(ev_cursor *c) {
     for (;;) {
-        while (c->pos < c->n) {
-            if (row_matches(c, &c->evs[c->pos])) return SQLITE_OK;
+        if (!c->check && c->pos < c->end) return SQLITE_OK;
+        while (c->pos < c->end) {
+            if (row_matches(c, &c->cur.evs[c->pos])) return SQLITE_OK;
             c->pos++;
         }
         int k = load_next_chunk(c);
@@ -323,8 +433,9 @@ static int ev_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, i
     c->seq = c->time = (range){0, UINT64_MAX};
     c->rank = c->core = (range){0, UINT32_MAX};
     c->kinds = ~0ULL;
-    c->n = c->pos = 0; /* evs may still hold chunk `loaded`, reused if it matches */
+    c->n = c->pos = c->end = 0; /* cur may still hold a chunk, reused if it matches */
     c->next_chunk = 0;
+    c->loads = 0;
     c->eof = 0;
     int empty = 0;
     for (int i = 0; i < idxNum && i < argc && idxStr && idxStr[2 * i]; i++) {
@@ -339,6 +450,8 @@ static int ev_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, i
             if (sqlite3_value_type(argv[i]) == SQLITE_TEXT) {
                 int k = rec_kind_from_name((const char *)sqlite3_value_text(argv[i]));
                 c->kinds &= k < 0 ? 0 : 1ULL << k;
+            } else if (sqlite3_value_type(argv[i]) == SQLITE_NULL) {
+                empty = 1;
             }
             break;
         }
@@ -348,12 +461,15 @@ static int ev_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, i
         c->eof = 1;
         return SQLITE_OK;
     }
+    c->check = c->time.lo > 0 || c->time.hi < UINT64_MAX || c->rank.lo > 0 ||
+               c->rank.hi < UINT32_MAX || c->core.lo > 0 || c->core.hi < UINT32_MAX ||
+               c->kinds != ~0ULL;
     return seek(c);
 }
 
 static int ev_next(sqlite3_vtab_cursor *cur) {
     ev_cursor *c = (ev_cursor *)cur;
-    c->pos++;
+    if (++c->pos < c->end && !c->check) return SQLITE_OK;
     return seek(c);
 }
 
@@ -361,14 +477,18 @@ static int ev_eof(sqlite3_vtab_cursor *cur) { return ((ev_cursor *)cur)->eof; }
 
 static int ev_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
     ev_cursor *c = (ev_cursor *)cur;
-    const engine_event *e = &c->evs[c->pos];
+    const engine_event *e = &c->cur.evs[c->pos];
     switch (col) {
     case C_SEQ: sqlite3_result_int64(ctx, (sqlite3_int64)e->seq); break;
     case C_TIME: sqlite3_result_int64(ctx, (sqlite3_int64)e->time); break;
     case C_RANK: sqlite3_result_int64(ctx, e->rank); break;
     case C_CORE: sqlite3_result_int64(ctx, e->core); break;
-    case C_PIPE: sqlite3_result_text(ctx, rec_pipe_name(e->pipe), -1, SQLITE_TRANSIENT); break;
-    case C_KIND: sqlite3_result_text(ctx, rec_kind_name(e->kind), -1, SQLITE_TRANSIENT); break;
+    case C_PIPE:
+        sqlite3_result_text(ctx, c->pipe_name[e->pipe], c->pipe_len[e->pipe], SQLITE_STATIC);
+        break;
+    case C_KIND:
+        sqlite3_result_text(ctx, c->kind_name[e->kind], c->kind_len[e->kind], SQLITE_STATIC);
+        break;
     case C_SUB: sqlite3_result_int64(ctx, e->sub); break;
     case C_ADDR: sqlite3_result_int64(ctx, (sqlite3_int64)e->addr); break;
     case C_LEN: sqlite3_result_int64(ctx, (sqlite3_int64)e->len); break;
@@ -385,7 +505,7 @@ static int ev_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
 
 static int ev_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
     ev_cursor *c = (ev_cursor *)cur;
-    *rowid = (sqlite3_int64)c->evs[c->pos].seq;
+    *rowid = (sqlite3_int64)c->cur.evs[c->pos].seq;
     return SQLITE_OK;
 }
 

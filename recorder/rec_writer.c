@@ -7,9 +7,18 @@
  * appended to a buffer; nothing allocates per event and nothing touches
  * SQLite. When REC_CHUNK_EVENTS events have accumulated, the chunk is
  * encoded into columns, compressed into one zstd frame and written with a
- * single write(), then handed to the index builder. That bounds what a crash
- * can lose to the unfinished chunk, and rec_close only has to flush the last
- * one, append the trailer and write index.db.
+ * single write(), then handed to the index builder. rec_close only has to
+ * flush the last one, append the trailer and write index.db.
+ *
+ * The encoding, compression, write and indexing of a chunk run on a
+ * background thread (rec_worker.c) while the engine fills the next chunk
+ * into a second buffer: on a machine with a spare core the engine only pays
+ * for copying events. The engine thread waits for the previous chunk before
+ * handing over the next, so one chunk at most is in flight, and everything
+ * the worker writes (file offset, index builder, failure) is read by the
+ * engine thread only after such a wait. A crash can lose the chunk being
+ * filled and the one being compressed; rec_close (also on a fault or
+ * Ctrl-C) waits for both. Without a thread the chunk is written in line.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -23,21 +32,31 @@
 
 #include "recorder/rec_internal.h"
 
-/* zstd level for chunks: fast levels keep recording overhead low; the
- * column transposition already does most of the work. */
-#define REC_ZSTD_LEVEL 3
+/* zstd level for chunks: the column transposition does most of the work,
+ * and compression runs on the background thread. Level 5 instead of 3
+ * saves about 2% of the trace for a few percent more CPU (on the layered
+ * dispatch: 5.07 instead of 5.15 bytes per event; 7 gives 4.96 for twice
+ * the compression time). */
+#define REC_ZSTD_LEVEL 5
 
 struct rec_writer {
     char dir[4096];
     int fd;
     rec_kv header;
+    /* Engine thread: the chunk being filled. */
     engine_event *evs;
     size_t nev;
     rec_buf decls;
+    engine_object prev_obj;   /* the last object declared in decls */
+    /* The chunk handed to the worker, and what writing it takes. */
+    engine_event *job_evs;
+    size_t job_nev;
+    rec_buf job_decls;
+    rec_worker *worker;       /* NULL: chunks are written in line */
     rec_codec *codec;
     ZSTD_CCtx *cctx;
     rec_buf raw, comp;
-    uint64_t offset, events, max_time;
+    uint64_t offset, events, max_time;  /* offset, events: atomics (progress reads) */
     rec_index *ix;
     int failed;
     char fail_msg[4400];
@@ -127,8 +146,11 @@ static int write_all(int fd, const uint8_t *p, size_t n) {
     return 0;
 }
 
-static int write_frame(rec_writer *w) {
-    if (w->raw.oom || rec_frame_compress(w->cctx, &w->raw, &w->comp)) {
+/* Compresses raw into one frame (a chunk's with a block per column) and
+ * writes it. */
+static int write_frame_cut(rec_writer *w, const size_t *cuts, size_t ncuts) {
+    if (w->raw.oom || (ncuts ? rec_frame_compress_cut(w->cctx, &w->raw, cuts, ncuts, &w->comp)
+                             : rec_frame_compress(w->cctx, &w->raw, &w->comp))) {
         fail(w, "%s/trace.zst: cannot compress a frame (%s)", "out of memory");
         return -1;
     }
@@ -136,37 +158,64 @@ static int write_frame(rec_writer *w) {
         fail(w, "%s/trace.zst: write failed: %s", strerror(errno));
         return -1;
     }
-    w->offset += w->comp.len;
+    __atomic_store_n(&w->offset, w->offset + w->comp.len, __ATOMIC_RELAXED);
     return 0;
 }
 
-static void encode_and_write(rec_writer *w) {
+static int write_frame(rec_writer *w) { return write_frame_cut(w, NULL, 0); }
+
+/* The job: encodes, compresses, writes and indexes job_evs/job_decls. */
+static void encode_and_write(void *arg) {
+    rec_writer *w = arg;
+    const engine_event *evs = w->job_evs;
+    size_t n = w->job_nev;
     w->raw.len = 0;
-    rec_chunk_encode(w->codec, w->decls.p, w->decls.len, w->evs, w->nev, &w->raw);
+    rec_chunk_encode(w->codec, w->job_decls.p, w->job_decls.len, evs, n, &w->raw);
     rec_chunk_row row;
-    rec_chunk_summarize(w->evs, w->nev, &row);
+    rec_chunk_summarize(evs, n, &row);
     row.offset = w->offset;
-    if (write_frame(w)) return;
+    if (write_frame_cut(w, w->codec->col_at, REC_COL_COUNT)) return;
     row.compressed_bytes = w->comp.len;
     row.raw_bytes = w->raw.len;
-    if (rec_ix_chunk(w->ix, w->decls.p, w->decls.len, w->evs, w->nev, &row))
+    if (rec_ix_chunk(w->ix, w->job_decls.p, w->job_decls.len, evs, n, &row)) {
         fail(w, "%s/index.db: cannot index a chunk (%s)", "out of memory");
-    w->events += w->nev;
-    if (w->nev && row.last_time > w->max_time) w->max_time = row.last_time;
+    } else {
+        char err[200];
+        if (rec_ix_db_flush(w->ix, err, sizeof err)) fail(w, "%s/index.db: %s", err);
+    }
+    __atomic_store_n(&w->events, w->events + n, __ATOMIC_RELAXED);
+    if (n && row.last_time > w->max_time) w->max_time = row.last_time;
 }
 
-/* Encodes, compresses, writes and indexes the buffered chunk. Always empties
- * the buffers: after a failure (reported by rec_close) events are dropped,
- * never written past the chunk buffer. */
+/* Waits until the chunk in flight (if any) is written: after this the
+ * engine thread may read what the worker writes. */
+static void settle(rec_writer *w) {
+    if (w->worker) rec_worker_wait(w->worker);
+}
+
+/* Hands the buffered chunk to the worker (or writes it in line) and starts
+ * an empty one. Always empties the buffers: after a failure (reported by
+ * rec_close) events are dropped, never written past the chunk buffer. */
 static void flush_chunk(rec_writer *w) {
-    if (!w->failed && (w->nev || w->decls.len)) {
-        if (w->decls.oom)
-            fail(w, "%s/trace.zst: cannot buffer declarations (%s)", "out of memory");
-        else
-            encode_and_write(w);
+    if (!w->nev && !w->decls.len) return;
+    settle(w);
+    if (!w->failed && w->decls.oom)
+        fail(w, "%s/trace.zst: cannot buffer declarations (%s)", "out of memory");
+    if (!w->failed) {
+        engine_event *e = w->job_evs;
+        w->job_evs = w->evs;
+        w->evs = e;
+        w->job_nev = w->nev;
+        rec_buf d = w->job_decls;
+        w->job_decls = w->decls;
+        w->decls = d;
+        if (w->worker) rec_worker_submit(w->worker, encode_and_write, w);
+        else encode_and_write(w);
     }
     w->nev = 0;
     w->decls.len = 0;
+    w->decls.oom = 0;
+    memset(&w->prev_obj, 0, sizeof w->prev_obj);
 }
 
 /* ---------------------------------------------------------------- observer */
@@ -180,7 +229,8 @@ static void obs_site(void *ctx, const engine_site *site) {
 }
 
 static void obs_object(void *ctx, const engine_object *obj) {
-    rec_decl_object(&((rec_writer *)ctx)->decls, obj);
+    rec_writer *w = ctx;
+    rec_decl_object_delta(&w->decls, &w->prev_obj, obj);
 }
 
 static void obs_event(void *ctx, const engine_event *ev) {
@@ -217,17 +267,24 @@ void rec_attach(rec_writer *w, engine *e) {
     engine_set_observer(e, &obs);
 }
 
-uint64_t rec_writer_events(const rec_writer *w) { return w->events + w->nev; }
-uint64_t rec_writer_bytes(const rec_writer *w) { return w->offset; }
+uint64_t rec_writer_events(const rec_writer *w) {
+    return __atomic_load_n(&w->events, __ATOMIC_RELAXED) + w->nev;
+}
+uint64_t rec_writer_bytes(const rec_writer *w) {
+    return __atomic_load_n(&w->offset, __ATOMIC_RELAXED);
+}
 
 /* ---------------------------------------------------------------- open/close */
 
 static void writer_free(rec_writer *w) {
     if (!w) return;
+    rec_worker_stop(w->worker);
     if (w->fd >= 0) close(w->fd);
     rec_kv_free(&w->header);
     free(w->evs);
+    free(w->job_evs);
     rec_buf_free(&w->decls);
+    rec_buf_free(&w->job_decls);
     rec_codec_free(w->codec);
     ZSTD_freeCCtx(w->cctx);
     rec_buf_free(&w->raw);
@@ -269,10 +326,11 @@ int rec_open_with_meta(const char *run_dir, const rec_run_info *info,
         return -1;
     }
     w->evs = malloc(REC_CHUNK_EVENTS * sizeof *w->evs);
+    w->job_evs = malloc(REC_CHUNK_EVENTS * sizeof *w->job_evs);
     w->codec = calloc(1, sizeof *w->codec);
     w->cctx = ZSTD_createCCtx();
     w->ix = rec_ix_new();
-    if (!w->evs || !w->codec || !w->cctx || !w->ix) {
+    if (!w->evs || !w->job_evs || !w->codec || !w->cctx || !w->ix) {
         snprintf(err, errlen, "rec_open: out of memory");
         writer_free(w);
         return -1;
@@ -294,6 +352,13 @@ int rec_open_with_meta(const char *run_dir, const rec_run_info *info,
     rec_ix_header(w->ix, &w->header);
 
     char path[4200];
+    /* index.db.tmp takes the final waits and transfers while the run goes
+     * on (encode_and_write); rec_close adds the rest and renames it. */
+    rec_path(path, sizeof path, run_dir, "index.db");
+    if (rec_ix_db_open(w->ix, path, err, errlen)) {
+        writer_free(w);
+        return -1;
+    }
     rec_path(path, sizeof path, run_dir, "trace.zst");
     w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (w->fd < 0) {
@@ -309,6 +374,7 @@ int rec_open_with_meta(const char *run_dir, const rec_run_info *info,
         writer_free(w);
         return -1;
     }
+    w->worker = rec_worker_start(); /* NULL: chunks are written in line */
     *out = w;
     return 0;
 }
@@ -332,6 +398,7 @@ int rec_close(rec_writer *w, const engine_result *res, const char *check_status,
     }
     if (errlen) err[0] = 0;
     flush_chunk(w);
+    settle(w);
     rec_kv trailer = {0};
     int rc = 0;
     if (res) {

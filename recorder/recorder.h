@@ -10,7 +10,8 @@
  *              with the run's metadata, one frame per chunk of events with
  *              the declarations that arrived since the previous chunk, a
  *              trailer frame with the outcome). `zstd -t` and `zstd -d`
- *              accept it; a crash loses at most the unfinished chunk.
+ *              accept it; a crash loses at most the chunk being filled and
+ *              the one being compressed.
  *              Byte-level layout: traces/FORMAT.md.
  *   index.db   SQLite, derived: meta, strings, tracks, sites, objects, rings,
  *              chunks, waits, transfers. rec_reindex rebuilds it from the
@@ -21,8 +22,10 @@
  * Recording: rec_open, then install rec_observer's callbacks with
  * engine_set_observer, engine_run, then rec_close with the result. The
  * observer appends each event to a fixed chunk buffer (no allocation, no
- * SQLite per event); a full chunk is encoded, compressed and written with
- * one write() at once.
+ * SQLite per event); a full chunk is handed to a background thread that
+ * encodes, compresses and writes it with one write() and adds its final
+ * waits and transfers to index.db.tmp, while the engine fills a second
+ * buffer. rec_close writes the rest of the index and renames it.
  *
  * Errors are values: every int-returning call returns 0 on success and -1
  * on error with a sentence naming the file or input at fault in err.
@@ -39,7 +42,7 @@
 
 /* Version of the trace format written by this library (meta format_version).
  * A reader accepts exactly the versions it knows; see traces/FORMAT.md. */
-#define REC_FORMAT_VERSION 1
+#define REC_FORMAT_VERSION 2
 /* Events per chunk frame. */
 #define REC_CHUNK_EVENTS 65536
 
