@@ -1,6 +1,6 @@
 /*
  * bench_analysis.c - analysis over a big trace: `stats`, the queries of
- * docs/SQL.md, and a full scan of the `events` virtual table.
+ * README.md, and a full scan of the `events` virtual table.
  *
  * Usage: bench_analysis [RUN]            time an existing run
  *        bench_analysis --events N       synthesize a run of about N events
@@ -15,7 +15,7 @@
  * with the event pattern of a real ring kernel (MTE3 copy, flag wait, tail
  * store; ring_data wait woken by that store, MTE2 copy, head store;
  * ring_space waits when the ring is full). Then ana_derive, and the timed
- * parts: every `stats` grouping, every query of docs/SQL.md, a Chrome
+ * parts: every `stats` grouping, every query of README.md, a Chrome
  * export, a full events scan. Targets (issue 7): stats under 1 s; the
  * events scan at 20 M events/s or more.
  */
@@ -219,11 +219,11 @@ static int synthesize(const char *run, uint64_t target, char *err, size_t errlen
     return rec_close(w, &res, "skipped", NULL, err, errlen);
 }
 
-/* The ```sql blocks of docs/SQL.md (next to this file's ../docs). */
+/* The ```sql blocks of README.md (next to this file's ../docs). */
 static int docs_queries(char **q, char **head, int max) {
     char here[1024], path[1100];
     snprintf(here, sizeof here, "%s", __FILE__);
-    snprintf(path, sizeof path, "%s/../docs/SQL.md", dirname(here));
+    snprintf(path, sizeof path, "%s/../README.md", dirname(here));
     FILE *f = fopen(path, "r");
     if (!f) return 0;
     char line[2048], heading[256] = "";
@@ -346,7 +346,7 @@ int main(int argc, char **argv) {
         free(q[i]);
         free(head[i]);
     }
-    if (!nq) printf("docs/SQL.md not found next to the sources: its queries were not timed\n");
+    if (!nq) printf("README.md not found next to the sources: its queries were not timed\n");
     if (null) fclose(null);
 
     FILE *sink = fopen("/dev/null", "w");

@@ -15,7 +15,7 @@ static void sql_usage(FILE *out) {
           "Runs SQL on RUN/index.db with the `events` virtual table registered (raw\n"
           "events decoded from RUN/trace.zst; constraints on seq, time, rank, core and\n"
           "kind decode only the chunks they touch). Prints each result set as an aligned\n"
-          "table, or as CSV with --csv. Tables, views and example queries: docs/SQL.md;\n"
+          "table, or as CSV with --csv. Tables, views and example queries: README.md (SQL over a run);\n"
           "`sqlite3 RUN/index.db` works too for everything but `events`.\n"
           "\n"
           "  --csv        CSV (RFC 4180) instead of an aligned table; streams large results\n"

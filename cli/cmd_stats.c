@@ -26,7 +26,7 @@ static void stats_usage(FILE *out) {
           "  --by kind     flag, pipe, xcore, gm, ring_space, ring_data, barrier\n"
           "  --by object   the awaited word (ring head/tail, flag, ...)\n"
           "  --by cause    producer_late, transfer_slow, flow_control, credit_starvation,\n"
-          "                barrier (rules: docs/SQL.md)\n"
+          "                barrier (rules: README.md)\n"
           "  --top N       only the N largest groups\n"
           "  -h, --help    this text\n"
           "\n"

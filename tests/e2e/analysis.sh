@@ -3,7 +3,7 @@
 # user runs them on recorded runs: the combine sender (a clean run and its
 # ring-too-small deadlock) and, when the kernel is built in, the layered
 # dispatch with --inject credit-leak, whose `stats --by cause` must rank
-# credit_starvation first and whose docs/SQL.md deadlock query must name
+# credit_starvation first and whose README.md deadlock query must name
 # the ForwarderCoordinator. The Chrome export is parsed with Python's json
 # module and every event is checked for its phase's fields, matched flow
 # and async ids, and per-thread nesting. The views are also read without
@@ -13,7 +13,7 @@
 set -u
 npurr=$1
 here=$(cd "$(dirname "$0")" && pwd)
-docs="$here/../../docs/SQL.md"
+docs="$here/../../README.md"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -169,7 +169,7 @@ assert db.execute("SELECT COUNT(*) FROM waits WHERE cause IS NULL").fetchone()[0
 EOF
 # The docs' queries that need no deadlock run here too.
 for q in "full longest" "per role per rank" "ten longest" "occupancy over time" "Causes ranked"; do
-    docs_query "$q" > "$work/q.sql" || fail "docs/SQL.md has no query '$q'"
+    docs_query "$q" > "$work/q.sql" || fail "README.md has no query '$q'"
     expect 0 "$npurr" sql "$run" - < "$work/q.sql"
 done
 
