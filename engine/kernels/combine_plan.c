@@ -30,16 +30,6 @@ const kernel_option combine_options[] = {
     {NULL, NULL, NULL},
 };
 
-static int get_int(const kernel_opts *o, const char *name, int64_t lo, int64_t hi, int64_t *out,
-                   char *err, size_t errlen) {
-    if (kopt_i64(o, name, out, err, errlen) != 0) return -1;
-    if (*out < lo || *out > hi) {
-        snprintf(err, errlen, "--%s %lld: must be between %lld and %lld", name, (long long)*out,
-                 (long long)lo, (long long)hi);
-        return -1;
-    }
-    return 0;
-}
 
 uint32_t combine_sender_ub_bytes(const combine_shape *sh) {
     uint64_t table = combine_align_up((uint64_t)sh->local_experts * (uint64_t)sh->num_ranks * 4,
@@ -78,19 +68,19 @@ int combine_shape_from_opts(const kernel_opts *o, int scheme, int nodes, int npu
     int R = npus_per_node;
     sh->num_ranks = R;
     int64_t v;
-    if (get_int(o, "tokens", 1, 1 << 24, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "tokens", 1, 1 << 24, &v, err, errlen)) return -1;
     sh->tokens = (int)v;
-    if (get_int(o, "hidden", 1, 1 << 16, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "hidden", 1, 1 << 16, &v, err, errlen)) return -1;
     sh->hidden = (int)v;
     sh->row_bytes = (uint32_t)sh->hidden * 2u;
-    if (get_int(o, "experts", 1, 1 << 16, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "experts", 1, 1 << 16, &v, err, errlen)) return -1;
     sh->experts = (int)v;
     if (sh->experts % R != 0) {
         snprintf(err, errlen, "--experts %d: must be a multiple of the %d ranks", sh->experts, R);
         return -1;
     }
     sh->local_experts = sh->experts / R;
-    if (get_int(o, "topk", 1, 64, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "topk", 1, 64, &v, err, errlen)) return -1;
     sh->topk = (int)v;
     if (sh->topk > sh->experts) {
         snprintf(err, errlen, "--topk %d: larger than --experts %d", sh->topk, sh->experts);
@@ -101,14 +91,14 @@ int combine_shape_from_opts(const kernel_opts *o, int scheme, int nodes, int npu
                  sh->tokens, sh->topk, R);
         return -1;
     }
-    if (get_int(o, "staging-bytes", 64, UB_BYTES, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "staging-bytes", 64, UB_BYTES, &v, err, errlen)) return -1;
     if (v % UB_ALIGN) {
         snprintf(err, errlen, "--staging-bytes %lld: must be a multiple of 32 (UB blocks)",
                  (long long)v);
         return -1;
     }
     sh->staging_bytes = (uint32_t)v;
-    if (get_int(o, "ring-bytes", 32, (int64_t)1 << 36, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "ring-bytes", 32, (int64_t)1 << 36, &v, err, errlen)) return -1;
     if (v % UB_ALIGN) {
         snprintf(err, errlen, "--ring-bytes %lld: must be a multiple of 32", (long long)v);
         return -1;
@@ -133,7 +123,7 @@ int combine_shape_from_opts(const kernel_opts *o, int scheme, int nodes, int npu
         return -1;
     }
     /* The receivers take one AIV per source rank; the senders get the rest. */
-    if (get_int(o, "sender-cores", 0, num_aiv - R, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "sender-cores", 0, num_aiv - R, &v, err, errlen)) return -1;
     sh->sender_cores = v == 0 ? R : (int)v;
 
     uint32_t need = combine_sender_ub_bytes(sh);

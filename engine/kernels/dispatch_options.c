@@ -48,16 +48,6 @@ const kernel_option dispatch_options[] = {
     {NULL, NULL, NULL},
 };
 
-static int get_int(const kernel_opts *o, const char *name, int64_t lo, int64_t hi, int64_t *out,
-                   char *err, size_t errlen) {
-    if (kopt_i64(o, name, out, err, errlen) != 0) return -1;
-    if (*out < lo || *out > hi) {
-        snprintf(err, errlen, "--%s %lld: must be between %lld and %lld", name, (long long)*out,
-                 (long long)lo, (long long)hi);
-        return -1;
-    }
-    return 0;
-}
 
 static int get_str(const kernel_opts *o, const char *name, const char **out, char *err,
                    size_t errlen) {
@@ -225,7 +215,7 @@ static int parse_roles(const kernel_opts *o, int num_aiv, dispatch_shape *sh, ch
     };
     sh->block_dim = 0;
     for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++) {
-        if (get_int(o, roles[i].name, 0, num_aiv, &v, err, errlen)) return -1;
+        if (kopt_i64_range(o, roles[i].name, 0, num_aiv, &v, err, errlen)) return -1;
         *roles[i].field = v == 0 ? roles[i].def : (int)v;
         if (*roles[i].field < 1) {
             snprintf(err, errlen, "--%s: a %d-AIV chip leaves no core for this role", roles[i].name,
@@ -243,7 +233,7 @@ static int parse_roles(const kernel_opts *o, int num_aiv, dispatch_shape *sh, ch
                  sh->receivers, sh->block_dim, num_aiv);
         return -1;
     }
-    if (get_int(o, "channels", 0, DISPATCH_MAX_CHANNELS, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "channels", 0, DISPATCH_MAX_CHANNELS, &v, err, errlen)) return -1;
     sh->channels = v == 0 ? sh->senders : (int)v;
     /* Seed 001 s5.1: channels = RDMASender = RDMA2HCCSForwarder cores, and a
      * channel may have several cores, never none. */
@@ -262,11 +252,11 @@ static int parse_roles(const kernel_opts *o, int num_aiv, dispatch_shape *sh, ch
 
 static int parse_rings(const kernel_opts *o, dispatch_shape *sh, char *err, size_t errlen) {
     int64_t v;
-    if (get_int(o, "rdma-chunk", 1, 1 << 20, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "rdma-chunk", 1, 1 << 20, &v, err, errlen)) return -1;
     sh->rdma_ring_tokens = (int)v;
-    if (get_int(o, "rdma-send-chunk", 1, sh->rdma_ring_tokens, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "rdma-send-chunk", 1, sh->rdma_ring_tokens, &v, err, errlen)) return -1;
     sh->rdma_send_chunk = (int)v;
-    if (get_int(o, "credit-batch", 0, sh->rdma_ring_tokens, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "credit-batch", 0, sh->rdma_ring_tokens, &v, err, errlen)) return -1;
     sh->credit_batch = v == 0 ? sh->rdma_send_chunk : (int)v;
     /* The coordinator holds back less than one send chunk and the forwarder
      * coordinator less than one credit batch; a sender waiting for a slot
@@ -279,9 +269,9 @@ static int parse_rings(const kernel_opts *o, dispatch_shape *sh, char *err, size
                  sh->rdma_ring_tokens, sh->rdma_send_chunk, sh->credit_batch);
         return -1;
     }
-    if (get_int(o, "hccs-chunk", 1, 1 << 20, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "hccs-chunk", 1, 1 << 20, &v, err, errlen)) return -1;
     sh->hccs_ring_tokens = (int)v;
-    if (get_int(o, "hccs-send-chunk", 1, sh->hccs_ring_tokens, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "hccs-send-chunk", 1, sh->hccs_ring_tokens, &v, err, errlen)) return -1;
     sh->hccs_send_chunk = (int)v;
     return 0;
 }
@@ -289,7 +279,7 @@ static int parse_rings(const kernel_opts *o, dispatch_shape *sh, char *err, size
 static int parse_record(const kernel_opts *o, dispatch_shape *sh, char *err, size_t errlen) {
     int64_t v;
     const char *s;
-    if (get_int(o, "hidden", 1, 1 << 16, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "hidden", 1, 1 << 16, &v, err, errlen)) return -1;
     sh->hidden = (int)v;
     if (get_str(o, "dtype", &s, err, errlen)) return -1;
     if (strcmp(s, "bf16") == 0) {
@@ -309,7 +299,7 @@ static int parse_record(const kernel_opts *o, dispatch_shape *sh, char *err, siz
         snprintf(err, errlen, "--dtype %s: expected bf16 or fp8", s);
         return -1;
     }
-    if (get_int(o, "experts", 1, 1 << 14, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "experts", 1, 1 << 14, &v, err, errlen)) return -1;
     sh->experts = (int)v;
     if (sh->experts % sh->num_ranks) {
         snprintf(err, errlen, "--experts %d: must be a multiple of the %d ranks", sh->experts,
@@ -317,7 +307,7 @@ static int parse_record(const kernel_opts *o, dispatch_shape *sh, char *err, siz
         return -1;
     }
     sh->local_experts = sh->experts / sh->num_ranks;
-    if (get_int(o, "topk", 1, DISPATCH_MAX_TOPK, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "topk", 1, DISPATCH_MAX_TOPK, &v, err, errlen)) return -1;
     sh->topk = (int)v;
     if (sh->topk > sh->experts) {
         snprintf(err, errlen, "--topk %d: larger than --experts %d", sh->topk, sh->experts);
@@ -392,7 +382,7 @@ int dispatch_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node,
         return -1;
     if (kopt_i64(o, "data-seed", &v, err, errlen)) return -1;
     sh->data_seed = (uint64_t)v;
-    if (get_int(o, "dispatches", 1, DISPATCH_MAX_DISPATCHES, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "dispatches", 1, DISPATCH_MAX_DISPATCHES, &v, err, errlen)) return -1;
     sh->dispatches = (int)v;
     if (get_str(o, "inject", &s, err, errlen)) return -1;
     if (strcmp(s, "none") == 0) sh->inject = DISPATCH_INJECT_NONE;

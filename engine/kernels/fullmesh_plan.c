@@ -27,16 +27,6 @@ const kernel_option fm_options[] = {
     {NULL, NULL, NULL},
 };
 
-static int get_int(const kernel_opts *o, const char *name, int64_t lo, int64_t hi, int64_t *out,
-                   char *err, size_t errlen) {
-    if (kopt_i64(o, name, out, err, errlen) != 0) return -1;
-    if (*out < lo || *out > hi) {
-        snprintf(err, errlen, "--%s %lld: must be between %lld and %lld", name, (long long)*out,
-                 (long long)lo, (long long)hi);
-        return -1;
-    }
-    return 0;
-}
 
 uint64_t fm_round_seed(uint64_t data_seed, int round) {
     return data_seed + 0x9E3779B97F4A7C15ULL * (uint64_t)round;
@@ -66,19 +56,19 @@ int fm_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int n
     int W = nodes * npus_per_node;
     sh->num_ranks = W;
     int64_t v;
-    if (get_int(o, "tokens", 1, 1 << 16, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "tokens", 1, 1 << 16, &v, err, errlen)) return -1;
     sh->tokens = (int)v;
-    if (get_int(o, "hidden", 1, FM_MAX_HIDDEN, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "hidden", 1, FM_MAX_HIDDEN, &v, err, errlen)) return -1;
     sh->hidden = (int)v;
     sh->row_bytes = (uint32_t)sh->hidden * 2u;
-    if (get_int(o, "experts", 1, (int64_t)W * FM_FLAG_OFFSET, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "experts", 1, (int64_t)W * FM_FLAG_OFFSET, &v, err, errlen)) return -1;
     sh->experts = (int)v;
     if (sh->experts % W) {
         snprintf(err, errlen, "--experts %d: must be a multiple of the %d ranks", sh->experts, W);
         return -1;
     }
     sh->local_experts = sh->experts / W;
-    if (get_int(o, "topk", 1, 64, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "topk", 1, 64, &v, err, errlen)) return -1;
     sh->topk = (int)v;
     if (sh->topk > sh->experts) {
         snprintf(err, errlen, "--topk %d: larger than --experts %d", sh->topk, sh->experts);
@@ -89,9 +79,9 @@ int fm_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int n
                  sh->tokens, sh->topk, W);
         return -1;
     }
-    if (get_int(o, "rounds", 1, 64, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "rounds", 1, 64, &v, err, errlen)) return -1;
     sh->rounds = (int)v;
-    if (get_int(o, "cores", 1, num_aiv, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "cores", 1, num_aiv, &v, err, errlen)) return -1;
     sh->cores = (int)v;
     const char *s;
     if (kopt_str(o, "routing", &s) != 0) {

@@ -33,6 +33,9 @@ typedef struct kernel_opts {
 int kopt_str(const kernel_opts *o, const char *name, const char **out);
 int kopt_i64(const kernel_opts *o, const char *name, int64_t *out, char *err, size_t errlen);
 int kopt_f64(const kernel_opts *o, const char *name, double *out, char *err, size_t errlen);
+/* kopt_i64 that also requires lo <= value <= hi, naming the option if not. */
+int kopt_i64_range(const kernel_opts *o, const char *name, int64_t lo, int64_t hi, int64_t *out,
+                   char *err, size_t errlen);
 
 typedef struct kernel_desc {
     const char *name;

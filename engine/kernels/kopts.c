@@ -72,3 +72,14 @@ int kopt_f64(const kernel_opts *o, const char *name, double *out, char *err, siz
     *out = x;
     return 0;
 }
+
+int kopt_i64_range(const kernel_opts *o, const char *name, int64_t lo, int64_t hi, int64_t *out,
+                   char *err, size_t errlen) {
+    if (kopt_i64(o, name, out, err, errlen) != 0) return -1;
+    if (*out < lo || *out > hi) {
+        snprintf(err, errlen, "--%s %lld: must be between %lld and %lld", name, (long long)*out,
+                 (long long)lo, (long long)hi);
+        return -1;
+    }
+    return 0;
+}

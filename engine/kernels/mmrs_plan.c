@@ -28,21 +28,11 @@ const kernel_option mmrs_options[] = {
     {NULL, NULL, NULL},
 };
 
-static int get_int(const kernel_opts *o, const char *name, int64_t lo, int64_t hi, int64_t *out,
-                   char *err, size_t errlen) {
-    if (kopt_i64(o, name, out, err, errlen) != 0) return -1;
-    if (*out < lo || *out > hi) {
-        snprintf(err, errlen, "--%s %lld: must be between %lld and %lld", name, (long long)*out,
-                 (long long)lo, (long long)hi);
-        return -1;
-    }
-    return 0;
-}
 
 static int get_mult16(const kernel_opts *o, const char *name, int64_t hi, uint32_t *out, char *err,
                       size_t errlen) {
     int64_t v;
-    if (get_int(o, name, 16, hi, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, name, 16, hi, &v, err, errlen)) return -1;
     if (v % 16) {
         snprintf(err, errlen,
                  "--%s %lld: must be a multiple of 16 (fp16 cube operands come in 16-element "
@@ -72,7 +62,7 @@ int mmrs_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int
     int R = npus_per_node;
     sh->num_ranks = R;
     int64_t v;
-    if (get_int(o, "m", 1, 1 << 20, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "m", 1, 1 << 20, &v, err, errlen)) return -1;
     if (v % R) {
         snprintf(err, errlen,
                  "--m %lld: must be a multiple of the %d ranks (rank r keeps rows r*M/R.. of D)",
@@ -112,11 +102,11 @@ int mmrs_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int
         return -1;
     }
     /* L1 holds two A and two B tiles: at most l0a + l0b, within 512 KiB. */
-    if (get_int(o, "comm-interval", 1, 1 << 16, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "comm-interval", 1, 1 << 16, &v, err, errlen)) return -1;
     sh->comm_interval = (uint32_t)v;
-    if (get_int(o, "stages", 1, MMRS_MAX_STAGES, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "stages", 1, MMRS_MAX_STAGES, &v, err, errlen)) return -1;
     sh->stages = (uint32_t)v;
-    if (get_int(o, "cores", 1, num_aic, &v, err, errlen)) return -1;
+    if (kopt_i64_range(o, "cores", 1, num_aic, &v, err, errlen)) return -1;
     sh->cores = (int)v;
     if (kopt_i64(o, "data-seed", &v, err, errlen)) return -1;
     sh->data_seed = (uint64_t)v;
