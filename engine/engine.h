@@ -295,6 +295,8 @@ void engine_write_report(const engine *e, FILE *out);
 /* Introspection, for the replayer's gdb commands. */
 typedef struct engine_core_state {
     int rank, core, launched, finished, blocked;
+    int running;              /* the core executing right now (inside a break) */
+    int faulted;              /* stopped by a hardware fault */
     const char *kernel;
     const char *role;
     uint64_t now;             /* the core's local virtual time */

@@ -175,6 +175,8 @@ void engine_core_state_get(const engine *e, int index, engine_core_state *st) {
     st->launched = c->launch >= 0;
     st->finished = c->status == CS_FINISHED;
     st->blocked = c->status == CS_BLOCKED;
+    st->running = c->status == CS_RUNNING;
+    st->faulted = c->status == CS_FAULTED;
     st->kernel = c->launch >= 0 ? e->launches[c->launch].name : "";
     st->role = c->role ? engine_string(e, c->role) : "";
     st->now = c->now;

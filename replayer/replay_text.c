@@ -66,11 +66,7 @@ int replay_running_core(const replay *rp) {
     for (int i = 0; i < rp->ncores; i++) {
         engine_core_state st;
         engine_core_state_get(rp->e, i, &st);
-        /* Every launched core has a saved stack pointer once the run has
-         * begun, except the one executing right now. */
-        if (st.launched && !st.finished && !rp->cores[i].faulted &&
-            !engine_core_saved_sp(rp->e, i))
-            return i;
+        if (st.running) return i;
     }
     return -1;
 }
@@ -88,7 +84,7 @@ void replay_text_cores(const replay *rp, replay_out *o) {
         const char *role = st.role && st.role[0] ? st.role : st.kernel;
         const char *state;
         if (i == running) { state = "running"; n[0]++; }
-        else if (c->faulted) { state = "faulted"; n[4]++; }
+        else if (st.faulted || c->faulted) { state = "faulted"; n[4]++; }
         else if (st.finished) { state = "finished"; n[3]++; }
         else if (st.blocked) { state = "blocked"; n[2]++; }
         else if (!c->started) { state = "ready (not started)"; n[1]++; }
