@@ -77,8 +77,7 @@ static int parse_int(const char *opt, const char *v, long long lo, long long hi,
 
 static int set_kernel_opt(run_options *ro, const char *name, const char *value, char *err,
                           size_t errlen) {
-    for (int i = 0; i < ro->kopts.count; i++)
-        if (strcmp(ro->kopts.names[i], name) == 0) { ro->kopts.values[i] = value; return 0; }
+    if (kopts_set(&ro->kopts, name, value) == 0) return 0;
     snprintf(err, errlen, "--%s: not an option of -k %s (npurr record -k %s --help)", name,
              ro->kernel->name, ro->kernel->name);
     return -1;
@@ -101,12 +100,7 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
     }
     if (ro->help) return 0;
     if (!ro->kernel) { snprintf(err, errlen, "-k KERNEL is required"); return EXIT_USAGE; }
-    for (const kernel_option *o = ro->kernel->options; o && o->name; o++) {
-        if (ro->kopts.count == 64) { snprintf(err, errlen, "kernel %s declares too many options", ro->kernel->name); return EXIT_ERROR; }
-        ro->kopts.names[ro->kopts.count] = o->name;
-        ro->kopts.values[ro->kopts.count] = o->default_value;
-        ro->kopts.count++;
-    }
+    kopts_init(&ro->kopts, ro->kernel);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;

@@ -32,18 +32,9 @@ typedef struct run {
 
 /* Options: the descriptor's defaults, then name/value overrides. */
 static void make_opts(const kernel_desc *d, kernel_opts *o, const char *const *kv) {
-    memset(o, 0, sizeof *o);
-    for (const kernel_option *opt = d->options; opt->name; opt++) {
-        o->names[o->count] = opt->name;
-        o->values[o->count] = opt->default_value;
-        o->count++;
-    }
-    for (int i = 0; kv && kv[i]; i += 2) {
-        int j = 0;
-        while (j < o->count && strcmp(o->names[j], kv[i]) != 0) j++;
-        assert_true(j < o->count);   /* a test names only real options */
-        o->values[j] = kv[i + 1];
-    }
+    kopts_init(o, d);
+    for (int i = 0; kv && kv[i]; i += 2)
+        assert_int_equal(kopts_set(o, kv[i], kv[i + 1]), 0);   /* a test names only real options */
 }
 
 /* Sets up and runs; does not check (so a test can tamper first). */

@@ -24,18 +24,9 @@
 static void make_opts(kernel_opts *o, const char *const *kv) {
     const kernel_desc *d = kernels_find("dispatch-layered");
     assert_non_null(d);
-    memset(o, 0, sizeof *o);
-    for (const kernel_option *opt = d->options; opt->name; opt++) {
-        o->names[o->count] = opt->name;
-        o->values[o->count] = opt->default_value;
-        o->count++;
-    }
-    for (int i = 0; kv && kv[i]; i += 2) {
-        int j = 0;
-        while (j < o->count && strcmp(o->names[j], kv[i]) != 0) j++;
-        assert_true(j < o->count);
-        o->values[j] = kv[i + 1];
-    }
+    kopts_init(o, d);
+    for (int i = 0; kv && kv[i]; i += 2)
+        assert_int_equal(kopts_set(o, kv[i], kv[i + 1]), 0);   /* a test names only real options */
 }
 
 static int gen(const char *spec_text, const routing_shape *sh, int rank, int64_t first, int tokens,

@@ -28,6 +28,12 @@ typedef struct kernel_opts {
     const char *values[64];
 } kernel_opts;
 
+struct kernel_desc;
+/* Fills o with every option d declares and its default value. */
+void kopts_init(kernel_opts *o, const struct kernel_desc *d);
+/* Overrides one option's value (value is not copied); -1 if d has no such option. */
+int kopts_set(kernel_opts *o, const char *name, const char *value);
+
 /* Accessors; on a malformed value they fill err naming the option and return
  * -1, else 0. */
 int kopt_str(const kernel_opts *o, const char *name, const char **out);

@@ -83,3 +83,21 @@ int kopt_i64_range(const kernel_opts *o, const char *name, int64_t lo, int64_t h
     }
     return 0;
 }
+
+void kopts_init(kernel_opts *o, const kernel_desc *d) {
+    memset(o, 0, sizeof *o);
+    for (const kernel_option *opt = d->options; opt && opt->name && o->count < 64; opt++) {
+        o->names[o->count] = opt->name;
+        o->values[o->count] = opt->default_value;
+        o->count++;
+    }
+}
+
+int kopts_set(kernel_opts *o, const char *name, const char *value) {
+    for (int i = 0; i < o->count; i++)
+        if (strcmp(o->names[i], name) == 0) {
+            o->values[i] = value;
+            return 0;
+        }
+    return -1;
+}
