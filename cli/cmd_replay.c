@@ -49,7 +49,7 @@ static void print_help(void) {
            "  --max-checkpoints N     snapshots kept at once (default 32; when full, every\n"
            "                          other one is dropped and the interval doubles)\n"
            "  --quiet                 print only the verdict\n\n"
-           "under gdb:  gdb -x build/npurr-gdb.py --args build/npurr replay RUN --break-at SEQ\n"
+           "under gdb:  gdb -x build/npurr_gdb.py --args build/npurr replay RUN --break-at SEQ\n"
            "            (commands: npurr when | cores | rings | bt RANK CORE | goto SEQ)\n\n"
            "exit: 0 identical and completed (check passed), or stopped at --break-at;\n"
            "      3 deadlock or watchdog reproduced at the same seq with the same blocked cores;\n"

@@ -1,5 +1,5 @@
 /*
- * replay_gdb.c - what replayer/npurr-gdb.py calls inside the stopped
+ * replay_gdb.c - what replayer/npurr_gdb.py calls inside the stopped
  * process.
  *
  * gdb evaluates `(const char *) npurr_gdb_cores()` in the inferior and

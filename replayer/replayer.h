@@ -22,7 +22,7 @@
  * Break points: opts.break_at = SEQ stops just before event SEQ, on the
  * stack of the core that issues it. Under a debugger (TracerPid != 0) the
  * process raises SIGTRAP there, so gdb stops a few frames below the kernel
- * line (replayer/npurr-gdb.py selects that frame and adds `npurr when`,
+ * line (replayer/npurr_gdb.py selects that frame and adds `npurr when`,
  * `npurr cores`, `npurr rings`, `npurr bt`, `npurr goto`). Without a
  * debugger the state of every core and the event about to execute are
  * printed and the run stops (status REPLAY_BREAK).

@@ -3,7 +3,7 @@
  *
  * This program is both the test and the debuggee. The test records a run of
  * the deadlocking kernel below, then starts
- *   gdb -batch -x npurr-gdb.py ... --args <this program> --replay-child RUN SEQ
+ *   gdb -batch -x npurr_gdb.py ... --args <this program> --replay-child RUN SEQ
  * where --replay-child replays RUN through the replayer library exactly as
  * `npurr replay RUN --break-at SEQ` does. SEQ is the wait that completes the
  * deadlock, issued from waiter_wait_for_release: gdb must stop there (the
@@ -14,7 +14,7 @@
  * earlier event, both by re-running and by resuming a snapshot. gdb -batch
  * kills what it started; the test checks that no process of it is left.
  *
- * npurr-gdb.py is the copy CMake puts next to the binaries (the build dir).
+ * npurr_gdb.py is the copy CMake puts next to the binaries (the build dir).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -238,9 +238,9 @@ static int setup(void **state) {
     g_self[n] = 0;
     char dir[1024];
     snprintf(dir, sizeof dir, "%s", g_self);
-    snprintf(g_script, sizeof g_script, "%s/npurr-gdb.py", dirname(dir));
+    snprintf(g_script, sizeof g_script, "%s/npurr_gdb.py", dirname(dir));
     if (access(g_script, R_OK) != 0) {
-        fprintf(stderr, "%s is missing: CMake copies replayer/npurr-gdb.py there\n", g_script);
+        fprintf(stderr, "%s is missing: CMake copies replayer/npurr_gdb.py there\n", g_script);
         return -1;
     }
     if (system("gdb --version > /dev/null 2>&1") != 0) {

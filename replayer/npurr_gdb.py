@@ -1,9 +1,9 @@
-# npurr-gdb.py - gdb commands for debugging a kernel inside `npurr replay`.
+# npurr_gdb.py - gdb commands for debugging a kernel inside `npurr replay`.
 #
 # Load it with one command; the build copies it next to the binary:
 #
-#   gdb -x build/npurr-gdb.py --args build/npurr replay RUN --break-at SEQ
-#   (or, inside gdb:  source build/npurr-gdb.py)
+#   gdb -x build/npurr_gdb.py --args build/npurr replay RUN --break-at SEQ
+#   (or, inside gdb:  source build/npurr_gdb.py)
 #
 # `npurr replay RUN --break-at SEQ` raises SIGTRAP just before event SEQ,
 # on the stack of the emulated core that issues it. On that stop this file
@@ -119,8 +119,7 @@ def _on_stop(event):
         print(err)
 
 
-# gdb also auto-loads this file for build/npurr (objfile-gdb.py) when the
-# auto-load safe path allows it: connect the handler once per session.
+# Sourcing this file twice in one session must not stack handlers.
 if getattr(gdb, "_npurr_stop_handler", None) is not None:
     gdb.events.stop.disconnect(gdb._npurr_stop_handler)
 gdb._npurr_stop_handler = _on_stop
