@@ -40,28 +40,14 @@ static double wall_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Forwards to the recorder and prints progress every few seconds. */
+/* Progress every few seconds, shown each event behind the recorder. */
 typedef struct progress {
-    engine_observer inner;
     double start, last;
     int quiet;
 } progress;
 
-static void prog_string(void *ctx, uint32_t id, const char *text) {
-    progress *p = ctx;
-    if (p->inner.on_string) p->inner.on_string(p->inner.ctx, id, text);
-}
-static void prog_site(void *ctx, const engine_site *s) {
-    progress *p = ctx;
-    if (p->inner.on_site) p->inner.on_site(p->inner.ctx, s);
-}
-static void prog_object(void *ctx, const engine_object *o) {
-    progress *p = ctx;
-    if (p->inner.on_object) p->inner.on_object(p->inner.ctx, o);
-}
 static void prog_event(void *ctx, const engine_event *ev) {
     progress *p = ctx;
-    p->inner.on_event(p->inner.ctx, ev);
     if ((ev->seq & 0xFFFFF) == 0 && !p->quiet) {
         double now = wall_now();
         if (now - p->last >= 2.0) {
@@ -144,6 +130,7 @@ int cmd_record(int argc, char **argv) {
     }
     rec_writer *w = NULL;
     progress prog = {0};
+    engine_tee tee = {.also = prog_event, .also_ctx = &prog};
     if (!ro.no_trace) {
         char *cmdline = shell_join(argc + 1, argv - 1);
         record_inputs inputs;
@@ -167,8 +154,8 @@ int cmd_record(int argc, char **argv) {
         rec_attach(w, e);
         prog.start = prog.last = wall_now();
         prog.quiet = ro.quiet;
-        rec_observer(w, &prog.inner);
-        engine_observer wrapped = {&prog, prog_string, prog_site, prog_object, prog_event};
+        rec_observer(w, &tee.inner);
+        engine_observer wrapped = engine_tee_observer(&tee);
         engine_set_observer(e, &wrapped);
     }
     g_running = e;

@@ -253,6 +253,15 @@ typedef struct engine_observer {
 } engine_observer;
 
 void engine_set_observer(engine *e, const engine_observer *obs);
+
+/* An observer that forwards everything to inner, then shows each event to
+ * also(also_ctx). t must outlive the run. */
+typedef struct engine_tee {
+    engine_observer inner;
+    void (*also)(void *also_ctx, const engine_event *ev);
+    void *also_ctx;
+} engine_tee;
+engine_observer engine_tee_observer(engine_tee *t);
 const char *engine_string(const engine *e, uint32_t id);
 uint32_t engine_intern(engine *e, const char *text);
 

@@ -48,36 +48,23 @@ static void tiny_kernel(const void *a) {
     }
 }
 
-typedef struct tee {
-    engine_observer rec;
+/* What the observer saw, event by event. */
+typedef struct seen {
     engine_event *evs;
     size_t n, cap;
-} tee;
+} seen;
 
-static void tee_string(void *ctx, uint32_t id, const char *text) {
-    tee *t = ctx;
-    t->rec.on_string(t->rec.ctx, id, text);
-}
-static void tee_site(void *ctx, const engine_site *s) {
-    tee *t = ctx;
-    t->rec.on_site(t->rec.ctx, s);
-}
-static void tee_object(void *ctx, const engine_object *o) {
-    tee *t = ctx;
-    t->rec.on_object(t->rec.ctx, o);
-}
-static void tee_event(void *ctx, const engine_event *ev) {
-    tee *t = ctx;
+static void keep_event(void *ctx, const engine_event *ev) {
+    seen *t = ctx;
     if (t->n == t->cap) {
         t->cap = t->cap ? 2 * t->cap : 4096;
         t->evs = realloc(t->evs, t->cap * sizeof *t->evs);
     }
     t->evs[t->n++] = *ev;
-    t->rec.on_event(t->rec.ctx, ev);
 }
 
 static char g_tmp[256], g_run[300];
-static tee g_tee;
+static seen g_seen;
 
 static int setup(void **state) {
     (void)state;
@@ -120,8 +107,10 @@ static int setup(void **state) {
      * on its strings and objects (the "release" flags are checked below).
      * The tee then takes the observer slot and forwards to the recorder. */
     rec_attach(w, e);
-    rec_observer(w, &g_tee.rec);
-    engine_observer obs = {&g_tee, tee_string, tee_site, tee_object, tee_event};
+    static engine_tee tee;
+    tee = (engine_tee){.also = keep_event, .also_ctx = &g_seen};
+    rec_observer(w, &tee.inner);
+    engine_observer obs = engine_tee_observer(&tee);
     engine_set_observer(e, &obs);
     if (engine_launch(e, "tiny", tiny_kernel, &args, blocks, CORE_AIV, err, sizeof err)) {
         fprintf(stderr, "engine_launch: %s\n", err);
@@ -148,7 +137,7 @@ static int teardown(void **state) {
     (void)state;
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-    free(g_tee.evs);
+    free(g_seen.evs);
     if (getenv("NPURR_KEEP_TEST_RUN")) return 0;
     return system(cmd) == 0 ? 0 : -1;
 }
@@ -173,14 +162,14 @@ static int64_t q_i64(sqlite3 *db, const char *sql) {
 
 static size_t count_kind(int kind) {
     size_t n = 0;
-    for (size_t i = 0; i < g_tee.n; i++) n += g_tee.evs[i].kind == kind;
+    for (size_t i = 0; i < g_seen.n; i++) n += g_seen.evs[i].kind == kind;
     return n;
 }
 
 static void test_events_table_is_what_the_observer_saw(void **state) {
     (void)state;
-    assert_true(g_tee.n > 50);
-    assert_int_equal(g_tee.evs[g_tee.n - 1].kind, EV_RUN_END);
+    assert_true(g_seen.n > 50);
+    assert_int_equal(g_seen.evs[g_seen.n - 1].kind, EV_RUN_END);
     sqlite3 *db = open_index();
     char err[512];
     assert_int_equal(rec_register_events_vtab(db, g_run, err, sizeof err), 0);
@@ -192,8 +181,8 @@ static void test_events_table_is_what_the_observer_saw(void **state) {
                      SQLITE_OK);
     size_t i = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        assert_true(i < g_tee.n);
-        const engine_event *e = &g_tee.evs[i++];
+        assert_true(i < g_seen.n);
+        const engine_event *e = &g_seen.evs[i++];
         assert_int_equal(sqlite3_column_int64(st, 0), (int64_t)e->seq);
         assert_int_equal(sqlite3_column_int64(st, 1), (int64_t)e->time);
         assert_int_equal(sqlite3_column_int64(st, 2), e->rank);
@@ -212,7 +201,7 @@ static void test_events_table_is_what_the_observer_saw(void **state) {
         assert_int_equal(sqlite3_column_int64(st, 14), e->peer);
     }
     sqlite3_finalize(st);
-    assert_int_equal(i, g_tee.n);
+    assert_int_equal(i, g_seen.n);
 
     /* The reader sees the same stream, bit for bit. */
     rec_reader *r;
@@ -220,11 +209,11 @@ static void test_events_table_is_what_the_observer_saw(void **state) {
     engine_event ev;
     size_t n = 0;
     while (rec_reader_next(r, &ev) == 1) {
-        assert_true(n < g_tee.n);
-        assert_memory_equal(&ev, &g_tee.evs[n], sizeof ev);
+        assert_true(n < g_seen.n);
+        assert_memory_equal(&ev, &g_seen.evs[n], sizeof ev);
         n++;
     }
-    assert_int_equal(n, g_tee.n);
+    assert_int_equal(n, g_seen.n);
     assert_false(rec_reader_truncated(r));
     assert_string_equal(rec_reader_meta(r, "outcome"), "completed");
     rec_reader_close(r);
@@ -245,10 +234,10 @@ static void test_derived_tables_pair_the_run(void **state) {
      * releaser (block 0), and its waker seq names that store. */
     size_t gm_waits = count_kind(EV_GM_WAIT_BEGIN);
     assert_int_equal(q_i64(db, "SELECT count(*) FROM waits WHERE kind = 'gm'"), gm_waits);
-    for (size_t i = 0; i < g_tee.n; i++) {
-        const engine_event *e = &g_tee.evs[i];
+    for (size_t i = 0; i < g_seen.n; i++) {
+        const engine_event *e = &g_seen.evs[i];
         if (e->kind != EV_GM_WAIT_END || !e->link) continue;
-        const engine_event *waker = &g_tee.evs[e->link - 1];
+        const engine_event *waker = &g_seen.evs[e->link - 1];
         assert_int_equal(waker->seq, e->link);
         assert_int_equal(waker->kind, EV_GM_STORE);
         assert_int_equal(waker->rank, e->rank);
@@ -266,7 +255,7 @@ static void test_derived_tables_pair_the_run(void **state) {
                                " AND function = 'tiny_kernel'") > 3, 1);
     char sql[128];
     snprintf(sql, sizeof sql, "SELECT value FROM meta WHERE key = 'events' AND value = '%zu'",
-             g_tee.n);
+             g_seen.n);
     sqlite3_stmt *st;
     assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
     assert_int_equal(sqlite3_step(st), SQLITE_ROW);

@@ -155,33 +155,14 @@ typedef struct recorded {
     int nblocked, num_aic;
 } recorded;
 
-typedef struct tee {
-    engine_observer rec;
-    recorded *out;
-} tee;
-
-static void tee_string(void *ctx, uint32_t id, const char *text) {
-    tee *t = ctx;
-    t->rec.on_string(t->rec.ctx, id, text);
-}
-static void tee_site(void *ctx, const engine_site *s) {
-    tee *t = ctx;
-    t->rec.on_site(t->rec.ctx, s);
-}
-static void tee_object(void *ctx, const engine_object *o) {
-    tee *t = ctx;
-    t->rec.on_object(t->rec.ctx, o);
-}
-static void tee_event(void *ctx, const engine_event *ev) {
-    tee *t = ctx;
-    recorded *x = t->out;
+static void keep_event(void *ctx, const engine_event *ev) {
+    recorded *x = ctx;
     if (x->n == x->cap) {
         x->cap = x->cap ? 2 * x->cap : 4096;
         x->v = realloc(x->v, x->cap * sizeof *x->v);
         if (!x->v) abort();
     }
     x->v[x->n++] = *ev;
-    t->rec.on_event(t->rec.ctx, ev);
 }
 
 static void record(const char *dir, int iters, recorded *out) {
@@ -198,9 +179,9 @@ static void record(const char *dir, int iters, recorded *out) {
     rec_writer *w;
     if (rec_open(dir, &info, &w, err, sizeof err)) fail_msg("rec_open: %s", err);
     rec_attach(w, e);
-    tee t = {{0}, out};
-    rec_observer(w, &t.rec);
-    engine_observer obs = {&t, tee_string, tee_site, tee_object, tee_event};
+    engine_tee t = {.also = keep_event, .also_ctx = out};
+    rec_observer(w, &t.inner);
+    engine_observer obs = engine_tee_observer(&t);
     engine_set_observer(e, &obs);
     engine_result res;
     assert_int_equal(engine_run(e, &res, err, sizeof err), ENGINE_OK);
