@@ -306,6 +306,7 @@ void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
     memset(codec->ctx, 0, sizeof codec->ctx);
     memset(codec->time, 0, sizeof codec->time);
     memset(codec->prev_site, 0, sizeof codec->prev_site);
+    memset(codec->flag_aux, 0, sizeof codec->flag_aux);
     memset(codec->site, 0, sizeof codec->site);
     uint64_t prev_seq = 0, prev_k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -359,9 +360,15 @@ void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
         uint64_t v = value_is_time(e->kind) ? (uint64_t)e->value - e->time : (uint64_t)e->value;
         PUT(REC_COL_VALUE, rec_zigzag((int64_t)(v - c->value)));
         c->value = v;
-        uint64_t a = aux_is_time(e->kind) ? (uint64_t)e->aux - e->time : (uint64_t)e->aux;
-        PUT(REC_COL_AUX, rec_zigzag((int64_t)(a - c->aux)));
-        c->aux = a;
+        if (e->kind == EV_FLAG_WAIT_BEGIN) {
+            /* Waits on the fire time of the core's last FLAG_SET. */
+            PUT(REC_COL_AUX, rec_zigzag((int64_t)((uint64_t)e->aux - codec->flag_aux[cs])));
+        } else {
+            uint64_t a = aux_is_time(e->kind) ? (uint64_t)e->aux - e->time : (uint64_t)e->aux;
+            PUT(REC_COL_AUX, rec_zigzag((int64_t)(a - c->aux)));
+            c->aux = a;
+            if (e->kind == EV_FLAG_SET) codec->flag_aux[cs] = (uint64_t)e->aux;
+        }
         PUT(REC_COL_LINK, e->link ? rec_zigzag((int64_t)(e->seq - e->link)) + 1 : 0);
         PUT(REC_COL_OBJECT, zz32(e->object, c->object));
         c->object = e->object;
@@ -431,6 +438,7 @@ int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_v
     memset(codec->time, 0, sizeof codec->time);
     memset(codec->site, 0, sizeof codec->site);
     memset(codec->prev_site, 0, sizeof codec->prev_site);
+    memset(codec->flag_aux, 0, sizeof codec->flag_aux);
     uint64_t prev_seq = 0, prev_k = 0;
     for (size_t i = 0; i < n; i++) {
         engine_event *e = &all[i];
@@ -489,9 +497,15 @@ int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_v
         uint64_t v = x->value + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_VALUE]));
         x->value = v;
         e->value = (int64_t)(value_is_time(e->kind) ? v + e->time : v);
-        uint64_t a = x->aux + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_AUX]));
-        x->aux = a;
-        e->aux = (int64_t)(aux_is_time(e->kind) ? a + e->time : a);
+        if (e->kind == EV_FLAG_WAIT_BEGIN) {
+            e->aux = (int64_t)(codec->flag_aux[cs] +
+                               (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_AUX])));
+        } else {
+            uint64_t a = x->aux + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_AUX]));
+            x->aux = a;
+            e->aux = (int64_t)(aux_is_time(e->kind) ? a + e->time : a);
+            if (e->kind == EV_FLAG_SET) codec->flag_aux[cs] = (uint64_t)e->aux;
+        }
         uint64_t link = rec_cur_varint(&col[REC_COL_LINK]);
         e->link = link ? e->seq - (uint64_t)rec_unzigzag(link - 1) : 0;
         e->object = unzz32(x->object, rec_cur_varint(&col[REC_COL_OBJECT]));

@@ -168,6 +168,7 @@ typedef struct rec_codec {
     rec_ctx ctx[REC_CTX_SLOTS];
     uint64_t time[REC_CTX_SLOTS];
     uint32_t prev_site[REC_CTX_SLOTS];  /* by core slot: the core's previous site */
+    uint64_t flag_aux[REC_CTX_SLOTS];   /* by core slot: aux of the core's last FLAG_SET */
     uint32_t site[REC_SITE_SLOTS];  /* kind | pipe << 8 | sub << 16 | 1 << 24 */
     /* Pending XFER_ISSUEs of the chunk by position (rec_chunk.c): a bit
      * per position, a count per block of 512 positions, then one per
