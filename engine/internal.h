@@ -84,9 +84,9 @@ typedef struct rank_state {
 /* ------------------------------------------------------------ cores */
 typedef enum { CS_IDLE = 0, CS_READY, CS_RUNNING, CS_BLOCKED, CS_FINISHED, CS_FAULTED } core_status;
 
-typedef enum {
-    WAIT_NONE = 0, WAIT_GM, WAIT_XCORE, WAIT_BARRIER, WAIT_FLAG, WAIT_PIPE, WAIT_RDMA_QUIET
-} wait_kind;
+/* What a blocked core waits for. Flag, pipe and RDMA-quiet waits end at a
+ * time known when they begin, so they advance the clock instead of blocking. */
+typedef enum { WAIT_NONE = 0, WAIT_GM, WAIT_XCORE, WAIT_BARRIER } wait_kind;
 
 typedef struct pipe_q {
     uint64_t free_at;     /* next op may start */
