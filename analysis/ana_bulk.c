@@ -10,114 +10,24 @@
  * ANA_BULK_BUF rows (ints, NULLs, static text, or text copied into the
  * row's own slot); a full buffer is handed to the writer thread, which
  * binds and steps it while the events pass fills the table's other buffer,
- * so decoding and classifying overlap with SQLite's work. The writer has
- * one job in flight: handing over a buffer waits for the previous job (of
- * any table), so the buffer a table fills next is never the one being
- * stepped, and everything a job wrote is visible after the wait. Until its
+ * so decoding and classifying overlap with SQLite's work. The writer (the
+ * recorder's rec_worker) has one job in flight: handing over a buffer waits
+ * for the previous job (of any table), so the buffer a table fills next is
+ * never the one being stepped, and everything a job wrote is visible after
+ * the wait. Until its
  * buffer is handed over a row can still be changed (ana_bulk_find,
  * ana_bulk_set_int): word_writes fills in a value that a later event
  * reveals that way without an UPDATE. Without a writer (NULL) buffers are
  * stepped in line.
  */
-#include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/ana_internal.h"
 
-/* ------------------------------------------------------------ writer thread */
-
-struct ana_writer {
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    ana_bulk *job;          /* the table whose buffer job_buf is being stepped */
-    int job_buf, job_rows;
-    int busy, quit;
-};
-
-static void step_buffer(ana_bulk *b, int which, int rows);
-
-static void *writer_main(void *p) {
-    ana_writer *w = p;
-    pthread_mutex_lock(&w->mu);
-    for (;;) {
-        while (!w->busy && !w->quit) pthread_cond_wait(&w->cv, &w->mu);
-        if (!w->busy) break;
-        ana_bulk *b = w->job;
-        int which = w->job_buf, rows = w->job_rows;
-        pthread_mutex_unlock(&w->mu);
-        step_buffer(b, which, rows);
-        pthread_mutex_lock(&w->mu);
-        w->busy = 0;
-        pthread_cond_broadcast(&w->cv);
-    }
-    pthread_mutex_unlock(&w->mu);
-    return NULL;
-}
-
-ana_writer *ana_writer_start(void) {
-    ana_writer *w = calloc(1, sizeof *w);
-    if (!w) return NULL;
-    if (pthread_mutex_init(&w->mu, NULL) != 0) {
-        free(w);
-        return NULL;
-    }
-    if (pthread_cond_init(&w->cv, NULL) != 0) {
-        pthread_mutex_destroy(&w->mu);
-        free(w);
-        return NULL;
-    }
-    /* The thread blocks every signal: Ctrl-C and friends go to the
-     * threads that handle them (the CLI's, which finalises the run). */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&w->thread, NULL, writer_main, w);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) {
-        pthread_cond_destroy(&w->cv);
-        pthread_mutex_destroy(&w->mu);
-        free(w);
-        return NULL;
-    }
-    return w;
-}
-
-void ana_writer_wait(ana_writer *w) {
-    if (!w) return;
-    pthread_mutex_lock(&w->mu);
-    while (w->busy) pthread_cond_wait(&w->cv, &w->mu);
-    pthread_mutex_unlock(&w->mu);
-}
-
-static void writer_submit(ana_writer *w, ana_bulk *b, int which, int rows) {
-    pthread_mutex_lock(&w->mu);
-    while (w->busy) pthread_cond_wait(&w->cv, &w->mu);
-    w->job = b;
-    w->job_buf = which;
-    w->job_rows = rows;
-    w->busy = 1;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-}
-
-void ana_writer_stop(ana_writer *w) {
-    if (!w) return;
-    pthread_mutex_lock(&w->mu);
-    w->quit = 1;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    pthread_join(w->thread, NULL);
-    pthread_cond_destroy(&w->cv);
-    pthread_mutex_destroy(&w->mu);
-    free(w);
-}
-
 /* ------------------------------------------------------------ bulk tables */
 
-int ana_bulk_open(ana_bulk *b, sqlite3 *db, const char *table, int cols, ana_writer *wr,
+int ana_bulk_open(ana_bulk *b, sqlite3 *db, const char *table, int cols, rec_worker *wr,
                   char *err, size_t errlen) {
     memset(b, 0, sizeof *b);
     b->db = db;
@@ -192,6 +102,13 @@ static void bind_rows(ana_bulk *b, const ana_bulk_buf *f, sqlite3_stmt *st, int 
 }
 
 /* The job: inserts the first rows rows of buffer which (either thread). */
+static void step_buffer(ana_bulk *b, int which, int rows);
+
+static void step_job(void *arg) {
+    ana_bulk *b = arg;
+    step_buffer(b, b->job_buf, b->job_rows);
+}
+
 static void step_buffer(ana_bulk *b, int which, int rows) {
     ana_bulk_buf *f = b->buf[which];
     for (int r = 0; r < rows && !f->failed;) {
@@ -213,8 +130,16 @@ static void step_buffer(ana_bulk *b, int which, int rows) {
  * whose previous job has finished (see the top of the file). */
 static int hand_over(ana_bulk *b) {
     int which = b->cur == b->buf[0] ? 0 : 1;
-    if (b->wr) writer_submit(b->wr, b, which, b->rows);
-    else step_buffer(b, which, b->rows);
+    if (b->wr) {
+        /* the job's arguments live in b: the previous job (maybe this
+         * table's own) must be done reading them */
+        rec_worker_wait(b->wr);
+        b->job_buf = which;
+        b->job_rows = b->rows;
+        rec_worker_submit(b->wr, step_job, b);
+    } else {
+        step_buffer(b, which, b->rows);
+    }
     b->cur = b->buf[!which];
     b->rows = 0;
     if (b->cur->failed || (!b->wr && b->buf[which]->failed)) {
@@ -247,7 +172,7 @@ void ana_bulk_set_int(ana_bulk *b, int row, int col, int64_t v) {
 
 int ana_bulk_finish(ana_bulk *b) {
     int rc = b->rows ? hand_over(b) : 0;
-    ana_writer_wait(b->wr);
+    rec_worker_wait(b->wr);
     for (int i = 0; i < 2 && !rc; i++) {
         if (b->buf[i]->failed) {
             ana_err(b->err, b->errlen, "%s", b->buf[i]->errmsg);
@@ -258,7 +183,7 @@ int ana_bulk_finish(ana_bulk *b) {
 }
 
 void ana_bulk_close(ana_bulk *b) {
-    ana_writer_wait(b->wr);
+    rec_worker_wait(b->wr);
     sqlite3_finalize(b->many);
     sqlite3_finalize(b->one);
     b->many = b->one = NULL;

@@ -32,6 +32,7 @@
 #include <sqlite3.h>
 
 #include "engine/engine.h"
+#include "recorder/recorder.h"
 
 /* snprintf into a caller's error buffer (tolerates err == NULL). */
 void ana_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -66,13 +67,9 @@ const char *ana_cond_op(int cond);
 #define ANA_BULK_MAX_COLS 10
 #define ANA_BULK_TEXT 320
 
-/* The thread that steps bulk inserts (ana_bulk.c); NULL: in line. A
+/* Bulk inserts are stepped on a rec_worker (recorder.h); NULL: in line. A
  * connection with a writer may be used for anything else only after
- * ana_writer_wait. */
-typedef struct ana_writer ana_writer;
-ana_writer *ana_writer_start(void);
-void ana_writer_wait(ana_writer *w);
-void ana_writer_stop(ana_writer *w);
+ * rec_worker_wait. */
 
 typedef struct ana_bulk_buf {
     int64_t key[ANA_BULK_BUF];
@@ -93,13 +90,14 @@ typedef struct ana_bulk {
     const char *table;
     int cols, rows, col;
     uint64_t total;
-    ana_writer *wr;
+    rec_worker *wr;
+    int job_buf, job_rows;        /* the job handed to wr */
     ana_bulk_buf *buf[2], *cur;   /* cur: the buffer being filled */
     char *err;
     size_t errlen;
 } ana_bulk;
 
-int ana_bulk_open(ana_bulk *b, sqlite3 *db, const char *table, int cols, ana_writer *wr,
+int ana_bulk_open(ana_bulk *b, sqlite3 *db, const char *table, int cols, rec_worker *wr,
                   char *err, size_t errlen);
 static inline void ana_bulk_int(ana_bulk *b, int64_t v) {
     int p = b->rows * b->cols + b->col++;

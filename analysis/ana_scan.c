@@ -461,7 +461,7 @@ int ana_scan_events(sqlite3 *db, const ana_run *run, const char *run_dir, const 
         goto out;
     }
     /* The four tables' rows go through one writer thread (NULL: in line). */
-    s.wr = ana_writer_start();
+    s.wr = rec_worker_start();
     if (ana_bulk_open(s.ww, db, "word_writes", 9, s.wr, err, errlen) ||
         ana_bulk_open(s.we, db, "wake_events", 9, s.wr, err, errlen) ||
         ana_bulk_open(s.wl, db, "wait_labels", 2, s.wr, err, errlen) ||
@@ -484,7 +484,7 @@ int ana_scan_events(sqlite3 *db, const ana_run *run, const char *run_dir, const 
     rc = 0;
 out:
     for (int i = 0; i < 4; i++) ana_bulk_close(&b[i]);
-    ana_writer_stop(s.wr);
+    rec_worker_stop(s.wr);
     free(b);
     sqlite3_finalize(s.fix_write);
     ana_links_free(s.links);

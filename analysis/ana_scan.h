@@ -81,7 +81,7 @@ typedef struct scan {
     const uint64_t *begins;  /* sorted waits.begin_seq */
     size_t nbegins, next_begin;
     ana_bulk *ww, *we, *wl, *rc;   /* word_writes, wake_events, wait_labels, ring_counters */
-    ana_writer *wr;                /* steps their inserts; NULL: in line */
+    rec_worker *wr;                /* steps their inserts; NULL: in line */
     sqlite3_stmt *fix_write;       /* a word_writes value revealed after its batch left */
     evrow held;           /* a possible intent, decided by the next row */
     int has_held;

@@ -86,7 +86,7 @@ static int fix_value(scan *s, uint64_t seq, int64_t value) {
         return 0;
     }
     /* The row went to the writer: once it is in the table, update it. */
-    ana_writer_wait(s->wr);
+    rec_worker_wait(s->wr);
     if (!s->fix_write &&
         sqlite3_prepare_v2(s->db, "UPDATE word_writes SET value = ?1 WHERE seq = ?2", -1,
                            &s->fix_write, NULL) != SQLITE_OK) {

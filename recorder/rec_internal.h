@@ -280,15 +280,7 @@ int rec_ix_oom(const rec_index *ix);
 
 /* ---------------------------------------------------------------- worker */
 
-/* One background thread running one job at a time. submit waits for the
- * previous job, then hands fn(arg) over; wait blocks until it has run;
- * stop waits and joins. start returns NULL when no thread can be made
- * (callers then do the work themselves). */
-typedef struct rec_worker rec_worker;
-rec_worker *rec_worker_start(void);
-void rec_worker_submit(rec_worker *w, void (*fn)(void *arg), void *arg);
-void rec_worker_wait(rec_worker *w);
-void rec_worker_stop(rec_worker *w);
+/* rec_worker (one background thread, one job at a time): see recorder.h. */
 
 /* ---------------------------------------------------------------- names */
 

@@ -5,7 +5,8 @@
  * consumer on different cores of the machine: the engine filling chunks
  * while the previous chunk is encoded, compressed and written (rec_writer.c),
  * and SQLite stepping through one decoded chunk of the `events` table while
- * the next is decompressed and decoded (rec_vtab.c). Each needs exactly one
+ * the next is decompressed and decoded (rec_vtab.c); analysis steps its bulk
+ * inserts on one too (analysis/ana_bulk.c). Each needs exactly one
  * job in flight, so this is a single slot with a mutex and a condition
  * variable, not a queue: submit hands over a job, wait blocks until it has
  * run. Everything a job touches belongs to it until wait returns; the mutex
@@ -77,6 +78,7 @@ rec_worker *rec_worker_start(void) {
 }
 
 void rec_worker_wait(rec_worker *w) {
+    if (!w) return;
     pthread_mutex_lock(&w->mu);
     while (w->busy) pthread_cond_wait(&w->cv, &w->mu);
     pthread_mutex_unlock(&w->mu);

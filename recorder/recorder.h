@@ -122,6 +122,18 @@ int rec_register_events_vtab(sqlite3 *db, const char *run_dir, char *err, size_t
  * a user (EXPLAIN-like curiosity) compares it before and after a query. */
 uint64_t rec_events_vtab_chunks_decoded(void);
 
+/* One background thread running one job at a time: the recorder pipelines
+ * chunk encoding and decoding with it, and analysis steps its bulk inserts
+ * on it. submit waits for the previous job, then hands fn(arg) over; wait
+ * blocks until it has run (NULL: returns at once); stop waits and joins.
+ * start returns NULL when no thread can be made (callers then do the work
+ * themselves). */
+typedef struct rec_worker rec_worker;
+rec_worker *rec_worker_start(void);
+void rec_worker_submit(rec_worker *w, void (*fn)(void *arg), void *arg);
+void rec_worker_wait(rec_worker *w);
+void rec_worker_stop(rec_worker *w);
+
 /* Names of event kinds and pipes as the index and the events table spell
  * them (the engine's names, with a stable KIND_n / PIPE_n fallback). */
 const char *rec_kind_name(int kind);
