@@ -75,17 +75,11 @@ int combine_shape_from_opts(const kernel_opts *o, int scheme, int nodes, int npu
     sh->row_bytes = (uint32_t)sh->hidden * 2u;
     if (kopt_i64_range(o, "experts", 1, 1 << 16, &v, err, errlen)) return -1;
     sh->experts = (int)v;
-    if (sh->experts % R != 0) {
-        snprintf(err, errlen, "--experts %d: must be a multiple of the %d ranks", sh->experts, R);
-        return -1;
-    }
+    if (routing_check_experts(sh->experts, R, err, errlen)) return -1;
     sh->local_experts = sh->experts / R;
     if (kopt_i64_range(o, "topk", 1, 64, &v, err, errlen)) return -1;
     sh->topk = (int)v;
-    if (sh->topk > sh->experts) {
-        snprintf(err, errlen, "--topk %d: larger than --experts %d", sh->topk, sh->experts);
-        return -1;
-    }
+    if (routing_check_topk(sh->topk, sh->experts, err, errlen)) return -1;
     if ((int64_t)sh->tokens * sh->topk * R > INT32_MAX / 2) {
         snprintf(err, errlen, "--tokens %d x --topk %d x %d ranks: too many rows for int32 tables",
                  sh->tokens, sh->topk, R);

@@ -301,18 +301,11 @@ static int parse_record(const kernel_opts *o, dispatch_shape *sh, char *err, siz
     }
     if (kopt_i64_range(o, "experts", 1, 1 << 14, &v, err, errlen)) return -1;
     sh->experts = (int)v;
-    if (sh->experts % sh->num_ranks) {
-        snprintf(err, errlen, "--experts %d: must be a multiple of the %d ranks", sh->experts,
-                 sh->num_ranks);
-        return -1;
-    }
+    if (routing_check_experts(sh->experts, sh->num_ranks, err, errlen)) return -1;
     sh->local_experts = sh->experts / sh->num_ranks;
     if (kopt_i64_range(o, "topk", 1, DISPATCH_MAX_TOPK, &v, err, errlen)) return -1;
     sh->topk = (int)v;
-    if (sh->topk > sh->experts) {
-        snprintf(err, errlen, "--topk %d: larger than --experts %d", sh->topk, sh->experts);
-        return -1;
-    }
+    if (routing_check_topk(sh->topk, sh->experts, err, errlen)) return -1;
     sh->x_row_bytes = (uint32_t)sh->hidden * (uint32_t)sh->elem_bytes;
     sh->hidden_bytes = (uint32_t)dispatch_align(sh->x_row_bytes, 16);
     sh->off_meta = sh->hidden_bytes;

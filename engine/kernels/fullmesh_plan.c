@@ -63,17 +63,11 @@ int fm_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int n
     sh->row_bytes = (uint32_t)sh->hidden * 2u;
     if (kopt_i64_range(o, "experts", 1, (int64_t)W * FM_FLAG_OFFSET, &v, err, errlen)) return -1;
     sh->experts = (int)v;
-    if (sh->experts % W) {
-        snprintf(err, errlen, "--experts %d: must be a multiple of the %d ranks", sh->experts, W);
-        return -1;
-    }
+    if (routing_check_experts(sh->experts, W, err, errlen)) return -1;
     sh->local_experts = sh->experts / W;
     if (kopt_i64_range(o, "topk", 1, 64, &v, err, errlen)) return -1;
     sh->topk = (int)v;
-    if (sh->topk > sh->experts) {
-        snprintf(err, errlen, "--topk %d: larger than --experts %d", sh->topk, sh->experts);
-        return -1;
-    }
+    if (routing_check_topk(sh->topk, sh->experts, err, errlen)) return -1;
     if ((int64_t)sh->tokens * sh->topk * W > INT32_MAX / 4) {
         snprintf(err, errlen, "--tokens %d x --topk %d x %d ranks: too many rows for int32 counts",
                  sh->tokens, sh->topk, W);

@@ -644,3 +644,15 @@ int routing_generate_at(const routing_spec *spec, const routing_shape *shape, ui
     return kinds[spec->kind].generate(spec, shape, seed, rank, tokens, expert_ids, topk_weights,
                                       err, errlen);
 }
+
+int routing_check_experts(int experts, int num_ranks, char *err, size_t errlen) {
+    if (num_ranks > 0 && experts % num_ranks == 0) return 0;
+    snprintf(err, errlen, "--experts %d: must be a multiple of the %d ranks", experts, num_ranks);
+    return -1;
+}
+
+int routing_check_topk(int topk, int experts, char *err, size_t errlen) {
+    if (topk <= experts) return 0;
+    snprintf(err, errlen, "--topk %d: larger than --experts %d", topk, experts);
+    return -1;
+}

@@ -52,6 +52,12 @@ typedef struct routing_shape {
     int topk;
 } routing_shape;
 
+/* The checks every MoE kernel makes of its shape, with messages naming
+ * --experts / --topk: experts split evenly over the ranks; top-k at most
+ * the number of experts. Return 0, or -1 with err. */
+int routing_check_experts(int experts, int num_ranks, char *err, size_t errlen);
+int routing_check_topk(int topk, int experts, char *err, size_t errlen);
+
 /* Parses a --routing value. On error fills err with a sentence naming
  * --routing and the value, and returns -1. */
 int routing_parse(const char *text, routing_spec *out, char *err, size_t errlen);
