@@ -9,28 +9,7 @@
 # Usage: bash dispatch_layered.sh /path/to/npurr /path/to/builddir
 set -u
 npurr=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-# expect CODE CMD...: runs CMD, output to $work/out, and checks its exit code.
-expect() {
-    local want=$1
-    shift
-    "$@" >"$work/out" 2>&1
-    local got=$?
-    if [ "$got" -ne "$want" ]; then
-        cat "$work/out" >&2
-        fail "expected exit $want, got $got: $*"
-    fi
-}
-has() { grep -qF -- "$1" "$work/out" || { cat "$work/out" >&2; fail "output lacks '$1'"; }; }
-
-# Replay must reproduce every ending exactly.
-replay() {
-    expect "$1" "$npurr" replay "$2"
-}
+. "$(dirname "$0")/lib/kernel_run.bash"
 
 roles=(--rdma-senders 2 --rdma-coordinators 1 --forwarders 2 --forwarder-coordinators 1
        --hccs-receivers 2)

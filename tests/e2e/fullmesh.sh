@@ -9,26 +9,7 @@
 # Usage: bash fullmesh.sh /path/to/npurr /path/to/builddir
 set -u
 npurr=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-expect() {
-    local want=$1
-    shift
-    "$@" >"$work/out" 2>&1
-    local got=$?
-    if [ "$got" -ne "$want" ]; then
-        cat "$work/out" >&2
-        fail "expected exit $want, got $got: $*"
-    fi
-}
-
-# Replay must reproduce every ending exactly.
-replay() {
-    expect "$1" "$npurr" replay "$2"
-}
+. "$(dirname "$0")/lib/kernel_run.bash"
 
 k=(-k fullmesh-dispatch-combine)
 

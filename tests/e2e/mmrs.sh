@@ -8,27 +8,7 @@
 # Usage: bash mmrs.sh /path/to/npurr /path/to/builddir
 set -u
 npurr=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-# expect CODE CMD...: runs CMD, output to $work/out, and checks its exit code.
-expect() {
-    local want=$1
-    shift
-    "$@" >"$work/out" 2>&1
-    local got=$?
-    if [ "$got" -ne "$want" ]; then
-        cat "$work/out" >&2
-        fail "expected exit $want, got $got: $*"
-    fi
-}
-
-# Replay must reproduce every ending exactly.
-replay() {
-    expect "$1" "$npurr" replay "$2"
-}
+. "$(dirname "$0")/lib/kernel_run.bash"
 
 # 8 rounds over 2 workspace stages on 2 ranks, 4 on 4 ranks.
 shape=(-k matmul-reduce-scatter --m 512 --n 128 --k 64 --block-m 32 --block-n 64)
