@@ -201,7 +201,8 @@ static int teardown(void **state) {
 
 static sqlite3 *open_index(const char *dir) {
     char path[400];
-    snprintf(path, sizeof path, "%s/index.db", dir);
+    int n = snprintf(path, sizeof path, "%s/index.db", dir);
+    assert_true(n > 0 && (size_t)n < sizeof path);
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     return db;
