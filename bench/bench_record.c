@@ -138,12 +138,18 @@ static void column_sizes(const char *run_dir, uint64_t events) {
     while (rec_reader_chunk(r, &v, &evs, &row) == 1) {
         payload.len = 0;
         rec_chunk_encode(codec, v.decls, v.decl_len, evs, v.n, &payload);
-        for (int k = 0; k <= REC_COL_COUNT; k++) {
+        /* Each stream alone (a column is split into a stream per event
+         * group), then the declarations. */
+        for (size_t k = 0; k <= codec->nstreams; k++) {
+            int col = k < codec->nstreams ? (int)(codec->stream_id[k] >> REC_GROUP_BITS)
+                                          : REC_COL_COUNT;
             one.len = 0;
-            if (k < REC_COL_COUNT) rec_buf_put(&one, codec->col[k].p, codec->col[k].len);
-            else rec_buf_put(&one, v.decls, v.decl_len);
-            raw[k] += (double)one.len;
-            if (one.len && rec_frame_compress(cc, &one, &out) == 0) comp[k] += (double)out.len;
+            if (k < codec->nstreams)
+                rec_buf_put(&one, payload.p + codec->stream_at[k], codec->stream_len[k]);
+            else
+                rec_buf_put(&one, v.decls, v.decl_len);
+            raw[col] += (double)one.len;
+            if (one.len && rec_frame_compress(cc, &one, &out) == 0) comp[col] += (double)out.len;
         }
     }
     double ev = events ? (double)events : 1, total = 0;

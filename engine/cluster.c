@@ -243,6 +243,8 @@ uint32_t eng_intern(engine *e, const char *text) {
 
 uint32_t engine_intern(engine *e, const char *text) { return eng_intern(e, text); }
 
+uint32_t engine_string_count(const engine *e) { return e->n_strings; }
+
 const char *engine_string(const engine *e, uint32_t id) {
     if (id == 0 || id > e->n_strings) return "";
     return e->strings[id - 1];

@@ -263,6 +263,7 @@ typedef struct engine_tee {
 } engine_tee;
 engine_observer engine_tee_observer(engine_tee *t);
 const char *engine_string(const engine *e, uint32_t id);
+uint32_t engine_string_count(const engine *e);   /* ids are 1..count */
 uint32_t engine_intern(engine *e, const char *text);
 
 const char *engine_event_kind_name(int kind);

@@ -24,9 +24,14 @@
 
 /* ---------------------------------------------------------------- declarations */
 
-void rec_decl_string(rec_buf *b, uint32_t id, const char *text) {
-    rec_buf_byte(b, REC_DECL_STRING);
-    rec_buf_varint(b, id);
+void rec_decl_string(rec_buf *b, uint32_t *prev_id, uint32_t id, const char *text) {
+    if (id == *prev_id + 1) {
+        rec_buf_byte(b, REC_DECL_STRING_NEXT);
+    } else {
+        rec_buf_byte(b, REC_DECL_STRING);
+        rec_buf_varint(b, id);
+    }
+    *prev_id = id;
     rec_buf_bytes(b, text ? text : "", text ? strlen(text) : 0);
 }
 
@@ -41,14 +46,17 @@ void rec_decl_site(rec_buf *b, const engine_site *s) {
 /* Objects are declared in bursts of similar records (a ring, its head and
  * tail; one buffer per peer), so the writer stores each field as a
  * difference against the previous object record of the same chunk (type
- * 4), and the ring, head and tail ids against the object's own id. Type 3
- * stores the fields as they are. */
+ * 4), and the ring, head and tail ids, when set, against the object's own
+ * id. Type 3 stores the fields as they are. */
 static inline uint64_t zz32(uint32_t a, uint32_t b) {
     return rec_zigzag((int64_t)(int32_t)(a - b));
 }
 static inline uint32_t unzz32(uint32_t b, uint64_t v) {
     return b + (uint32_t)rec_unzigzag(v);
 }
+/* An optional id (0 = none) near id: 0, or its difference plus one. */
+static inline uint64_t near_id(uint32_t x, uint32_t id) { return x ? zz32(x, id) + 1 : 0; }
+static inline uint32_t un_near_id(uint32_t id, uint64_t v) { return v ? unzz32(id, v - 1) : 0; }
 
 void rec_decl_object(rec_buf *b, const engine_object *o) {
     rec_buf_byte(b, REC_DECL_OBJECT);
@@ -76,9 +84,9 @@ void rec_decl_object_delta(rec_buf *b, engine_object *prev, const engine_object 
     rec_buf_varint(b, rec_zigzag((int64_t)(o->addr.a - prev->addr.a)));
     rec_buf_varint(b, o->width);
     rec_buf_varint(b, rec_zigzag((int64_t)(o->size - prev->size)));
-    rec_buf_varint(b, zz32(o->ring, o->id));
-    rec_buf_varint(b, zz32(o->head, o->id));
-    rec_buf_varint(b, zz32(o->tail, o->id));
+    rec_buf_varint(b, near_id(o->ring, o->id));
+    rec_buf_varint(b, near_id(o->head, o->id));
+    rec_buf_varint(b, near_id(o->tail, o->id));
     rec_buf_varint(b, rec_zigzag((int64_t)o->producer_rank - prev->producer_rank));
     rec_buf_varint(b, rec_zigzag((int64_t)o->consumer_rank - prev->consumer_rank));
     rec_buf_varint(b, zz32(o->role, prev->role));
@@ -89,10 +97,12 @@ int rec_decl_decode(const uint8_t *p, size_t len, const rec_decl_sink *sink) {
     rec_cur c = {p, p + len, 0};
     engine_object prev;
     memset(&prev, 0, sizeof prev);
+    uint32_t prev_string = 0;
     while (c.p < c.end && !c.bad) {
         uint8_t type = rec_cur_byte(&c);
-        if (type == REC_DECL_STRING) {
-            uint32_t id = (uint32_t)rec_cur_varint(&c);
+        if (type == REC_DECL_STRING || type == REC_DECL_STRING_NEXT) {
+            uint32_t id = type == REC_DECL_STRING ? (uint32_t)rec_cur_varint(&c) : prev_string + 1;
+            prev_string = id;
             size_t n;
             const char *s = rec_cur_bytes(&c, &n);
             if (!c.bad && sink->string) sink->string(sink->ctx, id, s, n);
@@ -131,9 +141,9 @@ int rec_decl_decode(const uint8_t *p, size_t len, const rec_decl_sink *sink) {
             o.addr.a = prev.addr.a + (uint64_t)rec_unzigzag(rec_cur_varint(&c));
             o.width = (uint32_t)rec_cur_varint(&c);
             o.size = prev.size + (uint64_t)rec_unzigzag(rec_cur_varint(&c));
-            o.ring = unzz32(o.id, rec_cur_varint(&c));
-            o.head = unzz32(o.id, rec_cur_varint(&c));
-            o.tail = unzz32(o.id, rec_cur_varint(&c));
+            o.ring = un_near_id(o.id, rec_cur_varint(&c));
+            o.head = un_near_id(o.id, rec_cur_varint(&c));
+            o.tail = un_near_id(o.id, rec_cur_varint(&c));
             o.producer_rank = (int)((int64_t)prev.producer_rank + rec_unzigzag(rec_cur_varint(&c)));
             o.consumer_rank = (int)((int64_t)prev.consumer_rank + rec_unzigzag(rec_cur_varint(&c)));
             o.role = unzz32(prev.role, rec_cur_varint(&c));
@@ -150,7 +160,7 @@ int rec_decl_decode(const uint8_t *p, size_t len, const rec_decl_sink *sink) {
 
 void rec_codec_free(rec_codec *codec) {
     if (!codec) return;
-    for (int k = 0; k < REC_COL_COUNT; k++) rec_buf_free(&codec->col[k]);
+    rec_buf_free(&codec->arena);
     free(codec->pend_bits);
     free(codec->pend_cnt);
     free(codec);
@@ -280,37 +290,115 @@ static inline long copy_source(const engine_event *evs, size_t i) {
     return (long)(d->link - evs[0].seq);
 }
 
-#define PUT(col, v) (w[col] += rec_varint_put(w[col], (v)))
+/* Streams. Value-like columns get one stream per event group: the
+ * addresses of one queue's transfers, the ids of flag sets or the values
+ * of ring loads each form a far more regular sequence than one column of
+ * all events interleaved, and each stream is a zstd block of its own with
+ * its own entropy tables. The other columns (which event comes next, from
+ * where) are single streams. */
+static const uint8_t col_grouped[REC_COL_COUNT] = {
+    [REC_COL_TIME] = 1, [REC_COL_ADDR] = 1, [REC_COL_LEN] = 1, [REC_COL_VALUE] = 1,
+    [REC_COL_AUX] = 1, [REC_COL_LINK] = 1, [REC_COL_OBJECT] = 1, [REC_COL_PEER] = 1};
+
+static inline unsigned event_group(const engine_event *e) {
+    return (unsigned)(e->kind & 63u) << 5 | (e->sub & 31u);
+}
+/* A copied DONE stores its duration in the time stream of group sub and
+ * its pending rank in the link stream of group 0 (kind 0: no event). */
+static inline unsigned copy_group(uint8_t sub) { return sub & 31u; }
+#define COPY_LINK_GROUP 0u
+
+/* Where a stream lives in the codec's per-stream arrays: an event's
+ * streams side by side. */
+static inline size_t stream_slot(unsigned group, int col) {
+    return (size_t)group * REC_COL_COUNT + (size_t)col;
+}
+
+/* Counts the events of each group and carves a worst-case write area for
+ * every stream they can touch out of one arena, so the encoder writes with
+ * plain pointer bumps. */
+static int streams_reserve(rec_codec *c, const engine_event *evs, size_t n) {
+    memset(c->group_events, 0, sizeof c->group_events);
+    for (size_t i = 0; i < n; i++) {
+        c->group_events[event_group(&evs[i])]++;
+        if (evs[i].kind == EV_XFER_DONE) {   /* maybe a copy */
+            c->group_events[copy_group(evs[i].sub)]++;
+            c->group_events[COPY_LINK_GROUP]++;
+        }
+    }
+    size_t need = 0;
+    for (unsigned g = 0; g < REC_GROUPS; g++) need += c->group_events[g];
+    need = need * 10 * REC_COL_COUNT + n * 11 * REC_COL_COUNT;
+    c->arena.len = 0;
+    if (rec_buf_reserve(&c->arena, need)) return -1;
+    uint8_t *at = c->arena.p;
+    for (int col = 0; col < REC_COL_COUNT; col++) {
+        if (col_grouped[col]) continue;
+        c->w[stream_slot(0, col)] = c->w0[stream_slot(0, col)] = at;
+        at += n * 11;
+    }
+    for (unsigned g = 0; g < REC_GROUPS; g++) {
+        if (!c->group_events[g]) continue;
+        for (int col = 0; col < REC_COL_COUNT; col++) {
+            if (!col_grouped[col]) continue;
+            c->w[stream_slot(g, col)] = c->w0[stream_slot(g, col)] = at;
+            at += (size_t)c->group_events[g] * 10;
+        }
+    }
+    return 0;
+}
+
+/* Appends the directory (non-empty streams in id order: id, length) and
+ * the streams to out, recording where each starts. */
+static void streams_emit(rec_codec *c, rec_buf *out) {
+    c->nstreams = 0;
+    size_t total = 0;
+    for (int col = 0; col < REC_COL_COUNT; col++) {
+        for (unsigned g = 0; g < (col_grouped[col] ? REC_GROUPS : 1u); g++) {
+            if (col_grouped[col] && !c->group_events[g]) continue;
+            size_t s = stream_slot(g, col), len = (size_t)(c->w[s] - c->w0[s]);
+            if (!len) continue;
+            c->stream_id[c->nstreams] = (uint32_t)col << REC_GROUP_BITS | g;
+            c->stream_len[c->nstreams++] = len;
+            total += len;
+        }
+    }
+    rec_buf_varint(out, c->nstreams);
+    for (size_t k = 0; k < c->nstreams; k++) {
+        rec_buf_varint(out, c->stream_id[k]);
+        rec_buf_varint(out, c->stream_len[k]);
+    }
+    if (rec_buf_reserve(out, total)) return;
+    for (size_t k = 0; k < c->nstreams; k++) {
+        uint32_t id = c->stream_id[k];
+        c->stream_at[k] = out->len;
+        rec_buf_put(out, c->w0[stream_slot(id & (REC_GROUPS - 1), (int)(id >> REC_GROUP_BITS))],
+                    c->stream_len[k]);
+    }
+}
+
+#define PUT(col, v) (gw[col] += rec_varint_put(gw[col], (v)))
 
 void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
                       const engine_event *evs, size_t n, rec_buf *out) {
     rec_buf_put(out, REC_TAG_CHUNK, 4);
     rec_buf_bytes(out, (const char *)decls, decl_len);
     rec_buf_varint(out, n);
-    rec_buf_varint(out, REC_COL_COUNT);
-    if (n == 0) {
-        for (int k = 0; k < REC_COL_COUNT; k++) rec_buf_varint(out, 0);
-        for (int k = 0; k < REC_COL_COUNT; k++) codec->col_at[k] = out->len;
+    if (streams_reserve(codec, evs, n) || pend_reset(codec, n)) {
+        out->oom = 1;
         return;
     }
-
-    /* Reserve the worst case once so the loop below writes with plain
-     * pointer bumps: this is the recorder's hottest loop after the observer. */
-    uint8_t *w[REC_COL_COUNT];
-    for (int k = 0; k < REC_COL_COUNT; k++) {
-        codec->col[k].len = 0;
-        if (rec_buf_reserve(&codec->col[k], n * 11)) { out->oom = 1; return; }
-        w[k] = codec->col[k].p;
-    }
-    if (pend_reset(codec, n)) { out->oom = 1; return; }
     memset(codec->ctx, 0, sizeof codec->ctx);
     memset(codec->time, 0, sizeof codec->time);
     memset(codec->prev_site, 0, sizeof codec->prev_site);
+    memset(codec->next_site, 0, sizeof codec->next_site);
     memset(codec->flag_aux, 0, sizeof codec->flag_aux);
     memset(codec->site, 0, sizeof codec->site);
+    uint8_t **uw = &codec->w[stream_slot(0, 0)];   /* the ungrouped columns */
     uint64_t prev_seq = 0, prev_k = 0;
     for (size_t i = 0; i < n; i++) {
         const engine_event *e = &evs[i];
+        uint8_t **gw = uw;
         PUT(REC_COL_SEQ, rec_zigzag((int64_t)(e->seq - prev_seq)));
         prev_seq = e->seq;
         long src = copy_source(evs, i);
@@ -322,34 +410,42 @@ void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
             /* The issue's rank among pending issues, as a change from the
              * previous copy's; the duration (done - start) repeats. */
             uint64_t k = pend_rank(codec, (size_t)src);
-            *w[REC_COL_KIND]++ = (uint8_t)(REC_KIND_COPY | EV_XFER_DONE);
+            *uw[REC_COL_KIND]++ = (uint8_t)(REC_KIND_COPY | EV_XFER_DONE);
+            gw = &codec->w[stream_slot(COPY_LINK_GROUP, 0)];
             PUT(REC_COL_LINK, rec_zigzag((int64_t)(k - prev_k)));
             prev_k = k;
             pend_del(codec, (size_t)src);
+            gw = &codec->w[stream_slot(copy_group(e->sub), 0)];
             PUT(REC_COL_TIME, rec_zigzag((int64_t)(e->time - (uint64_t)evs[src].value)));
             *t = e->time;
             continue;
         }
         uint32_t *sp = &codec->site[e->site % REC_SITE_SLOTS];
         if (*sp == site_pred(e)) {
-            *w[REC_COL_KIND]++ = REC_KIND_SITE;
+            *uw[REC_COL_KIND]++ = REC_KIND_SITE;
         } else {
             *sp = site_pred(e);
             if (e->kind < REC_KIND_ESCAPE) {
-                *w[REC_COL_KIND]++ = e->kind;
+                *uw[REC_COL_KIND]++ = e->kind;
             } else {
-                *w[REC_COL_KIND]++ = REC_KIND_ESCAPE;
-                *w[REC_COL_SUB]++ = e->kind;
+                *uw[REC_COL_KIND]++ = REC_KIND_ESCAPE;
+                *uw[REC_COL_SUB]++ = e->kind;
             }
-            *w[REC_COL_PIPE]++ = e->pipe;
-            *w[REC_COL_SUB]++ = e->sub;
+            *uw[REC_COL_PIPE]++ = e->pipe;
+            *uw[REC_COL_SUB]++ = e->sub;
         }
         if (e->kind == EV_XFER_ISSUE) pend_add(codec, i);
         PUT(REC_COL_RANK, e->rank);
         PUT(REC_COL_CORE, e->core);
         unsigned cs = core_slot(e);
-        PUT(REC_COL_SITE, zz32(e->site, codec->prev_site[cs]));
+        /* A core's code walks the same cycle of sites as its siblings:
+         * 0 when the site is the one that followed the core's previous
+         * site last time. */
+        uint32_t *next = &codec->next_site[hash_slot(codec->prev_site[cs])];
+        PUT(REC_COL_SITE, *next == e->site ? 0 : zz32(e->site, codec->prev_site[cs]) + 1);
+        *next = e->site;
         codec->prev_site[cs] = e->site;
+        gw = &codec->w[stream_slot(event_group(e), 0)];
         PUT(REC_COL_TIME, rec_zigzag((int64_t)(e->time - *t)));
         *t = e->time;
         rec_ctx *c = &codec->ctx[ctx_slot(e)];
@@ -375,18 +471,96 @@ void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
         PUT(REC_COL_PEER, zz32(e->peer, c->peer));
         c->peer = e->peer;
     }
-    size_t total = 0;
-    for (int k = 0; k < REC_COL_COUNT; k++) {
-        codec->col[k].len = (size_t)(w[k] - codec->col[k].p);
-        rec_buf_varint(out, codec->col[k].len);
-        total += codec->col[k].len;
-    }
-    if (rec_buf_reserve(out, total)) return;
-    for (int k = 0; k < REC_COL_COUNT; k++) {
-        codec->col_at[k] = out->len;
-        rec_buf_put(out, codec->col[k].p, codec->col[k].len);
-    }
+    streams_emit(codec, out);
 }
+
+#undef PUT
+
+/* Decoder cursors: every stream's is empty outside a decode, so reading a
+ * stream the chunk does not hold marks that cursor bad. */
+static const uint8_t no_bytes[1];
+static void cursors_clear(rec_codec *c) {
+    if (!c->cur_ready) {
+        for (size_t s = 0; s < REC_STREAMS; s++) c->cur[s] = (rec_cur){no_bytes, no_bytes, 0};
+        c->cur_ready = 1;
+        c->nstreams = 0;
+        memset(c->group_seen, 1, sizeof c->group_seen);
+    }
+    for (size_t k = 0; k < c->nstreams; k++) {
+        uint32_t id = c->stream_id[k];
+        c->cur[stream_slot(id & (REC_GROUPS - 1), (int)(id >> REC_GROUP_BITS))] =
+            (rec_cur){no_bytes, no_bytes, 0};
+    }
+    c->nstreams = 0;
+    for (unsigned g = 0; g < REC_GROUPS; g++) {
+        if (!c->group_seen[g]) continue;
+        for (int col = 0; col < REC_COL_COUNT; col++)
+            c->cur[stream_slot(g, col)] = (rec_cur){no_bytes, no_bytes, 0};
+    }
+    memset(c->group_seen, 0, sizeof c->group_seen);
+}
+
+/* Reads the directory and points each listed stream's cursor at its bytes. */
+static int streams_open(rec_codec *c, rec_cur *in, char *err, size_t errlen) {
+    uint64_t ns = rec_cur_varint(in);
+    if (in->bad || ns > REC_STREAMS) {
+        snprintf(err, errlen, "chunk stream directory is corrupt (%llu streams)",
+                 (unsigned long long)ns);
+        return -1;
+    }
+    uint64_t prev_id = 0;
+    for (uint64_t k = 0; k < ns; k++) {
+        uint64_t id = rec_cur_varint(in), len = rec_cur_varint(in);
+        unsigned col = (unsigned)(id >> REC_GROUP_BITS), g = (unsigned)(id & (REC_GROUPS - 1));
+        if (in->bad || col >= REC_COL_COUNT || (k && id <= prev_id) ||
+            (!col_grouped[col] && g != 0)) {
+            snprintf(err, errlen, "chunk stream directory is corrupt (entry %llu, stream %llu)",
+                     (unsigned long long)k, (unsigned long long)id);
+            return -1;
+        }
+        prev_id = id;
+        c->stream_id[k] = (uint32_t)id;
+        c->stream_len[k] = (size_t)len;
+    }
+    for (uint64_t k = 0; k < ns; k++) {
+        const uint8_t *s = rec_cur_take(in, c->stream_len[k]);
+        if (!s) {
+            snprintf(err, errlen, "chunk stream %u overruns the frame", c->stream_id[k]);
+            return -1;
+        }
+        uint32_t id = c->stream_id[k];
+        c->cur[stream_slot(id & (REC_GROUPS - 1), (int)(id >> REC_GROUP_BITS))] =
+            (rec_cur){s, s + c->stream_len[k], 0};
+        c->nstreams = (size_t)k + 1;
+    }
+    return 0;
+}
+
+/* Every listed stream consumed exactly, and no stream the chunk lacks read. */
+static int streams_check(rec_codec *c, uint64_t n, char *err, size_t errlen) {
+    for (size_t k = 0; k < c->nstreams; k++) {
+        uint32_t id = c->stream_id[k];
+        const rec_cur *s = &c->cur[stream_slot(id & (REC_GROUPS - 1), (int)(id >> REC_GROUP_BITS))];
+        if (s->bad || s->p != s->end) {
+            snprintf(err, errlen, "chunk stream %u (column %u) does not hold exactly %llu events",
+                     id, id >> REC_GROUP_BITS, (unsigned long long)n);
+            return -1;
+        }
+    }
+    for (unsigned g = 0; g < REC_GROUPS; g++) {
+        if (!c->group_seen[g]) continue;
+        for (int col = 0; col < REC_COL_COUNT; col++) {
+            if (c->cur[stream_slot(g, col)].bad) {
+                snprintf(err, errlen, "chunk lacks stream %u (column %d) that its events read",
+                         (unsigned)col << REC_GROUP_BITS | g, col);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+#define GET(col) rec_cur_varint(&gc[col])
 
 int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_view *view,
                      engine_event **evs, size_t *cap, char *err, size_t errlen) {
@@ -400,23 +574,12 @@ int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_v
     view->decls = (const uint8_t *)rec_cur_bytes(&c, &dl);
     view->decl_len = dl;
     uint64_t n = rec_cur_varint(&c);
-    uint64_t ncols = rec_cur_varint(&c);
-    if (c.bad || ncols != REC_COL_COUNT || n > (uint64_t)len) {
-        snprintf(err, errlen, "chunk header is corrupt (%llu events, %llu columns)",
-                 (unsigned long long)n, (unsigned long long)ncols);
+    if (c.bad || n > (uint64_t)len) {
+        snprintf(err, errlen, "chunk header is corrupt (%llu events)", (unsigned long long)n);
         return -1;
     }
-    rec_cur col[REC_COL_COUNT];
-    uint64_t col_len[REC_COL_COUNT];
-    for (int k = 0; k < REC_COL_COUNT; k++) col_len[k] = rec_cur_varint(&c);
-    for (int k = 0; k < REC_COL_COUNT; k++) {
-        const uint8_t *s = c.bad ? NULL : rec_cur_take(&c, (size_t)col_len[k]);
-        if (!s) {
-            snprintf(err, errlen, "chunk column %d overruns the frame", k);
-            return -1;
-        }
-        col[k] = (rec_cur){s, s + col_len[k], 0};
-    }
+    cursors_clear(codec);
+    if (streams_open(codec, &c, err, errlen)) return -1;
     if (n > *cap) {
         engine_event *ne = realloc(*evs, (size_t)n * sizeof *ne);
         if (!ne) {
@@ -438,15 +601,19 @@ int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_v
     memset(codec->time, 0, sizeof codec->time);
     memset(codec->site, 0, sizeof codec->site);
     memset(codec->prev_site, 0, sizeof codec->prev_site);
+    memset(codec->next_site, 0, sizeof codec->next_site);
     memset(codec->flag_aux, 0, sizeof codec->flag_aux);
+    rec_cur *uc = &codec->cur[stream_slot(0, 0)];   /* the ungrouped columns */
+    codec->group_seen[0] = 1;
     uint64_t prev_seq = 0, prev_k = 0;
     for (size_t i = 0; i < n; i++) {
         engine_event *e = &all[i];
-        uint64_t seq = prev_seq + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_SEQ]));
+        uint64_t seq = prev_seq + (uint64_t)rec_unzigzag(rec_cur_varint(&uc[REC_COL_SEQ]));
         prev_seq = seq;
-        uint8_t kb = rec_cur_byte(&col[REC_COL_KIND]);
+        uint8_t kb = rec_cur_byte(&uc[REC_COL_KIND]);
         if (kb & REC_KIND_COPY) {
-            uint64_t k = prev_k + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_LINK]));
+            rec_cur *gc = &codec->cur[stream_slot(COPY_LINK_GROUP, 0)];
+            uint64_t k = prev_k + (uint64_t)rec_unzigzag(GET(REC_COL_LINK));
             prev_k = k;
             size_t src = pend_select(codec, k);
             if (src >= i) {
@@ -459,15 +626,21 @@ int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_v
             e->kind = (uint8_t)(kb & ~REC_KIND_COPY);
             e->link = e->seq;
             e->seq = seq;
-            e->time = (uint64_t)e->value + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_TIME]));
+            unsigned g = copy_group(e->sub);
+            codec->group_seen[g] = 1;
+            gc = &codec->cur[stream_slot(g, 0)];
+            e->time = (uint64_t)e->value + (uint64_t)rec_unzigzag(GET(REC_COL_TIME));
             codec->time[core_slot(e)] = e->time;
             continue;
         }
         e->seq = seq;
-        e->rank = (uint32_t)rec_cur_varint(&col[REC_COL_RANK]);
-        e->core = (uint32_t)rec_cur_varint(&col[REC_COL_CORE]);
+        e->rank = (uint32_t)rec_cur_varint(&uc[REC_COL_RANK]);
+        e->core = (uint32_t)rec_cur_varint(&uc[REC_COL_CORE]);
         unsigned cs = core_slot(e);
-        e->site = unzz32(codec->prev_site[cs], rec_cur_varint(&col[REC_COL_SITE]));
+        uint32_t *next = &codec->next_site[hash_slot(codec->prev_site[cs])];
+        uint64_t sv = rec_cur_varint(&uc[REC_COL_SITE]);
+        e->site = sv ? unzz32(codec->prev_site[cs], sv - 1) : *next;
+        *next = e->site;
         codec->prev_site[cs] = e->site;
         uint32_t *sp = &codec->site[e->site % REC_SITE_SLOTS];
         if (kb == REC_KIND_SITE) {
@@ -479,49 +652,46 @@ int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_v
             e->pipe = (uint8_t)(*sp >> 8);
             e->sub = (uint8_t)(*sp >> 16);
         } else {
-            e->kind = kb == REC_KIND_ESCAPE ? rec_cur_byte(&col[REC_COL_SUB]) : kb;
-            e->pipe = rec_cur_byte(&col[REC_COL_PIPE]);
-            e->sub = rec_cur_byte(&col[REC_COL_SUB]);
+            e->kind = kb == REC_KIND_ESCAPE ? rec_cur_byte(&uc[REC_COL_SUB]) : kb;
+            e->pipe = rec_cur_byte(&uc[REC_COL_PIPE]);
+            e->sub = rec_cur_byte(&uc[REC_COL_SUB]);
             *sp = site_pred(e);
         }
         e->pad = 0;
         if (e->kind == EV_XFER_ISSUE) pend_add(codec, i);
+        unsigned g = event_group(e);
+        codec->group_seen[g] = 1;
+        rec_cur *gc = &codec->cur[stream_slot(g, 0)];
         uint64_t *t = &codec->time[cs];
-        e->time = *t + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_TIME]));
+        e->time = *t + (uint64_t)rec_unzigzag(GET(REC_COL_TIME));
         *t = e->time;
         rec_ctx *x = &codec->ctx[ctx_slot(e)];
-        e->addr = x->addr + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_ADDR]));
+        e->addr = x->addr + (uint64_t)rec_unzigzag(GET(REC_COL_ADDR));
         x->addr = e->addr;
-        e->len = x->len + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_LEN]));
+        e->len = x->len + (uint64_t)rec_unzigzag(GET(REC_COL_LEN));
         x->len = e->len;
-        uint64_t v = x->value + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_VALUE]));
+        uint64_t v = x->value + (uint64_t)rec_unzigzag(GET(REC_COL_VALUE));
         x->value = v;
         e->value = (int64_t)(value_is_time(e->kind) ? v + e->time : v);
         if (e->kind == EV_FLAG_WAIT_BEGIN) {
-            e->aux = (int64_t)(codec->flag_aux[cs] +
-                               (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_AUX])));
+            e->aux = (int64_t)(codec->flag_aux[cs] + (uint64_t)rec_unzigzag(GET(REC_COL_AUX)));
         } else {
-            uint64_t a = x->aux + (uint64_t)rec_unzigzag(rec_cur_varint(&col[REC_COL_AUX]));
+            uint64_t a = x->aux + (uint64_t)rec_unzigzag(GET(REC_COL_AUX));
             x->aux = a;
             e->aux = (int64_t)(aux_is_time(e->kind) ? a + e->time : a);
             if (e->kind == EV_FLAG_SET) codec->flag_aux[cs] = (uint64_t)e->aux;
         }
-        uint64_t link = rec_cur_varint(&col[REC_COL_LINK]);
+        uint64_t link = GET(REC_COL_LINK);
         e->link = link ? e->seq - (uint64_t)rec_unzigzag(link - 1) : 0;
-        e->object = unzz32(x->object, rec_cur_varint(&col[REC_COL_OBJECT]));
+        e->object = unzz32(x->object, GET(REC_COL_OBJECT));
         x->object = e->object;
-        e->peer = unzz32(x->peer, rec_cur_varint(&col[REC_COL_PEER]));
+        e->peer = unzz32(x->peer, GET(REC_COL_PEER));
         x->peer = e->peer;
     }
-    for (int k = 0; k < REC_COL_COUNT; k++) {
-        if (col[k].bad || col[k].p != col[k].end) {
-            snprintf(err, errlen, "chunk column %d does not hold exactly %llu events", k,
-                     (unsigned long long)n);
-            return -1;
-        }
-    }
-    return 0;
+    return streams_check(codec, n, err, errlen);
 }
+
+#undef GET
 
 void rec_chunk_summarize(const engine_event *evs, size_t n, rec_chunk_row *row) {
     memset(row, 0, sizeof *row);

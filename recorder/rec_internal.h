@@ -120,9 +120,16 @@ int rec_meta_from_info(rec_kv *kv, const rec_run_info *info, char *err, size_t e
 #define REC_TAG_CHUNK "NPRC"
 #define REC_TAG_TRAILER "NPRT"
 
-enum { REC_DECL_STRING = 1, REC_DECL_SITE = 2, REC_DECL_OBJECT = 3, REC_DECL_OBJECT_DELTA = 4 };
+enum {
+    REC_DECL_STRING = 1, REC_DECL_SITE = 2, REC_DECL_OBJECT = 3, REC_DECL_OBJECT_DELTA = 4,
+    REC_DECL_STRING_NEXT = 5
+};
 
-void rec_decl_string(rec_buf *b, uint32_t id, const char *text);
+/* A string record; *prev_id is the id of the previous string record of the
+ * same chunk's declarations (0 at every chunk start), updated to id. Ids
+ * are dense, so a string declared right after id - 1 is stored without its
+ * id (type 5). */
+void rec_decl_string(rec_buf *b, uint32_t *prev_id, uint32_t id, const char *text);
 void rec_decl_site(rec_buf *b, const engine_site *s);
 void rec_decl_object(rec_buf *b, const engine_object *o);
 /* An object record stored as differences against the previous object
@@ -141,12 +148,21 @@ typedef struct rec_decl_sink {
 } rec_decl_sink;
 int rec_decl_decode(const uint8_t *p, size_t len, const rec_decl_sink *sink);
 
-/* Number of event columns and their order in a chunk. */
+/* The event columns. Value-like columns are split into one stream per
+ * event group (rec_chunk.c): a column of one kind of event is far more
+ * regular than the same column of all events interleaved. */
 enum {
     REC_COL_SEQ, REC_COL_TIME, REC_COL_RANK, REC_COL_CORE, REC_COL_KIND, REC_COL_PIPE,
     REC_COL_SUB, REC_COL_ADDR, REC_COL_LEN, REC_COL_VALUE, REC_COL_AUX, REC_COL_LINK,
     REC_COL_SITE, REC_COL_OBJECT, REC_COL_PEER, REC_COL_COUNT
 };
+
+/* Event groups: (kind & 63) << 5 | (sub & 31); group 0..31 (kind 0, which
+ * no event has) holds the copied XFER_DONEs. A stream id is
+ * column << REC_GROUP_BITS | group. Part of the format (traces/FORMAT.md). */
+#define REC_GROUP_BITS 11
+#define REC_GROUPS (1u << REC_GROUP_BITS)
+#define REC_STREAMS (REC_COL_COUNT * REC_GROUPS)
 
 /* Delta contexts, reset at every chunk start (chunks stay independent).
  * ctx is indexed by a hash of (rank, call site, kind): the previous event
@@ -155,8 +171,9 @@ enum {
  * length, value and object, so the deltas are small and repetitive. time
  * and prev_site are indexed by a hash of (rank, core): a core's local
  * clock advances smoothly and its code walks a short cycle of call sites
- * even when the global order interleaves cores. The hashes are part of the
- * format (traces/FORMAT.md). */
+ * even when the global order interleaves cores; next_site, indexed by a
+ * hash of a site, is the site that followed it last time on any core. The
+ * hashes are part of the format (traces/FORMAT.md). */
 #define REC_CTX_BITS 14
 #define REC_CTX_SLOTS (1u << REC_CTX_BITS)
 #define REC_SITE_SLOTS 4096
@@ -168,6 +185,7 @@ typedef struct rec_codec {
     rec_ctx ctx[REC_CTX_SLOTS];
     uint64_t time[REC_CTX_SLOTS];
     uint32_t prev_site[REC_CTX_SLOTS];  /* by core slot: the core's previous site */
+    uint32_t next_site[REC_CTX_SLOTS];  /* by site slot: the site that followed it */
     uint64_t flag_aux[REC_CTX_SLOTS];   /* by core slot: aux of the core's last FLAG_SET */
     uint32_t site[REC_SITE_SLOTS];  /* kind | pipe << 8 | sub << 16 | 1 << 24 */
     /* Pending XFER_ISSUEs of the chunk by position (rec_chunk.c): a bit
@@ -176,8 +194,23 @@ typedef struct rec_codec {
     uint64_t *pend_bits;
     uint32_t *pend_cnt;
     size_t pend_cap, pend_words, pend_blocks, pend_groups, pend_first;
-    rec_buf col[REC_COL_COUNT];  /* encoder's column streams */
-    size_t col_at[REC_COL_COUNT];   /* encoder: where each column starts in the payload */
+    /* The chunk's non-empty streams, in stream id order: the encoder's
+     * output (with where each starts in the payload, the writer's zstd
+     * block cuts) and the decoder's directory. */
+    size_t nstreams;
+    uint32_t stream_id[REC_STREAMS];
+    size_t stream_at[REC_STREAMS];
+    size_t stream_len[REC_STREAMS];
+    /* Per stream, indexed group * REC_COL_COUNT + column (an event's
+     * streams side by side): the encoder's write position and start in
+     * arena, the decoder's read cursor. */
+    uint8_t *w[REC_STREAMS];
+    uint8_t *w0[REC_STREAMS];
+    rec_cur cur[REC_STREAMS];
+    int cur_ready;                       /* decoder: cur[] set to empty once */
+    uint8_t group_seen[REC_GROUPS];      /* decoder: groups the chunk read */
+    rec_buf arena;
+    uint32_t group_events[REC_GROUPS];   /* encoder: events per group */
 } rec_codec;
 void rec_codec_free(rec_codec *codec);   /* frees codec and its buffers */
 

@@ -48,6 +48,7 @@ struct rec_writer {
     size_t nev;
     rec_buf decls;
     engine_object prev_obj;   /* the last object declared in decls */
+    uint32_t prev_string;     /* the last string id declared in decls */
     /* The chunk handed to the worker, and what writing it takes. */
     engine_event *job_evs;
     size_t job_nev;
@@ -174,7 +175,7 @@ static void encode_and_write(void *arg) {
     rec_chunk_row row;
     rec_chunk_summarize(evs, n, &row);
     row.offset = w->offset;
-    if (write_frame_cut(w, w->codec->col_at, REC_COL_COUNT)) return;
+    if (write_frame_cut(w, w->codec->stream_at, w->codec->nstreams)) return;
     row.compressed_bytes = w->comp.len;
     row.raw_bytes = w->raw.len;
     if (rec_ix_chunk(w->ix, w->job_decls.p, w->job_decls.len, evs, n, &row)) {
@@ -216,12 +217,14 @@ static void flush_chunk(rec_writer *w) {
     w->decls.len = 0;
     w->decls.oom = 0;
     memset(&w->prev_obj, 0, sizeof w->prev_obj);
+    w->prev_string = 0;
 }
 
 /* ---------------------------------------------------------------- observer */
 
 static void obs_string(void *ctx, uint32_t id, const char *text) {
-    rec_decl_string(&((rec_writer *)ctx)->decls, id, text);
+    rec_writer *w = ctx;
+    rec_decl_string(&w->decls, &w->prev_string, id, text);
 }
 
 static void obs_site(void *ctx, const engine_site *site) {
@@ -249,18 +252,12 @@ void rec_observer(rec_writer *w, engine_observer *obs) {
 }
 
 void rec_attach(rec_writer *w, engine *e) {
-    /* Strings are dense from 1; engine_string answers "" past the last. */
-    for (uint32_t id = 1;; id++) {
-        const char *s = engine_string(e, id);
-        if (!s || !*s) break;
-        obs_string(w, id, s);
-    }
+    for (uint32_t id = 1; id <= engine_string_count(e); id++)
+        obs_string(w, id, engine_string(e, id));
+    /* Object names and roles are among the strings just declared. */
     for (uint32_t id = 1; id <= engine_object_count(e); id++) {
         const engine_object *o = engine_object_get(e, id);
-        if (!o) continue;
-        if (o->name) obs_string(w, o->name, engine_string(e, o->name));
-        if (o->role) obs_string(w, o->role, engine_string(e, o->role));
-        obs_object(w, o);
+        if (o) obs_object(w, o);
     }
     engine_observer obs;
     rec_observer(w, &obs);

@@ -42,7 +42,7 @@
 
 /* Version of the trace format written by this library (meta format_version).
  * A reader accepts exactly the versions it knows; see traces/FORMAT.md. */
-#define REC_FORMAT_VERSION 3
+#define REC_FORMAT_VERSION 4
 /* Events per chunk frame. */
 #define REC_CHUNK_EVENTS 65536
 

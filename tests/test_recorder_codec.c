@@ -151,19 +151,127 @@ static void test_copies_shrink_the_chunk(void **state) {
     free(evs);
 }
 
+/* What a declaration sink saw, in order. */
+typedef struct decl_log {
+    uint32_t string_ids[8];
+    char strings[8][16];
+    int nstrings, nsites;
+    engine_object objects[4];
+    int nobjects;
+} decl_log;
+static void log_string(void *ctx, uint32_t id, const char *text, size_t len) {
+    decl_log *l = ctx;
+    assert_true(l->nstrings < 8 && len < 16);
+    l->string_ids[l->nstrings] = id;
+    memcpy(l->strings[l->nstrings], text, len);
+    l->strings[l->nstrings++][len] = 0;
+}
+static void log_site(void *ctx, uint32_t id, int line, const char *file, size_t fl,
+                     const char *func, size_t fnl) {
+    decl_log *l = ctx;
+    assert_int_equal(id, 9);
+    assert_int_equal(line, -3);
+    assert_true(fl == 8 && memcmp(file, "kernel.c", 8) == 0);
+    assert_true(fnl == 4 && memcmp(func, "send", 4) == 0);
+    l->nsites++;
+}
+static void log_object(void *ctx, const engine_object *o) {
+    decl_log *l = ctx;
+    assert_true(l->nobjects < 4);
+    l->objects[l->nobjects++] = *o;
+}
+static void assert_object_equal(const engine_object *a, const engine_object *b) {
+    assert_int_equal(a->id, b->id);
+    assert_int_equal(a->kind, b->kind);
+    assert_int_equal(a->name, b->name);
+    assert_int_equal(a->rank, b->rank);
+    assert_int_equal(a->addr.a, b->addr.a);
+    assert_int_equal(a->width, b->width);
+    assert_int_equal(a->size, b->size);
+    assert_int_equal(a->ring, b->ring);
+    assert_int_equal(a->head, b->head);
+    assert_int_equal(a->tail, b->tail);
+    assert_int_equal(a->producer_rank, b->producer_rank);
+    assert_int_equal(a->consumer_rank, b->consumer_rank);
+    assert_int_equal(a->role, b->role);
+}
+
 static void test_declarations_roundtrip(void **state) {
     (void)state;
     rec_buf d = {0};
-    rec_decl_string(&d, 7, "RDMASender");
+    uint32_t prev_string = 0;
+    /* 7 is stored with its id, 8 and 9 as "next", 3 with its id again. */
+    rec_decl_string(&d, &prev_string, 7, "RDMASender");
+    rec_decl_string(&d, &prev_string, 8, "");
+    rec_decl_string(&d, &prev_string, 9, "hccs");
+    rec_decl_string(&d, &prev_string, 3, "x");
     engine_site site = {9, "kernel.c", -3, "send"};
     rec_decl_site(&d, &site);
     engine_object o = {.id = 4, .kind = OBJ_RING, .name = 7, .rank = -1, .addr = {123456789},
                        .width = 8, .size = 1ull << 40, .ring = 0, .head = 5, .tail = 6,
                        .producer_rank = -1, .consumer_rank = 63, .role = 2};
+    engine_object head = {.id = 5, .kind = OBJ_RING_HEAD, .name = 8, .rank = 3,
+                          .addr = {1}, .width = 4, .size = 64, .ring = 4, .head = 0,
+                          .tail = 0, .producer_rank = 2, .consumer_rank = 0, .role = 9};
+    engine_object far = {.id = 4000000000u, .kind = OBJ_WORD, .name = 3, .rank = 0,
+                         .addr = {~0ull}, .width = 8, .size = 0, .ring = 1, .head = 0,
+                         .tail = 4000000001u, .producer_rank = -1, .consumer_rank = -1};
     rec_decl_object(&d, &o);
+    engine_object prev = o;
+    rec_decl_object_delta(&d, &prev, &head);
+    rec_decl_object_delta(&d, &prev, &far);
     engine_event ev = {.seq = 1, .kind = EV_RUN_END};
     roundtrip(&ev, 1, d.p, d.len);
+
+    decl_log log;
+    memset(&log, 0, sizeof log);
+    rec_decl_sink sink = {&log, log_string, log_site, log_object};
+    assert_int_equal(rec_decl_decode(d.p, d.len, &sink), 0);
+    assert_int_equal(log.nstrings, 4);
+    uint32_t ids[] = {7, 8, 9, 3};
+    const char *texts[] = {"RDMASender", "", "hccs", "x"};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(log.string_ids[i], ids[i]);
+        assert_string_equal(log.strings[i], texts[i]);
+    }
+    assert_int_equal(log.nsites, 1);
+    assert_int_equal(log.nobjects, 3);
+    assert_object_equal(&log.objects[0], &o);
+    assert_object_equal(&log.objects[1], &head);
+    assert_object_equal(&log.objects[2], &far);
+    /* Cut short: refused. */
+    memset(&log, 0, sizeof log);
+    assert_int_equal(rec_decl_decode(d.p, d.len - 1, &sink), -1);
     rec_buf_free(&d);
+}
+
+/* One decoder over many chunks of different shapes: nothing of a chunk's
+ * streams may leak into the next. */
+static void test_one_decoder_many_chunks(void **state) {
+    (void)state;
+    size_t sizes[] = {1000, 3, 0, 2500, 1, 1000};
+    rec_codec *enc = calloc(1, sizeof *enc), *dec = calloc(1, sizeof *dec);
+    engine_event *got = NULL;
+    size_t cap = 0;
+    char err[256];
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        engine_event *evs = malloc((sizes[k] + 1) * sizeof *evs);
+        make_stream(evs, sizes[k]);
+        rec_buf out = {0};
+        rec_chunk_encode(enc, NULL, 0, evs, sizes[k], &out);
+        rec_chunk_view view;
+        if (rec_chunk_decode(dec, out.p, out.len, &view, &got, &cap, err, sizeof err))
+            fail_msg("chunk %zu: %s", k, err);
+        assert_int_equal(view.n, sizes[k]);
+        for (size_t i = 0; i < sizes[k]; i++)
+            if (memcmp(&got[i], &evs[i], sizeof *got) != 0)
+                fail_msg("chunk %zu event %zu differs after decoding", k, i);
+        rec_buf_free(&out);
+        free(evs);
+    }
+    free(got);
+    rec_codec_free(enc);
+    rec_codec_free(dec);
 }
 
 static void test_damaged_chunks_are_refused(void **state) {
@@ -196,6 +304,11 @@ static void test_damaged_chunks_are_refused(void **state) {
         free(copy);
     }
     assert_true(refused > 0);
+    /* The decoder that refused them still decodes the intact chunk. */
+    if (rec_chunk_decode(dec, out.p, out.len, &view, &got, &cap, err, sizeof err))
+        fail_msg("intact chunk after damaged ones: %s", err);
+    assert_int_equal(view.n, n);
+    assert_memory_equal(got, evs, n * sizeof *evs);
     free(got);
     free(evs);
     rec_buf_free(&out);
@@ -208,6 +321,7 @@ int main(void) {
         cmocka_unit_test(test_random_streams_roundtrip),
         cmocka_unit_test(test_copies_shrink_the_chunk),
         cmocka_unit_test(test_declarations_roundtrip),
+        cmocka_unit_test(test_one_decoder_many_chunks),
         cmocka_unit_test(test_damaged_chunks_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
