@@ -61,8 +61,7 @@ struct rec_ix_db {
     char path[4096], tmp[4096];
     /* BATCH_ROWS rows per insert, and one */
     sqlite3_stmt *waits_batch, *waits_one, *xfers_batch, *xfers_one;
-    size_t waits_ready, xfers_ready;  /* rows before these can no longer change */
-    size_t waits_done, xfers_done;    /* rows written */
+    size_t waits_done, xfers_done;    /* entries of ix->ended_* written */
 };
 
 /* Inserting several rows per statement roughly halves the per-row cost of
@@ -333,20 +332,28 @@ static void bind_xfer(db_ctx *c, size_t i) {
 
 /* Writes rows [*done, ready) of a big table: whole batches, and with
  * final the rest one by one. */
+/* Writes rows[*done..n) in batches; the last n % BATCH_ROWS one by one only
+ * if final (the next flush may fill the batch). */
+static int cmp_row(const void *a, const void *b) {
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
 static int write_rows(db_ctx *c, sqlite3_stmt *batch, sqlite3_stmt *one,
-                      void (*bind)(db_ctx *c, size_t i), size_t *done, size_t ready, int final,
-                      char *err, size_t errlen) {
-    while (*done + BATCH_ROWS <= ready) {
+                      void (*bind)(db_ctx *c, size_t i), size_t *rows, size_t *done,
+                      size_t n, int final, char *err, size_t errlen) {
+    /* In row id order, SQLite's b-tree inserts mostly append. */
+    if (n > *done) qsort(rows + *done, n - *done, sizeof *rows, cmp_row);
+    while (*done + BATCH_ROWS <= n) {
         c->st = batch;
         c->col = 0;
-        for (size_t r = 0; r < BATCH_ROWS; r++) bind(c, *done + r);
+        for (size_t r = 0; r < BATCH_ROWS; r++) bind(c, rows[*done + r]);
         if (step(c, err, errlen)) return -1;
         *done += BATCH_ROWS;
     }
-    while (final && *done < ready) {
+    while (final && *done < n) {
         c->st = one;
         c->col = 0;
-        bind(c, *done);
+        bind(c, rows[*done]);
         if (step(c, err, errlen)) return -1;
         ++*done;
     }
@@ -412,18 +419,26 @@ int rec_ix_db_open(rec_index *ix, const char *path, char *err, size_t errlen) {
 }
 
 /* Writes the waits and transfers that can no longer change (all of them
- * with final). */
+ * with final: the ones that never ended join the lists first). */
 static int write_big(rec_index *ix, int final, char *err, size_t errlen) {
     rec_ix_db *d = ix->db;
     db_ctx c = {d->db, NULL, 0, ix};
-    while (d->waits_ready < ix->nwaits && (final || ix->waits[d->waits_ready].end_seq))
-        d->waits_ready++;
-    while (d->xfers_ready < ix->nxfers && (final || ix->xfers[d->xfers_ready].done_seq))
-        d->xfers_ready++;
-    return write_rows(&c, d->waits_batch, d->waits_one, bind_wait, &d->waits_done,
-                      d->waits_ready, final, err, errlen) ||
-                   write_rows(&c, d->xfers_batch, d->xfers_one, bind_xfer, &d->xfers_done,
-                              d->xfers_ready, final, err, errlen)
+    if (final) {
+        for (size_t i = 0; i < ix->nwaits; i++)
+            if (!ix->waits[i].end_seq)
+                rec_ix_push_ended(ix, &ix->ended_waits, &ix->nended_waits, &ix->cap_ended_waits, i);
+        for (size_t i = 0; i < ix->nxfers; i++)
+            if (!ix->xfers[i].done_seq)
+                rec_ix_push_ended(ix, &ix->ended_xfers, &ix->nended_xfers, &ix->cap_ended_xfers, i);
+        if (ix->oom) {
+            snprintf(err, errlen, "%s: out of memory while building the index", d->path);
+            return -1;
+        }
+    }
+    return write_rows(&c, d->waits_batch, d->waits_one, bind_wait, ix->ended_waits,
+                      &d->waits_done, ix->nended_waits, final, err, errlen) ||
+                   write_rows(&c, d->xfers_batch, d->xfers_one, bind_xfer, ix->ended_xfers,
+                              &d->xfers_done, ix->nended_xfers, final, err, errlen)
                ? -1
                : 0;
 }

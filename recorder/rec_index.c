@@ -57,6 +57,8 @@ void rec_ix_free(rec_index *ix) {
     free(ix->core_role);
     free(ix->waits);
     free(ix->xfers);
+    free(ix->ended_waits);
+    free(ix->ended_xfers);
     free(ix->chunks);
     free(ix);
 }
@@ -88,6 +90,11 @@ static void *push_row(rec_index *ix, void **arr, size_t *n, size_t *cap, size_t 
     void *row = (char *)*arr + (*n)++ * elem;
     memset(row, 0, elem);
     return row;
+}
+
+void rec_ix_push_ended(rec_index *ix, size_t **arr, size_t *n, size_t *cap, size_t row) {
+    size_t *slot = push_row(ix, (void **)arr, n, cap, sizeof **arr);
+    if (slot) *slot = row;
 }
 
 int rec_ix_header(rec_index *ix, const rec_kv *header) {
@@ -194,8 +201,10 @@ static void wait_begin(rec_index *ix, const engine_event *ev, uint32_t track) {
 
 static void wait_end(rec_index *ix, const engine_event *ev, uint32_t track) {
     if (track >= ix->nopen || ix->open_wait[track] == 0) return;
-    ix_wait *w = &ix->waits[ix->open_wait[track] - 1];
+    size_t row = (size_t)ix->open_wait[track] - 1;
+    ix_wait *w = &ix->waits[row];
     ix->open_wait[track] = 0;
+    rec_ix_push_ended(ix, &ix->ended_waits, &ix->nended_waits, &ix->cap_ended_waits, row);
     w->end_seq = ev->seq;
     w->end_ps = ev->time;
     w->seen = ev->value;
@@ -243,6 +252,9 @@ static void xfer_done(rec_index *ix, const engine_event *ev) {
         else hi = mid;
     }
     if (lo == ix->nxfers || ix->xfers[lo].issue_seq != ev->link) return;
+    /* A second DONE of one issue updates the row, which is listed once. */
+    if (!ix->xfers[lo].done_seq)
+        rec_ix_push_ended(ix, &ix->ended_xfers, &ix->nended_xfers, &ix->cap_ended_xfers, lo);
     ix->xfers[lo].done_seq = ev->seq;
     ix->xfers[lo].done_ps = ev->time;
 }

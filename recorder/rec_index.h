@@ -52,11 +52,19 @@ struct rec_index {
 
     ix_wait *waits; size_t nwaits, cap_waits;
     ix_xfer *xfers; size_t nxfers, cap_xfers;
+    /* Rows that can no longer change, in the order they became final (a
+     * wait ended, a transfer completed), for rec_db.c to write as the run
+     * goes on: one long wait must not hold back every row after it. */
+    size_t *ended_waits; size_t nended_waits, cap_ended_waits;
+    size_t *ended_xfers; size_t nended_xfers, cap_ended_xfers;
     rec_chunk_row *chunks; size_t nchunks, cap_chunks;
 
     uint64_t kind_count[64];
     uint64_t events, max_time, last_seq;
 };
+
+/* Appends row to one of the ended_* lists (sets oom on failure). */
+void rec_ix_push_ended(rec_index *ix, size_t **arr, size_t *n, size_t *cap, size_t row);
 
 const char *rec_wait_kind_name(int wk);
 const char *rec_object_kind_name(int kind);
