@@ -79,6 +79,15 @@ void ana_core_label_sql(char *buf, size_t len, const char *alias, int64_t num_ai
              alias, alias, alias, alias, (long long)num_aic);
 }
 
+void ana_cores_select_sql(char *buf, size_t len, int64_t num_aic) {
+    char label[512];
+    ana_core_label_sql(label, sizeof label, "t", num_aic);
+    snprintf(buf, len,
+             "SELECT t.rank AS rank, t.core AS core, MAX(t.core_type) AS core_type, %s AS name,"
+             " MAX(t.role) AS role FROM tracks t GROUP BY t.rank, t.core",
+             label);
+}
+
 int ana_run_load(sqlite3 *db, ana_run *run, char *err, size_t errlen) {
     if (!ana_has_table(db, "meta") || !ana_has_table(db, "waits")) {
         ana_err(err, errlen, "index.db has no meta/waits tables: not an npurr run index "

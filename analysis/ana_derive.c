@@ -139,6 +139,9 @@ int ana_open_derived(const char *run_dir, sqlite3 **db, char *err, size_t errlen
     for (size_t i = 0; complete && i < sizeof tables / sizeof tables[0]; i++)
         complete = ana_has_table(*db, tables[i]);
     if (complete) return 0;
+    /* Seconds at tens of millions of events: say what the wait is for. */
+    fprintf(stderr, "npurr: deriving the analysis tables of %s (first use, %lld events)\n",
+            run_dir, (long long)ana_meta_i64(*db, "events", 0));
     char inner[1024];
     if (ana_derive_db(*db, inner, sizeof inner) == 0) return 0;
     ana_err(err, errlen, "%s: deriving analysis tables: %s", run_dir, inner);

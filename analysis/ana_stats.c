@@ -40,6 +40,15 @@ const char *ana_group_by_name(ana_group_by by) {
     " SUM(dur_ps) AS total_ps, MAX(dur_ps) AS max_ps FROM waits WHERE end_seq IS NULL"      \
     " GROUP BY role, rank, core, kind, site, object, cause)"
 
+/* The same shape from every wait, for an index not derived yet (cause is
+ * then NULL throughout), summed only per (rank, core, the column grouped
+ * by): the outer query reads no other key, and a narrow sort over the wide
+ * waits rows is what this costs. */
+#define RECORDED_GROUPS(key)                                                                 \
+    "(SELECT role, rank, core, kind, site, object, cause, COUNT(*) AS count,"               \
+    " SUM(dur_ps) AS total_ps, MAX(dur_ps) AS max_ps FROM waits"                            \
+    " GROUP BY rank, core" key ")"
+
 /* How many cores a group's waits come from: the share is per core. */
 #define CORES "COUNT(DISTINCT rank * 65536 + core)"
 #define CORES_I "COUNT(DISTINCT i.rank * 65536 + i.core)"
@@ -107,17 +116,17 @@ void ana_stall_table_free(ana_stall_table *t) {
     memset(t, 0, sizeof *t);
 }
 
-/* group_sql with every "wait_groups" replaced by the never-ended waits. */
-static char *blocked_sql(ana_group_by by) {
-    const char *src = group_sql(by), *needle = "wait_groups";
-    size_t extra = strlen(BLOCKED_GROUPS);
-    char *out = malloc(strlen(src) + 4 * extra + 1), *w = out;
+/* src with every needle replaced by with (malloc'd; NULL when out of memory). */
+static char *replace_all(const char *src, const char *needle, const char *with) {
+    size_t nl = strlen(needle), wl = strlen(with), count = 0;
+    for (const char *p = strstr(src, needle); p; p = strstr(p + nl, needle)) count++;
+    char *out = malloc(strlen(src) + count * wl + 1), *w = out;
     if (!out) return NULL;
     for (const char *p = src; *p;) {
-        if (strncmp(p, needle, strlen(needle)) == 0) {
-            memcpy(w, BLOCKED_GROUPS, extra);
-            w += extra;
-            p += strlen(needle);
+        if (strncmp(p, needle, nl) == 0) {
+            memcpy(w, with, wl);
+            w += wl;
+            p += nl;
         } else {
             *w++ = *p++;
         }
@@ -126,32 +135,59 @@ static char *blocked_sql(ana_group_by by) {
     return out;
 }
 
-static int table_get(sqlite3 *db, ana_group_by by, size_t top, int blocked, ana_stall_table *t,
-                     char *err, size_t errlen);
+/* Where the rows come from: the analysis tables, the never-ended waits
+ * only, or the recorder's tables alone. */
+typedef enum { FROM_DERIVED, FROM_BLOCKED, FROM_RECORDED } table_source;
+
+/* group_sql(by) for the source (malloc'd; NULL when out of memory). */
+static char *source_sql(sqlite3 *db, ana_group_by by, table_source from) {
+    if (from == FROM_DERIVED) return strdup(group_sql(by));
+    if (from == FROM_BLOCKED) return replace_all(group_sql(by), "wait_groups", BLOCKED_GROUPS);
+    char select[1024], cores[1100];
+    ana_cores_select_sql(select, sizeof select, ana_meta_i64(db, "num_aic", 0));
+    snprintf(cores, sizeof cores, "JOIN (%s) c ", select);
+    static const char *const groups[ANA_BY_COUNT] = {
+        [ANA_BY_ROLE] = RECORDED_GROUPS(", role"),     [ANA_BY_SITE] = RECORDED_GROUPS(", site"),
+        [ANA_BY_RANK] = RECORDED_GROUPS(""),           [ANA_BY_KIND] = RECORDED_GROUPS(", kind"),
+        [ANA_BY_OBJECT] = RECORDED_GROUPS(", object"), [ANA_BY_CAUSE] = RECORDED_GROUPS(", cause")};
+    char *grouped = replace_all(group_sql(by), "wait_groups", groups[by]);
+    char *out = grouped ? replace_all(grouped, "JOIN cores c ", cores) : NULL;
+    free(grouped);
+    return out;
+}
+
+static int table_get(sqlite3 *db, ana_group_by by, size_t top, table_source from,
+                     ana_stall_table *t, char *err, size_t errlen);
 
 int ana_stall_table_get(sqlite3 *db, ana_group_by by, size_t top, ana_stall_table *t,
                         char *err, size_t errlen) {
-    return table_get(db, by, top, 0, t, err, errlen);
+    return table_get(db, by, top, FROM_DERIVED, t, err, errlen);
 }
 
 int ana_blocked_table_get(sqlite3 *db, ana_group_by by, size_t top, ana_stall_table *t,
                           char *err, size_t errlen) {
-    return table_get(db, by, top, 1, t, err, errlen);
+    return table_get(db, by, top, FROM_BLOCKED, t, err, errlen);
 }
 
-static int table_get(sqlite3 *db, ana_group_by by, size_t top, int blocked, ana_stall_table *t,
-                     char *err, size_t errlen) {
+int ana_stall_table_get_recorded(sqlite3 *db, ana_group_by by, size_t top, ana_stall_table *t,
+                                 char *err, size_t errlen) {
+    return table_get(db, by, top, FROM_RECORDED, t, err, errlen);
+}
+
+static int table_get(sqlite3 *db, ana_group_by by, size_t top, table_source from,
+                     ana_stall_table *t, char *err, size_t errlen) {
     memset(t, 0, sizeof *t);
-    t->blocked = blocked;
+    t->blocked = from == FROM_BLOCKED;
     t->by = by;
     t->run_ps = (uint64_t)ana_meta_i64(db, "end_time_ps", 0);
-    if (!ana_has_table(db, "wait_groups") || !ana_has_table(db, "cores")) {
+    if (from != FROM_RECORDED &&
+        (!ana_has_table(db, "wait_groups") || !ana_has_table(db, "cores"))) {
         ana_err(err, errlen, "index.db has no `wait_groups` table: the analysis tables were "
                 "not derived (run `npurr reindex RUN`)");
         return -1;
     }
-    char *owned = blocked ? blocked_sql(by) : NULL;
-    const char *sql = blocked ? owned : group_sql(by);
+    char *owned = source_sql(db, by, from);
+    const char *sql = owned;
     if (!sql) {
         ana_err(err, errlen, "out of memory building the stall table");
         return -1;

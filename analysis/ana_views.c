@@ -45,17 +45,14 @@ static int drop_any(sqlite3 *db, const char *name, char *err, size_t errlen) {
 }
 
 int ana_create_views(sqlite3 *db, const ana_run *run, char *err, size_t errlen) {
-    char label[512];
-    ana_core_label_sql(label, sizeof label, "t", run->num_aic);
-    char cores[2048];
-    /* One row per core that has a track; role is the core's last SetRole. */
+    char select[1024], cores[2048];
+    ana_cores_select_sql(select, sizeof select, run->num_aic);
     snprintf(cores, sizeof cores,
              "DROP TABLE IF EXISTS cores;"
              "CREATE TABLE cores(rank INT, core INT, core_type TEXT, name TEXT, role TEXT,"
              " PRIMARY KEY(rank, core));"
-             "INSERT INTO cores SELECT t.rank, t.core, MAX(t.core_type), %s, MAX(t.role)"
-             " FROM tracks t GROUP BY t.rank, t.core;",
-             label);
+             "INSERT INTO cores %s;",
+             select);
     if (ana_exec(db, cores, err, errlen)) return -1;
 
     static const char *const views =

@@ -44,8 +44,9 @@
 
 /* Computes waits.cause for every wait and (re)creates the derived tables and
  * the views stall_summary, wait_causes, ring_occupancy, link_bandwidth.
- * Called by `record` after rec_close and by `reindex`. Idempotent: a second
- * call gives the same tables. */
+ * Called by `record` after a run that did not complete, by `reindex`, and
+ * by ana_open_derived on first use. Idempotent: a second call gives the
+ * same tables. */
 int ana_derive(const char *run_dir, char *err, size_t errlen);
 /* Opens RUN/index.db read-write with the events vtab registered (for
  * sql/stats/export). Close with sqlite3_close. */
@@ -55,7 +56,8 @@ int ana_open(const char *run_dir, sqlite3 **db, char *err, size_t errlen);
  * folder. */
 int ana_derive_db(sqlite3 *db, char *err, size_t errlen);
 /* ana_open, then ana_derive_db if the index has no analysis tables or ones
- * from another ANA_VERSION (a run recorded or reindexed without them). */
+ * from another ANA_VERSION (a completed run fresh from `npurr record`, an
+ * index from an older npurr); says so on stderr before deriving. */
 int ana_open_derived(const char *run_dir, sqlite3 **db, char *err, size_t errlen);
 
 /* ------------------------------------------------------------ stats */
@@ -97,6 +99,13 @@ int ana_stall_table_get(sqlite3 *db, ana_group_by by, size_t top, ana_stall_tabl
  * watchdog's blocked cores: what the hang waits on); empty otherwise. */
 int ana_blocked_table_get(sqlite3 *db, ana_group_by by, size_t top, ana_stall_table *t,
                           char *err, size_t errlen);
+/* The same table from the recorder's own tables (waits, tracks), with no
+ * analysis tables: every grouping gives exactly what ana_stall_table_get
+ * gives after ana_derive, except cause, which is unclassified throughout
+ * before it. What `npurr record` prints after a completed run, so the
+ * recording does not wait for the derivation. */
+int ana_stall_table_get_recorded(sqlite3 *db, ana_group_by by, size_t top, ana_stall_table *t,
+                                 char *err, size_t errlen);
 void ana_stall_table_free(ana_stall_table *t);
 /* The `npurr stats` report: a header line that explains the share's
  * denominator, then an aligned table in human units. */

@@ -2,8 +2,12 @@
  * cmd_record.c - `npurr record -k KERNEL [options] -o RUN`: build the
  * cluster, let the kernel set up its inputs and launch, run under the
  * recorder, check the outputs against the kernel's CPU reference, finalise
- * trace and index, derive the analysis tables and print the run's summary
- * and stall table.
+ * trace and index and print the run's summary and stall table. The analysis
+ * tables are derived at once only for a run that did not complete (their
+ * causes explain the hang); otherwise on first use. Work after the run
+ * overlaps where it can: the recorder compresses the last chunk during the
+ * check, and the stall summary (with the derivation, if any) is made while
+ * the engine is freed.
  *
  * Nothing is lost on Ctrl-C or a kernel fault: the signal only asks the
  * engine to stop at the next event, and every ending goes through the same
@@ -11,6 +15,7 @@
  */
 #include "cli.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +68,9 @@ static void print_help(const run_options *ro) {
            "Runs KERNEL on every rank of the emulated cluster, records every transfer,\n"
            "flag wait and head/tail store into RUN/trace.zst (zstd frames) indexed in\n"
            "RUN/index.db (SQLite), checks the outputs against a CPU reference and prints\n"
-           "the outcome and the stall summary.\n\n"
+           "the outcome and the stall summary. The analysis tables (wait causes, ring\n"
+           "occupancy...) are derived at once after a run that did not complete, else\n"
+           "by the first `npurr stats`, `sql` or `export` of RUN.\n\n"
            "exit: 0 completed and checked, 1 error or kernel fault, 2 usage,\n"
            "      3 deadlock or watchdog, 4 data check failed\n\n");
     run_options_help(stdout, ro->kernel, RUN_OPT_OUTPUT | RUN_OPT_NO_TRACE);
@@ -78,30 +85,65 @@ static int exit_code(engine_outcome o, int check_failed) {
     }
 }
 
-static void print_stalls(const char *run_dir) {
+/* The stall summary, into out. A completed run's comes from the recorder's
+ * own tables (the same numbers `stats --by role` prints once the analysis
+ * tables exist); a run that hung also gets what its blocked cores wait on,
+ * by cause, which needs the analysis tables. */
+static void write_stalls(const char *run_dir, int derived, FILE *out) {
     char err[ENGINE_ERRLEN];
     sqlite3 *db = NULL;
-    if (ana_open_derived(run_dir, &db, err, sizeof err)) {
+    if ((derived ? ana_open_derived : ana_open)(run_dir, &db, err, sizeof err)) {
         fprintf(stderr, "npurr: stall summary unavailable: %s\n", err);
         if (db) sqlite3_close(db);
         return;
     }
     ana_stall_table blocked, t;
-    if (ana_blocked_table_get(db, ANA_BY_CAUSE, 10, &blocked, err, sizeof err) == 0) {
+    if (derived && ana_blocked_table_get(db, ANA_BY_CAUSE, 10, &blocked, err, sizeof err) == 0) {
         if (blocked.waits) {
-            printf("\n");
-            ana_stall_table_print(&blocked, stdout);
+            fprintf(out, "\n");
+            ana_stall_table_print(&blocked, out);
         }
         ana_stall_table_free(&blocked);
     }
-    if (ana_stall_table_get(db, ANA_BY_ROLE, 10, &t, err, sizeof err) == 0) {
-        printf("\nstalls by role (npurr stats %s --by site|rank|kind|object|cause):\n", run_dir);
-        ana_stall_table_print(&t, stdout);
+    if ((derived ? ana_stall_table_get : ana_stall_table_get_recorded)(db, ANA_BY_ROLE, 10, &t,
+                                                                        err, sizeof err) == 0) {
+        fprintf(out, "\nstalls by role (npurr stats %s --by site|rank|kind|object|cause):\n",
+                run_dir);
+        ana_stall_table_print(&t, out);
         ana_stall_table_free(&t);
     } else {
         fprintf(stderr, "npurr: stall summary unavailable: %s\n", err);
     }
     sqlite3_close(db);
+}
+
+/* What follows the trace and index: the analysis tables when the run did
+ * not complete, then the stall summary as text. It runs on a second
+ * thread while the main one prints the run's summary and frees the engine
+ * (gigabytes of GM at full size): the two share nothing. */
+typedef struct after_job {
+    const char *run_dir;
+    int derive, summary;
+    int derive_rc;
+    char derive_err[ENGINE_ERRLEN];
+    char *text;
+    size_t text_len;
+    pthread_t thread;
+} after_job;
+
+static void *after_main(void *arg) {
+    after_job *j = arg;
+    if (j->derive) j->derive_rc = ana_derive(j->run_dir, j->derive_err, sizeof j->derive_err);
+    if (j->summary) {
+        FILE *out = open_memstream(&j->text, &j->text_len);
+        if (out) {
+            write_stalls(j->run_dir, j->derive, out);
+            fclose(out);
+        } else {
+            fprintf(stderr, "npurr: stall summary unavailable: out of memory\n");
+        }
+    }
+    return NULL;
 }
 
 int cmd_record(int argc, char **argv) {
@@ -171,6 +213,8 @@ int cmd_record(int argc, char **argv) {
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     g_running = NULL;
+    /* The last chunk is compressed and indexed while the outputs are checked. */
+    rec_flush(w);
 
     int check_failed = 0;
     char check_msg[1024] = "";
@@ -180,13 +224,22 @@ int cmd_record(int argc, char **argv) {
         check_status = check_failed ? "failed" : "passed";
     }
     int status = run_ok ? exit_code(res.outcome, check_failed) : EXIT_ERROR;
+    /* After a completed run the analysis tables wait for their first use
+     * (stats, sql, export derive them): recording stays cheap. A run that
+     * hung or failed is derived now, because its causes are the point. */
+    after_job after = {.run_dir = ro.out_dir,
+                       .derive = !(run_ok && res.outcome == OUTCOME_COMPLETED),
+                       .summary = run_ok && !ro.quiet};
+    int after_started = 0;
     if (w) {
         char rerr[ENGINE_ERRLEN];
         if (rec_close(w, run_ok ? &res : NULL, check_status, check_msg, rerr, sizeof rerr)) {
             fprintf(stderr, "npurr record: finishing %s: %s\n", ro.out_dir, rerr);
             status = EXIT_ERROR;
-        } else if (ana_derive(ro.out_dir, rerr, sizeof rerr)) {
-            fprintf(stderr, "npurr record: analysis of %s: %s\n", ro.out_dir, rerr);
+        } else if (pthread_create(&after.thread, NULL, after_main, &after) == 0) {
+            after_started = 1;   /* joined below, after the engine is freed */
+        } else {
+            after_main(&after);
         }
     }
     if (!run_ok) {
@@ -209,12 +262,15 @@ int cmd_record(int argc, char **argv) {
             printf("\n");
             engine_write_report(e, stdout);
         }
-        if (w) {
-            printf("trace     %s/trace.zst, index %s/index.db\n", ro.out_dir, ro.out_dir);
-            if (!ro.quiet) print_stalls(ro.out_dir);
-        }
+        if (w) printf("trace     %s/trace.zst, index %s/index.db\n", ro.out_dir, ro.out_dir);
     }
+    fflush(stdout);
     if (ro.kernel->destroy) ro.kernel->destroy(state);
     engine_destroy(e);
+    if (after_started) pthread_join(after.thread, NULL);
+    if (after.derive_rc != 0)
+        fprintf(stderr, "npurr record: analysis of %s: %s\n", ro.out_dir, after.derive_err);
+    if (after.text) fwrite(after.text, 1, after.text_len, stdout);
+    free(after.text);
     return status;
 }

@@ -72,6 +72,10 @@ void rec_observer(rec_writer *w, engine_observer *obs);
  * rec_observer(w) on e. Lets a caller open the recorder after the kernel's
  * setup without losing its objects. */
 void rec_attach(rec_writer *w, engine *e);
+/* Hands the events buffered so far to the background thread without
+ * waiting: call it when the run ends and before slow work that precedes
+ * rec_close (the output check), so the last chunk is compressed meanwhile. */
+void rec_flush(rec_writer *w);
 /* Flushes the last chunk, writes the trailer (outcome), builds index.db,
  * frees w (also on error). check_status: "passed"|"failed"|"skipped";
  * check_message may be NULL. res NULL means engine_run itself failed: the

@@ -117,8 +117,20 @@ small=(--npus-per-node 4 --tokens 32 --hidden 100 --topk 4 --experts 16
        --staging-bytes 1024 --ring-bytes 4096)
 expect 0 "$npurr" record -k combine-sender "${small[@]}" -o "$work/ok"
 run="$work/ok"
+# A completed record leaves the analysis tables to their first use, and its
+# stall table (from the recorder's tables) is the one stats prints after.
+sed -n '/^stalls by role:/,$p' "$work/out" >"$work/record_table"
+[ -s "$work/record_table" ] || { cat "$work/out" >&2; fail "record printed no stall table"; }
+python3 - "$run/index.db" <<'EOF' || fail "record derived the analysis tables of a completed run"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+sys.exit(1 if db.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'wait_groups'").fetchone()[0] else 0)
+EOF
 
 # ---------------------------------------------------------------- stats
+expect 0 "$npurr" stats "$run" --by role
+cmp -s "$work/out" "$work/record_table" ||
+    { diff "$work/record_table" "$work/out" >&2; fail "record's stall table differs from stats --by role"; }
 expect 0 "$npurr" stats --help
 has "--by role|site|rank|kind|object|cause" "stats --help"
 expect 0 "$npurr" stats "$run"
