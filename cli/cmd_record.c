@@ -20,23 +20,32 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "analysis/analysis.h"
 #include "record_inputs.h"
 #include "recorder/recorder.h"
 
 static engine *volatile g_running;
+static volatile sig_atomic_t g_finishing;   /* between the run and rec_close */
 static volatile sig_atomic_t g_signals;
 
-/* The first Ctrl-C stops the run at the next event and lets the trace and
- * index be finalised; a second one exits at once. */
+/* The first Ctrl-C stops the run at the next event, or, once the run is
+ * over, skips the output check (which can take seconds at full size), and
+ * lets the trace and index be finalised; a second one exits at once. */
 static void on_signal(int sig) {
-    if (g_signals++ || !g_running) {
+    if (g_signals++ || (!g_running && !g_finishing)) {
         signal(sig, SIG_DFL);
         raise(sig);
         return;
     }
-    engine_request_stop(g_running);
+    if (g_running) {
+        engine_request_stop(g_running);
+    } else {
+        static const char msg[] = "\nnpurr: finishing the trace and index (Ctrl-C again to abort)\n";
+        ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+        (void)n;
+    }
 }
 
 static double wall_now(void) {
@@ -210,20 +219,30 @@ int cmd_record(int argc, char **argv) {
     engine_result res;
     int run_ok = engine_run(e, &res, err, sizeof err) == ENGINE_OK;
     double wall = wall_now() - t0;
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    /* With a trace to finish, Ctrl-C stays ours until rec_close is done. */
+    g_finishing = w != NULL;
     g_running = NULL;
+    if (!w) {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+    }
     /* The last chunk is compressed and indexed while the outputs are checked. */
     rec_flush(w);
 
-    int check_failed = 0;
+    int check_failed = 0, check_interrupted = 0;
     char check_msg[1024] = "";
     const char *check_status = "skipped";
     if (run_ok && res.outcome == OUTCOME_COMPLETED && ro.kernel->check) {
-        check_failed = ro.kernel->check(e, state, check_msg, sizeof check_msg) != 0;
-        check_status = check_failed ? "failed" : "passed";
+        if (g_signals) {
+            check_interrupted = 1;
+            snprintf(check_msg, sizeof check_msg, "interrupted before the output check");
+        } else {
+            check_failed = ro.kernel->check(e, state, check_msg, sizeof check_msg) != 0;
+            check_status = check_failed ? "failed" : "passed";
+        }
     }
     int status = run_ok ? exit_code(res.outcome, check_failed) : EXIT_ERROR;
+    if (check_interrupted) status = EXIT_ERROR;
     /* After a completed run the analysis tables wait for their first use
      * (stats, sql, export derive them): recording stays cheap. A run that
      * hung or failed is derived now, because its causes are the point. */
@@ -241,6 +260,9 @@ int cmd_record(int argc, char **argv) {
         } else {
             after_main(&after);
         }
+        g_finishing = 0;
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
     }
     if (!run_ok) {
         fprintf(stderr, "npurr record: %s\n", err);
