@@ -28,18 +28,13 @@
 #include <unistd.h>
 
 #include "analysis/analysis.h"
+#include "bench/bench_support.h"
 #include "recorder/recorder.h"
 
 #define RANKS 8
 #define PAIRS_PER_RANK 8
 #define CAP 4
 #define SLOT 4096
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 typedef struct synth {
     engine_observer obs;

@@ -26,6 +26,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "bench/bench_support.h"
 #include "engine/engine.h"
 #include "engine/kernels/combine.h"
 #include "engine/kernels/kernels.h"
@@ -68,29 +69,6 @@ static void on_event(void *ctx, const engine_event *ev) {
     c->hbm_bytes += hbm;
     if ((ev->sub == XFER_HCCS_PUT || ev->sub == XFER_HCCS_GET) && ev->peer != ev->rank)
         c->hccs_bytes += ev->len;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static long peak_rss_mb(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_maxrss / 1024;
-}
-
-static uint64_t mem_available(void) {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return 0;
-    char line[256];
-    unsigned long long kb = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
-    fclose(f);
-    return (uint64_t)kb * 1024;
 }
 
 typedef struct result {
@@ -153,12 +131,6 @@ static int run_scheme(const char *kernel, kernel_opts *o, int npus, int do_check
     engine_destroy(e);
     free(c.is_sender);
     return 0;
-}
-
-static const char *arg_value(int argc, char **argv, const char *name, const char *def) {
-    for (int i = 1; i + 1 < argc; i++)
-        if (strcmp(argv[i], name) == 0) return argv[i + 1];
-    return def;
 }
 
 int main(int argc, char **argv) {

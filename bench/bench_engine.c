@@ -16,14 +16,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench_support.h"
 #include "engine/device.h"
 #include "engine/engine.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void count_event(void *ctx, const engine_event *ev) {
     (void)ev;

@@ -37,18 +37,11 @@
 #include <zstd.h>
 
 #include "analysis/analysis.h"
+#include "bench/bench_support.h"
 #include "engine/kernels/kernels.h"
 #include "recorder/rec_internal.h"
 #include "recorder/recorder.h"
 
-static double clock_s(clockid_t id) {
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-static double now_s(void) { return clock_s(CLOCK_MONOTONIC); }
-/* CPU time too: on a shared machine it is the steadier of the two. */
-static double cpu_s(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
 
 typedef struct run_stats {
     double wall, close_wall, cpu;

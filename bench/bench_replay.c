@@ -24,15 +24,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench_support.h"
 #include "engine/kernels/kernels.h"
 #include "recorder/recorder.h"
 #include "replayer/replayer.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 typedef struct timing {
     double run, total;

@@ -43,6 +43,7 @@
 #include "analysis/analysis.h"
 #include "engine/device.h"
 #include "recorder/recorder.h"
+#include "tests/support.h"
 
 #define SLOT 1024
 #define ITEMS 4
@@ -94,8 +95,7 @@ static void set_hw(engine_config *cfg, const char *key, const char *value) {
 static int record_scenario(void **state) {
     (void)state;
     snprintf(g_tmp, sizeof g_tmp, "/tmp/npurr_ana_XXXXXX");
-    if (!mkdtemp(g_tmp)) return -1;
-    snprintf(g_run, sizeof g_run, "%s/run", g_tmp);
+    if (support_tmp_run(g_tmp, sizeof g_tmp, g_run, sizeof g_run)) return -1;
     engine_config cfg;
     engine_config_defaults(&cfg);
     cfg.nodes = 1;
@@ -109,19 +109,10 @@ static int record_scenario(void **state) {
     set_hw(&cfg, "gm_write_ns", "1e-9");
     set_hw(&cfg, "hbm_gbps", "1e9");
     char err[ENGINE_ERRLEN];
-    engine *e = NULL;
-    if (engine_create(&cfg, &e, err, sizeof err) != ENGINE_OK) return -1;
+    engine *e;
+    rec_writer *w;
     /* The recorder must see the ring's declaration: observe from the start. */
-    rec_run_info info = {"ring-test", "test_analysis", engine_get_config(e),
-                         engine_cores_per_rank(e), engine_num_aic(e), engine_num_aiv(e)};
-    rec_writer *w = NULL;
-    if (rec_open(g_run, &info, &w, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return -1;
-    }
-    engine_observer obs;
-    rec_observer(w, &obs);
-    engine_set_observer(e, &obs);
+    if (support_record_start(&cfg, "ring-test", "test_analysis", g_run, &e, &w)) return -1;
     gm_t head, tail;
     if (engine_gm_alloc(e, 0, 8, "ring0 head", &head, err, sizeof err) ||
         engine_gm_alloc(e, 0, 8, "ring0 tail", &tail, err, sizeof err) ||
@@ -129,33 +120,12 @@ static int record_scenario(void **state) {
         return -1;
     g_args.ring = engine_declare_ring(e, "ring0", "local", head, tail, 8, CAP, 0, 0);
     if (engine_launch(e, "ring", ring_kernel, &g_args, 2, CORE_AIV, err, sizeof err)) return -1;
-    engine_result res;
-    if (engine_run(e, &res, err, sizeof err) != ENGINE_OK) return -1;
-    if (res.outcome != OUTCOME_COMPLETED) {
-        fprintf(stderr, "scenario did not complete: %s\n", res.message);
-        return -1;
-    }
-    if (rec_close(w, &res, "skipped", "", err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return -1;
-    }
-    engine_destroy(e);
-    if (ana_derive(g_run, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return -1;
-    }
-    return 0;
+    return support_record_to_end(e, w, OUTCOME_COMPLETED, g_run);
 }
 
 static int remove_scenario(void **state) {
     (void)state;
-    if (getenv("NPURR_TEST_KEEP")) {   /* to look at the run with sqlite3 */
-        fprintf(stderr, "kept %s\n", g_run);
-        return 0;
-    }
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-    return system(cmd) == 0 ? 0 : -1;
+    return support_remove_dir(g_tmp);
 }
 
 static sqlite3 *open_run(void) {

@@ -36,6 +36,7 @@
 #include "analysis/analysis.h"
 #include "engine/device.h"
 #include "recorder/recorder.h"
+#include "tests/support.h"
 
 #define SLOT 1024
 #define ITEMS 6
@@ -89,26 +90,17 @@ static credit_args g_args;
 static int record_deadlock(void **state) {
     (void)state;
     snprintf(g_tmp, sizeof g_tmp, "/tmp/npurr_anadl_XXXXXX");
-    if (!mkdtemp(g_tmp)) return -1;
-    snprintf(g_run, sizeof g_run, "%s/run", g_tmp);
+    if (support_tmp_run(g_tmp, sizeof g_tmp, g_run, sizeof g_run)) return -1;
     engine_config cfg;
     engine_config_defaults(&cfg);
     cfg.nodes = 2;
     cfg.npus_per_node = 2;
     cfg.jitter = 0;
     char err[ENGINE_ERRLEN];
-    engine *e = NULL;
-    if (engine_create(&cfg, &e, err, sizeof err) != ENGINE_OK) return -1;
-    rec_run_info info = {"credit-test", "test_analysis_deadlock", engine_get_config(e),
-                         engine_cores_per_rank(e), engine_num_aic(e), engine_num_aiv(e)};
-    rec_writer *w = NULL;
-    if (rec_open(g_run, &info, &w, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
+    engine *e;
+    rec_writer *w;
+    if (support_record_start(&cfg, "credit-test", "test_analysis_deadlock", g_run, &e, &w))
         return -1;
-    }
-    engine_observer obs;
-    rec_observer(w, &obs);
-    engine_set_observer(e, &obs);
     gm_t head, tail;
     if (engine_gm_alloc(e, 0, 8, "credit head", &head, err, sizeof err) ||
         engine_gm_alloc(e, 2, 8, "rdma tail", &tail, err, sizeof err) ||
@@ -120,34 +112,12 @@ static int record_deadlock(void **state) {
     engine_name_word(e, g_args.consumed, 8, OBJ_WORD, "fwd consumed");
     if (engine_launch(e, "credit", credit_kernel, &g_args, 2, CORE_AIV, err, sizeof err))
         return -1;
-    engine_result res;
-    if (engine_run(e, &res, err, sizeof err) != ENGINE_OK) return -1;
-    if (res.outcome != OUTCOME_DEADLOCK) {
-        fprintf(stderr, "expected a deadlock, got %s: %s\n", engine_outcome_name(res.outcome),
-                res.message);
-        return -1;
-    }
-    if (rec_close(w, &res, "skipped", "", err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return -1;
-    }
-    engine_destroy(e);
-    if (ana_derive(g_run, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return -1;
-    }
-    return 0;
+    return support_record_to_end(e, w, OUTCOME_DEADLOCK, g_run);
 }
 
 static int remove_deadlock(void **state) {
     (void)state;
-    if (getenv("NPURR_TEST_KEEP")) {   /* to look at the run with sqlite3 */
-        fprintf(stderr, "kept %s\n", g_run);
-        return 0;
-    }
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-    return system(cmd) == 0 ? 0 : -1;
+    return support_remove_dir(g_tmp);
 }
 
 static sqlite3 *open_run(void) {

@@ -19,6 +19,7 @@
 #include "engine/engine.h"
 #include "engine/kernels/combine.h"
 #include "engine/kernels/kernels.h"
+#include "tests/support.h"
 
 typedef struct run {
     engine *e;
@@ -31,11 +32,6 @@ typedef struct run {
 } run;
 
 /* Options: the descriptor's defaults, then name/value overrides. */
-static void make_opts(const kernel_desc *d, kernel_opts *o, const char *const *kv) {
-    kopts_init(o, d);
-    for (int i = 0; kv && kv[i]; i += 2)
-        assert_int_equal(kopts_set(o, kv[i], kv[i + 1]), 0);   /* a test names only real options */
-}
 
 /* Sets up and runs; does not check (so a test can tamper first). */
 static void start(run *r, const char *kernel, int npus, const char *const *kv) {
@@ -48,7 +44,7 @@ static void start(run *r, const char *kernel, int npus, const char *const *kv) {
     cfg.watchdog_ps = 0;
     assert_int_equal(engine_create(&cfg, &r->e, r->err, sizeof r->err), ENGINE_OK);
     kernel_opts o;
-    make_opts(d, &o, kv);
+    support_opts(d, &o, kv);
     void *state = NULL;
     r->setup_rc = d->setup(r->e, &o, &state, r->err, sizeof r->err);
     r->st = state;
@@ -262,22 +258,7 @@ static void test_check_catches_corrupted_row(void **s) {
 /* ------------------------------------------------------------ bad input */
 
 static void expect_setup_error(int nodes, const char *const *kv, const char *needle) {
-    const kernel_desc *d = kernels_find("combine-sender");
-    engine_config cfg;
-    engine_config_defaults(&cfg);
-    cfg.nodes = nodes;
-    cfg.npus_per_node = 2;
-    engine *e;
-    char err[1024];
-    assert_int_equal(engine_create(&cfg, &e, err, sizeof err), ENGINE_OK);
-    kernel_opts o;
-    make_opts(d, &o, kv);
-    void *state = NULL;
-    int rc = d->setup(e, &o, &state, err, sizeof err);
-    engine_destroy(e);
-    assert_int_equal(rc, -1);
-    assert_null(state);
-    if (!strstr(err, needle)) fail_msg("expected '%s' in: %s", needle, err);
+    support_expect_setup_error(support_kernel("combine-sender"), nodes, 2, kv, needle);
 }
 
 static void test_bad_options(void **s) {
@@ -303,7 +284,7 @@ static void test_layout_prints_every_rank(void **s) {
     const kernel_desc *d = kernels_find("combine-sender-inplace");
     const char *kv[] = {"tokens", "16", "hidden", "100", "experts", "16", "topk", "4", NULL};
     kernel_opts o;
-    make_opts(d, &o, kv);
+    support_opts(d, &o, kv);
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);

@@ -22,6 +22,7 @@
 #include "engine/engine.h"
 #include "engine/kernels/dispatch.h"
 #include "engine/kernels/kernels.h"
+#include "tests/support.h"
 
 typedef struct run {
     engine *e;
@@ -34,11 +35,7 @@ typedef struct run {
 } run;
 
 static void make_opts(kernel_opts *o, const char *const *kv) {
-    const kernel_desc *d = kernels_find("dispatch-layered");
-    assert_non_null(d);
-    kopts_init(o, d);
-    for (int i = 0; kv && kv[i]; i += 2)
-        assert_int_equal(kopts_set(o, kv[i], kv[i + 1]), 0);   /* a test names only real options */
+    support_opts(support_kernel("dispatch-layered"), o, kv);
 }
 
 /* Small role split for small shapes: keeps the tests fast. */

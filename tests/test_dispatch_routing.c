@@ -20,13 +20,10 @@
 #include "engine/kernels/dispatch.h"
 #include "engine/kernels/kernels.h"
 #include "engine/kernels/routing.h"
+#include "tests/support.h"
 
 static void make_opts(kernel_opts *o, const char *const *kv) {
-    const kernel_desc *d = kernels_find("dispatch-layered");
-    assert_non_null(d);
-    kopts_init(o, d);
-    for (int i = 0; kv && kv[i]; i += 2)
-        assert_int_equal(kopts_set(o, kv[i], kv[i + 1]), 0);   /* a test names only real options */
+    support_opts(support_kernel("dispatch-layered"), o, kv);
 }
 
 static int gen(const char *spec_text, const routing_shape *sh, int rank, int64_t first, int tokens,

@@ -19,6 +19,7 @@
 #include "engine/engine.h"
 #include "engine/kernels/kernels.h"
 #include "engine/kernels/mmrs.h"
+#include "tests/support.h"
 
 typedef struct run {
     engine *e;
@@ -30,17 +31,11 @@ typedef struct run {
     char msg[2048];
 } run;
 
-static const kernel_desc *desc(void) {
-    const kernel_desc *d = kernels_find("matmul-reduce-scatter");
-    assert_non_null(d);
-    return d;
-}
+static const kernel_desc *desc(void) { return support_kernel("matmul-reduce-scatter"); }
 
 /* Options: the descriptor's defaults, then name/value overrides. */
 static void make_opts(kernel_opts *o, const char *const *kv) {
-    kopts_init(o, desc());
-    for (int i = 0; kv && kv[i]; i += 2)
-        assert_int_equal(kopts_set(o, kv[i], kv[i + 1]), 0);   /* a test names only real options */
+    support_opts(desc(), o, kv);
 }
 
 static void start(run *r, int npus, const char *const *kv) {
@@ -183,21 +178,7 @@ static void test_check_catches_corruption(void **s) {
 /* ------------------------------------------------------------ bad input */
 
 static void expect_setup_error(int nodes, int npus, const char *const *kv, const char *needle) {
-    engine_config cfg;
-    engine_config_defaults(&cfg);
-    cfg.nodes = nodes;
-    cfg.npus_per_node = npus;
-    engine *e;
-    char err[1024];
-    assert_int_equal(engine_create(&cfg, &e, err, sizeof err), ENGINE_OK);
-    kernel_opts o;
-    make_opts(&o, kv);
-    void *state = NULL;
-    int rc = desc()->setup(e, &o, &state, err, sizeof err);
-    engine_destroy(e);
-    assert_int_equal(rc, -1);
-    assert_null(state);
-    if (!strstr(err, needle)) fail_msg("expected '%s' in: %s", needle, err);
+    support_expect_setup_error(desc(), nodes, npus, kv, needle);
 }
 
 static void test_bad_options(void **s) {

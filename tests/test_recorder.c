@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "recorder/recorder.h"
+#include "tests/support.h"
 
 #define NEV (3 * REC_CHUNK_EVENTS + 5000)
 #define CPR 72
@@ -192,21 +193,11 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-    if (system(cmd) != 0) return -1;
     free(g_ev);
-    return 0;
+    return support_remove_dir(g_tmp);
 }
 
-static sqlite3 *open_index(const char *dir) {
-    char path[400];
-    int n = snprintf(path, sizeof path, "%s/index.db", dir);
-    assert_true(n > 0 && (size_t)n < sizeof path);
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    return db;
-}
+static sqlite3 *open_index(const char *dir) { return support_open_index(dir); }
 
 static int64_t q_i64(sqlite3 *db, const char *sql) {
     sqlite3_stmt *st;
@@ -246,22 +237,7 @@ static size_t compare_events(sqlite3 *db, const char *where, int (*keep)(const e
         while (i < NEV && !keep(&g_ev[i])) i++;
         assert_true(i < NEV);
         const engine_event *e = &g_ev[i++];
-        assert_int_equal(sqlite3_column_int64(st, 0), (int64_t)e->seq);
-        assert_int_equal(sqlite3_column_int64(st, 1), (int64_t)e->time);
-        assert_int_equal(sqlite3_column_int64(st, 2), e->rank);
-        assert_int_equal(sqlite3_column_int64(st, 3), e->core);
-        assert_string_equal((const char *)sqlite3_column_text(st, 4), engine_pipe_name(e->pipe));
-        assert_string_equal((const char *)sqlite3_column_text(st, 5),
-                            engine_event_kind_name(e->kind));
-        assert_int_equal(sqlite3_column_int64(st, 6), e->sub);
-        assert_int_equal((uint64_t)sqlite3_column_int64(st, 7), e->addr);
-        assert_int_equal(sqlite3_column_int64(st, 8), (int64_t)e->len);
-        assert_int_equal(sqlite3_column_int64(st, 9), e->value);
-        assert_int_equal(sqlite3_column_int64(st, 10), e->aux);
-        assert_int_equal(sqlite3_column_int64(st, 11), (int64_t)e->link);
-        assert_int_equal(sqlite3_column_int64(st, 12), e->site);
-        assert_int_equal(sqlite3_column_int64(st, 13), e->object);
-        assert_int_equal(sqlite3_column_int64(st, 14), e->peer);
+        support_assert_event_row(st, e);
         rows++;
     }
     assert_int_equal(rc, SQLITE_DONE);
@@ -289,33 +265,6 @@ static void test_events_match_observed(void **state) {
     sqlite3_close(db);
 }
 
-/* Every row of every table, as text, in a stable order. */
-static char *dump_index(const char *dir) {
-    static const char *const tables[] = {"meta", "strings", "tracks", "sites", "objects",
-                                         "rings", "chunks", "waits", "transfers"};
-    sqlite3 *db = open_index(dir);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&text, &len);
-    for (size_t t = 0; t < sizeof tables / sizeof *tables; t++) {
-        char sql[128];
-        snprintf(sql, sizeof sql, "SELECT * FROM %s ORDER BY 1", tables[t]);
-        sqlite3_stmt *st;
-        assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-        fprintf(m, "[%s]\n", tables[t]);
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            for (int c = 0; c < sqlite3_column_count(st); c++) {
-                const unsigned char *s = sqlite3_column_text(st, c);
-                fprintf(m, "%s%s", c ? "|" : "", s ? (const char *)s : "NULL");
-            }
-            fputc('\n', m);
-        }
-        sqlite3_finalize(st);
-    }
-    fclose(m);
-    sqlite3_close(db);
-    return text;
-}
 
 static void test_derived_tables(void **state) {
     (void)state;
@@ -374,12 +323,12 @@ static void test_derived_tables(void **state) {
 
 static void test_reindex_identical(void **state) {
     (void)state;
-    char *before = dump_index(g_run);
+    char *before = support_dump_index(g_run);
     char path[400], err[512];
     snprintf(path, sizeof path, "%s/index.db", g_run);
     assert_int_equal(unlink(path), 0);
     assert_int_equal(rec_reindex(g_run, err, sizeof err), 0);
-    char *after = dump_index(g_run);
+    char *after = support_dump_index(g_run);
     assert_true(strlen(before) > 100000);
     assert_string_equal(before, after);
     free(before);

@@ -40,6 +40,7 @@
 #include "recorder/rec_internal.h"
 #include "recorder/recorder.h"
 #include "replayer/replayer.h"
+#include "tests/support.h"
 
 /* ------------------------------------------------------------ the kernel */
 
@@ -280,9 +281,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-    return system(cmd) == 0 ? 0 : -1;
+    return support_remove_dir(g_tmp);
 }
 
 /* No snapshot (or any other child) of this test may be left running. */

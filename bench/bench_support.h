@@ -1,0 +1,56 @@
+/*
+ * bench_support.h - what the benchmarks share: a monotonic wall clock,
+ * process CPU time, peak RSS, the memory the machine has free, and
+ * "--name value" lookups on the command line.
+ *
+ * Header-only, static inline: every bench/bench_*.c is its own executable
+ * and each uses only some of these.
+ */
+#ifndef NPURR_BENCH_SUPPORT_H
+#define NPURR_BENCH_SUPPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+static inline double bench_clock_s(clockid_t id) {
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+/* Wall time, in seconds from an arbitrary start. */
+static inline double now_s(void) { return bench_clock_s(CLOCK_MONOTONIC); }
+/* CPU time of the process (all threads): the steadier figure on a shared
+ * machine. */
+static inline double cpu_s(void) { return bench_clock_s(CLOCK_PROCESS_CPUTIME_ID); }
+
+/* The process's peak resident set so far, in MiB. */
+static inline long peak_rss_mb(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024;
+}
+
+/* MemAvailable of /proc/meminfo in bytes (0 if unknown): what a run may
+ * take before the machine swaps or kills it. */
+static inline uint64_t mem_available(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+    fclose(f);
+    return (uint64_t)kb * 1024;
+}
+
+/* The value after "name" on the command line, or def. */
+static inline const char *arg_value(int argc, char **argv, const char *name, const char *def) {
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], name) == 0) return argv[i + 1];
+    return def;
+}
+
+#endif
