@@ -245,6 +245,99 @@ static void test_declarations_roundtrip(void **state) {
     rec_buf_free(&d);
 }
 
+static uint64_t get_varint(const uint8_t **p) {
+    uint64_t v = 0;
+    for (unsigned shift = 0;; shift += 7) {
+        uint8_t b = *(*p)++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) return v;
+    }
+}
+
+/* chunk with the directory entry and bytes of its stream number k dropped
+ * (the other streams keep theirs): a chunk whose events read a stream it
+ * does not have. */
+static void drop_stream(const rec_buf *chunk, size_t k, rec_buf *out) {
+    const uint8_t *p = chunk->p + 4;
+    uint64_t dl = get_varint(&p);
+    p += dl;
+    uint64_t n = get_varint(&p), ns = get_varint(&p);
+    assert_true(k < ns);
+    uint64_t id[4096], len[4096];
+    assert_true(ns <= 4096);
+    for (uint64_t i = 0; i < ns; i++) {
+        id[i] = get_varint(&p);
+        len[i] = get_varint(&p);
+    }
+    rec_buf_put(out, REC_TAG_CHUNK, 4);
+    rec_buf_bytes(out, "", 0);
+    assert_int_equal(dl, 0);
+    rec_buf_varint(out, n);
+    rec_buf_varint(out, ns - 1);
+    for (uint64_t i = 0; i < ns; i++) {
+        if (i == k) continue;
+        rec_buf_varint(out, id[i]);
+        rec_buf_varint(out, len[i]);
+    }
+    for (uint64_t i = 0; i < ns; i++) {
+        if (i != k) rec_buf_put(out, p, (size_t)len[i]);
+        p += len[i];
+    }
+}
+
+/* A stream the chunk lacks is refused even by a decoder that read that
+ * stream in the chunk before (its cursor must not outlive that chunk). */
+static void test_missing_stream_is_refused(void **state) {
+    (void)state;
+    size_t n = 1000;
+    engine_event *evs = malloc(n * sizeof *evs);
+    make_stream(evs, n);
+    rec_codec *enc = calloc(1, sizeof *enc), *dec = calloc(1, sizeof *dec);
+    rec_buf whole = {0};
+    rec_chunk_encode(enc, NULL, 0, evs, n, &whole);
+    engine_event *got = NULL;
+    size_t cap = 0;
+    char err[256];
+    rec_chunk_view view;
+    size_t refused = 0, ns = enc->nstreams, kind = ns;
+    for (size_t k = 0; k < ns; k++)
+        if (enc->stream_id[k] == (uint32_t)REC_COL_KIND << REC_GROUP_BITS) kind = k;
+    assert_true(kind < ns);
+    /* The same chunk with its first event turned into a copy of a transfer
+     * it does not hold: refused at once, every stream still unread. */
+    rec_buf before = {0};
+    rec_buf_put(&before, whole.p, whole.len);
+    before.p[enc->stream_at[kind]] = REC_KIND_COPY | EV_XFER_DONE;
+    for (size_t k = 0; k < ns; k++) {
+        /* First the chunk refused at once, then one without stream k: that
+         * stream's cursor must not still point into the first. */
+        rec_buf cut = {0};
+        drop_stream(&whole, k, &cut);
+        assert_int_equal(rec_chunk_decode(dec, before.p, before.len, &view, &got, &cap, err,
+                                          sizeof err),
+                         -1);
+        /* A missing value stream (time, addr, ... of one group) must be
+         * named; without the others, decoding goes wrong earlier. */
+        uint32_t id = enc->stream_id[k];
+        int value_stream = (id >> REC_GROUP_BITS) == REC_COL_ADDR ||
+                           (id >> REC_GROUP_BITS) == REC_COL_VALUE;
+        if (rec_chunk_decode(dec, cut.p, cut.len, &view, &got, &cap, err, sizeof err) != 0) {
+            refused++;
+            if (value_stream && !strstr(err, "lacks stream"))
+                fail_msg("stream %u dropped: %s", id, err);
+        }
+        rec_buf_free(&cut);
+    }
+    rec_buf_free(&before);
+    /* Every stream is read by some event, so every cut chunk is refused. */
+    assert_int_equal(refused, ns);
+    free(got);
+    free(evs);
+    rec_buf_free(&whole);
+    rec_codec_free(enc);
+    rec_codec_free(dec);
+}
+
 /* One decoder over many chunks of different shapes: nothing of a chunk's
  * streams may leak into the next. */
 static void test_one_decoder_many_chunks(void **state) {
@@ -322,6 +415,7 @@ int main(void) {
         cmocka_unit_test(test_copies_shrink_the_chunk),
         cmocka_unit_test(test_declarations_roundtrip),
         cmocka_unit_test(test_one_decoder_many_chunks),
+        cmocka_unit_test(test_missing_stream_is_refused),
         cmocka_unit_test(test_damaged_chunks_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
