@@ -6,8 +6,8 @@
  * tables are derived at once only for a run that did not complete (their
  * causes explain the hang); otherwise on first use. Work after the run
  * overlaps where it can: the recorder compresses the last chunk during the
- * check, and the stall summary (with the derivation, if any) is made while
- * the engine is freed.
+ * check, and finishing the trace and index, the derivation if any and the
+ * stall summary all happen on a second thread while the engine is freed.
  *
  * Nothing is lost on Ctrl-C or a kernel fault: the signal only asks the
  * engine to stop at the next event, and every ending goes through the same
@@ -126,15 +126,18 @@ static void write_stalls(const char *run_dir, int derived, FILE *out) {
     sqlite3_close(db);
 }
 
-/* What follows the trace and index: the analysis tables when the run did
- * not complete, then the stall summary as text. It runs on a second
- * thread while the main one prints the run's summary and frees the engine
- * (gigabytes of GM at full size): the two share nothing. */
+/* Everything after the run that needs only the run folder: finishing the
+ * trace and index (trailer, last index rows, commit), the analysis tables
+ * when the run did not complete, then the stall summary as text. It runs
+ * on a second thread while the main one prints the run's summary and frees
+ * the engine (gigabytes of GM at full size): the two share nothing. */
 typedef struct after_job {
-    const char *run_dir;
+    rec_writer *w;
+    const engine_result *res;   /* NULL: engine_run itself failed */
+    const char *check_status, *check_msg, *run_dir;
     int derive, summary;
-    int derive_rc;
-    char derive_err[ENGINE_ERRLEN];
+    int close_rc, derive_rc;
+    char close_err[ENGINE_ERRLEN], derive_err[ENGINE_ERRLEN];
     char *text;
     size_t text_len;
     pthread_t thread;
@@ -142,6 +145,9 @@ typedef struct after_job {
 
 static void *after_main(void *arg) {
     after_job *j = arg;
+    j->close_rc = rec_close(j->w, j->res, j->check_status, j->check_msg, j->close_err,
+                            sizeof j->close_err);
+    if (j->close_rc) return NULL;
     if (j->derive) j->derive_rc = ana_derive(j->run_dir, j->derive_err, sizeof j->derive_err);
     if (j->summary) {
         FILE *out = open_memstream(&j->text, &j->text_len);
@@ -246,23 +252,16 @@ int cmd_record(int argc, char **argv) {
     /* After a completed run the analysis tables wait for their first use
      * (stats, sql, export derive them): recording stays cheap. A run that
      * hung or failed is derived now, because its causes are the point. */
-    after_job after = {.run_dir = ro.out_dir,
+    after_job after = {.w = w, .res = run_ok ? &res : NULL, .check_status = check_status,
+                       .check_msg = check_msg, .run_dir = ro.out_dir,
                        .derive = !(run_ok && res.outcome == OUTCOME_COMPLETED),
                        .summary = run_ok && !ro.quiet};
     int after_started = 0;
     if (w) {
-        char rerr[ENGINE_ERRLEN];
-        if (rec_close(w, run_ok ? &res : NULL, check_status, check_msg, rerr, sizeof rerr)) {
-            fprintf(stderr, "npurr record: finishing %s: %s\n", ro.out_dir, rerr);
-            status = EXIT_ERROR;
-        } else if (pthread_create(&after.thread, NULL, after_main, &after) == 0) {
+        if (pthread_create(&after.thread, NULL, after_main, &after) == 0)
             after_started = 1;   /* joined below, after the engine is freed */
-        } else {
+        else
             after_main(&after);
-        }
-        g_finishing = 0;
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
     }
     if (!run_ok) {
         fprintf(stderr, "npurr record: %s\n", err);
@@ -284,14 +283,24 @@ int cmd_record(int argc, char **argv) {
             printf("\n");
             engine_write_report(e, stdout);
         }
-        if (w) printf("trace     %s/trace.zst, index %s/index.db\n", ro.out_dir, ro.out_dir);
     }
     fflush(stdout);
     if (ro.kernel->destroy) ro.kernel->destroy(state);
     engine_destroy(e);
     if (after_started) pthread_join(after.thread, NULL);
-    if (after.derive_rc != 0)
-        fprintf(stderr, "npurr record: analysis of %s: %s\n", ro.out_dir, after.derive_err);
+    if (w) {
+        g_finishing = 0;
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        if (after.close_rc) {
+            fprintf(stderr, "npurr record: finishing %s: %s\n", ro.out_dir, after.close_err);
+            status = EXIT_ERROR;
+        } else if (run_ok) {
+            printf("trace     %s/trace.zst, index %s/index.db\n", ro.out_dir, ro.out_dir);
+        }
+        if (after.derive_rc != 0)
+            fprintf(stderr, "npurr record: analysis of %s: %s\n", ro.out_dir, after.derive_err);
+    }
     if (after.text) fwrite(after.text, 1, after.text_len, stdout);
     free(after.text);
     return status;
