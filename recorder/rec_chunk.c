@@ -326,9 +326,11 @@ static int streams_reserve(rec_codec *c, const engine_event *evs, size_t n) {
             c->group_events[COPY_LINK_GROUP]++;
         }
     }
-    size_t need = 0;
-    for (unsigned g = 0; g < REC_GROUPS; g++) need += c->group_events[g];
-    need = need * 10 * REC_COL_COUNT + n * 11 * REC_COL_COUNT;
+    size_t grouped = 0, events = 0;
+    for (int col = 0; col < REC_COL_COUNT; col++) grouped += col_grouped[col];
+    for (unsigned g = 0; g < REC_GROUPS; g++) events += c->group_events[g];
+    /* A varint takes at most 10 bytes; sub may hold an escaped kind too. */
+    size_t need = events * 10 * grouped + n * 11 * (REC_COL_COUNT - grouped);
     c->arena.len = 0;
     if (rec_buf_reserve(&c->arena, need)) return -1;
     uint8_t *at = c->arena.p;

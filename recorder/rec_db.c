@@ -330,14 +330,14 @@ static void bind_xfer(db_ctx *c, size_t i) {
     b_id(c, x->site);
 }
 
-/* Writes rows [*done, ready) of a big table: whole batches, and with
- * final the rest one by one. */
-/* Writes rows[*done..n) in batches; the last n % BATCH_ROWS one by one only
- * if final (the next flush may fill the batch). */
 static int cmp_row(const void *a, const void *b) {
     size_t x = *(const size_t *)a, y = *(const size_t *)b;
     return (x > y) - (x < y);
 }
+
+/* Writes the rows listed in rows[*done..n) in batches; the last
+ * n % BATCH_ROWS one by one only if final (the next flush may fill the
+ * batch). */
 static int write_rows(db_ctx *c, sqlite3_stmt *batch, sqlite3_stmt *one,
                       void (*bind)(db_ctx *c, size_t i), size_t *rows, size_t *done,
                       size_t n, int final, char *err, size_t errlen) {

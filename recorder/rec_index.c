@@ -252,7 +252,8 @@ static void xfer_done(rec_index *ix, const engine_event *ev) {
         else hi = mid;
     }
     if (lo == ix->nxfers || ix->xfers[lo].issue_seq != ev->link) return;
-    /* A second DONE of one issue updates the row, which is listed once. */
+    /* Listed when it first completes (the engine completes a transfer
+     * once; a second DONE would only update the row in memory). */
     if (!ix->xfers[lo].done_seq)
         rec_ix_push_ended(ix, &ix->ended_xfers, &ix->nended_xfers, &ix->cap_ended_xfers, lo);
     ix->xfers[lo].done_seq = ev->seq;

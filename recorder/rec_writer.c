@@ -32,7 +32,6 @@
 
 #include "recorder/rec_internal.h"
 
-
 struct rec_writer {
     char dir[4096];
     int fd;
