@@ -404,8 +404,8 @@ int ana_export_chrome(sqlite3 *db, const ana_export_opts *opts, FILE *out,
     exporter x = {.db = db, .out = out, .first = 1, .err = err, .errlen = errlen};
     if (ana_run_load(db, &x.run, err, errlen)) return -1;
     if (!ana_has_table(db, "wait_labels") || !ana_has_table(db, "cores")) {
-        ana_err(err, errlen, "index.db lacks the analysis tables (wait_labels, cores): run "
-                "`npurr reindex RUN` to derive them");
+        ana_err(err, errlen, "index.db lacks the analysis tables (wait_labels, cores): open "
+                "it with ana_open_derived, as `npurr export` does");
         return -1;
     }
     x.from = opts ? opts->from_ps : 0;

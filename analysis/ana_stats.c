@@ -183,7 +183,7 @@ static int table_get(sqlite3 *db, ana_group_by by, size_t top, table_source from
     if (from != FROM_RECORDED &&
         (!ana_has_table(db, "wait_groups") || !ana_has_table(db, "cores"))) {
         ana_err(err, errlen, "index.db has no `wait_groups` table: the analysis tables were "
-                "not derived (run `npurr reindex RUN`)");
+                "not derived (open it with ana_open_derived, as `npurr stats` does)");
         return -1;
     }
     char *owned = source_sql(db, by, from);

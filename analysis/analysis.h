@@ -1,9 +1,9 @@
 /*
  * analysis.h - what npurr derives from a recorded run and how it shows it.
  *
- * This is the analysis library's one public header. The CLI (`stats`, `sql`,
- * `export`, and `record`/`reindex`, which call ana_derive) and the tests use
- * it. The library reads RUN/index.db, written by the recorder, the
+ * This is the analysis library's one public header. The CLI (`stats`, `sql`
+ * and `export`, which derive on first use, and `record`/`reindex`, which
+ * call ana_derive for a run that did not complete) and the tests use it. The library reads RUN/index.db, written by the recorder, the
  * `events` virtual table the recorder registers over RUN/trace.zst, and
  * (ana_derive) RUN/trace.zst itself through the recorder's reader.
  *
