@@ -206,6 +206,15 @@ expect 2 "$npurr" export "$run"
 
 # ---------------------------------------------------------------- a deadlock
 expect 3 "$npurr" record -k combine-sender "${small[@]}" --ring-bytes 512 -o "$work/dead"
+# A run that hung is derived at once: record names what the blocked cores
+# wait on, by cause, and the analysis tables are there without npurr.
+has "waits that never ended (what the hang waits on), by cause" "record of a deadlock"
+has "flow_control" "the blocked waits' cause"
+python3 - "$work/dead/index.db" <<'EOF' || fail "record did not derive the analysis tables of a deadlock"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+sys.exit(0 if db.execute("SELECT COUNT(*) FROM wait_groups").fetchone()[0] else 1)
+EOF
 # The sender needs more room than the 512 B ring has; its receiver waits for
 # data that never comes: a cycle through a full ring, flow_control first.
 expect 0 "$npurr" stats "$work/dead" --by cause
