@@ -2,7 +2,7 @@
  * support.h - what several unit tests share: kernel options from a
  * name/value list, the check that setup refuses a bad shape, a recorded
  * scenario run to its end with its index and analysis tables, a run
- * folder's index opened and dumped, an `events` row checked against the
+ * folder's index opened, dumped and rebuilt by reindex, an `events` row checked against the
  * event the observer saw, and a test folder removed (or kept with
  * NPURR_TEST_KEEP=1, to look at it with sqlite3).
  *
@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analysis/analysis.h"
 #include "engine/engine.h"
@@ -180,6 +181,23 @@ static inline void support_assert_event_row(sqlite3_stmt *st, const engine_event
     assert_int_equal(sqlite3_column_int64(st, 12), e->site);
     assert_int_equal(sqlite3_column_int64(st, 13), e->object);
     assert_int_equal(sqlite3_column_int64(st, 14), e->peer);
+}
+
+/* Deletes RUN/index.db, rebuilds it from the trace alone, and checks the
+ * rebuilt index equals the one the recorder wrote. Returns the dump's
+ * length (how much was compared). */
+static inline size_t support_assert_reindex_identical(const char *run_dir) {
+    char *before = support_dump_index(run_dir);
+    char path[4200], err[512];
+    snprintf(path, sizeof path, "%s/index.db", run_dir);
+    assert_int_equal(unlink(path), 0);
+    if (rec_reindex(run_dir, err, sizeof err) != 0) fail_msg("reindex: %s", err);
+    char *after = support_dump_index(run_dir);
+    assert_string_equal(before, after);
+    size_t len = strlen(before);
+    free(before);
+    free(after);
+    return len;
 }
 
 /* Removes dir and everything in it, unless NPURR_TEST_KEEP is set (then it

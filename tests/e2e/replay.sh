@@ -20,23 +20,7 @@
 set -u
 npurr=$1
 build=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-# expect CODE CMD...: runs CMD, output to $work/out, and checks its exit code.
-expect() {
-    local want=$1
-    shift
-    "$@" >"$work/out" 2>&1
-    local got=$?
-    if [ "$got" -ne "$want" ]; then
-        cat "$work/out" >&2
-        fail "expected exit $want, got $got: $*"
-    fi
-}
-has() { grep -qF -- "$1" "$work/out" || { cat "$work/out" >&2; fail "output lacks '$1'"; }; }
+. "$(dirname "$0")/lib/kernel_run.bash"
 
 small=(--npus-per-node 4 --tokens 32 --hidden 100 --topk 4 --experts 16
        --staging-bytes 1024 --ring-bytes 4096)
