@@ -25,6 +25,7 @@ static const struct {
     {"--jitter", "F", 0, "seeded +-F fraction on transfer durations, 0..0.5 (default 0)"},
     {"--hw", "FILE", 0, "timing parameters as key=value lines (keys: README, Timing model)"},
     {"--watchdog-us", "US", 0, "stop when virtual time passes US microseconds (default 10000000)"},
+    {"--payload", "ref|full", 0, "ref: moved payload kept as references (default); full: every byte stored"},
     {"-o", "RUN", RUN_OPT_OUTPUT, "run folder to write (trace.zst, index.db)"},
     {"--no-trace", NULL, RUN_OPT_NO_TRACE, "emulate without recording (overhead measurements)"},
     {"--quiet", NULL, 0, "print only the final summary"},
@@ -145,6 +146,11 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
         } else if (strcmp(a, "--hw") == 0) {
             ro->hw_file = v;
             if (engine_hw_load(&ro->config.hw, v, err, errlen) != ENGINE_OK) return EXIT_ERROR;
+        } else if (strcmp(a, "--payload") == 0) {
+            if (engine_payload_parse(v, &ro->config.payload)) {
+                snprintf(err, errlen, "--payload: '%s' is not ref or full", v);
+                return EXIT_USAGE;
+            }
         } else if (strcmp(a, "--watchdog-us") == 0) {
             if (parse_int(a, v, 0, 1000000000000LL, &n, err, errlen)) return EXIT_USAGE;
             ro->config.watchdog_ps = (uint64_t)n * 1000000ULL;

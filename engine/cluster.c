@@ -130,13 +130,13 @@ void engine_destroy(engine *e) {
         for (size_t i = 0; i < (size_t)e->n_ranks * (size_t)e->cores_per_rank; i++) {
             core *c = &e->cores[i];
             coro_free(&c->co);
-            for (int s = 0; s <= LM_L0C; s++) free(c->local[s]);
+            eng_local_free(c);
         }
     }
     if (e->ranks) {
         for (int r = 0; r < e->n_ranks; r++) {
             rank_state *rs = &e->ranks[r];
-            for (int i = 0; i < rs->n_allocs; i++) eng_gm_unmap(rs->allocs[i].host, rs->allocs[i].size);
+            for (int i = 0; i < rs->n_allocs; i++) eng_gm_unmap(rs->allocs[i].seg);
             free(rs->allocs);
             resource_free(&rs->hbm);
             resource_free(&rs->nic_tx);
@@ -163,6 +163,9 @@ void engine_destroy(engine *e) {
     free(e->obj_last_time);
     free(e->heap);
     free(e->xfers);
+    free(e->origins);
+    free(e->origin_params);
+    free(e->gen_cache);
     if (e->hccs_links)
         for (size_t i = 0; i < (size_t)e->n_ranks * (size_t)e->n_ranks; i++) resource_free(&e->hccs_links[i]);
     free(e->hccs_links);

@@ -100,8 +100,49 @@ static void mmad(xfer *x) {
     free(c);
 }
 
+/* Bytes each operand of a compute op spans, and whether the op reads its
+ * destination (accumulates) or overwrites all of it. */
+static void operand_bytes(const xfer *x, uint64_t *dst, int *dst_read, uint64_t *src,
+                          uint64_t *src2) {
+    uint64_t n = x->n;
+    *src = *src2 = 0;
+    *dst_read = 0;
+    switch (x->op) {
+    case OP_VEC_DUP: *dst = n * (uint64_t)eng_dtype_size(x->dtype); break;
+    case OP_VEC_AXPY:
+        *dst = n * 4; *dst_read = 1; *src = n * (uint64_t)eng_dtype_size(x->dtype2); break;
+    case OP_VEC_ADD: *dst = *src = *src2 = n * (uint64_t)eng_dtype_size(x->dtype); break;
+    case OP_VEC_CAST:
+        *dst = n * (uint64_t)eng_dtype_size(x->dtype); *src = n * (uint64_t)eng_dtype_size(x->dtype2);
+        break;
+    case OP_MMAD:
+        *dst = (uint64_t)x->m * x->n * 4; *dst_read = x->accumulate;
+        *src = (uint64_t)x->m * x->k * 2; *src2 = (uint64_t)x->k * x->n * 2;
+        break;
+    case OP_FIXPIPE:
+        *dst = n * (uint64_t)eng_dtype_size(x->dtype); *dst_read = x->atomic_dtype != 0; *src = n * 4;
+        break;
+    default: *dst = 0; break;
+    }
+}
+
+/* Compute reads literal bytes: references in its sources (and in a
+ * destination it accumulates into) are materialized; a destination it
+ * overwrites just stops being a reference. */
+static void prepare_operands(engine *e, xfer *x) {
+    uint64_t db, sb, s2b;
+    int dread;
+    operand_bytes(x, &db, &dread, &sb, &s2b);
+    if (x->sseg && sb) eng_seg_lit(e, x->sseg, eng_seg_off(x->sseg, x->src), sb);
+    if (x->sseg2 && s2b) eng_seg_lit(e, x->sseg2, eng_seg_off(x->sseg2, x->src2), s2b);
+    if (x->dseg && db) {
+        if (dread) eng_seg_lit(e, x->dseg, eng_seg_off(x->dseg, x->dst), db);
+        else eng_seg_overwrite(x->dseg, eng_seg_off(x->dseg, x->dst), db);
+    }
+}
+
 void eng_apply_compute(engine *e, xfer *x) {
-    (void)e;
+    prepare_operands(e, x);
     uint64_t n = x->n;
     switch (x->op) {
     case OP_VEC_DUP:

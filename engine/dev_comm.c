@@ -40,7 +40,7 @@ void dev_hccs_put(gm_t dst, gm_t src, uint64_t bytes, dev_site s) {
     eng_sync(c);
     xfer *x = eng_xfer_new(e);
     x->op = OP_COPY; x->kind = XFER_HCCS_PUT; x->pipe = PIPE_MTE3;
-    x->dst = eng_gm_ptr(e, dst, bytes); x->src = eng_gm_ptr(e, src, bytes);
+    x->dst = eng_gm_at(e, dst, bytes, &x->dseg); x->src = eng_gm_at(e, src, bytes, &x->sseg);
     x->dst_raw = dst.a; x->src_raw = src.a; x->bytes = bytes; x->peer = gm_rank(dst);
     x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst); x->object = eng_word_object(e, dst);
     hccs(c, x, c->rank, gm_rank(dst), s);
@@ -57,7 +57,7 @@ void dev_hccs_get(gm_t dst, gm_t src, uint64_t bytes, dev_site s) {
     eng_sync(c);
     xfer *x = eng_xfer_new(e);
     x->op = OP_COPY; x->kind = XFER_HCCS_GET; x->pipe = PIPE_MTE2;
-    x->dst = eng_gm_ptr(e, dst, bytes); x->src = eng_gm_ptr(e, src, bytes);
+    x->dst = eng_gm_at(e, dst, bytes, &x->dseg); x->src = eng_gm_at(e, src, bytes, &x->sseg);
     x->dst_raw = dst.a; x->src_raw = src.a; x->bytes = bytes; x->peer = gm_rank(src);
     x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst); x->object = eng_word_object(e, dst);
     hccs(c, x, gm_rank(src), c->rank, s);
@@ -72,12 +72,12 @@ void dev_hccs_put_ub(gm_t dst, local_t src, uint64_t bytes, dev_site s) {
         eng_fault(c, s, "ShmemPutFromUB: UB address %u and length %llu must be 32 B aligned", src.off,
                   (unsigned long long)bytes);
     require_same_node(c, gm_rank(dst), s, "ShmemPutFromUB");
-    uint8_t *sp = eng_local_ptr(c, src, bytes, s, "ShmemPutFromUB");
+    mseg *sp_seg; uint8_t *sp = eng_local_at(c, src, bytes, s, "ShmemPutFromUB", &sp_seg);
     eng_gm_check(c, dst, bytes, s, "ShmemPutFromUB destination");
     eng_sync(c);
     xfer *x = eng_xfer_new(e);
     x->op = OP_COPY; x->kind = XFER_HCCS_PUT; x->pipe = PIPE_MTE3;
-    x->dst = eng_gm_ptr(e, dst, bytes); x->src = sp; x->atomic_dtype = c->atomic_dtype;
+    x->dst = eng_gm_at(e, dst, bytes, &x->dseg); x->src = sp; x->sseg = sp_seg; x->atomic_dtype = c->atomic_dtype;
     x->dst_raw = dst.a; x->src_raw = local_raw(src); x->bytes = bytes; x->peer = gm_rank(dst);
     x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst); x->object = eng_word_object(e, dst);
     resource *res[2];
@@ -125,7 +125,7 @@ void dev_rdma_write(gm_t dst, gm_t src, uint64_t bytes, dev_site s) {
     eng_sync(c);
     xfer *x = eng_xfer_new(e);
     x->op = OP_COPY; x->kind = XFER_RDMA_WRITE;
-    x->dst = eng_gm_ptr(e, dst, bytes); x->src = eng_gm_ptr(e, src, bytes);
+    x->dst = eng_gm_at(e, dst, bytes, &x->dseg); x->src = eng_gm_at(e, src, bytes, &x->sseg);
     x->dst_raw = dst.a; x->src_raw = src.a; x->bytes = bytes;
     x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst); x->object = eng_word_object(e, dst);
     rdma_post(c, x, gm_rank(dst), s);
@@ -145,7 +145,7 @@ void dev_rdma_atomic(gm_t dst, int64_t v, dev_site s) {
     eng_sync(c);
     xfer *x = eng_xfer_new(e);
     x->op = OP_ATOMIC_ADD; x->kind = XFER_RDMA_ATOMIC;
-    x->dst = eng_gm_ptr(e, dst, (uint64_t)width); x->width = width; x->value = v;
+    x->dst = eng_gm_at(e, dst, (uint64_t)width, &x->dseg); x->width = width; x->value = v;
     x->dst_raw = dst.a; x->src_raw = (uint64_t)v; x->bytes = (uint64_t)width;  /* aux = operand */
     x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst); x->object = obj;
     rdma_post(c, x, gm_rank(dst), s);
@@ -202,7 +202,7 @@ void dev_batch_write(gm_t tasks, uint32_t count, dev_site s) {
         }
         xfer *x = eng_xfer_new(e);
         x->op = OP_BATCH_TASK; x->kind = XFER_BATCHWRITE; x->pipe = PIPE_AICPU;
-        x->dst = eng_gm_ptr(e, remote, bytes); x->src = eng_gm_ptr(e, local, bytes);
+        x->dst = eng_gm_at(e, remote, bytes, &x->dseg); x->src = eng_gm_at(e, local, bytes, &x->sseg);
         x->dst_raw = remote.a; x->src_raw = local.a; x->bytes = bytes; x->peer = dst;
         x->dst_rank = dst; x->dst_off = gm_offset(remote); x->object = eng_word_object(e, remote);
         x->rank = c->rank; x->core_index = c->index; x->track = eng_track(e, c, PIPE_AICPU);

@@ -49,12 +49,12 @@ void dev_copy_gm_to_local(local_t dst, gm_t src, uint64_t bytes, dev_site s) {
         eng_fault(c, s, "DataCopy: no data path from GM to %s on 910B (load L1 first)",
                   eng_space_name((int)dst.space));
     check_local_rule(c, dst, bytes, s, "DataCopy GM->local");
-    uint8_t *d = eng_local_ptr(c, dst, bytes, s, "DataCopy GM->local");
+    mseg *d_seg; uint8_t *d = eng_local_at(c, dst, bytes, s, "DataCopy GM->local", &d_seg);
     eng_gm_check(c, src, bytes, s, "DataCopy GM->local");
     eng_sync(c);
     xfer *x = eng_xfer_new(e);
     x->op = OP_COPY; x->kind = XFER_MTE2; x->pipe = PIPE_MTE2;
-    x->dst = d; x->src = eng_gm_ptr(e, src, bytes);
+    x->dst = d; x->dseg = d_seg; x->src = eng_gm_at(e, src, bytes, &x->sseg);
     x->dst_raw = local_raw(dst); x->src_raw = src.a; x->bytes = bytes; x->peer = gm_rank(src);
     resource *res[2]; uint64_t lat;
     int n = gm_path(c, src, 0, res, &lat, s, "DataCopy GM->local");
@@ -69,12 +69,12 @@ void dev_copy_gm_to_local_pad(local_t dst, gm_t src, uint64_t bytes, dev_site s)
         eng_fault(c, s, "DataCopyPad: destination must be UB or L1");
     uint64_t padded = (bytes + UB_ALIGN - 1) / UB_ALIGN * UB_ALIGN;
     check_local_rule(c, dst, padded, s, "DataCopyPad GM->local");
-    uint8_t *d = eng_local_ptr(c, dst, padded, s, "DataCopyPad GM->local");
+    mseg *d_seg; uint8_t *d = eng_local_at(c, dst, padded, s, "DataCopyPad GM->local", &d_seg);
     eng_gm_check(c, src, bytes, s, "DataCopyPad GM->local");
     eng_sync(c);
     xfer *x = eng_xfer_new(e);
     x->op = OP_COPY_PAD_IN; x->kind = XFER_MTE2; x->pipe = PIPE_MTE2;
-    x->dst = d; x->src = eng_gm_ptr(e, src, bytes);
+    x->dst = d; x->dseg = d_seg; x->src = eng_gm_at(e, src, bytes, &x->sseg);
     x->dst_raw = local_raw(dst); x->src_raw = src.a; x->bytes = bytes; x->peer = gm_rank(src);
     resource *res[2]; uint64_t lat;
     int n = gm_path(c, src, 0, res, &lat, s, "DataCopyPad GM->local");
@@ -89,12 +89,12 @@ static void copy_out(local_t src, gm_t dst, uint64_t bytes, dev_site s, int pad,
         eng_fault(c, s, "%s: only UB is copied to GM by MTE3 (L0C goes through Fixpipe)", api);
     uint64_t local_bytes = pad ? (bytes + UB_ALIGN - 1) / UB_ALIGN * UB_ALIGN : bytes;
     check_local_rule(c, src, local_bytes, s, api);
-    uint8_t *sp = eng_local_ptr(c, src, local_bytes, s, api);
+    mseg *sp_seg; uint8_t *sp = eng_local_at(c, src, local_bytes, s, api, &sp_seg);
     eng_gm_check(c, dst, bytes, s, api);
     eng_sync(c);
     xfer *x = eng_xfer_new(e);
     x->op = OP_COPY; x->kind = XFER_MTE3; x->pipe = PIPE_MTE3;
-    x->dst = eng_gm_ptr(e, dst, bytes); x->src = sp;
+    x->dst = eng_gm_at(e, dst, bytes, &x->dseg); x->src = sp; x->sseg = sp_seg;
     x->dst_raw = dst.a; x->src_raw = local_raw(src); x->bytes = bytes; x->peer = gm_rank(dst);
     x->atomic_dtype = c->atomic_dtype;
     x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst);
@@ -129,12 +129,12 @@ void dev_copy_local_to_local(local_t dst, local_t src, uint64_t bytes, dev_site 
     }
     check_local_rule(c, dst, bytes, s, "DataCopy local->local");
     check_local_rule(c, src, bytes, s, "DataCopy local->local");
-    uint8_t *d = eng_local_ptr(c, dst, bytes, s, "DataCopy local->local");
-    uint8_t *sp = eng_local_ptr(c, src, bytes, s, "DataCopy local->local");
+    mseg *d_seg; uint8_t *d = eng_local_at(c, dst, bytes, s, "DataCopy local->local", &d_seg);
+    mseg *sp_seg; uint8_t *sp = eng_local_at(c, src, bytes, s, "DataCopy local->local", &sp_seg);
     eng_sync(c);
     xfer *x = eng_xfer_new(e);
     x->op = OP_COPY; x->kind = pipe == PIPE_V ? XFER_VEC : XFER_MTE1; x->pipe = pipe;
-    x->dst = d; x->src = sp; x->dst_raw = local_raw(dst); x->src_raw = local_raw(src);
+    x->dst = d; x->dseg = d_seg; x->src = sp; x->sseg = sp_seg; x->dst_raw = local_raw(dst); x->src_raw = local_raw(src);
     x->bytes = bytes; x->peer = c->rank;
     eng_xfer_issue_on(c, x, rate, fixed, NULL, 0, 0, s);
 }
@@ -146,11 +146,11 @@ static xfer *vec_op(core *c, int op, local_t dst, uint64_t dst_bytes, uint64_t w
     begin_call(c);
     if (c->is_aic) eng_fault(c, s, "%s: the vector unit is on AIV cores", api);
     if (dst.space != LM_UB) eng_fault(c, s, "%s: vector operands live in UB", api);
-    uint8_t *d = eng_local_ptr(c, dst, dst_bytes, s, api);
+    mseg *d_seg; uint8_t *d = eng_local_at(c, dst, dst_bytes, s, api, &d_seg);
     eng_sync(c);
     xfer *x = eng_xfer_new(e);
     x->op = op; x->kind = XFER_VEC; x->pipe = PIPE_V;
-    x->dst = d; x->dst_raw = local_raw(dst); x->bytes = work_bytes; x->peer = c->rank;
+    x->dst = d; x->dseg = d_seg; x->dst_raw = local_raw(dst); x->bytes = work_bytes; x->peer = c->rank;
     return x;
 }
 
@@ -162,9 +162,9 @@ static void vec_issue(core *c, xfer *x, dev_site s) {
 void dev_vec_copy(local_t dst, local_t src, uint32_t bytes, dev_site s) {
     core *c = eng_current("VecCopy");
     if (src.space != LM_UB) eng_fault(c, s, "VecCopy: source must be UB");
-    uint8_t *sp = eng_local_ptr(c, src, bytes, s, "VecCopy");
+    mseg *sp_seg; uint8_t *sp = eng_local_at(c, src, bytes, s, "VecCopy", &sp_seg);
     xfer *x = vec_op(c, OP_COPY, dst, bytes, bytes, s, "VecCopy");
-    x->src = sp; x->src_raw = local_raw(src);
+    x->src = sp; x->sseg = sp_seg; x->src_raw = local_raw(src);
     vec_issue(c, x, s);
 }
 
@@ -186,9 +186,9 @@ void dev_vec_axpy(local_t dst, local_t src, int src_dtype, float w, uint32_t n, 
     check_dtype(c, src_dtype, s, "VecAxpy");
     uint64_t sb = (uint64_t)n * (uint64_t)eng_dtype_size(src_dtype);
     if (src.space != LM_UB) eng_fault(c, s, "VecAxpy: source must be UB");
-    uint8_t *sp = eng_local_ptr(c, src, sb, s, "VecAxpy");
+    mseg *sp_seg; uint8_t *sp = eng_local_at(c, src, sb, s, "VecAxpy", &sp_seg);
     xfer *x = vec_op(c, OP_VEC_AXPY, dst, (uint64_t)n * 4, (uint64_t)n * 4, s, "VecAxpy");
-    x->src = sp; x->src_raw = local_raw(src); x->dtype2 = src_dtype; x->scalar = w; x->n = n;
+    x->src = sp; x->sseg = sp_seg; x->src_raw = local_raw(src); x->dtype2 = src_dtype; x->scalar = w; x->n = n;
     vec_issue(c, x, s);
 }
 
@@ -197,10 +197,10 @@ void dev_vec_add(local_t dst, local_t a, local_t b, int dtype, uint32_t n, dev_s
     check_dtype(c, dtype, s, "VecAdd");
     uint64_t bytes = (uint64_t)n * (uint64_t)eng_dtype_size(dtype);
     if (a.space != LM_UB || b.space != LM_UB) eng_fault(c, s, "VecAdd: operands must be UB");
-    uint8_t *pa = eng_local_ptr(c, a, bytes, s, "VecAdd");
-    uint8_t *pb = eng_local_ptr(c, b, bytes, s, "VecAdd");
+    mseg *pa_seg; uint8_t *pa = eng_local_at(c, a, bytes, s, "VecAdd", &pa_seg);
+    mseg *pb_seg; uint8_t *pb = eng_local_at(c, b, bytes, s, "VecAdd", &pb_seg);
     xfer *x = vec_op(c, OP_VEC_ADD, dst, bytes, bytes, s, "VecAdd");
-    x->src = pa; x->src2 = pb; x->src_raw = local_raw(a); x->dtype = dtype; x->n = n;
+    x->src = pa; x->sseg = pa_seg; x->src2 = pb; x->sseg2 = pb_seg; x->src_raw = local_raw(a); x->dtype = dtype; x->n = n;
     vec_issue(c, x, s);
 }
 
@@ -211,9 +211,9 @@ void dev_vec_cast(local_t dst, int dst_dtype, local_t src, int src_dtype, uint32
     uint64_t db = (uint64_t)n * (uint64_t)eng_dtype_size(dst_dtype);
     uint64_t sb = (uint64_t)n * (uint64_t)eng_dtype_size(src_dtype);
     if (src.space != LM_UB) eng_fault(c, s, "VecCast: source must be UB");
-    uint8_t *sp = eng_local_ptr(c, src, sb, s, "VecCast");
+    mseg *sp_seg; uint8_t *sp = eng_local_at(c, src, sb, s, "VecCast", &sp_seg);
     xfer *x = vec_op(c, OP_VEC_CAST, dst, db, db > sb ? db : sb, s, "VecCast");
-    x->src = sp; x->src_raw = local_raw(src); x->dtype = dst_dtype; x->dtype2 = src_dtype; x->n = n;
+    x->src = sp; x->sseg = sp_seg; x->src_raw = local_raw(src); x->dtype = dst_dtype; x->dtype2 = src_dtype; x->n = n;
     vec_issue(c, x, s);
 }
 
@@ -229,13 +229,13 @@ void dev_mmad(local_t cm, local_t a, local_t b, int dtype, uint32_t m, uint32_t 
     if (dtype != DT_FP16 && dtype != DT_BF16)
         eng_fault(c, s, "Mmad: inputs must be fp16 or bf16");
     if (m == 0 || n == 0 || k == 0) eng_fault(c, s, "Mmad: m, n, k must be positive");
-    uint8_t *pc = eng_local_ptr(c, cm, (uint64_t)m * n * 4, s, "Mmad L0C");
-    uint8_t *pa = eng_local_ptr(c, a, (uint64_t)m * k * 2, s, "Mmad L0A");
-    uint8_t *pb = eng_local_ptr(c, b, (uint64_t)k * n * 2, s, "Mmad L0B");
+    mseg *pc_seg; uint8_t *pc = eng_local_at(c, cm, (uint64_t)m * n * 4, s, "Mmad L0C", &pc_seg);
+    mseg *pa_seg; uint8_t *pa = eng_local_at(c, a, (uint64_t)m * k * 2, s, "Mmad L0A", &pa_seg);
+    mseg *pb_seg; uint8_t *pb = eng_local_at(c, b, (uint64_t)k * n * 2, s, "Mmad L0B", &pb_seg);
     eng_sync(c);
     xfer *x = eng_xfer_new(e);
     x->op = OP_MMAD; x->kind = XFER_CUBE; x->pipe = PIPE_M;
-    x->dst = pc; x->src = pa; x->src2 = pb; x->dtype = dtype; x->m = m; x->n = n; x->k = k;
+    x->dst = pc; x->dseg = pc_seg; x->src = pa; x->sseg = pa_seg; x->src2 = pb; x->sseg2 = pb_seg; x->dtype = dtype; x->m = m; x->n = n; x->k = k;
     x->accumulate = accumulate; x->dst_raw = local_raw(cm); x->src_raw = local_raw(a);
     x->bytes = (uint64_t)m * n * 4; x->peer = c->rank;
     /* fractal granularity: partial 16x16x16 blocks cost a whole one */
@@ -251,12 +251,12 @@ void dev_fixpipe(gm_t dst, local_t src, int dtype, uint64_t elems, dev_site s) {
     if (!c->is_aic || src.space != LM_L0C) eng_fault(c, s, "Fixpipe: moves L0C of an AIC to GM");
     check_dtype(c, dtype, s, "Fixpipe");
     uint64_t out_bytes = elems * (uint64_t)eng_dtype_size(dtype);
-    uint8_t *sp = eng_local_ptr(c, src, elems * 4, s, "Fixpipe");
+    mseg *sp_seg; uint8_t *sp = eng_local_at(c, src, elems * 4, s, "Fixpipe", &sp_seg);
     eng_gm_check(c, dst, out_bytes, s, "Fixpipe");
     eng_sync(c);
     xfer *x = eng_xfer_new(e);
     x->op = OP_FIXPIPE; x->kind = XFER_FIX; x->pipe = PIPE_FIX;
-    x->dst = eng_gm_ptr(e, dst, out_bytes); x->src = sp; x->dtype = dtype; x->n = (uint32_t)elems;
+    x->dst = eng_gm_at(e, dst, out_bytes, &x->dseg); x->src = sp; x->sseg = sp_seg; x->dtype = dtype; x->n = (uint32_t)elems;
     x->atomic_dtype = c->atomic_dtype;
     x->dst_raw = dst.a; x->src_raw = local_raw(src); x->bytes = out_bytes; x->peer = gm_rank(dst);
     x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst);

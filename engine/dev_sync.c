@@ -106,7 +106,7 @@ static void remote_store(core *c, gm_t p, int width, int64_t v, int op, int xkin
     x->op = op;
     x->kind = xkind;
     x->pipe = PIPE_S;
-    x->dst = eng_gm_ptr(e, p, (uint64_t)width);
+    x->dst = eng_gm_at(e, p, (uint64_t)width, &x->dseg);
     x->dst_raw = p.a;
     x->src_raw = (uint64_t)v;   /* aux of the events: the stored value or operand */
     x->bytes = (uint64_t)width;

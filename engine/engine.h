@@ -73,6 +73,12 @@ const char *engine_hw_source(const char *key);
 
 typedef enum { CHIP_910B2 = 0, CHIP_910B4 = 1 } engine_chip;
 
+/* How payload bytes are kept. REF (the default): bytes that data movement
+ * wrote are references to their origin (a generated input row), so host
+ * memory follows events and metadata, not payload. FULL: every byte is
+ * stored, as a flat memory would; the event stream is identical. */
+typedef enum { PAYLOAD_REF = 0, PAYLOAD_FULL = 1 } engine_payload;
+
 typedef struct engine_config {
     int nodes;                 /* >= 1 */
     int npus_per_node;         /* 1..8, default 8 (HCCS full mesh of 8) */
@@ -80,8 +86,12 @@ typedef struct engine_config {
     uint64_t seed;             /* tie-break permutation and jitter */
     double jitter;             /* 0..0.5: seeded +-fraction on transfer durations */
     uint64_t watchdog_ps;      /* stop when virtual time passes this; 0 = none */
+    engine_payload payload;    /* REF (default) or FULL */
     engine_hw hw;
 } engine_config;
+
+const char *engine_payload_name(engine_payload p);
+int engine_payload_parse(const char *text, engine_payload *out);
 
 void engine_config_defaults(engine_config *cfg);
 
@@ -118,10 +128,32 @@ int engine_gm_alloc(engine *e, int rank, uint64_t bytes, const char *name, gm_t 
 int engine_sym_alloc(engine *e, uint64_t bytes, const char *name, gm_t *out,
                      char *err, size_t errlen);
 /* Host view of [p, p+bytes): NULL if not inside one allocation. For setting up
- * inputs and checking outputs; kernels never use it. */
+ * inputs and checking small outputs; kernels never use it. The view is
+ * literal: references in the range are materialized (their bytes generated
+ * and stored), so large payload ranges are compared with engine_gm_equal. */
 void *engine_gm_host(engine *e, gm_t p, uint64_t bytes);
-/* Total bytes of GM allocated on all ranks (peak memory reports). */
+
+/* An input tensor: rows of row_bytes at p, row i being what fn(params, i, out)
+ * writes (row_bytes bytes). params (params_size bytes) is copied. In REF mode
+ * the rows are references generated when something computes on them; in FULL
+ * mode they are written at once. ENGINE_ERR if the range is not in one
+ * allocation. */
+typedef void (*engine_row_fn)(const void *params, uint64_t row, uint8_t *out);
+int engine_gm_generate(engine *e, gm_t p, uint64_t rows, uint64_t row_bytes, engine_row_fn fn,
+                       const void *params, size_t params_size, char *err, size_t errlen);
+/* Copies [p, p+bytes) to out without materializing it. ENGINE_ERR if out of bounds. */
+int engine_gm_read(engine *e, gm_t p, void *out, uint64_t bytes);
+/* 1 when [a, a+bytes) and [b, b+bytes) hold the same bytes, 0 when not (the
+ * first differing byte's index in *diff, if diff), -1 if either is out of
+ * bounds. Two references to the same bytes of the same origin are equal
+ * without being generated; anything else is compared as bytes. */
+int engine_gm_equal(engine *e, gm_t a, gm_t b, uint64_t bytes, uint64_t *diff);
+/* The same against host bytes. */
+int engine_gm_equal_host(engine *e, gm_t a, const void *want, uint64_t bytes, uint64_t *diff);
+/* Total bytes of GM allocated on all ranks (the logical GM). */
 uint64_t engine_gm_allocated(const engine *e);
+/* How the payload is held now: reference extents and the bytes they cover. */
+void engine_gm_payload_stats(const engine *e, uint64_t *extents, uint64_t *ref_bytes);
 
 /* ---------------------------------------------------------- named objects */
 

@@ -48,10 +48,31 @@ uint64_t resource_reserve(resource *r, uint64_t now, uint64_t start, uint64_t by
 void resource_free(resource *r);
 
 /* ------------------------------------------------------------ memory */
+/* A memory the kernels address (a GM allocation, a core's UB/L1/L0): literal
+ * bytes in a lazily backed mapping, plus references to origin bytes for the
+ * ranges that data movement filled (payload.c). */
+struct ref_block;
+typedef struct mseg {
+    uint8_t *host;        /* zero-filled, backed only where literal bytes were written */
+    uint64_t size;
+    struct ref_block **blocks;   /* one per 64 KiB; NULL until the first reference */
+    uint64_t n_blocks;
+    uint64_t n_ext;       /* extents in all blocks: 0 = plain literal memory */
+    uint64_t literal_bytes;   /* written literally so far (huge-page decision) */
+    uint8_t mapped, huge;
+} mseg;
+
+/* An immutable byte source: rows of row_bytes, row i from fn(params, i). */
+typedef struct mem_origin {
+    engine_row_fn fn;
+    size_t params_at;     /* offset into engine.origin_params */
+    uint64_t rows, row_bytes;
+} mem_origin;
+
 typedef struct gm_alloc {
     uint64_t off;         /* offset in the rank's address space */
     uint64_t size;
-    uint8_t *host;        /* mmap'd, zero-filled, lazily backed */
+    mseg *seg;            /* heap-allocated: stays put when allocs grow */
     uint32_t name;        /* string id */
 } gm_alloc;
 
@@ -141,7 +162,7 @@ typedef struct core {
     uint32_t xcore_count[XCORE_FLAGS];
     uint64_t xcore_last_seq[XCORE_FLAGS];
     uint32_t xcore_last_track[XCORE_FLAGS];
-    uint8_t *local[LM_L0C + 1];
+    mseg local[LM_L0C + 1];   /* host NULL until first touched */
     uint32_t local_used[LM_L0C + 1];
     int atomic_dtype;         /* SetAtomicAdd state of MTE3 */
     uint32_t role;            /* string id, 0 none */
@@ -179,7 +200,8 @@ typedef struct xfer {
     int kind;                 /* engine_xfer */
     int rank, core_index, pipe;
     uint32_t track;
-    uint8_t *dst, *src, *src2;
+    uint8_t *dst, *src, *src2;   /* host bytes of the operands, inside: */
+    mseg *dseg, *sseg, *sseg2;   /* their segments (copies splice references) */
     uint64_t dst_raw, src_raw;
     uint64_t bytes;
     int dtype, dtype2, atomic_dtype;
@@ -256,6 +278,15 @@ struct engine {
     xfer *xfers;
     int n_xfers, cap_xfers, free_xfer;
 
+    /* payload origins (payload.c) */
+    mem_origin *origins;
+    uint32_t n_origins, cap_origins;
+    uint8_t *origin_params;
+    size_t origin_params_n, origin_params_cap;
+    uint8_t *gen_cache;       /* one generated row, for partial reads */
+    uint64_t gen_cache_cap, gen_cache_row;
+    uint32_t gen_cache_origin;
+
     /* strings, sites, objects */
     char **strings;
     uint32_t n_strings, cap_strings;
@@ -297,11 +328,39 @@ void eng_fault(core *c, dev_site s, const char *fmt, ...) __attribute__((format(
 void eng_stop(engine *e, engine_outcome outcome, const char *msg);
 
 /* memory.c */
-void eng_gm_unmap(uint8_t *host, uint64_t size);
+void eng_gm_unmap(mseg *seg);
 size_t eng_coro_stack_size(void);
-uint8_t *eng_gm_ptr(engine *e, gm_t p, uint64_t bytes);  /* NULL if out of bounds */
+/* Literal bytes of [p, p+bytes), references in it materialized: for scalar
+ * access and host views. NULL if out of bounds. */
+uint8_t *eng_gm_ptr(engine *e, gm_t p, uint64_t bytes);
+/* The same place without materializing, and its segment: for transfers,
+ * which read and write at completion through the segment. */
+uint8_t *eng_gm_at(engine *e, gm_t p, uint64_t bytes, mseg **seg);
 const gm_alloc *eng_gm_find(engine *e, gm_t p);
+/* Local memory [l, l+bytes) of c (checked; faults name what), not
+ * materialized; *seg its segment. */
+uint8_t *eng_local_at(core *c, local_t l, uint64_t bytes, dev_site s, const char *what, mseg **seg);
+/* Literal bytes of a core's local memory (UbGet/UbSet). */
 uint8_t *eng_local_ptr(core *c, local_t l, uint64_t bytes, dev_site s, const char *what);
+void eng_local_free(core *c);
+
+/* payload.c */
+void eng_seg_init(mseg *s, uint8_t *host, uint64_t size);
+void eng_seg_free(mseg *s);
+void eng_seg_hint_huge(mseg *s);
+int eng_seg_has_refs(const mseg *s, uint64_t off, uint64_t len);
+uint8_t *eng_seg_lit(engine *e, mseg *s, uint64_t off, uint64_t len);   /* materialize */
+uint8_t *eng_seg_overwrite(mseg *s, uint64_t off, uint64_t len);        /* caller writes all */
+void eng_seg_copy(engine *e, mseg *d, uint64_t doff, mseg *s, uint64_t soff, uint64_t len);
+void eng_seg_generate(engine *e, mseg *s, uint64_t off, uint32_t origin);
+void eng_seg_read(engine *e, const mseg *s, uint64_t off, void *out, uint64_t len);
+int eng_seg_equal(engine *e, const mseg *a, uint64_t aoff, const mseg *b, uint64_t boff,
+                  uint64_t len, uint64_t *diff);
+void eng_seg_stats(const mseg *s, uint64_t *extents, uint64_t *ref_bytes);
+uint32_t eng_origin_add(engine *e, engine_row_fn fn, const void *params, size_t params_size,
+                        uint64_t rows, uint64_t row_bytes);
+/* Offset of a host pointer inside its segment. */
+static inline uint64_t eng_seg_off(const mseg *s, const uint8_t *p) { return (uint64_t)(p - s->host); }
 void eng_gm_check(core *c, gm_t p, uint64_t bytes, dev_site s, const char *what);
 
 /* objects.c */

@@ -5,7 +5,9 @@
  * Every allocation is its own anonymous mapping: zero-filled, backed only
  * when touched (production-sized runs reserve far more than they write), and
  * findable by binary search so an access outside every allocation faults
- * naming the nearest one instead of silently landing in a neighbour.
+ * naming the nearest one instead of silently landing in a neighbour. Each
+ * allocation and each local memory is a segment (payload.c): payload that
+ * was only moved is held there as references, never touching the mapping.
  */
 #include "internal.h"
 
@@ -13,8 +15,17 @@
 #include <string.h>
 #include <sys/mman.h>
 
-void eng_gm_unmap(uint8_t *host, uint64_t size) {
-    if (host) munmap(host, size ? size : 1);
+static uint8_t *map_zeroed(uint64_t bytes) {
+    void *host = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return host == MAP_FAILED ? NULL : host;
+}
+
+void eng_gm_unmap(mseg *seg) {
+    if (!seg) return;
+    if (seg->host) munmap(seg->host, seg->size ? seg->size : 1);
+    eng_seg_free(seg);
+    free(seg);
 }
 
 static int insert_alloc(engine *e, int rank, uint64_t off, uint64_t bytes, uint32_t name,
@@ -27,17 +38,20 @@ static int insert_alloc(engine *e, int rank, uint64_t off, uint64_t bytes, uint3
         rs->allocs = na;
         rs->cap_allocs = cap;
     }
-    void *host = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (host == MAP_FAILED) {
+    uint8_t *host = map_zeroed(bytes);
+    mseg *seg = host ? malloc(sizeof *seg) : NULL;
+    if (!seg) {
+        if (host) munmap(host, bytes ? bytes : 1);
         snprintf(err, errlen, "GM allocation '%s' of %llu bytes on rank %d: the host refused the mapping",
                  engine_string(e, name), (unsigned long long)bytes, rank);
         return ENGINE_ERR;
     }
+    eng_seg_init(seg, host, bytes);
+    seg->mapped = 1;
     int pos = rs->n_allocs;
     while (pos > 0 && rs->allocs[pos - 1].off > off) pos--;
     memmove(&rs->allocs[pos + 1], &rs->allocs[pos], (size_t)(rs->n_allocs - pos) * sizeof *rs->allocs);
-    rs->allocs[pos] = (gm_alloc){off, bytes, host, name};
+    rs->allocs[pos] = (gm_alloc){off, bytes, seg, name};
     rs->n_allocs++;
     return ENGINE_OK;
 }
@@ -103,15 +117,70 @@ const gm_alloc *eng_gm_find(engine *e, gm_t p) {
     return &rs->allocs[best];
 }
 
-uint8_t *eng_gm_ptr(engine *e, gm_t p, uint64_t bytes) {
+uint8_t *eng_gm_at(engine *e, gm_t p, uint64_t bytes, mseg **seg) {
     const gm_alloc *a = eng_gm_find(e, p);
     if (!a) return NULL;
     uint64_t off = gm_offset(p);
     if (off < a->off || off - a->off > a->size || bytes > a->size - (off - a->off)) return NULL;
-    return a->host + (off - a->off);
+    if (seg) *seg = a->seg;
+    return a->seg->host + (off - a->off);
+}
+
+uint8_t *eng_gm_ptr(engine *e, gm_t p, uint64_t bytes) {
+    mseg *seg;
+    uint8_t *h = eng_gm_at(e, p, bytes, &seg);
+    if (!h) return NULL;
+    return eng_seg_lit(e, seg, eng_seg_off(seg, h), bytes);
 }
 
 void *engine_gm_host(engine *e, gm_t p, uint64_t bytes) { return eng_gm_ptr(e, p, bytes); }
+
+int engine_gm_generate(engine *e, gm_t p, uint64_t rows, uint64_t row_bytes, engine_row_fn fn,
+                       const void *params, size_t params_size, char *err, size_t errlen) {
+    mseg *seg;
+    uint64_t bytes = rows * row_bytes;
+    if (!rows || !row_bytes || bytes / row_bytes != rows) {
+        snprintf(err, errlen, "generated input at rank %d +0x%llx: %llu rows of %llu bytes is empty "
+                 "or too large", gm_rank(p), (unsigned long long)gm_offset(p),
+                 (unsigned long long)rows, (unsigned long long)row_bytes);
+        return ENGINE_ERR;
+    }
+    uint8_t *h = eng_gm_at(e, p, bytes, &seg);
+    if (!h) {
+        snprintf(err, errlen, "generated input at rank %d +0x%llx (%llu bytes) is not inside one "
+                 "GM allocation", gm_rank(p), (unsigned long long)gm_offset(p),
+                 (unsigned long long)bytes);
+        return ENGINE_ERR;
+    }
+    uint32_t origin = eng_origin_add(e, fn, params, params_size, rows, row_bytes);
+    eng_seg_generate(e, seg, eng_seg_off(seg, h), origin);
+    return ENGINE_OK;
+}
+
+int engine_gm_read(engine *e, gm_t p, void *out, uint64_t bytes) {
+    mseg *seg;
+    uint8_t *h = eng_gm_at(e, p, bytes, &seg);
+    if (!h) return ENGINE_ERR;
+    eng_seg_read(e, seg, eng_seg_off(seg, h), out, bytes);
+    return ENGINE_OK;
+}
+
+int engine_gm_equal(engine *e, gm_t a, gm_t b, uint64_t bytes, uint64_t *diff) {
+    mseg *sa, *sb;
+    uint8_t *ha = eng_gm_at(e, a, bytes, &sa), *hb = eng_gm_at(e, b, bytes, &sb);
+    if (!ha || !hb) return -1;
+    return eng_seg_equal(e, sa, eng_seg_off(sa, ha), sb, eng_seg_off(sb, hb), bytes, diff);
+}
+
+int engine_gm_equal_host(engine *e, gm_t a, const void *want, uint64_t bytes, uint64_t *diff) {
+    mseg *sa;
+    uint8_t *ha = eng_gm_at(e, a, bytes, &sa);
+    if (!ha) return -1;
+    /* the wanted bytes as a literal segment of their own */
+    mseg w;
+    eng_seg_init(&w, (uint8_t *)(uintptr_t)want, bytes);
+    return eng_seg_equal(e, sa, eng_seg_off(sa, ha), &w, 0, bytes, diff);
+}
 
 uint64_t engine_gm_allocated(const engine *e) {
     uint64_t total = 0;
@@ -120,13 +189,30 @@ uint64_t engine_gm_allocated(const engine *e) {
     return total;
 }
 
+void engine_gm_payload_stats(const engine *e, uint64_t *extents, uint64_t *ref_bytes) {
+    *extents = *ref_bytes = 0;
+    for (int r = 0; r < e->n_ranks; r++)
+        for (int i = 0; i < e->ranks[r].n_allocs; i++)
+            eng_seg_stats(e->ranks[r].allocs[i].seg, extents, ref_bytes);
+    for (size_t i = 0; i < (size_t)e->n_ranks * (size_t)e->cores_per_rank; i++)
+        for (int sp = 0; sp <= LM_L0C; sp++) eng_seg_stats(&e->cores[i].local[sp], extents, ref_bytes);
+}
+
+const char *engine_payload_name(engine_payload p) { return p == PAYLOAD_FULL ? "full" : "ref"; }
+
+int engine_payload_parse(const char *text, engine_payload *out) {
+    if (!strcmp(text, "ref")) { *out = PAYLOAD_REF; return 0; }
+    if (!strcmp(text, "full")) { *out = PAYLOAD_FULL; return 0; }
+    return -1;
+}
+
 void eng_gm_check(core *c, gm_t p, uint64_t bytes, dev_site s, const char *what) {
     engine *e = c->e;
     int rank = gm_rank(p);
     if (rank < 0 || rank >= e->n_ranks)
         eng_fault(c, s, "%s: GM address 0x%llx names rank %d, which does not exist", what,
                   (unsigned long long)p.a, rank);
-    if (eng_gm_ptr(e, p, bytes)) return;
+    if (eng_gm_at(e, p, bytes, NULL)) return;
     const gm_alloc *a = eng_gm_find(e, p);
     if (a)
         eng_fault(c, s, "%s: GM out of bounds: rank %d offset 0x%llx + %llu bytes is outside '%s' "
@@ -163,7 +249,7 @@ static int space_on_core(const core *c, int space) {
     return c->is_aic ? (space >= LM_L1 && space <= LM_L0C) : space == LM_UB;
 }
 
-uint8_t *eng_local_ptr(core *c, local_t l, uint64_t bytes, dev_site s, const char *what) {
+uint8_t *eng_local_at(core *c, local_t l, uint64_t bytes, dev_site s, const char *what, mseg **seg) {
     if (l.space < LM_UB || l.space > LM_L0C || !space_on_core(c, (int)l.space))
         eng_fault(c, s, "%s: %s is not a local memory of an %s core", what, space_name((int)l.space),
                   c->is_aic ? "AIC" : "AIV");
@@ -171,11 +257,30 @@ uint8_t *eng_local_ptr(core *c, local_t l, uint64_t bytes, dev_site s, const cha
     if ((uint64_t)l.off + bytes > size)
         eng_fault(c, s, "%s: %s overflow: offset %u + %llu bytes exceeds %u", what,
                   space_name((int)l.space), l.off, (unsigned long long)bytes, size);
-    if (!c->local[l.space]) {
-        c->local[l.space] = calloc(1, size);
-        if (!c->local[l.space]) eng_fault(c, s, "%s: host out of memory for %s", what, space_name((int)l.space));
+    mseg *m = &c->local[l.space];
+    if (!m->host) {
+        uint8_t *host = map_zeroed(size);
+        if (!host) eng_fault(c, s, "%s: host out of memory for %s", what, space_name((int)l.space));
+        eng_seg_init(m, host, size);
+        m->mapped = 1;
     }
-    return c->local[l.space] + l.off;
+    *seg = m;
+    return m->host + l.off;
+}
+
+uint8_t *eng_local_ptr(core *c, local_t l, uint64_t bytes, dev_site s, const char *what) {
+    mseg *m;
+    uint8_t *h = eng_local_at(c, l, bytes, s, what, &m);
+    return eng_seg_lit(c->e, m, eng_seg_off(m, h), bytes);
+}
+
+void eng_local_free(core *c) {
+    for (int sp = 0; sp <= LM_L0C; sp++) {
+        mseg *m = &c->local[sp];
+        if (m->host) munmap(m->host, m->size);
+        eng_seg_free(m);
+        m->host = NULL;
+    }
 }
 
 local_t dev_alloc_local(int space, uint32_t bytes, dev_site s) {

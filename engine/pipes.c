@@ -128,25 +128,38 @@ static void atomic_accumulate(uint8_t *dst, const uint8_t *src, uint64_t bytes, 
     }
 }
 
+/* Literal bytes of an operand (materialized), or where an overwrite goes. */
+static uint8_t *lit(engine *e, mseg *seg, uint8_t *p, uint64_t bytes) {
+    return eng_seg_lit(e, seg, eng_seg_off(seg, p), bytes);
+}
+
 static void apply(engine *e, xfer *x) {
     switch (x->op) {
     case OP_COPY:
     case OP_BATCH_TASK:
-        if (x->atomic_dtype) atomic_accumulate(x->dst, x->src, x->bytes, x->atomic_dtype);
-        else memmove(x->dst, x->src, x->bytes);
+        if (x->atomic_dtype)
+            atomic_accumulate(lit(e, x->dseg, x->dst, x->bytes), lit(e, x->sseg, x->src, x->bytes),
+                              x->bytes, x->atomic_dtype);
+        else  /* only moves: references travel as references */
+            eng_seg_copy(e, x->dseg, eng_seg_off(x->dseg, x->dst), x->sseg,
+                         eng_seg_off(x->sseg, x->src), x->bytes);
         break;
     case OP_COPY_PAD_IN: {
         uint64_t padded = (x->bytes + UB_ALIGN - 1) / UB_ALIGN * UB_ALIGN;
-        memmove(x->dst, x->src, x->bytes);
-        memset(x->dst + x->bytes, 0, padded - x->bytes);
+        uint64_t doff = eng_seg_off(x->dseg, x->dst);
+        eng_seg_copy(e, x->dseg, doff, x->sseg, eng_seg_off(x->sseg, x->src), x->bytes);
+        memset(eng_seg_overwrite(x->dseg, doff + x->bytes, padded - x->bytes), 0, padded - x->bytes);
         break;
     }
     case OP_STORE:
-        eng_write_word(x->dst, x->width, x->value);
+        eng_write_word(eng_seg_overwrite(x->dseg, eng_seg_off(x->dseg, x->dst), (uint64_t)x->width),
+                       x->width, x->value);
         break;
-    case OP_ATOMIC_ADD:
-        eng_write_word(x->dst, x->width, eng_read_word(x->dst, x->width) + x->value);
+    case OP_ATOMIC_ADD: {
+        uint8_t *p = lit(e, x->dseg, x->dst, (uint64_t)x->width);
+        eng_write_word(p, x->width, eng_read_word(p, x->width) + x->value);
         break;
+    }
     default:
         eng_apply_compute(e, x);
         break;

@@ -79,6 +79,13 @@ int replay_config_from_meta(rec_reader *r, engine_config *cfg, char *note, size_
     cfg->seed = seed;
     cfg->jitter = jitter;
     cfg->watchdog_ps = watchdog;
+    /* traces from before payload references have no key; both modes give the
+     * same events, so the default replays them as well */
+    const char *payload = rec_reader_meta(r, "config.payload");
+    if (payload && engine_payload_parse(payload, &cfg->payload)) {
+        snprintf(err, errlen, "the trace header's config.payload '%s' is not ref or full", payload);
+        return -1;
+    }
 
     char *keys = hw_keys(&cfg->hw, err, errlen);
     if (!keys) return -1;

@@ -199,6 +199,9 @@ uint32_t combine_receiver_ub_bytes(const combine_shape *sh);
  * rank s, computed on rank p. The first COMBINE_TAG_ELEMS elements are the
  * tag; the rest are pseudo-random bf16 in [-1, 1). */
 void combine_fill_row(uint16_t *row, int hidden, uint64_t seed, int s, int t, int k, int p);
+/* The row of x at `at` as a generated input (a reference in REF payload mode). */
+int combine_generate_row(engine *e, gm_t at, const combine_shape *sh, int s, int t, int k, int p,
+                         char *err, size_t errlen);
 /* Decodes a tag; returns 0 if the elements are not a well-formed tag. */
 int combine_decode_tag(const uint16_t *row, int hidden, int *t, int *k, int *p);
 

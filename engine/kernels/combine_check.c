@@ -28,6 +28,7 @@ typedef struct checker {
     const combine_args *a;
     uint16_t *row;      /* scratch: one expected row */
     uint16_t *row2;     /* scratch: a row of another lap */
+    uint8_t *got;       /* scratch: a received row, read without materializing */
 } checker;
 
 static int check_guards(const combine_state *st, engine *e, char *msg, size_t msglen) {
@@ -146,15 +147,15 @@ static int check_recv(const checker *c, char *msg, size_t msglen) {
         int64_t rows = c->p->recv_total[s];
         total += rows;
         if (rows == 0) continue;
-        const uint8_t *recv = engine_gm_host(c->e, c->a->recv[s], (uint64_t)rows * rb);
-        if (!recv) {
-            snprintf(msg, msglen, "recv on rank %d: no host view", s);
-            return 1;
-        }
         for (int64_t row = 0; row < rows; row++) {
             int t, k;
             int q = expected_row(c, s, row, c->row, &t, &k);
-            const uint8_t *got = recv + (uint64_t)row * rb;
+            const uint8_t *got = c->got;
+            if (engine_gm_read(c->e, gm_add(c->a->recv[s], row * (int64_t)rb), c->got, rb)) {
+                snprintf(msg, msglen, "recv on rank %d: row %lld is outside its allocation", s,
+                         (long long)row);
+                return 1;
+            }
             if (memcmp(got, c->row, rb) == 0) continue;
             if (bad++ > 0) continue;
             uint32_t b = 0;
@@ -242,14 +243,16 @@ int combine_check(engine *e, void *state, char *msg, size_t msglen) {
     checker c = {.e = e, .p = &st->plan, .a = &st->args};
     c.row = malloc(st->plan.sh.row_bytes);
     c.row2 = malloc(st->plan.sh.row_bytes);
+    c.got = malloc(st->plan.sh.row_bytes);
     int rc = 1;
-    if (!c.row || !c.row2)
+    if (!c.row || !c.row2 || !c.got)
         snprintf(msg, msglen, "combine check: out of host memory");
     else
         rc = check_guards(st, e, msg, msglen) || check_rings(&c, msg, msglen) ||
              check_recv(&c, msg, msglen) || check_out(&c, msg, msglen);
     free(c.row);
     free(c.row2);
+    free(c.got);
     if (rc == 0 && msglen) msg[0] = '\0';
     return rc;
 }

@@ -52,3 +52,22 @@ int combine_decode_tag(const uint16_t *row, int hidden, int *t, int *k, int *p) 
     *p = b[4];
     return 1;
 }
+
+/* One row of x as a generated input: its (s, t, k, p) are the row's origin. */
+typedef struct row_params {
+    uint64_t seed;
+    int hidden, s, t, k, p;
+} row_params;
+
+static void x_row(const void *params, uint64_t row, uint8_t *out) {
+    const row_params *rp = params;
+    (void)row;
+    combine_fill_row((uint16_t *)(void *)out, rp->hidden, rp->seed, rp->s, rp->t, rp->k, rp->p);
+}
+
+int combine_generate_row(engine *e, gm_t at, const combine_shape *sh, int s, int t, int k, int p,
+                         char *err, size_t errlen) {
+    row_params rp = {sh->data_seed, sh->hidden, s, t, k, p};
+    return engine_gm_generate(e, at, 1, sh->row_bytes, x_row, &rp, sizeof rp, err, errlen) ==
+                   ENGINE_OK ? 0 : -1;
+}

@@ -193,22 +193,15 @@ static int fill_inputs(engine *e, combine_state *st, char *err, size_t errlen) {
     /* x on each expert rank p: row offset_table[p][le][s] + expand_idx holds
      * the expert output for token t, slot k of rank s. */
     uint64_t rb = sh->row_bytes;
-    uint8_t *x_host[COMBINE_MAX_RANKS];
-    for (size_t q = 0; q < R; q++) {
-        x_host[q] = p->x_rows[q] ? engine_gm_host(e, a->x[q], (uint64_t)p->x_rows[q] * rb) : NULL;
-        if (p->x_rows[q] && !x_host[q]) {
-            snprintf(err, errlen, "combine setup: no host view of x on rank %zu", q);
-            return -1;
-        }
-    }
     for (size_t s = 0; s < R; s++)
         for (size_t i = 0; i < T * K; i++) {
             int32_t e_id = p->expert_ids[s * T * K + i];
             if (e_id < 0) continue;
             size_t q = (size_t)e_id / L, le = (size_t)e_id % L;
             int64_t row = p->offset_table[(q * L + le) * R + s] + p->expand_idx[s * T * K + i];
-            combine_fill_row((uint16_t *)(void *)(x_host[q] + (uint64_t)row * rb), sh->hidden,
-                             sh->data_seed, (int)s, (int)(i / K), (int)(i % K), (int)q);
+            if (combine_generate_row(e, gm_add(a->x[q], row * (int64_t)rb), sh, (int)s,
+                                     (int)(i / K), (int)(i % K), (int)q, err, errlen))
+                return -1;
         }
     return 0;
 }

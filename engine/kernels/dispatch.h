@@ -360,6 +360,9 @@ int64_t dispatch_hccs_ring_total(const dispatch_plan *p, int d, int c, int l);
  * integers, exact in bf16; raw bytes for fp8), then pseudo-random bytes.
  * Scales: per-128 floats, exact powers of two. */
 void dispatch_fill_x(uint8_t *row, const dispatch_shape *sh, int s, int t);
+/* x of rank s as a generated input (references in REF payload mode). */
+int dispatch_generate_x(engine *e, gm_t x, const dispatch_shape *sh, int s, char *err,
+                        size_t errlen);
 void dispatch_fill_scales(float *scales, const dispatch_shape *sh, int s, int t);
 /* Decodes a tag; 0 when the row does not hold a well-formed one. */
 int dispatch_decode_tag(const uint8_t *row, const dispatch_shape *sh, int *s, int *t);

@@ -69,13 +69,13 @@ static int check_inputs(const checker *k) {
     }
     for (int s = 0; !rc && s < sh->num_ranks; s++) {
         uint64_t T = (uint64_t)sh->tokens[s];
-        const uint8_t *x = view(k, k->a->x[s], T * sh->x_row_bytes);
         const float *xs = view(k, k->a->x_scales[s], T * (uint64_t)sh->num_scales * 4);
-        if (!x || !xs) { rc = 1; break; }
+        if (!xs) { rc = 1; break; }
         for (uint64_t t = 0; t < T && !rc; t++) {
             dispatch_fill_x(row, sh, s, (int)t);
             dispatch_fill_scales(sc, sh, s, (int)t);
-            if (memcmp(row, x + t * sh->x_row_bytes, sh->x_row_bytes) ||
+            gm_t at = gm_add(k->a->x[s], (int64_t)(t * sh->x_row_bytes));
+            if (engine_gm_equal_host(k->e, at, row, sh->x_row_bytes, NULL) != 1 ||
                 memcmp(sc, xs + t * (uint64_t)sh->num_scales, (size_t)sh->num_scales * 4)) {
                 snprintf(k->msg, k->len,
                          "x or x_scales of token %llu on rank %d changed during the run: the "
@@ -194,24 +194,24 @@ static int check_notify(const checker *k) {
     return 0;
 }
 
-/* One received row of destination d at position row, dispatch disp. */
-static int check_row(const checker *k, int disp, int d, int64_t row, const uint8_t *rx,
-                     const float *rs, const int32_t *ri, const float *rw, const int32_t *rm) {
-    const dispatch_plan *p = k->p;
+/* recv_x row vs its source token's row of x, compared as references where
+ * both are (same origin bytes), as bytes otherwise; the message says what
+ * landed instead. */
+static int check_row_bytes(const checker *k, gm_t got_at, gm_t want_at, const char *head) {
     const dispatch_shape *sh = k->sh;
-    int K = sh->topk, L = sh->local_experts, P = sh->npus;
-    int s = p->recv_src_rank[p->recv_base[d] + row], t = p->recv_src_token[p->recv_base[d] + row];
-    const uint8_t *x = view(k, k->a->x[s], (uint64_t)sh->tokens[s] * sh->x_row_bytes);
-    const float *xs = view(k, k->a->x_scales[s], (uint64_t)sh->tokens[s] * sh->num_scales * 4);
-    if (!x || !xs) return 1;
-    const uint8_t *want = x + (uint64_t)t * sh->x_row_bytes;
-    const uint8_t *got = rx + (uint64_t)row * sh->x_row_bytes;
-    char head[160];
-    snprintf(head, sizeof head, "dispatch %d, rank %d recv row %lld (token %d of rank %d)",
-             disp + 1, d, (long long)row, t, s);
-    if (memcmp(want, got, sh->x_row_bytes)) {
-        uint32_t b = 0;
-        while (want[b] == got[b]) b++;
+    uint64_t b = 0;
+    int eq = engine_gm_equal(k->e, got_at, want_at, sh->x_row_bytes, &b);
+    if (eq == 1) return 0;
+    if (eq < 0) {
+        snprintf(k->msg, k->len, "%s: recv_x row is outside its allocation", head);
+        return 1;
+    }
+    uint8_t *got = malloc(sh->x_row_bytes), *want = malloc(sh->x_row_bytes);
+    if (!got || !want || engine_gm_read(k->e, got_at, got, sh->x_row_bytes) ||
+        engine_gm_read(k->e, want_at, want, sh->x_row_bytes)) {
+        snprintf(k->msg, k->len, "%s: recv_x differs from the source row at byte %llu", head,
+                 (unsigned long long)b);
+    } else {
         int ts, tt, zero = 1;
         for (uint32_t i = 0; i < sh->x_row_bytes; i++) zero &= got[i] == 0;
         char found[96] = "";
@@ -219,10 +219,29 @@ static int check_row(const checker *k, int disp, int d, int64_t row, const uint8
             snprintf(found, sizeof found, "; the row is all zero: nothing was written there");
         else if (dispatch_decode_tag(got, sh, &ts, &tt))
             snprintf(found, sizeof found, "; the row holds token %d of rank %d", tt, ts);
-        snprintf(k->msg, k->len, "%s: recv_x byte %u is 0x%02x, expected 0x%02x%s", head, b, got[b],
-                 want[b], found);
-        return 1;
+        snprintf(k->msg, k->len, "%s: recv_x byte %llu is 0x%02x, expected 0x%02x%s", head,
+                 (unsigned long long)b, got[b], want[b], found);
     }
+    free(got);
+    free(want);
+    return 1;
+}
+
+/* One received row of destination d at position row, dispatch disp. */
+static int check_row(const checker *k, int disp, int d, int64_t row, gm_t rx,
+                     const float *rs, const int32_t *ri, const float *rw, const int32_t *rm) {
+    const dispatch_plan *p = k->p;
+    const dispatch_shape *sh = k->sh;
+    int K = sh->topk, L = sh->local_experts, P = sh->npus;
+    int s = p->recv_src_rank[p->recv_base[d] + row], t = p->recv_src_token[p->recv_base[d] + row];
+    const float *xs = view(k, k->a->x_scales[s], (uint64_t)sh->tokens[s] * sh->num_scales * 4);
+    if (!xs) return 1;
+    char head[160];
+    snprintf(head, sizeof head, "dispatch %d, rank %d recv row %lld (token %d of rank %d)",
+             disp + 1, d, (long long)row, t, s);
+    if (check_row_bytes(k, gm_add(rx, row * (int64_t)sh->x_row_bytes),
+                        gm_add(k->a->x[s], (int64_t)t * (int64_t)sh->x_row_bytes), head))
+        return 1;
     if (sh->num_scales &&
         memcmp(xs + (uint64_t)t * sh->num_scales, rs + (uint64_t)row * sh->num_scales,
                (size_t)sh->num_scales * 4)) {
@@ -271,12 +290,12 @@ static int check_recv(const checker *k, int disp) {
     uint64_t K = (uint64_t)sh->topk;
     for (int d = 0; d < sh->num_ranks; d++) {
         uint64_t n = (uint64_t)k->p->recv_total[d];
-        const uint8_t *rx = view(k, a->recv_x[disp][d], n * sh->x_row_bytes);
+        gm_t rx = a->recv_x[disp][d];
         const float *rs = view(k, a->recv_x_scales[disp][d], n * (uint64_t)sh->num_scales * 4);
         const int32_t *ri = view(k, a->recv_topk_idx[disp][d], n * K * 4);
         const float *rw = view(k, a->recv_topk_weights[disp][d], n * K * 4);
         const int32_t *rm = view(k, a->recv_src_meta[disp][d], n * DISPATCH_RECV_SRC_INTS * 4);
-        if (!rx || !rs || !ri || !rw || !rm) return 1;
+        if (!rs || !ri || !rw || !rm) return 1;
         for (uint64_t row = 0; row < n; row++)
             if (check_row(k, disp, d, (int64_t)row, rx, rs, ri, rw, rm)) return 1;
     }
@@ -285,17 +304,18 @@ static int check_recv(const checker *k, int disp) {
 
 static int same_bytes(const checker *k, gm_t *first, gm_t *later, uint64_t bytes, int d, int disp,
                       const char *what) {
-    const uint8_t *x = view(k, first[d], bytes), *y = view(k, later[d], bytes);
-    if (!x || !y) return 1;
-    for (uint64_t b = 0; b < bytes; b++)
-        if (x[b] != y[b]) {
-            snprintf(k->msg, k->len,
-                     "dispatch %d gave other bytes than dispatch 1 with the same layout: rank %d "
-                     "%s byte %llu",
-                     disp + 1, d, what, (unsigned long long)b);
-            return 1;
-        }
-    return 0;
+    if (bytes == 0) return 0;
+    uint64_t b = 0;
+    int eq = engine_gm_equal(k->e, first[d], later[d], bytes, &b);
+    if (eq == 1) return 0;
+    if (eq < 0)
+        snprintf(k->msg, k->len, "no host view of rank %d's %s", d, what);
+    else
+        snprintf(k->msg, k->len,
+                 "dispatch %d gave other bytes than dispatch 1 with the same layout: rank %d "
+                 "%s byte %llu",
+                 disp + 1, d, what, (unsigned long long)b);
+    return 1;
 }
 
 static int check_repeat(const checker *k) {

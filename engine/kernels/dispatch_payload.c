@@ -21,8 +21,8 @@ static uint64_t mix(uint64_t z) {
     return z ^ (z >> 31);
 }
 
-static uint64_t row_state(const dispatch_shape *sh, int s, int t, uint64_t stream) {
-    return mix(sh->data_seed * 0x9e3779b97f4a7c15ULL ^ mix((uint64_t)s * 0xd1b54a32d192ed03ULL ^
+static uint64_t row_state(uint64_t data_seed, int s, int t, uint64_t stream) {
+    return mix(data_seed * 0x9e3779b97f4a7c15ULL ^ mix((uint64_t)s * 0xd1b54a32d192ed03ULL ^
                                                           (uint64_t)t * 0x8cb92ba72f3d8dd7ULL ^
                                                           stream));
 }
@@ -37,10 +37,16 @@ static int tag_value(int i, int s, int t) {
     }
 }
 
-void dispatch_fill_x(uint8_t *row, const dispatch_shape *sh, int s, int t) {
-    uint64_t st = row_state(sh, s, t, 1), r = 0;
+/* What a row of x depends on: the generator's parameters. */
+typedef struct x_params {
+    uint64_t data_seed;
+    int hidden, dtype, rank;
+} x_params;
+
+static void fill_row(uint8_t *row, const x_params *xp, int s, int t) {
+    uint64_t st = row_state(xp->data_seed, s, t, 1), r = 0;
     int bits = 0;
-    for (int j = 0; j < sh->hidden; j++) {
+    for (int j = 0; j < xp->hidden; j++) {
         if (bits < 16) {
             st += 0x9e3779b97f4a7c15ULL;
             r = mix(st);
@@ -49,7 +55,7 @@ void dispatch_fill_x(uint8_t *row, const dispatch_shape *sh, int s, int t) {
         uint16_t v = (uint16_t)r;
         r >>= 16;
         bits -= 16;
-        if (sh->dtype == DISPATCH_BF16) {
+        if (xp->dtype == DISPATCH_BF16) {
             /* sign, exponent of 0.5..4, random mantissa: finite and readable */
             uint16_t h = j < TAG_ELEMS ? float_to_bf16((float)tag_value(j, s, t))
                                        : (uint16_t)((v & 0x8000) | (0x3f00 + (v & 0x017f)));
@@ -61,8 +67,25 @@ void dispatch_fill_x(uint8_t *row, const dispatch_shape *sh, int s, int t) {
     }
 }
 
+void dispatch_fill_x(uint8_t *row, const dispatch_shape *sh, int s, int t) {
+    x_params xp = {sh->data_seed, sh->hidden, sh->dtype, s};
+    fill_row(row, &xp, s, t);
+}
+
+static void x_row(const void *params, uint64_t row, uint8_t *out) {
+    const x_params *xp = params;
+    fill_row(out, xp, xp->rank, (int)row);
+}
+
+int dispatch_generate_x(engine *e, gm_t x, const dispatch_shape *sh, int s, char *err,
+                        size_t errlen) {
+    x_params xp = {sh->data_seed, sh->hidden, sh->dtype, s};
+    return engine_gm_generate(e, x, (uint64_t)sh->tokens[s], sh->x_row_bytes, x_row, &xp,
+                              sizeof xp, err, errlen) == ENGINE_OK ? 0 : -1;
+}
+
 void dispatch_fill_scales(float *scales, const dispatch_shape *sh, int s, int t) {
-    uint64_t st = row_state(sh, s, t, 2);
+    uint64_t st = row_state(sh->data_seed, s, t, 2);
     for (int j = 0; j < sh->num_scales; j++) {
         st += 0x9e3779b97f4a7c15ULL;
         scales[j] = ldexpf(1.0f, -(int)(mix(st) % 16));

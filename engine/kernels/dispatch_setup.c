@@ -257,21 +257,19 @@ static int fill_inputs(engine *e, dispatch_state *st, char *err, size_t errlen) 
     for (int r = 0; r < sh->num_ranks; r++) {
         uint64_t T = (uint64_t)sh->tokens[r];
         if (T == 0) continue;
-        uint8_t *x = engine_gm_host(e, a->x[r], T * sh->x_row_bytes);
+        if (dispatch_generate_x(e, a->x[r], sh, r, err, errlen)) return -1;
         int32_t *idx = engine_gm_host(e, a->topk_idx[r], T * K * 4);
         float *w = engine_gm_host(e, a->topk_weights[r], T * K * 4);
         float *sc = sh->num_scales ? engine_gm_host(e, a->x_scales[r], T * sh->num_scales * 4) : NULL;
-        if (!x || !idx || !w || (sh->num_scales && !sc)) {
+        if (!idx || !w || (sh->num_scales && !sc)) {
             snprintf(err, errlen, "dispatch setup: no host view of rank %d's inputs", r);
             return -1;
         }
         size_t at = (size_t)p->token_base[r] * (size_t)K;
         memcpy(idx, p->topk_idx + at, T * K * 4);
         memcpy(w, p->topk_weights + at, T * K * 4);
-        for (uint64_t t = 0; t < T; t++) {
-            dispatch_fill_x(x + t * sh->x_row_bytes, sh, r, (int)t);
-            if (sc) dispatch_fill_scales(sc + t * (uint64_t)sh->num_scales, sh, r, (int)t);
-        }
+        for (uint64_t t = 0; sc && t < T; t++)
+            dispatch_fill_scales(sc + t * (uint64_t)sh->num_scales, sh, r, (int)t);
     }
     return 0;
 }

@@ -198,6 +198,9 @@ uint64_t fm_round_seed(uint64_t data_seed, int round);
 
 /* fullmesh_payload.c */
 void fm_fill_token(uint16_t *row, int hidden, uint64_t seed, int round, int rank, int token);
+/* x of rank `rank` in `round` as a generated input (references in REF mode). */
+int fm_generate_x(engine *e, gm_t x, int tokens, uint64_t row_bytes, int hidden, uint64_t seed,
+                  int round, int rank, char *err, size_t errlen);
 int fm_decode_tag(const uint16_t *row, int hidden, int *round, int *rank, int *token);
 /* The emulated expert FFN: row times this scale (exact in f32). */
 float fm_expert_scale(int expert);

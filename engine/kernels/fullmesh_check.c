@@ -25,6 +25,7 @@ typedef struct checker {
     const fm_plan *p;
     const fm_args *a;
     uint16_t *row;
+    uint8_t *got;       /* a received row, read without materializing */
     float *acc;
     char *msg;
     size_t msglen;
@@ -121,13 +122,14 @@ static int check_recv(checker *c, int round) {
         int64_t rows = rp->recv_rows[p];
         total += rows;
         if (rows == 0) continue;
-        const uint8_t *x = engine_gm_host(c->e, a->expand_x[round * W + p], (uint64_t)rows * rb);
-        if (!x) return fail(c, "fullmesh check: no host view of expand_x");
+        gm_t x = a->expand_x[round * W + p];
         for (int64_t row = 0; row < rows; row++) {
             int32_t owner = rp->owner[rp->owner_base[p] + row];
             int s = owner / (T * K), t = (owner / K) % T, k = owner % K;
             fm_fill_token(c->row, a->hidden, c->p->sh.data_seed, round, s, t);
-            const uint8_t *got = x + (uint64_t)row * rb;
+            const uint8_t *got = c->got;
+            if (engine_gm_read(c->e, gm_add(x, row * (int64_t)rb), c->got, rb))
+                return fail(c, "fullmesh check: expand_x row outside its allocation");
             if (memcmp(got, c->row, rb) == 0) continue;
             if (bad++ > 0) continue;
             char buf[160];
@@ -194,9 +196,10 @@ int fm_check(engine *e, void *state, char *msg, size_t msglen) {
     checker c = {.e = e, .p = &st->plan, .a = &st->args, .msg = msg, .msglen = msglen};
     if (msglen) msg[0] = '\0';
     c.row = malloc(st->args.row_bytes);
+    c.got = malloc(st->args.row_bytes);
     c.acc = malloc(sizeof(float) * (size_t)st->args.hidden);
     int rc = 1;
-    if (!c.row || !c.acc) {
+    if (!c.row || !c.got || !c.acc) {
         snprintf(msg, msglen, "fullmesh check: out of host memory");
     } else {
         rc = check_guards(st, e, msg, msglen);
@@ -204,6 +207,7 @@ int fm_check(engine *e, void *state, char *msg, size_t msglen) {
             rc = check_metadata(&c, r) || check_recv(&c, r) || check_out(&c, r);
     }
     free(c.row);
+    free(c.got);
     free(c.acc);
     return rc;
 }

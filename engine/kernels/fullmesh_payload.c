@@ -15,6 +15,8 @@
  */
 #include "fullmesh.h"
 
+#include <string.h>
+
 static uint64_t mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
@@ -57,3 +59,23 @@ int fm_decode_tag(const uint16_t *row, int hidden, int *round, int *rank, int *t
 }
 
 float fm_expert_scale(int expert) { return 0.5f + 0.125f * (float)(expert % 13); }
+
+/* x of one rank and round as a generated input: row t is token t. */
+typedef struct x_params {
+    uint64_t seed, row_bytes;
+    int hidden, round, rank;
+} x_params;
+
+static void x_row(const void *params, uint64_t row, uint8_t *out) {
+    const x_params *xp = params;
+    fm_fill_token((uint16_t *)(void *)out, xp->hidden, xp->seed, xp->round, xp->rank, (int)row);
+    if (xp->row_bytes > (uint64_t)xp->hidden * 2)
+        memset(out + (size_t)xp->hidden * 2, 0, xp->row_bytes - (uint64_t)xp->hidden * 2);
+}
+
+int fm_generate_x(engine *e, gm_t x, int tokens, uint64_t row_bytes, int hidden, uint64_t seed,
+                  int round, int rank, char *err, size_t errlen) {
+    x_params xp = {seed, row_bytes, hidden, round, rank};
+    return engine_gm_generate(e, x, (uint64_t)tokens, row_bytes, x_row, &xp, sizeof xp, err,
+                              errlen) == ENGINE_OK ? 0 : -1;
+}

@@ -113,7 +113,7 @@ static int setup_rank_buffers(engine *e, fm_state *st, char *err, size_t errlen)
     return 0;
 }
 
-static int setup_round_buffers(engine *e, fm_state *st, int round, uint16_t *row, char *err,
+static int setup_round_buffers(engine *e, fm_state *st, int round, char *err,
                                size_t errlen) {
     fm_args *a = &st->args;
     const fm_shape *sh = &st->plan.sh;
@@ -139,15 +139,8 @@ static int setup_round_buffers(engine *e, fm_state *st, int round, uint16_t *row
             fill(e, a->topk_weights[at], rp->topk_weights + (size_t)s * tk, tk * 4, "topk_weights",
                  s, err, errlen))
             return -1;
-        uint8_t *x = engine_gm_host(e, a->x[at], (uint64_t)T * rb);
-        if (!x) {
-            snprintf(err, errlen, "fullmesh setup: no host view of x on rank %d", s);
+        if (fm_generate_x(e, a->x[at], T, rb, a->hidden, sh->data_seed, round, s, err, errlen))
             return -1;
-        }
-        for (int t = 0; t < T; t++) {
-            fm_fill_token(row, a->hidden, sh->data_seed, round, s, t);
-            memcpy(x + (uint64_t)t * rb, row, rb);
-        }
     }
     return 0;
 }
@@ -177,9 +170,7 @@ static int fm_setup(engine *e, const kernel_opts *o, void **state, char *err, si
     size_t per_rank = 3, per_round = 8;
     size_t n = per_rank * (size_t)W + per_round * (size_t)W * (size_t)sh.rounds;
     st->tables = calloc(n, sizeof(gm_t));
-    uint16_t *row = malloc(sh.row_bytes);
-    if (!st->tables || !row) {
-        free(row);
+    if (!st->tables) {
         fm_destroy(st);
         snprintf(err, errlen, "fullmesh setup: out of host memory");
         return -1;
@@ -198,8 +189,7 @@ static int fm_setup(engine *e, const kernel_opts *o, void **state, char *err, si
     a->expert_token_num = t; t += RW;
     a->out = t;
     int rc = setup_windows(e, st, err, errlen) || setup_rank_buffers(e, st, err, errlen);
-    for (int r = 0; !rc && r < sh.rounds; r++) rc = setup_round_buffers(e, st, r, row, err, errlen);
-    free(row);
+    for (int r = 0; !rc && r < sh.rounds; r++) rc = setup_round_buffers(e, st, r, err, errlen);
     if (rc || engine_launch(e, "fullmesh_dispatch_combine", fm_kernel, a, sh.cores, CORE_AIV, err,
                             errlen) != ENGINE_OK) {
         fm_destroy(st);

@@ -34,6 +34,28 @@ uint16_t mmrs_input(uint64_t seed, int which, int rank, uint64_t index) {
     return (uint16_t)(sign | (exp << 10) | man);
 }
 
+/* A [m, k] of rank r (which 0) or B [k, n] (which 1) as a generated input:
+ * element i of the matrix is mmrs_input(seed, which, rank, i). */
+typedef struct matrix_params {
+    uint64_t seed, cols;
+    int which, rank;
+} matrix_params;
+
+static void matrix_row(const void *params, uint64_t row, uint8_t *out) {
+    const matrix_params *mp = params;
+    for (uint64_t j = 0; j < mp->cols; j++) {
+        uint16_t v = mmrs_input(mp->seed, mp->which, mp->rank, row * mp->cols + j);
+        memcpy(out + 2 * j, &v, 2);
+    }
+}
+
+static int generate_matrix(engine *e, gm_t at, uint32_t rows, uint32_t cols, uint64_t seed,
+                           int which, int rank, char *err, size_t errlen) {
+    matrix_params mp = {seed, cols, which, rank};
+    return engine_gm_generate(e, at, rows, (uint64_t)cols * 2, matrix_row, &mp, sizeof mp, err,
+                              errlen) == ENGINE_OK ? 0 : -1;
+}
+
 float mmrs_f16_to_float(uint16_t h) {
     int exp = (h >> 10) & 0x1f, man = h & 0x3ff;
     float v;
@@ -83,15 +105,11 @@ static int mmrs_setup(engine *e, const kernel_opts *o, void **state, char *err, 
             free(st);
             return -1;
         }
-        uint16_t *ha = engine_gm_host(e, a->a[r], a_bytes);
-        uint16_t *hb = engine_gm_host(e, a->b[r], b_bytes);
-        if (!ha || !hb) {
-            snprintf(err, errlen, "mmrs setup: no host view of A or B on rank %d", r);
+        if (generate_matrix(e, a->a[r], sh->m, sh->k, sh->data_seed, 0, r, err, errlen) ||
+            generate_matrix(e, a->b[r], sh->k, sh->n, sh->data_seed, 1, 0, err, errlen)) {
             free(st);
             return -1;
         }
-        for (uint64_t i = 0; i < (uint64_t)sh->m * sh->k; i++) ha[i] = mmrs_input(sh->data_seed, 0, r, i);
-        for (uint64_t i = 0; i < (uint64_t)sh->k * sh->n; i++) hb[i] = mmrs_input(sh->data_seed, 1, 0, i);
     }
     if (engine_sym_alloc(e, sh->workspace_bytes + MMRS_GUARD_BYTES, "mmrs.symmetric", &a->symmetric,
                          err, errlen) != ENGINE_OK) {
