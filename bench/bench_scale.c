@@ -1,0 +1,183 @@
+/*
+ * bench_scale.c - production-size recordings, as a user runs them: peak RSS,
+ * host time, events per second and run-folder size of `npurr record` at
+ * DeepSeek-V3 shapes (256 experts, top-8, hidden 7168, 4096 tokens per
+ * rank), with payload references (the default) and, where it fits, with
+ * every byte stored (--payload full), so the gain is a ratio from one run.
+ *
+ * Each row spawns the npurr next to this benchmark and reads its figures
+ * from the child's rusage (wall clock, peak RSS), its summary (events,
+ * check) and the run folder's files. Not a test: it prints figures.
+ *
+ *   build/bench_scale                       every row below
+ *   build/bench_scale --only dispatch       the dispatch rows only
+ *   build/bench_scale --max-nodes 4         skip dispatch shapes above 4 nodes
+ *   build/bench_scale --full-max-nodes 2    --payload full rows up to 2 nodes
+ *   build/bench_scale --dir /tmp/scale      where run folders go (removed after)
+ */
+#include "bench/bench_support.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct row {
+    const char *label;
+    const char *kernel;
+    int nodes;                 /* dispatch rows are filtered by it */
+    const char *args[24];
+} row;
+
+#define DSV3 "--tokens", "4096", "--hidden", "7168", "--topk", "8", "--experts", "256"
+
+static const row rows[] = {
+    {"dispatch-layered EP16", "dispatch-layered", 2,
+     {"--nodes", "2", DSV3, "--routing", "group-limited", NULL}},
+    {"dispatch-layered EP32", "dispatch-layered", 4,
+     {"--nodes", "4", DSV3, "--routing", "group-limited", NULL}},
+    {"dispatch-layered EP64", "dispatch-layered", 8,
+     {"--nodes", "8", DSV3, "--routing", "group-limited", NULL}},
+    {"combine-sender EP8", "combine-sender", 1, {DSV3, NULL}},
+    /* seed 002 (A2): at most 256 tokens per rank */
+    {"fullmesh EP16 x 256", "fullmesh-dispatch-combine", 2,
+     {"--nodes", "2", "--tokens", "256", "--hidden", "7168", "--topk", "8", "--experts", "256",
+      NULL}},
+    /* Mmad is computed for real on the host: the shape that does so in minutes */
+    {"matmul-reduce-scatter 8 NPUs", "matmul-reduce-scatter", 1,
+     {"--m", "2048", "--n", "1024", "--k", "512", NULL}},
+};
+
+typedef struct result {
+    int ok, exit_code;
+    double wall_s;
+    double rss_gib;
+    uint64_t events, trace_bytes, index_bytes;
+    char check[64];
+} result;
+
+static uint64_t file_size(const char *dir, const char *name) {
+    char p[4400];
+    if (snprintf(p, sizeof p, "%s/%s", dir, name) >= (int)sizeof p) return 0;
+    struct stat st;
+    return stat(p, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* Events and the check from the record summary ("virtual ..., N events"). */
+static void parse_summary(const char *path, result *r) {
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long ev;
+        const char *v = strstr(line, "virtual ");
+        if (v == line) {
+            const char *c = strchr(line, ',');
+            if (c && sscanf(c + 1, " %llu events", &ev) == 1) r->events = ev;
+        }
+        if (strncmp(line, "check ", 6) == 0) {
+            char word[64] = "";
+            if (sscanf(line + 6, " %63s", word) == 1) snprintf(r->check, sizeof r->check, "%s", word);
+        }
+    }
+    fclose(f);
+}
+
+static void run_row(const char *npurr, const row *rw, const char *payload, const char *dir,
+                    result *r) {
+    memset(r, 0, sizeof *r);
+    snprintf(r->check, sizeof r->check, "-");
+    char run[4200], log[4300], cmd[8600];
+    snprintf(run, sizeof run, "%s/run-%d", dir, (int)getpid());
+    snprintf(log, sizeof log, "%s.log", run);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", run);
+    if (system(cmd) != 0) return;
+    const char *args[40];
+    int n = 0;
+    args[n++] = npurr;
+    args[n++] = "record";
+    args[n++] = "-k";
+    args[n++] = rw->kernel;
+    for (int i = 0; rw->args[i]; i++) args[n++] = rw->args[i];
+    args[n++] = "--payload";
+    args[n++] = payload;
+    args[n++] = "--quiet";
+    args[n++] = "-o";
+    args[n++] = run;
+    args[n] = NULL;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    double t0 = now_s();
+    pid_t pid;
+    int rc = posix_spawn(&pid, npurr, &fa, NULL, (char *const *)args, NULL);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) return;
+    int status;
+    struct rusage ru;
+    if (wait4(pid, &status, 0, &ru) != pid) return;
+    r->wall_s = now_s() - t0;
+    r->rss_gib = (double)ru.ru_maxrss / (1024.0 * 1024.0);
+    r->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r->ok = r->exit_code == 0;
+    parse_summary(log, r);
+    r->trace_bytes = file_size(run, "trace.zst");
+    r->index_bytes = file_size(run, "index.db");
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", run, log);
+    if (system(cmd) != 0) fprintf(stderr, "bench_scale: could not remove %s\n", run);
+}
+
+static void print_result(const char *label, const char *payload, const result *r) {
+    if (!r->wall_s) {
+        printf("%-30s %-5s could not be run\n", label, payload);
+        return;
+    }
+    double ev = (double)r->events;
+    printf("%-30s %-5s %9.2f %9.1f %10.2f %9.2f %8.2f %8.2f  %s%s\n", label, payload, r->rss_gib,
+           r->wall_s, ev / 1e6, r->wall_s > 0 ? ev / r->wall_s / 1e6 : 0,
+           ev ? (double)r->trace_bytes / ev : 0, ev ? (double)r->index_bytes / ev : 0, r->check,
+           r->ok ? "" : " (exit code above 0)");
+    if (!r->ok) printf("%-30s       exit %d\n", "", r->exit_code);
+    fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+    const char *only = arg_value(argc, argv, "--only", "");
+    int max_nodes = atoi(arg_value(argc, argv, "--max-nodes", "8"));
+    int full_max = atoi(arg_value(argc, argv, "--full-max-nodes", "2"));
+    const char *dir = arg_value(argc, argv, "--dir", "/tmp");
+    char npurr[4200];
+    const char *slash = strrchr(argv[0], '/');
+    snprintf(npurr, sizeof npurr, "%.*snpurr", slash ? (int)(slash - argv[0] + 1) : 0, argv[0]);
+    if (access(npurr, X_OK) != 0) {
+        fprintf(stderr, "bench_scale: no %s next to this benchmark\n", npurr);
+        return 1;
+    }
+    printf("npurr record at production shapes (one process, this machine: %ld cores, %.1f GiB "
+           "available)\n", sysconf(_SC_NPROCESSORS_ONLN),
+           (double)mem_available() / (1024.0 * 1024.0 * 1024.0));
+    printf("%-30s %-5s %9s %9s %10s %9s %8s %8s  %s\n", "shape", "mode", "RSS GiB", "host s",
+           "events M", "M ev/s", "trace B", "index B", "check");
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const row *rw = &rows[i];
+        if (*only && !strstr(rw->kernel, only)) continue;
+        if (!strcmp(rw->kernel, "dispatch-layered") && rw->nodes > max_nodes) continue;
+        result ref, full;
+        run_row(npurr, rw, "ref", dir, &ref);
+        print_result(rw->label, "ref", &ref);
+        int try_full = strcmp(rw->kernel, "dispatch-layered") || rw->nodes <= full_max;
+        if (!try_full) {
+            printf("%-30s %-5s not run (above --full-max-nodes %d)\n", "", "full", full_max);
+            continue;
+        }
+        run_row(npurr, rw, "full", dir, &full);
+        print_result(rw->label, "full", &full);
+        if (ref.ok && full.ok && ref.rss_gib > 0 && ref.wall_s > 0)
+            printf("%-30s       full/ref: RSS %.1fx, host time %.2fx\n", "",
+                   full.rss_gib / ref.rss_gib, full.wall_s / ref.wall_s);
+    }
+    return 0;
+}
