@@ -68,7 +68,7 @@ const char *ana_cond_op(int cond);
 
 #define ANA_BULK_ROWS 64       /* rows per INSERT statement */
 #define ANA_BULK_BUF 1024      /* rows per buffer handed to the writer */
-#define ANA_BULK_MAX_COLS 10
+#define ANA_BULK_MAX_COLS 16
 #define ANA_BULK_TEXT 320
 
 /* Bulk inserts are stepped on a rec_worker (recorder.h); NULL: in line. A

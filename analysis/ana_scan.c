@@ -1,13 +1,17 @@
 /*
  * ana_scan.c - the one pass of ana_derive over the run's events.
  *
- * Waits and transfers are already paired by the recorder; what they lack is
- * what the raw events know: which event ended a wait (a store? a transfer
- * completion? issued when?), what a wait waited for in words (object,
- * condition, expected value), who wrote each named word and when, the
- * head/tail of every ring over time, and the bytes each link carried. One
+ * Waits are already paired by the recorder; what they lack is what the raw
+ * events know: which event ended a wait (a store? a transfer completion?
+ * issued when?), what a wait waited for in words (object, condition,
+ * expected value), who wrote each named word and when, the head/tail of
+ * every ring over time, and the bytes each link carried. Transfers (one per
+ * two events, too many to index while recording) are paired here. One
  * sequential pass materializes that into plain tables, so the views and
  * `sqlite3 RUN/index.db` never need the virtual table:
+ *   transfers(id, issue_seq, done_seq, rank, core, pipe, kind, src_rank,
+ *             dst_rank, src_addr, dst_addr, bytes, issue_ps, start_ps,
+ *             done_ps, site)
  *   word_writes(seq, time_ps, object, rank, core, pipe, kind, xfer, value)
  *   wake_events(seq, time_ps, rank, core, pipe, kind, xfer, object, link)
  *   wait_labels(begin_seq, label)
@@ -34,13 +38,17 @@ static const char *const create_sql =
     "DROP TABLE IF EXISTS wake_events;"
     "DROP TABLE IF EXISTS wait_labels;"
     "DROP TABLE IF EXISTS ring_counters;"
+    "DROP TABLE IF EXISTS transfers;"
     "CREATE TABLE word_writes(seq INTEGER PRIMARY KEY, time_ps INT, object INT, rank INT,"
     " core INT, pipe TEXT, kind TEXT, xfer TEXT, value INT);"
     "CREATE TABLE wake_events(seq INTEGER PRIMARY KEY, time_ps INT, rank INT, core INT,"
     " pipe TEXT, kind TEXT, xfer TEXT, object INT, link INT);"
     "CREATE TABLE wait_labels(begin_seq INTEGER PRIMARY KEY, label TEXT);"
     "CREATE TABLE ring_counters(time_ps INT, seq INT, ring INT, head INT, tail INT,"
-    " occupancy INT);";
+    " occupancy INT);"
+    "CREATE TABLE transfers(id INTEGER PRIMARY KEY, issue_seq INT, done_seq INT, rank INT,"
+    " core INT, pipe TEXT, kind TEXT, src_rank INT, dst_rank INT, src_addr INT, dst_addr INT,"
+    " bytes INT, issue_ps INT, start_ps INT, done_ps INT, site INT);";
 
 void ana_facts_free(ana_facts *f) {
     free(f->wakes);
@@ -223,7 +231,7 @@ static int fl_put(scan *s, const engine_event *ev) {
     while (s->fl[j].seq && s->fl[j].seq != ev->seq) j = (j + 1) & (s->flcap - 1);
     if (!s->fl[j].seq) s->fln++;
     s->fl[j] = (inflight){ev->seq, ev->time, (uint64_t)ev->value, ev->len, (uint64_t)ev->aux,
-                          ev->addr, ev->rank, ev->sub};
+                          ev->addr, ++s->issued, ev->rank, ev->core, ev->site, ev->sub, ev->pipe};
     return 0;
 }
 
@@ -249,6 +257,51 @@ static int fl_take(scan *s, uint64_t seq, inflight *out) {
 }
 
 /* ------------------------------------------------------------ rows */
+
+/* One transfers row; done 0 when it never completed. */
+static int insert_transfer(scan *s, const inflight *x, uint64_t done_seq, uint64_t done_ps) {
+    ana_bulk *b = s->tr;
+    const char *kind = engine_xfer_name(x->sub);
+    int64_t src, dst;
+    rec_transfer_ranks(x->sub, x->rank, x->src_addr, x->dst_addr, &src, &dst);
+    ana_bulk_int(b, (int64_t)x->id);
+    ana_bulk_int(b, (int64_t)x->seq);
+    if (done_seq) ana_bulk_int(b, (int64_t)done_seq); else ana_bulk_null(b);
+    ana_bulk_int(b, x->rank);
+    ana_bulk_int(b, x->core);
+    ana_bulk_text(b, rec_pipe_name(x->pipe));
+    ana_bulk_text(b, kind ? kind : "?");
+    ana_bulk_int(b, src);
+    ana_bulk_int(b, dst);
+    ana_bulk_int(b, (int64_t)x->src_addr);
+    ana_bulk_int(b, (int64_t)x->dst_addr);
+    ana_bulk_int(b, (int64_t)x->bytes);
+    ana_bulk_int(b, (int64_t)x->time);
+    ana_bulk_int(b, (int64_t)x->start);
+    if (done_seq) ana_bulk_int(b, (int64_t)done_ps); else ana_bulk_null(b);
+    if (x->site) ana_bulk_int(b, x->site); else ana_bulk_null(b);
+    return ana_bulk_row_done(b, 0);
+}
+
+/* Transfers still in flight when the trace ends, in issue order. */
+static int insert_unfinished(scan *s) {
+    inflight *left = malloc((s->fln ? s->fln : 1) * sizeof *left);
+    if (!left) {
+        ana_err(s->err, s->errlen, "out of memory listing unfinished transfers");
+        return -1;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < s->flcap; i++)
+        if (s->fl[i].seq) left[n++] = s->fl[i];
+    for (size_t i = 1; i < n; i++)   /* few: insertion sort by issue */
+        for (size_t j = i; j > 0 && left[j - 1].seq > left[j].seq; j--) {
+            inflight t = left[j]; left[j] = left[j - 1]; left[j - 1] = t;
+        }
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n; i++) rc = insert_transfer(s, &left[i], 0, 0);
+    free(left);
+    return rc;
+}
 
 static int insert_wake(scan *s, const evrow *e, int64_t issue_ps) {
     ana_bulk *w = s->we;
@@ -307,6 +360,7 @@ static int scan_events(scan *s, const char *run_dir) {
             inflight x;
             if (fl_take(s, ev.link, &x)) {
                 issue_ps = (int64_t)x.time;
+                if (insert_transfer(s, &x, ev.seq, ev.time)) goto fail;
                 int64_t src, dst;
                 rec_transfer_ranks(x.sub, x.rank, x.src_addr, x.dst_addr, &src, &dst);
                 int code = engine_xfer_name(x.sub) ? x.sub : 0;
@@ -350,7 +404,7 @@ static int scan_events(scan *s, const char *run_dir) {
         ana_err(s->err, s->errlen, "reading the events: %s", rec_reader_error(r));
         goto fail;
     }
-    if (ana_words_settle(s, NULL)) goto fail;
+    if (ana_words_settle(s, NULL) || insert_unfinished(s)) goto fail;
     rec_reader_close(r);
     return 0;
 fail:
@@ -441,7 +495,7 @@ int ana_scan_events(sqlite3 *db, const ana_run *run, const char *run_dir, const 
     scan s = {.db = db, .run = run, .err = err, .errlen = errlen, .facts = facts};
     s.begins = ana_causes_begins(c, &s.nbegins);
     s.wakers = ana_causes_wakers(c, &s.nwakers);
-    ana_bulk *b = calloc(4, sizeof *b);
+    ana_bulk *b = calloc(5, sizeof *b);
     int rc = -1;
     memset(facts, 0, sizeof *facts);
     if (!b) {
@@ -452,6 +506,7 @@ int ana_scan_events(sqlite3 *db, const ana_run *run, const char *run_dir, const 
     s.we = &b[1];
     s.wl = &b[2];
     s.rc = &b[3];
+    s.tr = &b[4];
     double t = ana_step_clock(NULL, 0);
     if (ana_exec(db, create_sql, err, errlen)) goto out;
     if (load_objects(&s)) goto out;
@@ -465,11 +520,12 @@ int ana_scan_events(sqlite3 *db, const ana_run *run, const char *run_dir, const 
     if (ana_bulk_open(s.ww, db, "word_writes", 9, s.wr, err, errlen) ||
         ana_bulk_open(s.we, db, "wake_events", 9, s.wr, err, errlen) ||
         ana_bulk_open(s.wl, db, "wait_labels", 2, s.wr, err, errlen) ||
-        ana_bulk_open(s.rc, db, "ring_counters", 6, s.wr, err, errlen))
+        ana_bulk_open(s.rc, db, "ring_counters", 6, s.wr, err, errlen) ||
+        ana_bulk_open(s.tr, db, "transfers", 16, s.wr, err, errlen))
         goto out;
     if (scan_events(&s, run_dir)) goto out;
     if (ana_bulk_finish(s.ww) || ana_bulk_finish(s.we) || ana_bulk_finish(s.wl) ||
-        ana_bulk_finish(s.rc))
+        ana_bulk_finish(s.rc) || ana_bulk_finish(s.tr))
         goto out;
     if (ana_links_write(s.links, db, err, errlen)) goto out;
     t = ana_step_clock("scan: events", t);
@@ -483,7 +539,7 @@ int ana_scan_events(sqlite3 *db, const ana_run *run, const char *run_dir, const 
     if (fill_facts(&s)) goto out;
     rc = 0;
 out:
-    for (int i = 0; i < 4; i++) ana_bulk_close(&b[i]);
+    for (int i = 0; i < 5; i++) ana_bulk_close(&b[i]);
     rec_worker_stop(s.wr);
     free(b);
     sqlite3_finalize(s.fix_write);

@@ -54,8 +54,9 @@ typedef struct ring_info {
 typedef struct inflight {
     uint64_t seq;       /* 0: empty slot */
     uint64_t time, start, bytes, src_addr, dst_addr;
-    uint32_t rank;
-    uint8_t sub;
+    uint64_t id;        /* transfers.id: the issue's rank among all issues, from 1 */
+    uint32_t rank, core, site;
+    uint8_t sub, pipe;
 } inflight;
 
 /* Link sums (ana_links.c). */
@@ -81,6 +82,8 @@ typedef struct scan {
     const uint64_t *begins;  /* sorted waits.begin_seq */
     size_t nbegins, next_begin;
     ana_bulk *ww, *we, *wl, *rc;   /* word_writes, wake_events, wait_labels, ring_counters */
+    ana_bulk *tr;                  /* transfers */
+    uint64_t issued;               /* transfers issued so far */
     rec_worker *wr;                /* steps their inserts; NULL: in line */
     sqlite3_stmt *fix_write;       /* a word_writes value revealed after its batch left */
     evrow held;           /* a possible intent, decided by the next row */

@@ -9,12 +9,13 @@
  * can always rebuild it. The schema is the contract with analysis and
  * replay (see README / DESIGN): change it only together with them.
  *
- * The two big tables, waits and transfers, are written while the run goes
- * on: after each chunk the live recorder's background thread calls
- * rec_ix_db_flush, which inserts the rows that can no longer change (the
- * ended waits and completed transfers before the first one still open), a
- * batch of BATCH_ROWS at a time. rec_close is then left with the last rows
- * and the small tables. reindex writes everything at the end.
+ * The big table, waits, is written while the run goes on: after each chunk
+ * the live recorder's background thread calls rec_ix_db_flush, which inserts
+ * the rows that can no longer change (the ended waits before the first one
+ * still open), a batch of BATCH_ROWS at a time. rec_close is then left with
+ * the last rows and the small tables. reindex writes everything at the end.
+ * Transfers are not indexed here: there is one per two events, so analysis
+ * derives that table on first use (ana_scan.c), as it does its own.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -44,9 +45,7 @@ static const char *const schema =
     /* A deadlock's blocked waits, found without a scan (kept up as the rows
      * go in, so it costs nothing like building it afterwards). */
     "CREATE INDEX waits_blocked ON waits(rank, core) WHERE end_seq IS NULL;"
-    "CREATE TABLE transfers(id INTEGER PRIMARY KEY, issue_seq INT, done_seq INT, rank INT,"
-    " core INT, pipe TEXT, kind TEXT, src_rank INT, dst_rank INT, src_addr INT, dst_addr INT,"
-    " bytes INT, issue_ps INT, start_ps INT, done_ps INT, site INT);";
+;
 
 typedef struct db_ctx {
     sqlite3 *db;
@@ -60,12 +59,12 @@ struct rec_ix_db {
     sqlite3 *db;
     char path[4096], tmp[4096];
     /* BATCH_ROWS rows per insert, and one */
-    sqlite3_stmt *waits_batch, *waits_one, *xfers_batch, *xfers_one;
-    size_t waits_done, xfers_done;    /* entries of ix->ended_* written */
+    sqlite3_stmt *waits_batch, *waits_one;
+    size_t waits_done;    /* entries of ix->ended_waits written */
 };
 
 /* Inserting several rows per statement roughly halves the per-row cost of
- * SQLite's VM for the wide waits and transfers tables. */
+ * SQLite's VM for the wide waits table. */
 #define BATCH_ROWS 32
 
 static const char *str_of(const rec_index *ix, uint32_t id) {
@@ -305,31 +304,6 @@ void rec_transfer_ranks(int sub, uint32_t rank, uint64_t src_addr, uint64_t dst_
     *dst_rank = addr_rank(dst_addr, rank);
 }
 
-/* Binds transfer i at c->col + 1 onwards. */
-static void bind_xfer(db_ctx *c, size_t i) {
-    const ix_xfer *x = &c->ix->xfers[i];
-    const char *kind = engine_xfer_name(x->sub);
-    b_int(c, (int64_t)i + 1);
-    b_int(c, (int64_t)x->issue_seq);
-    b_id(c, x->done_seq);
-    b_int(c, x->rank);
-    b_int(c, x->core);
-    b_text(c, rec_pipe_name(x->pipe));
-    b_text(c, kind ? kind : "?");
-    int64_t src_rank, dst_rank;
-    rec_transfer_ranks(x->sub, x->rank, x->src_addr, x->dst_addr, &src_rank, &dst_rank);
-    b_int(c, src_rank);
-    b_int(c, dst_rank);
-    b_int(c, (int64_t)x->src_addr);
-    b_int(c, (int64_t)x->dst_addr);
-    b_int(c, (int64_t)x->bytes);
-    b_int(c, (int64_t)x->issue_ps);
-    b_int(c, (int64_t)x->start_ps);
-    if (x->done_seq) b_int(c, (int64_t)x->done_ps);
-    else b_null(c);
-    b_id(c, x->site);
-}
-
 static int cmp_row(const void *a, const void *b) {
     size_t x = *(const size_t *)a, y = *(const size_t *)b;
     return (x > y) - (x < y);
@@ -365,8 +339,6 @@ static void db_close(rec_index *ix, int keep) {
     if (!d) return;
     sqlite3_finalize(d->waits_batch);
     sqlite3_finalize(d->waits_one);
-    sqlite3_finalize(d->xfers_batch);
-    sqlite3_finalize(d->xfers_one);
     sqlite3_close(d->db);
     if (!keep) unlink(d->tmp);
     free(d);
@@ -409,17 +381,15 @@ int rec_ix_db_open(rec_index *ix, const char *path, char *err, size_t errlen) {
         return -1;
     }
     if (prep_rows(d->db, "waits", "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL)",
-                  &d->waits_batch, &d->waits_one, err, errlen) ||
-        prep_rows(d->db, "transfers", "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &d->xfers_batch,
-                  &d->xfers_one, err, errlen)) {
+                  &d->waits_batch, &d->waits_one, err, errlen)) {
         db_close(ix, 0);
         return -1;
     }
     return 0;
 }
 
-/* Writes the waits and transfers that can no longer change (all of them
- * with final: the ones that never ended join the lists first). */
+/* Writes the waits that can no longer change (all of them with final: the
+ * ones that never ended join the list first). */
 static int write_big(rec_index *ix, int final, char *err, size_t errlen) {
     rec_ix_db *d = ix->db;
     db_ctx c = {d->db, NULL, 0, ix};
@@ -427,20 +397,13 @@ static int write_big(rec_index *ix, int final, char *err, size_t errlen) {
         for (size_t i = 0; i < ix->nwaits; i++)
             if (!ix->waits[i].end_seq)
                 rec_ix_push_ended(ix, &ix->ended_waits, &ix->nended_waits, &ix->cap_ended_waits, i);
-        for (size_t i = 0; i < ix->nxfers; i++)
-            if (!ix->xfers[i].done_seq)
-                rec_ix_push_ended(ix, &ix->ended_xfers, &ix->nended_xfers, &ix->cap_ended_xfers, i);
         if (ix->oom) {
             snprintf(err, errlen, "%s: out of memory while building the index", d->path);
             return -1;
         }
     }
     return write_rows(&c, d->waits_batch, d->waits_one, bind_wait, ix->ended_waits,
-                      &d->waits_done, ix->nended_waits, final, err, errlen) ||
-                   write_rows(&c, d->xfers_batch, d->xfers_one, bind_xfer, ix->ended_xfers,
-                              &d->xfers_done, ix->nended_xfers, final, err, errlen)
-               ? -1
-               : 0;
+                      &d->waits_done, ix->nended_waits, final, err, errlen);
 }
 
 int rec_ix_db_flush(rec_index *ix, char *err, size_t errlen) {
@@ -472,9 +435,7 @@ int rec_ix_write_db(rec_index *ix, const char *path, char *err, size_t errlen) {
     }
     sqlite3_finalize(d->waits_batch);
     sqlite3_finalize(d->waits_one);
-    sqlite3_finalize(d->xfers_batch);
-    sqlite3_finalize(d->xfers_one);
-    d->waits_batch = d->waits_one = d->xfers_batch = d->xfers_one = NULL;
+    d->waits_batch = d->waits_one = NULL;
     int rc = sqlite3_close(d->db);
     d->db = NULL;
     if (rc != SQLITE_OK) {

@@ -5,10 +5,12 @@
  * One builder serves both the live recorder (fed each chunk as it is
  * written) and `reindex` (fed each chunk as it is decoded), so an index
  * rebuilt from the trace is identical to the one written at record time.
- * It pairs WAIT_BEGIN/END per track into waits and XFER_ISSUE/DONE (through
- * the DONE's link) into transfers, remembers which tracks exist and the
- * last role of every core, and keeps everything in memory arrays until
- * rec_ix_write_db turns them into bulk inserts.
+ * It pairs WAIT_BEGIN/END per track into waits, sums the bytes of issued
+ * transfers (the transfers table itself is derived by analysis on first
+ * use: one row per two events would double the index and the recorder's
+ * memory), remembers which tracks exist and the last role of every core, and
+ * keeps everything in memory arrays until rec_ix_write_db turns them into
+ * bulk inserts.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,9 +58,7 @@ void rec_ix_free(rec_index *ix) {
     free(ix->open_wait);
     free(ix->core_role);
     free(ix->waits);
-    free(ix->xfers);
     free(ix->ended_waits);
-    free(ix->ended_xfers);
     free(ix->chunks);
     free(ix);
 }
@@ -226,40 +226,6 @@ static void blocked(rec_index *ix, const engine_event *ev, uint32_t track) {
     wait_begin(ix, ev, track);
 }
 
-static void xfer_issue(rec_index *ix, const engine_event *ev) {
-    ix_xfer *x = push_row(ix, (void **)&ix->xfers, &ix->nxfers, &ix->cap_xfers, sizeof *x);
-    if (!x) return;
-    x->issue_seq = ev->seq;
-    x->rank = ev->rank;
-    x->core = ev->core;
-    x->pipe = ev->pipe;
-    x->sub = ev->sub;
-    x->dst_addr = ev->addr;
-    x->src_addr = (uint64_t)ev->aux;
-    x->bytes = ev->len;
-    x->issue_ps = ev->time;
-    x->start_ps = (uint64_t)ev->value;
-    x->site = ev->site;
-}
-
-/* Transfers are appended in issue order, so the issue is found by binary
- * search on issue_seq: no per-transfer hash entry to maintain. */
-static void xfer_done(rec_index *ix, const engine_event *ev) {
-    size_t lo = 0, hi = ix->nxfers;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (ix->xfers[mid].issue_seq < ev->link) lo = mid + 1;
-        else hi = mid;
-    }
-    if (lo == ix->nxfers || ix->xfers[lo].issue_seq != ev->link) return;
-    /* Listed when it first completes (the engine completes a transfer
-     * once; a second DONE would only update the row in memory). */
-    if (!ix->xfers[lo].done_seq)
-        rec_ix_push_ended(ix, &ix->ended_xfers, &ix->nended_xfers, &ix->cap_ended_xfers, lo);
-    ix->xfers[lo].done_seq = ev->seq;
-    ix->xfers[lo].done_ps = ev->time;
-}
-
 static void consume(rec_index *ix, const engine_event *ev) {
     uint32_t track = track_of(ix, ev);
     if (!grow_to(ix, (void **)&ix->track_seen, &ix->ntracks, 1, track)) ix->track_seen[track] = 1;
@@ -280,10 +246,7 @@ static void consume(rec_index *ix, const engine_event *ev) {
         blocked(ix, ev, track);
         break;
     case EV_XFER_ISSUE:
-        xfer_issue(ix, ev);
-        break;
-    case EV_XFER_DONE:
-        xfer_done(ix, ev);
+        ix->xfer_bytes += ev->len;
         break;
     case EV_ROLE: {
         size_t c = (size_t)ev->rank * ix->cpr + ev->core;
@@ -324,7 +287,8 @@ int rec_ix_finish(rec_index *ix, const rec_kv *trailer, uint64_t trace_bytes) {
     if (!rec_kv_get(&ix->meta, "events") &&
         rec_kv_setf(&ix->meta, "events", "%llu", (unsigned long long)ix->events))
         ix->oom = 1;
-    if (rec_kv_setf(&ix->meta, "trace_bytes", "%llu", (unsigned long long)trace_bytes))
+    if (rec_kv_setf(&ix->meta, "trace_bytes", "%llu", (unsigned long long)trace_bytes) ||
+        rec_kv_setf(&ix->meta, "transfer_bytes", "%llu", (unsigned long long)ix->xfer_bytes))
         ix->oom = 1;
     /* Per-kind counts let `npurr info` and `stats` avoid decoding every chunk. */
     for (int k = 0; k < 64; k++) {

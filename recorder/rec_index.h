@@ -20,13 +20,6 @@ typedef struct ix_wait {
     uint8_t kind;                     /* WK_* */
 } ix_wait;
 
-typedef struct ix_xfer {
-    uint64_t issue_seq, done_seq;     /* done_seq 0: never completed */
-    uint64_t src_addr, dst_addr, bytes;
-    uint64_t issue_ps, start_ps, done_ps;
-    uint32_t rank, core, site;
-    uint8_t pipe, sub;
-} ix_xfer;
 
 typedef struct ix_site {
     char *file, *func;
@@ -51,12 +44,11 @@ struct rec_index {
     uint32_t *core_role; size_t ncores;    /* by rank * cpr + core */
 
     ix_wait *waits; size_t nwaits, cap_waits;
-    ix_xfer *xfers; size_t nxfers, cap_xfers;
+    uint64_t xfer_bytes;      /* bytes of every issued transfer (meta transfer_bytes) */
     /* Rows that can no longer change, in the order they became final (a
      * wait ended, a transfer completed), for rec_db.c to write as the run
      * goes on: one long wait must not hold back every row after it. */
     size_t *ended_waits; size_t nended_waits, cap_ended_waits;
-    size_t *ended_xfers; size_t nended_xfers, cap_ended_xfers;
     rec_chunk_row *chunks; size_t nchunks, cap_chunks;
 
     uint64_t kind_count[64];

@@ -115,8 +115,9 @@ int rec_info(const char *run_dir, FILE *out, char *err, size_t errlen) {
     int64_t waits = query_i64(db, "SELECT count(*) FROM waits");
     int64_t open_waits = query_i64(db, "SELECT count(*) FROM waits WHERE end_seq IS NULL");
     int64_t stall = query_i64(db, "SELECT coalesce(sum(dur_ps),0) FROM waits");
-    int64_t xfers = query_i64(db, "SELECT count(*) FROM transfers");
-    int64_t xbytes = query_i64(db, "SELECT coalesce(sum(bytes),0) FROM transfers");
+    /* transfers is an analysis table: the recorder's meta has their totals */
+    int64_t xfers = (int64_t)meta_u64(&m, "events.xfer_issue");
+    int64_t xbytes = (int64_t)meta_u64(&m, "transfer_bytes");
     sqlite3_close(db);
 
     char a[64], b[64];

@@ -346,7 +346,7 @@ int rec_open_with_meta(const char *run_dir, const rec_run_info *info,
     rec_ix_header(w->ix, &w->header);
 
     char path[4200];
-    /* index.db.tmp takes the final waits and transfers while the run goes
+    /* index.db.tmp takes the final waits while the run goes
      * on (encode_and_write); rec_close adds the rest and renames it. */
     rec_path(path, sizeof path, run_dir, "index.db");
     if (rec_ix_db_open(w->ix, path, err, errlen)) {

@@ -73,7 +73,7 @@ static inline sqlite3 *support_open_index(const char *run_dir) {
  * order (malloc'd): two indexes are the same when their dumps are. */
 static inline char *support_dump_index(const char *run_dir) {
     static const char *const tables[] = {"meta", "strings", "tracks", "sites", "objects",
-                                         "rings", "chunks", "waits", "transfers"};
+                                         "rings", "chunks", "waits"};
     sqlite3 *db = support_open_index(run_dir);
     char *text = NULL;
     size_t len = 0;
@@ -210,6 +210,20 @@ static inline int support_remove_dir(const char *dir) {
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     return system(cmd) == 0 ? 0 : -1;
+}
+
+/* A copy of run_dir at run_dir + "-derived" with the analysis tables
+ * derived, leaving the recorder's index as recorded; returns the copy's
+ * path (static). */
+static inline const char *support_derived_copy(const char *run_dir) {
+    static char copy[4200];
+    char cmd[3 * sizeof copy];
+    snprintf(copy, sizeof copy, "%s-derived", run_dir);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", copy, run_dir, copy);
+    assert_int_equal(system(cmd), 0);
+    char err[512];
+    if (ana_derive(copy, err, sizeof err)) fail_msg("ana_derive %s: %s", copy, err);
+    return copy;
 }
 
 #endif

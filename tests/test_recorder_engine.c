@@ -199,7 +199,7 @@ static void test_events_table_is_what_the_observer_saw(void **state) {
 
 static void test_derived_tables_pair_the_run(void **state) {
     (void)state;
-    sqlite3 *db = open_index();
+    sqlite3 *db = support_open_index(support_derived_copy(g_run));
     size_t issues = count_kind(EV_XFER_ISSUE);
     assert_true(issues >= 16); /* 8 cores x (MTE2 in + HCCS put out) */
     assert_int_equal(q_i64(db, "SELECT count(*) FROM transfers"), issues);

@@ -41,7 +41,7 @@ chunks=$(sed -n 's/^events *\([0-9][0-9]*\) in \([0-9][0-9]*\) chunks$/\2/p' "$t
 
 # reindex from the trace alone gives the same index.
 if command -v sqlite3 >/dev/null; then
-    for t in meta strings tracks sites objects rings chunks waits transfers; do
+    for t in meta strings tracks sites objects rings chunks waits; do
         sqlite3 "$run/index.db" "SELECT * FROM $t ORDER BY 1" >>"$tmp/dump1" || fail "sqlite3 $t"
     done
 fi
@@ -54,7 +54,7 @@ grep -v '^index ' "$tmp/info1" >"$tmp/a"
 grep -v '^index ' "$tmp/out" >"$tmp/b"
 cmp -s "$tmp/a" "$tmp/b" || fail "info differs after reindex: $(diff "$tmp/a" "$tmp/b")"
 if command -v sqlite3 >/dev/null; then
-    for t in meta strings tracks sites objects rings chunks waits transfers; do
+    for t in meta strings tracks sites objects rings chunks waits; do
         sqlite3 "$run/index.db" "SELECT * FROM $t ORDER BY 1" >>"$tmp/dump2"
     done
     cmp -s "$tmp/dump1" "$tmp/dump2" || fail "reindex changed the index tables"
