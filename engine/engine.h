@@ -152,8 +152,17 @@ int engine_gm_equal(engine *e, gm_t a, gm_t b, uint64_t bytes, uint64_t *diff);
 int engine_gm_equal_host(engine *e, gm_t a, const void *want, uint64_t bytes, uint64_t *diff);
 /* Total bytes of GM allocated on all ranks (the logical GM). */
 uint64_t engine_gm_allocated(const engine *e);
-/* How the payload is held now: reference extents and the bytes they cover. */
-void engine_gm_payload_stats(const engine *e, uint64_t *extents, uint64_t *ref_bytes);
+/* How memory is held now: the logical GM (every allocation), the bytes held
+ * as references (GM and local memories) in how many extents, and the bytes
+ * written literally so far by copies, computations, generators in FULL mode
+ * and host views, capped at each memory's size (scalar stores of a few
+ * bytes are not counted): what the host's pages hold beyond references. */
+typedef struct engine_memory {
+    uint64_t logical_gm;
+    uint64_t reference_bytes, reference_extents;
+    uint64_t literal_bytes;
+} engine_memory;
+void engine_memory_get(const engine *e, engine_memory *m);
 
 /* ---------------------------------------------------------- named objects */
 

@@ -133,7 +133,13 @@ uint8_t *eng_gm_ptr(engine *e, gm_t p, uint64_t bytes) {
     return eng_seg_lit(e, seg, eng_seg_off(seg, h), bytes);
 }
 
-void *engine_gm_host(engine *e, gm_t p, uint64_t bytes) { return eng_gm_ptr(e, p, bytes); }
+void *engine_gm_host(engine *e, gm_t p, uint64_t bytes) {
+    mseg *seg;
+    uint8_t *h = eng_gm_at(e, p, bytes, &seg);
+    if (!h) return NULL;
+    eng_seg_touched(seg, bytes);   /* the host may write all of it */
+    return eng_seg_lit(e, seg, eng_seg_off(seg, h), bytes);
+}
 
 int engine_gm_generate(engine *e, gm_t p, uint64_t rows, uint64_t row_bytes, engine_row_fn fn,
                        const void *params, size_t params_size, char *err, size_t errlen) {
@@ -189,13 +195,21 @@ uint64_t engine_gm_allocated(const engine *e) {
     return total;
 }
 
-void engine_gm_payload_stats(const engine *e, uint64_t *extents, uint64_t *ref_bytes) {
-    *extents = *ref_bytes = 0;
+void engine_memory_get(const engine *e, engine_memory *m) {
+    memset(m, 0, sizeof *m);
+    m->logical_gm = engine_gm_allocated(e);
     for (int r = 0; r < e->n_ranks; r++)
-        for (int i = 0; i < e->ranks[r].n_allocs; i++)
-            eng_seg_stats(e->ranks[r].allocs[i].seg, extents, ref_bytes);
+        for (int i = 0; i < e->ranks[r].n_allocs; i++) {
+            const mseg *s = e->ranks[r].allocs[i].seg;
+            eng_seg_stats(s, &m->reference_extents, &m->reference_bytes);
+            m->literal_bytes += s->literal_bytes < s->size ? s->literal_bytes : s->size;
+        }
     for (size_t i = 0; i < (size_t)e->n_ranks * (size_t)e->cores_per_rank; i++)
-        for (int sp = 0; sp <= LM_L0C; sp++) eng_seg_stats(&e->cores[i].local[sp], extents, ref_bytes);
+        for (int sp = 0; sp <= LM_L0C; sp++) {
+            const mseg *s = &e->cores[i].local[sp];
+            eng_seg_stats(s, &m->reference_extents, &m->reference_bytes);
+            m->literal_bytes += s->literal_bytes < s->size ? s->literal_bytes : s->size;
+        }
 }
 
 const char *engine_payload_name(engine_payload p) { return p == PAYLOAD_FULL ? "full" : "ref"; }

@@ -81,6 +81,8 @@ static void lit_written(mseg *s, uint64_t bytes) {
         eng_seg_hint_huge(s);
 }
 
+void eng_seg_touched(mseg *s, uint64_t bytes) { lit_written(s, bytes); }
+
 /* ------------------------------------------------------------ one block */
 /* First extent whose end is above rel. */
 static uint32_t first_after(const ref_block *b, uint32_t rel) {

@@ -156,10 +156,12 @@ static void test_moved_rows_stay_references(void **state) {
     assert_int_equal(w.seg[1]->literal_bytes, 0);
     assert_int_equal(w.seg[2]->literal_bytes, 0);
     assert_int_equal(eng_seg_has_refs(w.seg[2], 32, 99000), 1);
-    uint64_t extents = 0, bytes = 0;
-    engine_gm_payload_stats(w.e, &extents, &bytes);
-    assert_int_equal(bytes, 300000 + 150000 + 99000);
-    assert_true(extents <= 16);   /* contiguous rows merge into a few extents */
+    engine_memory m;
+    engine_memory_get(w.e, &m);
+    assert_int_equal(m.reference_bytes, 300000 + 150000 + 99000);
+    assert_true(m.reference_extents <= 16);   /* contiguous rows merge into a few extents */
+    assert_int_equal(m.logical_gm, 3 * SEG_BYTES);
+    assert_int_equal(m.literal_bytes, 0);
     assert_int_equal(engine_gm_equal(w.e, gm_add(w.at[2], 32), gm_add(w.at[0], 1000), 99000, NULL), 1);
     /* one row moved one byte off is not equal, and the first bad byte is named */
     uint64_t diff = 99;
