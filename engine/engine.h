@@ -17,6 +17,20 @@
  * satisfies them. When nothing can progress the run stops with a deadlock
  * report; a virtual-time watchdog stops livelocks.
  *
+ * Memory in one paragraph: token rows are 14 KB and are almost only moved,
+ * so by default (PAYLOAD_REF) bytes that data movement writes (DataCopy,
+ * over-read and crop, HCCS puts/gets, RDMA writes, BatchWrite) are kept as
+ * references to their origin: an input tensor whose rows a deterministic
+ * generator produces (engine_gm_generate). Each GM allocation and local
+ * memory is a lazily backed mapping for literal bytes plus an extent map of
+ * references; a copy splices references, and anything that computes (scalar
+ * loads and stores, atomics, vector and cube ops, waits, host views)
+ * materializes what it touches. Output checks compare references without
+ * generating them (engine_gm_equal), which proves byte equality: the same
+ * bytes of the same immutable origin. Host memory and time then follow
+ * events and metadata, not payload; PAYLOAD_FULL stores every byte and gives
+ * the identical event stream. The rules are in payload.c.
+ *
  * Errors are values: functions return ENGINE_OK or an error and fill the
  * caller's message buffer with a sentence naming the input at fault.
  */
