@@ -24,6 +24,8 @@ int cmd_stats(int argc, char **argv);
 int cmd_sql(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_hw(int argc, char **argv);
 
 /* A run's options as parsed from argv. Strings point into argv. */
 typedef struct run_options {

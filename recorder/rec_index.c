@@ -262,7 +262,12 @@ static void xfer_done(rec_index *ix, const engine_event *ev) {
 
 static void consume(rec_index *ix, const engine_event *ev) {
     uint32_t track = track_of(ix, ev);
-    if (!grow_to(ix, (void **)&ix->track_seen, &ix->ntracks, 1, track)) ix->track_seen[track] = 1;
+    /* RUN_END is the engine's, not a core's: it carries rank 0 core 0 only
+     * because an event needs a track id, so it must not make that core
+     * appear (a phantom "r0 AIC0" in cores and the export). */
+    if (ev->kind != EV_RUN_END &&
+        !grow_to(ix, (void **)&ix->track_seen, &ix->ntracks, 1, track))
+        ix->track_seen[track] = 1;
     ix->kind_count[ev->kind & 63]++;
     ix->events++;
     ix->last_seq = ev->seq;
