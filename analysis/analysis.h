@@ -110,6 +110,10 @@ void ana_stall_table_free(ana_stall_table *t);
 /* The `npurr stats` report: a header line that explains the share's
  * denominator, then an aligned table in human units. */
 void ana_stall_table_print(const ana_stall_table *t, FILE *out);
+/* The same rows as CSV (times in ps, share as a fraction), after a header
+ * line if header: table (all|blocked), by, group, cores, count, total_ps,
+ * mean_ps, max_ps, share. */
+void ana_stall_table_print_csv(const ana_stall_table *t, int header, FILE *out);
 
 /* ------------------------------------------------------------ diff */
 
