@@ -420,12 +420,38 @@ static void test_goto_resumes_a_snapshot(void **state) {
     free(rec.v);
 }
 
+/* Snapshots survive `npurr goto`: going back twice in a row into the same
+ * interval resumes a snapshot both times (the second time the copy the
+ * first resumed one left behind), never re-running from the first event. */
+static void test_goto_back_twice_resumes_snapshots_both_times(void **state) {
+    (void)state;
+    char run[300];
+    snprintf(run, sizeof run, "%s/dl_back", g_tmp);
+    recorded rec;
+    record(run, 1500, &rec);
+    assert_true(rec.target > 6000);
+    char go1[64], go2[64];
+    snprintf(go1, sizeof go1, "npurr goto %d", 3500);
+    snprintf(go2, sizeof go2, "npurr goto %d", 3400);
+    const char *cmds[] = {go1, "npurr when", go2, "npurr when", NULL};
+    char *out = run_gdb(run, 1500, rec.target, 1000, cmds);
+    const char *first = after(out, "resuming the snapshot taken after seq 3000 (process");
+    expect(first, "seq 3500 (about to execute)");
+    const char *second = after(first + 1, "resuming the snapshot taken after seq 3000 (process");
+    expect(second, "seq 3400 (about to execute)");
+    if (strstr(out, "re-running")) fail_msg("going back re-ran instead of resuming:\n%s", out);
+    free(out);
+    assert_int_equal(processes_of(run), 0);
+    free(rec.v);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--replay-child") == 0) return replay_child(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_break_stops_in_the_kernel_function),
         cmocka_unit_test(test_goto_reruns_to_an_earlier_event),
         cmocka_unit_test(test_goto_resumes_a_snapshot),
+        cmocka_unit_test(test_goto_back_twice_resumes_snapshots_both_times),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
