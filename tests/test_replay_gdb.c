@@ -320,7 +320,9 @@ static void test_break_stops_in_the_kernel_function(void **state) {
     char bt_cmd[64], bt_head[64];
     snprintf(bt_cmd, sizeof bt_cmd, "npurr bt %d AIV%d", bt_rank, bt_aiv);
     snprintf(bt_head, sizeof bt_head, "rank %d core %d, suspended", bt_rank, rec.num_aic + bt_aiv);
-    const char *cmds[] = {"npurr when", "npurr cores", "npurr rings", bt_cmd, NULL};
+    const char *cmds[] = {"npurr when", "npurr cores", "npurr cores --all", "npurr rings",
+                          "npurr rings --all", "npurr cores --blocked --rank 0",
+                          "npurr rings --full", bt_cmd, NULL};
     char *out = run_gdb(run, 2, rec.target, 0, cmds);
 
     snprintf(want, sizeof want, "stopped before event %llu, issued by waiter_wait_for_release at %s:%d",
@@ -357,6 +359,18 @@ static void test_break_stops_in_the_kernel_function(void **state) {
     }
     snprintf(want, sizeof want, "%d blocked", blocked);
     expect(out, want);
+    /* Summaries first; without options only the summary and a hint. */
+    expect(out, "lists cores; --all lists every one)");
+    expect(out, "lists rings; --all lists every one)");
+    int blocked_r0 = 0;
+    for (int i = 0; i < rec.nblocked; i++)
+        blocked_r0 += rec.blocked[i][0] == 0 &&
+                      !(rec.blocked[i][0] == (int)tev->rank &&
+                        rec.blocked[i][1] == (int)tev->core - rec.num_aic);
+    snprintf(want, sizeof want, "  (%d of ", blocked_r0);
+    const char *filtered = after(out, "rings --full | --rank R");   /* after the plain rings */
+    expect(filtered, want);
+    expect(filtered, "(0 of 2 rings match)");   /* nothing is full */
     /* npurr rings: the releaser advanced its ring's tail to 64. */
     expect(out, "demo_ring[0]");
     expect(out, "tail 64  capacity 4096  occupancy 64");
