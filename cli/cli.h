@@ -36,6 +36,7 @@ typedef struct run_options {
     const char *hw_file;
     int no_trace;
     int quiet;
+    int progress;             /* --progress: the progress line even off a terminal */
     int help;
 } run_options;
 

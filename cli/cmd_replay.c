@@ -92,8 +92,8 @@ static int recorded_argv(const char *line, char ***words, int *argc_out, char **
         const char *a = (*words)[i];
         /* --opt=VALUE is one word, like a flag */
         int joined = strncmp(a, "--", 2) == 0 && strchr(a, '=') != NULL;
-        int flag = strcmp(a, "--quiet") == 0 || strcmp(a, "--no-trace") == 0 || a[0] != '-' ||
-                   joined;
+        int flag = strcmp(a, "--quiet") == 0 || strcmp(a, "--no-trace") == 0 ||
+                   strcmp(a, "--progress") == 0 || a[0] != '-' || joined;
         if (strcmp(a, "--hw") == 0) { i++; continue; }
         if (strncmp(a, "--hw=", 5) == 0) continue;
         argv[argc++] = (*words)[i];

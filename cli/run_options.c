@@ -32,6 +32,9 @@ static const struct {
     {"-o", "RUN", RUN_OPT_OUTPUT, "run folder to write (trace.zst, index.db)"},
     {"--no-trace", NULL, RUN_OPT_NO_TRACE, "emulate without recording (overhead measurements)"},
     {"--quiet", NULL, RUN_OPT_EXECUTES, "print only the final summary"},
+    {"--progress", NULL, RUN_OPT_OUTPUT,
+     "progress on stderr every 2 s (phase, cores finished, ETA) even when stderr is not a "
+     "terminal, where it is on by default; never with --quiet"},
 };
 #define N_ENGINE_OPTS (sizeof engine_opts / sizeof engine_opts[0])
 
@@ -172,6 +175,7 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
         }
         if (strcmp(a, "--no-trace") == 0 && (allow & RUN_OPT_NO_TRACE) && !eq) { ro->no_trace = 1; continue; }
         if (strcmp(a, "--quiet") == 0 && !eq) { ro->quiet = 1; continue; }
+        if (strcmp(a, "--progress") == 0 && (allow & RUN_OPT_OUTPUT) && !eq) { ro->progress = 1; continue; }
         if (strncmp(a, "-", 1) != 0) {
             snprintf(err, errlen, "unexpected argument '%s'", a);
             return EXIT_USAGE;
