@@ -48,8 +48,11 @@ int cmd_hw(int argc, char **argv) {
         printf("%s = %g %s\n", p->key, p->def, p->unit);
         printf("    models:   %s\n", p->what);
         printf("    source:   %s\n", p->source);
-        printf("    accepted: %g..%g %s%s%s\n", p->min, p->max, p->unit,
-               p->old_key ? "; old name " : "", p->old_key ? p->old_key : "");
+        if (p->min > 0)
+            printf("    accepted: %g..%g %s", p->min, p->max, p->unit);
+        else
+            printf("    accepted: > 0, up to %g %s", p->max, p->unit);
+        printf("%s%s\n", p->old_key ? "; old name " : "", p->old_key ? p->old_key : "");
     }
     return EXIT_DONE;
 }

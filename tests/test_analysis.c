@@ -107,7 +107,7 @@ static int record_scenario(void **state) {
     set_hw(&cfg, "scalar_op_cycles", "1e-9");
     set_hw(&cfg, "gm_read_ns", "1e-9");
     set_hw(&cfg, "gm_write_ns", "1e-9");
-    set_hw(&cfg, "hbm_gbps", "1e9");
+    set_hw(&cfg, "hbm_gbytes_per_s", "1e9");
     char err[ENGINE_ERRLEN];
     engine *e;
     rec_writer *w;

@@ -540,7 +540,7 @@ static void test_break_without_debugger_prints_the_cores(void **state) {
     /* 2 * (BLOCKS - 1) waiters in all, the one about to wait is running;
      * both releasers are still spending their 2000 scalar cycles. */
     char counts[80];
-    snprintf(counts, sizeof counts, "(1 running, 2 ready, %d blocked, 0 finished",
+    snprintf(counts, sizeof counts, ": 1 running, 2 ready, %d blocked, 0 finished",
              2 * (BLOCKS - 1) - 1);
     if (!strstr(text, counts)) fail_msg("no '%s' in:\n%s", counts, text);
     free(text);
