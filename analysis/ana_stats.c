@@ -279,3 +279,15 @@ void ana_stall_table_print(const ana_stall_table *t, FILE *out) {
     ana_grid_print(&g, out);
     ana_grid_free(&g);
 }
+
+void ana_stall_table_print_csv(const ana_stall_table *t, int header, FILE *out) {
+    if (header) fputs("table,by,group,cores,count,total_ps,mean_ps,max_ps,share\n", out);
+    for (size_t i = 0; i < t->n; i++) {
+        const ana_stall_row *r = &t->rows[i];
+        fprintf(out, "%s,%s,", t->blocked ? "blocked" : "all", ana_group_by_name(t->by));
+        ana_csv_field(out, r->group);
+        fprintf(out, ",%llu,%llu,%llu,%.1f,%llu,%.6f\n", (unsigned long long)r->cores,
+                (unsigned long long)r->count, (unsigned long long)r->total_ps, r->mean_ps,
+                (unsigned long long)r->max_ps, r->share);
+    }
+}

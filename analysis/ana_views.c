@@ -3,14 +3,16 @@
  * name cores with.
  *
  * Views are plain SQL over tables (never over the `events` virtual table),
- * so `sqlite3 RUN/index.db` runs them without npurr. Shares divide by the
- * run's virtual time (meta end_time_ps); waits of different cores overlap
- * in time, so shares of a whole table may add up past 1.
+ * so `sqlite3 RUN/index.db` runs them without npurr. A share has one
+ * meaning everywhere (stats, views, README): a group's stall time over
+ * (its cores x the run's virtual time, meta end_time_ps), the fraction of
+ * those cores' time spent waiting, at most 1. `cores` counts the distinct
+ * cores the group's waits come from.
  *   cores           (rank, core, core_type, name "r3 AIV5", role) - a table
  * (wait_groups, the per-key sums both stall views read, is made by
  * ana_derive.c)
- *   stall_summary   (role, kind, count, total_ps, mean_ps, max_ps, share)
- *   wait_causes     (cause, count, total_ps, share)
+ *   stall_summary   (role, kind, count, total_ps, mean_ps, max_ps, cores, share)
+ *   wait_causes     (cause, count, total_ps, cores, share)
  *   ring_occupancy  (time_ps, ring, ring_name, occupancy, capacity)
  *   link_bandwidth  (bucket_ps, link, bytes, gbps)
  *   last_writers    (object, object_name, seq, time_ps, rank, core,
@@ -64,15 +66,16 @@ int ana_create_views(sqlite3 *db, const ana_run *run, char *err, size_t errlen) 
         " SELECT COALESCE(g.role, c.role, c.name, 'r' || g.rank || ' core' || g.core) AS role,"
         "  g.kind AS kind, SUM(g.count) AS count, SUM(g.total_ps) AS total_ps,"
         "  CAST(SUM(g.total_ps) AS REAL) / SUM(g.count) AS mean_ps, MAX(g.max_ps) AS max_ps,"
-        "  CAST(SUM(g.total_ps) AS REAL) / NULLIF((SELECT CAST(value AS INTEGER) FROM meta"
-        "   WHERE key = 'end_time_ps'), 0) AS share"
+        "  COUNT(DISTINCT g.rank * 65536 + g.core) AS cores,"
+        "  CAST(SUM(g.total_ps) AS REAL) / NULLIF(COUNT(DISTINCT g.rank * 65536 + g.core) *"
+        "   (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'end_time_ps'), 0) AS share"
         " FROM wait_groups g LEFT JOIN cores c ON c.rank = g.rank AND c.core = g.core"
         " GROUP BY 1, 2 ORDER BY total_ps DESC, role, kind;"
         "CREATE VIEW wait_causes AS"
         " SELECT COALESCE(cause, 'unclassified') AS cause, SUM(count) AS count,"
-        "  SUM(total_ps) AS total_ps,"
-        "  CAST(SUM(total_ps) AS REAL) / NULLIF((SELECT CAST(value AS INTEGER) FROM meta"
-        "   WHERE key = 'end_time_ps'), 0) AS share"
+        "  SUM(total_ps) AS total_ps, COUNT(DISTINCT rank * 65536 + core) AS cores,"
+        "  CAST(SUM(total_ps) AS REAL) / NULLIF(COUNT(DISTINCT rank * 65536 + core) *"
+        "   (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'end_time_ps'), 0) AS share"
         " FROM wait_groups GROUP BY 1 ORDER BY total_ps DESC, cause;"
         "CREATE VIEW ring_occupancy AS"
         " SELECT rc.time_ps AS time_ps, rc.ring AS ring, r.name AS ring_name,"

@@ -38,7 +38,7 @@
 #include <sqlite3.h>
 
 /* Bumped when the derived tables change shape (meta key analysis.version). */
-#define ANA_VERSION 2
+#define ANA_VERSION 3
 
 /* ------------------------------------------------------------ derive/open */
 
@@ -110,6 +110,21 @@ void ana_stall_table_free(ana_stall_table *t);
 /* The `npurr stats` report: a header line that explains the share's
  * denominator, then an aligned table in human units. */
 void ana_stall_table_print(const ana_stall_table *t, FILE *out);
+/* The same rows as CSV (times in ps, share as a fraction), after a header
+ * line if header: table (all|blocked), by, group, cores, count, total_ps,
+ * mean_ps, max_ps, share. */
+void ana_stall_table_print_csv(const ana_stall_table *t, int header, FILE *out);
+
+/* ------------------------------------------------------------ diff */
+
+/* Prints what changed from run a to run b (both opened derived): the run's
+ * virtual time, then per group of `by` (role, site, rank, kind, object,
+ * cause: stall count, total and share; "link": bytes and busy bandwidth per
+ * link and link class) A, B, the change and the relative change, largest
+ * change first, at most top rows (0 = all); CSV with csv (ana_diff.c).
+ * The caller checks that both runs are of one kernel. */
+int ana_diff_print(sqlite3 *a, sqlite3 *b, const char *by, size_t top, int csv, FILE *out,
+                   char *err, size_t errlen);
 
 /* ------------------------------------------------------------ sql */
 

@@ -24,6 +24,8 @@ int cmd_stats(int argc, char **argv);
 int cmd_sql(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_hw(int argc, char **argv);
 
 /* A run's options as parsed from argv. Strings point into argv. */
 typedef struct run_options {
@@ -34,18 +36,26 @@ typedef struct run_options {
     const char *hw_file;
     int no_trace;
     int quiet;
+    int progress;             /* --progress: the progress line even off a terminal */
     int help;
 } run_options;
 
 /* Parses argv[1..] of record/layout/replay. `allow` is a mask of which
  * non-kernel options the command takes. Returns 0, or EXIT_USAGE /
  * EXIT_ERROR with err naming the option at fault. */
-enum { RUN_OPT_OUTPUT = 1, RUN_OPT_NO_TRACE = 2 };
+enum { RUN_OPT_OUTPUT = 1, RUN_OPT_NO_TRACE = 2,
+       RUN_OPT_EXECUTES = 4 /* --seed/--jitter/--hw/--watchdog-us/--quiet; implied by the
+                               other two: record and replay run the engine, layout does not */ };
 int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *err, size_t errlen);
 /* Help text for the engine options and, if k is not NULL, its options. */
 void run_options_help(FILE *out, const kernel_desc *k, int allow);
 /* The list of kernels with their summaries. */
 void run_options_list_kernels(FILE *out);
+
+/* `npurr sql RUN` with no query: the sqlite3-shell-like prompt on db
+ * (sql_shell.c). Returns the exit status. */
+struct sqlite3;
+int sql_shell(struct sqlite3 *db, const char *run, int csv, FILE *in, FILE *out);
 
 /* Joins argv with POSIX shell quoting (for meta command_line); malloc'd. */
 char *shell_join(int argc, char **argv);

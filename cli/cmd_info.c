@@ -18,7 +18,8 @@ static void info_usage(FILE *out) {
           "data check status, duration in virtual time, event counts in total and\n"
           "per kind, waits and transfers, the sizes of trace.zst and index.db,\n"
           "compressed bytes per event and the compression ratio of the chunk\n"
-          "columns.\n"
+          "columns, then every timing parameter the run used, each marked\n"
+          "`default` or `from --hw` (`npurr hw` says what each one models).\n"
           "\n"
           "Everything comes from RUN/index.db, so it is instant on any trace size.\n"
           "\n"
@@ -53,6 +54,12 @@ int cmd_info(int argc, char **argv) {
     }
     char err[4096];
     int rc = rec_info(run, stdout, err, sizeof err);
+    /* The timing values are worth seeing even when the index is stale. */
+    char terr[1024];
+    if (rec_info_timing(run, stdout, terr, sizeof terr) != 0 && rc == 0) {
+        snprintf(err, sizeof err, "%s", terr);
+        rc = 1;
+    }
     if (rc != 0) {
         fflush(stdout);
         fprintf(stderr, "npurr info: %s\n", err);

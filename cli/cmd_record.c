@@ -24,6 +24,7 @@
 
 #include "analysis/analysis.h"
 #include "record_inputs.h"
+#include "record_progress.h"
 #include "recorder/recorder.h"
 
 static engine *volatile g_running;
@@ -52,24 +53,6 @@ static double wall_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Progress every few seconds, shown each event behind the recorder. */
-typedef struct progress {
-    double start, last;
-    int quiet;
-} progress;
-
-static void prog_event(void *ctx, const engine_event *ev) {
-    progress *p = ctx;
-    if ((ev->seq & 0xFFFFF) == 0 && !p->quiet) {
-        double now = wall_now();
-        if (now - p->last >= 2.0) {
-            fprintf(stderr, "npurr: %.1fM events, virtual %.3f us, %.1f s\n", (double)ev->seq / 1e6,
-                    (double)ev->time / 1e6, now - p->start);
-            p->last = now;
-        }
-    }
 }
 
 static void print_help(const run_options *ro) {
@@ -186,8 +169,9 @@ int cmd_record(int argc, char **argv) {
         return EXIT_ERROR;
     }
     rec_writer *w = NULL;
-    progress prog = {0};
-    engine_tee tee = {.also = prog_event, .also_ctx = &prog};
+    record_progress prog;
+    record_progress_init(&prog, e, ro.quiet, ro.progress);
+    engine_tee tee = {.also = record_progress_event, .also_ctx = &prog};
     if (!ro.no_trace) {
         char *cmdline = shell_join(argc + 1, argv - 1);
         record_inputs inputs;
@@ -209,8 +193,6 @@ int cmd_record(int argc, char **argv) {
             return EXIT_ERROR;
         }
         rec_attach(w, e);
-        prog.start = prog.last = wall_now();
-        prog.quiet = ro.quiet;
         rec_observer(w, &tee.inner);
         engine_observer wrapped = engine_tee_observer(&tee);
         engine_set_observer(e, &wrapped);
@@ -225,6 +207,7 @@ int cmd_record(int argc, char **argv) {
     engine_result res;
     int run_ok = engine_run(e, &res, err, sizeof err) == ENGINE_OK;
     double wall = wall_now() - t0;
+    record_progress_end(&prog);
     /* With a trace to finish, Ctrl-C stays ours until rec_close is done. */
     g_finishing = w != NULL;
     g_running = NULL;

@@ -90,8 +90,12 @@ static int recorded_argv(const char *line, char ***words, int *argc_out, char **
     argv[argc++] = (*words)[start];
     for (int i = start + 1; i < n; i++) {
         const char *a = (*words)[i];
-        int flag = strcmp(a, "--quiet") == 0 || strcmp(a, "--no-trace") == 0 || a[0] != '-';
+        /* --opt=VALUE is one word, like a flag */
+        int joined = strncmp(a, "--", 2) == 0 && strchr(a, '=') != NULL;
+        int flag = strcmp(a, "--quiet") == 0 || strcmp(a, "--no-trace") == 0 ||
+                   strcmp(a, "--progress") == 0 || a[0] != '-' || joined;
         if (strcmp(a, "--hw") == 0) { i++; continue; }
+        if (strncmp(a, "--hw=", 5) == 0) continue;
         argv[argc++] = (*words)[i];
         if (!flag && i + 1 < n) argv[argc++] = (*words)[++i];
     }
@@ -133,14 +137,24 @@ static int parse_args(int argc, char **argv, replay_cli *c) {
     memset(c, 0, sizeof *c);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        /* --opt=VALUE: split into name and value, and take no next word */
+        char name[64];
+        const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+        if (eq && (size_t)(eq - a) < sizeof name) {
+            memcpy(name, a, (size_t)(eq - a));
+            name[eq - a] = 0;
+            a = name;
+            v = eq + 1;
+        }
+        int next = eq ? 0 : 1;   /* words a valued option consumes after its own */
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { print_help(); return -2; }
-        if (strcmp(a, "--quiet") == 0) { c->quiet = 1; continue; }
+        if (strcmp(a, "--quiet") == 0 && !eq) { c->quiet = 1; continue; }
         if (strcmp(a, "--break-at") == 0) {
             if (parse_count(a, v, &c->opts.break_at)) return EXIT_USAGE;
-            i++;
+            i += next;
         } else if (strcmp(a, "--checkpoint-every") == 0) {
             if (parse_count(a, v, &c->opts.checkpoint_every)) return EXIT_USAGE;
-            i++;
+            i += next;
         } else if (strcmp(a, "--max-checkpoints") == 0) {
             uint64_t m;
             if (parse_count(a, v, &m)) return EXIT_USAGE;
@@ -149,7 +163,7 @@ static int parse_args(int argc, char **argv, replay_cli *c) {
                 return EXIT_USAGE;
             }
             c->opts.max_checkpoints = (int)m;
-            i++;
+            i += next;
         } else if (a[0] == '-') {
             fprintf(stderr, "npurr replay: %s: unknown option (npurr replay --help)\n", a);
             return EXIT_USAGE;

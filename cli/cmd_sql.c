@@ -7,22 +7,30 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "cli.h"
 
 static void sql_usage(FILE *out) {
     fputs("usage: npurr sql RUN \"SELECT ...\" [--csv]\n"
           "       npurr sql RUN - [--csv]          (the query from standard input)\n"
+          "       npurr sql RUN [--csv]            (an interactive prompt)\n"
           "\n"
           "Runs SQL on RUN/index.db with the `events` virtual table registered (raw\n"
           "events decoded from RUN/trace.zst; constraints on seq, time, rank, core and\n"
           "kind decode only the chunks they touch). Prints each result set as an aligned\n"
           "table, or as CSV with --csv. Tables, views and example queries: README.md (SQL over a run);\n"
-          "`sqlite3 RUN/index.db` works too for everything but `events`.\n"
+          "`sqlite3 RUN/index.db` with `.load build/libnpurr_sqlite` sees the same.\n"
+          "\n"
+          "With no query, a prompt in the sqlite3 shell's manner: statements run when\n"
+          "they end with ';'; .tables, .schema [PATTERN], .mode table|csv, .help, .quit.\n"
+          "It reads standard input whether or not it is a terminal (prompts only on a\n"
+          "terminal).\n"
           "\n"
           "  --csv        CSV (RFC 4180) instead of an aligned table; streams large results\n"
           "  -h, --help   this text\n"
           "\n"
           "Exit status: 0 ok, 1 SQL error (printed with the query) or unreadable run,\n"
-          "2 usage.\n",
+          "2 usage. At the prompt, errors are printed and the session goes on; with\n"
+          "piped input the status is 1 if any statement failed.\n",
           out);
 }
 
@@ -71,12 +79,12 @@ int cmd_sql(int argc, char **argv) {
             return 2;
         }
     }
-    if (!run || !query) {
+    if (!run) {
         sql_usage(stderr);
         return 2;
     }
     char *owned = NULL;
-    if (!strcmp(query, "-")) {
+    if (query && !strcmp(query, "-")) {
         owned = read_stdin();
         if (!owned) {
             fprintf(stderr, "npurr sql: cannot read the query from standard input\n");
@@ -90,6 +98,11 @@ int cmd_sql(int argc, char **argv) {
         fprintf(stderr, "npurr sql: %s\n", err);
         free(owned);
         return 1;
+    }
+    if (!query) {
+        int status = sql_shell(db, run, csv, stdin, stdout);
+        sqlite3_close(db);
+        return status;
     }
     int rc = ana_sql_print(db, query, csv, stdout, err, sizeof err);
     sqlite3_close(db);

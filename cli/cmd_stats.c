@@ -9,7 +9,7 @@
 #include "analysis/analysis.h"
 
 static void stats_usage(FILE *out) {
-    fputs("usage: npurr stats RUN [--by role|site|rank|kind|object|cause] [--top N]\n"
+    fputs("usage: npurr stats RUN [--by role|site|rank|kind|object|cause] [--top N] [--csv]\n"
           "\n"
           "Prints the stalls (waits) of a recorded run as a table: group, cores the\n"
           "group's waits come from, count, total, mean and max duration in virtual time,\n"
@@ -28,6 +28,8 @@ static void stats_usage(FILE *out) {
           "  --by cause    producer_late, transfer_slow, flow_control, credit_starvation,\n"
           "                barrier (rules: README.md)\n"
           "  --top N       only the N largest groups\n"
+          "  --csv         CSV: table (blocked|all), by, group, cores, count, total_ps,\n"
+          "                mean_ps, max_ps, share (a fraction); blocked rows first\n"
           "  -h, --help    this text\n"
           "\n"
           "Exit status: 0 ok, 1 the run cannot be read, 2 usage.\n",
@@ -48,6 +50,7 @@ int cmd_stats(int argc, char **argv) {
     const char *run = NULL;
     ana_group_by by = ANA_BY_ROLE;
     size_t top = 0;
+    int csv = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -69,6 +72,8 @@ int cmd_stats(int argc, char **argv) {
                 return 2;
             }
             top = (size_t)n;
+        } else if (!strcmp(a, "--csv")) {
+            csv = 1;
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "npurr stats: unknown option '%s'\n", a);
             stats_usage(stderr);
@@ -99,6 +104,13 @@ int cmd_stats(int argc, char **argv) {
     if (rc) {
         fprintf(stderr, "npurr stats: %s: %s\n", run, err);
         return 1;
+    }
+    if (csv) {
+        ana_stall_table_print_csv(&blocked, 1, stdout);
+        ana_stall_table_print_csv(&t, 0, stdout);
+        ana_stall_table_free(&blocked);
+        ana_stall_table_free(&t);
+        return 0;
     }
     if (blocked.waits) {
         ana_stall_table_print(&blocked, stdout);

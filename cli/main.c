@@ -22,6 +22,8 @@ static const command commands[] = {
     {"sql", cmd_sql, "run SQL over a recorded run's index and events"},
     {"export", cmd_export, "write a recorded run as a Chrome/Perfetto timeline"},
     {"replay", cmd_replay, "re-execute a recorded run and compare every event"},
+    {"diff", cmd_diff, "compare two runs of one kernel: time, stalls, link bandwidth"},
+    {"hw", cmd_hw, "print every timing parameter: value, unit, what it models, source"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

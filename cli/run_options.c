@@ -2,9 +2,11 @@
  * run_options.c - parsing a run's options: the engine's (topology, chip,
  * seed, timing file, watchdog) and the kernel's own, declared by its
  * descriptor with defaults. Unknown options are usage errors naming the
- * option; malformed values are errors naming option and value.
+ * option; malformed values are errors naming option and value. Every
+ * option with a value takes it as `--opt VALUE` or `--opt=VALUE`.
  */
 #include "cli.h"
+#include "engine/kernels/routing.h"
 
 #include <errno.h>
 #include <math.h>
@@ -17,18 +19,23 @@ static const struct {
     int allow;       /* 0 = every run command */
     const char *help;
 } engine_opts[] = {
+    /* RUN_OPT_EXECUTES: only for commands that run the engine (record,
+     * replay); `layout` computes sizes and would silently ignore them. */
     {"-k", "KERNEL", 0, "kernel to run (see the list below)"},
     {"--nodes", "N", 0, "nodes in the cluster (default 1)"},
     {"--npus-per-node", "N", 0, "NPUs per node, HCCS full mesh (default 8)"},
     {"--chip", "910B2|910B4", 0, "24 AIC + 48 AIV, or 20 + 40 (default 910B2)"},
-    {"--seed", "S", 0, "scheduler seed: permutes ties between cores (default 0)"},
-    {"--jitter", "F", 0, "seeded +-F fraction on transfer durations, 0..0.5 (default 0)"},
-    {"--hw", "FILE", 0, "timing parameters as key=value lines (keys: README, Timing model)"},
-    {"--watchdog-us", "US", 0, "stop when virtual time passes US microseconds (default 10000000)"},
+    {"--seed", "S", RUN_OPT_EXECUTES, "scheduler seed: permutes ties between cores (default 0)"},
+    {"--jitter", "F", RUN_OPT_EXECUTES, "seeded +-F fraction on transfer durations, 0..0.5 (default 0)"},
+    {"--hw", "FILE", RUN_OPT_EXECUTES, "timing parameters as key=value lines (keys: npurr hw)"},
+    {"--watchdog-us", "US", RUN_OPT_EXECUTES, "stop when virtual time passes US microseconds (default 10000000)"},
     {"--payload", "ref|full", 0, "ref: moved payload kept as references (default); full: every byte stored"},
     {"-o", "RUN", RUN_OPT_OUTPUT, "run folder to write (trace.zst, index.db)"},
     {"--no-trace", NULL, RUN_OPT_NO_TRACE, "emulate without recording (overhead measurements)"},
-    {"--quiet", NULL, 0, "print only the final summary"},
+    {"--quiet", NULL, RUN_OPT_EXECUTES, "print only the final summary"},
+    {"--progress", NULL, RUN_OPT_OUTPUT,
+     "progress on stderr every 2 s (phase, cores finished, ETA) even when stderr is not a "
+     "terminal, where it is on by default; never with --quiet"},
 };
 #define N_ENGINE_OPTS (sizeof engine_opts / sizeof engine_opts[0])
 
@@ -38,8 +45,33 @@ void run_options_list_kernels(FILE *out) {
         fprintf(out, "  %-26s %s\n", (*k)->name, (*k)->summary);
 }
 
+/* record and replay run the engine; layout (allow 0) only computes sizes. */
+static int effective_allow(int allow) {
+    return allow & (RUN_OPT_OUTPUT | RUN_OPT_NO_TRACE) ? allow | RUN_OPT_EXECUTES : allow;
+}
+
+/* What a kernel option's value is, for the help's left column: the
+ * descriptors give name, default and help, and the kind of value follows
+ * from them. */
+static const char *kopt_value_name(const kernel_option *o) {
+    static const struct { const char *name, *value; } named[] = {
+        {"routing", "KIND"}, {"inject", "FAULT"}, {"dtype", "TYPE"}, {"data-seed", "SEED"},
+    };
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
+        if (strcmp(o->name, named[i].name) == 0) return named[i].value;
+    if (strstr(o->name, "bytes")) return "BYTES";
+    const char *d = o->default_value;
+    if (d && *d) {
+        char *end = NULL;
+        strtod(d, &end);
+        if (*end == 0) return strchr(d, '.') ? "F" : "N";
+    }
+    return "VALUE";
+}
+
 void run_options_help(FILE *out, const kernel_desc *k, int allow) {
-    fprintf(out, "engine options:\n");
+    allow = effective_allow(allow);
+    fprintf(out, "engine options (--opt VALUE or --opt=VALUE):\n");
     for (size_t i = 0; i < N_ENGINE_OPTS; i++) {
         if (engine_opts[i].allow && !(engine_opts[i].allow & allow)) continue;
         char left[64];
@@ -51,8 +83,13 @@ void run_options_help(FILE *out, const kernel_desc *k, int allow) {
         fprintf(out, "\noptions of -k %s:\n", k->name);
         for (const kernel_option *o = k->options; o && o->name; o++) {
             char left[64];
-            snprintf(left, sizeof left, "--%s V", o->name);
-            fprintf(out, "  %-26s %s", left, o->help);
+            snprintf(left, sizeof left, "--%s %s", o->name, kopt_value_name(o));
+            /* Routing kinds come from the one routing table, whatever the
+             * descriptor's text says: every kind works for every kernel. */
+            if (strcmp(o->name, "routing") == 0)
+                fprintf(out, "  %-26s %s (README: Routing)", left, routing_kinds_help());
+            else
+                fprintf(out, "  %-26s %s", left, o->help);
             if (o->default_value) fprintf(out, " (default %s)", o->default_value);
             fprintf(out, "\n");
         }
@@ -84,17 +121,31 @@ static int set_kernel_opt(run_options *ro, const char *name, const char *value, 
     return -1;
 }
 
+/* Engine options that only commands running the engine take. */
+static int needs_execution(const char *opt) {
+    for (size_t i = 0; i < N_ENGINE_OPTS; i++)
+        if (strcmp(engine_opts[i].name, opt) == 0) return engine_opts[i].allow == RUN_OPT_EXECUTES;
+    return 0;
+}
+
 int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *err, size_t errlen) {
     memset(ro, 0, sizeof *ro);
     engine_config_defaults(&ro->config);
+    allow = effective_allow(allow);
     /* find -k first: the kernel decides which options exist */
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) ro->help = 1;
+        const char *name = NULL;
         if (strcmp(argv[i], "-k") == 0 || strcmp(argv[i], "--kernel") == 0) {
             if (i + 1 >= argc) { snprintf(err, errlen, "-k: missing kernel name"); return EXIT_USAGE; }
-            ro->kernel = kernels_find(argv[i + 1]);
+            name = argv[i + 1];
+        } else if (strncmp(argv[i], "--kernel=", 9) == 0) {
+            name = argv[i] + 9;
+        }
+        if (name) {
+            ro->kernel = kernels_find(name);
             if (!ro->kernel) {
-                snprintf(err, errlen, "-k %s: no such kernel (npurr record --help lists them)", argv[i + 1]);
+                snprintf(err, errlen, "-k %s: no such kernel (npurr record --help lists them)", name);
                 return EXIT_USAGE;
             }
         }
@@ -106,14 +157,36 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         long long n;
-        if (strcmp(a, "--no-trace") == 0 && (allow & RUN_OPT_NO_TRACE)) { ro->no_trace = 1; continue; }
-        if (strcmp(a, "--quiet") == 0) { ro->quiet = 1; continue; }
+        /* --opt=VALUE: the name before '=', the value after it. */
+        char name[128];
+        const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+        if (eq) {
+            if ((size_t)(eq - a) >= sizeof name) {
+                snprintf(err, errlen, "%.60s...: unknown option", a);
+                return EXIT_USAGE;
+            }
+            memcpy(name, a, (size_t)(eq - a));
+            name[eq - a] = 0;
+            a = name;
+        }
+        if (needs_execution(a) && !(allow & RUN_OPT_EXECUTES)) {
+            snprintf(err, errlen, "%s: not an option of `npurr layout`, which computes sizes "
+                     "without running the engine", a);
+            return EXIT_USAGE;
+        }
+        if (strcmp(a, "--no-trace") == 0 && (allow & RUN_OPT_NO_TRACE) && !eq) { ro->no_trace = 1; continue; }
+        if (strcmp(a, "--quiet") == 0 && !eq) { ro->quiet = 1; continue; }
+        if (strcmp(a, "--progress") == 0 && (allow & RUN_OPT_OUTPUT) && !eq) { ro->progress = 1; continue; }
         if (strncmp(a, "-", 1) != 0) {
             snprintf(err, errlen, "unexpected argument '%s'", a);
             return EXIT_USAGE;
         }
-        if (!v) { snprintf(err, errlen, "%s: missing value", a); return EXIT_USAGE; }
-        i++;
+        if (eq) {
+            v = eq + 1;
+        } else {
+            if (!v) { snprintf(err, errlen, "%s: missing value", a); return EXIT_USAGE; }
+            i++;
+        }
         if (strcmp(a, "-k") == 0 || strcmp(a, "--kernel") == 0) continue;
         if (strcmp(a, "-o") == 0 && (allow & RUN_OPT_OUTPUT)) { ro->out_dir = v; continue; }
         if (strcmp(a, "--nodes") == 0) {

@@ -83,6 +83,25 @@ void engine_hw_write(const engine_hw *hw, FILE *out);
 /* Source of a parameter's default, for documentation ("" if none). */
 const char *engine_hw_source(const char *key);
 
+/* One timing parameter as `npurr hw` and `npurr info` describe it. Keys say
+ * their unit; old_key is the name older traces and files use (roce_gbps
+ * was in GB/s, not Gb/s), still accepted wherever a key is read. */
+typedef struct engine_hw_param {
+    const char *key;
+    const char *old_key;      /* NULL if the key was never renamed */
+    size_t offset;            /* of the double in engine_hw */
+    double def;
+    double min, max;          /* accepted range: positive and physically sensible */
+    const char *unit;
+    const char *what;         /* what it models */
+    const char *source;       /* where the default comes from */
+} engine_hw_param;
+size_t engine_hw_count(void);
+const engine_hw_param *engine_hw_param_at(size_t i);
+/* By key or old key; NULL if unknown. */
+const engine_hw_param *engine_hw_find(const char *key);
+double engine_hw_get(const engine_hw *hw, const engine_hw_param *p);
+
 /* ---------------------------------------------------------------- config */
 
 typedef enum { CHIP_910B2 = 0, CHIP_910B4 = 1 } engine_chip;

@@ -13,40 +13,90 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
-typedef struct hw_param {
-    const char *key;
-    size_t offset;
-    double def;
-    const char *source;
-} hw_param;
+/* Physical sense, per unit: a bandwidth of 1e-300 GB/s would make one byte
+ * take 1e303 ps, past the 64-bit picosecond clock. Every range keeps the
+ * longest plausible transfer (a few GB at the lowest bandwidth) inside
+ * it; the top ends are loose enough for "make this instantaneous" runs
+ * (tests set HBM to 1e9 GB/s). Latencies and cycle counts only add, so any
+ * positive value is safe below their maximum. */
+#define BW_MIN 1e-3   /* GB/s */
+#define BW_MAX 1e9
+#define NS_MIN 0      /* ns: any positive cost (tests make costs vanish with 1e-9) */
+#define NS_MAX 1e9    /* one second */
 
-#define P(field, value, src) { #field, offsetof(engine_hw, field), value, src }
-static const hw_param params[] = {
-    P(aicore_clock_ghz, 1.85, "DESIGN.md: AI core clock 1.85 GHz (910B)"),
-    P(hbm_gbps, 1600.0, "DESIGN.md: HBM about 1.6 TB/s per NPU"),
-    P(mte_bytes_per_cycle, 64.0, "estimate: one core's MTE queue, ~118 GB/s at 1.85 GHz"),
-    P(mte_latency_ns, 200.0, "estimate: GM access latency, a few hundred cycles (seed 000 s4.3)"),
-    P(ub_vector_bytes_per_cycle, 256.0, "Ascend C: one vector repeat processes 256 B"),
-    P(vector_latency_cycles, 16.0, "estimate: vector instruction issue-to-result"),
-    P(cube_macs_per_cycle, 4096.0, "cube unit: one 16x16x16 fp16 fractal per cycle"),
-    P(scalar_op_cycles, 4.0, "estimate: scalar issue cost of one device API call"),
-    P(gm_read_ns, 160.0, "seed 000 s4.3: reading Remote_Head costs hundreds of cycles (~300)"),
-    P(gm_write_ns, 50.0, "estimate: posted scalar store to GM"),
-    P(hccs_link_gbps, 56.0, "DESIGN.md: HCCS full mesh of 8, 56 GB/s per peer link"),
-    P(hccs_latency_ns, 800.0, "estimate: one-way HCCS access inside a node"),
-    P(roce_gbps, 25.0, "DESIGN.md: RoCE 200 Gb/s per NPU"),
-    P(rdma_latency_ns, 3000.0, "estimate: one-way RoCE RDMA write latency between nodes"),
-    P(rdma_post_ns, 200.0, "estimate: building and ringing one RDMA work request"),
-    P(batchwrite_task_ns, 1500.0, "seed 002 s2.3.1: BatchWrite 1-2 us per task"),
-    P(crosscore_latency_ns, 100.0, "estimate: AIC<->AIV cross-core flag"),
-    P(barrier_latency_ns, 2000.0, "estimate: an all-rank barrier's last-arrival-to-release"),
+#define P(k, old, field, value, lo, hi, unit, what, src) \
+    { k, old, offsetof(engine_hw, field), value, lo, hi, unit, what, src }
+static const engine_hw_param params[] = {
+    P("aicore_clock_ghz", NULL, aicore_clock_ghz, 1.85, 0.01, 100.0, "GHz",
+      "AI core clock: scalar, vector and cube cycles",
+      "DESIGN.md: AI core clock 1.85 GHz (910B)"),
+    P("hbm_gbytes_per_s", "hbm_gbps", hbm_gbps, 1600.0, BW_MIN, BW_MAX, "GB/s",
+      "HBM bandwidth of one NPU, shared by its cores",
+      "DESIGN.md: HBM about 1.6 TB/s per NPU"),
+    P("mte_bytes_per_cycle", NULL, mte_bytes_per_cycle, 64.0, 1e-3, 1e9, "B/cycle",
+      "one core's MTE2/MTE3 queue bandwidth",
+      "estimate: one core's MTE queue, ~118 GB/s at 1.85 GHz"),
+    P("mte_latency_ns", NULL, mte_latency_ns, 200.0, NS_MIN, NS_MAX, "ns",
+      "fixed cost of one GM<->local transfer",
+      "estimate: GM access latency, a few hundred cycles (seed 000 s4.3)"),
+    P("ub_vector_bytes_per_cycle", NULL, ub_vector_bytes_per_cycle, 256.0, 1e-3, 1e9, "B/cycle",
+      "vector unit throughput on UB", "Ascend C: one vector repeat processes 256 B"),
+    P("vector_latency_cycles", NULL, vector_latency_cycles, 16.0, 0, 1e9, "cycles",
+      "fixed cost of one vector instruction", "estimate: vector instruction issue-to-result"),
+    P("cube_macs_per_cycle", NULL, cube_macs_per_cycle, 4096.0, 1e-3, 1e12, "MAC/cycle",
+      "cube unit throughput", "cube unit: one 16x16x16 fp16 fractal per cycle"),
+    P("scalar_op_cycles", NULL, scalar_op_cycles, 4.0, 0, 1e9, "cycles",
+      "issue cost of one device API call on the scalar unit",
+      "estimate: scalar issue cost of one device API call"),
+    P("gm_read_ns", NULL, gm_read_ns, 160.0, NS_MIN, NS_MAX, "ns",
+      "scalar GetValue on GM (a head or tail read)",
+      "seed 000 s4.3: reading Remote_Head costs hundreds of cycles (~300)"),
+    P("gm_write_ns", NULL, gm_write_ns, 50.0, NS_MIN, NS_MAX, "ns",
+      "scalar SetValue or atomic on GM", "estimate: posted scalar store to GM"),
+    P("hccs_link_gbytes_per_s", "hccs_link_gbps", hccs_link_gbps, 56.0, BW_MIN, BW_MAX, "GB/s",
+      "one HCCS peer link (full mesh inside a node), each way",
+      "DESIGN.md: HCCS full mesh of 8, 56 GB/s per peer link"),
+    P("hccs_latency_ns", NULL, hccs_latency_ns, 800.0, NS_MIN, NS_MAX, "ns",
+      "one-way latency of an HCCS access", "estimate: one-way HCCS access inside a node"),
+    P("roce_gbytes_per_s", "roce_gbps", roce_gbps, 25.0, BW_MIN, BW_MAX, "GB/s",
+      "RoCE NIC of one NPU, each way (25 GB/s = 200 Gb/s)",
+      "DESIGN.md: RoCE 200 Gb/s per NPU"),
+    P("rdma_latency_ns", NULL, rdma_latency_ns, 3000.0, NS_MIN, NS_MAX, "ns",
+      "one-way RDMA write latency between nodes",
+      "estimate: one-way RoCE RDMA write latency between nodes"),
+    P("rdma_post_ns", NULL, rdma_post_ns, 200.0, NS_MIN, NS_MAX, "ns",
+      "scalar cost of posting one RDMA operation",
+      "estimate: building and ringing one RDMA work request"),
+    P("batchwrite_task_ns", NULL, batchwrite_task_ns, 1500.0, NS_MIN, NS_MAX, "ns",
+      "AICPU overhead per BatchWrite task", "seed 002 s2.3.1: BatchWrite 1-2 us per task"),
+    P("crosscore_latency_ns", NULL, crosscore_latency_ns, 100.0, NS_MIN, NS_MAX, "ns",
+      "AIC<->AIV cross-core flag propagation", "estimate: AIC<->AIV cross-core flag"),
+    P("barrier_latency_ns", NULL, barrier_latency_ns, 2000.0, NS_MIN, NS_MAX, "ns",
+      "added by a cross-rank barrier",
+      "estimate: an all-rank barrier's last-arrival-to-release"),
 };
 #undef P
 #define N_PARAMS (sizeof params / sizeof params[0])
 
-static double *field(engine_hw *hw, const hw_param *p) {
+static double *field(engine_hw *hw, const engine_hw_param *p) {
     return (double *)((char *)hw + p->offset);
+}
+
+size_t engine_hw_count(void) { return N_PARAMS; }
+
+const engine_hw_param *engine_hw_param_at(size_t i) { return i < N_PARAMS ? &params[i] : NULL; }
+
+const engine_hw_param *engine_hw_find(const char *key) {
+    for (size_t i = 0; i < N_PARAMS; i++)
+        if (strcmp(params[i].key, key) == 0 || (params[i].old_key && strcmp(params[i].old_key, key) == 0))
+            return &params[i];
+    return NULL;
+}
+
+double engine_hw_get(const engine_hw *hw, const engine_hw_param *p) {
+    return *field((engine_hw *)hw, p);
 }
 
 void engine_hw_defaults(engine_hw *hw) {
@@ -55,23 +105,28 @@ void engine_hw_defaults(engine_hw *hw) {
 }
 
 const char *engine_hw_source(const char *key) {
-    for (size_t i = 0; i < N_PARAMS; i++)
-        if (strcmp(params[i].key, key) == 0) return params[i].source;
-    return "";
+    const engine_hw_param *p = engine_hw_find(key);
+    return p ? p->source : "";
 }
 
 int engine_hw_set(engine_hw *hw, const char *key, const char *value, char *err, size_t errlen) {
-    for (size_t i = 0; i < N_PARAMS; i++) {
-        if (strcmp(params[i].key, key) != 0) continue;
+    const engine_hw_param *p = engine_hw_find(key);
+    if (p) {
         char *end = NULL;
         errno = 0;
         double v = strtod(value, &end);
         while (end && (*end == ' ' || *end == '\t' || *end == '\r')) end++;
+        if (errno == ERANGE && v != 0 && isfinite(v)) errno = 0;   /* subnormal: range check below */
         if (errno || end == value || *end != '\0' || !isfinite(v) || v <= 0) {
             snprintf(err, errlen, "hardware parameter %s: '%s' is not a positive number", key, value);
             return ENGINE_ERR;
         }
-        *field(hw, &params[i]) = v;
+        if (v < p->min || v > p->max) {
+            snprintf(err, errlen, "hardware parameter %s: %s %s is outside %g..%g %s (npurr hw)",
+                     key, value, p->unit, p->min, p->max, p->unit);
+            return ENGINE_ERR;
+        }
+        *field(hw, p) = v;
         return ENGINE_OK;
     }
     int n = snprintf(err, errlen, "unknown hardware parameter '%s'; known:", key);
@@ -84,6 +139,15 @@ int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen) {
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, errlen, "--hw %s: cannot open: %s", path, strerror(errno));
+        return ENGINE_ERR;
+    }
+    /* fopen succeeds on a directory; reading it fails with EISDIR, which a
+     * silent empty file would hide. */
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        snprintf(err, errlen, "--hw %s: not a regular file (give a key=value file; "
+                 "`npurr hw` prints one)", path);
+        fclose(f);
         return ENGINE_ERR;
     }
     char line[512];
@@ -109,12 +173,23 @@ int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen) {
         size_t kn = strlen(key);
         while (kn && (key[kn - 1] == ' ' || key[kn - 1] == '\t')) key[--kn] = '\0';
         while (*val == ' ' || *val == '\t') val++;
+        const engine_hw_param *p = engine_hw_find(key);
+        if (p && p->old_key && strcmp(key, p->old_key) == 0)
+            /* The old name said "gbps" (gigabits) of a figure in gigabytes:
+             * read it as before, and say so once per line. */
+            fprintf(stderr, "npurr: --hw %s:%d: '%s' is the old name of %s (in %s, not Gb/s); "
+                    "read as %s=%s\n", path, lineno, key, p->key, p->unit, p->key, val);
         char sub[ENGINE_ERRLEN];
         if (engine_hw_set(hw, key, val, sub, sizeof sub) != ENGINE_OK) {
             snprintf(err, errlen, "--hw %s:%d: %s", path, lineno, sub);
             fclose(f);
             return ENGINE_ERR;
         }
+    }
+    if (ferror(f)) {
+        snprintf(err, errlen, "--hw %s: read error: %s", path, strerror(errno));
+        fclose(f);
+        return ENGINE_ERR;
     }
     fclose(f);
     return ENGINE_OK;

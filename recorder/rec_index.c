@@ -228,7 +228,12 @@ static void blocked(rec_index *ix, const engine_event *ev, uint32_t track) {
 
 static void consume(rec_index *ix, const engine_event *ev) {
     uint32_t track = track_of(ix, ev);
-    if (!grow_to(ix, (void **)&ix->track_seen, &ix->ntracks, 1, track)) ix->track_seen[track] = 1;
+    /* RUN_END is the engine's, not a core's: it carries rank 0 core 0 only
+     * because an event needs a track id, so it must not make that core
+     * appear (a phantom "r0 AIC0" in cores and the export). */
+    if (ev->kind != EV_RUN_END &&
+        !grow_to(ix, (void **)&ix->track_seen, &ix->ntracks, 1, track))
+        ix->track_seen[track] = 1;
     ix->kind_count[ev->kind & 63]++;
     ix->events++;
     ix->last_seq = ev->seq;

@@ -38,7 +38,25 @@ uint64_t rec_events_vtab_chunks_decoded(void) {
 }
 
 enum { C_SEQ, C_TIME, C_RANK, C_CORE, C_PIPE, C_KIND, C_SUB, C_ADDR, C_LEN, C_VALUE, C_AUX,
-       C_LINK, C_SITE, C_OBJECT, C_PEER };
+       C_LINK, C_SITE, C_OBJECT, C_PEER, C_SUB_NAME };
+
+/* What `sub` means depends on the kind (engine.h): the transfer kind, the
+ * hard event of a flag, the condition of a GM wait, the atomic operation or
+ * the pipe a PipeBarrier waits for. NULL where sub means nothing. */
+static const char *sub_name(const engine_event *e) {
+    if (e->sub == 0 && e->kind != EV_PIPE_WAIT_BEGIN && e->kind != EV_PIPE_WAIT_END) return NULL;
+    switch (e->kind) {
+    case EV_XFER_ISSUE: case EV_XFER_DONE: return engine_xfer_name(e->sub);
+    case EV_FLAG_SET: case EV_FLAG_WAIT_BEGIN: case EV_FLAG_WAIT_END:
+        return engine_hard_event_name(e->sub);
+    case EV_GM_WAIT_BEGIN: case EV_GM_WAIT_END: return engine_cond_name(e->sub);
+    case EV_ATOMIC:
+        return e->sub == ATOMIC_ADD ? "add" : e->sub == ATOMIC_CAS ? "cas"
+               : e->sub == ATOMIC_MAX ? "max" : NULL;
+    case EV_PIPE_WAIT_BEGIN: case EV_PIPE_WAIT_END: return rec_pipe_name(e->sub);
+    default: return NULL;
+    }
+}
 
 typedef struct ev_vtab {
     sqlite3_vtab base;
@@ -141,7 +159,8 @@ static int ev_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
                                   "CREATE TABLE x(seq INTEGER, time INTEGER, rank INTEGER,"
                                   " core INTEGER, pipe TEXT, kind TEXT, sub INTEGER,"
                                   " addr INTEGER, len INTEGER, value INTEGER, aux INTEGER,"
-                                  " link INTEGER, site INTEGER, object INTEGER, peer INTEGER)");
+                                  " link INTEGER, site INTEGER, object INTEGER, peer INTEGER,"
+                                  " sub_name TEXT)");
     if (rc != SQLITE_OK) return rc;
     ev_vtab *vt = sqlite3_malloc(sizeof *vt);
     if (!vt) return SQLITE_NOMEM;
@@ -498,6 +517,12 @@ static int ev_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
     case C_SITE: sqlite3_result_int64(ctx, e->site); break;
     case C_OBJECT: sqlite3_result_int64(ctx, e->object); break;
     case C_PEER: sqlite3_result_int64(ctx, e->peer); break;
+    case C_SUB_NAME: {
+        const char *n = sub_name(e);
+        if (n) sqlite3_result_text(ctx, n, -1, SQLITE_STATIC);
+        else sqlite3_result_null(ctx);
+        break;
+    }
     default: sqlite3_result_null(ctx); break;
     }
     return SQLITE_OK;

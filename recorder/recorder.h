@@ -95,6 +95,9 @@ int rec_reindex(const char *run_dir, char *err, size_t errlen);
  * run cannot be read, or 1 after printing when the trace is truncated or the
  * index is stale (err says why and how far the trace is complete). */
 int rec_info(const char *run_dir, FILE *out, char *err, size_t errlen);
+/* The timing parameters the run used (meta hw.*), each marked default or
+ * from --hw (rec_info_timing.c); `npurr info` prints it after rec_info. */
+int rec_info_timing(const char *run_dir, FILE *out, char *err, size_t errlen);
 
 /* Sequential reader (replay, reindex). */
 typedef struct rec_reader rec_reader;

@@ -12,8 +12,12 @@
 #
 # Commands (`help npurr`):
 #   npurr when            current seq, virtual time, rank and core
-#   npurr cores           every core: running, ready, blocked and on what
-#   npurr rings           every ring's head, tail, capacity and occupancy
+#   npurr cores [--blocked] [--rank R] [--role NAME] [--all]
+#                         a summary per state and role, then the cores asked for:
+#                         running, ready, blocked and on what
+#   npurr rings [--full] [--rank R] [--all]
+#                         a summary per level, then the rings asked for: head,
+#                         tail, capacity and occupancy
 #   npurr bt RANK CORE    backtrace of a suspended core
 #   npurr goto SEQ        re-execute to just before event SEQ
 #   npurr checkpoints     the replay snapshots `npurr goto` can resume
@@ -130,8 +134,10 @@ class Npurr(gdb.Command):
     """Commands for a kernel replayed by `npurr replay`.
 
 npurr when          current seq, virtual time, rank and core
-npurr cores         every core: running, ready, blocked and on what
-npurr rings         every ring's head, tail, capacity and occupancy
+npurr cores [--blocked|--rank R|--role NAME|--all]
+                    summary per state and role, then those cores
+npurr rings [--full|--rank R|--all]
+                    summary per level, then those rings
 npurr bt RANK CORE  backtrace of a suspended core
 npurr goto SEQ      re-execute to just before event SEQ
 npurr checkpoints   the replay snapshots `npurr goto` can resume"""
@@ -155,25 +161,79 @@ At a break point: the event about to execute and the kernel line issuing it."""
         print(_text("npurr_gdb_when()"), end="")
 
 
+def _parse_listing_args(cmd, arg, flags, takes_role):
+    """--flag words, --rank R and (cores) --role NAME; --opt=value works too."""
+    words = arg.replace("=", " ").split()
+    opts = {"rank": -1, "role": ""}
+    for f in flags:
+        opts[f] = 0
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w.startswith("--") and w[2:] in flags:
+            opts[w[2:]] = 1
+        elif w == "--rank" and i + 1 < len(words) and words[i + 1].isdigit():
+            opts["rank"] = int(words[i + 1])
+            i += 1
+        elif takes_role and w == "--role" and i + 1 < len(words):
+            opts["role"] = words[i + 1]
+            i += 1
+        else:
+            usage = " | ".join("--" + f for f in flags) + " | --rank R"
+            if takes_role:
+                usage += " | --role NAME"
+            raise gdb.GdbError("usage: npurr %s [%s]   (got '%s')" % (cmd, usage, w))
+        i += 1
+    return opts
+
+
+def _set_arg(text):
+    """Writes text into npurr_gdb_arg (no malloc in the stopped process)."""
+    data = text.encode()[:255] + b"\0"
+    try:
+        addr = int(gdb.parse_and_eval("(unsigned long) &npurr_gdb_arg"))
+    except gdb.error as err:
+        raise gdb.GdbError("npurr: cannot find npurr_gdb_arg (%s); is it `npurr replay`?" % err)
+    gdb.selected_inferior().write_memory(addr, data)
+
+
 class NpurrCores(gdb.Command):
-    """Every launched core: running, ready, blocked (on what, since which seq and kernel line),
-finished or faulted, with its role and local virtual time."""
+    """Cores of the replay: a summary first (per state, per role with its blocked count).
+
+npurr cores                 the summary only
+npurr cores --blocked       and the blocked cores: on what, since which seq and kernel line
+npurr cores --rank R        and the cores of rank R
+npurr cores --role NAME     and the cores with that role (as in the summary)
+npurr cores --all           and every core
+Filters combine (--blocked --rank 3)."""
 
     def __init__(self):
         super().__init__("npurr cores", gdb.COMMAND_USER)
 
     def invoke(self, arg, from_tty):
-        print(_text("npurr_gdb_cores()"), end="")
+        o = _parse_listing_args("cores", arg, ("blocked", "all"), True)
+        if gdb.selected_inferior().pid == 0:
+            raise gdb.GdbError("npurr: the program is not running (run `npurr replay RUN ...` first)")
+        _set_arg(o["role"])
+        print(_text("npurr_gdb_cores_filtered(%d, %d, %d)" % (o["all"], o["blocked"], o["rank"])),
+              end="")
 
 
 class NpurrRings(gdb.Command):
-    """Every declared ring: producer and consumer rank, head, tail, capacity, occupancy."""
+    """Rings of the replay: a summary first (per level: empty, partly filled, full).
+
+npurr rings                 the summary only
+npurr rings --full          and the full rings: head, tail, capacity, occupancy
+npurr rings --rank R        and the rings rank R produces into or consumes from
+npurr rings --all           and every ring"""
 
     def __init__(self):
         super().__init__("npurr rings", gdb.COMMAND_USER)
 
     def invoke(self, arg, from_tty):
-        print(_text("npurr_gdb_rings()"), end="")
+        o = _parse_listing_args("rings", arg, ("full", "all"), False)
+        print(_text("npurr_gdb_rings_filtered(%d, %d, %d)" % (o["all"], o["full"], o["rank"])),
+              end="")
 
 
 # Layout popped by npurr_ctx_swap (engine/coro_x86_64.S), low to high.

@@ -4,11 +4,14 @@
  * Every N events the replaying process forks. The child is the whole
  * process frozen right after that event (engine, coroutine stacks, trace
  * reader position: fork copies them all, copy-on-write), blocked on a
- * command pipe. replay_goto(seq) wakes the newest snapshot before seq: it
- * sets its break point to seq and simply goes on replaying and comparing
- * from where it was frozen, then answers on a reply pipe and exits. Reaching
- * an event late in a long trace then costs the distance from the nearest
- * snapshot, not from the first event.
+ * command pipe. replay_goto(seq) sends a command to the newest snapshot
+ * before seq; the snapshot forks once more and stays where it is, waiting
+ * for the next command, while that fork sets its break point to seq, goes
+ * on replaying and comparing from where it was frozen, answers on the
+ * reply pipe and exits. Reaching an event late in a long trace then costs
+ * the distance from the nearest snapshot, not from the first event, and a
+ * snapshot is never used up: going back twice to the same region costs the
+ * same twice.
  *
  * The table keeps at most max snapshots: when full, those not on a multiple
  * of twice the interval are killed and the interval doubles, so a bounded
@@ -23,9 +26,11 @@
  * forked child stopped as an inferior of its own before it runs a single
  * instruction. `npurr goto` then switches to that inferior, stores the
  * target in npurr_gdb_resume_seq and continues it: the child sees the
- * target before touching its pipe and becomes an ordinary replay (under
- * the debugger) with its break point at the target. Such held children are
- * the debugger's: we neither wait for nor thin them.
+ * target before touching its pipe, forks a copy of itself (which gdb holds
+ * in turn: the snapshot survives, listed in this process's table for the
+ * extension to find) and becomes an ordinary replay (under the debugger)
+ * with its break point at the target. Such held children are the
+ * debugger's: we neither wait for nor thin them.
  */
 #include "replayer/replay_internal.h"
 
@@ -102,30 +107,96 @@ static void forget_inherited(replay *rp) {
     rp->ck.owner = getpid();
 }
 
-/* The child's side of a snapshot: wait for a command, then go on. */
-static void snapshot_wait(replay *rp, int cmd_rd, int reply_wr) {
-    if (npurr_gdb_resume_seq) {
-        /* gdb held us right after fork and chose a target (see above). */
+/* Under gdb: a held snapshot continued with a target. It forks a copy that
+ * gdb holds in its place (the snapshot survives the goto), then goes on to
+ * the target itself. The copy, continued later with another target, does
+ * the same. */
+static void snapshot_resume_under_gdb(replay *rp, uint64_t at_seq) {
+    for (;;) {
         uint64_t target = npurr_gdb_resume_seq;
         npurr_gdb_resume_seq = 0;
+        fflush(NULL);
+        pid_t copy = fork();
+        if (copy != 0) {
+            forget_inherited(rp);
+            if (copy > 0) {
+                /* Listed by npurr_gdb_checkpoints so `npurr goto` finds it;
+                 * no pipes: the debugger drives it. */
+                if (rp->ck.n == rp->ck.cap) {
+                    int cap = rp->ck.cap ? 2 * rp->ck.cap : 16;
+                    replay_ckpt *v = realloc(rp->ck.v, (size_t)cap * sizeof *v);
+                    if (v) {
+                        rp->ck.v = v;
+                        rp->ck.cap = cap;
+                    }
+                }
+                if (rp->ck.n < rp->ck.cap) rp->ck.v[rp->ck.n++] = (replay_ckpt){at_seq, copy, -1, -1};
+            }
+            rp->t_start = replay_wall();
+            replay_set_break(rp, target);
+            return;
+        }
+        /* The copy: held by gdb until `npurr goto` gives it a target. */
+        if (!npurr_gdb_resume_seq) _exit(0);
+    }
+}
+
+/* The child's side of a snapshot: wait for a command, fork the process that
+ * carries it out, and wait for the next one. */
+static void snapshot_wait(replay *rp, uint64_t at_seq, int cmd_rd, int reply_wr) {
+    if (npurr_gdb_resume_seq) {
+        /* gdb held us right after fork and chose a target (see above). */
         close(cmd_rd);
         close(reply_wr);
-        forget_inherited(rp);
-        rp->t_start = replay_wall();
-        replay_set_break(rp, target);
+        snapshot_resume_under_gdb(rp, at_seq);
         return;
     }
     pid_t parent = rp->ck.owner;
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(0);  /* the parent died before prctl */
     forget_inherited(rp);
-    replay_goto_cmd cmd;
-    if (read_full(cmd_rd, &cmd, sizeof cmd)) _exit(0);  /* parent gone or done */
-    close(cmd_rd);
-    rp->child_reply_fd = reply_wr;
-    rp->child_print = cmd.print_state;
-    rp->ck.every = 0;  /* it ends at the target: no snapshots of its own */
-    replay_set_break(rp, cmd.target);
+    for (;;) {
+        replay_goto_cmd cmd;
+        if (read_full(cmd_rd, &cmd, sizeof cmd)) _exit(0);  /* parent gone or done */
+        fflush(NULL);
+        pid_t worker = fork();
+        if (worker == 0) {
+            /* The worker dies with the snapshot, as the snapshot dies with
+             * the replay. */
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            close(cmd_rd);
+            rp->child_reply_fd = reply_wr;
+            rp->child_print = cmd.print_state;
+            rp->ck.every = 0;  /* it ends at the target: no snapshots of its own */
+            replay_set_break(rp, cmd.target);
+            return;
+        }
+        if (worker < 0) {
+            /* Cannot fork: carry the command out ourselves (the snapshot is
+             * then used up, as before). */
+            close(cmd_rd);
+            rp->child_reply_fd = reply_wr;
+            rp->child_print = cmd.print_state;
+            rp->ck.every = 0;
+            replay_set_break(rp, cmd.target);
+            return;
+        }
+        int wst = 0;
+        while (waitpid(worker, &wst, 0) < 0 && errno == EINTR) {}
+        if (!WIFEXITED(wst) || WEXITSTATUS(wst) != 0) {
+            /* The worker died without answering (a crash in the replayed
+             * code): answer for it, or the replay would wait forever on a
+             * pipe this snapshot keeps open. */
+            replay_goto_reply rep;
+            memset(&rep, 0, sizeof rep);
+            rep.reached = at_seq;
+            rep.status = (int)REPLAY_TRACE_ERROR;
+            snprintf(rep.what, sizeof rep.what, "the process resumed from seq %llu died (%s %d)",
+                     (unsigned long long)at_seq, WIFSIGNALED(wst) ? "signal" : "status",
+                     WIFSIGNALED(wst) ? WTERMSIG(wst) : WEXITSTATUS(wst));
+            (void)write_full(reply_wr, &rep, sizeof rep);
+        }
+    }
 }
 
 void replay_child_finish(replay *rp, replay_status st, uint64_t seq, const char *what) {
@@ -175,7 +246,7 @@ void replay_ckpt_after_event(replay *rp, uint64_t seq) {
     if (pid == 0) {
         close(cmd[1]);
         close(rep[0]);
-        snapshot_wait(rp, cmd[0], rep[1]);
+        snapshot_wait(rp, seq, cmd[0], rep[1]);
         return;  /* resumed: replay on from here */
     }
     close(cmd[0]);
@@ -196,21 +267,22 @@ int replay_goto(replay *rp, uint64_t seq, int print_state, replay_goto_result *r
         return -1;
     }
     replay_ckpt c = ck->v[best];
-    if (replay_pid_traced(c.pid)) {
+    if (replay_pid_traced(c.pid) || c.cmd_fd < 0) {
         snprintf(err, errlen, "the snapshot at seq %llu (pid %d) is held by a debugger: use "
                  "`npurr goto` there", (unsigned long long)c.seq, (int)c.pid);
         return -1;
     }
-    memmove(&ck->v[best], &ck->v[best + 1], (size_t)(ck->n - best - 1) * sizeof *ck->v);
-    ck->n--;
     replay_goto_cmd cmd = {seq, print_state};
     fflush(NULL);
     double t0 = replay_wall();
     replay_goto_reply rep;
     int failed = write_full(c.cmd_fd, &cmd, sizeof cmd) || read_full(c.reply_fd, &rep, sizeof rep);
     double t1 = replay_wall();
-    end_snapshot(&c);
     if (failed) {
+        /* Dead: drop it from the table. */
+        end_snapshot(&ck->v[best]);
+        memmove(&ck->v[best], &ck->v[best + 1], (size_t)(ck->n - best - 1) * sizeof *ck->v);
+        ck->n--;
         snprintf(err, errlen, "the snapshot at seq %llu (pid %d) died before answering",
                  (unsigned long long)c.seq, (int)c.pid);
         return -1;

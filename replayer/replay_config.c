@@ -5,7 +5,8 @@
  * does that); this file makes sure the engine itself is the one that ran:
  * topology, chip, seed, jitter and watchdog from config.*, and every timing
  * parameter from hw.* (exactly what engine_hw_write printed at record time,
- * %.17g, so doubles round-trip). A --hw file named on the recorded command
+ * %.17g, so doubles round-trip; traces older than the unit-named keys carry
+ * hw.roce_gbps and the like, read under their new names). A --hw file named on the recorded command
  * line may have changed or be gone; the header's values are what counts.
  */
 #include "replayer/replay_internal.h"
@@ -99,6 +100,13 @@ int replay_config_from_meta(rec_reader *r, engine_config *cfg, char *note, size_
         char name[256];
         snprintf(name, sizeof name, "hw.%s", line);
         const char *v = rec_reader_meta(r, name);
+        const engine_hw_param *param = engine_hw_find(line);
+        if (!v && param && param->old_key) {
+            /* A trace recorded before the key said its unit (hw.roce_gbps):
+             * same figure, same unit, older name. */
+            snprintf(name, sizeof name, "hw.%s", param->old_key);
+            v = rec_reader_meta(r, name);
+        }
         if (!v) {
             /* A parameter added after the recording: the recorded run used
              * no such figure, so the default is the best reconstruction;

@@ -75,6 +75,26 @@ GDB_API const char *npurr_gdb_rings(void) {
     return g_text;
 }
 
+/* The filtered listings (npurr cores/rings with options). The role is
+ * written by the extension into npurr_gdb_arg: passing a string literal
+ * would make gdb call malloc in a process that may be stopped inside it. */
+char npurr_gdb_arg[256];
+
+GDB_API const char *npurr_gdb_cores_filtered(int all, int blocked_only, int rank) {
+    replay_out o = begin();
+    replay_filter f = {.all = all, .blocked_only = blocked_only, .rank = rank,
+                       .role = npurr_gdb_arg};
+    if (have_replay(&o)) replay_text_cores_filtered(npurr_gdb_replay, &o, &f);
+    return g_text;
+}
+
+GDB_API const char *npurr_gdb_rings_filtered(int all, int full_only, int rank) {
+    replay_out o = begin();
+    replay_filter f = {.all = all, .full_only = full_only, .rank = rank};
+    if (have_replay(&o)) replay_text_rings_filtered(npurr_gdb_replay, &o, &f);
+    return g_text;
+}
+
 /* "SEQ PID" per snapshot this process owns, oldest first. */
 GDB_API const char *npurr_gdb_checkpoints(void) {
     replay_out o = begin();

@@ -128,8 +128,18 @@ void replay_child_finish(replay *rp, replay_status st, uint64_t seq, const char 
 void replay_fmt_event(const replay *rp, const engine_event *ev, char *buf, size_t len);
 void replay_fmt_core_name(const replay *rp, uint32_t rank, uint32_t core, char *buf, size_t len);
 void replay_fmt_site(const replay *rp, uint32_t site, char *buf, size_t len);
-void replay_text_cores(const replay *rp, replay_out *o);
-void replay_text_rings(const replay *rp, replay_out *o);
+/* Which cores or rings a listing shows (npurr cores/rings under gdb). */
+typedef struct replay_filter {
+    int all;            /* list everything (the summary comes first anyway) */
+    int blocked_only;   /* cores: only blocked ones */
+    int full_only;      /* rings: only full ones */
+    int rank;           /* -1 any; cores of that rank, rings it produces or consumes */
+    const char *role;   /* cores: only this role (NULL or "" any) */
+} replay_filter;
+void replay_text_cores(const replay *rp, replay_out *o);   /* summary and every core */
+void replay_text_rings(const replay *rp, replay_out *o);   /* summary and every ring */
+void replay_text_cores_filtered(const replay *rp, replay_out *o, const replay_filter *f);
+void replay_text_rings_filtered(const replay *rp, replay_out *o, const replay_filter *f);
 void replay_text_when(const replay *rp, replay_out *o);
 void replay_text_checkpoints(const replay *rp, replay_out *o);
 /* The running core (on whose stack a break fires), -1 if none. */

@@ -71,59 +71,183 @@ int replay_running_core(const replay *rp) {
     return -1;
 }
 
-void replay_text_cores(const replay *rp, replay_out *o) {
+/* What a core is doing, for the lists and the summaries. */
+enum { ST_RUNNING, ST_READY, ST_BLOCKED, ST_FINISHED, ST_FAULTED, ST_COUNT };
+static const char *const state_names[ST_COUNT] = {"running", "ready", "blocked", "finished",
+                                                  "faulted"};
+
+static int core_state(const replay *rp, int i, int running, const engine_core_state *st) {
+    const replay_core *c = &rp->cores[i];
+    if (i == running) return ST_RUNNING;
+    if (st->faulted || c->faulted) return ST_FAULTED;
+    if (st->finished) return ST_FINISHED;
+    if (st->blocked) return ST_BLOCKED;
+    return ST_READY;
+}
+
+static void core_line(const replay *rp, replay_out *o, int i, int state,
+                      const engine_core_state *st) {
+    const replay_core *c = &rp->cores[i];
+    char name[48], site[400];
+    replay_fmt_core_name(rp, (uint32_t)st->rank, (uint32_t)st->core, name, sizeof name);
+    const char *role = st->role && st->role[0] ? st->role : st->kernel;
+    const char *text = state == ST_READY && !c->started ? "ready (not started)" : state_names[state];
+    rout_printf(o, "  %-14s %-20s %-9s t=%.6f us", name, role ? role : "", text,
+                (double)st->now / 1e6);
+    if (st->blocked) {
+        rout_printf(o, "  on %s", st->waiting_on[0] ? st->waiting_on
+                                : c->wait_kind ? engine_event_kind_name(c->wait_kind)
+                                               : "its own pipes");
+        if (c->wait_seq) {
+            replay_fmt_site(rp, c->wait_site, site, sizeof site);
+            rout_printf(o, " since seq %llu at %s", (unsigned long long)c->wait_seq, site);
+        }
+    }
+    rout_printf(o, "\n");
+}
+
+static int core_selected(const replay_filter *f, int state, const engine_core_state *st) {
+    if (f->blocked_only && state != ST_BLOCKED) return 0;
+    if (f->rank >= 0 && st->rank != f->rank) return 0;
+    if (f->role && f->role[0]) {
+        const char *role = st->role && st->role[0] ? st->role : st->kernel;
+        if (!role || strcmp(role, f->role) != 0) return 0;
+    }
+    return 1;
+}
+
+/* Summary first (per state, then per role with its blocked count), then the
+ * cores the filter selects; with no filter and not `all`, only the summary:
+ * 768 lines are no use in a debugger. No allocation: gdb may have stopped
+ * the process anywhere, malloc included. */
+void replay_text_cores_filtered(const replay *rp, replay_out *o, const replay_filter *f) {
     int running = replay_running_core(rp);
-    int n[5] = {0};  /* running, ready, blocked, finished, faulted */
+    int n[ST_COUNT] = {0}, launched = 0;
+    enum { MAX_ROLES = 64 };
+    const char *roles[MAX_ROLES];
+    int role_n[MAX_ROLES], role_blocked[MAX_ROLES], nroles = 0, other = 0;
     for (int i = 0; i < rp->ncores; i++) {
         engine_core_state st;
         engine_core_state_get(rp->e, i, &st);
         if (!st.launched) continue;
-        const replay_core *c = &rp->cores[i];
-        char name[48], site[400];
-        replay_fmt_core_name(rp, (uint32_t)st.rank, (uint32_t)st.core, name, sizeof name);
-        const char *role = st.role && st.role[0] ? st.role : st.kernel;
-        const char *state;
-        if (i == running) { state = "running"; n[0]++; }
-        else if (st.faulted || c->faulted) { state = "faulted"; n[4]++; }
-        else if (st.finished) { state = "finished"; n[3]++; }
-        else if (st.blocked) { state = "blocked"; n[2]++; }
-        else if (!c->started) { state = "ready (not started)"; n[1]++; }
-        else { state = "ready"; n[1]++; }
-        rout_printf(o, "  %-14s %-20s %-9s t=%.6f us", name, role, state, (double)st.now / 1e6);
-        if (st.blocked) {
-            rout_printf(o, "  on %s", st.waiting_on[0] ? st.waiting_on
-                                    : c->wait_kind ? engine_event_kind_name(c->wait_kind)
-                                                   : "its own pipes");
-            if (c->wait_seq) {
-                replay_fmt_site(rp, c->wait_site, site, sizeof site);
-                rout_printf(o, " since seq %llu at %s", (unsigned long long)c->wait_seq, site);
-            }
+        int state = core_state(rp, i, running, &st);
+        n[state]++;
+        launched++;
+        const char *role = st.role && st.role[0] ? st.role : st.kernel ? st.kernel : "";
+        int r = 0;
+        while (r < nroles && strcmp(roles[r], role) != 0) r++;
+        if (r == nroles) {
+            if (nroles == MAX_ROLES) { other++; continue; }
+            roles[nroles] = role;
+            role_n[nroles] = role_blocked[nroles] = 0;
+            nroles++;
         }
-        rout_printf(o, "\n");
+        role_n[r]++;
+        role_blocked[r] += state == ST_BLOCKED;
     }
-    rout_printf(o, "  (%d running, %d ready, %d blocked, %d finished, %d faulted)\n", n[0], n[1],
-                n[2], n[3], n[4]);
+    rout_printf(o, "%d cores: %d running, %d ready, %d blocked, %d finished, %d faulted\n",
+                launched, n[ST_RUNNING], n[ST_READY], n[ST_BLOCKED], n[ST_FINISHED],
+                n[ST_FAULTED]);
+    for (int r = 0; r < nroles; r++)
+        rout_printf(o, "  %-24s %5d cores, %5d blocked\n", roles[r], role_n[r], role_blocked[r]);
+    if (other) rout_printf(o, "  (%d cores of further roles)\n", other);
+    int filtered = f->blocked_only || f->rank >= 0 || (f->role && f->role[0]);
+    if (!filtered && !f->all) {
+        rout_printf(o, "(npurr cores --blocked | --rank R | --role NAME lists cores; --all "
+                       "lists every one)\n");
+        return;
+    }
+    int shown = 0;
+    for (int i = 0; i < rp->ncores; i++) {
+        engine_core_state st;
+        engine_core_state_get(rp->e, i, &st);
+        if (!st.launched) continue;
+        int state = core_state(rp, i, running, &st);
+        if (!core_selected(f, state, &st)) continue;
+        core_line(rp, o, i, state, &st);
+        shown++;
+    }
+    if (filtered) rout_printf(o, "  (%d of %d cores match)\n", shown, launched);
 }
 
-void replay_text_rings(const replay *rp, replay_out *o) {
-    uint32_t count = engine_object_count(rp->e), shown = 0;
+void replay_text_cores(const replay *rp, replay_out *o) {
+    replay_filter all = {.rank = -1, .all = 1};
+    replay_text_cores_filtered(rp, o, &all);
+}
+
+static void ring_line(const replay *rp, replay_out *o, const engine_object *r, int64_t head,
+                      int64_t tail) {
+    int64_t occ = tail - head;
+    const char *name = engine_string(rp->e, r->name);
+    const char *level = r->role ? engine_string(rp->e, r->role) : "";
+    rout_printf(o, "  %-24s %-5s rank %d -> %d  head %lld  tail %lld  capacity %llu  "
+                "occupancy %lld (%.1f%%)%s\n",
+                name ? name : "?", level ? level : "", r->producer_rank, r->consumer_rank,
+                (long long)head, (long long)tail, (unsigned long long)r->size, (long long)occ,
+                r->size ? 100.0 * (double)occ / (double)r->size : 0.0,
+                occ < 0 || (r->size && (uint64_t)occ > r->size) ? "  (inconsistent)" : "");
+}
+
+/* Summary per level (rings, empty, partly filled, full), then the rings the
+ * filter selects: --full the full ones, --rank R those R produces or
+ * consumes, --all every one; with none of them, only the summary. */
+void replay_text_rings_filtered(const replay *rp, replay_out *o, const replay_filter *f) {
+    uint32_t count = engine_object_count(rp->e);
+    enum { MAX_LEVELS = 16 };
+    const char *levels[MAX_LEVELS];
+    int lv_n[MAX_LEVELS], lv_empty[MAX_LEVELS], lv_full[MAX_LEVELS], nlevels = 0, total = 0;
+    for (uint32_t id = 1; id <= count; id++) {
+        const engine_object *r = engine_object_get(rp->e, id);
+        if (!r || r->kind != OBJ_RING) continue;
+        int64_t occ = engine_word_value(rp->e, r->tail) - engine_word_value(rp->e, r->head);
+        const char *level = r->role ? engine_string(rp->e, r->role) : NULL;
+        if (!level) level = "";
+        int l = 0;
+        while (l < nlevels && strcmp(levels[l], level) != 0) l++;
+        if (l == nlevels) {
+            if (nlevels == MAX_LEVELS) l = MAX_LEVELS - 1;
+            else {
+                levels[nlevels] = level;
+                lv_n[nlevels] = lv_empty[nlevels] = lv_full[nlevels] = 0;
+                nlevels++;
+            }
+        }
+        lv_n[l]++;
+        lv_empty[l] += occ == 0;
+        lv_full[l] += r->size && occ >= (int64_t)r->size;
+        total++;
+    }
+    if (!total) {
+        rout_printf(o, "  (no ring was declared)\n");
+        return;
+    }
+    rout_printf(o, "%d rings\n", total);
+    for (int l = 0; l < nlevels; l++)
+        rout_printf(o, "  %-8s %5d rings: %5d empty, %5d partly filled, %5d full\n",
+                    levels[l][0] ? levels[l] : "(none)", lv_n[l], lv_empty[l],
+                    lv_n[l] - lv_empty[l] - lv_full[l], lv_full[l]);
+    int filtered = f->full_only || f->rank >= 0;
+    if (!filtered && !f->all) {
+        rout_printf(o, "(npurr rings --full | --rank R lists rings; --all lists every one)\n");
+        return;
+    }
+    int shown = 0;
     for (uint32_t id = 1; id <= count; id++) {
         const engine_object *r = engine_object_get(rp->e, id);
         if (!r || r->kind != OBJ_RING) continue;
         int64_t head = engine_word_value(rp->e, r->head);
         int64_t tail = engine_word_value(rp->e, r->tail);
-        int64_t occ = tail - head;
-        const char *name = engine_string(rp->e, r->name);
-        const char *level = r->role ? engine_string(rp->e, r->role) : "";
-        rout_printf(o, "  %-24s %-5s rank %d -> %d  head %lld  tail %lld  capacity %llu  "
-                    "occupancy %lld (%.1f%%)%s\n",
-                    name ? name : "?", level ? level : "", r->producer_rank, r->consumer_rank,
-                    (long long)head, (long long)tail, (unsigned long long)r->size, (long long)occ,
-                    r->size ? 100.0 * (double)occ / (double)r->size : 0.0,
-                    occ < 0 || (r->size && (uint64_t)occ > r->size) ? "  (inconsistent)" : "");
+        if (f->full_only && !(r->size && tail - head >= (int64_t)r->size)) continue;
+        if (f->rank >= 0 && r->producer_rank != f->rank && r->consumer_rank != f->rank) continue;
+        ring_line(rp, o, r, head, tail);
         shown++;
     }
-    if (!shown) rout_printf(o, "  (no ring was declared)\n");
+    if (filtered) rout_printf(o, "  (%d of %d rings match)\n", shown, total);
+}
+
+void replay_text_rings(const replay *rp, replay_out *o) {
+    replay_filter all = {.rank = -1, .all = 1};
+    replay_text_rings_filtered(rp, o, &all);
 }
 
 void replay_text_when(const replay *rp, replay_out *o) {

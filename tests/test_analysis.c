@@ -107,7 +107,7 @@ static int record_scenario(void **state) {
     set_hw(&cfg, "scalar_op_cycles", "1e-9");
     set_hw(&cfg, "gm_read_ns", "1e-9");
     set_hw(&cfg, "gm_write_ns", "1e-9");
-    set_hw(&cfg, "hbm_gbps", "1e9");
+    set_hw(&cfg, "hbm_gbytes_per_s", "1e9");
     char err[ENGINE_ERRLEN];
     engine *e;
     rec_writer *w;
@@ -324,8 +324,10 @@ static void test_views(void **state) {
                                    " AND kind = 'flag'"), 4);
     assert_int_equal(query_i64(db, "SELECT max_ps FROM stall_summary WHERE role = 'Consumer'"
                                    " AND kind = 'ring_data'"), T_PROLOGUE + T_COPY);
-    assert_int_equal(query_i64(db, "SELECT CAST(share * 2060000 + 0.5 AS INT) FROM wait_causes"
-                                   " WHERE cause = 'flow_control'"), 2 * T_WORK);
+    /* share is per core: stall time / (cores x run time), as in `stats` */
+    assert_int_equal(query_i64(db, "SELECT CAST(share * cores * 2060000 + 0.5 AS INT) FROM"
+                                   " wait_causes WHERE cause = 'flow_control'"), 2 * T_WORK);
+    assert_int_equal(query_i64(db, "SELECT COUNT(*) FROM stall_summary WHERE share > 1"), 0);
     assert_int_equal(query_i64(db, "SELECT total_ps FROM wait_causes ORDER BY total_ps DESC"
                                    " LIMIT 1"), 8 * T_COPY);
     /* Ring occupancy: +1 at every tail store, -1 at every head store; it

@@ -525,7 +525,7 @@ static void test_reader_meta_and_info(void **state) {
     assert_string_equal(rec_reader_meta(r, "config.seed"), "42");
     assert_string_equal(rec_reader_meta(r, "config.jitter"), "0.1");
     assert_string_equal(rec_reader_meta(r, "cores_per_rank"), "72");
-    assert_non_null(rec_reader_meta(r, "hw.hbm_gbps"));
+    assert_non_null(rec_reader_meta(r, "hw.hbm_gbytes_per_s"));
     assert_null(rec_reader_meta(r, "outcome")); /* trailer not reached yet */
     engine_event ev;
     uint64_t n = 0;

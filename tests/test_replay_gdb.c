@@ -320,7 +320,9 @@ static void test_break_stops_in_the_kernel_function(void **state) {
     char bt_cmd[64], bt_head[64];
     snprintf(bt_cmd, sizeof bt_cmd, "npurr bt %d AIV%d", bt_rank, bt_aiv);
     snprintf(bt_head, sizeof bt_head, "rank %d core %d, suspended", bt_rank, rec.num_aic + bt_aiv);
-    const char *cmds[] = {"npurr when", "npurr cores", "npurr rings", bt_cmd, NULL};
+    const char *cmds[] = {"npurr when", "npurr cores", "npurr cores --all", "npurr rings",
+                          "npurr rings --all", "npurr cores --blocked --rank 0",
+                          "npurr rings --full", bt_cmd, NULL};
     char *out = run_gdb(run, 2, rec.target, 0, cmds);
 
     snprintf(want, sizeof want, "stopped before event %llu, issued by waiter_wait_for_release at %s:%d",
@@ -357,6 +359,18 @@ static void test_break_stops_in_the_kernel_function(void **state) {
     }
     snprintf(want, sizeof want, "%d blocked", blocked);
     expect(out, want);
+    /* Summaries first; without options only the summary and a hint. */
+    expect(out, "lists cores; --all lists every one)");
+    expect(out, "lists rings; --all lists every one)");
+    int blocked_r0 = 0;
+    for (int i = 0; i < rec.nblocked; i++)
+        blocked_r0 += rec.blocked[i][0] == 0 &&
+                      !(rec.blocked[i][0] == (int)tev->rank &&
+                        rec.blocked[i][1] == (int)tev->core - rec.num_aic);
+    snprintf(want, sizeof want, "  (%d of ", blocked_r0);
+    const char *filtered = after(out, "rings --full | --rank R");   /* after the plain rings */
+    expect(filtered, want);
+    expect(filtered, "(0 of 2 rings match)");   /* nothing is full */
     /* npurr rings: the releaser advanced its ring's tail to 64. */
     expect(out, "demo_ring[0]");
     expect(out, "tail 64  capacity 4096  occupancy 64");
@@ -420,12 +434,38 @@ static void test_goto_resumes_a_snapshot(void **state) {
     free(rec.v);
 }
 
+/* Snapshots survive `npurr goto`: going back twice in a row into the same
+ * interval resumes a snapshot both times (the second time the copy the
+ * first resumed one left behind), never re-running from the first event. */
+static void test_goto_back_twice_resumes_snapshots_both_times(void **state) {
+    (void)state;
+    char run[300];
+    snprintf(run, sizeof run, "%s/dl_back", g_tmp);
+    recorded rec;
+    record(run, 1500, &rec);
+    assert_true(rec.target > 6000);
+    char go1[64], go2[64];
+    snprintf(go1, sizeof go1, "npurr goto %d", 3500);
+    snprintf(go2, sizeof go2, "npurr goto %d", 3400);
+    const char *cmds[] = {go1, "npurr when", go2, "npurr when", NULL};
+    char *out = run_gdb(run, 1500, rec.target, 1000, cmds);
+    const char *first = after(out, "resuming the snapshot taken after seq 3000 (process");
+    expect(first, "seq 3500 (about to execute)");
+    const char *second = after(first + 1, "resuming the snapshot taken after seq 3000 (process");
+    expect(second, "seq 3400 (about to execute)");
+    if (strstr(out, "re-running")) fail_msg("going back re-ran instead of resuming:\n%s", out);
+    free(out);
+    assert_int_equal(processes_of(run), 0);
+    free(rec.v);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--replay-child") == 0) return replay_child(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_break_stops_in_the_kernel_function),
         cmocka_unit_test(test_goto_reruns_to_an_earlier_event),
         cmocka_unit_test(test_goto_resumes_a_snapshot),
+        cmocka_unit_test(test_goto_back_twice_resumes_snapshots_both_times),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -572,7 +572,19 @@ static const kind_def kinds[] = {
 #define N_KINDS ((int)(sizeof kinds / sizeof kinds[0]))
 
 const char *routing_kinds_help(void) {
-    return "uniform, zipf:S, group-limited[:M], active-ranks:N, drop:P, npy:PATH";
+    /* Made from the table, so help and errors list every kind there is. */
+    static char text[256];
+    if (text[0]) return text;
+    size_t n = 0;
+    for (int i = 0; i < N_KINDS && n < sizeof text; i++) {
+        const kind_def *k = &kinds[i];
+        int w = snprintf(text + n, sizeof text - n, "%s%s%s%s%s%s", i ? " | " : "", k->name,
+                         k->takes_arg == 2 ? "[" : "", k->takes_arg ? ":" : "", k->arg_help,
+                         k->takes_arg == 2 ? "]" : "");
+        if (w < 0) break;
+        n += (size_t)w;
+    }
+    return text;
 }
 
 int routing_parse(const char *text, routing_spec *out, char *err, size_t errlen) {

@@ -84,7 +84,8 @@ int routing_npy_shape(const routing_spec *spec, int rank, int64_t *rows, int64_t
 /* active-ranks:N: the k-th active rank (k < N). */
 int routing_active_rank(const routing_shape *shape, int k);
 
-/* Comma-separated list of the known kinds, for help texts. */
+/* The known kinds, "uniform | zipf:S | ...", made from the one table: for help
+ * texts and errors. */
 const char *routing_kinds_help(void);
 
 /* ---- building blocks for new kinds ---- */

@@ -41,7 +41,7 @@ expect_exit 1 "bad --hw value" "$npurr" record -k combine-sender --hw "$tmp/bad.
 grep -q "bad.hw:1: hardware parameter hbm_gbps: 'fast'" "$tmp/err" || fail "bad hw value not named"
 
 # a small healthy run
-printf '# faster HBM\nhbm_gbps = 3200\n' > "$tmp/fast.hw"
+printf '# faster HBM\nhbm_gbytes_per_s = 3200\n' > "$tmp/fast.hw"
 expect_exit 0 "record" "$npurr" record -k combine-sender --npus-per-node 2 --tokens 16 --hidden 256 \
     --experts 8 --topk 2 --hw "$tmp/fast.hw" -o "$tmp/run"
 grep -q "^outcome   completed" "$tmp/out" || fail "record did not report completion"
@@ -50,7 +50,7 @@ grep -q "stalls by role" "$tmp/out" || fail "record printed no stall summary"
 [ -s "$tmp/run/trace.zst" ] || fail "no trace.zst"
 [ -s "$tmp/run/index.db" ] || fail "no index.db"
 zstd -q -t "$tmp/run/trace.zst" || fail "zstd -t rejects the trace"
-"$npurr" sql "$tmp/run" "SELECT value FROM meta WHERE key='hw.hbm_gbps'" > "$tmp/hw"
+"$npurr" sql "$tmp/run" "SELECT value FROM meta WHERE key='hw.hbm_gbytes_per_s'" > "$tmp/hw"
 grep -q 3200 "$tmp/hw" || fail "the --hw value is not recorded in meta"
 
 # --no-trace runs the same emulation and writes nothing

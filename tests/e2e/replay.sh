@@ -92,7 +92,7 @@ has "blocked"
 has "stopped before event $target"
 
 # --- under gdb: stops in the kernel function, npurr cores lists the blocked
-gdb -nx -batch -q -x "$build/npurr_gdb.py" -ex run -ex "npurr when" -ex "npurr cores" \
+gdb -nx -batch -q -x "$build/npurr_gdb.py" -ex run -ex "npurr when" -ex "npurr cores --blocked" \
     --args "$npurr" replay "$work/dead" --break-at "$target" </dev/null >"$work/out" 2>&1
 has "npurr: stopped before event $target, issued by $func at $file_line:"
 grep -qE "^#[0-9]+ .*$func \(.*\) at $file_line\$" "$work/out" ||

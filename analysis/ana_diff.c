@@ -1,0 +1,350 @@
+/*
+ * ana_diff.c - `npurr diff RUN_A RUN_B`: what changed between two runs of one
+ * kernel (before/after a kernel change, or the same run with another `--hw`
+ * timing file), in the spirit of nsys recipes and msprof-analyze compare.
+ *
+ * Both runs are opened derived (the same tables `stats` reads). A diff is a
+ * list of rows, one per group present in either run, each metric given for
+ * A and B with B - A and (B - A) / A:
+ *   --by role|site|rank|kind|object|cause   stall totals from
+ *       ana_stall_table_get (count, total, share with the one meaning of
+ *       share: stall time / (cores x run time))
+ *   --by link   bytes and bandwidth per link, named as in link_bytes
+ *       ("rdma r0->r8"), plus one row per link class ("rdma *"). Bandwidth
+ *       is bytes / busy time, the union of the [start_ps, done_ps] of the
+ *       link's transfers, so a slower link shows as fewer GB/s even when
+ *       the run's total time hides it.
+ * The first row, "(run)", is always the run's virtual time (end_time_ps).
+ * Rows are ordered by the size of the change, largest first.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+#include "analysis/ana_internal.h"
+
+typedef struct diff_row {
+    char *group;
+    double a[3], b[3];    /* stalls: count, total_ps, share; links: bytes, busy_ps, gbps */
+    int in_a, in_b;
+} diff_row;
+
+typedef struct diff_set {
+    diff_row *rows;
+    size_t n, cap;
+} diff_set;
+
+static diff_row *row_for(diff_set *s, const char *group) {
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->rows[i].group, group) == 0) return &s->rows[i];
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        diff_row *p = realloc(s->rows, cap * sizeof *p);
+        if (!p) return NULL;
+        s->rows = p;
+        s->cap = cap;
+    }
+    diff_row *r = &s->rows[s->n];
+    memset(r, 0, sizeof *r);
+    r->group = strdup(group);
+    if (!r->group) return NULL;
+    s->n++;
+    return r;
+}
+
+static void set_free(diff_set *s) {
+    for (size_t i = 0; i < s->n; i++) free(s->rows[i].group);
+    free(s->rows);
+}
+
+static int add_stalls(sqlite3 *db, ana_group_by by, int side, diff_set *s, char *err,
+                      size_t errlen) {
+    ana_stall_table t;
+    if (ana_stall_table_get(db, by, 0, &t, err, errlen)) return -1;
+    int rc = 0;
+    for (size_t i = 0; i < t.n && rc == 0; i++) {
+        diff_row *r = row_for(s, t.rows[i].group);
+        if (!r) {
+            ana_err(err, errlen, "out of memory building the diff");
+            rc = -1;
+            break;
+        }
+        double *v = side ? r->b : r->a;
+        v[0] = (double)t.rows[i].count;
+        v[1] = (double)t.rows[i].total_ps;
+        v[2] = t.rows[i].share;
+        *(side ? &r->in_b : &r->in_a) = 1;
+    }
+    ana_stall_table_free(&t);
+    return rc;
+}
+
+/* Link of a transfer, as ana_links.c names it; NULL for local-memory work. */
+static const char *link_name(const char *kind, int64_t src, int64_t dst, int64_t npus, char *buf,
+                             size_t len) {
+    static const char *const local[] = {"mte1", "vector", "cube"};
+    for (size_t i = 0; i < 3; i++)
+        if (strcmp(kind, local[i]) == 0) return NULL;
+    if (src == dst) snprintf(buf, len, "hbm r%lld", (long long)src);
+    else if (src / npus == dst / npus) snprintf(buf, len, "hccs r%lld->r%lld", (long long)src, (long long)dst);
+    else snprintf(buf, len, "rdma r%lld->r%lld", (long long)src, (long long)dst);
+    return buf;
+}
+
+/* Busy time per link: transfers sorted by start, merged into intervals. */
+typedef struct link_acc {
+    double bytes, busy;
+    uint64_t open_lo, open_hi;
+    int open;
+} link_acc;
+
+static void acc_close(link_acc *a) {
+    if (a->open) a->busy += (double)(a->open_hi - a->open_lo);
+    a->open = 0;
+}
+
+static int add_links(sqlite3 *db, int side, diff_set *s, char *err, size_t errlen) {
+    int64_t npus = ana_meta_i64(db, "config.npus_per_node", 8);
+    if (npus <= 0) npus = 8;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT kind, src_rank, dst_rank, bytes, start_ps, done_ps"
+                           " FROM transfers WHERE done_ps IS NOT NULL AND start_ps IS NOT NULL"
+                           " AND src_rank IS NOT NULL AND dst_rank IS NOT NULL"
+                           " ORDER BY start_ps, id",
+                           -1, &st, NULL) != SQLITE_OK) {
+        ana_err(err, errlen, "index.db: %s", sqlite3_errmsg(db));
+        return -1;
+    }
+    /* Accumulators live beside the rows, by row index. */
+    link_acc *acc = NULL;
+    size_t nacc = 0;
+    int rc = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *kind = (const char *)sqlite3_column_text(st, 0);
+        char buf[64];
+        const char *name = link_name(kind ? kind : "", sqlite3_column_int64(st, 1),
+                                     sqlite3_column_int64(st, 2), npus, buf, sizeof buf);
+        if (!name) continue;
+        diff_row *r = row_for(s, name);
+        if (!r) {
+            rc = -1;
+            break;
+        }
+        size_t idx = (size_t)(r - s->rows);
+        if (idx >= nacc) {
+            size_t n = s->cap;
+            link_acc *p = realloc(acc, n * sizeof *p);
+            if (!p) {
+                rc = -1;
+                break;
+            }
+            memset(p + nacc, 0, (n - nacc) * sizeof *p);
+            acc = p;
+            nacc = n;
+        }
+        link_acc *a = &acc[idx];
+        uint64_t lo = (uint64_t)sqlite3_column_int64(st, 4), hi = (uint64_t)sqlite3_column_int64(st, 5);
+        if (hi < lo) hi = lo;
+        a->bytes += (double)sqlite3_column_int64(st, 3);
+        if (a->open && lo <= a->open_hi) {
+            if (hi > a->open_hi) a->open_hi = hi;
+        } else {
+            acc_close(a);
+            a->open = 1;
+            a->open_lo = lo;
+            a->open_hi = hi;
+        }
+    }
+    sqlite3_finalize(st);
+    if (rc) {
+        free(acc);
+        ana_err(err, errlen, "out of memory building the diff");
+        return -1;
+    }
+    /* Per link, then per class ("rdma *": bytes and busy time summed, so its
+     * bandwidth is the class's average link while busy). */
+    size_t nlinks = s->n;
+    for (size_t i = 0; i < nlinks && i < nacc; i++) {
+        acc_close(&acc[i]);
+        if (acc[i].bytes == 0 && acc[i].busy == 0) continue;
+        diff_row *r = &s->rows[i];
+        double *v = side ? r->b : r->a;
+        v[0] = acc[i].bytes;
+        v[1] = acc[i].busy;
+        v[2] = acc[i].busy > 0 ? acc[i].bytes * 1000.0 / acc[i].busy : 0;
+        *(side ? &r->in_b : &r->in_a) = 1;
+    }
+    double cls[3][2] = {{0}};
+    static const char *const classes[3] = {"hbm", "hccs", "rdma"};
+    for (size_t i = 0; i < nlinks && i < nacc; i++)
+        for (int c = 0; c < 3; c++)
+            if (strncmp(s->rows[i].group, classes[c], strlen(classes[c])) == 0 &&
+                s->rows[i].group[strlen(classes[c])] == ' ') {
+                cls[c][0] += acc[i].bytes;
+                cls[c][1] += acc[i].busy;
+            }
+    free(acc);
+    for (int c = 0; c < 3; c++) {
+        if (cls[c][0] == 0) continue;
+        char name[32];
+        snprintf(name, sizeof name, "%s *", classes[c]);
+        diff_row *r = row_for(s, name);
+        if (!r) {
+            ana_err(err, errlen, "out of memory building the diff");
+            return -1;
+        }
+        double *v = side ? r->b : r->a;
+        v[0] = cls[c][0];
+        v[1] = cls[c][1];
+        v[2] = cls[c][1] > 0 ? cls[c][0] * 1000.0 / cls[c][1] : 0;
+        *(side ? &r->in_b : &r->in_a) = 1;
+    }
+    return 0;
+}
+
+/* The metric rows are ordered by: stalls by total, links by bandwidth. */
+static int key_metric(int links) { return links ? 2 : 1; }
+static int by_change_links;
+
+static int cmp_change(const void *x, const void *y) {
+    const diff_row *a = x, *b = y;
+    int m = key_metric(by_change_links);
+    /* Link classes first, then the largest absolute change. */
+    int ca = strchr(a->group, '*') != NULL, cb = strchr(b->group, '*') != NULL;
+    if (ca != cb) return cb - ca;
+    double da = fabs(a->b[m] - a->a[m]), db = fabs(b->b[m] - b->a[m]);
+    if (da != db) return da < db ? 1 : -1;
+    return strcmp(a->group, b->group);
+}
+
+static void fmt_rel(char *buf, size_t len, double a, double b) {
+    if (a == 0) snprintf(buf, len, b == 0 ? "0%%" : "new");
+    else snprintf(buf, len, "%+.1f%%", 100.0 * (b - a) / a);
+}
+
+static void fmt_bytes(char *buf, size_t len, double v) {
+    static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    double x = fabs(v);
+    while (x >= 1024 && i < 4) {
+        x /= 1024;
+        v /= 1024;
+        i++;
+    }
+    snprintf(buf, len, i ? "%.2f %s" : "%.0f %s", v, u[i]);
+}
+
+static void fmt_signed_ps(char *buf, size_t len, double d) {
+    char t[24];
+    ana_format_ps(fabs(d), t, sizeof t);
+    snprintf(buf, len, "%s%s", d < 0 ? "-" : (d > 0 ? "+" : ""), t);
+}
+
+int ana_diff_print(sqlite3 *a, sqlite3 *b, const char *by, size_t top, int csv, FILE *out,
+                   char *err, size_t errlen) {
+    int links = strcmp(by, "link") == 0;
+    ana_group_by g = ANA_BY_ROLE;
+    if (!links && ana_group_by_parse(by, &g)) {
+        ana_err(err, errlen, "--by %s: not role, site, rank, kind, object, cause or link", by);
+        return -1;
+    }
+    diff_set s = {0};
+    int rc = 0;
+    for (int side = 0; side < 2 && rc == 0; side++)
+        rc = links ? add_links(side ? b : a, side, &s, err, errlen)
+                   : add_stalls(side ? b : a, g, side, &s, err, errlen);
+    if (rc) {
+        set_free(&s);
+        return -1;
+    }
+    by_change_links = links;
+    qsort(s.rows, s.n, sizeof *s.rows, cmp_change);
+    double ta = (double)ana_meta_i64(a, "end_time_ps", 0), tb = (double)ana_meta_i64(b, "end_time_ps", 0);
+    size_t shown = top && top < s.n ? top : s.n;
+
+    if (csv) {
+        if (links)
+            fputs("group,a_bytes,b_bytes,a_busy_ps,b_busy_ps,a_gbps,b_gbps,delta_gbps,rel_gbps\n", out);
+        else
+            fputs("group,a_count,b_count,a_total_ps,b_total_ps,delta_ps,rel_total,a_share,b_share\n",
+                  out);
+        if (links)
+            fprintf(out, "(run),,,%.0f,%.0f,,,,%s\n", ta, tb, "");
+        else
+            fprintf(out, "(run),,,%.0f,%.0f,%.0f,%.6g,,\n", ta, tb, tb - ta,
+                    ta ? (tb - ta) / ta : 0);
+        for (size_t i = 0; i < shown; i++) {
+            const diff_row *r = &s.rows[i];
+            ana_csv_field(out, r->group);
+            if (links)
+                fprintf(out, ",%.0f,%.0f,%.0f,%.0f,%.6g,%.6g,%.6g,%.6g\n", r->a[0], r->b[0],
+                        r->a[1], r->b[1], r->a[2], r->b[2], r->b[2] - r->a[2],
+                        r->a[2] ? (r->b[2] - r->a[2]) / r->a[2] : 0);
+            else
+                fprintf(out, ",%.0f,%.0f,%.0f,%.0f,%.0f,%.6g,%.6g,%.6g\n", r->a[0], r->b[0],
+                        r->a[1], r->b[1], r->b[1] - r->a[1],
+                        r->a[1] ? (r->b[1] - r->a[1]) / r->a[1] : 0, r->a[2], r->b[2]);
+        }
+        set_free(&s);
+        return 0;
+    }
+
+    char x[32], y[32], d[48], rel[32];
+    ana_format_ps(ta, x, sizeof x);
+    ana_format_ps(tb, y, sizeof y);
+    fmt_signed_ps(d, sizeof d, tb - ta);
+    fmt_rel(rel, sizeof rel, ta, tb);
+    fprintf(out, "virtual time: A %s, B %s, %s (%s)\n", x, y, d, rel);
+    if (links)
+        fprintf(out, "bytes and bandwidth per link; GB/s = bytes / busy time (the union of the "
+                "link's transfers, start to landing)\n");
+    else
+        fprintf(out, "stalls by %s; share = stall time / (cores x the run's virtual time)\n",
+                ana_group_by_name(g));
+    if (shown < s.n) fprintf(out, "showing the %zu largest changes of %zu groups\n", shown, s.n);
+    ana_grid grid;
+    if (ana_grid_init(&grid, 8)) {
+        set_free(&s);
+        ana_err(err, errlen, "out of memory printing the diff");
+        return -1;
+    }
+    static const char *const head_s[8] = {NULL, "A count", "B count", "A total", "B total",
+                                          "change", "rel", "A/B share"};
+    static const char *const head_l[8] = {NULL, "A bytes", "B bytes", "A GB/s", "B GB/s",
+                                          "change", "rel", "A/B busy"};
+    ana_grid_set_head(&grid, 0, links ? "link" : ana_group_by_name(g));
+    for (size_t c = 1; c < 8; c++) ana_grid_set_head(&grid, c, links ? head_l[c] : head_s[c]);
+    for (size_t i = 0; i < shown; i++) {
+        const diff_row *r = &s.rows[i];
+        char c1[48], c2[48], c3[48], c4[48], c5[48], c6[48], c7[96];
+        if (links) {
+            fmt_bytes(c1, sizeof c1, r->a[0]);
+            fmt_bytes(c2, sizeof c2, r->b[0]);
+            snprintf(c3, sizeof c3, "%.2f", r->a[2]);
+            snprintf(c4, sizeof c4, "%.2f", r->b[2]);
+            snprintf(c5, sizeof c5, "%+.2f", r->b[2] - r->a[2]);
+            fmt_rel(c6, sizeof c6, r->a[2], r->b[2]);
+            char p[32], q[32];
+            ana_format_ps(r->a[1], p, sizeof p);
+            ana_format_ps(r->b[1], q, sizeof q);
+            snprintf(c7, sizeof c7, "%s / %s", p, q);
+        } else {
+            snprintf(c1, sizeof c1, "%.0f", r->a[0]);
+            snprintf(c2, sizeof c2, "%.0f", r->b[0]);
+            ana_format_ps(r->a[1], c3, sizeof c3);
+            ana_format_ps(r->b[1], c4, sizeof c4);
+            fmt_signed_ps(c5, sizeof c5, r->b[1] - r->a[1]);
+            fmt_rel(c6, sizeof c6, r->a[1], r->b[1]);
+            snprintf(c7, sizeof c7, "%.2f%% / %.2f%%", 100 * r->a[2], 100 * r->b[2]);
+        }
+        const char *cells[8] = {r->group, c1, c2, c3, c4, c5, c6, c7};
+        static const unsigned char num[8] = {0, 1, 1, 1, 1, 1, 1, 1};
+        if (ana_grid_add(&grid, cells, num)) break;
+    }
+    ana_grid_print(&grid, out);
+    ana_grid_free(&grid);
+    set_free(&s);
+    return 0;
+}

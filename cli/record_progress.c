@@ -1,0 +1,74 @@
+/*
+ * record_progress.c - the progress line of a long `npurr record`, on stderr.
+ *
+ * Shown when stderr is a terminal or with --progress, never with --quiet, so
+ * scripted and end-to-end output stays stable. Every 2 s of wall time (the
+ * clock is read every 4096 events, a few microseconds apart) it prints:
+ *   phase    the kernel launched last, and the step a kernel that runs
+ *            several in one launch last announced in a note ("dispatch 1")
+ *   cores    the launched cores that have finished, as a percentage: the
+ *            one share of the work known during a run (how many events a
+ *            kernel will emit is not), and what the ETA extrapolates from
+ *   events   so far, and virtual time reached
+ * On a terminal the line is rewritten in place; otherwise one line each.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/record_progress.h"
+
+static double wall(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void record_progress_init(record_progress *p, engine *e, int quiet, int forced) {
+    *p = (record_progress){0};
+    p->e = e;
+    p->tty = isatty(STDERR_FILENO);
+    p->enabled = !quiet && (forced || p->tty);
+    p->start = p->last = wall();
+}
+
+void record_progress_event(void *ctx, const engine_event *ev) {
+    record_progress *p = ctx;
+    if (ev->kind == EV_KERNEL_BEGIN) {
+        p->begun++;
+        p->phase_id = (uint32_t)ev->value;
+    } else if (ev->kind == EV_KERNEL_END) {
+        p->ended++;
+    } else if (ev->kind == EV_NOTE && ev->aux > 0) {
+        /* Kernels that run several phases in one launch say so in a note
+         * ("dispatch" 0, 1, ... in dispatch-layered). */
+        const char *key = engine_string(p->e, (uint32_t)ev->aux);
+        if (key && (!strcmp(key, "dispatch") || !strcmp(key, "round") || !strcmp(key, "phase")) &&
+            (!p->step_key || ev->value > p->step)) {
+            p->step = ev->value;
+            p->step_key = key;
+        }
+    }
+    if (!p->enabled || (ev->seq & 4095) != 0) return;
+    double now = wall();
+    if (now - p->last < 2.0) return;
+    p->last = now;
+    const char *phase = p->phase_id ? engine_string(p->e, p->phase_id) : NULL;
+    double done = p->begun ? (double)p->ended / (double)p->begun : 0;
+    char eta[48] = "ETA unknown until a core finishes";
+    if (done > 0 && done < 1)
+        snprintf(eta, sizeof eta, "ETA %.0f s", (now - p->start) * (1 - done) / done);
+    char step[64] = "";
+    if (p->step_key) snprintf(step, sizeof step, " %s %lld", p->step_key, (long long)p->step);
+    fprintf(stderr, "%snpurr: phase %s%s, cores finished %.1f%% (%llu of %llu), %.1fM events, "
+            "virtual %.3f us, %.0f s, %s%s",
+            p->tty ? "\r\033[K" : "", phase && *phase ? phase : "?", step, 100 * done,
+            (unsigned long long)p->ended, (unsigned long long)p->begun, (double)ev->seq / 1e6,
+            (double)ev->time / 1e6, now - p->start, eta, p->tty ? "" : "\n");
+    p->shown = 1;
+}
+
+void record_progress_end(record_progress *p) {
+    if (p->shown && p->tty) fputs("\n", stderr);
+}
