@@ -156,6 +156,15 @@ int ana_export_perfetto(sqlite3 *db, const ana_export_opts *opts, FILE *out,
 FILE *ana_output_open(const char *path, char *err, size_t errlen);
 int ana_output_close(FILE *f, const char *path, char *err, size_t errlen);
 
+/* ------------------------------------------------------------ report */
+
+/* `npurr report`: one self-contained HTML page (inline CSS and SVG, no
+ * script, no network): the outcome and configuration, the wait-for graph
+ * of a run that hung, stall share by rank x role, the top stall sites,
+ * per-rank activity by cause, ring occupancy and link bandwidth over time.
+ * run_name titles the page. */
+int ana_report_html(sqlite3 *db, const char *run_name, FILE *out, char *err, size_t errlen);
+
 /* ------------------------------------------------------------ units */
 
 /* "1.50 us"-style text for a duration in ps (ps, ns, us, ms, s). */
