@@ -23,7 +23,8 @@
  *   ana_export.c, ana_json.c  `npurr export --chrome`
  *   ana_pb.c, ana_perfetto.c  `npurr export --perfetto` (protobuf)
  *   ana_output.c   output files: '-', plain, or gzip for a .gz name
- *   ana_report*.c, ana_svg.c  `npurr report`: the HTML page
+ *   ana_report.c, ana_waitfor.c, ana_svg.c  `npurr report`: the HTML page
+ *                  (ana_report.h, ana_svg.h)
  *   ana_units.c    time and rank-list parsing and formatting
  */
 #ifndef NPURR_ANA_INTERNAL_H
