@@ -154,7 +154,7 @@ static int write_descriptors(writer *w) {
         const tl_track *t = &tl->track[i];
         pb_reset(&w->te);
         pb_uint(&w->te, TD_UUID, track_uuid(tl, i));
-        if (t->pipe == TL_CORE) {
+        if (t->pipe == TL_CORE && t->lane == 0) {
             pb_uint(&w->te, TD_PARENT, (uint64_t)t->rank + 1);
             pb_reset(&w->tmp);
             pb_uint(&w->tmp, THD_PID, (uint64_t)t->rank + 1);

@@ -107,7 +107,7 @@ static int write_outcome(report *r, const char *run_name) {
     fprintf(out, "</h1>\n<p><span class=\"badge %s\">", badge);
     svg_esc(out, o);
     fputs("</span> ", out);
-    if (msg && *msg) svg_esc(out, msg);
+    if (msg && *msg && strcmp(msg, o)) svg_esc(out, msg);
     fputs("</p>\n<table class=\"data\">\n<tr><th>check</th><td>", out);
     svg_esc(out, check ? check : "not recorded");
     if (check_msg && *check_msg) {
@@ -365,7 +365,7 @@ static int write_rings(report *r) {
         svg_text(out, PLOT_X - 6, y0 + 26, "end", "tick", title);
         fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"cap\"/>\n",
                 PLOT_X, y0 + ph - ph * cap / scale, PLOT_X + PLOT_W, y0 + ph - ph * cap / scale);
-        fprintf(out, "<path class=\"line\" stroke=\"#4c78a8\" fill=\"#4c78a833\" d=\"M%.1f %.1f",
+        fprintf(out, "<path class=\"line\" stroke=\"#4c78a8\" d=\"M%.1f %.1f",
                 PLOT_X, y0 + ph);
         for (int q = 0; q < BINS; q++) {
             double y = y0 + ph - ph * (has[q] ? col_max[q] : 0) / scale;

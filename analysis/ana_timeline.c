@@ -181,6 +181,8 @@ static uint32_t next_lane(builder *b, uint32_t track) {
     t.next_lane = TL_NONE;
     uint32_t first = tl->group[(size_t)(t.rank * tl->run.cores_per_rank + t.core) *
                                    (PIPE_COUNT + 1) + (size_t)(t.pipe + 1)];
+    /* A lane of a core's own track hangs under that track (one thread per core). */
+    if (t.pipe == TL_CORE) t.parent = first;
     char label[320];
     snprintf(label, sizeof label, "%s (%u)", tl_str(tl, tl->track[first].label),
              (unsigned)t.lane + 1);

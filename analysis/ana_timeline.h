@@ -43,7 +43,8 @@ typedef struct tl_track {
     int32_t rank, core;       /* core -1 for a rank's counter tracks */
     int16_t pipe;             /* TL_CORE, TL_COUNTER or an engine pipe */
     uint16_t lane;            /* 0: the pipe's own track */
-    uint32_t parent;          /* the core's track for a pipe lane; TL_NONE */
+    uint32_t parent;          /* the core's track for a pipe lane (and for lanes
+                                 of the core's own track); TL_NONE */
     uint32_t next_lane;       /* the pipe's next lane; TL_NONE */
     uint32_t name;            /* string id: "AIV5 RDMASender", "MTE3", "ring x occupancy" */
     uint32_t label;           /* JSON thread name: "AIV5 MTE3 (2)"; = name for core tracks */
