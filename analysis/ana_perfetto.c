@@ -6,7 +6,7 @@
  * The timeline (tracks, lanes, flows, counters and the event order) is
  * ana_timeline's; this file only encodes it, with ana_pb's hand-written
  * encoder (ana_pb.h says why not protobuf-c). Field numbers are those of
- * Perfetto's public protos/perfetto/trace/ schema; tests/perfetto_min.proto
+ * Perfetto's public protos/perfetto/trace/ schema; tests/data/perfetto_min.proto
  * declares exactly the fields written here, for `protoc --decode`.
  *
  * Track tree, all TrackDescriptors written first:

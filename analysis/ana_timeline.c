@@ -693,12 +693,14 @@ int ana_timeline_build(sqlite3 *db, const ana_export_opts *opts, ana_timeline *t
     tl->group = malloc((ngroups ? ngroups : 1) * sizeof *tl->group);
     if (!b.ranks || !tl->group) {
         free(b.ranks);
+        ana_timeline_free(tl);
         return oom(&b);
     }
     for (size_t i = 0; i < ngroups; i++) tl->group[i] = TL_NONE;
     if (opts && opts->ranks && *opts->ranks) {
         if (ana_parse_ranks(opts->ranks, b.ranks, (size_t)tl->run.ranks, err, errlen)) {
             free(b.ranks);
+            ana_timeline_free(tl);
             return -1;
         }
     } else {
