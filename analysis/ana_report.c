@@ -120,9 +120,9 @@ static int write_outcome(report *r, const char *run_name) {
     svg_esc(out, cmd ? cmd : "?");
     char vt[32];
     ana_format_ps((double)r->run.end_time_ps, vt, sizeof vt);
-    fprintf(out, "</code></td></tr>\n<tr><th>cluster</th><td>%lld ranks (%lld nodes x %lld "
-            "NPUs), chip ", (long long)r->run.ranks,
-            (long long)(r->run.npus_per_node > 0 ? r->run.ranks / r->run.npus_per_node : 0),
+    long long nodes = r->run.npus_per_node > 0 ? r->run.ranks / r->run.npus_per_node : 0;
+    fprintf(out, "</code></td></tr>\n<tr><th>cluster</th><td>%lld ranks (%lld node%s x %lld "
+            "NPUs), chip ", (long long)r->run.ranks, nodes, nodes == 1 ? "" : "s",
             (long long)r->run.npus_per_node);
     svg_esc(out, chip ? chip : "?");
     fprintf(out, ", %lld cores per rank (%lld AIC)</td></tr>\n", (long long)r->run.cores_per_rank,
