@@ -19,7 +19,12 @@
  *   ana_stats.c    `npurr stats`
  *   ana_table.c    aligned / CSV printing of result sets
  *   ana_sql.c      `npurr sql`
+ *   ana_timeline.c the timeline both exports write (ana_timeline.h)
  *   ana_export.c, ana_json.c  `npurr export --chrome`
+ *   ana_pb.c, ana_perfetto.c  `npurr export --perfetto` (protobuf)
+ *   ana_output.c   output files: '-', plain, or gzip for a .gz name
+ *   ana_report.c, ana_waitfor.c, ana_svg.c  `npurr report`: the HTML page
+ *                  (ana_report.h, ana_svg.h)
  *   ana_units.c    time and rank-list parsing and formatting
  */
 #ifndef NPURR_ANA_INTERNAL_H
@@ -212,7 +217,7 @@ void ana_csv_field(FILE *out, const char *s);
 
 /* Writes s as a JSON string literal (with quotes). */
 void ana_json_str(FILE *out, const char *s);
-/* Writes ps as microseconds with six decimals, exactly (no float rounding). */
-void ana_json_us(FILE *out, uint64_t ps);
+/* Writes ns as microseconds with three decimals, exactly (no float rounding). */
+void ana_json_ns(FILE *out, uint64_t ns);
 
 #endif

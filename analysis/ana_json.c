@@ -3,9 +3,10 @@
  * literals (object names and kernel file names are user text) and
  * timestamps in microseconds, which the format requires.
  *
- * Virtual time is integer picoseconds, so a timestamp is printed as the
- * exact decimal ps / 10^6 with six digits after the point: no rounding
- * through a double, and equal ps give equal text.
+ * Timestamps are whole nanoseconds (ana_timeline.h says why), printed as
+ * the exact decimal ns / 1000 with three digits after the point: Perfetto
+ * reads the number back as exactly those nanoseconds, and equal ns give
+ * equal text.
  */
 #include "analysis/ana_internal.h"
 
@@ -26,7 +27,7 @@ void ana_json_str(FILE *out, const char *s) {
     fputc('"', out);
 }
 
-void ana_json_us(FILE *out, uint64_t ps) {
-    fprintf(out, "%llu.%06llu", (unsigned long long)(ps / 1000000u),
-            (unsigned long long)(ps % 1000000u));
+void ana_json_ns(FILE *out, uint64_t ns) {
+    fprintf(out, "%llu.%03llu", (unsigned long long)(ns / 1000u),
+            (unsigned long long)(ns % 1000u));
 }

@@ -140,21 +140,45 @@ typedef struct ana_export_opts {
     uint64_t from_ps;     /* virtual-time window; slices that overlap it */
     uint64_t to_ps;       /* 0 = the end of the run */
     const char *ranks;    /* "0,3-5"; NULL or "" = every rank */
+    int raw_packets;      /* --perfetto: packets not deflated in bundles (a .gz
+                             file, protoc --decode) */
 } ana_export_opts;
 
 /* What an export wrote. */
 typedef struct ana_export_counts {
-    uint64_t slices;      /* X slices: waits and transfers */
-    uint64_t asyncs;      /* b/e pairs (slices that overlap on a thread) */
-    uint64_t flows;       /* s/f pairs: waker -> wait */
-    uint64_t counters;    /* C events: ring occupancy */
+    uint64_t slices;      /* waits and transfers */
+    uint64_t flows;       /* waker -> wait arrows */
+    uint64_t counters;    /* counter samples: ring occupancy, link GB/s, NIC queue */
+    uint64_t tracks;      /* core, pipe (and lane) and counter tracks */
 } ana_export_counts;
 
-/* Writes the run as Chrome trace event JSON (ui.perfetto.dev,
- * chrome://tracing), streaming: memory does not grow with the trace.
- * counts may be NULL. */
+/* Both exports write the same timeline (analysis/ana_timeline.h): a
+ * process per rank, a track per core (its waits) with a track per pipe
+ * under it (its transfers; lanes where they overlap), flow arrows from the
+ * event that ended a wait to the wait's end, and counters. It is built in
+ * memory (about 130 bytes per slice). counts may be NULL. */
+
+/* Chrome trace event JSON (ui.perfetto.dev, chrome://tracing). */
 int ana_export_chrome(sqlite3 *db, const ana_export_opts *opts, FILE *out,
                       ana_export_counts *counts, char *err, size_t errlen);
+/* Perfetto's native protobuf trace (TrackEvent packets, interned strings). */
+int ana_export_perfetto(sqlite3 *db, const ana_export_opts *opts, FILE *out,
+                        ana_export_counts *counts, char *err, size_t errlen);
+
+/* Opens path for writing: "-" is standard output, a name ending in ".gz"
+ * is written through gzip (zlib). Close with ana_output_close, which says
+ * whether everything reached the file. */
+FILE *ana_output_open(const char *path, char *err, size_t errlen);
+int ana_output_close(FILE *f, const char *path, char *err, size_t errlen);
+
+/* ------------------------------------------------------------ report */
+
+/* `npurr report`: one self-contained HTML page (inline CSS and SVG, no
+ * script, no network): the outcome and configuration, the wait-for graph
+ * of a run that hung, stall share by rank x role, the top stall sites,
+ * per-rank activity by cause, ring occupancy and link bandwidth over time.
+ * run_name titles the page. */
+int ana_report_html(sqlite3 *db, const char *run_name, FILE *out, char *err, size_t errlen);
 
 /* ------------------------------------------------------------ units */
 

@@ -349,9 +349,9 @@ int main(int argc, char **argv) {
         ana_export_counts n = {0};
         t0 = now_s();
         int rc = ana_export_chrome(db, NULL, sink, &n, err, sizeof err);
-        printf("export --chrome (to /dev/null): %.2f s, %llu slices, %llu async, %llu flows, "
+        printf("export --chrome (to /dev/null): %.2f s, %llu slices, %llu tracks, %llu flows, "
                "%llu counter samples%s\n",
-               now_s() - t0, (unsigned long long)n.slices, (unsigned long long)n.asyncs,
+               now_s() - t0, (unsigned long long)n.slices, (unsigned long long)n.tracks,
                (unsigned long long)n.flows, (unsigned long long)n.counters, rc ? "  FAILED" : "");
         fclose(sink);
     }

@@ -23,6 +23,7 @@ int cmd_reindex(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_sql(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_hw(int argc, char **argv);

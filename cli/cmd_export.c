@@ -1,7 +1,9 @@
 /*
- * cmd_export.c - `npurr export RUN --chrome OUT.json [--from T --to T]
- * [--ranks LIST]`: a timeline for ui.perfetto.dev / chrome://tracing
- * (analysis/ana_export.c writes it).
+ * cmd_export.c - `npurr export RUN --chrome OUT.json | --perfetto
+ * OUT.pftrace [--from T --to T] [--ranks LIST]`: a timeline for
+ * ui.perfetto.dev / chrome://tracing (analysis/ana_export.c writes the
+ * JSON, analysis/ana_perfetto.c the protobuf; a name ending in .gz is
+ * gzipped by analysis/ana_output.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,15 +12,20 @@
 #include "analysis/analysis.h"
 
 static void export_usage(FILE *out) {
-    fputs("usage: npurr export RUN --chrome OUT.json [--from T] [--to T] [--ranks LIST]\n"
+    fputs("usage: npurr export RUN (--perfetto OUT.pftrace | --chrome OUT.json)\n"
+          "                    [--from T] [--to T] [--ranks LIST]\n"
           "\n"
-          "Writes the run as Chrome trace event JSON, which ui.perfetto.dev and\n"
-          "chrome://tracing open: a process per rank, a thread per core and per DMA\n"
-          "queue, transfers and waits as slices (a wait is named by what it waits for),\n"
-          "ring occupancy counters, and flow arrows from the event that ended a wait to\n"
-          "the wait. Timestamps are virtual time.\n"
+          "Writes the run as a timeline for ui.perfetto.dev: a process per rank, a\n"
+          "track per core (its waits, named by what they wait for) with a track per\n"
+          "pipe under it (MTE2, MTE3, NIC, scalar...: its transfers), flow arrows\n"
+          "from the event that ended a wait to the wait's end, and counters for ring\n"
+          "occupancy, link bandwidth and NIC queue depth. Timestamps are virtual time\n"
+          "in ns.\n"
           "\n"
-          "  --chrome OUT   output file ('-' for standard output)\n"
+          "  --perfetto OUT Perfetto's native protobuf trace: interned strings, packets\n"
+          "                 deflated in bundles as Perfetto's own tracing service does\n"
+          "  --chrome OUT   Chrome trace event JSON (also chrome://tracing)\n"
+          "                 OUT '-' is standard output; a name ending in .gz is gzipped\n"
           "  --from T       only slices that end at or after T; T is virtual time with a\n"
           "  --to T         unit: 10us, 2ms, 1.5ns, 500ps, or plain picoseconds\n"
           "  --ranks LIST   only these ranks, e.g. 0,3-5\n"
@@ -44,6 +51,7 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name, in
 
 int cmd_export(int argc, char **argv) {
     const char *run = NULL, *outpath = NULL;
+    int perfetto = 0;
     ana_export_opts o = {0};
     char err[1024];
     for (int i = 1; i < argc; i++) {
@@ -53,9 +61,15 @@ int cmd_export(int argc, char **argv) {
             export_usage(stdout);
             return 0;
         }
-        if ((v = opt_value(argc, argv, &i, "--chrome", &m)), m) {
+        if ((v = opt_value(argc, argv, &i, "--chrome", &m)), m ||
+            (v = opt_value(argc, argv, &i, "--perfetto", &m)), m) {
             if (!v) goto missing;
+            if (outpath) {
+                fprintf(stderr, "npurr export: give one of --chrome and --perfetto\n");
+                return 2;
+            }
             outpath = v;
+            perfetto = !strncmp(a, "--perfetto", 10);
         } else if ((v = opt_value(argc, argv, &i, "--from", &m)), m) {
             if (!v) goto missing;
             if (ana_parse_time(v, &o.from_ps, err, sizeof err)) {
@@ -88,7 +102,8 @@ int cmd_export(int argc, char **argv) {
         return 2;
     }
     if (!run || !outpath) {
-        if (run && !outpath) fprintf(stderr, "npurr export: --chrome OUT.json is required\n");
+        if (run && !outpath)
+            fprintf(stderr, "npurr export: --perfetto OUT.pftrace or --chrome OUT.json is required\n");
         export_usage(stderr);
         return 2;
     }
@@ -97,32 +112,34 @@ int cmd_export(int argc, char **argv) {
         fprintf(stderr, "npurr export: %s\n", err);
         return 1;
     }
-    int to_stdout = !strcmp(outpath, "-");
-    FILE *out = to_stdout ? stdout : fopen(outpath, "w");
+    /* A .gz file is compressed as a whole: its packets need no bundles. */
+    size_t plen = strlen(outpath);
+    o.raw_packets = plen > 3 && !strcmp(outpath + plen - 3, ".gz");
+    FILE *out = ana_output_open(outpath, err, sizeof err);
     if (!out) {
-        perror(outpath);
+        fprintf(stderr, "npurr export: %s\n", err);
         sqlite3_close(db);
         return 1;
     }
-    static char buf[1 << 20];
-    setvbuf(out, buf, _IOFBF, sizeof buf);
+    int to_stdout = out == stdout;
     ana_export_counts n = {0};
-    int rc = ana_export_chrome(db, &o, out, &n, err, sizeof err);
+    int rc = perfetto ? ana_export_perfetto(db, &o, out, &n, err, sizeof err)
+                      : ana_export_chrome(db, &o, out, &n, err, sizeof err);
     sqlite3_close(db);
-    if (!to_stdout && fclose(out) != 0 && rc == 0) {
-        snprintf(err, sizeof err, "%s: write failed (disk full?)", outpath);
+    char cerr[1024];
+    if (ana_output_close(out, outpath, cerr, sizeof cerr) && rc == 0) {
+        snprintf(err, sizeof err, "%s", cerr);
         rc = -1;
     }
-    if (to_stdout) fflush(stdout);
     if (rc) {
         fprintf(stderr, "npurr export: %s\n", err);
         if (!to_stdout) remove(outpath);
         return 1;
     }
-    fprintf(stderr, "npurr export: wrote %s: %llu slices, %llu async slices, %llu flow arrows, "
-            "%llu counter samples\n",
+    fprintf(stderr, "npurr export: wrote %s: %llu slices, %llu flow arrows, %llu counter "
+            "samples, %llu tracks\n",
             to_stdout ? "standard output" : outpath, (unsigned long long)n.slices,
-            (unsigned long long)n.asyncs, (unsigned long long)n.flows,
-            (unsigned long long)n.counters);
+            (unsigned long long)n.flows, (unsigned long long)n.counters,
+            (unsigned long long)n.tracks);
     return 0;
 }

@@ -21,6 +21,7 @@ static const command commands[] = {
     {"stats", cmd_stats, "stall statistics of a recorded run"},
     {"sql", cmd_sql, "run SQL over a recorded run's index and events"},
     {"export", cmd_export, "write a recorded run as a Chrome/Perfetto timeline"},
+    {"report", cmd_report, "write a recorded run as one HTML page of plots"},
     {"replay", cmd_replay, "re-execute a recorded run and compare every event"},
     {"diff", cmd_diff, "compare two runs of one kernel: time, stalls, link bandwidth"},
     {"hw", cmd_hw, "print every timing parameter: value, unit, what it models, source"},

@@ -666,6 +666,7 @@ static export_summary check_chrome(const char *text, size_t len) {
     assert_int_equal(evs->t, J_ARR);
     xslice *xs = calloc(evs->n + 1, sizeof *xs);
     int64_t *sid = calloc(evs->n + 1, sizeof *sid), *fid = calloc(evs->n + 1, sizeof *fid);
+    int64_t *sts = calloc(evs->n + 1, sizeof *sts);
     int64_t *bid = calloc(evs->n + 1, sizeof *bid), *eid = calloc(evs->n + 1, sizeof *eid);
     size_t nx = 0;
     for (size_t i = 0; i < evs->n; i++) {
@@ -731,9 +732,17 @@ static export_summary check_chrome(const char *text, size_t len) {
             const jnode *id = jget(ev, "id");
             assert_non_null(id);
             jps(ev, "ts");
-            if (ph[0] == 's') sid[sum.s++] = (int64_t)id->num;
-            else {
+            if (ph[0] == 's') {
+                sts[sum.s] = jps(ev, "ts");
+                sid[sum.s++] = (int64_t)id->num;
+            } else {
                 assert_string_equal(jstr(ev, "bp"), "e");
+                /* Perfetto reads flows in time order, file order on ties:
+                 * the start must come first and the end not be earlier. */
+                size_t k = 0;
+                while (k < sum.s && sid[k] != (int64_t)id->num) k++;
+                assert_true(k < sum.s);
+                assert_true(jps(ev, "ts") >= sts[k]);
                 fid[sum.f++] = (int64_t)id->num;
             }
             break;
@@ -791,6 +800,7 @@ static export_summary check_chrome(const char *text, size_t len) {
     free(stack);
     free(xs);
     free(sid);
+    free(sts);
     free(fid);
     free(bid);
     free(eid);

@@ -69,6 +69,7 @@ need = {"X": ["name", "ts", "dur", "pid", "tid"], "b": ["name", "cat", "id", "ts
         "f": ["name", "cat", "id", "ts", "pid", "tid", "bp"], "C": ["name", "ts", "pid", "args"],
         "M": ["name", "pid", "args"]}
 flows, asyncs, slices, named = defaultdict(list), defaultdict(list), defaultdict(list), set()
+starts = {}
 for ev in evs:
     ph = ev["ph"]
     assert ph in need, "unknown phase %r" % ph
@@ -81,8 +82,18 @@ for ev in evs:
         slices[(ev["pid"], ev["tid"])].append((round(ev["ts"] * 1e6), round(ev["dur"] * 1e6)))
     elif ph in "se":
         pass
+    if ph == "s":
+        assert ev["id"] not in flows, "flow %r starts twice" % ev["id"]
+    if ph == "f":
+        # Perfetto reads in time order, file order on ties: the start first,
+        # and the end not before it (else flow_end_without_start).
+        assert flows.get(ev["id"]) == ["s"], "flow %r ends before it starts" % ev["id"]
+        assert ev["ts"] >= starts[ev["id"]], "flow %r ends earlier than it starts" % ev["id"]
     if ph in "sf":
         flows[ev["id"]].append(ph)
+        starts.setdefault(ev["id"], ev["ts"])
+    if ph in "XsfC":
+        assert ev["pid"] >= 1, "pid 0 (Perfetto reserves it): %r" % ev
     if ph in "be":
         asyncs[(ev["cat"], ev["id"])].append((ph, ev["ts"]))
     if ph == "C":
@@ -196,7 +207,7 @@ grep -q '"ph":"s"' "$work/all.json" || fail "no flow arrow"
 grep -q '"process_name".*"rank 1 (node 0)"' "$work/all.json" || fail "process names"
 expect 0 "$npurr" export "$run" --chrome "$work/win.json" --from 1us --to 3us --ranks 0,2-3
 check_chrome "$work/win.json"
-grep -q '"pid":1,' "$work/win.json" && fail "--ranks 0,2-3 exported rank 1"
+grep -q '"pid":2,' "$work/win.json" && fail "--ranks 0,2-3 exported rank 1 (pid 2)"
 [ "$(wc -c < "$work/win.json")" -lt "$(wc -c < "$work/all.json")" ] || fail "window not smaller"
 expect 2 "$npurr" export "$run" --chrome "$work/x.json" --from 10parsecs
 has_err "10parsecs" "bad time"

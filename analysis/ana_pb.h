@@ -1,0 +1,43 @@
+/*
+ * ana_pb.h - the protobuf wire format, as much as the Perfetto export
+ * writes: varints, fixed64, doubles, strings and nested messages, into
+ * growable byte buffers; private to analysis/.
+ *
+ * Why by hand and not protobuf-c: the export writes six message types
+ * (TracePacket, TrackDescriptor with its process/thread/counter parts,
+ * TrackEvent with debug annotations, InternedData) and only ever encodes.
+ * The whole encoder is these few functions; protobuf-c would add a code
+ * generator to the build, generated sources for Perfetto's 400-odd message
+ * types (or a trimmed copy of its schema), a runtime library and a message
+ * object per event that is filled and then packed again. A nested message
+ * is written into its own buffer first and appended with its length, so
+ * every length is exact (no padded varints).
+ */
+#ifndef NPURR_ANA_PB_H
+#define NPURR_ANA_PB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct pb_buf {
+    uint8_t *p;
+    size_t n, cap;
+    int oom;          /* an append failed: the buffer is incomplete */
+} pb_buf;
+
+void pb_reset(pb_buf *b);
+void pb_free(pb_buf *b);
+void pb_raw(pb_buf *b, const void *data, size_t len);
+void pb_varint(pb_buf *b, uint64_t v);
+/* Fields: tag (field << 3 | wire type), then the value. Negative int64s
+ * are written as protobuf does for int64: ten-byte two's complement. */
+void pb_uint(pb_buf *b, uint32_t field, uint64_t v);
+void pb_int(pb_buf *b, uint32_t field, int64_t v);
+void pb_fixed64(pb_buf *b, uint32_t field, uint64_t v);
+void pb_double(pb_buf *b, uint32_t field, double v);
+void pb_bytes(pb_buf *b, uint32_t field, const void *data, size_t len);
+void pb_str(pb_buf *b, uint32_t field, const char *s);
+/* A nested message: tag, length, then inner's bytes. */
+void pb_msg(pb_buf *b, uint32_t field, const pb_buf *inner);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * ana_svg.h - the drawing `npurr report` needs, as inline SVG text in an
+ * HTML page: escaped text, boxes with hover titles, a virtual-time axis,
+ * colour scales; private to analysis/. Plots are drawn by the report's
+ * sections (ana_report.c, ana_waitfor.c) from these pieces.
+ */
+#ifndef NPURR_ANA_SVG_H
+#define NPURR_ANA_SVG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* Text with &, <, >, " escaped (HTML and SVG). */
+void svg_esc(FILE *out, const char *s);
+/* <svg> of w x h with an id and an accessible label; close with svg_close. */
+void svg_open(FILE *out, const char *id, int w, int h, const char *label);
+void svg_close(FILE *out);
+/* A rectangle; title (may be NULL) shows on hover. */
+void svg_rect(FILE *out, double x, double y, double w, double h, const char *fill,
+              const char *title);
+/* Text at (x, y); anchor "start", "middle" or "end"; cls a CSS class or NULL. */
+void svg_text(FILE *out, double x, double y, const char *anchor, const char *cls,
+              const char *text);
+/* A virtual-time axis at y from x0 to x0 + w for [0, end_ps]: about six
+ * ticks at round values, labelled in human units. */
+void svg_time_axis(FILE *out, double x0, double w, double y, uint64_t end_ps);
+/* Colour for v in [0, 1] on a white -> orange -> dark red scale, "#rrggbb". */
+void svg_heat(double v, char buf[8]);
+/* The colour of a wait cause (and "busy"), shared by every plot. */
+const char *svg_cause_color(const char *cause);
+
+#endif

@@ -1,0 +1,89 @@
+/*
+ * cmd_report.c - `npurr report RUN -o report.html`: the run as one
+ * self-contained HTML page of plots (analysis/ana_report.c writes it).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+#include "cli.h"
+
+static void report_usage(FILE *out) {
+    fputs("usage: npurr report RUN -o OUT.html\n"
+          "\n"
+          "Writes the run as one self-contained HTML page (inline SVG, no script, no\n"
+          "network; any browser opens it): the outcome, check and configuration; for\n"
+          "a deadlock or watchdog the wait-for graph (blocked core -> the word it waits\n"
+          "on -> the core that last wrote it), with cycles and dead ends marked; a heat\n"
+          "map of stall share by rank x role and the top stall sites (kernel\n"
+          "file:line); per-rank activity by wait cause on one time axis; occupancy of\n"
+          "the most stalled rings; link and NIC bandwidth over time.\n"
+          "\n"
+          "  -o, --output OUT  the HTML file ('-' for standard output)\n"
+          "  -h, --help        this text\n"
+          "\n"
+          "Exit status: 0 ok, 1 the run or OUT cannot be read/written, 2 usage.\n",
+          out);
+}
+
+int cmd_report(int argc, char **argv) {
+    const char *run = NULL, *outpath = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            report_usage(stdout);
+            return EXIT_DONE;
+        }
+        if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "npurr report: %s needs a value\n", a);
+                return EXIT_USAGE;
+            }
+            outpath = argv[++i];
+        } else if (!strncmp(a, "--output=", 9)) {
+            outpath = a + 9;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "npurr report: unknown option '%s'\n", a);
+            report_usage(stderr);
+            return EXIT_USAGE;
+        } else if (!run) {
+            run = a;
+        } else {
+            fprintf(stderr, "npurr report: unexpected argument '%s'\n", a);
+            return EXIT_USAGE;
+        }
+    }
+    if (!run || !outpath || !*outpath) {
+        if (run) fprintf(stderr, "npurr report: -o OUT.html is required\n");
+        report_usage(stderr);
+        return EXIT_USAGE;
+    }
+    char err[1024];
+    sqlite3 *db = NULL;
+    if (ana_open_derived(run, &db, err, sizeof err)) {
+        fprintf(stderr, "npurr report: %s\n", err);
+        return EXIT_ERROR;
+    }
+    FILE *out = ana_output_open(outpath, err, sizeof err);
+    if (!out) {
+        fprintf(stderr, "npurr report: %s\n", err);
+        sqlite3_close(db);
+        return EXIT_ERROR;
+    }
+    const char *name = strrchr(run, '/');
+    name = name && name[1] ? name + 1 : run;
+    int rc = ana_report_html(db, name, out, err, sizeof err);
+    sqlite3_close(db);
+    char cerr[1024];
+    if (ana_output_close(out, outpath, cerr, sizeof cerr) && rc == 0) {
+        snprintf(err, sizeof err, "%s", cerr);
+        rc = -1;
+    }
+    if (rc) {
+        fprintf(stderr, "npurr report: %s\n", err);
+        if (out != stdout) remove(outpath);
+        return EXIT_ERROR;
+    }
+    if (out != stdout) fprintf(stderr, "npurr report: wrote %s\n", outpath);
+    return EXIT_DONE;
+}
