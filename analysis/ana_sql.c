@@ -2,6 +2,8 @@
  * ana_sql.c - `npurr sql RUN "SELECT ..."`: any SQL over the index, with the
  * `events` virtual table registered on the connection.
  *
+ * Read-only: a statement that would write (INSERT, UPDATE, DELETE, CREATE,
+ * DROP, VACUUM, PRAGMA assignments...) is refused before it runs.
  * Every statement of the text runs in turn; each one that returns columns
  * prints its result set (aligned, or CSV which streams row by row). A
  * SQLite error stops at the failing statement and comes back with SQLite's
@@ -105,6 +107,14 @@ int ana_sql_print(sqlite3 *db, const char *query, int csv, FILE *out, char *err,
         }
         tail = next;
         if (!st) continue;   /* whitespace or a comment */
+        if (!sqlite3_stmt_readonly(st)) {
+            /* The run folder is the source of truth: a query may read it,
+             * never change it (query_only and the authorizer refuse the rest). */
+            ana_err(err, errlen, "read-only: this statement would write, so it is refused: %s",
+                    sqlite3_sql(st));
+            sqlite3_finalize(st);
+            return -1;
+        }
         int rc, oom = 0;
         if (sqlite3_column_count(st) == 0) {
             while ((rc = sqlite3_step(st)) == SQLITE_ROW) {}

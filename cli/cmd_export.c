@@ -93,7 +93,8 @@ int cmd_export(int argc, char **argv) {
         return 2;
     }
     sqlite3 *db = NULL;
-    if (ana_open_derived(run, &db, err, sizeof err)) {
+    ana_source src;
+    if (ana_open_fresh(run, 0, &db, &src, err, sizeof err)) {
         fprintf(stderr, "npurr export: %s\n", err);
         return 1;
     }
@@ -124,5 +125,9 @@ int cmd_export(int argc, char **argv) {
             to_stdout ? "standard output" : outpath, (unsigned long long)n.slices,
             (unsigned long long)n.asyncs, (unsigned long long)n.flows,
             (unsigned long long)n.counters);
+    if (src.partial) {
+        fprintf(stderr, "npurr export: %s\n", src.partial_note);
+        return 1;
+    }
     return 0;
 }

@@ -86,7 +86,8 @@ int cmd_sql(int argc, char **argv) {
     }
     char err[4096];
     sqlite3 *db = NULL;
-    if (ana_open_derived(run, &db, err, sizeof err)) {
+    ana_source src;
+    if (ana_open_fresh(run, ANA_OPEN_QUERY_ONLY, &db, &src, err, sizeof err)) {
         fprintf(stderr, "npurr sql: %s\n", err);
         free(owned);
         return 1;
@@ -97,6 +98,11 @@ int cmd_sql(int argc, char **argv) {
     if (rc) {
         fflush(stdout);
         fprintf(stderr, "npurr sql: %s\n", err);
+        return 1;
+    }
+    if (src.partial) {
+        fflush(stdout);
+        fprintf(stderr, "npurr sql: %s\n", src.partial_note);
         return 1;
     }
     return 0;

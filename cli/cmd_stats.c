@@ -86,7 +86,8 @@ int cmd_stats(int argc, char **argv) {
     }
     char err[1024];
     sqlite3 *db = NULL;
-    if (ana_open_derived(run, &db, err, sizeof err)) {
+    ana_source src;
+    if (ana_open_fresh(run, 0, &db, &src, err, sizeof err)) {
         fprintf(stderr, "npurr stats: %s\n", err);
         return 1;
     }
@@ -107,5 +108,10 @@ int cmd_stats(int argc, char **argv) {
     ana_stall_table_free(&blocked);
     ana_stall_table_print(&t, stdout);
     ana_stall_table_free(&t);
+    if (src.partial) {
+        fflush(stdout);
+        fprintf(stderr, "npurr stats: %s\n", src.partial_note);
+        return 1;
+    }
     return 0;
 }

@@ -146,6 +146,41 @@ int rec_reader_open(const char *run_dir, rec_reader **out, char *err, size_t err
     return 0;
 }
 
+/* Seqs are dense from 1: every chunk must continue exactly where the
+ * previous one ended. A gap is a lost chunk, a step back a duplicated or
+ * reordered one; either way the events are not the run's, so the reader
+ * stops there and says which seqs are at fault. */
+static int check_seqs(rec_reader *r, uint64_t start, size_t n) {
+    if (!n) return 0;
+    uint64_t want = r->complete_seq + 1, first = r->evs[0].seq;
+    char msg[400];
+    if (first > want) {
+        snprintf(msg, sizeof msg,
+                 "the chunk at byte %llu starts at seq %llu but the trace so far ends at seq "
+                 "%llu: events %llu..%llu are missing (a chunk was lost)",
+                 (unsigned long long)start, (unsigned long long)first,
+                 (unsigned long long)want - 1, (unsigned long long)want,
+                 (unsigned long long)first - 1);
+        return fail(r, 0, msg);
+    }
+    if (first < want) {
+        snprintf(msg, sizeof msg,
+                 "the chunk at byte %llu starts at seq %llu, which the trace already had (it "
+                 "ends at seq %llu): chunks are duplicated or out of order",
+                 (unsigned long long)start, (unsigned long long)first,
+                 (unsigned long long)want - 1);
+        return fail(r, 0, msg);
+    }
+    for (size_t i = 1; i < n; i++)
+        if (r->evs[i].seq != r->evs[i - 1].seq + 1) {
+            snprintf(msg, sizeof msg, "the chunk at byte %llu jumps from seq %llu to %llu",
+                     (unsigned long long)start, (unsigned long long)r->evs[i - 1].seq,
+                     (unsigned long long)r->evs[i].seq);
+            return fail(r, 0, msg);
+        }
+    return 0;
+}
+
 int rec_reader_chunk(rec_reader *r, rec_chunk_view *view, const engine_event **evs,
                      rec_chunk_row *row) {
     if (r->failed) return -1;
@@ -156,6 +191,16 @@ int rec_reader_chunk(rec_reader *r, rec_chunk_view *view, const engine_event **e
         rec_cur c = {r->frame.p + 4, r->frame.p + r->frame.len, 0};
         if (rec_kv_decode(&r->trailer, &c)) return fail(r, 0, "the trailer frame is corrupt");
         if (r->off != r->t.size) return fail(r, 0, "unexpected data after the trailer frame");
+        const char *said = rec_kv_get(&r->trailer, "events");
+        if (!said || strtoull(said, NULL, 10) != r->events) {
+            char msg[300];
+            unsigned long long n = said ? strtoull(said, NULL, 10) : 0;
+            snprintf(msg, sizeof msg,
+                     "the trailer says the run had %s events but the chunks hold %llu%s",
+                     said ? said : "(no count of)", (unsigned long long)r->events,
+                     said && n > r->events ? ": the chunks holding the rest are missing" : "");
+            return fail(r, 0, msg);
+        }
         r->ended = 1;
         return 0;
     }
@@ -174,6 +219,7 @@ int rec_reader_chunk(rec_reader *r, rec_chunk_view *view, const engine_event **e
                  (unsigned long long)start);
         return fail(r, 0, msg);
     }
+    if (check_seqs(r, start, view->n)) return -1;
     rec_chunk_summarize(r->evs, view->n, row);
     row->offset = start;
     row->compressed_bytes = r->off - start;

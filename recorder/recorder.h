@@ -96,6 +96,23 @@ int rec_reindex(const char *run_dir, char *err, size_t errlen);
  * index is stale (err says why and how far the trace is complete). */
 int rec_info(const char *run_dir, FILE *out, char *err, size_t errlen);
 
+/* Which exact trace file an index was built from: its size, its complete
+ * zstd frames and a hash of every byte. Stored in meta trace_fingerprint
+ * (as rec_fingerprint_format prints it) by the recorder and by reindex;
+ * analysis stamps the same text on what it derives. */
+typedef struct rec_fingerprint {
+    uint64_t bytes, frames, hash;
+} rec_fingerprint;
+int rec_trace_fingerprint(const char *trace_path, rec_fingerprint *fp, char *err, size_t errlen);
+void rec_fingerprint_format(const rec_fingerprint *fp, char *out, size_t len);
+/* 0 when db (RUN/index.db) was built from RUN/trace.zst as it is now; -1
+ * with err naming both fingerprints and the fix (`npurr reindex RUN`) when
+ * the index belongs to another run or the trace changed since. fp_out (may
+ * be NULL) receives the trace's fingerprint text. Every command that reads
+ * an index calls it first. */
+int rec_index_matches_trace(sqlite3 *db, const char *run_dir, char *fp_out, size_t fp_len,
+                            char *err, size_t errlen);
+
 /* Sequential reader (replay, reindex). */
 typedef struct rec_reader rec_reader;
 int rec_reader_open(const char *run_dir, rec_reader **out, char *err, size_t errlen);
