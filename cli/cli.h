@@ -47,6 +47,12 @@ void run_options_help(FILE *out, const kernel_desc *k, int allow);
 /* The list of kernels with their summaries. */
 void run_options_list_kernels(FILE *out);
 
+/* 0 if a command reading run_dir may write out (option names it in the
+ * message): not inside the run folder, not a hard link to its files, not a
+ * directory; "-" (stdout) is always fine. -1 with err: a usage error. */
+int cli_output_check(const char *run_dir, const char *out, const char *option, char *err,
+                     size_t errlen);
+
 /* Joins argv with POSIX shell quoting (for meta command_line); malloc'd. */
 char *shell_join(int argc, char **argv);
 /* Splits a shell_join result back into words; *argv_out and its strings are

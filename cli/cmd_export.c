@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "cli.h"
 
 static void export_usage(FILE *out) {
     fputs("usage: npurr export RUN --chrome OUT.json [--from T] [--to T] [--ranks LIST]\n"
@@ -91,6 +92,19 @@ int cmd_export(int argc, char **argv) {
         if (run && !outpath) fprintf(stderr, "npurr export: --chrome OUT.json is required\n");
         export_usage(stderr);
         return 2;
+    }
+    if (cli_output_check(run, outpath, "--chrome", err, sizeof err)) {
+        fprintf(stderr, "npurr export: %s\n", err);
+        return 2;
+    }
+    if (o.ranks) {
+        /* The syntax is checked before anything is derived; whether the
+         * ranks exist, once the run is open. */
+        static uint8_t any[(1u << 16) / 8];
+        if (ana_parse_ranks(o.ranks, any, 1u << 16, err, sizeof err)) {
+            fprintf(stderr, "npurr export: --ranks: %s\n", err);
+            return 2;
+        }
     }
     sqlite3 *db = NULL;
     ana_source src;
