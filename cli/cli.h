@@ -33,6 +33,7 @@ typedef struct run_options {
     const char *out_dir;      /* -o RUN */
     const char *hw_file;
     int no_trace;
+    int force;                /* --force: -o may replace an existing run */
     int quiet;
     int help;
 } run_options;

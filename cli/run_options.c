@@ -26,6 +26,7 @@ static const struct {
     {"--hw", "FILE", 0, "timing parameters as key=value lines (keys: README, Timing model)"},
     {"--watchdog-us", "US", 0, "stop when virtual time passes US microseconds (default 10000000)"},
     {"-o", "RUN", RUN_OPT_OUTPUT, "run folder to write (trace.zst, index.db)"},
+    {"--force", NULL, RUN_OPT_OUTPUT, "let -o replace an existing run (once the new one is complete)"},
     {"--no-trace", NULL, RUN_OPT_NO_TRACE, "emulate without recording (overhead measurements)"},
     {"--quiet", NULL, 0, "print only the final summary"},
 };
@@ -107,6 +108,7 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
         long long n;
         if (strcmp(a, "--no-trace") == 0 && (allow & RUN_OPT_NO_TRACE)) { ro->no_trace = 1; continue; }
         if (strcmp(a, "--quiet") == 0) { ro->quiet = 1; continue; }
+        if (strcmp(a, "--force") == 0 && (allow & RUN_OPT_OUTPUT)) { ro->force = 1; continue; }
         if (strncmp(a, "-", 1) != 0) {
             snprintf(err, errlen, "unexpected argument '%s'", a);
             return EXIT_USAGE;
