@@ -54,6 +54,13 @@ void run_options_list_kernels(FILE *out);
 int cli_output_check(const char *run_dir, const char *out, const char *option, char *err,
                      size_t errlen);
 
+/* Before an engine or plan is built: the kernel's options validated
+ * against the topology and its memory estimate (kernel_estimate_memory)
+ * against the machine's available memory; host_only compares only the
+ * host-side plan (what `layout` allocates). -1 with err naming the options
+ * and both sizes: a usage error. */
+int cli_memory_check(const run_options *ro, int host_only, char *err, size_t errlen);
+
 /* Joins argv with POSIX shell quoting (for meta command_line); malloc'd. */
 char *shell_join(int argc, char **argv);
 /* Splits a shell_join result back into words; *argv_out and its strings are

@@ -19,6 +19,10 @@ int cmd_layout(int argc, char **argv) {
         run_options_help(stdout, ro.kernel, 0);
         return EXIT_DONE;
     }
+    if (cli_memory_check(&ro, 1, err, sizeof err)) {
+        fprintf(stderr, "npurr layout: %s\n", err);
+        return EXIT_USAGE;
+    }
     if (!ro.kernel->layout) {
         fprintf(stderr, "npurr layout: -k %s has no layout report\n", ro.kernel->name);
         return EXIT_ERROR;

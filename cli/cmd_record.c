@@ -188,6 +188,10 @@ int cmd_record(int argc, char **argv) {
         fprintf(stderr, "npurr record: %s\n", err);
         return EXIT_USAGE;
     }
+    if (cli_memory_check(&ro, 0, err, sizeof err)) {
+        fprintf(stderr, "npurr record: %s\n", err);
+        return EXIT_USAGE;
+    }
     engine *e = NULL;
     if (engine_create(&ro.config, &e, err, sizeof err) != ENGINE_OK) {
         fprintf(stderr, "npurr record: %s\n", err);
