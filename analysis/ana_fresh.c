@@ -223,8 +223,9 @@ int ana_ensure_fresh(const char *run_dir, ana_source *src, char *err, size_t err
     sqlite3 *db = NULL;
     if (open_ro(index, &db, err, errlen)) return -1;
     if (!ana_has_table(db, "meta")) {
-        ana_err(err, errlen, "%s is not an npurr index (no meta table: %s); run `npurr reindex "
-                "%s`", index, sqlite3_errmsg(db), run_dir);
+        rec_index_unreadable(run_dir, sqlite3_errcode(db) != SQLITE_OK ? sqlite3_errmsg(db)
+                                                                        : "no meta table",
+                             err, errlen);
         sqlite3_close(db);
         return -1;
     }

@@ -24,7 +24,7 @@ static const struct {
     {"--seed", "S", 0, "scheduler seed: permutes ties between cores (default 0)"},
     {"--jitter", "F", 0, "seeded +-F fraction on transfer durations, 0..0.5 (default 0)"},
     {"--hw", "FILE", 0, "timing parameters as key=value lines (keys: README, Timing model)"},
-    {"--watchdog-us", "US", 0, "stop when virtual time passes US microseconds (default 10000000)"},
+    {"--watchdog-us", "US", 0, "stop when virtual time passes US microseconds (default 10000000; 0 turns the watchdog off)"},
     {"-o", "RUN", RUN_OPT_OUTPUT, "run folder to write (trace.zst, index.db)"},
     {"--force", NULL, RUN_OPT_OUTPUT, "let -o replace an existing run (once the new one is complete)"},
     {"--no-trace", NULL, RUN_OPT_NO_TRACE, "emulate without recording (overhead measurements)"},
@@ -146,7 +146,7 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
             ro->config.jitter = j;
         } else if (strcmp(a, "--hw") == 0) {
             ro->hw_file = v;
-            if (engine_hw_load(&ro->config.hw, v, err, errlen) != ENGINE_OK) return EXIT_ERROR;
+            if (engine_hw_load(&ro->config.hw, v, err, errlen) != ENGINE_OK) return EXIT_USAGE;
         } else if (strcmp(a, "--watchdog-us") == 0) {
             if (parse_int(a, v, 0, 1000000000000LL, &n, err, errlen)) return EXIT_USAGE;
             ro->config.watchdog_ps = (uint64_t)n * 1000000ULL;

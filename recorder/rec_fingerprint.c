@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "recorder/rec_internal.h"
 
@@ -108,4 +109,19 @@ int rec_index_matches_trace(sqlite3 *db, const char *run_dir, char *fp_out, size
         return -1;
     }
     return 0;
+}
+
+void rec_index_unreadable(const char *run_dir, const char *sqlite_msg, char *err, size_t errlen) {
+    char journal[4200];
+    struct stat st;
+    if (rec_path(journal, sizeof journal, run_dir, "index.db-journal") == 0 &&
+        stat(journal, &st) == 0)
+        snprintf(err, errlen,
+                 "%s/index.db cannot be read (%s) because of %s, a rollback journal left by an "
+                 "interrupted write (or a file that only has its name): SQLite must roll it back "
+                 "before anyone reads the index. If it is not SQLite's, remove it and run "
+                 "`npurr reindex %s`", run_dir, sqlite_msg, journal, run_dir);
+    else
+        snprintf(err, errlen, "%s/index.db is not an npurr index (%s); run `npurr reindex %s`",
+                 run_dir, sqlite_msg, run_dir);
 }

@@ -128,7 +128,7 @@ int rec_info(const char *run_dir, FILE *out, char *err, size_t errlen) {
     rec_kv m = {0};
     sqlite3_stmt *q;
     if (sqlite3_prepare_v2(db, "SELECT key, value FROM meta", -1, &q, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "%s is not an npurr index: %s", index, sqlite3_errmsg(db));
+        rec_index_unreadable(run_dir, sqlite3_errmsg(db), err, errlen);
         sqlite3_close(db);
         return -1;
     }

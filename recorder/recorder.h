@@ -113,6 +113,11 @@ void rec_fingerprint_format(const rec_fingerprint *fp, char *out, size_t len);
 int rec_index_matches_trace(sqlite3 *db, const char *run_dir, char *fp_out, size_t fp_len,
                             char *err, size_t errlen);
 
+/* The message for an index SQLite cannot read (sqlite_msg): names a
+ * leftover index.db-journal when there is one (a rollback journal SQLite
+ * must apply first, or garbage), else says the index is not npurr's. */
+void rec_index_unreadable(const char *run_dir, const char *sqlite_msg, char *err, size_t errlen);
+
 /* Sequential reader (replay, reindex). */
 typedef struct rec_reader rec_reader;
 int rec_reader_open(const char *run_dir, rec_reader **out, char *err, size_t errlen);
