@@ -102,7 +102,11 @@ int ana_sql_print(sqlite3 *db, const char *query, int csv, FILE *out, char *err,
         sqlite3_stmt *st = NULL;
         const char *next = NULL;
         if (sqlite3_prepare_v2(db, tail, -1, &st, &next) != SQLITE_OK) {
-            ana_err(err, errlen, "%s\n  in query: %s", sqlite3_errmsg(db), query);
+            ana_err(err, errlen, "%s\n  in query: %s",
+                    sqlite3_errcode(db) == SQLITE_AUTH
+                        ? "read-only: ATTACH, DETACH and PRAGMA assignments are refused"
+                        : sqlite3_errmsg(db),
+                    query);
             return -1;
         }
         tail = next;
