@@ -33,6 +33,11 @@ struct rec_reader {
     char errmsg[4600];
     char **strings;
     size_t nstrings;
+    /* Declared objects and sites by id (replay compares them with its own). */
+    engine_object *objects;
+    size_t nobjects;
+    rec_site_decl *sites;
+    size_t nsites;
 };
 
 static void reader_string(void *ctx, uint32_t id, const char *text, size_t len) {
@@ -52,6 +57,36 @@ static void reader_string(void *ctx, uint32_t id, const char *text, size_t len) 
         memcpy(r->strings[id], text, len);
         r->strings[id][len] = 0;
     }
+}
+
+/* Grows *arr (elem bytes each, *n of them) to hold index id. */
+static int grow(void **arr, size_t *n, size_t elem, uint32_t id) {
+    if (id < *n) return 0;
+    size_t cap = *n ? *n : 64;
+    while (cap <= id) cap *= 2;
+    void *p = realloc(*arr, cap * elem);
+    if (!p) return -1;
+    memset((char *)p + *n * elem, 0, (cap - *n) * elem);
+    *arr = p;
+    *n = cap;
+    return 0;
+}
+
+static void reader_object(void *ctx, const engine_object *o) {
+    rec_reader *r = ctx;
+    if (grow((void **)&r->objects, &r->nobjects, sizeof *r->objects, o->id) == 0)
+        r->objects[o->id] = *o;
+}
+
+static void reader_site(void *ctx, uint32_t id, int line, const char *file, size_t file_len,
+                        const char *func, size_t func_len) {
+    rec_reader *r = ctx;
+    if (grow((void **)&r->sites, &r->nsites, sizeof *r->sites, id)) return;
+    rec_site_decl *s = &r->sites[id];
+    s->declared = 1;
+    s->line = line;
+    snprintf(s->file, sizeof s->file, "%.*s", (int)file_len, file);
+    snprintf(s->func, sizeof s->func, "%.*s", (int)func_len, func);
 }
 
 static int fail(rec_reader *r, int truncated, const char *msg) {
@@ -212,7 +247,7 @@ int rec_reader_chunk(rec_reader *r, rec_chunk_view *view, const engine_event **e
                  derr);
         return fail(r, 0, msg);
     }
-    rec_decl_sink sink = {r, reader_string, NULL, NULL};
+    rec_decl_sink sink = {r, reader_string, reader_site, reader_object};
     if (rec_decl_decode(view->decls, view->decl_len, &sink)) {
         char msg[128];
         snprintf(msg, sizeof msg, "corrupt declarations in the chunk at byte %llu",
@@ -265,6 +300,20 @@ const char *rec_reader_string(rec_reader *r, uint32_t id) {
     return id < r->nstrings ? r->strings[id] : NULL;
 }
 
+const engine_object *rec_reader_object(rec_reader *r, uint32_t id) {
+    return id && id < r->nobjects && r->objects[id].id == id ? &r->objects[id] : NULL;
+}
+
+const rec_site_decl *rec_reader_site(rec_reader *r, uint32_t id) {
+    return id < r->nsites && r->sites[id].declared ? &r->sites[id] : NULL;
+}
+
+uint32_t rec_reader_decl_bound(const rec_reader *r) {
+    size_t n = r->nstrings > r->nobjects ? r->nstrings : r->nobjects;
+    if (r->nsites > n) n = r->nsites;
+    return (uint32_t)n;
+}
+
 void rec_reader_close(rec_reader *r) {
     if (!r) return;
     if (r->t.fd >= 0 || r->t.base) rec_trace_unmap(&r->t);
@@ -276,5 +325,28 @@ void rec_reader_close(rec_reader *r) {
     rec_kv_free(&r->trailer);
     for (size_t i = 0; i < r->nstrings; i++) free(r->strings[i]);
     free(r->strings);
+    free(r->objects);
+    free(r->sites);
     free(r);
+}
+
+int rec_reader_header_matches(rec_reader *r, const rec_run_info *info, char *what, size_t len) {
+    rec_kv mine = {0};
+    char err[256];
+    if (rec_meta_from_info(&mine, info, err, sizeof err)) {
+        snprintf(what, len, "%s", err);
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < mine.n && !rc; i++) {
+        if (!strcmp(mine.keys[i], "npurr_version")) continue;
+        const char *rec = rec_kv_get(&r->header, mine.keys[i]);
+        if (!rec || strcmp(rec, mine.values[i]) != 0) {
+            snprintf(what, len, "header %s: recorded '%s', the replayed run has '%s'",
+                     mine.keys[i], rec ? rec : "(missing)", mine.values[i]);
+            rc = -1;
+        }
+    }
+    rec_kv_free(&mine);
+    return rc;
 }

@@ -134,6 +134,19 @@ uint64_t rec_reader_complete_seq(const rec_reader *r);
 /* Text of a string declared so far in the trace (role names, fault
  * messages), NULL if unknown. */
 const char *rec_reader_string(rec_reader *r, uint32_t id);
+/* Objects and call sites declared so far in the trace, by id (NULL if
+ * none); replay compares them with the ones the replayed run declares. */
+typedef struct rec_site_decl {
+    int declared, line;
+    char file[256], func[128];
+} rec_site_decl;
+const engine_object *rec_reader_object(rec_reader *r, uint32_t id);
+const rec_site_decl *rec_reader_site(rec_reader *r, uint32_t id);
+/* Ids of strings, objects and sites declared so far are all below this. */
+uint32_t rec_reader_decl_bound(const rec_reader *r);
+/* 0 when the trace's header meta equals what info would record (every key
+ * but npurr_version); -1 with what naming the first key that differs. */
+int rec_reader_header_matches(rec_reader *r, const rec_run_info *info, char *what, size_t len);
 /* Why the last rec_reader_next returned -1 ("" otherwise). */
 const char *rec_reader_error(const rec_reader *r);
 void rec_reader_close(rec_reader *r);
