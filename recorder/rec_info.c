@@ -205,11 +205,11 @@ int rec_info(const char *run_dir, FILE *out, char *err, size_t errlen) {
             sizeof(engine_event));
 
     int status = 0;
-    if (strcmp(outcome, "truncated") == 0) {
-        if (snprintf(err, errlen, "%s/trace.zst is truncated: %s", run_dir, omsg) < 0) err[0] = 0;
-        status = 1;
-    } else if (mismatch[0]) {
+    if (mismatch[0]) {
         snprintf(err, errlen, "%s", mismatch);
+        status = 1;
+    } else if (strcmp(outcome, "truncated") == 0) {
+        if (snprintf(err, errlen, "%s/trace.zst is truncated: %s", run_dir, omsg) < 0) err[0] = 0;
         status = 1;
     } else if (gap[0]) {
         snprintf(err, errlen, "%s/index.db: %s; run `npurr reindex %s`", run_dir, gap, run_dir);

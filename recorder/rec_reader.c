@@ -192,7 +192,8 @@ static int check_seqs(rec_reader *r, uint64_t start, size_t n) {
     if (first > want) {
         snprintf(msg, sizeof msg,
                  "the chunk at byte %llu starts at seq %llu but the trace so far ends at seq "
-                 "%llu: events %llu..%llu are missing (a chunk was lost)",
+                 "%llu: events %llu..%llu are missing here (a chunk was lost, or chunks are out of "
+                 "order)",
                  (unsigned long long)start, (unsigned long long)first,
                  (unsigned long long)want - 1, (unsigned long long)want,
                  (unsigned long long)first - 1);
