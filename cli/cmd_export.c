@@ -25,7 +25,10 @@ static void export_usage(FILE *out) {
           "  --ranks LIST   only these ranks, e.g. 0,3-5\n"
           "  -h, --help     this text\n"
           "\n"
-          "Exit status: 0 ok, 1 the run or OUT cannot be read/written, 2 usage.\n",
+          "OUT may not be inside RUN (whose files are the run itself).\n"
+          "\n"
+          "Exit status: 0 ok, 1 the run or OUT cannot be read/written, or the run is\n"
+          "damaged or truncated, 2 usage (also OUT inside RUN, a malformed --ranks).\n",
           out);
 }
 

@@ -17,12 +17,15 @@ static void sql_usage(FILE *out) {
           "kind decode only the chunks they touch). Prints each result set as an aligned\n"
           "table, or as CSV with --csv. Tables, views and example queries: README.md (SQL over a run);\n"
           "`sqlite3 RUN/index.db` works too for everything but `events`.\n"
+          "Read-only: a statement that would write (INSERT, UPDATE, DELETE, CREATE, DROP,\n"
+          "VACUUM, PRAGMA x = y, ATTACH...) is refused. A run you cannot write gets its\n"
+          "analysis tables derived into your own cache (README: SQL over a run).\n"
           "\n"
           "  --csv        CSV (RFC 4180) instead of an aligned table; streams large results\n"
           "  -h, --help   this text\n"
           "\n"
-          "Exit status: 0 ok, 1 SQL error (printed with the query) or unreadable run,\n"
-          "2 usage.\n",
+          "Exit status: 0 ok, 1 SQL error (printed with the query), a refused write, an\n"
+          "unreadable, damaged or truncated run, 2 usage.\n",
           out);
 }
 

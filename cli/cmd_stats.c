@@ -30,7 +30,8 @@ static void stats_usage(FILE *out) {
           "  --top N       only the N largest groups\n"
           "  -h, --help    this text\n"
           "\n"
-          "Exit status: 0 ok, 1 the run cannot be read, 2 usage.\n",
+          "Exit status: 0 ok, 1 the run cannot be read, is damaged, or its trace is\n"
+          "truncated (the table is printed with a warning), 2 usage.\n",
           out);
 }
 
