@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -205,10 +206,57 @@ static void test_mutated_headers(void **s) {
     printf("npy fuzz: %d mutated headers, %d accepted, %d refused\n", ROUNDS, accepted, refused);
 }
 
+/* Writes dict's header and data_bytes of little-endian int32 data to path:
+ * rows [0, 1], [0, 1], ... (distinct experts, as a top-2 routing needs). */
+static void write_file(const char *path, const char *dict, size_t data_bytes) {
+    unsigned char buf[1024];
+    size_t n = make_header(buf, sizeof buf, dict, 1);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, n, f), n);
+    for (size_t i = 0; i < data_bytes; i++) fputc(i % 4 == 0 ? (int)(i / 4 % 2) : 0, f);
+    fclose(f);
+}
+
+static int generate(const char *path, int ranks, int tokens, char *err, size_t errlen) {
+    char text[300];
+    snprintf(text, sizeof text, "npy:%s", path);
+    routing_spec spec;
+    if (routing_parse(text, &spec, err, errlen)) return -1;
+    routing_shape sh = {.num_ranks = ranks, .nodes = 1, .npus_per_node = ranks, .experts = 8,
+                        .topk = 2};
+    int32_t ids[64];
+    float w[64];
+    return routing_generate(&spec, &sh, 1, 0, tokens, ids, w, err, errlen);
+}
+
+/* Whole files: exactly the rows the run needs, exactly the bytes the
+ * header announces. */
+static void test_files(void **s) {
+    (void)s;
+    char dir[] = "/tmp/npurr_npyfuzz_XXXXXX", path[200], err[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/r.npy", dir);
+    const char *two = "{'descr': '<i4', 'fortran_order': False, 'shape': (8, 2), }";
+    write_file(path, two, 8 * 2 * 4);
+    assert_int_equal(generate(path, 2, 4, err, sizeof err), 0);    /* 2 ranks x 4 tokens */
+    assert_int_equal(generate(path, 2, 3, err, sizeof err), -1);   /* 6 of 8 rows: not exact */
+    assert_non_null(strstr(err, "need exactly 6"));
+    write_file(path, two, 8 * 2 * 4 - 1);                         /* data one byte short */
+    assert_int_equal(generate(path, 2, 4, err, sizeof err), -1);
+    assert_non_null(strstr(err, "announces"));
+    write_file(path, "{'descr': '<i4', 'fortran_order': False, 'shape': (8, 2, 1), }", 64);
+    assert_int_equal(generate(path, 2, 4, err, sizeof err), -1);
+    assert_non_null(strstr(err, "2-D"));
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exact_cases),
         cmocka_unit_test(test_mutated_headers),
+        cmocka_unit_test(test_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

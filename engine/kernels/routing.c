@@ -578,6 +578,21 @@ int routing_parse(const char *text, routing_spec *out, char *err, size_t errlen)
 int routing_generate(const routing_spec *spec, const routing_shape *shape, uint64_t seed,
                      int rank, int tokens, int32_t *expert_ids, float *topk_weights, char *err,
                      size_t errlen) {
+    /* One file for every rank, each with the same token count: it must
+     * hold exactly ranks x tokens rows, not merely enough of them. */
+    if (spec->kind >= 0 && spec->kind < N_KINDS && kinds[spec->kind].generate_rows == gen_npy &&
+        !strstr(spec->arg, "{rank}") && rank == 0) {
+        int64_t rows, cols;
+        int per_rank;
+        if (routing_npy_shape(spec, 0, &rows, &cols, &per_rank, err, errlen)) return -1;
+        if (rows != (int64_t)shape->num_ranks * tokens) {
+            snprintf(err, errlen,
+                     "--routing %s: the file has %lld rows but %d ranks x --tokens %d need "
+                     "exactly %lld", spec->text, (long long)rows, shape->num_ranks, tokens,
+                     (long long)shape->num_ranks * tokens);
+            return -1;
+        }
+    }
     return routing_generate_at(spec, shape, seed, rank, (int64_t)rank * tokens, tokens, expert_ids,
                                topk_weights, err, errlen);
 }
