@@ -70,6 +70,21 @@ expect 0 "$npurr" info "$work/run"; has "--rounds 2"
 trace_sum=$(sum_of "$work/run/trace.zst")
 index_sum=$(sum_of "$work/run/index.db")
 
+# --- "disk full" while recording with --force (a 200 KiB file size limit:
+# writes fail with EFBIG): exit 1 naming the file, the old run untouched,
+# the partial recording kept in its hidden folder and readable
+(trap '' XFSZ; ulimit -f 200; exec "$npurr" record -k fullmesh-dispatch-combine --tokens 64 \
+    --rounds 4 -o "$work/run" --force --quiet) >"$work/out" 2>&1
+code=$?
+[ $code = 1 ] || { cat "$work/out"; fail "record on a full disk exited $code, expected 1"; }
+has "write failed"; has "the partial recording is in"
+[ "$(sum_of "$work/run/trace.zst")" = "$trace_sum" ] || fail "disk full: trace.zst changed"
+[ "$(sum_of "$work/run/index.db")" = "$index_sum" ] || fail "disk full: index.db changed"
+partial=$(ls -d "$work"/.run.recording.* | head -1)
+[ -n "$partial" ] || fail "disk full: no partial recording kept"
+expect 1 "$npurr" reindex "$partial"; has "truncated"
+rm -rf "$partial"
+
 # --- kill -9 during a record with --force: the old run is untouched, the
 # new one's trace is readable up to its last complete chunk
 "$npurr" record -k combine-sender --tokens 8192 --hidden 256 --topk 8 -o "$work/run" --force \
