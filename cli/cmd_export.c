@@ -115,6 +115,23 @@ int cmd_export(int argc, char **argv) {
         fprintf(stderr, "npurr export: %s\n", err);
         return 1;
     }
+    if (o.ranks) {
+        /* Ranks the run does not have are a usage error too. */
+        sqlite3_stmt *st = NULL;
+        long long ranks = 0;
+        if (sqlite3_prepare_v2(db, "SELECT (SELECT value FROM meta WHERE key = 'config.nodes') *"
+                               " (SELECT value FROM meta WHERE key = 'config.npus_per_node')",
+                               -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+            ranks = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        static uint8_t have[(1u << 16) / 8];
+        if (ranks > 0 && ranks <= (1 << 16) &&
+            ana_parse_ranks(o.ranks, have, (size_t)ranks, err, sizeof err)) {
+            fprintf(stderr, "npurr export: --ranks: %s\n", err);
+            sqlite3_close(db);
+            return 2;
+        }
+    }
     int to_stdout = !strcmp(outpath, "-");
     FILE *out = to_stdout ? stdout : fopen(outpath, "w");
     if (!out) {

@@ -50,4 +50,6 @@ expect 2 "$npurr" export "$work/run" --ranks 5-3 --chrome "$work/t.json"; has "5
 grep -q "deriving" "$work/out" && fail "export derived the tables before refusing --ranks"
 expect 0 "$npurr" sql "$work/run" "SELECT 1"   # derives here, not before
 has "deriving"
+expect 2 "$npurr" export "$work/run" --ranks 0,99 --chrome "$work/t.json"; has "rank 99"
+[ -e "$work/t.json" ] && fail "export with a rank the run lacks wrote a file"
 echo "reliability_limits: all checks passed"
