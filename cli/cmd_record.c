@@ -11,7 +11,11 @@
  *
  * Nothing is lost on Ctrl-C or a kernel fault: the signal only asks the
  * engine to stop at the next event, and every ending goes through the same
- * rec_close, which writes the outcome into the trailer and the index.
+ * rec_close, which writes the outcome into the trailer and the index. The
+ * run is written into a hidden folder next to -o and renamed into place at
+ * the end (run_folder.c), after the options and the memory they imply were
+ * checked (memory_check.c): a refused, failed, killed or concurrent record
+ * never touches an existing run.
  */
 #include "cli.h"
 
