@@ -48,6 +48,8 @@ for cut in 7 $first_off $((first_off + first_len / 2)) $((first_off + first_len)
     expect 1 "$npurr" stats "$work/t"; has "warning"; has "truncated"
     expect 1 "$npurr" replay "$work/t"
     # the original trace back: the truncated tables are not served for it
+    # (once: the same for every cut)
+    [ "$cut" = $((first_off + first_len / 2)) ] || continue
     cp "$work/good/trace.zst" "$work/t/trace.zst"
     readers_refuse "$work/t" "restored after a cut at $cut"
     expect 0 "$npurr" reindex "$work/t"
@@ -58,7 +60,7 @@ done
 # --- random byte flips (seeded): reindex names the frame's byte, or the
 # flip changed nothing the frames carry and replay reproduces every event
 RANDOM=12
-for i in $(seq 1 8); do
+for i in $(seq 1 6); do
     rm -rf "$work/f"; cp -r "$work/good" "$work/f"
     at=$((RANDOM * 32768 + RANDOM)); at=$((at % size))
     python3 - "$work/f/trace.zst" "$at" <<'PY'
