@@ -94,6 +94,16 @@ expect 1 "$npurr" replay "$work/swap"
 cut_frames "$work/good" "$work/dup" "0 1 1 2 3"
 expect 1 "$npurr" reindex "$work/dup"; has "duplicated"
 
+# --- an index whose chunk list lost a row (the trace is intact): info says
+# which events the index does not cover
+rm -rf "$work/hole"; cp -r "$work/good" "$work/hole"
+python3 - "$work/hole/index.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("DELETE FROM chunks WHERE first_seq = 65537"); db.commit()
+PY
+expect 1 "$npurr" info "$work/hole"; has "events 65537..131072 are missing"
+
 # --- an index from another run
 rm -rf "$work/mix"; cp -r "$work/good" "$work/mix"
 cp "$work/other/index.db" "$work/mix/index.db"
