@@ -2,9 +2,10 @@
  * ana_db.c - opening a run's index and the small SQLite helpers the rest of
  * the analysis shares.
  *
- * ana_open is what `stats`, `sql` and `export` start from: RUN/index.db
- * read-write (derive writes into it; queries may create temp tables) with
- * the recorder's `events` virtual table registered on the connection.
+ * ana_open is what derivation starts from: RUN/index.db read-write, once
+ * it is known to be the index of RUN/trace.zst, with the recorder's
+ * `events` virtual table registered on the connection. Readers start from
+ * ana_ensure_fresh (ana_fresh.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -132,7 +133,8 @@ int ana_open(const char *run_dir, sqlite3 **out, char *err, size_t errlen) {
         return -1;
     }
     sqlite3_busy_timeout(db, 5000);
-    if (rec_register_events_vtab(db, run_dir, err, errlen) != 0) {
+    if (rec_index_matches_trace(db, run_dir, NULL, 0, err, errlen) != 0 ||
+        rec_register_events_vtab(db, run_dir, err, errlen) != 0) {
         sqlite3_close(db);
         return -1;
     }

@@ -80,17 +80,22 @@ static int derive_steps(sqlite3 *db, const ana_run *run, const char *dir, char *
 }
 
 int ana_derive_db(sqlite3 *db, char *err, size_t errlen) {
-    ana_run run;
     char dir[4096];
-    if (ana_run_load(db, &run, err, errlen) || run_dir_of(db, dir, sizeof dir, err, errlen))
-        return -1;
+    if (run_dir_of(db, dir, sizeof dir, err, errlen)) return -1;
+    return ana_derive_db_from(db, dir, err, errlen);
+}
+
+int ana_derive_db_from(sqlite3 *db, const char *dir, char *err, size_t errlen) {
+    ana_run run;
+    if (ana_run_load(db, &run, err, errlen)) return -1;
     char journal[32], sync[32];
     pragma_text(db, "PRAGMA journal_mode", journal, sizeof journal);
     pragma_text(db, "PRAGMA synchronous", sync, sizeof sync);
     sqlite3_exec(db, "PRAGMA cache_size = -65536; PRAGMA journal_mode = OFF;"
                  " PRAGMA synchronous = OFF", NULL, NULL, NULL);
     int rc = ana_exec(db, "BEGIN IMMEDIATE;"
-                      "DELETE FROM meta WHERE key = 'analysis.version';", err, errlen);
+                      "DELETE FROM meta WHERE key IN ('analysis.version', 'analysis.trace_fingerprint');",
+                      err, errlen);
     if (!rc) rc = derive_steps(db, &run, dir, err, errlen);
     if (!rc) {
         char meta[160];
@@ -98,6 +103,11 @@ int ana_derive_db(sqlite3 *db, char *err, size_t errlen) {
                  "INSERT OR REPLACE INTO meta(key, value) VALUES ('analysis.version', '%d')",
                  ANA_VERSION);
         rc = ana_exec(db, meta, err, errlen);
+        /* Provenance: these tables are of the trace the index describes. */
+        if (!rc)
+            rc = ana_exec(db, "INSERT OR REPLACE INTO meta(key, value) SELECT "
+                          "'analysis.trace_fingerprint', value FROM meta "
+                          "WHERE key = 'trace_fingerprint'", err, errlen);
     }
     /* Without a journal there is nothing to roll back to: commit what was
      * written, which lacks analysis.version if a step failed. */
@@ -131,21 +141,5 @@ int ana_derive(const char *run_dir, char *err, size_t errlen) {
 }
 
 int ana_open_derived(const char *run_dir, sqlite3 **db, char *err, size_t errlen) {
-    if (ana_open(run_dir, db, err, errlen)) return -1;
-    static const char *const tables[] = {"cores", "wait_groups", "wait_labels", "word_writes",
-                                         "wake_events", "ring_counters", "link_bytes",
-                                         "last_writers", "stall_summary", "ring_occupancy"};
-    int complete = ana_meta_i64(*db, "analysis.version", 0) == ANA_VERSION;
-    for (size_t i = 0; complete && i < sizeof tables / sizeof tables[0]; i++)
-        complete = ana_has_table(*db, tables[i]);
-    if (complete) return 0;
-    /* Seconds at tens of millions of events: say what the wait is for. */
-    fprintf(stderr, "npurr: deriving the analysis tables of %s (first use, %lld events)\n",
-            run_dir, (long long)ana_meta_i64(*db, "events", 0));
-    char inner[1024];
-    if (ana_derive_db(*db, inner, sizeof inner) == 0) return 0;
-    ana_err(err, errlen, "%s: deriving analysis tables: %s", run_dir, inner);
-    sqlite3_close(*db);
-    *db = NULL;
-    return -1;
+    return ana_open_fresh(run_dir, 0, db, NULL, err, errlen);
 }

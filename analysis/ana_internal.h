@@ -16,6 +16,8 @@
  *                  wait_groups (what `stats` reads)
  *   ana_views.c    the views (core_names, stall_summary, ...)
  *   ana_derive.c   ana_derive: the above in one transaction
+ *   ana_fresh.c    ana_ensure_fresh: index matches trace, analysis matches
+ *                  index, derived in place or in the per-user cache
  *   ana_stats.c    `npurr stats`
  *   ana_table.c    aligned / CSV printing of result sets
  *   ana_sql.c      `npurr sql`
@@ -45,6 +47,10 @@ void ana_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((form
 /* With NPURR_ANA_TIMING set, prints "ana_derive: <done> <seconds since>"
  * to stderr (done NULL: prints nothing). Returns the monotonic time now. */
 double ana_step_clock(const char *done, double since);
+
+/* ana_derive_db reading the trace of run_dir (db may be a cache copy of
+ * run_dir's index elsewhere). */
+int ana_derive_db_from(sqlite3 *db, const char *run_dir, char *err, size_t errlen);
 
 /* Runs SQL without results; on failure err says which statement failed. */
 int ana_exec(sqlite3 *db, const char *sql, char *err, size_t errlen);

@@ -2,6 +2,8 @@
  * ana_sql.c - `npurr sql RUN "SELECT ..."`: any SQL over the index, with the
  * `events` virtual table registered on the connection.
  *
+ * Read-only: a statement that would write (INSERT, UPDATE, DELETE, CREATE,
+ * DROP, VACUUM, PRAGMA assignments...) is refused before it runs.
  * Every statement of the text runs in turn; each one that returns columns
  * prints its result set (aligned, or CSV which streams row by row). A
  * SQLite error stops at the failing statement and comes back with SQLite's
@@ -100,11 +102,23 @@ int ana_sql_print(sqlite3 *db, const char *query, int csv, FILE *out, char *err,
         sqlite3_stmt *st = NULL;
         const char *next = NULL;
         if (sqlite3_prepare_v2(db, tail, -1, &st, &next) != SQLITE_OK) {
-            ana_err(err, errlen, "%s\n  in query: %s", sqlite3_errmsg(db), query);
+            ana_err(err, errlen, "%s\n  in query: %s",
+                    sqlite3_errcode(db) == SQLITE_AUTH
+                        ? "read-only: ATTACH, DETACH and PRAGMA assignments are refused"
+                        : sqlite3_errmsg(db),
+                    query);
             return -1;
         }
         tail = next;
         if (!st) continue;   /* whitespace or a comment */
+        if (!sqlite3_stmt_readonly(st)) {
+            /* The run folder is the source of truth: a query may read it,
+             * never change it (query_only and the authorizer refuse the rest). */
+            ana_err(err, errlen, "read-only: this statement would write, so it is refused: %s",
+                    sqlite3_sql(st));
+            sqlite3_finalize(st);
+            return -1;
+        }
         int rc, oom = 0;
         if (sqlite3_column_count(st) == 0) {
             while ((rc = sqlite3_step(st)) == SQLITE_ROW) {}

@@ -43,21 +43,56 @@
 /* ------------------------------------------------------------ derive/open */
 
 /* Computes waits.cause for every wait and (re)creates the derived tables and
- * the views stall_summary, wait_causes, ring_occupancy, link_bandwidth.
- * Called by `record` after a run that did not complete, by `reindex`, and
- * by ana_open_derived on first use. Idempotent: a second call gives the
- * same tables. */
+ * the views stall_summary, wait_causes, ring_occupancy, link_bandwidth, in
+ * RUN/index.db itself. Called by `record` after a run that did not
+ * complete and by `reindex`; readers go through ana_ensure_fresh instead.
+ * Idempotent: a second call gives the same tables. */
 int ana_derive(const char *run_dir, char *err, size_t errlen);
-/* Opens RUN/index.db read-write with the events vtab registered (for
- * sql/stats/export). Close with sqlite3_close. */
+/* Opens RUN/index.db read-write with the events vtab registered, after
+ * checking that the index was built from RUN/trace.zst as it is now
+ * (rec_index_matches_trace). No derivation. Close with sqlite3_close. */
 int ana_open(const char *run_dir, sqlite3 **db, char *err, size_t errlen);
 /* Same derivation on an already open connection to RUN/index.db (tests and
  * benchmarks that hold a connection); the trace is read from the same
- * folder. */
+ * folder. Stamps meta analysis.trace_fingerprint with the index's
+ * trace_fingerprint: the caller has checked that index and trace match. */
 int ana_derive_db(sqlite3 *db, char *err, size_t errlen);
-/* ana_open, then ana_derive_db if the index has no analysis tables or ones
- * from another ANA_VERSION (a completed run fresh from `npurr record`, an
- * index from an older npurr); says so on stderr before deriving. */
+
+/* Where a run's analysis tables can be read, as ana_ensure_fresh found or
+ * made them. */
+typedef struct ana_source {
+    char run_dir[4096];
+    char db_path[4200];            /* RUN/index.db, or the per-user cache copy */
+    char trace_fingerprint[128];   /* the trace's, as meta trace_fingerprint spells it */
+    int cached;                    /* 1: db_path is a cache copy (read-only run) */
+    int partial;                   /* 1: the trace is truncated (outcome "truncated") */
+    char partial_note[800];        /* what a reader should print when partial */
+} ana_source;
+
+/* THE entry point to a run's analysis tables; every reader goes through it
+ * (stats, sql, export, record's summary, the SQLite extension). It
+ *   1. refuses an index that was not built from RUN/trace.zst as it is now
+ *      (another run's index, a trace truncated or damaged after indexing),
+ *      with a message naming both and `npurr reindex RUN`;
+ *   2. uses the analysis tables when they are fresh: meta analysis.version
+ *      is ANA_VERSION and analysis.trace_fingerprint is the trace's;
+ *   3. else derives them, into RUN/index.db when the run folder is
+ *      writable, else into a private per-user cache database (a copy of
+ *      the index, named by the trace's fingerprint, under
+ *      $XDG_CACHE_HOME/npurr, $HOME/.cache/npurr or $TMPDIR/npurr-cache-UID),
+ *      so a read-only run can be queried by anyone who can read it.
+ * src->db_path is then the database that holds every table (recorder's
+ * and derived); src->partial says the trace is truncated. Writes nothing
+ * into a run that is fresh. Returns 0, or -1 with err. */
+int ana_ensure_fresh(const char *run_dir, ana_source *src, char *err, size_t errlen);
+/* ana_ensure_fresh, then src->db_path opened read-only with the events
+ * vtab registered over RUN/trace.zst. ANA_OPEN_QUERY_ONLY (npurr sql) also
+ * sets PRAGMA query_only and refuses ATTACH, DETACH and PRAGMA assignments.
+ * src may be NULL. */
+enum { ANA_OPEN_QUERY_ONLY = 1 };
+int ana_open_fresh(const char *run_dir, int flags, sqlite3 **db, ana_source *src, char *err,
+                   size_t errlen);
+/* ana_open_fresh(run_dir, 0, db, NULL, ...). */
 int ana_open_derived(const char *run_dir, sqlite3 **db, char *err, size_t errlen);
 
 /* ------------------------------------------------------------ stats */

@@ -6,8 +6,8 @@
  * every byte stored (--payload full), so the gain is a ratio from one run.
  *
  * Each row spawns the npurr next to this benchmark and reads its figures
- * from the child's rusage (wall clock, peak RSS), its summary (events,
- * check) and the run folder's files. Not a test: it prints figures.
+ * from the child's rusage (wall clock, CPU time, peak RSS), its summary
+ * (events, check) and the run folder's files. Not a test: it prints figures.
  *
  *   build/bench_scale                       every row below
  *   build/bench_scale --only dispatch       the dispatch rows only
@@ -52,7 +52,7 @@ static const row rows[] = {
 
 typedef struct result {
     int ok, exit_code;
-    double wall_s;
+    double wall_s, cpu_s;       /* cpu: user + system of the child, all threads */
     double rss_gib;
     uint64_t events, trace_bytes, index_bytes;
     char check[64];
@@ -120,6 +120,8 @@ static void run_row(const char *npurr, const row *rw, const char *payload, const
     struct rusage ru;
     if (wait4(pid, &status, 0, &ru) != pid) return;
     r->wall_s = now_s() - t0;
+    r->cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+               (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
     r->rss_gib = (double)ru.ru_maxrss / (1024.0 * 1024.0);
     r->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     r->ok = r->exit_code == 0;
@@ -136,8 +138,8 @@ static void print_result(const char *label, const char *payload, const result *r
         return;
     }
     double ev = (double)r->events;
-    printf("%-30s %-5s %9.2f %9.1f %10.2f %9.2f %8.2f %8.2f  %s%s\n", label, payload, r->rss_gib,
-           r->wall_s, ev / 1e6, r->wall_s > 0 ? ev / r->wall_s / 1e6 : 0,
+    printf("%-30s %-5s %9.2f %9.1f %8.1f %10.2f %9.2f %8.2f %8.2f  %s%s\n", label, payload,
+           r->rss_gib, r->wall_s, r->cpu_s, ev / 1e6, r->wall_s > 0 ? ev / r->wall_s / 1e6 : 0,
            ev ? (double)r->trace_bytes / ev : 0, ev ? (double)r->index_bytes / ev : 0, r->check,
            r->ok ? "" : " (exit code above 0)");
     if (!r->ok) printf("%-30s       exit %d\n", "", r->exit_code);
@@ -159,8 +161,10 @@ int main(int argc, char **argv) {
     printf("npurr record at production shapes (one process, this machine: %ld cores, %.1f GiB "
            "available)\n", sysconf(_SC_NPROCESSORS_ONLN),
            (double)mem_available() / (1024.0 * 1024.0 * 1024.0));
-    printf("%-30s %-5s %9s %9s %10s %9s %8s %8s  %s\n", "shape", "mode", "RSS GiB", "host s",
-           "events M", "M ev/s", "trace B", "index B", "check");
+    printf("%-30s %-5s %9s %9s %8s %10s %9s %8s %8s  %s\n", "shape", "mode", "RSS GiB", "host s",
+           "CPU s", "events M", "M ev/s", "trace B", "index B", "check");
+    printf("(host s: wall clock; CPU s: user + system over both threads, steadier on a shared "
+           "machine; trace B and index B: bytes per event)\n");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         const row *rw = &rows[i];
         if (*only && !strstr(rw->kernel, only)) continue;

@@ -36,6 +36,7 @@ typedef struct run_options {
     const char *out_dir;      /* -o RUN */
     const char *hw_file;
     int no_trace;
+    int force;                /* --force: -o may replace an existing run */
     int quiet;
     int progress;             /* --progress: the progress line even off a terminal */
     int help;
@@ -57,6 +58,19 @@ void run_options_list_kernels(FILE *out);
  * (sql_shell.c). Returns the exit status. */
 struct sqlite3;
 int sql_shell(struct sqlite3 *db, const char *run, int csv, FILE *in, FILE *out);
+
+/* 0 if a command reading run_dir may write out (option names it in the
+ * message): not inside the run folder, not a hard link to its files, not a
+ * directory; "-" (stdout) is always fine. -1 with err: a usage error. */
+int cli_output_check(const char *run_dir, const char *out, const char *option, char *err,
+                     size_t errlen);
+
+/* Before an engine or plan is built: the kernel's options validated
+ * against the topology and its memory estimate (kernel_estimate_memory)
+ * against the machine's available memory; host_only compares only the
+ * host-side plan (what `layout` allocates). -1 with err naming the options
+ * and both sizes: a usage error. */
+int cli_memory_check(const run_options *ro, int host_only, char *err, size_t errlen);
 
 /* Joins argv with POSIX shell quoting (for meta command_line); malloc'd. */
 char *shell_join(int argc, char **argv);

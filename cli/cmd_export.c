@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "cli.h"
 
 static void export_usage(FILE *out) {
     fputs("usage: npurr export RUN (--perfetto OUT.pftrace | --chrome OUT.json)\n"
@@ -31,7 +32,10 @@ static void export_usage(FILE *out) {
           "  --ranks LIST   only these ranks, e.g. 0,3-5\n"
           "  -h, --help     this text\n"
           "\n"
-          "Exit status: 0 ok, 1 the run or OUT cannot be read/written, 2 usage.\n",
+          "OUT may not be inside RUN (whose files are the run itself).\n"
+          "\n"
+          "Exit status: 0 ok, 1 the run or OUT cannot be read/written, or the run is\n"
+          "damaged or truncated, 2 usage (also OUT inside RUN, a malformed --ranks).\n",
           out);
 }
 
@@ -107,10 +111,41 @@ int cmd_export(int argc, char **argv) {
         export_usage(stderr);
         return 2;
     }
+    if (cli_output_check(run, outpath, perfetto ? "--perfetto" : "--chrome", err, sizeof err)) {
+        fprintf(stderr, "npurr export: %s\n", err);
+        return 2;
+    }
+    if (o.ranks) {
+        /* The syntax is checked before anything is derived; whether the
+         * ranks exist, once the run is open. */
+        static uint8_t any[(1u << 16) / 8];
+        if (ana_parse_ranks(o.ranks, any, 1u << 16, err, sizeof err)) {
+            fprintf(stderr, "npurr export: --ranks: %s\n", err);
+            return 2;
+        }
+    }
     sqlite3 *db = NULL;
-    if (ana_open_derived(run, &db, err, sizeof err)) {
+    ana_source src;
+    if (ana_open_fresh(run, 0, &db, &src, err, sizeof err)) {
         fprintf(stderr, "npurr export: %s\n", err);
         return 1;
+    }
+    if (o.ranks) {
+        /* Ranks the run does not have are a usage error too. */
+        sqlite3_stmt *st = NULL;
+        long long ranks = 0;
+        if (sqlite3_prepare_v2(db, "SELECT (SELECT value FROM meta WHERE key = 'config.nodes') *"
+                               " (SELECT value FROM meta WHERE key = 'config.npus_per_node')",
+                               -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+            ranks = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        static uint8_t have[(1u << 16) / 8];
+        if (ranks > 0 && ranks <= (1 << 16) &&
+            ana_parse_ranks(o.ranks, have, (size_t)ranks, err, sizeof err)) {
+            fprintf(stderr, "npurr export: --ranks: %s\n", err);
+            sqlite3_close(db);
+            return 2;
+        }
     }
     /* A .gz file is compressed as a whole: its packets need no bundles. */
     size_t plen = strlen(outpath);
@@ -141,5 +176,9 @@ int cmd_export(int argc, char **argv) {
             to_stdout ? "standard output" : outpath, (unsigned long long)n.slices,
             (unsigned long long)n.flows, (unsigned long long)n.counters,
             (unsigned long long)n.tracks);
+    if (src.partial) {
+        fprintf(stderr, "npurr export: %s\n", src.partial_note);
+        return 1;
+    }
     return 0;
 }

@@ -2,9 +2,9 @@
  * cmd_layout.c - `npurr layout -k KERNEL [shape options]`: prints every
  * buffer a kernel allocates, per rank, from its sizing formulas, without
  * running anything (seed 003's worked example is one such call), then the
- * host memory the run starts from in the chosen --payload mode: the kernel's
- * setup on an engine that is not run (GM is mapped, not backed, so this
- * costs only what setup writes).
+ * host memory a run of these options needs in the chosen --payload mode:
+ * the same estimate `record` checks against the machine before it starts
+ * (kernel_estimate_memory), computed from the options, nothing allocated.
  */
 #include "cli.h"
 
@@ -15,35 +15,29 @@ static void human(char *buf, size_t n, uint64_t bytes) {
 }
 
 static int print_memory(const run_options *ro, char *err, size_t errlen) {
-    engine *e = NULL;
-    void *state = NULL;
-    if (engine_create(&ro->config, &e, err, errlen) != ENGINE_OK) return -1;
-    if (ro->kernel->setup(e, &ro->kopts, &state, err, errlen) != 0) {
-        engine_destroy(e);
+    kernel_estimate full, mode;
+    if (kernel_estimate_memory(ro->kernel, &ro->kopts, ro->config.nodes, ro->config.npus_per_node,
+                               (int)ro->config.chip, PAYLOAD_FULL, &full, err, errlen) ||
+        kernel_estimate_memory(ro->kernel, &ro->kopts, ro->config.nodes, ro->config.npus_per_node,
+                               (int)ro->config.chip, (int)ro->config.payload, &mode, err, errlen))
         return -1;
-    }
-    engine_memory m;
-    engine_memory_get(e, &m);
-    if (ro->kernel->destroy) ro->kernel->destroy(state);
-    engine_destroy(e);
-    char gm[32], refs[32], lit[32];
-    human(gm, sizeof gm, m.logical_gm);
-    human(refs, sizeof refs, m.reference_bytes);
-    human(lit, sizeof lit, m.literal_bytes);
-    int full = ro->config.payload == PAYLOAD_FULL;
-    printf("\nhost memory (--payload %s), all %d ranks:\n", engine_payload_name(ro->config.payload),
-           ro->config.nodes * ro->config.npus_per_node);
-    printf("  logical GM              %s\n", gm);
-    if (full) {
-        printf("  written by setup        %s (generated inputs stored as bytes)\n", lit);
-        printf("  expected resident       up to %s: every byte a run writes is stored\n", gm);
-    } else {
-        printf("  generated inputs        %s, held as references (no pages)\n", refs);
-        printf("  written by setup        %s\n", lit);
-        printf("  expected resident       %s at start, plus the metadata the run writes (ring\n"
-               "                          words, counts, record headers): moved payload stays\n"
-               "                          references (README, \"What fits\")\n", lit);
-    }
+    char lg[32], gm[32], plan[32], eng[32], tot[32];
+    human(lg, sizeof lg, full.gm_bytes);
+    human(gm, sizeof gm, mode.gm_bytes);
+    human(plan, sizeof plan, mode.host_bytes);
+    human(eng, sizeof eng, mode.engine_bytes);
+    human(tot, sizeof tot, mode.total_bytes);
+    printf("\nhost memory with --payload %s, all %d ranks (big terms of the formulas above):\n",
+           engine_payload_name(ro->config.payload), ro->config.nodes * ro->config.npus_per_node);
+    printf("  logical GM                 %s\n", lg);
+    printf("  GM the host backs          %s%s\n", gm,
+           ro->config.payload == PAYLOAD_FULL
+               ? ": every byte"
+               : ": tables, outputs and a page per ring record; moved rows are references");
+    printf("  routing plan (host)        %s\n", plan);
+    printf("  engine state               %s\n", eng);
+    printf("  expected resident          %s, a lower bound: the recorder's index adds about\n"
+           "                             100 B per wait (README: what fits on which machine)\n", tot);
     return 0;
 }
 
@@ -62,6 +56,10 @@ int cmd_layout(int argc, char **argv) {
                "logical GM and the host memory a run starts from in the --payload mode.\n\n");
         run_options_help(stdout, ro.kernel, 0);
         return EXIT_DONE;
+    }
+    if (cli_memory_check(&ro, 1, err, sizeof err)) {
+        fprintf(stderr, "npurr layout: %s\n", err);
+        return EXIT_USAGE;
     }
     if (!ro.kernel->layout) {
         fprintf(stderr, "npurr layout: -k %s has no layout report\n", ro.kernel->name);

@@ -11,7 +11,11 @@
  *
  * Nothing is lost on Ctrl-C or a kernel fault: the signal only asks the
  * engine to stop at the next event, and every ending goes through the same
- * rec_close, which writes the outcome into the trailer and the index.
+ * rec_close, which writes the outcome into the trailer and the index. The
+ * run is written into a hidden folder next to -o and renamed into place at
+ * the end (run_folder.c), after the options and the memory they imply were
+ * checked (memory_check.c): a refused, failed, killed or concurrent record
+ * never touches an existing run.
  */
 #include "cli.h"
 
@@ -26,6 +30,7 @@
 #include "record_inputs.h"
 #include "record_progress.h"
 #include "recorder/recorder.h"
+#include "run_folder.h"
 
 static engine *volatile g_running;
 static volatile sig_atomic_t g_finishing;   /* between the run and rec_close */
@@ -63,7 +68,12 @@ static void print_help(const run_options *ro) {
            "the outcome and the stall summary. The analysis tables (wait causes, ring\n"
            "occupancy...) are derived at once after a run that did not complete, else\n"
            "by the first `npurr stats`, `sql` or `export` of RUN.\n\n"
-           "exit: 0 completed and checked, 1 error or kernel fault, 2 usage,\n"
+           "The run is written into PARENT/.NAME.recording.PID and renamed to RUN once\n"
+           "complete, so an existing run is never lost: -o onto one needs --force, and a\n"
+           "failed, killed or concurrent record leaves it as it was. kill -9 leaves the\n"
+           "hidden folder (readable up to its last chunk: `npurr reindex` it).\n\n"
+           "exit: 0 completed and checked, 1 error or kernel fault, 2 usage (also -o onto\n"
+           "      a run without --force),\n"
            "      3 deadlock or watchdog, 4 data check failed\n\n");
     run_options_help(stdout, ro->kernel, RUN_OPT_OUTPUT | RUN_OPT_NO_TRACE);
 }
@@ -81,7 +91,7 @@ static int exit_code(engine_outcome o, int check_failed) {
  * own tables (the same numbers `stats --by role` prints once the analysis
  * tables exist); a run that hung also gets what its blocked cores wait on,
  * by cause, which needs the analysis tables. */
-static void write_stalls(const char *run_dir, int derived, FILE *out) {
+static void write_stalls(const char *run_dir, const char *shown_as, int derived, FILE *out) {
     char err[ENGINE_ERRLEN];
     sqlite3 *db = NULL;
     if ((derived ? ana_open_derived : ana_open)(run_dir, &db, err, sizeof err)) {
@@ -100,7 +110,7 @@ static void write_stalls(const char *run_dir, int derived, FILE *out) {
     if ((derived ? ana_stall_table_get : ana_stall_table_get_recorded)(db, ANA_BY_ROLE, 10, &t,
                                                                         err, sizeof err) == 0) {
         fprintf(out, "\nstalls by role (npurr stats %s --by site|rank|kind|object|cause):\n",
-                run_dir);
+                shown_as);
         ana_stall_table_print(&t, out);
         ana_stall_table_free(&t);
     } else {
@@ -117,7 +127,7 @@ static void write_stalls(const char *run_dir, int derived, FILE *out) {
 typedef struct after_job {
     rec_writer *w;
     const engine_result *res;   /* NULL: engine_run itself failed */
-    const char *check_status, *check_msg, *run_dir;
+    const char *check_status, *check_msg, *run_dir, *target;
     int derive, summary;
     int close_rc, derive_rc;
     char close_err[ENGINE_ERRLEN], derive_err[ENGINE_ERRLEN];
@@ -135,7 +145,7 @@ static void *after_main(void *arg) {
     if (j->summary) {
         FILE *out = open_memstream(&j->text, &j->text_len);
         if (out) {
-            write_stalls(j->run_dir, j->derive, out);
+            write_stalls(j->run_dir, j->target, j->derive, out);
             fclose(out);
         } else {
             fprintf(stderr, "npurr: stall summary unavailable: out of memory\n");
@@ -155,6 +165,18 @@ int cmd_record(int argc, char **argv) {
     if (ro.help) { print_help(&ro); return EXIT_DONE; }
     if (!ro.out_dir && !ro.no_trace) {
         fprintf(stderr, "npurr record: -o RUN is required (or --no-trace)\n");
+        return EXIT_USAGE;
+    }
+    /* The run is written into a hidden folder next to -o and renamed into
+     * place at the end (run_folder.c): an existing run survives a failed,
+     * killed or concurrent record. */
+    char tmp_dir[4400] = "";
+    if (!ro.no_trace && run_folder_check_target(ro.out_dir, ro.force, err, sizeof err)) {
+        fprintf(stderr, "npurr record: %s\n", err);
+        return EXIT_USAGE;
+    }
+    if (cli_memory_check(&ro, 0, err, sizeof err)) {
+        fprintf(stderr, "npurr record: %s\n", err);
         return EXIT_USAGE;
     }
     engine *e = NULL;
@@ -178,9 +200,10 @@ int cmd_record(int argc, char **argv) {
         record_inputs_plan(&ro, &inputs);
         rec_run_info info = {ro.kernel->name, cmdline, &ro.config, engine_cores_per_rank(e),
                              engine_num_aic(e), engine_num_aiv(e)};
-        int orc = rec_open_with_meta(ro.out_dir, &info, inputs.meta, &w, err, sizeof err);
+        int orc = run_folder_make_temp(ro.out_dir, tmp_dir, sizeof tmp_dir, err, sizeof err);
+        if (!orc) orc = rec_open_with_meta(tmp_dir, &info, inputs.meta, &w, err, sizeof err);
         free(cmdline);
-        if (!orc && record_inputs_copy(&inputs, ro.out_dir, engine_num_ranks(e), err, sizeof err)) {
+        if (!orc && record_inputs_copy(&inputs, tmp_dir, engine_num_ranks(e), err, sizeof err)) {
             char cerr[ENGINE_ERRLEN];
             rec_close(w, NULL, "skipped", "the input files could not be copied", cerr, sizeof cerr);
             w = NULL;
@@ -188,6 +211,7 @@ int cmd_record(int argc, char **argv) {
         }
         if (orc) {
             fprintf(stderr, "npurr record: %s\n", err);
+            if (tmp_dir[0]) run_folder_remove(tmp_dir);   /* nothing was recorded */
             if (ro.kernel->destroy) ro.kernel->destroy(state);
             engine_destroy(e);
             return EXIT_ERROR;
@@ -236,7 +260,7 @@ int cmd_record(int argc, char **argv) {
      * (stats, sql, export derive them): recording stays cheap. A run that
      * hung or failed is derived now, because its causes are the point. */
     after_job after = {.w = w, .res = run_ok ? &res : NULL, .check_status = check_status,
-                       .check_msg = check_msg, .run_dir = ro.out_dir,
+                       .check_msg = check_msg, .run_dir = tmp_dir, .target = ro.out_dir,
                        .derive = !(run_ok && res.outcome == OUTCOME_COMPLETED),
                        .summary = run_ok && !ro.quiet};
     int after_started = 0;
@@ -275,8 +299,22 @@ int cmd_record(int argc, char **argv) {
         g_finishing = 0;
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGTERM, &old_term, NULL);
+        int interrupted = run_ok && res.outcome == OUTCOME_INTERRUPTED;
         if (after.close_rc) {
-            fprintf(stderr, "npurr record: finishing %s: %s\n", ro.out_dir, after.close_err);
+            /* Disk full or an I/O error: what was written stays readable
+             * up to its last complete chunk; an existing run is untouched. */
+            fprintf(stderr, "npurr record: finishing %s: %s; the partial recording is in %s "
+                    "(`npurr reindex` reads what it holds)\n", ro.out_dir, after.close_err,
+                    tmp_dir);
+            status = EXIT_ERROR;
+        } else if (interrupted && ro.force &&
+                   run_folder_check_target(ro.out_dir, 0, err, sizeof err)) {
+            /* An interrupted run does not replace a complete one. */
+            fprintf(stderr, "npurr record: interrupted: %s is left as it was; this recording "
+                    "is in %s\n", ro.out_dir, tmp_dir);
+            status = EXIT_ERROR;
+        } else if (run_folder_install(tmp_dir, ro.out_dir, ro.force, err, sizeof err)) {
+            fprintf(stderr, "npurr record: %s\n", err);
             status = EXIT_ERROR;
         } else if (run_ok) {
             printf("trace     %s/trace.zst, index %s/index.db\n", ro.out_dir, ro.out_dir);

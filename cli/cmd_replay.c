@@ -265,6 +265,16 @@ int cmd_replay(int argc, char **argv) {
         fprintf(stderr, "npurr replay: -k %s: %s\n", ro.kernel->name, err);
         goto out;
     }
+    {
+        /* The header must describe the run it rebuilds, key by key. */
+        rec_run_info info = {ro.kernel->name, line, &ro.config, engine_cores_per_rank(e),
+                             engine_num_aic(e), engine_num_aiv(e)};
+        if (rec_reader_header_matches(r, &info, err, sizeof err)) {
+            printf("diverged before the first event: %s\n", err);
+            status = EXIT_DIVERGED;
+            goto out;
+        }
+    }
     if (!c.quiet)
         printf("replay %s: -k %s on %d node%s x %d NPUs (%d ranks), seed %llu\n", c.run,
                ro.kernel->name, ro.config.nodes, ro.config.nodes == 1 ? "" : "s",

@@ -24,13 +24,17 @@ static void sql_usage(FILE *out) {
           "they end with ';'; .tables, .schema [PATTERN], .mode table|csv, .help, .quit.\n"
           "It reads standard input whether or not it is a terminal (prompts only on a\n"
           "terminal).\n"
+          "Read-only: a statement that would write (INSERT, UPDATE, DELETE, CREATE, DROP,\n"
+          "VACUUM, PRAGMA x = y, ATTACH...) is refused. A run you cannot write gets its\n"
+          "analysis tables derived into your own cache (README: SQL over a run).\n"
           "\n"
           "  --csv        CSV (RFC 4180) instead of an aligned table; streams large results\n"
           "  -h, --help   this text\n"
           "\n"
-          "Exit status: 0 ok, 1 SQL error (printed with the query) or unreadable run,\n"
-          "2 usage. At the prompt, errors are printed and the session goes on; with\n"
-          "piped input the status is 1 if any statement failed.\n",
+          "Exit status: 0 ok, 1 SQL error (printed with the query), a refused write, an\n"
+          "unreadable, damaged or truncated run, 2 usage. At the prompt, errors are printed\n"
+          "and the session goes on; with piped input the status is 1 if any statement\n"
+          "failed.\n",
           out);
 }
 
@@ -94,7 +98,8 @@ int cmd_sql(int argc, char **argv) {
     }
     char err[4096];
     sqlite3 *db = NULL;
-    if (ana_open_derived(run, &db, err, sizeof err)) {
+    ana_source src;
+    if (ana_open_fresh(run, ANA_OPEN_QUERY_ONLY, &db, &src, err, sizeof err)) {
         fprintf(stderr, "npurr sql: %s\n", err);
         free(owned);
         return 1;
@@ -110,6 +115,11 @@ int cmd_sql(int argc, char **argv) {
     if (rc) {
         fflush(stdout);
         fprintf(stderr, "npurr sql: %s\n", err);
+        return 1;
+    }
+    if (src.partial) {
+        fflush(stdout);
+        fprintf(stderr, "npurr sql: %s\n", src.partial_note);
         return 1;
     }
     return 0;

@@ -32,7 +32,8 @@ static void stats_usage(FILE *out) {
           "                mean_ps, max_ps, share (a fraction); blocked rows first\n"
           "  -h, --help    this text\n"
           "\n"
-          "Exit status: 0 ok, 1 the run cannot be read, 2 usage.\n",
+          "Exit status: 0 ok, 1 the run cannot be read, is damaged, or its trace is\n"
+          "truncated (the table is printed with a warning), 2 usage.\n",
           out);
 }
 
@@ -91,7 +92,8 @@ int cmd_stats(int argc, char **argv) {
     }
     char err[1024];
     sqlite3 *db = NULL;
-    if (ana_open_derived(run, &db, err, sizeof err)) {
+    ana_source src;
+    if (ana_open_fresh(run, 0, &db, &src, err, sizeof err)) {
         fprintf(stderr, "npurr stats: %s\n", err);
         return 1;
     }
@@ -119,5 +121,10 @@ int cmd_stats(int argc, char **argv) {
     ana_stall_table_free(&blocked);
     ana_stall_table_print(&t, stdout);
     ana_stall_table_free(&t);
+    if (src.partial) {
+        fflush(stdout);
+        fprintf(stderr, "npurr stats: %s\n", src.partial_note);
+        return 1;
+    }
     return 0;
 }

@@ -28,9 +28,10 @@ static const struct {
     {"--seed", "S", RUN_OPT_EXECUTES, "scheduler seed: permutes ties between cores (default 0)"},
     {"--jitter", "F", RUN_OPT_EXECUTES, "seeded +-F fraction on transfer durations, 0..0.5 (default 0)"},
     {"--hw", "FILE", RUN_OPT_EXECUTES, "timing parameters as key=value lines (keys: npurr hw)"},
-    {"--watchdog-us", "US", RUN_OPT_EXECUTES, "stop when virtual time passes US microseconds (default 10000000)"},
+    {"--watchdog-us", "US", RUN_OPT_EXECUTES, "stop when virtual time passes US microseconds (default 10000000; 0 turns the watchdog off)"},
     {"--payload", "ref|full", 0, "ref: moved payload kept as references (default); full: every byte stored"},
     {"-o", "RUN", RUN_OPT_OUTPUT, "run folder to write (trace.zst, index.db)"},
+    {"--force", NULL, RUN_OPT_OUTPUT, "let -o replace an existing run (once the new one is complete)"},
     {"--no-trace", NULL, RUN_OPT_NO_TRACE, "emulate without recording (overhead measurements)"},
     {"--quiet", NULL, RUN_OPT_EXECUTES, "print only the final summary"},
     {"--progress", NULL, RUN_OPT_OUTPUT,
@@ -177,6 +178,7 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
         if (strcmp(a, "--no-trace") == 0 && (allow & RUN_OPT_NO_TRACE) && !eq) { ro->no_trace = 1; continue; }
         if (strcmp(a, "--quiet") == 0 && !eq) { ro->quiet = 1; continue; }
         if (strcmp(a, "--progress") == 0 && (allow & RUN_OPT_OUTPUT) && !eq) { ro->progress = 1; continue; }
+        if (strcmp(a, "--force") == 0 && (allow & RUN_OPT_OUTPUT) && !eq) { ro->force = 1; continue; }
         if (strncmp(a, "-", 1) != 0) {
             snprintf(err, errlen, "unexpected argument '%s'", a);
             return EXIT_USAGE;
@@ -218,7 +220,7 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
             ro->config.jitter = j;
         } else if (strcmp(a, "--hw") == 0) {
             ro->hw_file = v;
-            if (engine_hw_load(&ro->config.hw, v, err, errlen) != ENGINE_OK) return EXIT_ERROR;
+            if (engine_hw_load(&ro->config.hw, v, err, errlen) != ENGINE_OK) return EXIT_USAGE;
         } else if (strcmp(a, "--payload") == 0) {
             if (engine_payload_parse(v, &ro->config.payload)) {
                 snprintf(err, errlen, "--payload: '%s' is not ref or full", v);

@@ -277,7 +277,7 @@ int rec_ix_chunk(rec_index *ix, const uint8_t *decls, size_t decl_len, const eng
     return ix->oom ? -1 : 0;
 }
 
-int rec_ix_finish(rec_index *ix, const rec_kv *trailer, uint64_t trace_bytes) {
+int rec_ix_finish(rec_index *ix, const rec_kv *trailer, const rec_fingerprint *trace) {
     for (size_t i = 0; i < trailer->n; i++)
         if (rec_kv_set(&ix->meta, trailer->keys[i], trailer->values[i])) ix->oom = 1;
     const char *end = rec_kv_get(&ix->meta, "end_time_ps");
@@ -292,8 +292,11 @@ int rec_ix_finish(rec_index *ix, const rec_kv *trailer, uint64_t trace_bytes) {
     if (!rec_kv_get(&ix->meta, "events") &&
         rec_kv_setf(&ix->meta, "events", "%llu", (unsigned long long)ix->events))
         ix->oom = 1;
-    if (rec_kv_setf(&ix->meta, "trace_bytes", "%llu", (unsigned long long)trace_bytes) ||
-        rec_kv_setf(&ix->meta, "transfer_bytes", "%llu", (unsigned long long)ix->xfer_bytes))
+    char fp[128];
+    rec_fingerprint_format(trace, fp, sizeof fp);
+    if (rec_kv_setf(&ix->meta, "trace_bytes", "%llu", (unsigned long long)trace->bytes) ||
+        rec_kv_setf(&ix->meta, "transfer_bytes", "%llu", (unsigned long long)ix->xfer_bytes) ||
+        rec_kv_set(&ix->meta, "trace_fingerprint", fp))
         ix->oom = 1;
     /* Per-kind counts let `npurr info` and `stats` avoid decoding every chunk. */
     for (int k = 0; k < 64; k++) {

@@ -50,6 +50,37 @@ static const char *meta_str(const rec_kv *m, const char *key) {
     return v ? v : "";
 }
 
+/* The chunks table in file order must cover seqs 1..events without a gap,
+ * an overlap or a step back; out says what is missing ("" when whole). */
+static void chunk_gaps(sqlite3 *db, uint64_t events, char *out, size_t len) {
+    sqlite3_stmt *st;
+    out[0] = 0;
+    if (sqlite3_prepare_v2(db, "SELECT offset, first_seq, last_seq, events FROM chunks "
+                           "ORDER BY offset", -1, &st, NULL) != SQLITE_OK)
+        return;
+    uint64_t end = 0, total = 0;
+    while (!out[0] && sqlite3_step(st) == SQLITE_ROW) {
+        uint64_t off = (uint64_t)sqlite3_column_int64(st, 0);
+        uint64_t first = (uint64_t)sqlite3_column_int64(st, 1);
+        uint64_t last = (uint64_t)sqlite3_column_int64(st, 2);
+        total += (uint64_t)sqlite3_column_int64(st, 3);
+        if (first > end + 1)
+            snprintf(out, len, "events %llu..%llu are missing (the chunk at byte %llu starts at "
+                     "seq %llu)", (unsigned long long)end + 1, (unsigned long long)first - 1,
+                     (unsigned long long)off, (unsigned long long)first);
+        else if (first <= end)
+            snprintf(out, len, "the chunk at byte %llu starts at seq %llu, at or before the end "
+                     "of the previous one (seq %llu): chunks duplicated or out of order",
+                     (unsigned long long)off, (unsigned long long)first,
+                     (unsigned long long)end);
+        end = last;
+    }
+    sqlite3_finalize(st);
+    if (!out[0] && total != events)
+        snprintf(out, len, "the run had %llu events but its chunks hold %llu",
+                 (unsigned long long)events, (unsigned long long)total);
+}
+
 /* index.db is missing: read the trace to say how far it is complete. */
 static int no_index(const char *run_dir, char *err, size_t errlen) {
     rec_reader *r;
@@ -97,7 +128,7 @@ int rec_info(const char *run_dir, FILE *out, char *err, size_t errlen) {
     rec_kv m = {0};
     sqlite3_stmt *q;
     if (sqlite3_prepare_v2(db, "SELECT key, value FROM meta", -1, &q, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "%s is not an npurr index: %s", index, sqlite3_errmsg(db));
+        rec_index_unreadable(run_dir, sqlite3_errmsg(db), err, errlen);
         sqlite3_close(db);
         return -1;
     }
@@ -118,6 +149,11 @@ int rec_info(const char *run_dir, FILE *out, char *err, size_t errlen) {
     /* transfers is an analysis table: the recorder's meta has their totals */
     int64_t xfers = (int64_t)meta_u64(&m, "events.xfer_issue");
     int64_t xbytes = (int64_t)meta_u64(&m, "transfer_bytes");
+    char mismatch[1200] = "", gap[400] = "";
+    if (rec_index_matches_trace(db, run_dir, NULL, 0, mismatch, sizeof mismatch) != 0 &&
+        !mismatch[0])
+        snprintf(mismatch, sizeof mismatch, "%s: cannot compare index and trace", run_dir);
+    chunk_gaps(db, (uint64_t)meta_u64(&m, "events"), gap, sizeof gap);
     sqlite3_close(db);
 
     char a[64], b[64];
@@ -170,15 +206,14 @@ int rec_info(const char *run_dir, FILE *out, char *err, size_t errlen) {
             sizeof(engine_event));
 
     int status = 0;
-    if (strcmp(outcome, "truncated") == 0) {
+    if (mismatch[0]) {
+        snprintf(err, errlen, "%s", mismatch);
+        status = 1;
+    } else if (strcmp(outcome, "truncated") == 0) {
         if (snprintf(err, errlen, "%s/trace.zst is truncated: %s", run_dir, omsg) < 0) err[0] = 0;
         status = 1;
-    } else if (meta_u64(&m, "trace_bytes") != (uint64_t)ts.st_size) {
-        snprintf(err, errlen,
-                 "%s/index.db is stale: it indexes %llu bytes of trace but trace.zst has %lld; "
-                 "run `npurr reindex %s`",
-                 run_dir, (unsigned long long)meta_u64(&m, "trace_bytes"), (long long)ts.st_size,
-                 run_dir);
+    } else if (gap[0]) {
+        snprintf(err, errlen, "%s/index.db: %s; run `npurr reindex %s`", run_dir, gap, run_dir);
         status = 1;
     }
     rec_kv_free(&m);

@@ -307,8 +307,8 @@ int rec_ix_header(rec_index *ix, const rec_kv *header);
 int rec_ix_chunk(rec_index *ix, const uint8_t *decls, size_t decl_len,
                  const engine_event *evs, size_t n, const rec_chunk_row *row);
 /* Ends the run: trailer meta (outcome, end_time_ps, events, check...), and
- * the trace size. Waits still open end at end_time_ps. */
-int rec_ix_finish(rec_index *ix, const rec_kv *trailer, uint64_t trace_bytes);
+ * the trace's size and fingerprint. Waits still open end at end_time_ps. */
+int rec_ix_finish(rec_index *ix, const rec_kv *trailer, const rec_fingerprint *trace);
 /* Writes the whole index to path (through path.tmp, renamed at the end). */
 int rec_ix_write_db(rec_index *ix, const char *path, char *err, size_t errlen);
 /* Starts index.db.tmp for path early, so that rec_ix_db_flush can write the

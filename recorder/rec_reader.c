@@ -33,6 +33,11 @@ struct rec_reader {
     char errmsg[4600];
     char **strings;
     size_t nstrings;
+    /* Declared objects and sites by id (replay compares them with its own). */
+    engine_object *objects;
+    size_t nobjects;
+    rec_site_decl *sites;
+    size_t nsites;
 };
 
 static void reader_string(void *ctx, uint32_t id, const char *text, size_t len) {
@@ -52,6 +57,36 @@ static void reader_string(void *ctx, uint32_t id, const char *text, size_t len) 
         memcpy(r->strings[id], text, len);
         r->strings[id][len] = 0;
     }
+}
+
+/* Grows *arr (elem bytes each, *n of them) to hold index id. */
+static int grow(void **arr, size_t *n, size_t elem, uint32_t id) {
+    if (id < *n) return 0;
+    size_t cap = *n ? *n : 64;
+    while (cap <= id) cap *= 2;
+    void *p = realloc(*arr, cap * elem);
+    if (!p) return -1;
+    memset((char *)p + *n * elem, 0, (cap - *n) * elem);
+    *arr = p;
+    *n = cap;
+    return 0;
+}
+
+static void reader_object(void *ctx, const engine_object *o) {
+    rec_reader *r = ctx;
+    if (grow((void **)&r->objects, &r->nobjects, sizeof *r->objects, o->id) == 0)
+        r->objects[o->id] = *o;
+}
+
+static void reader_site(void *ctx, uint32_t id, int line, const char *file, size_t file_len,
+                        const char *func, size_t func_len) {
+    rec_reader *r = ctx;
+    if (grow((void **)&r->sites, &r->nsites, sizeof *r->sites, id)) return;
+    rec_site_decl *s = &r->sites[id];
+    s->declared = 1;
+    s->line = line;
+    snprintf(s->file, sizeof s->file, "%.*s", (int)file_len, file);
+    snprintf(s->func, sizeof s->func, "%.*s", (int)func_len, func);
 }
 
 static int fail(rec_reader *r, int truncated, const char *msg) {
@@ -146,6 +181,42 @@ int rec_reader_open(const char *run_dir, rec_reader **out, char *err, size_t err
     return 0;
 }
 
+/* Seqs are dense from 1: every chunk must continue exactly where the
+ * previous one ended. A gap is a lost chunk, a step back a duplicated or
+ * reordered one; either way the events are not the run's, so the reader
+ * stops there and says which seqs are at fault. */
+static int check_seqs(rec_reader *r, uint64_t start, size_t n) {
+    if (!n) return 0;
+    uint64_t want = r->complete_seq + 1, first = r->evs[0].seq;
+    char msg[400];
+    if (first > want) {
+        snprintf(msg, sizeof msg,
+                 "the chunk at byte %llu starts at seq %llu but the trace so far ends at seq "
+                 "%llu: events %llu..%llu are missing here (a chunk was lost, or chunks are out of "
+                 "order)",
+                 (unsigned long long)start, (unsigned long long)first,
+                 (unsigned long long)want - 1, (unsigned long long)want,
+                 (unsigned long long)first - 1);
+        return fail(r, 0, msg);
+    }
+    if (first < want) {
+        snprintf(msg, sizeof msg,
+                 "the chunk at byte %llu starts at seq %llu, which the trace already had (it "
+                 "ends at seq %llu): chunks are duplicated or out of order",
+                 (unsigned long long)start, (unsigned long long)first,
+                 (unsigned long long)want - 1);
+        return fail(r, 0, msg);
+    }
+    for (size_t i = 1; i < n; i++)
+        if (r->evs[i].seq != r->evs[i - 1].seq + 1) {
+            snprintf(msg, sizeof msg, "the chunk at byte %llu jumps from seq %llu to %llu",
+                     (unsigned long long)start, (unsigned long long)r->evs[i - 1].seq,
+                     (unsigned long long)r->evs[i].seq);
+            return fail(r, 0, msg);
+        }
+    return 0;
+}
+
 int rec_reader_chunk(rec_reader *r, rec_chunk_view *view, const engine_event **evs,
                      rec_chunk_row *row) {
     if (r->failed) return -1;
@@ -156,6 +227,16 @@ int rec_reader_chunk(rec_reader *r, rec_chunk_view *view, const engine_event **e
         rec_cur c = {r->frame.p + 4, r->frame.p + r->frame.len, 0};
         if (rec_kv_decode(&r->trailer, &c)) return fail(r, 0, "the trailer frame is corrupt");
         if (r->off != r->t.size) return fail(r, 0, "unexpected data after the trailer frame");
+        const char *said = rec_kv_get(&r->trailer, "events");
+        if (!said || strtoull(said, NULL, 10) != r->events) {
+            char msg[300];
+            unsigned long long n = said ? strtoull(said, NULL, 10) : 0;
+            snprintf(msg, sizeof msg,
+                     "the trailer says the run had %s events but the chunks hold %llu%s",
+                     said ? said : "(no count of)", (unsigned long long)r->events,
+                     said && n > r->events ? ": the chunks holding the rest are missing" : "");
+            return fail(r, 0, msg);
+        }
         r->ended = 1;
         return 0;
     }
@@ -167,13 +248,14 @@ int rec_reader_chunk(rec_reader *r, rec_chunk_view *view, const engine_event **e
                  derr);
         return fail(r, 0, msg);
     }
-    rec_decl_sink sink = {r, reader_string, NULL, NULL};
+    rec_decl_sink sink = {r, reader_string, reader_site, reader_object};
     if (rec_decl_decode(view->decls, view->decl_len, &sink)) {
         char msg[128];
         snprintf(msg, sizeof msg, "corrupt declarations in the chunk at byte %llu",
                  (unsigned long long)start);
         return fail(r, 0, msg);
     }
+    if (check_seqs(r, start, view->n)) return -1;
     rec_chunk_summarize(r->evs, view->n, row);
     row->offset = start;
     row->compressed_bytes = r->off - start;
@@ -219,6 +301,20 @@ const char *rec_reader_string(rec_reader *r, uint32_t id) {
     return id < r->nstrings ? r->strings[id] : NULL;
 }
 
+const engine_object *rec_reader_object(rec_reader *r, uint32_t id) {
+    return id && id < r->nobjects && r->objects[id].id == id ? &r->objects[id] : NULL;
+}
+
+const rec_site_decl *rec_reader_site(rec_reader *r, uint32_t id) {
+    return id < r->nsites && r->sites[id].declared ? &r->sites[id] : NULL;
+}
+
+uint32_t rec_reader_decl_bound(const rec_reader *r) {
+    size_t n = r->nstrings > r->nobjects ? r->nstrings : r->nobjects;
+    if (r->nsites > n) n = r->nsites;
+    return (uint32_t)n;
+}
+
 void rec_reader_close(rec_reader *r) {
     if (!r) return;
     if (r->t.fd >= 0 || r->t.base) rec_trace_unmap(&r->t);
@@ -230,5 +326,28 @@ void rec_reader_close(rec_reader *r) {
     rec_kv_free(&r->trailer);
     for (size_t i = 0; i < r->nstrings; i++) free(r->strings[i]);
     free(r->strings);
+    free(r->objects);
+    free(r->sites);
     free(r);
+}
+
+int rec_reader_header_matches(rec_reader *r, const rec_run_info *info, char *what, size_t len) {
+    rec_kv mine = {0};
+    char err[256];
+    if (rec_meta_from_info(&mine, info, err, sizeof err)) {
+        snprintf(what, len, "%s", err);
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < mine.n && !rc; i++) {
+        if (!strcmp(mine.keys[i], "npurr_version")) continue;
+        const char *rec = rec_kv_get(&r->header, mine.keys[i]);
+        if (!rec || strcmp(rec, mine.values[i]) != 0) {
+            snprintf(what, len, "header %s: recorded '%s', the replayed run has '%s'",
+                     mine.keys[i], rec ? rec : "(missing)", mine.values[i]);
+            rc = -1;
+        }
+    }
+    rec_kv_free(&mine);
+    return rc;
 }

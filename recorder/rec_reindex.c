@@ -72,8 +72,14 @@ int rec_reindex(const char *run_dir, char *err, size_t errlen) {
         trailer = &truncated;
     }
     char path[4200];
+    rec_fingerprint fp;
+    rec_path(path, sizeof path, run_dir, "trace.zst");
+    if (rec_trace_fingerprint(path, &fp, err, errlen)) {
+        status = -1;
+        goto out;
+    }
     rec_path(path, sizeof path, run_dir, "index.db");
-    if (rec_ix_finish(ix, trailer, rec_reader_size(r)) ||
+    if (rec_ix_finish(ix, trailer, &fp) ||
         rec_ix_write_db(ix, path, err, errlen)) {
         if (!*err) snprintf(err, errlen, "%s: out of memory building the index", path);
         status = -1;

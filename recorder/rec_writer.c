@@ -423,9 +423,12 @@ int rec_close(rec_writer *w, const engine_result *res, const char *check_status,
         status = -1;
     } else {
         char path[4200];
+        rec_fingerprint fp;
+        rec_path(path, sizeof path, w->dir, "trace.zst");
+        if (rec_trace_fingerprint(path, &fp, err, errlen)) status = -1;
         rec_path(path, sizeof path, w->dir, "index.db");
-        if (rec_ix_finish(w->ix, &trailer, w->offset) ||
-            rec_ix_write_db(w->ix, path, err, errlen))
+        if (!status && (rec_ix_finish(w->ix, &trailer, &fp) ||
+                        rec_ix_write_db(w->ix, path, err, errlen)))
             status = -1;
         if (status && !*err) snprintf(err, errlen, "%s: out of memory building the index", path);
     }

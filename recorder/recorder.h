@@ -99,6 +99,28 @@ int rec_info(const char *run_dir, FILE *out, char *err, size_t errlen);
  * from --hw (rec_info_timing.c); `npurr info` prints it after rec_info. */
 int rec_info_timing(const char *run_dir, FILE *out, char *err, size_t errlen);
 
+/* Which exact trace file an index was built from: its size, its complete
+ * zstd frames and a hash of every byte. Stored in meta trace_fingerprint
+ * (as rec_fingerprint_format prints it) by the recorder and by reindex;
+ * analysis stamps the same text on what it derives. */
+typedef struct rec_fingerprint {
+    uint64_t bytes, frames, hash;
+} rec_fingerprint;
+int rec_trace_fingerprint(const char *trace_path, rec_fingerprint *fp, char *err, size_t errlen);
+void rec_fingerprint_format(const rec_fingerprint *fp, char *out, size_t len);
+/* 0 when db (RUN/index.db) was built from RUN/trace.zst as it is now; -1
+ * with err naming both fingerprints and the fix (`npurr reindex RUN`) when
+ * the index belongs to another run or the trace changed since. fp_out (may
+ * be NULL) receives the trace's fingerprint text. Every command that reads
+ * an index calls it first. */
+int rec_index_matches_trace(sqlite3 *db, const char *run_dir, char *fp_out, size_t fp_len,
+                            char *err, size_t errlen);
+
+/* The message for an index SQLite cannot read (sqlite_msg): names a
+ * leftover index.db-journal when there is one (a rollback journal SQLite
+ * must apply first, or garbage), else says the index is not npurr's. */
+void rec_index_unreadable(const char *run_dir, const char *sqlite_msg, char *err, size_t errlen);
+
 /* Sequential reader (replay, reindex). */
 typedef struct rec_reader rec_reader;
 int rec_reader_open(const char *run_dir, rec_reader **out, char *err, size_t errlen);
@@ -115,6 +137,19 @@ uint64_t rec_reader_complete_seq(const rec_reader *r);
 /* Text of a string declared so far in the trace (role names, fault
  * messages), NULL if unknown. */
 const char *rec_reader_string(rec_reader *r, uint32_t id);
+/* Objects and call sites declared so far in the trace, by id (NULL if
+ * none); replay compares them with the ones the replayed run declares. */
+typedef struct rec_site_decl {
+    int declared, line;
+    char file[256], func[128];
+} rec_site_decl;
+const engine_object *rec_reader_object(rec_reader *r, uint32_t id);
+const rec_site_decl *rec_reader_site(rec_reader *r, uint32_t id);
+/* Ids of strings, objects and sites declared so far are all below this. */
+uint32_t rec_reader_decl_bound(const rec_reader *r);
+/* 0 when the trace's header meta equals what info would record (every key
+ * but npurr_version); -1 with what naming the first key that differs. */
+int rec_reader_header_matches(rec_reader *r, const rec_run_info *info, char *what, size_t len);
 /* Why the last rec_reader_next returned -1 ("" otherwise). */
 const char *rec_reader_error(const rec_reader *r);
 void rec_reader_close(rec_reader *r);

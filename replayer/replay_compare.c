@@ -9,7 +9,8 @@
  * event already covers the recorded ending (EV_BLOCKED reports of the same
  * cores at the same seqs, EV_RUN_END with the outcome); replay_finish then
  * compares what only the trailer holds: event count, end time and the data
- * check's verdict.
+ * check's verdict, and the declarations (strings, objects, call sites)
+ * the trace holds against the replayed engine's.
  *
  * The observer is on the engine's hot path: one decoded event copied out of
  * the reader's chunk, fifteen integer comparisons, a little per-core
@@ -219,6 +220,59 @@ static void ending_mismatch(replay *rp, const char *fmt, const char *a, const ch
     snprintf(rp->v.what + used, sizeof rp->v.what - used, fmt, a, b);
 }
 
+static int same_text(const char *a, const char *b) {
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* Declarations are part of the run as much as events: an object renamed
+ * or moved, a string or a call site changed in the trace (with a valid
+ * checksum) would otherwise replay "identical" and be indexed as it
+ * reads. Compares every string, object and site the trace declared with
+ * the replayed engine's, and says the first difference. */
+static void compare_declarations(replay *rp) {
+    engine *e = rp->e;
+    uint32_t bound = rec_reader_decl_bound(rp->r);
+    uint32_t ns = engine_string_count(e), no = engine_object_count(e);
+    if (ns + 1 > bound) bound = ns + 1;
+    if (no + 1 > bound) bound = no + 1;
+    char a[64], b[64];
+    for (uint32_t id = 1; id < bound; id++) {
+        const char *ts = rec_reader_string(rp->r, id);
+        const char *es = id <= ns ? engine_string(e, id) : NULL;
+        if (!same_text(ts, es)) {
+            snprintf(a, sizeof a, "%u", id);
+            ending_mismatch(rp, "string %s: the trace declares it differently (%s)", a,
+                            ts ? ts : "missing in the trace");
+            return;
+        }
+        const engine_object *to = rec_reader_object(rp->r, id);
+        const engine_object *eo = id <= no ? engine_object_get(e, id) : NULL;
+        if (!to != !eo ||
+            (to && (to->kind != eo->kind || to->name != eo->name || to->rank != eo->rank ||
+                    to->addr.a != eo->addr.a || to->width != eo->width ||
+                    to->size != eo->size || to->ring != eo->ring || to->head != eo->head ||
+                    to->tail != eo->tail || to->producer_rank != eo->producer_rank ||
+                    to->consumer_rank != eo->consumer_rank || to->role != eo->role))) {
+            snprintf(a, sizeof a, "%u", id);
+            const char *name = eo ? engine_string(e, eo->name) : NULL;
+            snprintf(b, sizeof b, "%s", name ? name : "?");
+            ending_mismatch(rp, "object %s (%s): the trace declares it differently", a, b);
+            return;
+        }
+        const rec_site_decl *tsite = rec_reader_site(rp->r, id);
+        engine_site esite;
+        if (tsite && (!engine_site_get(e, id, &esite) || tsite->line != esite.line ||
+                      strncmp(tsite->file, esite.file ? esite.file : "", sizeof tsite->file - 1) ||
+                      strncmp(tsite->func, esite.func ? esite.func : "",
+                              sizeof tsite->func - 1))) {
+            snprintf(a, sizeof a, "%u", id);
+            ending_mismatch(rp, "call site %s: the trace declares %s differently", a,
+                            tsite->file);
+            return;
+        }
+    }
+}
+
 void replay_finish(replay *rp, const engine_result *res, const char *check_status,
                    const char *check_message) {
     if (res) rp->v.outcome = res->outcome;
@@ -286,6 +340,7 @@ void replay_finish(replay *rp, const engine_result *res, const char *check_statu
     else if (strcmp(rec_msg ? rec_msg : "", check_message ? check_message : "") != 0)
         ending_mismatch(rp, "data check message: recorded '%s', replayed '%s'",
                         rec_msg ? rec_msg : "", check_message ? check_message : "");
+    compare_declarations(rp);
     rp->v.status = rp->v.what[0] ? REPLAY_DIVERGED : REPLAY_IDENTICAL;
     rp->v.seq = 0;
     rp->done = 1;

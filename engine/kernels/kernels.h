@@ -59,6 +59,26 @@ typedef struct kernel_desc {
     void (*destroy)(void *state);
 } kernel_desc;
 
+/* What a run of these options will hold in memory, from the options alone
+ * (estimate.c): nothing is allocated, no routing is generated. */
+typedef struct kernel_estimate {
+    uint64_t gm_bytes;       /* emulated GM the host backs, by the layout formulas: with
+                              * payload references (PAYLOAD_REF) the moved rows are not
+                              * counted, a ring record's metadata costs its page */
+    uint64_t host_bytes;     /* host-side plan (routing, expected outputs) */
+    uint64_t engine_bytes;   /* the engine's own per-rank state */
+    uint64_t total_bytes;    /* the sum: what the memory check compares */
+    char driver[160];        /* the options that drive it, e.g. "--tokens N --hidden H ..." */
+} kernel_estimate;
+/* Validates o against the topology as the kernel's setup would (so a
+ * shape the kernel refuses is refused before any engine exists), then
+ * fills est. chip is an engine_chip, payload an engine_payload. Returns 0, or -1 with err naming the
+ * option at fault. The one estimate `record` and `layout` check against
+ * the machine's memory. */
+int kernel_estimate_memory(const struct kernel_desc *k, const kernel_opts *o, int nodes,
+                           int npus_per_node, int chip, int payload, kernel_estimate *est,
+                           char *err, size_t errlen);
+
 /* NULL-terminated list of every kernel. */
 const kernel_desc *const *kernels_all(void);
 const kernel_desc *kernels_find(const char *name);

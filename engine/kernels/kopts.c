@@ -77,8 +77,16 @@ int kopt_i64_range(const kernel_opts *o, const char *name, int64_t lo, int64_t h
                    char *err, size_t errlen) {
     if (kopt_i64(o, name, out, err, errlen) != 0) return -1;
     if (*out < lo || *out > hi) {
-        snprintf(err, errlen, "--%s %lld: must be between %lld and %lld", name, (long long)*out,
-                 (long long)lo, (long long)hi);
+        /* Echo what the user typed: "3g" read as 3221225472 says why. */
+        char typed[64];
+        snprintf(typed, sizeof typed, "%lld", (long long)*out);
+        const char *v = find(o, name);
+        if (v && strcmp(v, typed) != 0)
+            snprintf(err, errlen, "--%s %s (= %lld): must be between %lld and %lld", name, v,
+                     (long long)*out, (long long)lo, (long long)hi);
+        else
+            snprintf(err, errlen, "--%s %lld: must be between %lld and %lld", name,
+                     (long long)*out, (long long)lo, (long long)hi);
         return -1;
     }
     return 0;

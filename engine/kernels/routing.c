@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ------------------------------------------------------------------ rng */
 
@@ -379,17 +380,8 @@ typedef struct npy_file {
     long data_off;
 } npy_file;
 
-/* Finds 'key': in the header dict and returns a pointer after the colon. */
-static const char *npy_field(const char *hdr, const char *key) {
-    const char *p = strstr(hdr, key);
-    if (!p) return NULL;
-    p = strchr(p + strlen(key), ':');
-    if (!p) return NULL;
-    p++;
-    while (*p == ' ') p++;
-    return p;
-}
-
+/* Opens path and reads its header (routing_npy_parse) and checks that the
+ * file holds exactly the array the header announces. */
 static int npy_open(const char *path, const char *spec_text, npy_file *nf, char *err,
                     size_t errlen) {
     memset(nf, 0, sizeof *nf);
@@ -399,68 +391,36 @@ static int npy_open(const char *path, const char *spec_text, npy_file *nf, char 
                  strerror(errno));
         return -1;
     }
-    unsigned char pre[12];
-    size_t got = fread(pre, 1, 10, nf->f);
-    if (got != 10 || memcmp(pre, "\x93NUMPY", 6) != 0 || pre[6] < 1 || pre[6] > 3) {
-        snprintf(err, errlen, "--routing %s: %s is not a .npy file (version 1-3)", spec_text, path);
+    struct stat st;
+    if (fstat(fileno(nf->f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "--routing %s: %s is not a regular file", spec_text, path);
         goto fail;
     }
-    uint32_t hlen = (uint32_t)pre[8] | (uint32_t)pre[9] << 8;
-    long off = 10;
-    if (pre[6] >= 2) {
-        if (fread(pre + 10, 1, 2, nf->f) != 2) {
-            snprintf(err, errlen, "--routing %s: %s: truncated header", spec_text, path);
-            goto fail;
-        }
-        hlen |= (uint32_t)pre[10] << 16 | (uint32_t)pre[11] << 24;
-        off = 12;
-    }
-    if (hlen > 1 << 20) {
-        snprintf(err, errlen, "--routing %s: %s: header of %u bytes is implausible", spec_text,
-                 path, hlen);
+    /* The header: 12 bytes of preamble and a dict NumPy keeps short. */
+    size_t want = (size_t)st.st_size < (1u << 16) + 12 ? (size_t)st.st_size : (1u << 16) + 12;
+    unsigned char *buf = malloc(want ? want : 1);
+    char why[200];
+    routing_npy_header h;
+    int rc = !buf || fread(buf, 1, want, nf->f) != want
+                 ? (snprintf(why, sizeof why, "cannot be read"), -1)
+                 : routing_npy_parse(buf, want, &h, why, sizeof why);
+    free(buf);
+    if (rc) {
+        snprintf(err, errlen, "--routing %s: %s %s", spec_text, path, why);
         goto fail;
     }
-    char *hdr = calloc(1, (size_t)hlen + 1);
-    if (!hdr || fread(hdr, 1, hlen, nf->f) != hlen) {
-        free(hdr);
-        snprintf(err, errlen, "--routing %s: %s: truncated header", spec_text, path);
+    if ((uint64_t)st.st_size - h.data_off != h.data_bytes) {
+        snprintf(err, errlen, "--routing %s: %s holds %llu bytes of data but its header "
+                 "announces (%lld, %lld) x %d bytes = %llu", spec_text, path,
+                 (unsigned long long)((uint64_t)st.st_size - h.data_off), (long long)h.rows,
+                 (long long)h.cols, h.elem, (unsigned long long)h.data_bytes);
         goto fail;
     }
-    nf->data_off = off + (long)hlen;
-    const char *descr = npy_field(hdr, "'descr'");
-    const char *fo = npy_field(hdr, "'fortran_order'");
-    const char *shp = npy_field(hdr, "'shape'");
-    int ok = descr && fo && shp;
-    if (ok) {
-        char order = descr[1], kind = descr[2];
-        int size = descr[3] - '0';
-        ok = descr[0] == '\'' && (kind == 'i') && (size == 4 || size == 8) && descr[4] == '\'' &&
-             (order == '<' || order == '>' || order == '=' || order == '|');
-        if (!ok) {
-            snprintf(err, errlen, "--routing %s: %s holds %.6s; expected int32 or int64",
-                     spec_text, path, descr);
-            free(hdr);
-            goto fail;
-        }
-        nf->elem = size;
-        nf->swap = order == '>';
-    }
-    if (ok && strncmp(fo, "False", 5) != 0) {
-        snprintf(err, errlen, "--routing %s: %s is in Fortran order; save it in C order",
-                 spec_text, path);
-        free(hdr);
-        goto fail;
-    }
-    long long r = 0, c = 0;
-    if (ok && sscanf(shp, "(%lld, %lld)", &r, &c) != 2) ok = 0;
-    free(hdr);
-    if (!ok || r < 0 || c < 1) {
-        snprintf(err, errlen, "--routing %s: %s is not a 2-D [tokens, topk] array", spec_text,
-                 path);
-        goto fail;
-    }
-    nf->rows = r;
-    nf->cols = c;
+    nf->rows = h.rows;
+    nf->cols = h.cols;
+    nf->elem = h.elem;
+    nf->swap = h.swap;
+    nf->data_off = (long)h.data_off;
     return 0;
 fail:
     fclose(nf->f);
@@ -630,6 +590,21 @@ int routing_parse(const char *text, routing_spec *out, char *err, size_t errlen)
 int routing_generate(const routing_spec *spec, const routing_shape *shape, uint64_t seed,
                      int rank, int tokens, int32_t *expert_ids, float *topk_weights, char *err,
                      size_t errlen) {
+    /* One file for every rank, each with the same token count: it must
+     * hold exactly ranks x tokens rows, not merely enough of them. */
+    if (spec->kind >= 0 && spec->kind < N_KINDS && kinds[spec->kind].generate_rows == gen_npy &&
+        !strstr(spec->arg, "{rank}") && rank == 0) {
+        int64_t rows, cols;
+        int per_rank;
+        if (routing_npy_shape(spec, 0, &rows, &cols, &per_rank, err, errlen)) return -1;
+        if (rows != (int64_t)shape->num_ranks * tokens) {
+            snprintf(err, errlen,
+                     "--routing %s: the file has %lld rows but %d ranks x --tokens %d need "
+                     "exactly %lld", spec->text, (long long)rows, shape->num_ranks, tokens,
+                     (long long)shape->num_ranks * tokens);
+            return -1;
+        }
+    }
     return routing_generate_at(spec, shape, seed, rank, (int64_t)rank * tokens, tokens, expert_ids,
                                topk_weights, err, errlen);
 }

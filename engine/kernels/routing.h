@@ -81,6 +81,21 @@ int routing_generate_at(const routing_spec *spec, const routing_shape *shape, ui
 int routing_npy_shape(const routing_spec *spec, int rank, int64_t *rows, int64_t *cols,
                       int *per_rank, char *err, size_t errlen);
 
+/* The header of a .npy file, as routing_npy_parse accepts it. */
+typedef struct routing_npy_header {
+    int64_t rows, cols;
+    int elem;              /* 4 (int32) or 8 (int64) */
+    int swap;              /* big-endian data */
+    size_t data_off;       /* where the array starts */
+    uint64_t data_bytes;   /* rows * cols * elem: the file must hold exactly this after data_off */
+} routing_npy_header;
+/* Parses the first len bytes of a .npy file (magic, version 1-3, header
+ * dict): 0 only for a 2-D C-order int32/int64 array, else -1 with err
+ * saying what the file is instead ("holds dtype '<f8'..."); reads nothing
+ * past len. routing_npy.c. */
+int routing_npy_parse(const unsigned char *buf, size_t len, routing_npy_header *h, char *err,
+                      size_t errlen);
+
 /* active-ranks:N: the k-th active rank (k < N). */
 int routing_active_rank(const routing_shape *shape, int k);
 

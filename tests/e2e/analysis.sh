@@ -211,7 +211,7 @@ grep -q '"pid":2,' "$work/win.json" && fail "--ranks 0,2-3 exported rank 1 (pid 
 [ "$(wc -c < "$work/win.json")" -lt "$(wc -c < "$work/all.json")" ] || fail "window not smaller"
 expect 2 "$npurr" export "$run" --chrome "$work/x.json" --from 10parsecs
 has_err "10parsecs" "bad time"
-expect 1 "$npurr" export "$run" --chrome "$work/x.json" --ranks 0,99
+expect 2 "$npurr" export "$run" --chrome "$work/x.json" --ranks 0,99
 has_err "99" "bad rank"
 expect 2 "$npurr" export "$run"
 

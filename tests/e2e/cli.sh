@@ -34,10 +34,10 @@ expect_exit 2 "bad --nodes" "$npurr" record -k combine-sender --nodes zero -o "$
 grep -q -- "--nodes: 'zero'" "$tmp/err" || fail "bad --nodes not named"
 expect_exit 2 "unknown kernel option" "$npurr" record -k combine-sender --frob 3 -o "$tmp/r"
 grep -q -- "--frob: not an option of -k combine-sender" "$tmp/err" || fail "unknown option not named"
-expect_exit 1 "missing --hw file" "$npurr" record -k combine-sender --hw "$tmp/none.hw" -o "$tmp/r"
+expect_exit 2 "missing --hw file" "$npurr" record -k combine-sender --hw "$tmp/none.hw" -o "$tmp/r"
 grep -q "none.hw: cannot open" "$tmp/err" || fail "missing hw file not named"
 printf 'hbm_gbps=fast\n' > "$tmp/bad.hw"
-expect_exit 1 "bad --hw value" "$npurr" record -k combine-sender --hw "$tmp/bad.hw" -o "$tmp/r"
+expect_exit 2 "bad --hw value" "$npurr" record -k combine-sender --hw "$tmp/bad.hw" -o "$tmp/r"
 grep -q "bad.hw:1: hardware parameter hbm_gbps: 'fast'" "$tmp/err" || fail "bad hw value not named"
 
 # a small healthy run

@@ -39,9 +39,9 @@ expect 0 "$npurr" layout -k combine-sender "${small[@]}"
 grep -q "UB per sender core" "$work/out" || fail "layout lacks the UB budget"
 [ "$(grep -cE '^[0-3] ' "$work/out")" -eq 4 ] || { cat "$work/out" >&2; fail "layout lacks a line per rank"; }
 
-# Bad input is refused with a message naming the option (exit 1).
-expect 1 "$npurr" record -k combine-sender --nodes 2 --tokens 4 -o "$work/bad1"
+# Bad input is refused with a message naming the option (exit 2, a usage error).
+expect 2 "$npurr" record -k combine-sender --nodes 2 --tokens 4 -o "$work/bad1"
 grep -q -- "--nodes" "$work/out" || fail "no message naming --nodes"
-expect 1 "$npurr" record -k combine-sender --routing zipf:-2 -o "$work/bad2"
+expect 2 "$npurr" record -k combine-sender --routing zipf:-2 -o "$work/bad2"
 grep -q -- "--routing zipf:-2" "$work/out" || fail "no message naming --routing"
 echo "combine_sender: ok"

@@ -79,14 +79,14 @@ else
     echo "dispatch_layered: no python3 to write a .npy file: npy step skipped"
 fi
 
-# Bad input is refused with a message naming the option (exit 1).
-expect 1 "$npurr" record -k dispatch-layered --nodes 1 --tokens 4 -o "$work/bad1"
+# Bad input is refused with a message naming the option (exit 2, a usage error).
+expect 2 "$npurr" record -k dispatch-layered --nodes 1 --tokens 4 -o "$work/bad1"
 has "--nodes 1"
-expect 1 "$npurr" record -k dispatch-layered --nodes 2 --routing drop:2 -o "$work/bad2"
+expect 2 "$npurr" record -k dispatch-layered --nodes 2 --routing drop:2 -o "$work/bad2"
 has "--routing drop:2"
-expect 1 "$npurr" record -k dispatch-layered --nodes 2 --npus-per-node 2 --tokens 1,2,3 -o "$work/bad3"
+expect 2 "$npurr" record -k dispatch-layered --nodes 2 --npus-per-node 2 --tokens 1,2,3 -o "$work/bad3"
 has "--tokens 1,2,3"
-expect 1 "$npurr" record -k dispatch-layered --nodes 2 --rdma-chunk 4 --rdma-send-chunk 4 \
+expect 2 "$npurr" record -k dispatch-layered --nodes 2 --rdma-chunk 4 --rdma-send-chunk 4 \
     --credit-batch 4 -o "$work/bad4"
 has "--rdma-chunk 4"
 echo "dispatch_layered: ok"

@@ -43,8 +43,8 @@ replay 3 "$work/dead"
 expect 0 "$npurr" layout "${k[@]}" --nodes 2 --npus-per-node 2
 grep -q "rankSizeOnWin" "$work/out" || { cat "$work/out" >&2; fail "layout lacks the window"; }
 
-expect 1 "$npurr" record "${k[@]}" --npus-per-node 4 --experts 30 -o "$work/bad1"
+expect 2 "$npurr" record "${k[@]}" --npus-per-node 4 --experts 30 -o "$work/bad1"
 grep -q -- "--experts 30" "$work/out" || fail "no message naming --experts"
-expect 1 "$npurr" record "${k[@]}" --npus-per-node 2 --inject single-buffer -o "$work/bad2"
+expect 2 "$npurr" record "${k[@]}" --npus-per-node 2 --inject single-buffer -o "$work/bad2"
 grep -q -- "--inject single-buffer" "$work/out" || fail "no message naming --inject"
 echo "fullmesh: ok"

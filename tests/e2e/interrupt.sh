@@ -12,8 +12,9 @@ fail() { echo "FAIL: $*"; cat "$tmp/out" 2>/dev/null; exit 1; }
     > "$tmp/out" 2>&1 &
 pid=$!
 # wait until the run is under way: event chunks (not only the header) written
+# into the hidden folder record writes before renaming it to -o
 for _ in $(seq 1 600); do
-    size=$(stat -c %s "$tmp/run/trace.zst" 2>/dev/null || echo 0)
+    size=$(stat -c %s "$tmp/.run.recording.$pid/trace.zst" 2>/dev/null || echo 0)
     [ "$size" -gt 200000 ] && break
     kill -0 $pid 2>/dev/null || fail "the run ended before it could be interrupted"
     sleep 0.1

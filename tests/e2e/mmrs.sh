@@ -31,10 +31,10 @@ replay 4 "$work/race"
 expect 0 "$npurr" layout "${shape[@]}" --npus-per-node 4
 grep -q "commLoops 8" "$work/out" || { cat "$work/out" >&2; fail "layout lacks the schedule"; }
 
-expect 1 "$npurr" record -k matmul-reduce-scatter --nodes 2 --npus-per-node 2 -o "$work/bad1"
+expect 2 "$npurr" record -k matmul-reduce-scatter --nodes 2 --npus-per-node 2 -o "$work/bad1"
 grep -q -- "--nodes" "$work/out" || fail "no message naming --nodes"
-expect 1 "$npurr" record -k matmul-reduce-scatter --npus-per-node 2 --m 255 -o "$work/bad2"
+expect 2 "$npurr" record -k matmul-reduce-scatter --npus-per-node 2 --m 255 -o "$work/bad2"
 grep -q -- "--m 255" "$work/out" || fail "no message naming --m"
-expect 1 "$npurr" record -k matmul-reduce-scatter --npus-per-node 2 --block-m 512 -o "$work/bad3"
+expect 2 "$npurr" record -k matmul-reduce-scatter --npus-per-node 2 --block-m 512 -o "$work/bad3"
 grep -q -- "L0A" "$work/out" || fail "no message naming the L0A limit"
 echo "mmrs: ok"

@@ -1,0 +1,300 @@
+/*
+ * ana_fresh.c - ana_ensure_fresh: the one way to a run's analysis tables.
+ *
+ * Derived tables are only worth serving when they come from the trace as
+ * it is now. So, in this order:
+ *   1. RUN/index.db must have been built from RUN/trace.zst as it is now
+ *      (rec_index_matches_trace): an index from another run, or a trace
+ *      truncated, damaged or replaced after indexing, is refused with the
+ *      fix (`npurr reindex RUN`); nothing is derived from it.
+ *   2. The analysis tables are fresh when meta analysis.version is
+ *      ANA_VERSION and analysis.trace_fingerprint equals the index's
+ *      trace_fingerprint (ana_derive_db stamps it); then they are used.
+ *   3. Otherwise they are derived: into RUN/index.db itself when the run
+ *      folder is writable, else into a private per-user cache database, a
+ *      copy of RUN/index.db with the derived tables added, so a read-only
+ *      run (another user's, a shared folder) can still be queried. The
+ *      cache file is named by the trace's fingerprint, so a cache entry can
+ *      never be served for another trace; it lives in
+ *      $XDG_CACHE_HOME/npurr, else $HOME/.cache/npurr, else
+ *      $TMPDIR/npurr-cache-UID (a directory that must be ours and mode
+ *      0700).
+ * Every reader (stats, sql, export, record's summary, the SQLite extension)
+ * goes through ana_ensure_fresh, so none can bypass these checks.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "analysis/analysis.h"
+#include "analysis/ana_internal.h"
+
+static const char *const derived_tables[] = {
+    "cores", "wait_groups", "wait_labels", "word_writes", "wake_events",
+    "ring_counters", "link_bytes", "last_writers", "stall_summary", "ring_occupancy"};
+
+static void meta_text(sqlite3 *db, const char *key, char *out, size_t len) {
+    sqlite3_stmt *st = NULL;
+    out[0] = 0;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL) ==
+        SQLITE_OK) {
+        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+            snprintf(out, len, "%s", (const char *)sqlite3_column_text(st, 0));
+    }
+    sqlite3_finalize(st);
+}
+
+/* Whether db's analysis tables were derived, by this ANA_VERSION, from the
+ * trace whose fingerprint is fp. */
+static int analysis_fresh(sqlite3 *db, const char *fp) {
+    char stamp[160];
+    if (ana_meta_i64(db, "analysis.version", 0) != ANA_VERSION) return 0;
+    meta_text(db, "analysis.trace_fingerprint", stamp, sizeof stamp);
+    if (strcmp(stamp, fp) != 0) return 0;
+    for (size_t i = 0; i < sizeof derived_tables / sizeof derived_tables[0]; i++)
+        if (!ana_has_table(db, derived_tables[i])) return 0;
+    return 1;
+}
+
+/* Copies src into out (len bytes), cut if it does not fit. */
+static void copy_str(char *out, size_t len, const char *src) {
+    size_t n = strlen(src);
+    if (n >= len) n = len - 1;
+    memcpy(out, src, n);
+    out[n] = 0;
+}
+
+static int open_ro(const char *path, sqlite3 **db, char *err, size_t errlen) {
+    *db = NULL;
+    if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
+        ana_err(err, errlen, "%s: %s", path, *db ? sqlite3_errmsg(*db) : "cannot open");
+        sqlite3_close(*db);
+        *db = NULL;
+        return -1;
+    }
+    sqlite3_busy_timeout(*db, 5000);
+    return 0;
+}
+
+/* Derives into the database at path (read-write), reading run_dir's trace. */
+static int derive_into(const char *path, const char *run_dir, char *err, size_t errlen) {
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
+        ana_err(err, errlen, "%s: %s", path, db ? sqlite3_errmsg(db) : "cannot open");
+        sqlite3_close(db);
+        return -1;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    int rc = rec_register_events_vtab(db, run_dir, err, errlen);
+    if (!rc) rc = ana_derive_db_from(db, run_dir, err, errlen);
+    sqlite3_close(db);
+    return rc;
+}
+
+/* A private directory for derived copies of read-only runs: created 0700,
+ * and used only if it is ours and nobody else can write into it. */
+static int cache_dir(char *out, size_t len, char *err, size_t errlen) {
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    const char *tmp = getenv("TMPDIR");
+    char cand[3][4096];
+    int n = 0;
+    if (xdg && *xdg) snprintf(cand[n++], sizeof cand[0], "%s/npurr", xdg);
+    if (home && *home) snprintf(cand[n++], sizeof cand[0], "%s/.cache/npurr", home);
+    snprintf(cand[n++], sizeof cand[0], "%s/npurr-cache-%ld", tmp && *tmp ? tmp : "/tmp",
+             (long)geteuid());
+    for (int i = 0; i < n; i++) {
+        /* mkdir -p the parent (~/.cache), then the directory itself. */
+        char parent[4096];
+        copy_str(parent, sizeof parent, cand[i]);
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent) {
+            *slash = 0;
+            if (mkdir(parent, 0700) != 0 && errno != EEXIST) continue;
+        }
+        if (mkdir(cand[i], 0700) != 0 && errno != EEXIST) continue;
+        struct stat st;
+        if (lstat(cand[i], &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+            (st.st_mode & 077) || access(cand[i], W_OK | X_OK) != 0)
+            continue;
+        copy_str(out, len, cand[i]);
+        return 0;
+    }
+    ana_err(err, errlen, "no private cache directory is usable (tried %s%s%s%s%s): set "
+            "XDG_CACHE_HOME to a directory of yours", cand[0], n > 1 ? ", " : "",
+            n > 1 ? cand[1] : "", n > 2 ? ", " : "", n > 2 ? cand[2] : "");
+    return -1;
+}
+
+static int copy_file(const char *from, const char *to_tmpl, char *to, size_t tolen, char *err,
+                     size_t errlen) {
+    snprintf(to, tolen, "%s", to_tmpl);
+    int out = mkstemp(to);
+    if (out < 0) {
+        ana_err(err, errlen, "cannot create %s: %s", to_tmpl, strerror(errno));
+        return -1;
+    }
+    int in = open(from, O_RDONLY | O_CLOEXEC);
+    int rc = in < 0 ? -1 : 0;
+    static char buf[1 << 16];
+    ssize_t n;
+    while (!rc && (n = read(in, buf, sizeof buf)) != 0) {
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            rc = -1;
+            break;
+        }
+        for (ssize_t off = 0; off < n;) {
+            ssize_t k = write(out, buf + off, (size_t)(n - off));
+            if (k < 0 && errno == EINTR) continue;
+            if (k <= 0) { rc = -1; break; }
+            off += k;
+        }
+    }
+    if (close(out) != 0) rc = -1;
+    if (in >= 0) close(in);
+    if (rc) {
+        ana_err(err, errlen, "copying %s to %s: %s", from, to, strerror(errno));
+        unlink(to);
+    }
+    return rc;
+}
+
+/* Derived tables of a read-only run: a copy of its index, derived once per
+ * trace fingerprint, in the user's cache. */
+static int ensure_cached(const char *run_dir, const char *index, const char *fp,
+                         const rec_fingerprint *f, ana_source *src, char *err, size_t errlen) {
+    char dir[4096], inner[1024];
+    if (cache_dir(dir, sizeof dir, inner, sizeof inner)) {
+        ana_err(err, errlen, "%s is read-only and its analysis tables are not derived: %s",
+                run_dir, inner);
+        return -1;
+    }
+    snprintf(src->db_path, sizeof src->db_path, "%s/%016llx-%llu-a%d.db", dir,
+             (unsigned long long)f->hash, (unsigned long long)f->bytes, ANA_VERSION);
+    sqlite3 *db = NULL;
+    if (access(src->db_path, R_OK) == 0 && open_ro(src->db_path, &db, inner, sizeof inner) == 0) {
+        char stored[160];
+        meta_text(db, "trace_fingerprint", stored, sizeof stored);
+        int ok = strcmp(stored, fp) == 0 && analysis_fresh(db, fp);
+        sqlite3_close(db);
+        if (ok) {
+            src->cached = 1;
+            return 0;
+        }
+    }
+    fprintf(stderr, "npurr: %s is read-only: deriving its analysis tables into %s\n", run_dir,
+            src->db_path);
+    char tmpl[4200], tmp[4200];
+    snprintf(tmpl, sizeof tmpl, "%s/.derive-XXXXXX", dir);
+    if (copy_file(index, tmpl, tmp, sizeof tmp, err, errlen)) return -1;
+    if (derive_into(tmp, run_dir, inner, sizeof inner) || rename(tmp, src->db_path) != 0) {
+        if (!inner[0]) copy_str(inner, sizeof inner, strerror(errno));
+        ana_err(err, errlen, "%s: deriving analysis tables into %s: %s", run_dir, src->db_path,
+                inner);
+        unlink(tmp);
+        return -1;
+    }
+    src->cached = 1;
+    return 0;
+}
+
+int ana_ensure_fresh(const char *run_dir, ana_source *src, char *err, size_t errlen) {
+    memset(src, 0, sizeof *src);
+    char index[4096], inner[1400];
+    if (snprintf(index, sizeof index, "%s/index.db", run_dir) >= (int)sizeof index) {
+        ana_err(err, errlen, "run path '%s' is too long", run_dir);
+        return -1;
+    }
+    snprintf(src->run_dir, sizeof src->run_dir, "%s", run_dir);
+    snprintf(src->db_path, sizeof src->db_path, "%s", index);
+    struct stat sb;
+    if (stat(index, &sb) != 0) {
+        ana_err(err, errlen, "%s: no such file: is '%s' a run folder written by `npurr record`?",
+                index, run_dir);
+        return -1;
+    }
+    sqlite3 *db = NULL;
+    if (open_ro(index, &db, err, errlen)) return -1;
+    if (!ana_has_table(db, "meta")) {
+        rec_index_unreadable(run_dir, sqlite3_errcode(db) != SQLITE_OK ? sqlite3_errmsg(db)
+                                                                        : "no meta table",
+                             err, errlen);
+        sqlite3_close(db);
+        return -1;
+    }
+    if (rec_index_matches_trace(db, run_dir, src->trace_fingerprint,
+                                sizeof src->trace_fingerprint, err, errlen)) {
+        sqlite3_close(db);
+        return -1;
+    }
+    char outcome[64];
+    meta_text(db, "outcome", outcome, sizeof outcome);
+    if (strcmp(outcome, "truncated") == 0) {
+        char msg[600];
+        meta_text(db, "outcome_message", msg, sizeof msg);
+        src->partial = 1;
+        snprintf(src->partial_note, sizeof src->partial_note,
+                 "warning: %s; what is shown covers only its complete chunks", msg);
+    }
+    int fresh = analysis_fresh(db, src->trace_fingerprint);
+    int64_t events = ana_meta_i64(db, "events", 0);
+    sqlite3_close(db);
+    if (fresh) return 0;
+
+    if (access(index, W_OK) == 0 && access(run_dir, W_OK) == 0) {
+        /* Seconds at tens of millions of events: say what the wait is for. */
+        fprintf(stderr, "npurr: deriving the analysis tables of %s (first use, %lld events)\n",
+                run_dir, (long long)events);
+        if (derive_into(index, run_dir, inner, sizeof inner)) {
+            ana_err(err, errlen, "%s: deriving analysis tables: %s", run_dir, inner);
+            return -1;
+        }
+        return 0;
+    }
+    rec_fingerprint f;
+    char trace[4200];
+    snprintf(trace, sizeof trace, "%s/trace.zst", run_dir);
+    if (rec_trace_fingerprint(trace, &f, err, errlen)) return -1;
+    return ensure_cached(run_dir, index, src->trace_fingerprint, &f, src, err, errlen);
+}
+
+/* Connection policy of `npurr sql`: nothing a query does may write a file
+ * or reach another database. */
+static int deny_outside(void *ctx, int action, const char *a, const char *b, const char *dbname,
+                        const char *trigger) {
+    (void)ctx, (void)a, (void)dbname, (void)trigger;
+    if (action == SQLITE_ATTACH || action == SQLITE_DETACH) return SQLITE_DENY;
+    /* PRAGMA name = value (b is the value) changes the connection or the file. */
+    if (action == SQLITE_PRAGMA && b) return SQLITE_DENY;
+    return SQLITE_OK;
+}
+
+int ana_open_fresh(const char *run_dir, int flags, sqlite3 **out, ana_source *src, char *err,
+                   size_t errlen) {
+    *out = NULL;
+    ana_source local;
+    if (!src) src = &local;
+    if (ana_ensure_fresh(run_dir, src, err, errlen)) return -1;
+    sqlite3 *db = NULL;
+    if (open_ro(src->db_path, &db, err, errlen)) return -1;
+    if (rec_register_events_vtab(db, run_dir, err, errlen)) {
+        sqlite3_close(db);
+        return -1;
+    }
+    if (flags & ANA_OPEN_QUERY_ONLY) {
+        if (ana_exec(db, "PRAGMA query_only = 1", err, errlen)) {
+            sqlite3_close(db);
+            return -1;
+        }
+        sqlite3_set_authorizer(db, deny_outside, NULL);
+    }
+    *out = db;
+    return 0;
+}

@@ -1,0 +1,232 @@
+/*
+ * run_folder.c - how `record` puts a new run folder in place without ever
+ * losing one.
+ *
+ * A run is recorded into a hidden folder next to its target,
+ * PARENT/.NAME.recording.PID, and renamed to PARENT/NAME only once its
+ * trace and index are finalised. The rename happens under an exclusive
+ * flock on PARENT, after checking the target again: so of two records into
+ * one folder, the first to finish installs its run and the second finds it
+ * there and keeps its own recording in its hidden folder instead of
+ * overwriting; a record that fails or is killed never touches an existing
+ * run. Replacing an existing run takes --force (checked at start, so a
+ * mistaken -o costs nothing), and even then the old run stays until the new
+ * one is complete: both are swapped with one renameat2(RENAME_EXCHANGE)
+ * where the file system has it, else two renames, and only then is the old
+ * one removed.
+ *
+ * What kill -9 leaves: the hidden folder, whose trace.zst is readable up to
+ * its last complete chunk (`npurr reindex` it, then move it where you
+ * want). The next record into the same target names such leftovers.
+ */
+#include "run_folder.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "recorder/recorder.h"
+
+/* PARENT and NAME of a target path (trailing slashes ignored). */
+static int split(const char *target, char *parent, size_t plen, char *name, size_t nlen) {
+    char t[4096];
+    size_t n = strlen(target);
+    while (n > 1 && target[n - 1] == '/') n--;
+    if (n == 0 || n >= sizeof t) return -1;
+    memcpy(t, target, n);
+    t[n] = 0;
+    char *slash = strrchr(t, '/');
+    const char *base = slash ? slash + 1 : t;
+    if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) return -1;
+    if ((size_t)snprintf(name, nlen, "%s", base) >= nlen) return -1;
+    int w = !slash ? snprintf(parent, plen, ".")
+                   : slash == t ? snprintf(parent, plen, "/")
+                                : snprintf(parent, plen, "%.*s", (int)(slash - t), t);
+    return w < 0 || (size_t)w >= plen ? -1 : 0;
+}
+
+static int is_empty_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *de;
+    int empty = 1;
+    while (empty && (de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) empty = 0;
+    closedir(d);
+    return empty;
+}
+
+static int is_run(const char *dir) {
+    rec_reader *r;
+    char err[256];
+    if (rec_reader_open(dir, &r, err, sizeof err)) return 0;
+    rec_reader_close(r);
+    return 1;
+}
+
+typedef enum { T_ABSENT, T_EMPTY, T_RUN, T_OTHER, T_NOT_DIR } target_state;
+
+static target_state state_of(const char *target) {
+    struct stat st;
+    if (lstat(target, &st) != 0) return T_ABSENT;
+    if (!S_ISDIR(st.st_mode)) return T_NOT_DIR;
+    if (is_empty_dir(target)) return T_EMPTY;
+    return is_run(target) ? T_RUN : T_OTHER;
+}
+
+/* Hidden folders a killed record left for this target: named, not touched. */
+static void note_leftovers(const char *parent, const char *name) {
+    DIR *d = opendir(parent);
+    if (!d) return;
+    char prefix[300];
+    snprintf(prefix, sizeof prefix, ".%s.recording.", name);
+    size_t plen = strlen(prefix);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, prefix, plen) != 0) continue;
+        char *end = NULL;
+        long pid = strtol(de->d_name + plen, &end, 10);
+        if (!end || *end || pid <= 0) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno == EPERM) continue;   /* still recording */
+        fprintf(stderr,
+                "npurr record: note: %s/%s is what an interrupted record (kill -9?) left; "
+                "`npurr reindex` it to read it, or remove it\n",
+                parent, de->d_name);
+    }
+    closedir(d);
+}
+
+int run_folder_check_target(const char *target, int force, char *err, size_t errlen) {
+    char parent[4096], name[256];
+    if (split(target, parent, sizeof parent, name, sizeof name)) {
+        snprintf(err, errlen, "-o %s: not a usable run folder name", target);
+        return -1;
+    }
+    switch (state_of(target)) {
+    case T_NOT_DIR:
+        snprintf(err, errlen, "-o %s: exists and is not a directory", target);
+        return -1;
+    case T_OTHER:
+        snprintf(err, errlen, "-o %s: is not empty and is not an npurr run (no npurr trace.zst); "
+                 "choose another -o", target);
+        return -1;
+    case T_RUN:
+        if (!force) {
+            snprintf(err, errlen, "-o %s: already holds a run; add --force to replace it (the "
+                     "old run stays until the new one is complete)", target);
+            return -1;
+        }
+        break;
+    default:
+        break;
+    }
+    note_leftovers(parent, name);
+    return 0;
+}
+
+static int mkdir_p(const char *dir) {
+    char p[4096];
+    if ((size_t)snprintf(p, sizeof p, "%s", dir) >= sizeof p) return -1;
+    for (char *s = p + 1;; s++) {
+        if (*s == '/' || *s == 0) {
+            char c = *s;
+            *s = 0;
+            if (mkdir(p, 0755) != 0 && errno != EEXIST) return -1;
+            *s = c;
+            if (!c) break;
+        }
+    }
+    return 0;
+}
+
+int run_folder_make_temp(const char *target, char *tmp, size_t len, char *err, size_t errlen) {
+    char parent[4096], name[256];
+    if (split(target, parent, sizeof parent, name, sizeof name)) {
+        snprintf(err, errlen, "-o %s: not a usable run folder name", target);
+        return -1;
+    }
+    if (mkdir_p(parent) != 0) {
+        snprintf(err, errlen, "cannot create %s: %s", parent, strerror(errno));
+        return -1;
+    }
+    if ((size_t)snprintf(tmp, len, "%s/.%s.recording.%ld", parent, name, (long)getpid()) >= len) {
+        snprintf(err, errlen, "-o %s: path too long", target);
+        return -1;
+    }
+    if (mkdir(tmp, 0755) != 0) {
+        snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+void run_folder_remove(const char *dir) {
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int run_folder_install(const char *tmp, const char *target, int force, char *err, size_t errlen) {
+    char parent[4096], name[256];
+    if (split(target, parent, sizeof parent, name, sizeof name)) {
+        snprintf(err, errlen, "-o %s: not a usable run folder name", target);
+        return -1;
+    }
+    int lock = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (lock < 0 || flock(lock, LOCK_EX) != 0) {
+        snprintf(err, errlen, "cannot lock %s: %s; the run is complete in %s", parent,
+                 strerror(errno), tmp);
+        if (lock >= 0) close(lock);
+        return -1;
+    }
+    int rc = 0;
+    target_state s = state_of(target);
+    if (s == T_ABSENT || s == T_EMPTY) {
+        /* rename(2) replaces an empty directory atomically. */
+        if (rename(tmp, target) != 0) {
+            snprintf(err, errlen, "cannot rename %s to %s: %s; the run is complete in %s", tmp,
+                     target, strerror(errno), tmp);
+            rc = -1;
+        }
+    } else if (s == T_RUN && force) {
+        if (renameat2(AT_FDCWD, tmp, AT_FDCWD, target, RENAME_EXCHANGE) == 0) {
+            run_folder_remove(tmp);   /* the old run, now under the temporary name */
+        } else {
+            char old[4400];
+            snprintf(old, sizeof old, "%s/.%s.replaced.%ld", parent, name, (long)getpid());
+            if (rename(target, old) != 0) {
+                snprintf(err, errlen, "cannot move the old run %s aside: %s; the new run is "
+                         "complete in %s", target, strerror(errno), tmp);
+                rc = -1;
+            } else if (rename(tmp, target) != 0) {
+                snprintf(err, errlen, "cannot rename %s to %s: %s; the old run is in %s", tmp,
+                         target, strerror(errno), old);
+                rename(old, target);
+                rc = -1;
+            } else {
+                run_folder_remove(old);
+            }
+        }
+    } else {
+        snprintf(err, errlen,
+                 "%s %s while this record ran (another record into the same -o?), so it is "
+                 "left as it is; this run is complete in %s",
+                 target, s == T_RUN ? "now holds a run recorded" : "was filled with other files",
+                 tmp);
+        rc = -1;
+    }
+    flock(lock, LOCK_UN);
+    close(lock);
+    return rc;
+}

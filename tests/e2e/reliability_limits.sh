@@ -1,0 +1,55 @@
+#!/bin/bash
+# Shapes that cannot fit, and bad options, are refused before anything is
+# built: a clear message naming the option, exit 2 (the one rule for option
+# errors, engine or kernel). The oversize cases run under a 2 GiB address
+# space limit: a command that started to build what it was asked would die
+# of it instead of giving the message. (Not in the sanitizer build, whose
+# shadow memory needs terabytes of address space.)
+set -u
+npurr=$1
+build=${2:-}
+. "$(dirname "$0")/lib/reliability.bash"
+
+if [ -n "$build" ] && grep -q "NPURR_SANITIZE:BOOL=ON" "$build/CMakeCache.txt" 2>/dev/null; then
+    limited() { "$@"; }
+else
+    limited() { (ulimit -v 2097152; "$@"); }
+fi
+
+expect 2 limited "$npurr" record -k matmul-reduce-scatter --nodes 1024 -o "$work/r"
+has "--nodes must be 1"
+expect 2 limited "$npurr" record -k fullmesh-dispatch-combine --nodes 1024 -o "$work/r"
+has "--nodes 1024"
+expect 2 limited "$npurr" record -k combine-sender --nodes 1024 -o "$work/r"
+has "--nodes must be 1"
+expect 2 limited "$npurr" record -k dispatch-layered --nodes 1024 -o "$work/r"
+has "--nodes 1024"
+expect 2 limited "$npurr" record -k dispatch-layered --nodes 2 --tokens 16777216 -o "$work/r"
+has "--tokens 16777216"; has "needs at least"; has "this machine has"
+expect 2 limited "$npurr" record -k matmul-reduce-scatter --m 65536 --n 65536 --k 65536 \
+    -o "$work/r"
+has "--m 65536 --n 65536 --k 65536"; has "needs at least"
+expect 2 limited "$npurr" layout -k dispatch-layered --nodes 2 --tokens 16777216
+has "needs at least"; has "routing plan"
+[ -e "$work/r" ] && fail "a refused record created its run folder"
+ls -A "$work" | grep -q '^\.r\.' && fail "a refused record left a hidden folder"
+
+# Option errors, engine or kernel: exit 2, naming the option as typed.
+expect 2 "$npurr" record -k combine-sender --tokens 3g -o "$work/r"; has "--tokens 3g"
+expect 2 "$npurr" record -k combine-sender --tokens abc -o "$work/r"; has "--tokens"
+expect 2 "$npurr" record -k combine-sender --no-such-option 1 -o "$work/r"
+has "--no-such-option"
+expect 2 "$npurr" record -k combine-sender --nodes 0 -o "$work/r"; has "--nodes"
+expect 2 "$npurr" record -k combine-sender --hw "$work/none.hw" -o "$work/r"; has "none.hw"
+expect 2 "$npurr" layout -k combine-sender --topk 999; has "--topk"
+expect 0 "$npurr" record --help; has "0 turns the watchdog off"
+
+# export --ranks 5-3 is a usage error found before anything is derived.
+small_run "$work/run"
+expect 2 "$npurr" export "$work/run" --ranks 5-3 --chrome "$work/t.json"; has "5-3"
+grep -q "deriving" "$work/out" && fail "export derived the tables before refusing --ranks"
+expect 0 "$npurr" sql "$work/run" "SELECT 1"   # derives here, not before
+has "deriving"
+expect 2 "$npurr" export "$work/run" --ranks 0,99 --chrome "$work/t.json"; has "rank 99"
+[ -e "$work/t.json" ] && fail "export with a rank the run lacks wrote a file"
+echo "reliability_limits: all checks passed"
