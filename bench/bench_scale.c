@@ -10,7 +10,7 @@
  * (events, check) and the run folder's files. Not a test: it prints figures.
  *
  *   build/bench_scale                       every row below
- *   build/bench_scale --only dispatch       the dispatch rows only
+ *   build/bench_scale --only EP32           the rows whose label has EP32
  *   build/bench_scale --max-nodes 4         skip dispatch shapes above 4 nodes
  *   build/bench_scale --full-max-nodes 2    --payload full rows up to 2 nodes
  *   build/bench_scale --dir /tmp/scale      where run folders go (removed after)
@@ -167,7 +167,7 @@ int main(int argc, char **argv) {
            "machine; trace B and index B: bytes per event)\n");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         const row *rw = &rows[i];
-        if (*only && !strstr(rw->kernel, only)) continue;
+        if (*only && !strstr(rw->label, only)) continue;
         if (!strcmp(rw->kernel, "dispatch-layered") && rw->nodes > max_nodes) continue;
         result ref, full;
         run_row(npurr, rw, "ref", dir, &ref);
