@@ -37,24 +37,12 @@ static const char *const derived_tables[] = {
     "cores", "wait_groups", "wait_labels", "word_writes", "wake_events",
     "ring_counters", "link_bytes", "last_writers", "stall_summary", "ring_occupancy"};
 
-static void meta_text(sqlite3 *db, const char *key, char *out, size_t len) {
-    sqlite3_stmt *st = NULL;
-    out[0] = 0;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL) ==
-        SQLITE_OK) {
-        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-            snprintf(out, len, "%s", (const char *)sqlite3_column_text(st, 0));
-    }
-    sqlite3_finalize(st);
-}
-
 /* Whether db's analysis tables were derived, by this ANA_VERSION, from the
  * trace whose fingerprint is fp. */
 static int analysis_fresh(sqlite3 *db, const char *fp) {
     char stamp[160];
     if (ana_meta_i64(db, "analysis.version", 0) != ANA_VERSION) return 0;
-    meta_text(db, "analysis.trace_fingerprint", stamp, sizeof stamp);
+    rec_index_meta_text(db, "analysis.trace_fingerprint", stamp, sizeof stamp);
     if (strcmp(stamp, fp) != 0) return 0;
     for (size_t i = 0; i < sizeof derived_tables / sizeof derived_tables[0]; i++)
         if (!ana_has_table(db, derived_tables[i])) return 0;
@@ -181,7 +169,7 @@ static int ensure_cached(const char *run_dir, const char *index, const char *fp,
     sqlite3 *db = NULL;
     if (access(src->db_path, R_OK) == 0 && open_ro(src->db_path, &db, inner, sizeof inner) == 0) {
         char stored[160];
-        meta_text(db, "trace_fingerprint", stored, sizeof stored);
+        rec_index_meta_text(db, "trace_fingerprint", stored, sizeof stored);
         int ok = strcmp(stored, fp) == 0 && analysis_fresh(db, fp);
         sqlite3_close(db);
         if (ok) {
@@ -235,10 +223,10 @@ int ana_ensure_fresh(const char *run_dir, ana_source *src, char *err, size_t err
         return -1;
     }
     char outcome[64];
-    meta_text(db, "outcome", outcome, sizeof outcome);
+    rec_index_meta_text(db, "outcome", outcome, sizeof outcome);
     if (strcmp(outcome, "truncated") == 0) {
         char msg[600];
-        meta_text(db, "outcome_message", msg, sizeof msg);
+        rec_index_meta_text(db, "outcome_message", msg, sizeof msg);
         src->partial = 1;
         snprintf(src->partial_note, sizeof src->partial_note,
                  "warning: %s; what is shown covers only its complete chunks", msg);

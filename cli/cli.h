@@ -59,6 +59,11 @@ void run_options_list_kernels(FILE *out);
 struct sqlite3;
 int sql_shell(struct sqlite3 *db, const char *run, int csv, FILE *in, FILE *out);
 
+/* Closes an output opened with ana_output_open after the work that wrote it
+ * returned rc (0 ok, err filled otherwise): a failed or unclosable output is
+ * removed, unless it is standard output. Returns 0, or -1 with err. */
+int cli_output_finish(FILE *out, const char *path, int rc, char *err, size_t errlen);
+
 /* 0 if a command reading run_dir may write out (option names it in the
  * message): not inside the run folder, not a hard link to its files, not a
  * directory; "-" (stdout) is always fine. -1 with err: a usage error. */

@@ -161,14 +161,8 @@ int cmd_export(int argc, char **argv) {
     int rc = perfetto ? ana_export_perfetto(db, &o, out, &n, err, sizeof err)
                       : ana_export_chrome(db, &o, out, &n, err, sizeof err);
     sqlite3_close(db);
-    char cerr[1024];
-    if (ana_output_close(out, outpath, cerr, sizeof cerr) && rc == 0) {
-        snprintf(err, sizeof err, "%s", cerr);
-        rc = -1;
-    }
-    if (rc) {
+    if (cli_output_finish(out, outpath, rc, err, sizeof err)) {
         fprintf(stderr, "npurr export: %s\n", err);
-        if (!to_stdout) remove(outpath);
         return 1;
     }
     fprintf(stderr, "npurr export: wrote %s: %llu slices, %llu flow arrows, %llu counter "

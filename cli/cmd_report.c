@@ -59,6 +59,10 @@ int cmd_report(int argc, char **argv) {
         return EXIT_USAGE;
     }
     char err[1024];
+    if (cli_output_check(run, outpath, "-o", err, sizeof err)) {
+        fprintf(stderr, "npurr report: %s\n", err);
+        return EXIT_USAGE;
+    }
     sqlite3 *db = NULL;
     if (ana_open_derived(run, &db, err, sizeof err)) {
         fprintf(stderr, "npurr report: %s\n", err);
@@ -72,18 +76,13 @@ int cmd_report(int argc, char **argv) {
     }
     const char *name = strrchr(run, '/');
     name = name && name[1] ? name + 1 : run;
+    int to_stdout = out == stdout;
     int rc = ana_report_html(db, name, out, err, sizeof err);
     sqlite3_close(db);
-    char cerr[1024];
-    if (ana_output_close(out, outpath, cerr, sizeof cerr) && rc == 0) {
-        snprintf(err, sizeof err, "%s", cerr);
-        rc = -1;
-    }
-    if (rc) {
+    if (cli_output_finish(out, outpath, rc, err, sizeof err)) {
         fprintf(stderr, "npurr report: %s\n", err);
-        if (out != stdout) remove(outpath);
         return EXIT_ERROR;
     }
-    if (out != stdout) fprintf(stderr, "npurr report: wrote %s\n", outpath);
+    if (!to_stdout) fprintf(stderr, "npurr report: wrote %s\n", outpath);
     return EXIT_DONE;
 }

@@ -19,6 +19,8 @@
 
 #include "cli.h"
 
+#include "analysis/analysis.h"
+
 static int same_file(const struct stat *a, const char *path) {
     struct stat b;
     return stat(path, &b) == 0 && a->st_dev == b.st_dev && a->st_ino == b.st_ino;
@@ -54,4 +56,15 @@ int cli_output_check(const char *run_dir, const char *out, const char *option, c
         return -1;
     }
     return 0;
+}
+
+int cli_output_finish(FILE *out, const char *path, int rc, char *err, size_t errlen) {
+    int to_stdout = out == stdout;
+    char cerr[1024];
+    if (ana_output_close(out, path, cerr, sizeof cerr) && rc == 0) {
+        snprintf(err, errlen, "%s", cerr);
+        rc = -1;
+    }
+    if (rc && !to_stdout) remove(path);
+    return rc ? -1 : 0;
 }

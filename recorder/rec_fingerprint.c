@@ -67,8 +67,7 @@ void rec_fingerprint_format(const rec_fingerprint *fp, char *out, size_t len) {
              fp->frames, fp->hash);
 }
 
-/* The index's meta value for key, copied into out ("" if absent). */
-static void meta_text(sqlite3 *db, const char *key, char *out, size_t len) {
+void rec_index_meta_text(sqlite3 *db, const char *key, char *out, size_t len) {
     sqlite3_stmt *st = NULL;
     out[0] = 0;
     if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL) ==
@@ -91,7 +90,7 @@ int rec_index_matches_trace(sqlite3 *db, const char *run_dir, char *fp_out, size
     if (rec_trace_fingerprint(trace, &fp, err, errlen)) return -1;
     rec_fingerprint_format(&fp, actual, sizeof actual);
     if (fp_out) snprintf(fp_out, fp_len, "%s", actual);
-    meta_text(db, "trace_fingerprint", stored, sizeof stored);
+    rec_index_meta_text(db, "trace_fingerprint", stored, sizeof stored);
     if (!stored[0]) {
         snprintf(err, errlen,
                  "%s/index.db does not say which trace it was built from (no meta "

@@ -113,6 +113,8 @@ void rec_fingerprint_format(const rec_fingerprint *fp, char *out, size_t len);
  * the index belongs to another run or the trace changed since. fp_out (may
  * be NULL) receives the trace's fingerprint text. Every command that reads
  * an index calls it first. */
+/* The index's meta value for key, copied into out ("" if absent). */
+void rec_index_meta_text(sqlite3 *db, const char *key, char *out, size_t len);
 int rec_index_matches_trace(sqlite3 *db, const char *run_dir, char *fp_out, size_t fp_len,
                             char *err, size_t errlen);
 

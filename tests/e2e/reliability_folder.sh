@@ -1,5 +1,5 @@
 #!/bin/bash
-# No run folder is lost: an export onto the run's own files is refused
+# No run folder is lost: an export or report onto the run's own files is refused
 # (exit 2) and leaves them untouched; `record -o` onto an existing run needs
 # --force, and a failed, concurrent or killed (kill -9) record leaves the
 # existing run as it was; what a killed record wrote is recoverable from its
@@ -31,6 +31,12 @@ rm "$work/hardlink.json"
 ln -s "$work/run" "$work/alias"
 expect 2 "$npurr" export "$work/alias" --chrome "$work/run/x.json"; has "inside the run folder"
 untouched "export through a symlink"
+for out in "$work/run/index.db" "$work/run/report.html"; do
+    expect 2 "$npurr" report "$work/run" -o "$out"; has "elsewhere"
+    untouched "report -o $out"
+done
+expect 2 "$npurr" export "$work/run" --perfetto "$work/run/trace.zst"; has "--perfetto"
+untouched "export --perfetto onto the trace"
 
 # --- record -o onto an existing run
 expect 2 "$npurr" record -k fullmesh-dispatch-combine --tokens 64 -o "$work/run"
