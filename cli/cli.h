@@ -14,7 +14,7 @@
 
 /* Exit codes (DESIGN.md). */
 enum { EXIT_DONE = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_DEADLOCK = 3, EXIT_CHECK = 4,
-       EXIT_DIVERGED = 5 };
+       EXIT_DIVERGED = 5, EXIT_RACES = 6 };
 
 int cmd_record(int argc, char **argv);
 int cmd_layout(int argc, char **argv);
@@ -24,6 +24,7 @@ int cmd_stats(int argc, char **argv);
 int cmd_sql(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
+int cmd_explore(int argc, char **argv);
 
 /* A run's options as parsed from argv. Strings point into argv. */
 typedef struct run_options {
@@ -33,6 +34,7 @@ typedef struct run_options {
     const char *out_dir;      /* -o RUN */
     const char *hw_file;
     int no_trace;
+    int check_races;          /* --check races */
     int quiet;
     int help;
 } run_options;

@@ -24,6 +24,7 @@
 
 #include "analysis/analysis.h"
 #include "record_inputs.h"
+#include "record_races.h"
 #include "recorder/recorder.h"
 
 static engine *volatile g_running;
@@ -81,7 +82,8 @@ static void print_help(const run_options *ro) {
            "occupancy...) are derived at once after a run that did not complete, else\n"
            "by the first `npurr stats`, `sql` or `export` of RUN.\n\n"
            "exit: 0 completed and checked, 1 error or kernel fault, 2 usage,\n"
-           "      3 deadlock or watchdog, 4 data check failed\n\n");
+           "      3 deadlock or watchdog, 4 data check failed, 6 races or sync errors\n"
+           "      (--check races; a deadlock or fault keeps its own code)\n\n");
     run_options_help(stdout, ro->kernel, RUN_OPT_OUTPUT | RUN_OPT_NO_TRACE);
 }
 
@@ -215,6 +217,15 @@ int cmd_record(int argc, char **argv) {
         engine_observer wrapped = engine_tee_observer(&tee);
         engine_set_observer(e, &wrapped);
     }
+    hb_checker *hb = NULL;
+    if (record_races_attach(e, ro.check_races, &hb, err, sizeof err)) {
+        fprintf(stderr, "npurr record: %s\n", err);
+        char cerr[ENGINE_ERRLEN];
+        if (w) rec_close(w, NULL, "skipped", "the race checker could not start", cerr, sizeof cerr);
+        if (ro.kernel->destroy) ro.kernel->destroy(state);
+        engine_destroy(e);
+        return EXIT_ERROR;
+    }
     g_running = e;
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
@@ -249,6 +260,7 @@ int cmd_record(int argc, char **argv) {
     }
     int status = run_ok ? exit_code(res.outcome, check_failed) : EXIT_ERROR;
     if (check_interrupted) status = EXIT_ERROR;
+    if (run_ok) status = record_races_status(hb, &res, status);
     /* After a completed run the analysis tables wait for their first use
      * (stats, sql, export derive them): recording stays cheap. A run that
      * hung or failed is derived now, because its causes are the point. */
@@ -303,5 +315,6 @@ int cmd_record(int argc, char **argv) {
     }
     if (after.text) fwrite(after.text, 1, after.text_len, stdout);
     free(after.text);
+    if (record_races_finish(hb, w && !after.close_rc ? ro.out_dir : NULL, 20)) status = EXIT_ERROR;
     return status;
 }

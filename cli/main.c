@@ -22,6 +22,7 @@ static const command commands[] = {
     {"sql", cmd_sql, "run SQL over a recorded run's index and events"},
     {"export", cmd_export, "write a recorded run as a Chrome/Perfetto timeline"},
     {"replay", cmd_replay, "re-execute a recorded run and compare every event"},
+    {"explore", cmd_explore, "run many schedules of one configuration until one fails"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -34,7 +35,7 @@ static void usage(FILE *out) {
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\nexit codes: 0 done, 1 error, 2 usage, 3 deadlock, 4 data check failed,\n"
-                 "5 replay diverged\n");
+                 "5 replay diverged, 6 races or sync errors (--check races)\n");
 }
 
 int main(int argc, char **argv) {

@@ -23,9 +23,13 @@ static const struct {
     {"--chip", "910B2|910B4", 0, "24 AIC + 48 AIV, or 20 + 40 (default 910B2)"},
     {"--seed", "S", 0, "scheduler seed: permutes ties between cores (default 0)"},
     {"--jitter", "F", 0, "seeded +-F fraction on transfer durations, 0..0.5 (default 0)"},
+    {"--pct-points", "N", 0, "delay the core taking each of N seeded scheduling steps (default 0)"},
+    {"--pct-span", "STEPS", 0, "the steps those points are drawn from: 1..STEPS"},
+    {"--pct-delay-us", "US", 0, "how long each point delays its core, in virtual microseconds"},
     {"--hw", "FILE", 0, "timing parameters as key=value lines (keys: README, Timing model)"},
     {"--watchdog-us", "US", 0, "stop when virtual time passes US microseconds (default 10000000)"},
     {"-o", "RUN", RUN_OPT_OUTPUT, "run folder to write (trace.zst, index.db)"},
+    {"--check", "races", 0, "happens-before checker: races and sync errors (exit 6)"},
     {"--no-trace", NULL, RUN_OPT_NO_TRACE, "emulate without recording (overhead measurements)"},
     {"--quiet", NULL, 0, "print only the final summary"},
 };
@@ -115,6 +119,14 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
         i++;
         if (strcmp(a, "-k") == 0 || strcmp(a, "--kernel") == 0) continue;
         if (strcmp(a, "-o") == 0 && (allow & RUN_OPT_OUTPUT)) { ro->out_dir = v; continue; }
+        if (strcmp(a, "--check") == 0) {
+            if (strcmp(v, "races") != 0) {
+                snprintf(err, errlen, "--check: '%s' is not a check (races)", v);
+                return EXIT_USAGE;
+            }
+            ro->check_races = 1;
+            continue;
+        }
         if (strcmp(a, "--nodes") == 0) {
             if (parse_int(a, v, 1, 1024, &n, err, errlen)) return EXIT_USAGE;
             ro->config.nodes = (int)n;
@@ -142,6 +154,20 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
                 return EXIT_USAGE;
             }
             ro->config.jitter = j;
+        } else if (strcmp(a, "--pct-points") == 0) {
+            if (parse_int(a, v, 0, 1000000, &n, err, errlen)) return EXIT_USAGE;
+            ro->config.pct_points = (uint32_t)n;
+        } else if (strcmp(a, "--pct-span") == 0) {
+            if (parse_int(a, v, 1, 1LL << 50, &n, err, errlen)) return EXIT_USAGE;
+            ro->config.pct_span = (uint64_t)n;
+        } else if (strcmp(a, "--pct-delay-us") == 0) {
+            char *end = NULL;
+            double us = strtod(v, &end);
+            if (end == v || *end || !isfinite(us) || us <= 0 || us > 1e9) {
+                snprintf(err, errlen, "--pct-delay-us: '%s' is not a number of microseconds above 0", v);
+                return EXIT_USAGE;
+            }
+            ro->config.pct_delay_ps = (uint64_t)llround(us * 1e6);
         } else if (strcmp(a, "--hw") == 0) {
             ro->hw_file = v;
             if (engine_hw_load(&ro->config.hw, v, err, errlen) != ENGINE_OK) return EXIT_ERROR;
