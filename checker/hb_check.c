@@ -165,9 +165,12 @@ static int words_cover(const hb_checker *h, int rank, uint64_t lo, uint64_t hi);
 
 void hb_race(hb_checker *h, uint32_t key, uint64_t lo, uint64_t hi, const hb_acc *prev,
              const hb_acc *cur) {
-    /* Bytes that are all synchronisation words (a head polled by a DMA
-     * read, a flag inside a window) order, they are not data. */
-    if (key < (uint32_t)h->n_ranks && words_cover(h, (int)key, lo, hi)) return;
+    /* A transfer that reads synchronisation words a scalar store updates
+     * (a head fetched into a mirror word) polls them, like a scalar load. */
+    const hb_acc *rd = prev->write ? cur : prev, *wr = prev->write ? prev : cur;
+    if (!rd->write && !rd->scalar && wr->scalar && key < (uint32_t)h->n_ranks &&
+        words_cover(h, (int)key, lo, hi))
+        return;
     uint64_t raw = raw_of(h, key, lo);
     hb_side a, b;
     hb_side_of(h, prev, raw, hi - lo, &a);
