@@ -7,9 +7,11 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "stats_races.h"
 
 static void stats_usage(FILE *out) {
     fputs("usage: npurr stats RUN [--by role|site|rank|kind|object|cause] [--top N]\n"
+          "       npurr stats RUN --races [--top N]\n"
           "\n"
           "Prints the stalls (waits) of a recorded run as a table: group, cores the\n"
           "group's waits come from, count, total, mean and max duration in virtual time,\n"
@@ -28,6 +30,8 @@ static void stats_usage(FILE *out) {
           "  --by cause    producer_late, transfer_slow, flow_control, credit_starvation,\n"
           "                barrier (rules: README.md)\n"
           "  --top N       only the N largest groups\n"
+          "  --races       the races and sync errors found by `record --check races`\n"
+          "                (its races table), both sides of each with their seqs\n"
           "  -h, --help    this text\n"
           "\n"
           "Exit status: 0 ok, 1 the run cannot be read, 2 usage.\n",
@@ -48,6 +52,7 @@ int cmd_stats(int argc, char **argv) {
     const char *run = NULL;
     ana_group_by by = ANA_BY_ROLE;
     size_t top = 0;
+    int races = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -69,6 +74,8 @@ int cmd_stats(int argc, char **argv) {
                 return 2;
             }
             top = (size_t)n;
+        } else if (!strcmp(a, "--races")) {
+            races = 1;
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "npurr stats: unknown option '%s'\n", a);
             stats_usage(stderr);
@@ -84,6 +91,7 @@ int cmd_stats(int argc, char **argv) {
         stats_usage(stderr);
         return 2;
     }
+    if (races) return stats_races(run, top);
     char err[1024];
     sqlite3 *db = NULL;
     if (ana_open_derived(run, &db, err, sizeof err)) {
