@@ -28,6 +28,8 @@
 hb_track *hb_track_of(hb_checker *h, uint32_t rank, uint32_t core, uint32_t pipe) {
     size_t k = ((size_t)rank * (size_t)h->cpr + core) * PIPE_COUNT + pipe;
     if (h->tid_of[k] >= 0) return h->tracks[h->tid_of[k]];
+    /* a pipe's scalar unit exists first: pipe snapshots name its entry */
+    int32_t s_tid = pipe == PIPE_S ? -1 : (int32_t)hb_track_of(h, rank, core, PIPE_S)->id;
     if (h->n_tracks == h->cap_tracks) {
         h->cap_tracks = h->cap_tracks ? h->cap_tracks * 2 : 256;
         h->tracks = realloc(h->tracks, (size_t)h->cap_tracks * sizeof *h->tracks);
@@ -40,6 +42,7 @@ hb_track *hb_track_of(hb_checker *h, uint32_t rank, uint32_t core, uint32_t pipe
     t->core = core;
     t->pipe = pipe;
     t->s_joins_seen = UINT64_MAX;
+    t->s_tid = s_tid;
     vc_set(&t->vc, t->id, 1);   /* epochs start at 1: 0 means "knows nothing" */
     h->tracks[h->n_tracks] = t;
     h->tid_of[k] = (int32_t)h->n_tracks++;
@@ -57,8 +60,24 @@ static void tick(hb_track *t) {
 
 static uint32_t own(const hb_track *t) { return t->vc.c[t->id]; }
 
-static void join_snap(hb_track *t, const hb_snap *s) {
-    if (s && vc_join(&t->vc, s->c, s->n)) {
+/* t acquires s. A full copy t already joined is skipped: clocks only grow. */
+static void join_snap(hb_track *t, hb_snap *s) {
+    if (!s) return;
+    hb_snap *full = s->base ? s->base : s;
+    int changed = 0, seen = 0;
+    for (int i = 0; i < 4; i++) seen |= t->seen[i] == full;
+    if (!seen) {
+        changed = vc_join(&t->vc, full->c, full->n);
+        snap_unref(t->seen[t->seen_next]);
+        t->seen[t->seen_next] = snap_ref(full);
+        t->seen_next = (t->seen_next + 1) % 4;
+    }
+    for (uint32_t i = 0; i < s->n_over; i++)
+        if (vc_get(&t->vc, s->over_tid[i]) < s->over_clock[i]) {
+            vc_set(&t->vc, s->over_tid[i], s->over_clock[i]);
+            changed = 1;
+        }
+    if (changed) {
         t->joins++;
         t->mods++;
     }
@@ -74,7 +93,21 @@ static void join_track(hb_track *t, const hb_track *from) {
 static hb_snap *snapshot(hb_track *t) {
     if (t->snap && t->snap_mods == t->mods) return snap_ref(t->snap);
     snap_unref(t->snap);
-    t->snap = snap_new(&t->vc);
+    if (!t->base || t->base_joins != t->joins) {
+        snap_unref(t->base);
+        t->base = snap_new(&t->vc);
+        t->base_joins = t->joins;
+        t->snap = snap_ref(t->base);
+    } else {
+        /* since the base only the own entry and the scalar unit's moved */
+        uint32_t tid[2] = {t->id, 0}, clock[2] = {own(t), 0}, n = 1;
+        if (t->s_tid >= 0) {
+            tid[1] = (uint32_t)t->s_tid;
+            clock[1] = vc_get(&t->vc, (uint32_t)t->s_tid);
+            n = 2;
+        }
+        t->snap = snap_delta(t->base, n, tid, clock);
+    }
     t->snap_mods = t->mods;
     return snap_ref(t->snap);
 }
@@ -348,7 +381,7 @@ static void op_acquire(hb_checker *h, const hb_op *op, const engine_event *ev) {
     }
     hb_vc got = {0};
     for (; a < w->n && w->v[a].off < off + ev->len; a++)
-        if (w->v[a].release) vc_join(&got, w->v[a].release->c, w->v[a].release->n);
+        vc_join_snap(&got, w->v[a].release);
     if (got.n) {
         hb_track *t = h->tracks[op->tid];
         if (vc_join(&t->vc, got.c, got.n)) {
@@ -513,7 +546,7 @@ static void flags_learn(hb_checker *h, uint32_t rank, uint32_t core, int pipe, u
                 hb_pending *e = &f->e[(f->head + j) % HB_FLAG_DEPTH];
                 if (e->seq < after) continue;
                 hb_vc v = {0};
-                vc_join(&v, e->snap->c, e->snap->n);
+                vc_join_snap(&v, e->snap);
                 vc_join(&v, what->c, what->n);
                 snap_unref(e->snap);
                 e->snap = snap_new(&v);
@@ -833,6 +866,8 @@ void hb_destroy(hb_checker *h) {
     for (uint32_t i = 0; i < h->n_tracks; i++) {
         vc_free(&h->tracks[i]->vc);
         snap_unref(h->tracks[i]->snap);
+        snap_unref(h->tracks[i]->base);
+        for (int k = 0; k < 4; k++) snap_unref(h->tracks[i]->seen[k]);
         free(h->tracks[i]);
     }
     free(h->tracks);

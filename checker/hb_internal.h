@@ -19,9 +19,14 @@ typedef struct hb_vc {
 } hb_vc;
 
 /* An immutable, shared copy of a clock: what a flag, a barrier or a word
- * carries from its release to its acquire. */
+ * carries from its release to its acquire. Between two joins a track's
+ * clock changes only in its own entry (and, for a pipe, its scalar unit's),
+ * so most snapshots are a shared full copy (base) plus those entries. */
 typedef struct hb_snap {
-    uint32_t refs, n;
+    uint32_t refs, n;        /* n: entries in c (0 for a delta) */
+    struct hb_snap *base;    /* NULL: c is the whole clock */
+    uint32_t n_over;
+    uint32_t over_tid[2], over_clock[2];
     uint32_t c[];
 } hb_snap;
 
@@ -31,6 +36,10 @@ void vc_set(hb_vc *v, uint32_t t, uint32_t x);
 int vc_join(hb_vc *dst, const uint32_t *src, uint32_t n);
 void vc_free(hb_vc *v);
 hb_snap *snap_new(const hb_vc *v);
+/* base + up to two entries over it. */
+hb_snap *snap_delta(hb_snap *base, uint32_t n_over, const uint32_t *tid, const uint32_t *clock);
+/* v = max(v, s); returns 1 if v changed. */
+int vc_join_snap(hb_vc *v, const hb_snap *s);
 static inline hb_snap *snap_ref(hb_snap *s) { if (s) s->refs++; return s; }
 void snap_unref(hb_snap *s);
 
@@ -44,6 +53,11 @@ typedef struct hb_track {
     uint64_t s_joins_seen;   /* pipe tracks: the scalar unit's joins already taken */
     hb_snap *snap;           /* cached snapshot, valid while mods == snap_mods */
     uint64_t snap_mods;
+    hb_snap *base;           /* full copy taken at joins == base_joins */
+    uint64_t base_joins;
+    int32_t s_tid;           /* a pipe: its scalar unit's id; -1 for the scalar unit */
+    hb_snap *seen[4];        /* full copies already joined (acquiring one again is O(1)) */
+    uint32_t seen_next;
 } hb_track;
 
 /* ------------------------------------------------------------ shadow */

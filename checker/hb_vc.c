@@ -51,12 +51,41 @@ void vc_free(hb_vc *v) {
 hb_snap *snap_new(const hb_vc *v) {
     hb_snap *s = malloc(sizeof *s + (size_t)v->n * sizeof(uint32_t));
     if (!s) abort();
+    memset(s, 0, sizeof *s);
     s->refs = 1;
     s->n = v->n;
     if (v->n) memcpy(s->c, v->c, (size_t)v->n * sizeof(uint32_t));
     return s;
 }
 
+hb_snap *snap_delta(hb_snap *base, uint32_t n_over, const uint32_t *tid, const uint32_t *clock) {
+    hb_snap *s = malloc(sizeof *s);
+    if (!s) abort();
+    memset(s, 0, sizeof *s);
+    s->refs = 1;
+    s->base = snap_ref(base);
+    s->n_over = n_over;
+    for (uint32_t i = 0; i < n_over; i++) {
+        s->over_tid[i] = tid[i];
+        s->over_clock[i] = clock[i];
+    }
+    return s;
+}
+
+int vc_join_snap(hb_vc *v, const hb_snap *s) {
+    if (!s) return 0;
+    int changed = s->base ? vc_join(v, s->base->c, s->base->n) : vc_join(v, s->c, s->n);
+    for (uint32_t i = 0; i < s->n_over; i++)
+        if (vc_get(v, s->over_tid[i]) < s->over_clock[i]) {
+            vc_set(v, s->over_tid[i], s->over_clock[i]);
+            changed = 1;
+        }
+    return changed;
+}
+
 void snap_unref(hb_snap *s) {
-    if (s && --s->refs == 0) free(s);
+    if (s && --s->refs == 0) {
+        snap_unref(s->base);
+        free(s);
+    }
 }
