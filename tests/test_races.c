@@ -137,22 +137,57 @@ static void test_setflag_waitflag_orders_pipes(void **state) {
 }
 
 /* ------------------------------------------------------------ PipeBarrier */
+/* The scalar unit reads UB that MTE2 fills: ordered only by a barrier. */
 static void k_barrier_pipe(const void *p) {
     const args *a = p;
     local_t ub = AllocUB(64);
-    DataCopy(a->x, ub, 32);
+    DataCopy(ub, a->x, 32);
     if (!a->racy) PipeBarrier(PIPE_ALL);
-    int32_t v = GetValue32(a->x);
+    int32_t v = UbGet32(ub, 4);
     (void)v;
     PipeBarrier(PIPE_ALL);
 }
 
-static void test_pipe_barrier_orders_scalar_after_mte3(void **state) {
+static void test_pipe_barrier_orders_scalar_after_mte2(void **state) {
     (void)state;
     expect_clean_run(k_barrier_pipe, 0, 1, CORE_AIV, 1, 1);
     checked c = run_checked(k_barrier_pipe, 1, 1, CORE_AIV, 1, 1);
-    expect_race(&c, PIPE_MTE3, PIPE_S);
-    assert_non_null(strstr(c.first.object, "x[rank 0] +0x0..+0x4"));
+    expect_race(&c, PIPE_MTE2, PIPE_S);
+    assert_non_null(strstr(c.first.object, "UB of rank 0 AIV0 +0x4..+0x8"));
+}
+
+/* ------------------------------------------------------------ a transfer that reads a word */
+/* Core 1 reads x, then stores head = 1 (the space is free). Core 0 polls
+ * head with a get into a mirror word, as combine-sender does, and rewrites
+ * x once it sees 1. Racy: core 0 rewrites x without polling. */
+static void k_mirror(const void *p) {
+    const args *a = p;
+    local_t ub = AllocUB(256);
+    gm_t head = a->flag, mirror = gm_add(a->flag, 8);
+    if (GetBlockIdx() == 1) {
+        DataCopy(ub, a->x, 256);
+        SetFlag(MTE2_S, 0);
+        WaitFlag(MTE2_S, 0);
+        SetValue64(head, 1);
+        return;
+    }
+    ScalarCycles(2000);   /* the head is a known word before the first get */
+    while (!a->racy) {
+        ShmemGetNbi(mirror, head, 8);
+        SetFlag(MTE2_S, 0);
+        WaitFlag(MTE2_S, 0);
+        if (GetValue64(mirror) == 1) break;
+        ScalarCycles(100);
+    }
+    DataCopy(a->x, ub, 256);
+    PipeBarrier(PIPE_ALL);
+}
+
+static void test_transfer_reading_a_word_acquires_at_completion(void **state) {
+    (void)state;
+    expect_clean_run(k_mirror, 0, 2, CORE_AIV, 1, 1);
+    checked c = run_checked(k_mirror, 1, 2, CORE_AIV, 1, 1);
+    expect_race(&c, PIPE_MTE2, PIPE_MTE3);
 }
 
 /* ------------------------------------------------------------ cross-core flags */
@@ -381,7 +416,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_program_order_per_pipe),
         cmocka_unit_test(test_setflag_waitflag_orders_pipes),
-        cmocka_unit_test(test_pipe_barrier_orders_scalar_after_mte3),
+        cmocka_unit_test(test_pipe_barrier_orders_scalar_after_mte2),
+        cmocka_unit_test(test_transfer_reading_a_word_acquires_at_completion),
         cmocka_unit_test(test_crosscore_flag_orders_aic_and_aiv),
         cmocka_unit_test(test_gm_wait_acquires_the_store_it_observed),
         cmocka_unit_test(test_remote_store_over_hccs_is_an_edge),
