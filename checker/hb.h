@@ -68,10 +68,9 @@ uint64_t hb_sync_errors(const hb_checker *h);   /* distinct sites */
 size_t hb_report_count(const hb_checker *h);
 const hb_report *hb_report_get(const hb_checker *h, size_t i);
 /* A summary line and up to max reports, each with both sides. */
-void hb_print(const hb_checker *h, const engine *e, FILE *out, size_t max);
+void hb_print(const hb_checker *h, FILE *out, size_t max);
 /* Writes the reports as the `races` table of RUN/index.db (replacing it). */
-int hb_write_db(const hb_checker *h, const engine *e, const char *run_dir, char *err,
-                size_t errlen);
+int hb_write_db(const hb_checker *h, const char *run_dir, char *err, size_t errlen);
 void hb_destroy(hb_checker *h);
 
 const char *hb_kind_name(int kind);

@@ -143,8 +143,7 @@ static void print_side(const hb_checker *h, const char *label, const hb_side *s,
             s->line, s->seq);
 }
 
-void hb_print(const hb_checker *h, const engine *e, FILE *out, size_t max) {
-    (void)e;
+void hb_print(const hb_checker *h, FILE *out, size_t max) {
     fprintf(out, "races     %" PRIu64 " race%s, %" PRIu64 " sync error%s (distinct pairs of sites)\n",
             h->rep.races, h->rep.races == 1 ? "" : "s", h->rep.sync_errors,
             h->rep.sync_errors == 1 ? "" : "s");
@@ -179,9 +178,7 @@ static void bind_side(sqlite3_stmt *st, int col, const hb_checker *h, const hb_s
     sqlite3_bind_int64(st, col + 7, (sqlite3_int64)s->len);
 }
 
-int hb_write_db(const hb_checker *h, const engine *e, const char *run_dir, char *err,
-                size_t errlen) {
-    (void)e;
+int hb_write_db(const hb_checker *h, const char *run_dir, char *err, size_t errlen) {
     char path[4096];
     snprintf(path, sizeof path, "%s/index.db", run_dir);
     sqlite3 *db = NULL;

@@ -33,10 +33,10 @@ int record_races_finish(hb_checker *hb, const char *run_dir, int print_max) {
     if (!hb) return 0;
     int rc = 0;
     printf("\n");
-    hb_print(hb, NULL, stdout, (size_t)print_max);
+    hb_print(hb, stdout, (size_t)print_max);
     if (run_dir) {
         char err[1024];
-        if (hb_write_db(hb, NULL, run_dir, err, sizeof err)) {
+        if (hb_write_db(hb, run_dir, err, sizeof err)) {
             fprintf(stderr, "npurr record: %s\n", err);
             rc = -1;
         } else {
