@@ -11,20 +11,17 @@
  * Its memory effect is published at completion: the words it writes that
  * are used for synchronisation get the clock it had at issue.
  *
- * Releases and acquires: SetFlag snapshots the producer pipe (which has
- * taken S), WaitFlag joins it into the consumer pipe (or S); PipeBarrier
- * and RdmaQuiet join the pipes into S; CrossCoreSetFlag snapshots its pipe
- * and queues it at each target core, whose CrossCoreWaitFlag joins as many
- * as it consumes; a barrier joins every arrival and hands the result to
- * each participant when it leaves; a scalar store or atomic on a GM word
- * releases S into the word, and a scalar load or a finished GM wait
- * acquires it (the wait observed that write).
+ * Releases and acquires here: PipeBarrier and RdmaQuiet join the pipes
+ * into S; a scalar store or atomic on a GM word releases S into the word,
+ * and a scalar load or a finished GM wait acquires it (the wait observed
+ * that write); a transfer reading such words acquires them when it
+ * completes. Flags, cross-core flags and barriers are in hb_sync.c.
  */
 #include "checker/hb_internal.h"
 
 #include <string.h>
 
-/* ------------------------------------------------------------ tracks */
+/* ------------------------------------------------------------ tracks (shared with hb_sync.c) */
 hb_track *hb_track_of(hb_checker *h, uint32_t rank, uint32_t core, uint32_t pipe) {
     size_t k = ((size_t)rank * (size_t)h->cpr + core) * PIPE_COUNT + pipe;
     if (h->tid_of[k] >= 0) return h->tracks[h->tid_of[k]];
@@ -49,19 +46,19 @@ hb_track *hb_track_of(hb_checker *h, uint32_t rank, uint32_t core, uint32_t pipe
     return t;
 }
 
-static hb_track *scalar_of(hb_checker *h, uint32_t rank, uint32_t core) {
+hb_track *hb_scalar_of(hb_checker *h, uint32_t rank, uint32_t core) {
     return hb_track_of(h, rank, core, PIPE_S);
 }
 
-static void tick(hb_track *t) {
+void hb_tick(hb_track *t) {
     t->vc.c[t->id]++;
     t->mods++;
 }
 
-static uint32_t own(const hb_track *t) { return t->vc.c[t->id]; }
+uint32_t hb_own(const hb_track *t) { return t->vc.c[t->id]; }
 
 /* t acquires s. A full copy t already joined is skipped: clocks only grow. */
-static void join_snap(hb_track *t, hb_snap *s) {
+void hb_join_snap(hb_track *t, hb_snap *s) {
     if (!s) return;
     hb_snap *full = s->base ? s->base : s;
     int changed = 0, seen = 0;
@@ -83,14 +80,14 @@ static void join_snap(hb_track *t, hb_snap *s) {
     }
 }
 
-static void join_track(hb_track *t, const hb_track *from) {
+void hb_join_track(hb_track *t, const hb_track *from) {
     if (vc_join(&t->vc, from->vc.c, from->vc.n)) {
         t->joins++;
         t->mods++;
     }
 }
 
-static hb_snap *snapshot(hb_track *t) {
+hb_snap *hb_snapshot(hb_track *t) {
     if (t->snap && t->snap_mods == t->mods) return snap_ref(t->snap);
     snap_unref(t->snap);
     if (!t->base || t->base_joins != t->joins) {
@@ -100,7 +97,7 @@ static hb_snap *snapshot(hb_track *t) {
         t->snap = snap_ref(t->base);
     } else {
         /* since the base only the own entry and the scalar unit's moved */
-        uint32_t tid[2] = {t->id, 0}, clock[2] = {own(t), 0}, n = 1;
+        uint32_t tid[2] = {t->id, 0}, clock[2] = {hb_own(t), 0}, n = 1;
         if (t->s_tid >= 0) {
             tid[1] = (uint32_t)t->s_tid;
             clock[1] = vc_get(&t->vc, (uint32_t)t->s_tid);
@@ -113,23 +110,23 @@ static hb_snap *snapshot(hb_track *t) {
 }
 
 /* P is about to run something S issued: it happens after all S did so far. */
-static void pipe_takes_scalar(hb_track *p, const hb_track *s) {
+void hb_pipe_takes_scalar(hb_track *p, const hb_track *s) {
     if (p == s) return;
     if (p->s_joins_seen != s->joins) {
-        join_track(p, s);
+        hb_join_track(p, s);
         p->s_joins_seen = s->joins;
-    } else if (vc_get(&p->vc, s->id) < own(s)) {
-        vc_set(&p->vc, s->id, own(s));
+    } else if (vc_get(&p->vc, s->id) < hb_own(s)) {
+        vc_set(&p->vc, s->id, hb_own(s));
         p->mods++;
     }
 }
 
-static hb_core *core_of(hb_checker *h, uint32_t rank, uint32_t core) {
+hb_core *hb_core_of(hb_checker *h, uint32_t rank, uint32_t core) {
     return &h->cores[(size_t)rank * (size_t)h->cpr + core];
 }
 
 /* ------------------------------------------------------------ sites */
-static void site_of(const hb_checker *h, uint32_t site, const char **file, int *line) {
+void hb_site_of(const hb_checker *h, uint32_t site, const char **file, int *line) {
     engine_site s;
     if (site && engine_site_get(h->e, site, &s)) {
         *file = s.file;
@@ -172,7 +169,7 @@ static void mem_access(hb_checker *h, hb_track *t, uint32_t rank, uint32_t core,
     uint32_t key;
     uint64_t off;
     if (!space_of(h, raw, rank, core, &key, &off) || !len) return;
-    hb_acc a = {.seq = seq, .file = file, .tid = t->id, .clock = own(t), .line = line,
+    hb_acc a = {.seq = seq, .file = file, .tid = t->id, .clock = hb_own(t), .line = line,
                 .write = (uint8_t)write, .atomic = (uint8_t)atomic, .scalar = (uint8_t)scalar,
                 .valid = 1};
     shadow_access(h, key, off, off + len, &a, &t->vc);
@@ -218,7 +215,7 @@ void hb_race(hb_checker *h, uint32_t key, uint64_t lo, uint64_t hi, const hb_acc
     report_add(h, HB_RACE, &a, &b, obj, what);
     /* The reader got here through a ring tail stored by the writer's core
      * before this write had landed: the tail was published too early. */
-    hb_core *rc = core_of(h, (uint32_t)b.rank, (uint32_t)b.core);
+    hb_core *rc = hb_core_of(h, (uint32_t)b.rank, (uint32_t)b.core);
     if (!cur->write && prev->write && rc->tail.valid && rc->tail.store.rank == a.rank &&
         rc->tail.store.core == a.core && rc->tail.store.seq > a.seq) {
         snprintf(what, sizeof what, "ring tail stored before the %s write it covers had landed",
@@ -344,11 +341,11 @@ static int reads_sync_words(hb_checker *h, const engine_event *ev) {
 }
 
 static void on_issue(hb_checker *h, const engine_event *ev) {
-    hb_track *s = scalar_of(h, ev->rank, ev->core);
+    hb_track *s = hb_scalar_of(h, ev->rank, ev->core);
     hb_track *p = hb_track_of(h, ev->rank, ev->core, ev->pipe);
-    pipe_takes_scalar(p, s);
-    if (p != s) tick(p);
-    hb_op op = {.seq = ev->seq, .tid = p->id, .clock = own(p)};
+    hb_pipe_takes_scalar(p, s);
+    if (p != s) hb_tick(p);
+    hb_op op = {.seq = ev->seq, .tid = p->id, .clock = hb_own(p)};
     int writes = is_gm_writer(ev);
     if (writes)
         op.wants_release = ev->sub == XFER_REMOTE_STORE || ev->sub == XFER_RDMA_ATOMIC ||
@@ -361,11 +358,8 @@ static void on_issue(hb_checker *h, const engine_event *ev) {
         h->ops_n++;
     }
     h->cur_op = op;
-    tick(s);
+    hb_tick(s);
 }
-
-static void flags_learn(hb_checker *h, uint32_t rank, uint32_t core, int pipe, uint64_t after,
-                        const hb_vc *what);
 
 /* The read of a transfer observed its sync words as they are when it
  * completes: the pipe, and every flag set behind it on that pipe, learn
@@ -388,7 +382,7 @@ static void op_acquire(hb_checker *h, const hb_op *op, const engine_event *ev) {
             t->joins++;
             t->mods++;
         }
-        flags_learn(h, ev->rank, ev->core, ev->pipe, op->seq, &got);
+        hb_flags_learn(h, ev->rank, ev->core, ev->pipe, op->seq, &got);
     }
     vc_free(&got);
 }
@@ -405,10 +399,10 @@ static void on_done(hb_checker *h, const engine_event *ev) {
          * race, never report a false one. So does a transfer that also
          * acquired on its way (a get of a head into a mirror word). */
         hb_snap *s = slot->release && !slot->acquires ? snap_ref(slot->release)
-                                                      : snapshot(h->tracks[slot->tid]);
+                                                      : hb_snapshot(h->tracks[slot->tid]);
         hb_side w = {.rank = (int)ev->rank, .core = (int)ev->core, .pipe = ev->pipe,
                      .seq = ev->link, .addr = ev->addr, .len = ev->len, .write = 1};
-        site_of(h, ev->site, &w.file, &w.line);
+        hb_site_of(h, ev->site, &w.file, &w.line);
         words_publish(h, gm_rank(dst), gm_offset(dst), ev->len, s, &w);
         snap_unref(s);
     }
@@ -426,229 +420,62 @@ static void scalar_side(const hb_checker *h, const engine_event *ev, hb_side *s)
     s->addr = ev->addr;
     s->len = ev->len;
     s->scalar = 1;
-    site_of(h, ev->site, &s->file, &s->line);
+    hb_site_of(h, ev->site, &s->file, &s->line);
 }
 
 static void on_word_read(hb_checker *h, const engine_event *ev) {
     gm_t p = {ev->addr};
     if (gm_rank(p) >= h->n_ranks) return;
-    hb_track *s = scalar_of(h, ev->rank, ev->core);
+    hb_track *s = hb_scalar_of(h, ev->rank, ev->core);
     hb_word *w = word_find(h, gm_rank(p), gm_offset(p), 1, (uint32_t)ev->len);
     if (w->release) {
-        join_snap(s, w->release);
+        hb_join_snap(s, w->release);
     } else {
         /* First use of a word as synchronisation: its last write landed
          * before anyone knew to keep its clock. If that transfer is done,
          * its track's clock now stands in (later than the write, so it can
          * only hide a race); if it is still in flight, the read races it. */
         const hb_acc *lw = shadow_last_write(h, (uint32_t)gm_rank(p), gm_offset(p));
-        if (lw && !op_in_flight(h, lw->seq)) join_track(s, h->tracks[lw->tid]);
+        if (lw && !op_in_flight(h, lw->seq)) hb_join_track(s, h->tracks[lw->tid]);
     }
     const engine_object *o = ev->object ? engine_object_get(h->e, ev->object) : NULL;
     if (o && o->kind == OBJ_RING_TAIL && w->has_writer) {
-        hb_core *c = core_of(h, ev->rank, ev->core);
+        hb_core *c = hb_core_of(h, ev->rank, ev->core);
         c->tail.valid = 1;
         c->tail.store = w->writer;
     }
     const char *file;
     int line;
-    site_of(h, ev->site, &file, &line);
+    hb_site_of(h, ev->site, &file, &line);
     mem_access(h, s, ev->rank, ev->core, ev->addr, ev->len, 0, 0, 1, ev->seq, file, line);
 }
 
 static void on_word_write(hb_checker *h, const engine_event *ev, int atomic) {
     gm_t p = {ev->addr};
     if (gm_rank(p) >= h->n_ranks) return;
-    hb_track *s = scalar_of(h, ev->rank, ev->core);
+    hb_track *s = hb_scalar_of(h, ev->rank, ev->core);
     hb_word *w = word_find(h, gm_rank(p), gm_offset(p), 1, (uint32_t)ev->len);
-    if (atomic) join_snap(s, w->release);
+    if (atomic) hb_join_snap(s, w->release);
     const char *file;
     int line;
-    site_of(h, ev->site, &file, &line);
+    hb_site_of(h, ev->site, &file, &line);
     mem_access(h, s, ev->rank, ev->core, ev->addr, ev->len, 1, atomic, 1, ev->seq, file, line);
     hb_side side;
     scalar_side(h, ev, &side);
     side.write = 1;
     side.atomic = atomic;
-    hb_snap *snap = snapshot(s);
+    hb_snap *snap = hb_snapshot(s);
     word_release(w, snap, &side);
     snap_unref(snap);
-    tick(s);
-}
-
-/* ------------------------------------------------------------ flags */
-static hb_flag_fifo *flag_fifo(hb_checker *h, uint32_t rank, uint32_t core, int ev, int id) {
-    hb_core *c = core_of(h, rank, core);
-    if (!c->flags) {
-        c->flags = calloc((size_t)HB_HARD_EVENTS * HB_FLAG_IDS, sizeof *c->flags);
-        if (!c->flags) abort();
-    }
-    return &c->flags[(size_t)ev * HB_FLAG_IDS + (size_t)id];
-}
-
-static void on_flag_set(hb_checker *h, const engine_event *ev) {
-    if (ev->sub >= HB_HARD_EVENTS || ev->value < 0 || ev->value >= HB_FLAG_IDS) return;
-    hb_track *s = scalar_of(h, ev->rank, ev->core);
-    hb_track *p = hb_track_of(h, ev->rank, ev->core, ev->pipe);
-    pipe_takes_scalar(p, s);
-    hb_flag_fifo *f = flag_fifo(h, ev->rank, ev->core, ev->sub, (int)ev->value);
-    if (f->count < HB_FLAG_DEPTH) {
-        hb_pending *e = &f->e[(f->head + f->count) % HB_FLAG_DEPTH];
-        e->snap = snapshot(p);
-        e->seq = ev->seq;
-        site_of(h, ev->site, &e->file, &e->line);
-        f->count++;
-    }
-    tick(s);
-}
-
-static void hook_side(const engine_hook *hk, hb_side *s) {
-    memset(s, 0, sizeof *s);
-    s->rank = (int)hk->rank;
-    s->core = (int)hk->core;
-    s->pipe = PIPE_S;
-    s->seq = hk->seq;
-    s->file = hk->file ? hk->file : "";
-    s->line = hk->line;
-}
-
-static void on_flag_wait(hb_checker *h, const engine_hook *hk) {
-    int ev = hk->sub, id = (int)hk->len;
-    if (ev <= 0 || ev >= HB_HARD_EVENTS || id < 0 || id >= HB_FLAG_IDS) return;
-    hb_flag_fifo *f = flag_fifo(h, hk->rank, hk->core, ev, id);
-    if (!f->count) {
-        hb_side w;
-        hook_side(hk, &w);
-        char what[256];
-        snprintf(what, sizeof what, "WaitFlag(%s, %d) with no SetFlag before it on this core",
-                 engine_hard_event_name(ev), id);
-        report_add(h, HB_WAIT_NEVER_SET, &w, NULL, "", what);
-        return;
-    }
-    hb_pending e = f->e[f->head];
-    f->head = (uint8_t)((f->head + 1) % HB_FLAG_DEPTH);
-    f->count--;
-    int cons = engine_hard_event_pipe(ev, 1);
-    hb_track *t = hb_track_of(h, hk->rank, hk->core, cons < 0 ? PIPE_S : (uint32_t)cons);
-    join_snap(t, e.snap);
-    snap_unref(e.snap);
-}
-
-static void flags_learn(hb_checker *h, uint32_t rank, uint32_t core, int pipe, uint64_t after,
-                        const hb_vc *what) {
-    hb_core *c = core_of(h, rank, core);
-    if (!c->flags) return;
-    for (int ev = 1; ev < HB_HARD_EVENTS; ev++) {
-        if (engine_hard_event_pipe(ev, 0) != pipe) continue;
-        for (int id = 0; id < HB_FLAG_IDS; id++) {
-            hb_flag_fifo *f = &c->flags[(size_t)ev * HB_FLAG_IDS + (size_t)id];
-            for (uint8_t j = 0; j < f->count; j++) {
-                hb_pending *e = &f->e[(f->head + j) % HB_FLAG_DEPTH];
-                if (e->seq < after) continue;
-                hb_vc v = {0};
-                vc_join_snap(&v, e->snap);
-                vc_join(&v, what->c, what->n);
-                snap_unref(e->snap);
-                e->snap = snap_new(&v);
-                vc_free(&v);
-            }
-        }
-    }
-}
-
-static void flags_left(hb_checker *h, uint32_t rank, uint32_t core) {
-    hb_core *c = core_of(h, rank, core);
-    if (!c->flags) return;
-    for (int ev = 1; ev < HB_HARD_EVENTS; ev++)
-        for (int id = 0; id < HB_FLAG_IDS; id++) {
-            hb_flag_fifo *f = &c->flags[(size_t)ev * HB_FLAG_IDS + (size_t)id];
-            while (f->count) {
-                hb_pending *e = &f->e[f->head];
-                hb_side s = {.rank = (int)rank, .core = (int)core,
-                             .pipe = engine_hard_event_pipe(ev, 0), .file = e->file,
-                             .line = e->line, .seq = e->seq};
-                char what[256];
-                snprintf(what, sizeof what, "SetFlag(%s, %d) never waited for before the kernel "
-                         "ended", engine_hard_event_name(ev), id);
-                report_add(h, HB_FLAG_NEVER_WAITED, &s, NULL, "", what);
-                snap_unref(e->snap);
-                f->head = (uint8_t)((f->head + 1) % HB_FLAG_DEPTH);
-                f->count--;
-            }
-        }
-}
-
-/* ------------------------------------------------------------ cross-core flags */
-static void xfifo_push(hb_xfifo *q, hb_snap *s) {
-    if (q->n == q->cap) {
-        uint32_t cap = q->cap ? q->cap * 2 : 8;
-        hb_snap **v = malloc((size_t)cap * sizeof *v);
-        if (!v) abort();
-        for (uint32_t i = 0; i < q->n; i++) v[i] = q->v[(q->head + i) % q->cap];
-        free(q->v);
-        q->v = v;
-        q->cap = cap;
-        q->head = 0;
-    }
-    q->v[(q->head + q->n) % q->cap] = s;
-    q->n++;
-}
-
-static hb_snap *xfifo_pop(hb_xfifo *q) {
-    if (!q->n) return NULL;
-    hb_snap *s = q->v[q->head];
-    q->head = (q->head + 1) % q->cap;
-    q->n--;
-    return s;
-}
-
-static void on_xcore_set(hb_checker *h, const engine_event *ev) {
-    hb_track *s = scalar_of(h, ev->rank, ev->core);
-    hb_track *p = hb_track_of(h, ev->rank, ev->core, ev->pipe);
-    pipe_takes_scalar(p, s);
-    snap_unref(h->xcore_pending);
-    h->xcore_pending = snapshot(p);
-    h->xcore_pending_seq = ev->seq;
-    tick(s);
-}
-
-/* ------------------------------------------------------------ barriers */
-static hb_barrier *barrier_of(hb_checker *h, const engine_event *ev) {
-    int aic = (int)ev->core < h->n_aic;
-    size_t k = ev->value ? (size_t)aic : 2 + (size_t)ev->rank * 2 + (size_t)aic;
-    return &h->barriers[k];
-}
-
-static void on_barrier_begin(hb_checker *h, const engine_event *ev) {
-    hb_barrier *b = barrier_of(h, ev);
-    hb_track *s = scalar_of(h, ev->rank, ev->core);
-    vc_join(&b->acc, s->vc.c, s->vc.n);
-    core_of(h, ev->rank, ev->core)->bar_instance = b->instance;
-    if (++b->arrived >= (uint32_t)ev->aux) {
-        hb_snap **slot = &b->released[b->instance & 1];
-        snap_unref(*slot);
-        *slot = snap_new(&b->acc);
-        memset(b->acc.c, 0, (size_t)b->acc.cap * sizeof *b->acc.c);
-        b->acc.n = 0;
-        b->arrived = 0;
-        b->instance++;
-    }
-    tick(s);
-}
-
-static void on_barrier_end(hb_checker *h, const engine_event *ev) {
-    hb_barrier *b = barrier_of(h, ev);
-    uint64_t inst = core_of(h, ev->rank, ev->core)->bar_instance;
-    if (inst + 1 != b->instance && inst + 2 != b->instance) return;
-    join_snap(scalar_of(h, ev->rank, ev->core), b->released[inst & 1]);
+    hb_tick(s);
 }
 
 /* ------------------------------------------------------------ end of run */
 static void on_blocked(hb_checker *h, const engine_event *ev) {
-    hb_core *c = core_of(h, ev->rank, ev->core);
+    hb_core *c = hb_core_of(h, ev->rank, ev->core);
     hb_side w = {.rank = (int)ev->rank, .core = (int)ev->core, .pipe = ev->pipe, .seq = ev->link,
                  .addr = ev->addr, .len = 0, .scalar = 1};
-    site_of(h, ev->site, &w.file, &w.line);
+    hb_site_of(h, ev->site, &w.file, &w.line);
     char what[256], obj[160] = "";
     if (c->last_wait_kind == EV_GM_WAIT_BEGIN && ev->addr) {
         gm_t p = {ev->addr};
@@ -677,26 +504,26 @@ static void on_event(void *ctx, const engine_event *ev) {
         return;
     switch (ev->kind) {
     case EV_KERNEL_BEGIN:
-        scalar_of(h, ev->rank, ev->core);
+        hb_scalar_of(h, ev->rank, ev->core);
         break;
     case EV_XFER_ISSUE: on_issue(h, ev); break;
     case EV_XFER_DONE: on_done(h, ev); break;
-    case EV_FLAG_SET: on_flag_set(h, ev); break;
-    case EV_XCORE_SET: on_xcore_set(h, ev); break;
+    case EV_FLAG_SET: hb_on_flag_set(h, ev); break;
+    case EV_XCORE_SET: hb_on_xcore_set(h, ev); break;
     case EV_GM_WAIT_BEGIN: {
         gm_t p = {ev->addr};
         if (gm_rank(p) < h->n_ranks) word_find(h, gm_rank(p), gm_offset(p), 1, (uint32_t)ev->len);
-        core_of(h, ev->rank, ev->core)->last_wait_kind = ev->kind;
+        hb_core_of(h, ev->rank, ev->core)->last_wait_kind = ev->kind;
         break;
     }
     case EV_XCORE_WAIT_BEGIN:
-        core_of(h, ev->rank, ev->core)->last_wait_kind = ev->kind;
+        hb_core_of(h, ev->rank, ev->core)->last_wait_kind = ev->kind;
         break;
     case EV_BARRIER_BEGIN:
-        core_of(h, ev->rank, ev->core)->last_wait_kind = ev->kind;
-        on_barrier_begin(h, ev);
+        hb_core_of(h, ev->rank, ev->core)->last_wait_kind = ev->kind;
+        hb_on_barrier_begin(h, ev);
         break;
-    case EV_BARRIER_END: on_barrier_end(h, ev); break;
+    case EV_BARRIER_END: hb_on_barrier_end(h, ev); break;
     case EV_GM_LOAD:
     case EV_GM_WAIT_END: on_word_read(h, ev); break;
     case EV_GM_STORE: on_word_write(h, ev, 0); break;
@@ -728,10 +555,10 @@ static void on_hook(void *ctx, const engine_hook *hk) {
     case HOOK_ACCESS: {
         const char *file = hk->file;
         int line = hk->line;
-        if (!file) site_of(h, hk->site, &file, &line);
+        if (!file) hb_site_of(h, hk->site, &file, &line);
         if (hk->file) {
             /* UB scalar access by the scalar unit itself (transfers give a site id) */
-            hb_track *s = scalar_of(h, hk->rank, hk->core);
+            hb_track *s = hb_scalar_of(h, hk->rank, hk->core);
             mem_access(h, s, hk->rank, hk->core, hk->addr, hk->len, hk->write, 0, 0, hk->seq, file,
                    line);
             break;
@@ -740,7 +567,7 @@ static void on_hook(void *ctx, const engine_hook *hk) {
         hb_track *t = h->tracks[h->cur_op.tid];
         if (hk->write && h->cur_op.wants_release) {
             hb_op *slot = op_slot(h, h->cur_op.seq);
-            if (slot->seq == h->cur_op.seq && !slot->release) slot->release = snapshot(t);
+            if (slot->seq == h->cur_op.seq && !slot->release) slot->release = hb_snapshot(t);
         }
         /* A remote store or remote atomic is a word write: synchronisation,
          * like a local one, and polled by loads that may see either value. */
@@ -749,40 +576,40 @@ static void on_hook(void *ctx, const engine_hook *hk) {
                hk->seq, file, line);
         break;
     }
-    case HOOK_FLAG_WAIT: on_flag_wait(h, hk); break;
+    case HOOK_FLAG_WAIT: hb_on_flag_wait(h, hk); break;
     case HOOK_PIPE_BARRIER: {
-        hb_track *s = scalar_of(h, hk->rank, hk->core);
+        hb_track *s = hb_scalar_of(h, hk->rank, hk->core);
         for (uint32_t p = 0; p < PIPE_COUNT; p++) {
             size_t k = ((size_t)hk->rank * (size_t)h->cpr + hk->core) * PIPE_COUNT + p;
-            if (p != PIPE_S && h->tid_of[k] >= 0) join_track(s, h->tracks[h->tid_of[k]]);
+            if (p != PIPE_S && h->tid_of[k] >= 0) hb_join_track(s, h->tracks[h->tid_of[k]]);
         }
         break;
     }
     case HOOK_RDMA_QUIET: {
         size_t k = ((size_t)hk->rank * (size_t)h->cpr + hk->core) * PIPE_COUNT + PIPE_NIC;
-        if (h->tid_of[k] >= 0) join_track(scalar_of(h, hk->rank, hk->core), h->tracks[h->tid_of[k]]);
+        if (h->tid_of[k] >= 0) hb_join_track(hb_scalar_of(h, hk->rank, hk->core), h->tracks[h->tid_of[k]]);
         break;
     }
     case HOOK_XCORE_POST:
         if (h->xcore_pending && h->xcore_pending_seq == hk->seq && hk->len < (uint64_t)h->cpr &&
             hk->sub >= 0 && hk->sub < HB_XCORE_FLAGS)
-            xfifo_push(&core_of(h, hk->rank, (uint32_t)hk->len)->xcore[hk->sub],
+            hb_xfifo_push(&hb_core_of(h, hk->rank, (uint32_t)hk->len)->xcore[hk->sub],
                        snap_ref(h->xcore_pending));
         break;
     case HOOK_XCORE_WAIT: {
         if (hk->sub < 0 || hk->sub >= HB_XCORE_FLAGS) break;
-        hb_track *s = scalar_of(h, hk->rank, hk->core);
-        hb_xfifo *q = &core_of(h, hk->rank, hk->core)->xcore[hk->sub];
+        hb_track *s = hb_scalar_of(h, hk->rank, hk->core);
+        hb_xfifo *q = &hb_core_of(h, hk->rank, hk->core)->xcore[hk->sub];
         for (uint64_t i = 0; i < hk->len; i++) {
-            hb_snap *x = xfifo_pop(q);
-            join_snap(s, x);
+            hb_snap *x = hb_xfifo_pop(q);
+            hb_join_snap(s, x);
             snap_unref(x);
         }
         break;
     }
     case HOOK_KERNEL_RETURN:
-        core_of(h, hk->rank, hk->core)->returned = 1;
-        flags_left(h, hk->rank, hk->core);
+        hb_core_of(h, hk->rank, hk->core)->returned = 1;
+        hb_flags_left(h, hk->rank, hk->core);
         break;
     default: break;
     }
@@ -888,7 +715,7 @@ void hb_destroy(hb_checker *h) {
             free(c->flags);
             for (int x = 0; x < HB_XCORE_FLAGS; x++) {
                 hb_snap *s;
-                while ((s = xfifo_pop(&c->xcore[x]))) snap_unref(s);
+                while ((s = hb_xfifo_pop(&c->xcore[x]))) snap_unref(s);
                 free(c->xcore[x].v);
             }
         }

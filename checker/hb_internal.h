@@ -213,4 +213,27 @@ struct hb_checker {
 
 hb_track *hb_track_of(hb_checker *h, uint32_t rank, uint32_t core, uint32_t pipe);
 
+/* hb_check.c: clocks of tracks */
+hb_track *hb_scalar_of(hb_checker *h, uint32_t rank, uint32_t core);
+void hb_tick(hb_track *t);
+uint32_t hb_own(const hb_track *t);
+void hb_join_snap(hb_track *t, hb_snap *s);
+void hb_join_track(hb_track *t, const hb_track *from);
+hb_snap *hb_snapshot(hb_track *t);
+void hb_pipe_takes_scalar(hb_track *p, const hb_track *s);
+hb_core *hb_core_of(hb_checker *h, uint32_t rank, uint32_t core);
+void hb_site_of(const hb_checker *h, uint32_t site, const char **file, int *line);
+
+/* hb_sync.c: flags, cross-core flags, barriers */
+void hb_on_flag_set(hb_checker *h, const engine_event *ev);
+void hb_on_flag_wait(hb_checker *h, const engine_hook *hk);
+void hb_flags_learn(hb_checker *h, uint32_t rank, uint32_t core, int pipe, uint64_t after,
+                    const hb_vc *what);
+void hb_flags_left(hb_checker *h, uint32_t rank, uint32_t core);
+void hb_xfifo_push(hb_xfifo *q, hb_snap *s);
+hb_snap *hb_xfifo_pop(hb_xfifo *q);
+void hb_on_xcore_set(hb_checker *h, const engine_event *ev);
+void hb_on_barrier_begin(hb_checker *h, const engine_event *ev);
+void hb_on_barrier_end(hb_checker *h, const engine_event *ev);
+
 #endif

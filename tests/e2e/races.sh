@@ -31,6 +31,8 @@ has "identical:"
 expect 0 "$npurr" explore "${fm[@]}" --runs 5 -o "$work/none"
 has "5 runs ended like the clean run"
 [ ! -e "$work/none" ] || fail "explore without a failure wrote a run folder"
+expect 0 "$npurr" explore "${fm[@]}" --npus-per-node 4 --runs 3 --check races -o "$work/none2"
+has "3 runs ended like the clean run"
 
 # --check races: the hazard behind each injected fault, with both sites.
 cs=(-k combine-sender --npus-per-node 4 --tokens 32 --hidden 100 --topk 4 --experts 16
