@@ -14,7 +14,7 @@
 
 /* Exit codes (DESIGN.md). */
 enum { EXIT_DONE = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_DEADLOCK = 3, EXIT_CHECK = 4,
-       EXIT_DIVERGED = 5 };
+       EXIT_DIVERGED = 5, EXIT_RACES = 6 };
 
 int cmd_record(int argc, char **argv);
 int cmd_layout(int argc, char **argv);
@@ -27,6 +27,7 @@ int cmd_report(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_hw(int argc, char **argv);
+int cmd_explore(int argc, char **argv);
 
 /* A run's options as parsed from argv. Strings point into argv. */
 typedef struct run_options {
@@ -37,6 +38,7 @@ typedef struct run_options {
     const char *hw_file;
     int no_trace;
     int force;                /* --force: -o may replace an existing run */
+    int check_races;          /* --check races */
     int quiet;
     int progress;             /* --progress: the progress line even off a terminal */
     int help;

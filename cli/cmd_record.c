@@ -29,6 +29,7 @@
 #include "analysis/analysis.h"
 #include "record_inputs.h"
 #include "record_progress.h"
+#include "record_races.h"
 #include "recorder/recorder.h"
 #include "run_folder.h"
 
@@ -74,7 +75,8 @@ static void print_help(const run_options *ro) {
            "hidden folder (readable up to its last chunk: `npurr reindex` it).\n\n"
            "exit: 0 completed and checked, 1 error or kernel fault, 2 usage (also -o onto\n"
            "      a run without --force),\n"
-           "      3 deadlock or watchdog, 4 data check failed\n\n");
+           "      3 deadlock or watchdog, 4 data check failed, 6 races or sync errors\n"
+           "      (--check races; a deadlock or fault keeps its own code)\n\n");
     run_options_help(stdout, ro->kernel, RUN_OPT_OUTPUT | RUN_OPT_NO_TRACE);
 }
 
@@ -221,6 +223,15 @@ int cmd_record(int argc, char **argv) {
         engine_observer wrapped = engine_tee_observer(&tee);
         engine_set_observer(e, &wrapped);
     }
+    hb_checker *hb = NULL;
+    if (record_races_attach(e, ro.check_races, &hb, err, sizeof err)) {
+        fprintf(stderr, "npurr record: %s\n", err);
+        char cerr[ENGINE_ERRLEN];
+        if (w) rec_close(w, NULL, "skipped", "the race checker could not start", cerr, sizeof cerr);
+        if (ro.kernel->destroy) ro.kernel->destroy(state);
+        engine_destroy(e);
+        return EXIT_ERROR;
+    }
     g_running = e;
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
@@ -256,6 +267,7 @@ int cmd_record(int argc, char **argv) {
     }
     int status = run_ok ? exit_code(res.outcome, check_failed) : EXIT_ERROR;
     if (check_interrupted) status = EXIT_ERROR;
+    if (run_ok) status = record_races_status(hb, &res, status);
     /* After a completed run the analysis tables wait for their first use
      * (stats, sql, export derive them): recording stays cheap. A run that
      * hung or failed is derived now, because its causes are the point. */
@@ -263,7 +275,7 @@ int cmd_record(int argc, char **argv) {
                        .check_msg = check_msg, .run_dir = tmp_dir, .target = ro.out_dir,
                        .derive = !(run_ok && res.outcome == OUTCOME_COMPLETED),
                        .summary = run_ok && !ro.quiet};
-    int after_started = 0;
+    int after_started = 0, installed = 0;
     if (w) {
         if (pthread_create(&after.thread, NULL, after_main, &after) == 0)
             after_started = 1;   /* joined below, after the engine is freed */
@@ -307,6 +319,10 @@ int cmd_record(int argc, char **argv) {
                     "(`npurr reindex` reads what it holds)\n", ro.out_dir, after.close_err,
                     tmp_dir);
             status = EXIT_ERROR;
+        } else if (record_races_write(hb, tmp_dir)) {
+            /* the run stays in its hidden folder: it lacks what was asked */
+            fprintf(stderr, "npurr record: the recording is in %s\n", tmp_dir);
+            status = EXIT_ERROR;
         } else if (interrupted && ro.force &&
                    run_folder_check_target(ro.out_dir, 0, err, sizeof err)) {
             /* An interrupted run does not replace a complete one. */
@@ -316,13 +332,15 @@ int cmd_record(int argc, char **argv) {
         } else if (run_folder_install(tmp_dir, ro.out_dir, ro.force, err, sizeof err)) {
             fprintf(stderr, "npurr record: %s\n", err);
             status = EXIT_ERROR;
-        } else if (run_ok) {
-            printf("trace     %s/trace.zst, index %s/index.db\n", ro.out_dir, ro.out_dir);
+        } else {
+            installed = 1;
+            if (run_ok) printf("trace     %s/trace.zst, index %s/index.db\n", ro.out_dir, ro.out_dir);
         }
         if (after.derive_rc != 0)
             fprintf(stderr, "npurr record: analysis of %s: %s\n", ro.out_dir, after.derive_err);
     }
     if (after.text) fwrite(after.text, 1, after.text_len, stdout);
     free(after.text);
+    record_races_finish(hb, installed ? ro.out_dir : NULL, 20);
     return status;
 }

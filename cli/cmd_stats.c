@@ -7,9 +7,11 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "stats_races.h"
 
 static void stats_usage(FILE *out) {
     fputs("usage: npurr stats RUN [--by role|site|rank|kind|object|cause] [--top N] [--csv]\n"
+          "       npurr stats RUN --races [--top N]\n"
           "\n"
           "Prints the stalls (waits) of a recorded run as a table: group, cores the\n"
           "group's waits come from, count, total, mean and max duration in virtual time,\n"
@@ -30,6 +32,8 @@ static void stats_usage(FILE *out) {
           "  --top N       only the N largest groups\n"
           "  --csv         CSV: table (blocked|all), by, group, cores, count, total_ps,\n"
           "                mean_ps, max_ps, share (a fraction); blocked rows first\n"
+          "  --races       the races and sync errors found by `record --check races`\n"
+          "                (its races table), both sides of each with their seqs\n"
           "  -h, --help    this text\n"
           "\n"
           "Exit status: 0 ok, 1 the run cannot be read, is damaged, or its trace is\n"
@@ -52,6 +56,7 @@ int cmd_stats(int argc, char **argv) {
     ana_group_by by = ANA_BY_ROLE;
     size_t top = 0;
     int csv = 0;
+    int races = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -75,6 +80,8 @@ int cmd_stats(int argc, char **argv) {
             top = (size_t)n;
         } else if (!strcmp(a, "--csv")) {
             csv = 1;
+        } else if (!strcmp(a, "--races")) {
+            races = 1;
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "npurr stats: unknown option '%s'\n", a);
             stats_usage(stderr);
@@ -90,6 +97,7 @@ int cmd_stats(int argc, char **argv) {
         stats_usage(stderr);
         return 2;
     }
+    if (races) return stats_races(run, top);
     char err[1024];
     sqlite3 *db = NULL;
     ana_source src;

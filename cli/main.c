@@ -25,6 +25,7 @@ static const command commands[] = {
     {"replay", cmd_replay, "re-execute a recorded run and compare every event"},
     {"diff", cmd_diff, "compare two runs of one kernel: time, stalls, link bandwidth"},
     {"hw", cmd_hw, "print every timing parameter: value, unit, what it models, source"},
+    {"explore", cmd_explore, "run many schedules of one configuration until one fails"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -37,7 +38,7 @@ static void usage(FILE *out) {
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\nexit codes: 0 done, 1 error, 2 usage, 3 deadlock, 4 data check failed,\n"
-                 "5 replay diverged\n");
+                 "5 replay diverged, 6 races or sync errors (--check races)\n");
 }
 
 int main(int argc, char **argv) {

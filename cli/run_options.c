@@ -27,11 +27,15 @@ static const struct {
     {"--chip", "910B2|910B4", 0, "24 AIC + 48 AIV, or 20 + 40 (default 910B2)"},
     {"--seed", "S", RUN_OPT_EXECUTES, "scheduler seed: permutes ties between cores (default 0)"},
     {"--jitter", "F", RUN_OPT_EXECUTES, "seeded +-F fraction on transfer durations, 0..0.5 (default 0)"},
+    {"--pct-points", "N", RUN_OPT_EXECUTES, "delay the core taking each of N seeded scheduling steps (default 0)"},
+    {"--pct-span", "STEPS", RUN_OPT_EXECUTES, "the steps those points are drawn from: 1..STEPS"},
+    {"--pct-delay-us", "US", RUN_OPT_EXECUTES, "how long each point delays its core, in virtual microseconds"},
     {"--hw", "FILE", RUN_OPT_EXECUTES, "timing parameters as key=value lines (keys: npurr hw)"},
     {"--watchdog-us", "US", RUN_OPT_EXECUTES, "stop when virtual time passes US microseconds (default 10000000; 0 turns the watchdog off)"},
     {"--payload", "ref|full", 0, "ref: moved payload kept as references (default); full: every byte stored"},
     {"-o", "RUN", RUN_OPT_OUTPUT, "run folder to write (trace.zst, index.db)"},
     {"--force", NULL, RUN_OPT_OUTPUT, "let -o replace an existing run (once the new one is complete)"},
+    {"--check", "races", RUN_OPT_EXECUTES, "happens-before checker: races and sync errors (exit 6)"},
     {"--no-trace", NULL, RUN_OPT_NO_TRACE, "emulate without recording (overhead measurements)"},
     {"--quiet", NULL, RUN_OPT_EXECUTES, "print only the final summary"},
     {"--progress", NULL, RUN_OPT_OUTPUT,
@@ -191,6 +195,14 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
         }
         if (strcmp(a, "-k") == 0 || strcmp(a, "--kernel") == 0) continue;
         if (strcmp(a, "-o") == 0 && (allow & RUN_OPT_OUTPUT)) { ro->out_dir = v; continue; }
+        if (strcmp(a, "--check") == 0) {
+            if (strcmp(v, "races") != 0) {
+                snprintf(err, errlen, "--check: '%s' is not a check (races)", v);
+                return EXIT_USAGE;
+            }
+            ro->check_races = 1;
+            continue;
+        }
         if (strcmp(a, "--nodes") == 0) {
             if (parse_int(a, v, 1, 1024, &n, err, errlen)) return EXIT_USAGE;
             ro->config.nodes = (int)n;
@@ -218,6 +230,20 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
                 return EXIT_USAGE;
             }
             ro->config.jitter = j;
+        } else if (strcmp(a, "--pct-points") == 0) {
+            if (parse_int(a, v, 0, 1000000, &n, err, errlen)) return EXIT_USAGE;
+            ro->config.pct_points = (uint32_t)n;
+        } else if (strcmp(a, "--pct-span") == 0) {
+            if (parse_int(a, v, 1, 1LL << 50, &n, err, errlen)) return EXIT_USAGE;
+            ro->config.pct_span = (uint64_t)n;
+        } else if (strcmp(a, "--pct-delay-us") == 0) {
+            char *end = NULL;
+            double us = strtod(v, &end);
+            if (end == v || *end || !isfinite(us) || us <= 0 || us > 1e9) {
+                snprintf(err, errlen, "--pct-delay-us: '%s' is not a number of microseconds above 0", v);
+                return EXIT_USAGE;
+            }
+            ro->config.pct_delay_ps = (uint64_t)llround(us * 1e6);
         } else if (strcmp(a, "--hw") == 0) {
             ro->hw_file = v;
             if (engine_hw_load(&ro->config.hw, v, err, errlen) != ENGINE_OK) return EXIT_USAGE;

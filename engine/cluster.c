@@ -120,12 +120,17 @@ int engine_create(const engine_config *cfg, engine **out, char *err, size_t errl
     e->sym_next = 1ULL << 38;  /* the symmetric heap sits high in every rank's space */
     e->free_xfer = -1;
     derive_timing(e);
+    if (eng_delay_init(e, err, errlen) != ENGINE_OK) {
+        engine_destroy(e);
+        return ENGINE_ERR;
+    }
     *out = e;
     return ENGINE_OK;
 }
 
 void engine_destroy(engine *e) {
     if (!e) return;
+    eng_delay_free(e);
     if (e->cores) {
         for (size_t i = 0; i < (size_t)e->n_ranks * (size_t)e->cores_per_rank; i++) {
             core *c = &e->cores[i];

@@ -156,6 +156,7 @@ void dev_rdma_quiet(dev_site s) {
     engine *e = c->e;
     eng_advance(c, e->scalar_ps);
     eng_sync(c);
+    eng_hook_sync(c, HOOK_RDMA_QUIET, PIPE_NIC, 0, s);
     if (c->rdma_done_at <= c->now) return;
     eng_wait_until(c, c->rdma_done_at, EV_PIPE_WAIT_BEGIN, PIPE_NIC, 0, eng_site(e, s), &c->pipes[PIPE_NIC]);
 }

@@ -234,6 +234,7 @@ int64_t dev_local_load(local_t l, uint32_t byte_off, int width, dev_site s) {
     if (width != 4 && width != 8) eng_fault(c, s, "UbGet: width %d (4 or 8 bytes)", width);
     uint8_t *p = eng_local_ptr(c, local_add(l, byte_off), (uint64_t)width, s, "UbGet");
     eng_sync(c);  /* transfers that completed before now are visible, later ones are not */
+    eng_hook_local(c, local_add(l, byte_off), width, 0, s);
     return eng_read_word(p, width);
 }
 
@@ -243,6 +244,7 @@ void dev_local_store(local_t l, uint32_t byte_off, int width, int64_t v, dev_sit
     if (width != 4 && width != 8) eng_fault(c, s, "UbSet: width %d (4 or 8 bytes)", width);
     uint8_t *p = eng_local_ptr(c, local_add(l, byte_off), (uint64_t)width, s, "UbSet");
     eng_sync(c);
+    eng_hook_local(c, local_add(l, byte_off), width, 1, s);
     eng_write_word(p, width, v);
 }
 
@@ -292,6 +294,7 @@ void dev_xcore_set(int pipe, int flag_id, dev_site s) {
         x->track = eng_track(e, c, pipe);
         x->end = fire;
         eng_push(e, fire, c->prio, Q_XFER, (uint32_t)(x - e->xfers));
+        eng_hook_sync(c, HOOK_XCORE_POST, flag_id, (uint64_t)t->index, s);
     }
 }
 
@@ -304,6 +307,7 @@ void dev_xcore_wait(int flag_id, dev_site s) {
     int need = c->is_aic ? c->sub_num : 1;
     if (c->xcore_count[flag_id] >= (uint32_t)need) {
         c->xcore_count[flag_id] -= (uint32_t)need;
+        eng_hook_sync(c, HOOK_XCORE_WAIT, flag_id, (uint64_t)need, s);
         return;
     }
     uint32_t site = eng_site(e, s);
@@ -324,6 +328,7 @@ void dev_xcore_wait(int flag_id, dev_site s) {
     engine_event en = EV_INIT(c, EV_XCORE_WAIT_END, PIPE_S);
     en.time = c->now; en.value = flag_id; en.site = site; en.link = c->wake_seq; en.peer = c->wake_track;
     c->last_seq = eng_emit(e, &en);
+    eng_hook_sync(c, HOOK_XCORE_WAIT, flag_id, (uint64_t)need, s);
 }
 
 /* ------------------------------------------------------------ barriers */

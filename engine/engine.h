@@ -120,6 +120,12 @@ typedef struct engine_config {
     double jitter;             /* 0..0.5: seeded +-fraction on transfer durations */
     uint64_t watchdog_ps;      /* stop when virtual time passes this; 0 = none */
     engine_payload payload;    /* REF (default) or FULL */
+    /* PCT-style schedule perturbation (engine/sched_delay.c): pct_points
+     * scheduling steps, drawn from seed over 1..pct_span, each delay the
+     * core that takes that step by pct_delay_ps. 0 points = none. */
+    uint32_t pct_points;
+    uint64_t pct_span;
+    uint64_t pct_delay_ps;
     engine_hw hw;
 } engine_config;
 
@@ -316,6 +322,36 @@ typedef struct engine_site {
     const char *func;
 } engine_site;
 
+/* Checker hooks (engine/hooks.c): what a happens-before checker needs and the
+ * event stream does not carry, because it is not an event (a WaitFlag on a
+ * pipe, a barrier that did not wait, a UB scalar access) or is implied by
+ * one (the byte ranges a transfer reads and writes). They are shown only to
+ * an observer that sets on_hook and never change the run or its events. */
+typedef enum {
+    HOOK_ACCESS = 1,     /* one range of a transfer (seq = its issue) or a UB scalar access */
+    HOOK_FLAG_WAIT,      /* WaitFlag: sub = hard event, len = id */
+    HOOK_PIPE_BARRIER,   /* PipeBarrier(PIPE_ALL): the scalar unit waits for every pipe */
+    HOOK_RDMA_QUIET,     /* RdmaQuiet: the scalar unit waits for the core's RDMA ops */
+    HOOK_XCORE_POST,     /* CrossCoreSetFlag reaches core `len` (seq = the set event) */
+    HOOK_XCORE_WAIT,     /* CrossCoreWaitFlag(sub) consumed len sets */
+    HOOK_KERNEL_RETURN   /* the kernel function returned (before its leftover-flag check) */
+} engine_hook_kind;
+
+typedef struct engine_hook {
+    uint8_t kind;        /* engine_hook_kind */
+    uint8_t pipe;        /* ACCESS: the pipe executing it */
+    uint8_t write;       /* ACCESS: 1 write, 0 read */
+    uint8_t atomic;      /* ACCESS: an accumulating write (SetAtomicAdd, remote atomic) */
+    uint32_t rank, core; /* the core that issued it */
+    uint32_t site;       /* transfers: the call site id; 0 when only file:line is known */
+    const char *file;    /* the kernel call site (hooks never intern a site: ids would shift) */
+    int line;
+    int32_t sub;
+    uint64_t seq;        /* the event it belongs to; for a UB scalar access the core's last */
+    uint64_t addr;       /* ACCESS: gm_t raw or local_raw */
+    uint64_t len;
+} engine_hook;
+
 /* The observer sees every declaration before the first event that refers to
  * it, and every event in execution order. Any callback may be NULL. */
 typedef struct engine_observer {
@@ -324,9 +360,18 @@ typedef struct engine_observer {
     void (*on_site)(void *ctx, const engine_site *site);
     void (*on_object)(void *ctx, const engine_object *obj);
     void (*on_event)(void *ctx, const engine_event *ev);
+    void (*on_hook)(void *ctx, const engine_hook *h);
 } engine_observer;
 
+/* The pipe a hard event's SetFlag waits for (consumer 0) or WaitFlag holds
+ * (consumer 1); -1 if ev is not a hard event. */
+int engine_hard_event_pipe(int ev, int consumer);
+/* Name and start of the GM allocation holding p (NULL if none), for reports. */
+const char *engine_gm_alloc_name(engine *e, gm_t p, gm_t *base);
+
 void engine_set_observer(engine *e, const engine_observer *obs);
+/* The observer in place (all NULL if none), so another can wrap it. */
+engine_observer engine_get_observer(const engine *e);
 
 /* An observer that forwards everything to inner, then shows each event to
  * also(also_ctx). t must outlive the run. */
@@ -390,6 +435,8 @@ int engine_core_count(const engine *e);   /* ranks * cores_per_rank */
 void engine_core_state_get(const engine *e, int index, engine_core_state *st);
 uint64_t engine_now(const engine *e);     /* time of the event being processed */
 uint64_t engine_seq(const engine *e);     /* seq of the last emitted event */
+/* Scheduling steps taken so far (the unit of pct_span). */
+uint64_t engine_sched_steps(const engine *e);
 /* Reads a named word's current value (rings in gdb, reports). */
 int64_t engine_word_value(engine *e, uint32_t object_id);
 /* A call site by id (file, line, function); 0 if unknown. */

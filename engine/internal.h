@@ -273,6 +273,8 @@ struct engine {
     char message[ENGINE_ERRLEN];
     uint64_t stall_ps;
     int running;
+    uint64_t sched_steps;     /* eng_sync calls: where PCT delays land */
+    struct sched_delay *delay;   /* sched_delay.c; NULL without --pct-points */
 
     /* transfers */
     xfer *xfers;
@@ -326,6 +328,16 @@ void eng_push(engine *e, uint64_t time, uint64_t prio, qitem_type type, uint32_t
 uint64_t eng_emit(engine *e, engine_event *ev);
 void eng_fault(core *c, dev_site s, const char *fmt, ...) __attribute__((format(printf, 3, 4), noreturn));
 void eng_stop(engine *e, engine_outcome outcome, const char *msg);
+
+/* hooks.c: checker hooks, no effect on the run (engine.h, engine_hook) */
+void eng_hook_xfer(engine *e, const xfer *x);
+void eng_hook_sync(core *c, int kind, int sub, uint64_t len, dev_site s);
+void eng_hook_local(core *c, local_t l, int width, int write, dev_site s);
+
+/* sched_delay.c */
+int eng_delay_init(engine *e, char *err, size_t errlen);
+void eng_delay_step(core *c);
+void eng_delay_free(engine *e);
 
 /* memory.c */
 void eng_gm_unmap(mseg *seg);

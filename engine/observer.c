@@ -26,7 +26,13 @@ static void tee_event(void *ctx, const engine_event *ev) {
     t->also(t->also_ctx, ev);
 }
 
+static void tee_hook(void *ctx, const engine_hook *h) {
+    engine_tee *t = ctx;
+    if (t->inner.on_hook) t->inner.on_hook(t->inner.ctx, h);
+}
+
 engine_observer engine_tee_observer(engine_tee *t) {
-    engine_observer o = {t, tee_string, tee_site, tee_object, tee_event};
+    engine_observer o = {t, tee_string, tee_site, tee_object, tee_event,
+                         t->inner.on_hook ? tee_hook : NULL};
     return o;
 }

@@ -53,6 +53,7 @@ void eng_xfer_post(engine *e, xfer *x, uint64_t issue_time, uint64_t prio) {
     ev.site = x->site;
     ev.object = x->object;
     x->issue_seq = eng_emit(e, &ev);
+    eng_hook_xfer(e, x);
     eng_push(e, x->end, prio, Q_XFER, (uint32_t)(x - e->xfers));
 }
 
@@ -301,6 +302,7 @@ void dev_wait_flag(int ev, int id, dev_site s) {
     engine *e = c->e;
     eng_advance(c, e->scalar_ps);
     check_flag_args(c, ev, id, s, "WaitFlag");
+    eng_hook_sync(c, HOOK_FLAG_WAIT, ev, (uint64_t)id, s);
     flag_slot *f = &c->flags[ev][id];
     if (f->count == 0)
         eng_fault(c, s, "WaitFlag(%s, %d) has no matching SetFlag on this core: the %s pipe would "
@@ -331,6 +333,7 @@ void dev_pipe_barrier(int pipe, dev_site s) {
         eng_fault(c, s, "PipeBarrier: %d is not a pipe", pipe);
     eng_sync(c);
     if (pipe != PIPE_ALL) return;  /* a pipe is in order with itself already */
+    eng_hook_sync(c, HOOK_PIPE_BARRIER, PIPE_ALL, 0, s);
     uint64_t t = c->now;
     int last = -1;
     for (int p = 0; p < PIPE_COUNT; p++)

@@ -93,6 +93,8 @@ static void switch_to_scheduler(core *c) {
 
 void eng_sync(core *c) {
     engine *e = c->e;
+    e->sched_steps++;
+    if (e->delay) eng_delay_step(c);
     if (e->heap_n) {
         const qitem *top = &e->heap[0];
         uint64_t mykey = (c->prio << KEY_COUNTER_BITS) | (e->counter & KEY_COUNTER_MASK);
@@ -160,6 +162,7 @@ static void core_main(void *arg) {
     if (c->rdma_done_at > end) end = c->rdma_done_at;
     c->now = end;
     eng_sync(c);
+    eng_hook_sync(c, HOOK_KERNEL_RETURN, 0, 0, (dev_site){"(kernel end)", 0, "kernel"});
     flag_leftovers(c);
     engine_event ee = EV_INIT(c, EV_KERNEL_END, PIPE_S);
     ee.time = c->now;
@@ -215,6 +218,7 @@ void engine_set_break(engine *e, uint64_t seq, engine_break_fn fn, void *ctx) {
 void engine_request_stop(engine *e) { e->stop_requested = 1; }
 uint64_t engine_now(const engine *e) { return e->now; }
 uint64_t engine_seq(const engine *e) { return e->seq; }
+uint64_t engine_sched_steps(const engine *e) { return e->sched_steps; }
 
 static void emit_blocked(engine *e) {
     int n = e->n_ranks * e->cores_per_rank;

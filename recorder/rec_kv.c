@@ -125,6 +125,10 @@ int rec_meta_from_info(rec_kv *kv, const rec_run_info *info, char *err, size_t e
     rc |= rec_kv_set(kv, "config.jitter", num);
     rc |= rec_kv_setf(kv, "config.watchdog_ps", "%llu", (unsigned long long)cfg->watchdog_ps);
     rc |= rec_kv_set(kv, "config.payload", engine_payload_name(cfg->payload));
+    if (cfg->pct_points)   /* only then, so other runs' headers are unchanged */
+        rc |= rec_kv_setf(kv, "config.pct", "%u points over %llu steps, %llu ps each",
+                          cfg->pct_points, (unsigned long long)cfg->pct_span,
+                          (unsigned long long)cfg->pct_delay_ps);
 
     /* hw.* keys are exactly what engine_hw_write prints, so engine_hw_set
      * can read them back without the recorder knowing the parameter list. */

@@ -204,7 +204,7 @@ int replay_attach(engine *e, rec_reader *r, const replay_opts *o, replay **out, 
     rp->ck.every = rp->opts.checkpoint_every;
     rp->ck.max = rp->opts.max_checkpoints > 0 ? rp->opts.max_checkpoints : 32;
     rp->ck.owner = getpid();
-    engine_observer obs = {rp, NULL, NULL, NULL, on_event};
+    engine_observer obs = {.ctx = rp, .on_event = on_event};
     engine_set_observer(e, &obs);
     if (rp->opts.break_at) replay_set_break(rp, rp->opts.break_at);
     npurr_gdb_replay = rp;

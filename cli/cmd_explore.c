@@ -1,0 +1,396 @@
+/*
+ * cmd_explore.c - `npurr explore -k KERNEL [options] --runs N -o RUN`: shake
+ * the schedule of one configuration until a run ends differently from the
+ * clean one, then record that run.
+ *
+ * The clean run is the configuration as given, without jitter or delays.
+ * Run i then takes seed base+i (a new tie order between cores) with
+ * --jitter F on transfer durations, and with `--strategy pct` a few seeded
+ * points where the core that takes that scheduling step is delayed (PCT;
+ * engine/sched_delay.c). Every run is built from a command line, parsed by
+ * the same run_options_parse as `record`, so the command printed for the
+ * failing run is exactly the configuration that failed; it is then recorded
+ * by `record` itself (a normal run folder) and explore exits with its code.
+ * Runs go without trace (no observer at all) until then; with --check races
+ * the happens-before checker observes each one and races count as a failure.
+ */
+#include "cli.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "checker/hb.h"
+
+static void print_help(void) {
+    printf("usage: npurr explore -k KERNEL [run options] --runs N -o RUN\n"
+           "                     [--strategy random|pct] [--jitter F] [--check races]\n"
+           "                     [--pct-points N] [--pct-delay-us US]\n\n"
+           "Runs N schedules of one configuration without a trace, each from its own seed,\n"
+           "until one ends differently from the clean run (the options as given, no jitter,\n"
+           "no delays), i.e. with another exit code: deadlock, watchdog, kernel fault,\n"
+           "failed data check, or with --check races a race or sync error (a run that is\n"
+           "already racy when clean ends like it). That run is recorded into RUN by `npurr\n"
+           "record` (replayable, queryable); the command that reproduces it is printed.\n"
+           "Progress (runs done, failures, runs/s) goes to stderr.\n\n"
+           "options:\n"
+           "  --runs N              schedules to try (default 100)\n"
+           "  --strategy S          random: seed base+i permutes ties and draws the jitter;\n"
+           "                        pct: the same, plus --pct-points seeded scheduling steps\n"
+           "                        where the core taking that step is delayed (default pct)\n"
+           "  --jitter F            +-F on transfer durations in runs 1..N (default 0.1)\n"
+           "  --pct-points N        delay points per run with pct (default 3)\n"
+           "  --pct-delay-us US     delay of each point (default a tenth of the clean run's\n"
+           "                        virtual time); the points are drawn over the clean run's\n"
+           "                        scheduling steps\n"
+           "  --check races         run the happens-before checker on every run\n"
+           "  -o RUN                folder for the failing run (required)\n"
+           "  --seed S              base seed: run i uses S+i (default 0)\n\n"
+           "exit: the failing run's code as `record` gives it (1 fault, 3 deadlock or\n"
+           "      watchdog, 4 data check failed, 6 races), 0 if all N runs ended like the\n"
+           "      clean run, 2 usage\n\n");
+    run_options_help(stdout, NULL, 0);
+}
+
+static double wall_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A growable argv; strings are owned (copied). */
+typedef struct words {
+    char **v;
+    int n, cap;
+} words;
+
+static void words_add(words *w, const char *s) {
+    if (w->n + 2 > w->cap) {
+        w->cap = w->cap ? w->cap * 2 : 32;
+        w->v = realloc(w->v, (size_t)w->cap * sizeof *w->v);
+        if (!w->v) abort();
+    }
+    w->v[w->n] = strdup(s);
+    if (!w->v[w->n]) abort();
+    w->v[++w->n] = NULL;
+}
+
+static void words_free(words *w) {
+    for (int i = 0; i < w->n; i++) free(w->v[i]);
+    free(w->v);
+    memset(w, 0, sizeof *w);
+}
+
+/* What one run ended as. */
+typedef struct run_end {
+    int status;              /* record's exit code */
+    engine_outcome outcome;
+    uint64_t end_time, steps, events;
+    uint64_t races, sync_errors;
+    char what[1024];
+} run_end;
+
+static int status_of(engine_outcome o, int check_failed) {
+    switch (o) {
+    case OUTCOME_COMPLETED: return check_failed ? EXIT_CHECK : EXIT_DONE;
+    case OUTCOME_DEADLOCK:
+    case OUTCOME_WATCHDOG: return EXIT_DEADLOCK;
+    default: return EXIT_ERROR;
+    }
+}
+
+/* Parses argv like `record` would and runs it once without a trace. */
+static int run_once(words *argv, int check_races, run_end *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    run_options ro;
+    int rc = run_options_parse(argv->n, argv->v, RUN_OPT_OUTPUT | RUN_OPT_NO_TRACE, &ro, err, errlen);
+    if (rc) return rc;
+    engine *e = NULL;
+    if (engine_create(&ro.config, &e, err, errlen) != ENGINE_OK) return EXIT_ERROR;
+    void *state = NULL;
+    if (ro.kernel->setup(e, &ro.kopts, &state, err, errlen) != 0) {
+        engine_destroy(e);
+        return EXIT_ERROR;
+    }
+    hb_checker *hb = NULL;
+    if (check_races) {
+        if (hb_create(e, NULL, &hb, err, errlen)) {
+            if (ro.kernel->destroy) ro.kernel->destroy(state);
+            engine_destroy(e);
+            return EXIT_ERROR;
+        }
+        engine_observer o = hb_observer(hb);
+        engine_set_observer(e, &o);
+    }
+    engine_result res;
+    if (engine_run(e, &res, err, errlen) != ENGINE_OK) {
+        hb_destroy(hb);
+        if (ro.kernel->destroy) ro.kernel->destroy(state);
+        engine_destroy(e);
+        return EXIT_ERROR;
+    }
+    int check_failed = 0;
+    if (res.outcome == OUTCOME_COMPLETED && ro.kernel->check)
+        check_failed = ro.kernel->check(e, state, out->what, sizeof out->what) != 0;
+    out->status = status_of(res.outcome, check_failed);
+    out->outcome = res.outcome;
+    out->end_time = res.end_time;
+    out->events = res.events;
+    out->steps = engine_sched_steps(e);
+    if (res.outcome != OUTCOME_COMPLETED) snprintf(out->what, sizeof out->what, "%s", res.message);
+    if (hb) {
+        hb_finish(hb, &res);
+        out->races = hb_races(hb);
+        out->sync_errors = hb_sync_errors(hb);
+        if (out->status == EXIT_DONE && (out->races || out->sync_errors)) {
+            out->status = EXIT_RACES;
+            snprintf(out->what, sizeof out->what, "%llu race%s, %llu sync error%s",
+                     (unsigned long long)out->races, out->races == 1 ? "" : "s",
+                     (unsigned long long)out->sync_errors, out->sync_errors == 1 ? "" : "s");
+        }
+        hb_destroy(hb);
+    }
+    if (ro.kernel->destroy) ro.kernel->destroy(state);
+    engine_destroy(e);
+    return 0;
+}
+
+static const char *outcome_text(const run_end *r) {
+    switch (r->status) {
+    case EXIT_DONE: return "completed, check passed";
+    case EXIT_CHECK: return "data check failed";
+    case EXIT_DEADLOCK: return r->outcome == OUTCOME_WATCHDOG ? "watchdog" : "deadlock";
+    case EXIT_RACES: return "races";
+    default: return r->outcome == OUTCOME_FAULT ? "kernel fault" : "error";
+    }
+}
+
+typedef struct explore_opts {
+    long long runs;
+    int pct;
+    const char *jitter;       /* as given, so the printed command carries it verbatim */
+    long long pct_points;
+    double pct_delay_us;      /* 0: a tenth of the clean run */
+    int check_races;
+    const char *out_dir;
+    unsigned long long base_seed;
+} explore_opts;
+
+static int parse_ll(const char *opt, const char *v, long long lo, long long hi, long long *out,
+                    char *err, size_t errlen) {
+    char *end = NULL;
+    long long x = v ? strtoll(v, &end, 10) : 0;
+    if (!v || end == v || *end || x < lo || x > hi) {
+        snprintf(err, errlen, "%s: '%s' is not an integer between %lld and %lld", opt, v ? v : "",
+                 lo, hi);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* Takes explore's own options out of argv; the rest (kernel, topology,
+ * kernel options) goes to base, as `record` would take them. */
+static int parse_explore(int argc, char **argv, explore_opts *xo, words *base, char *err,
+                         size_t errlen) {
+    memset(xo, 0, sizeof *xo);
+    xo->runs = 100;
+    xo->pct = 1;
+    xo->jitter = "0.1";
+    xo->pct_points = 3;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--runs") == 0) {
+            if (parse_ll(a, v, 1, 100000000, &xo->runs, err, errlen)) return EXIT_USAGE;
+            i++;
+        } else if (strcmp(a, "--strategy") == 0) {
+            if (v && strcmp(v, "pct") == 0) xo->pct = 1;
+            else if (v && strcmp(v, "random") == 0) xo->pct = 0;
+            else {
+                snprintf(err, errlen, "--strategy: '%s' is not random or pct", v ? v : "");
+                return EXIT_USAGE;
+            }
+            i++;
+        } else if (strcmp(a, "--jitter") == 0) {
+            char *end = NULL;
+            double j = v ? strtod(v, &end) : -1;
+            if (!v || end == v || *end || !isfinite(j) || j < 0 || j > 0.5) {
+                snprintf(err, errlen, "--jitter: '%s' is not a number between 0 and 0.5", v ? v : "");
+                return EXIT_USAGE;
+            }
+            xo->jitter = v;
+            i++;
+        } else if (strcmp(a, "--pct-points") == 0) {
+            if (parse_ll(a, v, 1, 1000, &xo->pct_points, err, errlen)) return EXIT_USAGE;
+            i++;
+        } else if (strcmp(a, "--pct-delay-us") == 0) {
+            char *end = NULL;
+            double us = v ? strtod(v, &end) : 0;
+            if (!v || end == v || *end || !isfinite(us) || us <= 0 || us > 1e9) {
+                snprintf(err, errlen, "--pct-delay-us: '%s' is not a number of microseconds above 0",
+                         v ? v : "");
+                return EXIT_USAGE;
+            }
+            xo->pct_delay_us = us;
+            i++;
+        } else if (strcmp(a, "--check") == 0) {
+            if (!v || strcmp(v, "races") != 0) {
+                snprintf(err, errlen, "--check: '%s' is not a check (races)", v ? v : "");
+                return EXIT_USAGE;
+            }
+            xo->check_races = 1;
+            i++;
+        } else if (strcmp(a, "-o") == 0) {
+            if (!v) { snprintf(err, errlen, "-o: missing value"); return EXIT_USAGE; }
+            xo->out_dir = v;
+            i++;
+        } else if (strcmp(a, "--seed") == 0) {
+            char *end = NULL;
+            xo->base_seed = v ? strtoull(v, &end, 10) : 0;
+            if (!v || end == v || *end || v[0] == '-') {
+                snprintf(err, errlen, "--seed: '%s' is not a non-negative integer", v ? v : "");
+                return EXIT_USAGE;
+            }
+            i++;
+        } else if (strcmp(a, "--no-trace") == 0 || strcmp(a, "--pct-span") == 0) {
+            snprintf(err, errlen, "%s: explore sets it itself", a);
+            return EXIT_USAGE;
+        } else {
+            words_add(base, a);
+        }
+    }
+    if (!xo->out_dir) {
+        snprintf(err, errlen, "-o RUN is required (where the failing run is recorded)");
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* base + this run's seed, jitter and delays. */
+static void run_argv(const words *base, const explore_opts *xo, uint64_t seed, int clean,
+                     uint64_t span, uint64_t delay_ps, words *out) {
+    char num[64];
+    for (int i = 0; i < base->n; i++) words_add(out, base->v[i]);
+    snprintf(num, sizeof num, "%llu", (unsigned long long)seed);
+    words_add(out, "--seed");
+    words_add(out, num);
+    if (clean) return;
+    if (strtod(xo->jitter, NULL) > 0) {
+        words_add(out, "--jitter");
+        words_add(out, xo->jitter);
+    }
+    if (xo->pct) {
+        words_add(out, "--pct-points");
+        snprintf(num, sizeof num, "%lld", xo->pct_points);
+        words_add(out, num);
+        words_add(out, "--pct-span");
+        snprintf(num, sizeof num, "%llu", (unsigned long long)span);
+        words_add(out, num);
+        words_add(out, "--pct-delay-us");
+        snprintf(num, sizeof num, "%.3f", (double)delay_ps / 1e6);
+        words_add(out, num);
+    }
+}
+
+int cmd_explore(int argc, char **argv) {
+    char err[ENGINE_ERRLEN] = "";
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            print_help();
+            return EXIT_DONE;
+        }
+    explore_opts xo;
+    words base = {0};
+    words_add(&base, "record");
+    int rc = parse_explore(argc, argv, &xo, &base, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "npurr explore: %s\n", err);
+        words_free(&base);
+        return rc;
+    }
+    words argv0 = {0};
+    run_argv(&base, &xo, xo.base_seed, 1, 0, 0, &argv0);
+    run_end clean;
+    double t0 = wall_now();
+    rc = run_once(&argv0, xo.check_races, &clean, err, sizeof err);
+    words_free(&argv0);
+    if (rc) {
+        fprintf(stderr, "npurr explore: clean run: %s\n", err);
+        words_free(&base);
+        return rc;
+    }
+    /* Whole nanoseconds, so the printed microseconds parse back to the same ps. */
+    uint64_t delay_ps = xo.pct_delay_us > 0 ? (uint64_t)llround(xo.pct_delay_us * 1e6)
+                                            : clean.end_time / 10 / 1000 * 1000;
+    if (!delay_ps) delay_ps = 1000;
+    uint64_t span = clean.steps ? clean.steps : 1;
+    fprintf(stderr, "npurr explore: clean run %s (exit %d), %.3f us virtual, %llu steps; "
+            "%lld runs, strategy %s\n", outcome_text(&clean), clean.status,
+            (double)clean.end_time / 1e6, (unsigned long long)clean.steps, xo.runs,
+            xo.pct ? "pct" : "random");
+    double last = wall_now();
+    long long done = 0;
+    int status = EXIT_DONE;
+    words failing = {0};
+    run_end fail = {0};
+    for (long long i = 1; i <= xo.runs; i++) {
+        words av = {0};
+        run_argv(&base, &xo, xo.base_seed + (uint64_t)i, 0, span, delay_ps, &av);
+        run_end r;
+        rc = run_once(&av, xo.check_races, &r, err, sizeof err);
+        done++;
+        if (rc) {
+            fprintf(stderr, "npurr explore: run %lld: %s\n", i, err);
+            words_free(&av);
+            status = rc;
+            break;
+        }
+        if (r.status != clean.status) {
+            failing = av;
+            fail = r;
+            break;
+        }
+        words_free(&av);
+        double now = wall_now();
+        if (now - last >= 2.0 || i == xo.runs) {
+            fprintf(stderr, "npurr explore: %lld/%lld runs, 0 failures, %.2f runs/s\n", done,
+                    xo.runs, (double)done / (now - t0));
+            last = now;
+        }
+    }
+    double wall = wall_now() - t0;
+    if (!failing.n) {
+        if (status == EXIT_DONE)
+            printf("explore   %lld runs ended like the clean run (%s), %.1f s, %.2f runs/s\n", done,
+                   outcome_text(&clean), wall, (double)done / wall);
+        words_free(&base);
+        return status;
+    }
+    fprintf(stderr, "npurr explore: %lld/%lld runs, 1 failure, %.2f runs/s\n", done, xo.runs,
+            (double)done / wall);
+    printf("explore   run %lld of %lld ended differently from the clean run: %s (exit %d)%s%s\n",
+           done, xo.runs, outcome_text(&fail), fail.status, fail.what[0] ? ": " : "", fail.what);
+    /* Record it: the same words, with -o, through `record` itself. */
+    words rec = {0};
+    words_add(&rec, "npurr");
+    for (int i = 0; i < failing.n; i++) words_add(&rec, failing.v[i]);
+    if (xo.check_races) {
+        words_add(&rec, "--check");
+        words_add(&rec, "races");
+    }
+    words_add(&rec, "-o");
+    words_add(&rec, xo.out_dir);
+    char *cmd = shell_join(rec.n, rec.v);
+    printf("reproduce %s\n\n", cmd ? cmd : "(out of memory)");
+    fflush(stdout);
+    free(cmd);
+    status = cmd_record(rec.n - 1, rec.v + 1);
+    if (status != fail.status)
+        fprintf(stderr, "npurr explore: recording the failing run gave exit %d, not %d: the run "
+                "is not reproducible from its command line (please report)\n", status, fail.status);
+    words_free(&rec);
+    words_free(&failing);
+    words_free(&base);
+    return status;
+}
