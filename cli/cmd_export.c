@@ -53,6 +53,30 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name, in
     return NULL;
 }
 
+/* Ranks the run does not have are a usage error too, found from the
+ * index's meta before anything is derived. 0 when they all exist or the
+ * index cannot say (opening the run then names what is wrong). */
+static int ranks_outside_run(const char *run, const char *ranks_text, char *err, size_t errlen) {
+    char path[4200];
+    if (snprintf(path, sizeof path, "%s/index.db", run) >= (int)sizeof path) return 0;
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        sqlite3_close(db);
+        return 0;
+    }
+    sqlite3_stmt *st = NULL;
+    long long ranks = 0;
+    if (sqlite3_prepare_v2(db, "SELECT (SELECT value FROM meta WHERE key = 'config.nodes') *"
+                           " (SELECT value FROM meta WHERE key = 'config.npus_per_node')",
+                           -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        ranks = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    static uint8_t have[(1u << 16) / 8];
+    return ranks > 0 && ranks <= (1 << 16) &&
+           ana_parse_ranks(ranks_text, have, (size_t)ranks, err, errlen) != 0;
+}
+
 int cmd_export(int argc, char **argv) {
     const char *run = NULL, *outpath = NULL;
     int perfetto = 0;
@@ -124,28 +148,15 @@ int cmd_export(int argc, char **argv) {
             return 2;
         }
     }
+    if (o.ranks && ranks_outside_run(run, o.ranks, err, sizeof err)) {
+        fprintf(stderr, "npurr export: --ranks: %s\n", err);
+        return 2;
+    }
     sqlite3 *db = NULL;
     ana_source src;
     if (ana_open_fresh(run, 0, &db, &src, err, sizeof err)) {
         fprintf(stderr, "npurr export: %s\n", err);
         return 1;
-    }
-    if (o.ranks) {
-        /* Ranks the run does not have are a usage error too. */
-        sqlite3_stmt *st = NULL;
-        long long ranks = 0;
-        if (sqlite3_prepare_v2(db, "SELECT (SELECT value FROM meta WHERE key = 'config.nodes') *"
-                               " (SELECT value FROM meta WHERE key = 'config.npus_per_node')",
-                               -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-            ranks = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-        static uint8_t have[(1u << 16) / 8];
-        if (ranks > 0 && ranks <= (1 << 16) &&
-            ana_parse_ranks(o.ranks, have, (size_t)ranks, err, sizeof err)) {
-            fprintf(stderr, "npurr export: --ranks: %s\n", err);
-            sqlite3_close(db);
-            return 2;
-        }
     }
     /* A .gz file is compressed as a whole: its packets need no bundles. */
     size_t plen = strlen(outpath);

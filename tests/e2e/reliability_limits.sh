@@ -48,6 +48,9 @@ expect 0 "$npurr" record --help; has "0 turns the watchdog off"
 small_run "$work/run"
 expect 2 "$npurr" export "$work/run" --ranks 5-3 --chrome "$work/t.json"; has "5-3"
 grep -q "deriving" "$work/out" && fail "export derived the tables before refusing --ranks"
+# so is a rank the run does not have (from the index's meta, still before deriving)
+expect 2 "$npurr" export "$work/run" --ranks 0,99 --chrome "$work/t.json"; has "rank 99"
+grep -q "deriving" "$work/out" && fail "export derived the tables before refusing rank 99"
 expect 0 "$npurr" sql "$work/run" "SELECT 1"   # derives here, not before
 has "deriving"
 expect 2 "$npurr" export "$work/run" --ranks 0,99 --chrome "$work/t.json"; has "rank 99"
