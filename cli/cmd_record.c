@@ -295,9 +295,14 @@ int cmd_record(int argc, char **argv) {
         printf("virtual   %.3f us, %llu events, stalls %.3f us summed over cores\n",
                (double)res.end_time / 1e6, (unsigned long long)res.events,
                (double)res.stall_ps / 1e6);
+        engine_memory mem;
+        engine_memory_get(e, &mem);
         printf("host      %.2f s, %.2f M events/s, GM %.1f MiB\n", wall,
                wall > 0 ? (double)res.events / wall / 1e6 : 0.0,
-               (double)engine_gm_allocated(e) / 1048576.0);
+               (double)mem.logical_gm / 1048576.0);
+        printf("payload   %.1f MiB held as references (--payload %s), %.1f MiB written as bytes\n",
+               (double)mem.reference_bytes / 1048576.0, engine_payload_name(ro.config.payload),
+               (double)mem.literal_bytes / 1048576.0);
         if (res.outcome == OUTCOME_DEADLOCK || res.outcome == OUTCOME_WATCHDOG) {
             printf("\n");
             engine_write_report(e, stdout);

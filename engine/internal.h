@@ -359,7 +359,6 @@ void eng_local_free(core *c);
 /* payload.c */
 void eng_seg_init(mseg *s, uint8_t *host, uint64_t size);
 void eng_seg_free(mseg *s);
-void eng_seg_hint_huge(mseg *s);
 void eng_seg_touched(mseg *s, uint64_t bytes);   /* literal bytes written by the host */
 int eng_seg_has_refs(const mseg *s, uint64_t off, uint64_t len);
 uint8_t *eng_seg_lit(engine *e, mseg *s, uint64_t off, uint64_t len);   /* materialize */

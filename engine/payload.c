@@ -64,7 +64,7 @@ void eng_seg_free(mseg *s) {
     s->n_ext = 0;
 }
 
-void eng_seg_hint_huge(mseg *s) {
+static void hint_huge(mseg *s) {
     if (s->huge || !s->mapped || s->size < HUGE_MIN) return;
     s->huge = 1;
 #ifdef MADV_HUGEPAGE
@@ -78,7 +78,7 @@ void eng_seg_hint_huge(mseg *s) {
 static void lit_written(mseg *s, uint64_t bytes) {
     s->literal_bytes += bytes;
     if (!s->huge && s->mapped && s->size >= HUGE_MIN && s->literal_bytes >= s->size / 4)
-        eng_seg_hint_huge(s);
+        hint_huge(s);
 }
 
 void eng_seg_touched(mseg *s, uint64_t bytes) { lit_written(s, bytes); }
