@@ -194,7 +194,7 @@ int cmd_record(int argc, char **argv) {
     }
     rec_writer *w = NULL;
     record_progress prog;
-    record_progress_init(&prog, e, ro.quiet, ro.progress);
+    record_progress_init(&prog, e, ro.kernel, state, ro.quiet, ro.progress);
     engine_tee tee = {.also = record_progress_event, .also_ctx = &prog};
     if (!ro.no_trace) {
         char *cmdline = shell_join(argc + 1, argv - 1);

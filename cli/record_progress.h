@@ -8,10 +8,14 @@
 #include <stdint.h>
 
 #include "engine/engine.h"
+#include "engine/kernels/kernels.h"
 
 typedef struct record_progress {
     engine *e;
+    const kernel_desc *kernel;   /* its progress(), when it has one, gives the share done */
+    const void *state;
     double start, last;
+    double every;            /* seconds between lines: 2, or NPURR_PROGRESS_EVERY */
     uint64_t begun, ended;   /* KERNEL_BEGIN / KERNEL_END events: cores launched, finished */
     uint32_t phase_id;       /* string id of the kernel launched last */
     int64_t step;            /* highest "dispatch"/"round"/"phase" note so far */
@@ -19,8 +23,10 @@ typedef struct record_progress {
     int enabled, tty, shown;
 } record_progress;
 
-/* Enabled when stderr is a terminal or forced (--progress), never quiet. */
-void record_progress_init(record_progress *p, engine *e, int quiet, int forced);
+/* Enabled when stderr is a terminal or forced (--progress), never quiet.
+ * kernel and state (may be NULL) measure the share done. */
+void record_progress_init(record_progress *p, engine *e, const kernel_desc *kernel,
+                          const void *state, int quiet, int forced);
 /* The observer callback (ctx: the record_progress). */
 void record_progress_event(void *ctx, const engine_event *ev);
 /* Ends an in-place line with a newline. */

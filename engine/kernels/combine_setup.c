@@ -274,11 +274,11 @@ static int layout_inplace(const kernel_opts *o, int nodes, int npus, FILE *out, 
 const kernel_desc kernel_combine_sender = {
     "combine-sender",
     "MoE combine (seed 000 scheme 2): gather-pack x through UB into HCCS rings, then weighted sum",
-    combine_options, setup_gather, combine_check, layout_gather, combine_destroy,
+    combine_options, setup_gather, combine_check, layout_gather, combine_destroy, NULL,
 };
 
 const kernel_desc kernel_combine_sender_inplace = {
     "combine-sender-inplace",
     "MoE combine (seed 000 scheme 1): reorder x to rank-major in GM, copy out, then weighted sum",
-    combine_options, setup_inplace, combine_check, layout_inplace, combine_destroy,
+    combine_options, setup_inplace, combine_check, layout_inplace, combine_destroy, NULL,
 };

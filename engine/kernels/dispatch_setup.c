@@ -340,8 +340,31 @@ int dispatch_setup(engine *e, const kernel_opts *o, void **state, char *err, siz
     return 0;
 }
 
+/* Tokens the HCCS receivers have consumed (their ring heads count every
+ * token of every dispatch) of all the run will receive. */
+static int dispatch_progress(engine *e, const void *state, uint64_t *done, uint64_t *total,
+                             const char **unit) {
+    const dispatch_state *st = state;
+    const dispatch_shape *sh = &st->plan.sh;
+    uint64_t want = 0, got = 0;
+    for (int d = 0; d < sh->num_ranks; d++) {
+        want += (uint64_t)st->plan.recv_total[d];
+        for (uint64_t w = 0; w < (uint64_t)sh->channels * (uint64_t)sh->npus; w++) {
+            int32_t head = 0;
+            if (engine_gm_read(e, dispatch_word(st->args.hccs_channel_head, d, w, 4), &head, 4))
+                return -1;
+            got += head > 0 ? (uint64_t)head : 0;
+        }
+    }
+    *done = got;
+    *total = want * (uint64_t)sh->dispatches;
+    *unit = "tokens received";
+    return *total ? 0 : -1;
+}
+
 const kernel_desc kernel_dispatch_layered = {
     "dispatch-layered",
     "MoE layered normal dispatch (seeds 001/003): RDMA rings between nodes, HCCS rings inside",
     dispatch_options, dispatch_setup, dispatch_check, dispatch_layout, dispatch_destroy,
+    dispatch_progress,
 };

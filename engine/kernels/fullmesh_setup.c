@@ -203,5 +203,5 @@ const kernel_desc kernel_fullmesh_dispatch_combine = {
     "fullmesh-dispatch-combine",
     "MoE dispatch + combine over the full mesh (seed 002): BatchWrite windows, FLAG1/FLAG2, "
     "double buffer",
-    fm_options, fm_setup, fm_check, fm_layout, fm_destroy,
+    fm_options, fm_setup, fm_check, fm_layout, fm_destroy, NULL,
 };

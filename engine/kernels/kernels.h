@@ -57,6 +57,11 @@ typedef struct kernel_desc {
     int (*layout)(const kernel_opts *o, int nodes, int npus_per_node, FILE *out, char *err,
                   size_t errlen);
     void (*destroy)(void *state);
+    /* Optional: how far a running kernel is, in the unit it names ("tokens
+     * received"): done of total, read from GM without changing the run.
+     * Returns 0, or -1 when it cannot say yet. */
+    int (*progress)(engine *e, const void *state, uint64_t *done, uint64_t *total,
+                    const char **unit);
 } kernel_desc;
 
 /* What a run of these options will hold in memory, from the options alone

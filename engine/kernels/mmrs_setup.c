@@ -130,5 +130,5 @@ const kernel_desc kernel_matmul_reduce_scatter = {
     "matmul-reduce-scatter",
     "CATCOC matmul + reduce-scatter (seed 004): AIC BlockMmad into staged symmetric workspace, "
     "AIV atomic-add pull",
-    mmrs_options, mmrs_setup, mmrs_check, mmrs_layout, mmrs_destroy,
+    mmrs_options, mmrs_setup, mmrs_check, mmrs_layout, mmrs_destroy, NULL,
 };

@@ -124,4 +124,24 @@ expect 1 "$npurr" diff "$work/a" "$work/c"
 has_err "only runs of one kernel can be compared"
 expect 2 "$npurr" diff "$work/a"
 expect 2 "$npurr" diff "$work/a" "$work/b" --by nothing
+# --- progress: phase, share of the expected tokens, ETA (a line at every
+# check here instead of every 2 s, so the test does not depend on timing)
+NPURR_PROGRESS_EVERY=0 "$npurr" record -k dispatch-layered --nodes 2 --npus-per-node 2 --tokens 48 \
+    --hidden 64 --topk 2 --experts 8 --progress -o "$work/prog" >/dev/null 2>"$work/prog.err" ||
+    fail "record --progress failed"
+grep -q "phase dispatch_layered dispatch 0, " "$work/prog.err" || fail "no phase in the progress line"
+grep -qE "% done \(tokens received [0-9]+ of [0-9]+\)" "$work/prog.err" ||
+    fail "the progress line has no share of the expected tokens"
+grep -qE "ETA [0-9]+ s" "$work/prog.err" || fail "the progress line has no ETA"
+python3 - "$work/prog.err" <<'PY' || fail "progress went backwards or past its total"
+import re, sys
+seen = [tuple(map(int, m)) for m in re.findall(r"tokens received (\d+) of (\d+)", open(sys.argv[1]).read())]
+assert seen, "no progress line"
+assert all(a[0] <= b[0] for a, b in zip(seen, seen[1:])), "not monotonic"
+assert all(d <= t for d, t in seen), "more than the total"
+PY
+NPURR_PROGRESS_EVERY=0 "$npurr" record -k dispatch-layered --nodes 2 --npus-per-node 2 --tokens 48 \
+    --hidden 64 --topk 2 --experts 8 --progress --quiet -o "$work/prog2" >/dev/null 2>"$work/prog.err" ||
+    fail "record --progress --quiet failed"
+grep -q "% done" "$work/prog.err" && fail "--quiet still printed progress"
 echo "cli_behaves: ok"
