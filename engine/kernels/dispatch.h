@@ -348,6 +348,9 @@ typedef struct dispatch_plan {
 
 int dispatch_plan_build(const dispatch_shape *sh, dispatch_plan *p, char *err, size_t errlen);
 void dispatch_plan_free(dispatch_plan *p);
+/* recv_total[d] of the plan (rows rank d receives per dispatch) without
+ * building the plan: routes one source rank at a time. */
+int dispatch_recv_counts(const dispatch_shape *sh, int64_t *recv_total, char *err, size_t errlen);
 /* Tokens of channel c that rank s sends to node n (an RDMA ring's total). */
 static inline int32_t dispatch_ring_total(const dispatch_plan *p, int s, int c, int n) {
     return p->channel_node_count[((size_t)s * (size_t)p->sh.channels + (size_t)c) *

@@ -1,8 +1,8 @@
 /*
  * dispatch_layout.c - `npurr layout -k dispatch-layered`: every buffer of
  * a rank by the sizing formulas of seed 003, then the routing-dependent
- * buffers of each rank (from the same plan a run builds) and the UB each
- * role carves.
+ * buffers of each rank (from the same routing a run builds, counted, not
+ * stored) and the UB each role carves.
  *
  * Seed 003's worked example (16 ranks, 10 channels, 1024-token chunks,
  * 1024-byte tokens, about 100 MB) is
@@ -14,6 +14,8 @@
  * channel's buffer holds send and recv); both totals are printed.
  */
 #include "dispatch.h"
+
+#include <stdlib.h>
 
 static void human(char *buf, size_t n, uint64_t bytes) {
     if (bytes >= (1ull << 30)) snprintf(buf, n, "%.2f GiB", (double)bytes / (1ull << 30));
@@ -88,9 +90,16 @@ int dispatch_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *ou
     dispatch_shape sh;
     /* No engine here: validate the role core counts against the 910B2's 48 AIV. */
     if (dispatch_shape_from_opts(o, nodes, npus_per_node, 48, &sh, err, errlen)) return -1;
-    dispatch_plan p;
-    if (dispatch_plan_build(&sh, &p, err, errlen)) return -1;
     int R = sh.num_ranks;
+    int64_t *recv_total = calloc((size_t)R, sizeof *recv_total);
+    if (!recv_total) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    if (dispatch_recv_counts(&sh, recv_total, err, errlen)) {
+        free(recv_total);
+        return -1;
+    }
     fprintf(out,
             "dispatch-layered: %d nodes x %d NPUs = %d ranks, %d channels, RDMA ring %d tokens "
             "(send chunk %d, credit batch %d), HCCS ring %d tokens (send chunk %d)\n",
@@ -115,7 +124,7 @@ int dispatch_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *ou
     uint64_t K = (uint64_t)sh.topk, sum = 0;
     uint64_t rings = seed_total + send_half + words;
     for (int r = 0; r < R; r++) {
-        uint64_t T = (uint64_t)sh.tokens[r], n = (uint64_t)p.recv_total[r];
+        uint64_t T = (uint64_t)sh.tokens[r], n = (uint64_t)recv_total[r];
         uint64_t x = T * (sh.x_row_bytes + (uint64_t)sh.num_scales * 4);
         uint64_t topk = T * K * 8;
         uint64_t tables = (uint64_t)cl.padded * 4 + (uint64_t)sh.block_dim * dispatch_align((uint64_t)R, 8) * 4 +
@@ -148,6 +157,6 @@ int dispatch_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *ou
             "ForwarderCoordinator + %d HCCSReceiver = %d AIV\n",
             sh.senders, sh.coordinators, sh.forwarders, sh.fwd_coordinators, sh.receivers,
             sh.block_dim);
-    dispatch_plan_free(&p);
+    free(recv_total);
     return 0;
 }

@@ -48,6 +48,7 @@ int64_t dispatch_hccs_ring_total(const dispatch_plan *p, int d, int c, int l) {
 static int check_npy_rows(const dispatch_plan *p, char *err, size_t errlen) {
     const dispatch_shape *sh = &p->sh;
     if (strncmp(sh->routing.text, "npy:", 4) != 0) return 0;
+    /* p may be a counting plan: only sh and token_base are filled */
     int64_t rows, cols;
     int per_rank;
     if (routing_npy_shape(&sh->routing, 0, &rows, &cols, &per_rank, err, errlen)) return -1;
@@ -193,4 +194,48 @@ int dispatch_plan_build(const dispatch_shape *sh, dispatch_plan *p, char *err, s
         return -1;
     }
     return 0;
+}
+
+/* The rows each rank receives, routed one source rank at a time and only
+ * counted: what `npurr layout` needs, in the memory of one rank's top-k
+ * instead of the whole plan's per-token tables. */
+int dispatch_recv_counts(const dispatch_shape *sh, int64_t *recv_total, char *err, size_t errlen) {
+    dispatch_plan p;
+    memset(&p, 0, sizeof p);
+    p.sh = *sh;
+    int R = sh->num_ranks, K = sh->topk, L = sh->local_experts;
+    for (int s = 0; s < R; s++) p.token_base[s + 1] = p.token_base[s] + sh->tokens[s];
+    if (check_npy_rows(&p, err, errlen)) return -1;
+    memset(recv_total, 0, sizeof *recv_total * (size_t)R);
+    routing_shape rs = {.num_ranks = R, .nodes = sh->nodes, .npus_per_node = sh->npus,
+                        .experts = sh->experts, .topk = K};
+    size_t most = 1;
+    for (int s = 0; s < R; s++)
+        if ((size_t)sh->tokens[s] > most) most = (size_t)sh->tokens[s];
+    int32_t *ids = malloc(sizeof *ids * most * (size_t)K);
+    float *w = malloc(sizeof *w * most * (size_t)K);
+    if (!ids || !w) {
+        free(ids);
+        free(w);
+        snprintf(err, errlen, "--tokens: out of host memory for the routing of %zu tokens", most);
+        return -1;
+    }
+    int rc = 0;
+    for (int s = 0; !rc && s < R; s++) {
+        rc = routing_generate_at(&sh->routing, &rs, sh->data_seed, s, p.token_base[s],
+                                 sh->tokens[s], ids, w, err, errlen);
+        for (int t = 0; !rc && t < sh->tokens[s]; t++) {
+            uint8_t hit[DISPATCH_MAX_RANKS] = {0};
+            for (int k = 0; k < K; k++) {
+                int32_t e = ids[(size_t)t * (size_t)K + (size_t)k];
+                if (e >= 0 && !hit[e / L]) {
+                    hit[e / L] = 1;
+                    recv_total[e / L]++;
+                }
+            }
+        }
+    }
+    free(ids);
+    free(w);
+    return rc;
 }
