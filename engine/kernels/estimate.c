@@ -77,12 +77,14 @@ static int est_dispatch(const kernel_desc *k, const kernel_opts *o, int nodes, i
     uint64_t rings = 2 * C * N * (uint64_t)sh.rdma_ring_tokens * S +
                      C * P * (uint64_t)sh.hccs_ring_tokens * S;
     /* inputs, top-k, received rows of every dispatch, rings of every rank */
+    /* Rings are backed only where written: at least a page per record
+     * (its metadata). Full mode also stores every row of x and recv_x. */
+    uint64_t ring_pages = R * (rings / S) * page_of(S);
     if (payload == PAYLOAD_FULL)
         est->gm_bytes = T * (row + K * 8) + (uint64_t)sh.dispatches * T * fan * (row + K * 8 + 16) +
-                        R * rings;
-    else   /* rows are references; each ring record's metadata touches one page */
-        est->gm_bytes = T * K * 8 + (uint64_t)sh.dispatches * T * fan * (K * 8 + 16) +
-                        R * (rings / S) * page_of(S);
+                        ring_pages;
+    else   /* rows are references */
+        est->gm_bytes = T * K * 8 + (uint64_t)sh.dispatches * T * fan * (K * 8 + 16) + ring_pages;
     est->host_bytes = T * K * PLAN_BYTES_PER_SLOT;
     snprintf(est->driver, sizeof est->driver,
              "--tokens %d --hidden %d --topk %d on %d ranks", sh.max_tokens, sh.hidden, sh.topk,
