@@ -108,6 +108,21 @@ int ana_run_load(sqlite3 *db, ana_run *run, char *err, size_t errlen) {
     return 0;
 }
 
+/* NOMUTEX: a connection serves one thread (the events table's decode-ahead
+ * thread never touches SQLite), and derive and big queries make tens of
+ * millions of API calls that would each take the connection's mutex. */
+sqlite3 *ana_open_rw(const char *path, char *err, size_t errlen) {
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
+        ana_err(err, errlen, "%s: %s", path, db ? sqlite3_errmsg(db) : "cannot open");
+        sqlite3_close(db);
+        return NULL;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    return db;
+}
+
 int ana_open(const char *run_dir, sqlite3 **out, char *err, size_t errlen) {
     *out = NULL;
     char path[4096];
@@ -121,18 +136,8 @@ int ana_open(const char *run_dir, sqlite3 **out, char *err, size_t errlen) {
                 path, run_dir);
         return -1;
     }
-    sqlite3 *db = NULL;
-    /* NOMUTEX: a connection serves one thread (the events table's
-     * decode-ahead thread never touches SQLite), and derive and big queries
-     * make tens of millions of API calls that would each take the
-     * connection's mutex. */
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
-        SQLITE_OK) {
-        ana_err(err, errlen, "%s: %s", path, db ? sqlite3_errmsg(db) : "cannot open");
-        sqlite3_close(db);
-        return -1;
-    }
-    sqlite3_busy_timeout(db, 5000);
+    sqlite3 *db = ana_open_rw(path, err, errlen);
+    if (!db) return -1;
     if (rec_index_matches_trace(db, run_dir, NULL, 0, err, errlen) != 0 ||
         rec_register_events_vtab(db, run_dir, err, errlen) != 0) {
         sqlite3_close(db);

@@ -72,14 +72,8 @@ static int open_ro(const char *path, sqlite3 **db, char *err, size_t errlen) {
 
 /* Derives into the database at path (read-write), reading run_dir's trace. */
 static int derive_into(const char *path, const char *run_dir, char *err, size_t errlen) {
-    sqlite3 *db = NULL;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
-        SQLITE_OK) {
-        ana_err(err, errlen, "%s: %s", path, db ? sqlite3_errmsg(db) : "cannot open");
-        sqlite3_close(db);
-        return -1;
-    }
-    sqlite3_busy_timeout(db, 5000);
+    sqlite3 *db = ana_open_rw(path, err, errlen);
+    if (!db) return -1;
     int rc = rec_register_events_vtab(db, run_dir, err, errlen);
     if (!rc) rc = ana_derive_db_from(db, run_dir, err, errlen);
     sqlite3_close(db);

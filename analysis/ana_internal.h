@@ -43,6 +43,8 @@
 
 /* snprintf into a caller's error buffer (tolerates err == NULL). */
 void ana_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* path opened read-write for one thread, with a busy timeout; NULL with err. */
+sqlite3 *ana_open_rw(const char *path, char *err, size_t errlen);
 
 /* With NPURR_ANA_TIMING set, prints "ana_derive: <done> <seconds since>"
  * to stderr (done NULL: prints nothing). Returns the monotonic time now. */
