@@ -189,6 +189,13 @@ int engine_gm_read(engine *e, gm_t p, void *out, uint64_t bytes);
 int engine_gm_equal(engine *e, gm_t a, gm_t b, uint64_t bytes, uint64_t *diff);
 /* The same against host bytes. */
 int engine_gm_equal_host(engine *e, gm_t a, const void *want, uint64_t bytes, uint64_t *diff);
+/* The same against what engine_gm_generate(p, rows, row_bytes, fn, params)
+ * would hold: references to an origin of the same generator and parameters
+ * at the same row are equal without being generated, as they are the same
+ * bytes by construction; anything else is generated and compared. */
+int engine_gm_equal_generated(engine *e, gm_t p, uint64_t rows, uint64_t row_bytes,
+                              engine_row_fn fn, const void *params, size_t params_size,
+                              uint64_t *diff);
 /* Total bytes of GM allocated on all ranks (the logical GM). */
 uint64_t engine_gm_allocated(const engine *e);
 /* How memory is held now: the logical GM (every allocation), the bytes held

@@ -66,6 +66,7 @@ typedef struct mseg {
 typedef struct mem_origin {
     engine_row_fn fn;
     size_t params_at;     /* offset into engine.origin_params */
+    size_t params_size;
     uint64_t rows, row_bytes;
 } mem_origin;
 
@@ -369,6 +370,12 @@ void eng_seg_read(engine *e, const mseg *s, uint64_t off, void *out, uint64_t le
 int eng_seg_equal(engine *e, const mseg *a, uint64_t aoff, const mseg *b, uint64_t boff,
                   uint64_t len, uint64_t *diff);
 void eng_seg_stats(const mseg *s, uint64_t *extents, uint64_t *ref_bytes);
+/* 1 when [off, off+len) holds rows 0.. of what fn(params) generates, 0 when
+ * not (*diff = first differing byte). References to an origin of the same
+ * generator, parameters and row offset are equal without generating. */
+int eng_seg_equal_generated(engine *e, const mseg *s, uint64_t off, uint64_t len,
+                            engine_row_fn fn, const void *params, size_t params_size,
+                            uint64_t row_bytes, uint64_t *diff);
 uint32_t eng_origin_add(engine *e, engine_row_fn fn, const void *params, size_t params_size,
                         uint64_t rows, uint64_t row_bytes);
 /* Offset of a host pointer inside its segment. */

@@ -188,6 +188,18 @@ int engine_gm_equal_host(engine *e, gm_t a, const void *want, uint64_t bytes, ui
     return eng_seg_equal(e, sa, eng_seg_off(sa, ha), &w, 0, bytes, diff);
 }
 
+int engine_gm_equal_generated(engine *e, gm_t p, uint64_t rows, uint64_t row_bytes,
+                              engine_row_fn fn, const void *params, size_t params_size,
+                              uint64_t *diff) {
+    mseg *seg;
+    uint64_t bytes = rows * row_bytes;
+    if (!row_bytes || bytes / row_bytes != rows) return -1;
+    uint8_t *h = eng_gm_at(e, p, bytes, &seg);
+    if (!h) return -1;
+    return eng_seg_equal_generated(e, seg, eng_seg_off(seg, h), bytes, fn, params, params_size,
+                                   row_bytes, diff);
+}
+
 uint64_t engine_gm_allocated(const engine *e) {
     uint64_t total = 0;
     for (int r = 0; r < e->n_ranks; r++)

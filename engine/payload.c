@@ -257,7 +257,7 @@ uint32_t eng_origin_add(engine *e, engine_row_fn fn, const void *params, size_t 
     }
     if (params_size) memcpy(e->origin_params + at, params, params_size);
     e->origin_params_n = at + params_size;
-    e->origins[e->n_origins] = (mem_origin){fn, at, rows, row_bytes};
+    e->origins[e->n_origins] = (mem_origin){fn, at, params_size, rows, row_bytes};
     return ++e->n_origins;
 }
 
@@ -392,6 +392,56 @@ int eng_seg_equal(engine *e, const mseg *a, uint64_t aoff, const mseg *b, uint64
         done += n;
     }
     return 1;
+}
+
+/* Bytes [src, src+len) of what fn(params) generates, one row at a time
+ * through row (row_bytes of scratch). */
+static void generated_bytes(engine_row_fn fn, const void *params, uint64_t row_bytes,
+                            uint64_t src, uint8_t *out, uint64_t len, uint8_t *row) {
+    while (len) {
+        uint64_t r = src / row_bytes, within = src % row_bytes, n = row_bytes - within;
+        if (n > len) n = len;
+        fn(params, r, row);
+        memcpy(out, row + within, n);
+        out += n; src += n; len -= n;
+    }
+}
+
+static int same_generator(const engine *e, uint32_t origin, engine_row_fn fn, const void *params,
+                          size_t params_size, uint64_t row_bytes) {
+    const mem_origin *o = &e->origins[origin - 1];
+    return o->fn == fn && o->row_bytes == row_bytes && o->params_size == params_size &&
+           !memcmp(e->origin_params + o->params_at, params, params_size);
+}
+
+int eng_seg_equal_generated(engine *e, const mseg *s, uint64_t off, uint64_t len,
+                            engine_row_fn fn, const void *params, size_t params_size,
+                            uint64_t row_bytes, uint64_t *diff) {
+    uint8_t got[4096], want[4096];
+    uint8_t *row = NULL;
+    int eq = 1;
+    for (uint64_t done = 0; done < len && eq;) {
+        piece p = piece_at(s, off + done, len - done);
+        if (p.origin && p.src == done &&
+            same_generator(e, p.origin, fn, params, params_size, row_bytes)) {
+            done += p.len;
+            continue;
+        }
+        uint64_t n = p.len < sizeof got ? p.len : sizeof got;
+        if (!row && !(row = malloc(row_bytes))) abort();
+        const uint8_t *g = s->host + off + done;
+        if (p.origin) { origin_bytes(e, p.origin, p.src, got, n); g = got; }
+        generated_bytes(fn, params, row_bytes, done, want, n, row);
+        if (memcmp(g, want, n)) {
+            uint64_t k = 0;
+            while (g[k] == want[k]) k++;
+            if (diff) *diff = done + k;
+            eq = 0;
+        }
+        done += n;
+    }
+    free(row);
+    return eq;
 }
 
 void eng_seg_stats(const mseg *s, uint64_t *extents, uint64_t *ref_bytes) {

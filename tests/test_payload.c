@@ -175,6 +175,47 @@ static void test_moved_rows_stay_references(void **state) {
     world_free(&w);
 }
 
+/* engine_gm_equal_generated: a region is what its generator makes, moved
+ * rows land where they belong, and a wrong row, a wrong generator input or
+ * a literal byte are named by their first differing byte, in both modes. */
+static void check_equal_generated(engine_payload mode) {
+    engine *e = make(mode);
+    gm_t a, b;
+    gen_params g1 = {1}, g2 = {2};
+    uint64_t diff = 0;
+    assert_int_equal(engine_gm_alloc(e, 0, 20000, "a", &a, err, sizeof err), ENGINE_OK);
+    assert_int_equal(engine_gm_alloc(e, 0, 20000, "b", &b, err, sizeof err), ENGINE_OK);
+    assert_int_equal(engine_gm_generate(e, a, 20, 1000, gen_row, &g1, sizeof g1, err, sizeof err),
+                     ENGINE_OK);
+    assert_int_equal(engine_gm_equal_generated(e, a, 20, 1000, gen_row, &g1, sizeof g1, &diff), 1);
+    engine_memory m;
+    engine_memory_get(e, &m);
+    if (mode == PAYLOAD_REF) assert_int_equal(m.literal_bytes, 0);   /* nothing generated */
+    assert_int_equal(engine_gm_equal_generated(e, a, 20, 1000, gen_row, &g2, sizeof g2, &diff), 0);
+    assert_int_equal(diff, 0);
+    /* rows 0-9 moved to b: b holds rows 0-9; row 3 moved over row 2 is wrong at byte 2000 */
+    mseg *sa, *sb;
+    uint8_t *ha = eng_gm_at(e, a, 20000, &sa), *hb = eng_gm_at(e, b, 20000, &sb);
+    eng_seg_copy(e, sb, eng_seg_off(sb, hb), sa, eng_seg_off(sa, ha), 10000);
+    assert_int_equal(engine_gm_equal_generated(e, b, 10, 1000, gen_row, &g1, sizeof g1, &diff), 1);
+    eng_seg_copy(e, sb, eng_seg_off(sb, hb) + 2000, sa, eng_seg_off(sa, ha) + 3000, 1000);
+    assert_int_equal(engine_gm_equal_generated(e, b, 10, 1000, gen_row, &g1, sizeof g1, &diff), 0);
+    assert_int_equal(diff, 2000);
+    /* a literal byte over a row */
+    uint8_t *p = engine_gm_host(e, gm_add(a, 15007), 1);
+    *p ^= 0xff;
+    assert_int_equal(engine_gm_equal_generated(e, a, 20, 1000, gen_row, &g1, sizeof g1, &diff), 0);
+    assert_int_equal(diff, 15007);
+    assert_int_equal(engine_gm_equal_generated(e, a, 21, 1000, gen_row, &g1, sizeof g1, &diff), -1);
+    engine_destroy(e);
+}
+
+static void test_equal_generated(void **state) {
+    (void)state;
+    check_equal_generated(PAYLOAD_REF);
+    check_equal_generated(PAYLOAD_FULL);
+}
+
 static void test_generate_refuses_bad_ranges(void **state) {
     (void)state;
     engine *e = make(PAYLOAD_REF);
@@ -198,6 +239,7 @@ int main(void) {
         cmocka_unit_test(test_full_mode_is_flat_memory),
         cmocka_unit_test(test_moved_rows_stay_references),
         cmocka_unit_test(test_generate_refuses_bad_ranges),
+        cmocka_unit_test(test_equal_generated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -362,8 +362,10 @@ int64_t dispatch_hccs_ring_total(const dispatch_plan *p, int d, int c, int l);
 /* Row contents. x row of token t of rank s: a tag (t and s as small
  * integers, exact in bf16; raw bytes for fp8), then pseudo-random bytes.
  * Scales: per-128 floats, exact powers of two. */
-void dispatch_fill_x(uint8_t *row, const dispatch_shape *sh, int s, int t);
 /* x of rank s as a generated input (references in REF payload mode). */
+/* 1 when rank s's x still holds what dispatch_generate_x wrote (token of the
+ * first changed row in *token when 0), -1 if x is not one allocation. */
+int dispatch_x_unchanged(engine *e, gm_t x, const dispatch_shape *sh, int s, int *token);
 int dispatch_generate_x(engine *e, gm_t x, const dispatch_shape *sh, int s, char *err,
                         size_t errlen);
 void dispatch_fill_scales(float *scales, const dispatch_shape *sh, int s, int t);
