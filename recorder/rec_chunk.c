@@ -161,6 +161,7 @@ int rec_decl_decode(const uint8_t *p, size_t len, const rec_decl_sink *sink) {
 void rec_codec_free(rec_codec *codec) {
     if (!codec) return;
     rec_buf_free(&codec->arena);
+    rec_order_free(&codec->order);
     free(codec->pend_bits);
     free(codec->pend_cnt);
     free(codec);
@@ -314,6 +315,10 @@ static inline size_t stream_slot(unsigned group, int col) {
     return (size_t)group * REC_COL_COUNT + (size_t)col;
 }
 
+/* The core table takes up to three varints per core, and a chunk may have
+ * as many cores as events: room beyond the 11 bytes per event. */
+static inline size_t ungrouped_extra(size_t n) { return n * 20 + 16; }
+
 /* Counts the events of each group and carves a worst-case write area for
  * every stream they can touch out of one arena, so the encoder writes with
  * plain pointer bumps. */
@@ -321,23 +326,20 @@ static int streams_reserve(rec_codec *c, const engine_event *evs, size_t n) {
     memset(c->group_events, 0, sizeof c->group_events);
     for (size_t i = 0; i < n; i++) {
         c->group_events[event_group(&evs[i])]++;
-        if (evs[i].kind == EV_XFER_DONE) {   /* maybe a copy */
-            c->group_events[copy_group(evs[i].sub)]++;
-            c->group_events[COPY_LINK_GROUP]++;
-        }
+        if (evs[i].kind == EV_XFER_DONE) c->group_events[COPY_LINK_GROUP]++;   /* maybe a copy */
     }
     size_t grouped = 0, events = 0;
     for (int col = 0; col < REC_COL_COUNT; col++) grouped += col_grouped[col];
     for (unsigned g = 0; g < REC_GROUPS; g++) events += c->group_events[g];
     /* A varint takes at most 10 bytes; sub may hold an escaped kind too. */
-    size_t need = events * 10 * grouped + n * 11 * (REC_COL_COUNT - grouped);
+    size_t need = events * 10 * grouped + n * 11 * (REC_COL_COUNT - grouped) + ungrouped_extra(n);
     c->arena.len = 0;
     if (rec_buf_reserve(&c->arena, need)) return -1;
     uint8_t *at = c->arena.p;
     for (int col = 0; col < REC_COL_COUNT; col++) {
         if (col_grouped[col]) continue;
         c->w[stream_slot(0, col)] = c->w0[stream_slot(0, col)] = at;
-        at += n * 11;
+        at += n * 11 + (col == REC_COL_ORDER_CORES ? ungrouped_extra(n) : 0);
     }
     for (unsigned g = 0; g < REC_GROUPS; g++) {
         if (!c->group_events[g]) continue;
@@ -386,7 +388,10 @@ void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
     rec_buf_put(out, REC_TAG_CHUNK, 4);
     rec_buf_bytes(out, (const char *)decls, decl_len);
     rec_buf_varint(out, n);
-    if (streams_reserve(codec, evs, n) || pend_reset(codec, n)) {
+    if (streams_reserve(codec, evs, n) || pend_reset(codec, n) ||
+        rec_order_encode(&codec->order, evs, n, &codec->w[stream_slot(0, REC_COL_ORDER_CORES)],
+                         &codec->w[stream_slot(0, REC_COL_ORDER_TIMES)],
+                         &codec->w[stream_slot(0, REC_COL_ORDER_EXC)])) {
         out->oom = 1;
         return;
     }
@@ -407,7 +412,6 @@ void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
         /* Its issue must still be pending (a second DONE of one issue is
          * stored in full). */
         if (src >= 0 && !pend_has(codec, (size_t)src)) src = -1;
-        uint64_t *t = &codec->time[core_slot(e)];
         if (src >= 0) {
             /* The issue's rank among pending issues, as a change from the
              * previous copy's; the duration (done - start) repeats. */
@@ -417,9 +421,6 @@ void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
             PUT(REC_COL_LINK, rec_zigzag((int64_t)(k - prev_k)));
             prev_k = k;
             pend_del(codec, (size_t)src);
-            gw = &codec->w[stream_slot(copy_group(e->sub), 0)];
-            PUT(REC_COL_TIME, rec_zigzag((int64_t)(e->time - (uint64_t)evs[src].value)));
-            *t = e->time;
             continue;
         }
         uint32_t *sp = &codec->site[e->site % REC_SITE_SLOTS];
@@ -437,8 +438,6 @@ void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
             *uw[REC_COL_SUB]++ = e->sub;
         }
         if (e->kind == EV_XFER_ISSUE) pend_add(codec, i);
-        PUT(REC_COL_RANK, e->rank);
-        PUT(REC_COL_CORE, e->core);
         unsigned cs = core_slot(e);
         /* A core's code walks the same cycle of sites as its siblings:
          * 0 when the site is the one that followed the core's previous
@@ -448,8 +447,6 @@ void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
         *next = e->site;
         codec->prev_site[cs] = e->site;
         gw = &codec->w[stream_slot(event_group(e), 0)];
-        PUT(REC_COL_TIME, rec_zigzag((int64_t)(e->time - *t)));
-        *t = e->time;
         rec_ctx *c = &codec->ctx[ctx_slot(e)];
         PUT(REC_COL_ADDR, rec_zigzag((int64_t)(e->addr - c->addr)));
         c->addr = e->addr;
@@ -564,8 +561,9 @@ static int streams_check(rec_codec *c, uint64_t n, char *err, size_t errlen) {
 
 #define GET(col) rec_cur_varint(&gc[col])
 
-int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_view *view,
-                     engine_event **evs, size_t *cap, char *err, size_t errlen) {
+/* Tag, declarations, event count, stream directory; *evs grown to n. */
+static int decode_open(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_view *view,
+                       engine_event **evs, size_t *cap, char *err, size_t errlen) {
     rec_cur c = {p, p + len, 0};
     const uint8_t *tag = rec_cur_take(&c, 4);
     if (!tag || memcmp(tag, REC_TAG_CHUNK, 4) != 0) {
@@ -598,6 +596,142 @@ int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_v
         return -1;
     }
     view->n = (size_t)n;
+    return 0;
+}
+
+/* Format 5 chunks derive rank, core and time (rec_order.c); format 4
+ * chunks store them as columns. A chunk with events says which by holding
+ * the core table or not. */
+static int decode_order(rec_codec *codec, size_t n, int *derived, char *err, size_t errlen) {
+    rec_cur *cores = &codec->cur[stream_slot(0, REC_COL_ORDER_CORES)];
+    *derived = cores->p != cores->end;
+    if (!*derived) return 0;
+    if (rec_order_decode(&codec->order, n, cores, &codec->cur[stream_slot(0, REC_COL_ORDER_TIMES)],
+                         &codec->cur[stream_slot(0, REC_COL_ORDER_EXC)])) {
+        snprintf(err, errlen, "chunk event order (core table, times or exceptions) is corrupt");
+        return -1;
+    }
+    return 0;
+}
+
+/* A DONE copied from its pending ISSUE: the issue's rank among pending
+ * issues is stored, and (format 4) its duration. */
+static int decode_copy(rec_codec *codec, engine_event *all, size_t i, uint8_t kb, int derived,
+                       uint64_t *prev_k, char *err, size_t errlen) {
+    engine_event *e = &all[i];
+    rec_cur *gc = &codec->cur[stream_slot(COPY_LINK_GROUP, 0)];
+    uint64_t k = *prev_k + (uint64_t)rec_unzigzag(GET(REC_COL_LINK));
+    *prev_k = k;
+    size_t src = pend_select(codec, k);
+    if (src >= i) {
+        snprintf(err, errlen, "event %zu of the chunk copies a transfer it does not hold", i);
+        return -1;
+    }
+    pend_del(codec, src);
+    uint64_t seq = e->seq;
+    *e = all[src];
+    e->kind = (uint8_t)(kb & ~REC_KIND_COPY);
+    e->link = e->seq;
+    e->seq = seq;
+    if (derived) {
+        rec_order_event(&codec->order, i, e);
+        return 0;
+    }
+    unsigned g = copy_group(e->sub);
+    codec->group_seen[g] = 1;
+    gc = &codec->cur[stream_slot(g, 0)];
+    e->time = (uint64_t)e->value + (uint64_t)rec_unzigzag(GET(REC_COL_TIME));
+    codec->time[core_slot(e)] = e->time;
+    return 0;
+}
+
+/* Site (predicted from the core's previous one), then kind, pipe and sub
+ * (predicted from the site, or stored). */
+static int decode_site_kind(rec_codec *codec, engine_event *e, size_t i, uint8_t kb, char *err,
+                            size_t errlen) {
+    rec_cur *uc = &codec->cur[stream_slot(0, 0)];
+    unsigned cs = core_slot(e);
+    uint32_t *next = &codec->next_site[hash_slot(codec->prev_site[cs])];
+    uint64_t sv = rec_cur_varint(&uc[REC_COL_SITE]);
+    e->site = sv ? unzz32(codec->prev_site[cs], sv - 1) : *next;
+    *next = e->site;
+    codec->prev_site[cs] = e->site;
+    uint32_t *sp = &codec->site[e->site % REC_SITE_SLOTS];
+    if (kb == REC_KIND_SITE) {
+        if (!*sp) {
+            snprintf(err, errlen, "event %zu of the chunk repeats a site never seen", i);
+            return -1;
+        }
+        e->kind = (uint8_t)*sp;
+        e->pipe = (uint8_t)(*sp >> 8);
+        e->sub = (uint8_t)(*sp >> 16);
+    } else {
+        e->kind = kb == REC_KIND_ESCAPE ? rec_cur_byte(&uc[REC_COL_SUB]) : kb;
+        e->pipe = rec_cur_byte(&uc[REC_COL_PIPE]);
+        e->sub = rec_cur_byte(&uc[REC_COL_SUB]);
+        *sp = site_pred(e);
+    }
+    e->pad = 0;
+    return 0;
+}
+
+/* The value-like fields, each against its context. */
+static void decode_values(rec_codec *codec, engine_event *e, rec_cur *gc) {
+    unsigned cs = core_slot(e);
+    rec_ctx *x = &codec->ctx[ctx_slot(e)];
+    e->addr = x->addr + (uint64_t)rec_unzigzag(GET(REC_COL_ADDR));
+    x->addr = e->addr;
+    e->len = x->len + (uint64_t)rec_unzigzag(GET(REC_COL_LEN));
+    x->len = e->len;
+    uint64_t v = x->value + (uint64_t)rec_unzigzag(GET(REC_COL_VALUE));
+    x->value = v;
+    e->value = (int64_t)(value_is_time(e->kind) ? v + e->time : v);
+    if (e->kind == EV_FLAG_WAIT_BEGIN) {
+        e->aux = (int64_t)(codec->flag_aux[cs] + (uint64_t)rec_unzigzag(GET(REC_COL_AUX)));
+    } else {
+        uint64_t a = x->aux + (uint64_t)rec_unzigzag(GET(REC_COL_AUX));
+        x->aux = a;
+        e->aux = (int64_t)(aux_is_time(e->kind) ? a + e->time : a);
+        if (e->kind == EV_FLAG_SET) codec->flag_aux[cs] = (uint64_t)e->aux;
+    }
+    uint64_t link = GET(REC_COL_LINK);
+    e->link = link ? e->seq - (uint64_t)rec_unzigzag(link - 1) : 0;
+    e->object = unzz32(x->object, GET(REC_COL_OBJECT));
+    x->object = e->object;
+    e->peer = unzz32(x->peer, GET(REC_COL_PEER));
+    x->peer = e->peer;
+}
+
+/* An event stored in full (not a copy). */
+static int decode_full(rec_codec *codec, engine_event *e, size_t i, uint8_t kb, int derived,
+                       char *err, size_t errlen) {
+    rec_cur *uc = &codec->cur[stream_slot(0, 0)];
+    if (derived) {
+        rec_order_event(&codec->order, i, e);
+    } else {
+        e->rank = (uint32_t)rec_cur_varint(&uc[REC_COL_RANK]);
+        e->core = (uint32_t)rec_cur_varint(&uc[REC_COL_CORE]);
+    }
+    if (decode_site_kind(codec, e, i, kb, err, errlen)) return -1;
+    if (e->kind == EV_XFER_ISSUE) pend_add(codec, i);
+    unsigned g = event_group(e);
+    codec->group_seen[g] = 1;
+    rec_cur *gc = &codec->cur[stream_slot(g, 0)];
+    if (!derived) {
+        uint64_t *t = &codec->time[core_slot(e)];
+        e->time = *t + (uint64_t)rec_unzigzag(GET(REC_COL_TIME));
+        *t = e->time;
+    }
+    decode_values(codec, e, gc);
+    return 0;
+}
+
+int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_view *view,
+                     engine_event **evs, size_t *cap, char *err, size_t errlen) {
+    if (decode_open(codec, p, len, view, evs, cap, err, errlen)) return -1;
+    size_t n = view->n;
+    int derived;
+    if (decode_order(codec, n, &derived, err, errlen)) return -1;
     engine_event *all = *evs;
     memset(codec->ctx, 0, sizeof codec->ctx);
     memset(codec->time, 0, sizeof codec->time);
@@ -610,85 +744,12 @@ int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_v
     uint64_t prev_seq = 0, prev_k = 0;
     for (size_t i = 0; i < n; i++) {
         engine_event *e = &all[i];
-        uint64_t seq = prev_seq + (uint64_t)rec_unzigzag(rec_cur_varint(&uc[REC_COL_SEQ]));
-        prev_seq = seq;
+        e->seq = prev_seq + (uint64_t)rec_unzigzag(rec_cur_varint(&uc[REC_COL_SEQ]));
+        prev_seq = e->seq;
         uint8_t kb = rec_cur_byte(&uc[REC_COL_KIND]);
-        if (kb & REC_KIND_COPY) {
-            rec_cur *gc = &codec->cur[stream_slot(COPY_LINK_GROUP, 0)];
-            uint64_t k = prev_k + (uint64_t)rec_unzigzag(GET(REC_COL_LINK));
-            prev_k = k;
-            size_t src = pend_select(codec, k);
-            if (src >= i) {
-                snprintf(err, errlen, "event %zu of the chunk copies a transfer it does not hold",
-                         i);
-                return -1;
-            }
-            pend_del(codec, src);
-            *e = all[src];
-            e->kind = (uint8_t)(kb & ~REC_KIND_COPY);
-            e->link = e->seq;
-            e->seq = seq;
-            unsigned g = copy_group(e->sub);
-            codec->group_seen[g] = 1;
-            gc = &codec->cur[stream_slot(g, 0)];
-            e->time = (uint64_t)e->value + (uint64_t)rec_unzigzag(GET(REC_COL_TIME));
-            codec->time[core_slot(e)] = e->time;
-            continue;
-        }
-        e->seq = seq;
-        e->rank = (uint32_t)rec_cur_varint(&uc[REC_COL_RANK]);
-        e->core = (uint32_t)rec_cur_varint(&uc[REC_COL_CORE]);
-        unsigned cs = core_slot(e);
-        uint32_t *next = &codec->next_site[hash_slot(codec->prev_site[cs])];
-        uint64_t sv = rec_cur_varint(&uc[REC_COL_SITE]);
-        e->site = sv ? unzz32(codec->prev_site[cs], sv - 1) : *next;
-        *next = e->site;
-        codec->prev_site[cs] = e->site;
-        uint32_t *sp = &codec->site[e->site % REC_SITE_SLOTS];
-        if (kb == REC_KIND_SITE) {
-            if (!*sp) {
-                snprintf(err, errlen, "event %zu of the chunk repeats a site never seen", i);
-                return -1;
-            }
-            e->kind = (uint8_t)*sp;
-            e->pipe = (uint8_t)(*sp >> 8);
-            e->sub = (uint8_t)(*sp >> 16);
-        } else {
-            e->kind = kb == REC_KIND_ESCAPE ? rec_cur_byte(&uc[REC_COL_SUB]) : kb;
-            e->pipe = rec_cur_byte(&uc[REC_COL_PIPE]);
-            e->sub = rec_cur_byte(&uc[REC_COL_SUB]);
-            *sp = site_pred(e);
-        }
-        e->pad = 0;
-        if (e->kind == EV_XFER_ISSUE) pend_add(codec, i);
-        unsigned g = event_group(e);
-        codec->group_seen[g] = 1;
-        rec_cur *gc = &codec->cur[stream_slot(g, 0)];
-        uint64_t *t = &codec->time[cs];
-        e->time = *t + (uint64_t)rec_unzigzag(GET(REC_COL_TIME));
-        *t = e->time;
-        rec_ctx *x = &codec->ctx[ctx_slot(e)];
-        e->addr = x->addr + (uint64_t)rec_unzigzag(GET(REC_COL_ADDR));
-        x->addr = e->addr;
-        e->len = x->len + (uint64_t)rec_unzigzag(GET(REC_COL_LEN));
-        x->len = e->len;
-        uint64_t v = x->value + (uint64_t)rec_unzigzag(GET(REC_COL_VALUE));
-        x->value = v;
-        e->value = (int64_t)(value_is_time(e->kind) ? v + e->time : v);
-        if (e->kind == EV_FLAG_WAIT_BEGIN) {
-            e->aux = (int64_t)(codec->flag_aux[cs] + (uint64_t)rec_unzigzag(GET(REC_COL_AUX)));
-        } else {
-            uint64_t a = x->aux + (uint64_t)rec_unzigzag(GET(REC_COL_AUX));
-            x->aux = a;
-            e->aux = (int64_t)(aux_is_time(e->kind) ? a + e->time : a);
-            if (e->kind == EV_FLAG_SET) codec->flag_aux[cs] = (uint64_t)e->aux;
-        }
-        uint64_t link = GET(REC_COL_LINK);
-        e->link = link ? e->seq - (uint64_t)rec_unzigzag(link - 1) : 0;
-        e->object = unzz32(x->object, GET(REC_COL_OBJECT));
-        x->object = e->object;
-        e->peer = unzz32(x->peer, GET(REC_COL_PEER));
-        x->peer = e->peer;
+        int rc = kb & REC_KIND_COPY ? decode_copy(codec, all, i, kb, derived, &prev_k, err, errlen)
+                                    : decode_full(codec, e, i, kb, derived, err, errlen);
+        if (rc) return -1;
     }
     return streams_check(codec, n, err, errlen);
 }

@@ -147,10 +147,10 @@ int rec_trace_check_version(const rec_trace *t, const char *path, char *err, siz
         uint64_t version = out.len >= 4 && !memcmp(out.p, REC_TAG_HEADER, 4) ? rec_cur_varint(&c) : 0;
         if (out.len < 4 || memcmp(out.p, REC_TAG_HEADER, 4) != 0 || c.bad)
             snprintf(err, errlen, "%s does not start with an npurr header frame", path);
-        else if (version != REC_FORMAT_VERSION)
+        else if (version < REC_FORMAT_OLDEST || version > REC_FORMAT_VERSION)
             snprintf(err, errlen, "%s: trace format version %llu is not supported (this npurr "
-                     "reads %d); record the run again", path, (unsigned long long)version,
-                     REC_FORMAT_VERSION);
+                     "reads %d to %d); record the run again", path, (unsigned long long)version,
+                     REC_FORMAT_OLDEST, REC_FORMAT_VERSION);
         else
             rc = 0;
     }

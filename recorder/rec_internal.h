@@ -154,7 +154,9 @@ int rec_decl_decode(const uint8_t *p, size_t len, const rec_decl_sink *sink);
 enum {
     REC_COL_SEQ, REC_COL_TIME, REC_COL_RANK, REC_COL_CORE, REC_COL_KIND, REC_COL_PIPE,
     REC_COL_SUB, REC_COL_ADDR, REC_COL_LEN, REC_COL_VALUE, REC_COL_AUX, REC_COL_LINK,
-    REC_COL_SITE, REC_COL_OBJECT, REC_COL_PEER, REC_COL_COUNT
+    REC_COL_SITE, REC_COL_OBJECT, REC_COL_PEER,
+    /* format 5: the derived order (rec_order.c) replaces rank, core, time */
+    REC_COL_ORDER_CORES, REC_COL_ORDER_TIMES, REC_COL_ORDER_EXC, REC_COL_COUNT
 };
 
 /* Event groups: (kind & 63) << 5 | (sub & 31); group 0..31 (kind 0, which
@@ -181,6 +183,27 @@ typedef struct rec_ctx {
     uint64_t addr, aux, value, len;
     uint32_t peer, object;
 } rec_ctx;
+/* Which core each event of a chunk comes from (rec_order.c): a table of
+ * the chunk's cores sorted by (rank, core), each core's event times (core
+ * after core, from start[c]), and the merge on (time, rank, core) that
+ * rebuilds the engine's order, with exceptions where it differs. */
+typedef struct rec_order {
+    uint32_t ncores, heap_n;
+    size_t cap_cores, cap_ev, cap_hash;
+    uint32_t *rank, *core, *count, *start, *pos, *heap, *heap_at;
+    uint64_t *time;       /* n times, core-major */
+    uint32_t *ev_core;    /* each event's core (table index) */
+    uint64_t *hash;       /* encoder: open-addressed set of (rank, core) keys */
+} rec_order;
+/* Writes the core table, the times and the exceptions for evs; -1 on OOM. */
+int rec_order_encode(rec_order *o, const engine_event *evs, size_t n, uint8_t **cores_w,
+                     uint8_t **times_w, uint8_t **exc_w);
+/* Reads them back for n events; -1 if they are corrupt. */
+int rec_order_decode(rec_order *o, size_t n, rec_cur *cores, rec_cur *times, rec_cur *exc);
+/* Rank, core and time of event i (called once per event, in order). */
+void rec_order_event(rec_order *o, size_t i, engine_event *e);
+void rec_order_free(rec_order *o);
+
 typedef struct rec_codec {
     rec_ctx ctx[REC_CTX_SLOTS];
     uint64_t time[REC_CTX_SLOTS];
@@ -211,6 +234,7 @@ typedef struct rec_codec {
     uint8_t group_seen[REC_GROUPS];      /* decoder: groups the chunk read */
     rec_buf arena;
     uint32_t group_events[REC_GROUPS];   /* encoder: events per group */
+    rec_order order;
 } rec_codec;
 void rec_codec_free(rec_codec *codec);   /* frees codec and its buffers */
 

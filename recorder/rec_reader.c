@@ -166,9 +166,10 @@ int rec_reader_open(const char *run_dir, rec_reader **out, char *err, size_t err
     }
     rec_cur c = {r->frame.p + 4, r->frame.p + r->frame.len, 0};
     uint64_t version = rec_cur_varint(&c);
-    if (c.bad || version != REC_FORMAT_VERSION) {
-        snprintf(err, errlen, "%s: trace format version %llu is not supported (this npurr reads %d)",
-                 r->path, (unsigned long long)version, REC_FORMAT_VERSION);
+    if (c.bad || version < REC_FORMAT_OLDEST || version > REC_FORMAT_VERSION) {
+        snprintf(err, errlen, "%s: trace format version %llu is not supported (this npurr reads "
+                 "%d to %d)", r->path, (unsigned long long)version, REC_FORMAT_OLDEST,
+                 REC_FORMAT_VERSION);
         rec_reader_close(r);
         return -1;
     }
@@ -340,7 +341,9 @@ int rec_reader_header_matches(rec_reader *r, const rec_run_info *info, char *wha
     }
     int rc = 0;
     for (size_t i = 0; i < mine.n && !rc; i++) {
-        if (!strcmp(mine.keys[i], "npurr_version")) continue;
+        /* how the trace was written, not what ran: an older format replays */
+        if (!strcmp(mine.keys[i], "npurr_version") || !strcmp(mine.keys[i], "format_version"))
+            continue;
         const char *rec = rec_kv_get(&r->header, mine.keys[i]);
         if (!rec || strcmp(rec, mine.values[i]) != 0) {
             snprintf(what, len, "header %s: recorded '%s', the replayed run has '%s'",

@@ -41,8 +41,11 @@
 #include "engine/engine.h"
 
 /* Version of the trace format written by this library (meta format_version).
- * A reader accepts exactly the versions it knows; see traces/FORMAT.md. */
-#define REC_FORMAT_VERSION 4
+ * A reader accepts exactly the versions it knows, REC_FORMAT_OLDEST to
+ * REC_FORMAT_VERSION (format 4 differs only in how chunks store rank, core
+ * and time); see traces/FORMAT.md. */
+#define REC_FORMAT_VERSION 5
+#define REC_FORMAT_OLDEST 4
 /* Events per chunk frame. */
 #define REC_CHUNK_EVENTS 65536
 
