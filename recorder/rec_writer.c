@@ -5,7 +5,7 @@
  * The observer callbacks are on the engine's hot path, so an event is one
  * struct copy into a fixed chunk buffer and a declaration is a few bytes
  * appended to a buffer; nothing allocates per event and nothing touches
- * SQLite. When REC_CHUNK_EVENTS events have accumulated, the chunk is
+ * SQLite. When REC_CHUNK_EVENTS events (or NPURR_CHUNK_EVENTS) have accumulated, the chunk is
  * encoded into columns, compressed into one zstd frame and written with a
  * single write(), then handed to the index builder. rec_close only has to
  * flush the last one, append the trailer and write index.db.
@@ -39,6 +39,7 @@ struct rec_writer {
     /* Engine thread: the chunk being filled. */
     engine_event *evs;
     size_t nev;
+    size_t chunk_events;  /* REC_CHUNK_EVENTS, or NPURR_CHUNK_EVENTS */
     rec_buf decls;
     engine_object prev_obj;   /* the last object declared in decls */
     uint32_t prev_string;     /* the last string id declared in decls */
@@ -55,6 +56,25 @@ struct rec_writer {
     int failed;
     char fail_msg[4400];
 };
+
+/* NPURR_CHUNK_EVENTS cuts chunks smaller than REC_CHUNK_EVENTS: a killed
+ * process then loses fewer events, at some cost in trace size (the tests
+ * use it to get several chunks from small runs). */
+static int chunk_events(size_t *out, char *err, size_t errlen) {
+    const char *v = getenv("NPURR_CHUNK_EVENTS");
+    *out = REC_CHUNK_EVENTS;
+    if (!v || !*v) return 0;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (errno || *end || v[0] == '-' || n < 1024 || n > REC_CHUNK_EVENTS) {
+        snprintf(err, errlen, "NPURR_CHUNK_EVENTS=%s: expected a number of events from 1024 to %d",
+                 v, REC_CHUNK_EVENTS);
+        return -1;
+    }
+    *out = (size_t)n;
+    return 0;
+}
 
 static int mkdir_p(const char *dir, char *err, size_t errlen) {
     char path[4096];
@@ -236,7 +256,7 @@ static void obs_object(void *ctx, const engine_object *obj) {
 static void obs_event(void *ctx, const engine_event *ev) {
     rec_writer *w = ctx;
     w->evs[w->nev++] = *ev;
-    if (w->nev == REC_CHUNK_EVENTS) flush_chunk(w);
+    if (w->nev == w->chunk_events) flush_chunk(w);
 }
 
 void rec_observer(rec_writer *w, engine_observer *obs) {
@@ -315,12 +335,12 @@ int rec_open_with_meta(const char *run_dir, const rec_run_info *info,
         writer_free(w);
         return -1;
     }
-    if (prepare_dir(run_dir, err, errlen)) {
+    if (chunk_events(&w->chunk_events, err, errlen) || prepare_dir(run_dir, err, errlen)) {
         writer_free(w);
         return -1;
     }
-    w->evs = malloc(REC_CHUNK_EVENTS * sizeof *w->evs);
-    w->job_evs = malloc(REC_CHUNK_EVENTS * sizeof *w->job_evs);
+    w->evs = malloc(w->chunk_events * sizeof *w->evs);
+    w->job_evs = malloc(w->chunk_events * sizeof *w->job_evs);
     w->codec = calloc(1, sizeof *w->codec);
     w->cctx = ZSTD_createCCtx();
     w->ix = rec_ix_new();

@@ -46,8 +46,13 @@
  * and time); see traces/FORMAT.md. */
 #define REC_FORMAT_VERSION 5
 #define REC_FORMAT_OLDEST 4
-/* Events per chunk frame. */
-#define REC_CHUNK_EVENTS 65536
+/* Events per chunk frame. A chunk pays for its stream directory, its zstd
+ * tables and (format 5) a table of its cores, and a transfer whose issue
+ * fell in the previous chunk cannot be stored as a copy: at EP16 x 4096
+ * tokens 262144 events per chunk take the trace from 4.21 to 3.89 bytes
+ * per event against 65536. Ctrl-C and errors still write the partial
+ * chunk; only a killed process loses up to this many events. */
+#define REC_CHUNK_EVENTS 262144
 
 typedef struct rec_writer rec_writer;
 

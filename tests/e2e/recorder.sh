@@ -4,13 +4,16 @@
 # Records a run, checks `zstd -t`, `npurr info`, `npurr reindex` (the
 # rebuilt index equals the recorded one), a trace cut inside a frame
 # (info and reindex say how far it is complete, exit 1), and the errors
-# and usage of info/reindex (missing dir, foreign dir, bad arguments).
+# and usage of info/reindex (missing dir, foreign dir, bad arguments), and
+# a bad NPURR_CHUNK_EVENTS refused before anything is written.
 # usage: recorder.sh /path/to/npurr [build-dir]
 set -u
 NPURR=${1:?usage: recorder.sh /path/to/npurr [build-dir]}
 tmp=$(mktemp -d /tmp/npurr_e2e_recorder.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# chunks of 65536 events: the small runs here must span several chunks
+export NPURR_CHUNK_EVENTS=65536
 expect_exit() { # expected-code description command...
     local want=$1 what=$2; shift 2
     "$@" >"$tmp/out" 2>"$tmp/err"
@@ -90,4 +93,8 @@ expect_exit 0 "info --help" "$NPURR" info --help
 grep -q '^usage: npurr info RUN' "$tmp/out" || fail "info --help"
 expect_exit 0 "reindex --help" "$NPURR" reindex --help
 grep -q '^usage: npurr reindex RUN' "$tmp/out" || fail "reindex --help"
+NPURR_CHUNK_EVENTS=12x expect_exit 1 "bad NPURR_CHUNK_EVENTS" "$NPURR" record -k combine-sender -o "$tmp/badchunk"
+grep -q 'NPURR_CHUNK_EVENTS=12x: expected a number of events from 1024 to' "$tmp/err" ||
+    fail "bad NPURR_CHUNK_EVENTS: $(cat "$tmp/err")"
+[ ! -e "$tmp/badchunk" ] || fail "bad NPURR_CHUNK_EVENTS left $tmp/badchunk behind"
 echo "recorder e2e: ok ($events events, $chunks chunks)"

@@ -8,6 +8,8 @@
 set -u
 npurr=$1
 . "$(dirname "$0")/lib/reliability.bash"
+# chunks of 65536 events: the small runs here must span several chunks
+export NPURR_CHUNK_EVENTS=65536
 
 small_run "$work/good"
 small_run "$work/other"
