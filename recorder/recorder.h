@@ -82,9 +82,6 @@ void rec_flush(rec_writer *w);
  * outcome is then recorded as "fault". */
 int rec_close(rec_writer *w, const engine_result *res, const char *check_status,
               const char *check_message, char *err, size_t errlen);
-/* Events and compressed bytes written so far (progress, benchmarks). */
-uint64_t rec_writer_events(const rec_writer *w);
-uint64_t rec_writer_bytes(const rec_writer *w);
 
 /* Rebuilds RUN/index.db from RUN/trace.zst alone. Returns 0 when the trace
  * is complete; 1 when it is truncated: index.db is then rebuilt from the
