@@ -14,8 +14,9 @@
  *              the one being compressed.
  *              Byte-level layout: traces/FORMAT.md.
  *   index.db   SQLite, derived: meta, strings, tracks, sites, objects, rings,
- *              chunks, waits, transfers. rec_reindex rebuilds it from the
- *              trace alone. Raw events are reachable through the `events`
+ *              chunks, waits (paired while recording). rec_reindex rebuilds
+ *              it from the trace alone; analysis adds its derived tables
+ *              (transfers, causes, ...) on first use. Raw events are reachable through the `events`
  *              virtual table (rec_register_events_vtab), which decodes only
  *              the chunks a query's constraints can touch.
  *
