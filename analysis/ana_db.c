@@ -71,7 +71,7 @@ int ana_has_table(sqlite3 *db, const char *name) {
     return found;
 }
 
-void ana_core_label_sql(char *buf, size_t len, const char *alias, int64_t num_aic) {
+static void ana_core_label_sql(char *buf, size_t len, const char *alias, int64_t num_aic) {
     /* AIV cores are numbered after the AICs inside a rank; people count them
      * from 0 per type, as the tracks' names do ("r3 AIV5"). */
     snprintf(buf, len,

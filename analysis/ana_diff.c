@@ -58,6 +58,16 @@ static void set_free(diff_set *s) {
     free(s->rows);
 }
 
+/* One side's three figures of row r (count, total, share for stalls;
+ * bytes, busy time, bandwidth for links). */
+static void put_side(diff_row *r, int side, double v0, double v1, double v2) {
+    double *v = side ? r->b : r->a;
+    v[0] = v0;
+    v[1] = v1;
+    v[2] = v2;
+    *(side ? &r->in_b : &r->in_a) = 1;
+}
+
 static int add_stalls(sqlite3 *db, ana_group_by by, int side, diff_set *s, char *err,
                       size_t errlen) {
     ana_stall_table t;
@@ -70,11 +80,7 @@ static int add_stalls(sqlite3 *db, ana_group_by by, int side, diff_set *s, char 
             rc = -1;
             break;
         }
-        double *v = side ? r->b : r->a;
-        v[0] = (double)t.rows[i].count;
-        v[1] = (double)t.rows[i].total_ps;
-        v[2] = t.rows[i].share;
-        *(side ? &r->in_b : &r->in_a) = 1;
+        put_side(r, side, (double)t.rows[i].count, (double)t.rows[i].total_ps, t.rows[i].share);
     }
     ana_stall_table_free(&t);
     return rc;
@@ -104,7 +110,10 @@ static void acc_close(link_acc *a) {
     a->open = 0;
 }
 
-static int add_links(sqlite3 *db, int side, diff_set *s, char *err, size_t errlen) {
+/* Bytes and merged busy intervals of every link, in *acc by row index of s
+ * (a row per link is made as it first appears). -1 with err on failure. */
+static int accumulate_links(sqlite3 *db, diff_set *s, link_acc **acc_out, size_t *nacc_out,
+                            char *err, size_t errlen) {
     int64_t npus = ana_meta_i64(db, "config.npus_per_node", 8);
     if (npus <= 0) npus = 8;
     sqlite3_stmt *st = NULL;
@@ -117,7 +126,6 @@ static int add_links(sqlite3 *db, int side, diff_set *s, char *err, size_t errle
         ana_err(err, errlen, "index.db: %s", sqlite3_errmsg(db));
         return -1;
     }
-    /* Accumulators live beside the rows, by row index. */
     link_acc *acc = NULL;
     size_t nacc = 0;
     int rc = 0;
@@ -163,29 +171,25 @@ static int add_links(sqlite3 *db, int side, diff_set *s, char *err, size_t errle
         ana_err(err, errlen, "out of memory building the diff");
         return -1;
     }
-    /* Per link, then per class ("rdma *": bytes and busy time summed, so its
-     * bandwidth is the class's average link while busy). */
-    size_t nlinks = s->n;
-    for (size_t i = 0; i < nlinks && i < nacc; i++) {
-        acc_close(&acc[i]);
-        if (acc[i].bytes == 0 && acc[i].busy == 0) continue;
-        diff_row *r = &s->rows[i];
-        double *v = side ? r->b : r->a;
-        v[0] = acc[i].bytes;
-        v[1] = acc[i].busy;
-        v[2] = acc[i].busy > 0 ? acc[i].bytes * 1000.0 / acc[i].busy : 0;
-        *(side ? &r->in_b : &r->in_a) = 1;
-    }
+    *acc_out = acc;
+    *nacc_out = nacc;
+    return 0;
+}
+
+/* A row per link class ("rdma *") over the first nlinks rows: bytes and
+ * busy time summed, so its bandwidth is the class's average link while
+ * busy. */
+static int add_link_classes(diff_set *s, int side, const link_acc *acc, size_t nlinks,
+                            char *err, size_t errlen) {
     double cls[3][2] = {{0}};
     static const char *const classes[3] = {"hbm", "hccs", "rdma"};
-    for (size_t i = 0; i < nlinks && i < nacc; i++)
+    for (size_t i = 0; i < nlinks; i++)
         for (int c = 0; c < 3; c++)
             if (strncmp(s->rows[i].group, classes[c], strlen(classes[c])) == 0 &&
                 s->rows[i].group[strlen(classes[c])] == ' ') {
                 cls[c][0] += acc[i].bytes;
                 cls[c][1] += acc[i].busy;
             }
-    free(acc);
     for (int c = 0; c < 3; c++) {
         if (cls[c][0] == 0) continue;
         char name[32];
@@ -195,13 +199,27 @@ static int add_links(sqlite3 *db, int side, diff_set *s, char *err, size_t errle
             ana_err(err, errlen, "out of memory building the diff");
             return -1;
         }
-        double *v = side ? r->b : r->a;
-        v[0] = cls[c][0];
-        v[1] = cls[c][1];
-        v[2] = cls[c][1] > 0 ? cls[c][0] * 1000.0 / cls[c][1] : 0;
-        *(side ? &r->in_b : &r->in_a) = 1;
+        put_side(r, side, cls[c][0], cls[c][1],
+                 cls[c][1] > 0 ? cls[c][0] * 1000.0 / cls[c][1] : 0);
     }
     return 0;
+}
+
+static int add_links(sqlite3 *db, int side, diff_set *s, char *err, size_t errlen) {
+    link_acc *acc = NULL;
+    size_t nacc = 0;
+    if (accumulate_links(db, s, &acc, &nacc, err, errlen)) return -1;
+    /* Per link, then per class. */
+    size_t nlinks = s->n < nacc ? s->n : nacc;
+    for (size_t i = 0; i < nlinks; i++) {
+        acc_close(&acc[i]);
+        if (acc[i].bytes == 0 && acc[i].busy == 0) continue;
+        put_side(&s->rows[i], side, acc[i].bytes, acc[i].busy,
+                 acc[i].busy > 0 ? acc[i].bytes * 1000.0 / acc[i].busy : 0);
+    }
+    int rc = add_link_classes(s, side, acc, nlinks, err, errlen);
+    free(acc);
+    return rc;
 }
 
 /* The metric rows are ordered by: stalls by total, links by bandwidth. */

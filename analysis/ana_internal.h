@@ -61,17 +61,11 @@ int64_t ana_meta_i64(sqlite3 *db, const char *key, int64_t def);
 /* 1 if table or view `name` exists in the main schema. */
 int ana_has_table(sqlite3 *db, const char *name);
 
-/* SQL expression naming a core like "r3 AIV5" from columns rank, core and
- * core_type of the row alias `a`, given the run's AIC count. Writes into buf. */
-void ana_core_label_sql(char *buf, size_t len, const char *alias, int64_t num_aic);
 /* The rows of the `cores` table (rank, core, core_type, name, role) as a
  * SELECT over `tracks`: one row per core that has a track; role is the
  * core's last SetRole. */
 void ana_cores_select_sql(char *buf, size_t len, int64_t num_aic);
 
-/* Event kinds from the vtab's text column (engine_event_kind_name); 0 if
- * unknown. The text need not be NUL-terminated: len gives its length. */
-int ana_kind_from_text(const char *text, size_t len);
 /* engine_pipe values from engine_pipe_name text; -1 if unknown. */
 int ana_pipe_from_text(const char *text);
 /* Operator of an engine_cond ("==", ">=", ...); "?" if unknown. */

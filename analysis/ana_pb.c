@@ -34,7 +34,7 @@ void pb_free(pb_buf *b) {
     memset(b, 0, sizeof *b);
 }
 
-void pb_raw(pb_buf *b, const void *data, size_t len) {
+static void pb_raw(pb_buf *b, const void *data, size_t len) {
     if (!len || reserve(b, len)) return;
     memcpy(b->p + b->n, data, len);
     b->n += len;

@@ -27,7 +27,6 @@ typedef struct pb_buf {
 
 void pb_reset(pb_buf *b);
 void pb_free(pb_buf *b);
-void pb_raw(pb_buf *b, const void *data, size_t len);
 void pb_varint(pb_buf *b, uint64_t v);
 /* Fields: tag (field << 3 | wire type), then the value. Negative int64s
  * are written as protobuf does for int64: ten-byte two's complement. */

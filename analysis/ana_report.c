@@ -161,7 +161,16 @@ typedef struct heat_cell {
     double stall, cores;
 } heat_cell;
 
-static int write_heatmap(report *r) {
+/* The heat map's cells (stall and cores per rank and role) and its rows:
+ * the roles, longest-waiting first, at most 32 of them. */
+typedef struct heat_rows {
+    heat_cell *cell;
+    size_t n, cap;
+    char roles[32][64];
+    int nroles, more_roles;
+} heat_rows;
+
+static int load_heat(report *r, heat_rows *h) {
     const char *sql =
         "SELECT g.rank, COALESCE(g.role, '(no role)') AS role, SUM(g.total_ps),"
         " MAX(COUNT(DISTINCT g.core), COALESCE((SELECT COUNT(*) FROM cores c"
@@ -170,31 +179,37 @@ static int write_heatmap(report *r) {
         " FROM wait_groups g GROUP BY g.rank, g.role ORDER BY role_total DESC, role, g.rank";
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(r, sql);
-    heat_cell *cell = NULL;
-    size_t n = 0, cap = 0;
-    char roles[32][64];
-    int nroles = 0, more_roles = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
         const char *role = (const char *)sqlite3_column_text(st, 1);
         int k = 0;
-        while (k < nroles && strcmp(roles[k], role ? role : "")) k++;
-        if (k == nroles) {
-            if (nroles == 32) { more_roles = 1; continue; }
-            snprintf(roles[nroles++], sizeof roles[0], "%s", role ? role : "");
+        while (k < h->nroles && strcmp(h->roles[k], role ? role : "")) k++;
+        if (k == h->nroles) {
+            if (h->nroles == 32) { h->more_roles = 1; continue; }
+            snprintf(h->roles[h->nroles++], sizeof h->roles[0], "%s", role ? role : "");
         }
-        if (n == cap) {
-            cap = cap ? cap * 2 : 128;
-            heat_cell *c = realloc(cell, cap * sizeof *c);
+        if (h->n == h->cap) {
+            h->cap = h->cap ? h->cap * 2 : 128;
+            heat_cell *c = realloc(h->cell, h->cap * sizeof *c);
             if (!c) break;
-            cell = c;
+            h->cell = c;
         }
-        heat_cell *c = &cell[n++];
+        heat_cell *c = &h->cell[h->n++];
         snprintf(c->role, sizeof c->role, "%s", role ? role : "");
         c->rank = sqlite3_column_int64(st, 0);
         c->stall = sqlite3_column_double(st, 2);
         c->cores = sqlite3_column_double(st, 3);
     }
     sqlite3_finalize(st);
+    return 0;
+}
+
+static int write_heatmap(report *r) {
+    heat_rows rows = {0};
+    if (load_heat(r, &rows)) return -1;
+    heat_cell *cell = rows.cell;
+    size_t n = rows.n;
+    const char (*roles)[64] = rows.roles;
+    int nroles = rows.nroles;
     FILE *out = r->out;
     fputs("<h2>Where the cores wait</h2>\n<p>Share of each role's time spent waiting, per rank "
           "(stall time / (its cores x the run's virtual time)). Hover a cell for the figures.</p>\n",
@@ -240,7 +255,7 @@ static int write_heatmap(report *r) {
         }
     }
     svg_close(out);
-    if (more_roles) fputs("<p class=\"note\">Only the 32 roles that wait longest are shown.</p>\n", out);
+    if (rows.more_roles) fputs("<p class=\"note\">Only the 32 roles that wait longest are shown.</p>\n", out);
     free(cell);
     return 0;
 }
@@ -289,6 +304,61 @@ static int write_sites(report *r) {
 
 /* ------------------------------------------------------------ rings */
 
+/* Highest occupancy of ring id per pixel column (has[q]: column q has a
+ * value), carrying the level across columns; the highest overall. */
+static double ring_columns(report *r, sqlite3_stmt *ss, int64_t id, double col_max[BINS],
+                           int has[BINS]) {
+    double level = 0, peak = 0;
+    sqlite3_reset(ss);
+    sqlite3_bind_int64(ss, 1, id);
+    int prev_bin = 0;
+    while (sqlite3_step(ss) == SQLITE_ROW) {
+        int64_t t = sqlite3_column_int64(ss, 0);
+        double v = (double)sqlite3_column_int64(ss, 1);
+        int b = (int)((double)BINS * (double)t / (double)(r->run.end_time_ps + 1));
+        if (b >= BINS) b = BINS - 1;
+        if (b < 0) b = 0;
+        for (int q = prev_bin; q < b; q++)
+            if (!has[q]) col_max[q] = level, has[q] = 1;
+        if (!has[b] || v > col_max[b]) col_max[b] = v;
+        if (!has[b] && level > col_max[b]) col_max[b] = level;
+        has[b] = 1;
+        level = v;
+        if (v > peak) peak = v;
+        prev_bin = b;
+    }
+    for (int q = prev_bin + 1; q < BINS; q++) col_max[q] = level, has[q] = 1;
+    return peak;
+}
+
+/* One ring's occupancy plot, ph high at y0: its name and figures on the
+ * left, the capacity dashed. ss reads its ring_counters samples. */
+static void plot_ring(report *r, sqlite3_stmt *ss, int64_t id, const char *name, int64_t capacity,
+                      double waited, double y0, double ph) {
+    FILE *out = r->out;
+    double cap = capacity > 0 ? (double)capacity : 1;
+    double col_max[BINS];
+    int has[BINS] = {0};
+    double peak = ring_columns(r, ss, id, col_max, has);
+    double scale = peak > cap ? peak : cap;
+    char title[300], wt[32];
+    ana_format_ps(waited, wt, sizeof wt);
+    svg_text(out, PLOT_X - 6, y0 + 12, "end", "lbl", name);
+    snprintf(title, sizeof title, "cap %lld, waited %s", (long long)capacity, wt);
+    svg_text(out, PLOT_X - 6, y0 + 26, "end", "tick", title);
+    fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"cap\"/>\n",
+            PLOT_X, y0 + ph - ph * cap / scale, PLOT_X + PLOT_W, y0 + ph - ph * cap / scale);
+    fprintf(out, "<path class=\"line\" stroke=\"#4c78a8\" d=\"M%.1f %.1f", PLOT_X, y0 + ph);
+    for (int q = 0; q < BINS; q++) {
+        double y = y0 + ph - ph * (has[q] ? col_max[q] : 0) / scale;
+        fprintf(out, " L%.1f %.1f L%.1f %.1f", PLOT_X + PLOT_W * q / BINS, y,
+                PLOT_X + PLOT_W * (q + 1) / BINS, y);
+    }
+    fprintf(out, " L%.1f %.1f Z\"/>\n", PLOT_X + PLOT_W, y0 + ph);
+    fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"axis\"/>\n",
+            PLOT_X, y0 + ph, PLOT_X + PLOT_W, y0 + ph);
+}
+
 static int write_rings(report *r) {
     const char *sql =
         "SELECT rg.id, rg.name, rg.capacity, SUM(w.dur_ps) AS t, COUNT(*)"
@@ -329,53 +399,8 @@ static int write_rings(report *r) {
     const double ph = 56, gap = 22, top = 8;
     int h = (int)(top + (ph + gap) * nr + 22);
     svg_open(out, "rings", (int)(PLOT_X + PLOT_W + 10), h, "ring occupancy over time");
-    for (int k = 0; k < nr; k++) {
-        double y0 = top + (ph + gap) * k;
-        double cap = caps[k] > 0 ? (double)caps[k] : 1;
-        /* Highest occupancy per column, carrying the level across columns. */
-        double col_max[BINS];
-        int has[BINS] = {0};
-        double level = 0, peak = 0;
-        sqlite3_reset(ss);
-        sqlite3_bind_int64(ss, 1, ids[k]);
-        int prev_bin = 0;
-        while (sqlite3_step(ss) == SQLITE_ROW) {
-            int64_t t = sqlite3_column_int64(ss, 0);
-            double v = (double)sqlite3_column_int64(ss, 1);
-            int b = (int)((double)BINS * (double)t / (double)(r->run.end_time_ps + 1));
-            if (b >= BINS) b = BINS - 1;
-            if (b < 0) b = 0;
-            for (int q = prev_bin; q < b; q++)
-                if (!has[q]) col_max[q] = level, has[q] = 1;
-            if (!has[b] || v > col_max[b]) col_max[b] = v;
-            if (!has[b] && level > col_max[b]) col_max[b] = level;
-            has[b] = 1;
-            level = v;
-            if (v > peak) peak = v;
-            prev_bin = b;
-        }
-        for (int q = prev_bin + 1; q < BINS; q++) col_max[q] = level, has[q] = 1;
-        double scale = peak > cap ? peak : cap;
-        char title[300], wt[32];
-        ana_format_ps(waited[k], wt, sizeof wt);
-        snprintf(title, sizeof title, "%s (capacity %lld, waited on %s)", names[k],
-                 (long long)caps[k], wt);
-        svg_text(out, PLOT_X - 6, y0 + 12, "end", "lbl", names[k]);
-        snprintf(title, sizeof title, "cap %lld, waited %s", (long long)caps[k], wt);
-        svg_text(out, PLOT_X - 6, y0 + 26, "end", "tick", title);
-        fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"cap\"/>\n",
-                PLOT_X, y0 + ph - ph * cap / scale, PLOT_X + PLOT_W, y0 + ph - ph * cap / scale);
-        fprintf(out, "<path class=\"line\" stroke=\"#4c78a8\" d=\"M%.1f %.1f",
-                PLOT_X, y0 + ph);
-        for (int q = 0; q < BINS; q++) {
-            double y = y0 + ph - ph * (has[q] ? col_max[q] : 0) / scale;
-            fprintf(out, " L%.1f %.1f L%.1f %.1f", PLOT_X + PLOT_W * q / BINS, y,
-                    PLOT_X + PLOT_W * (q + 1) / BINS, y);
-        }
-        fprintf(out, " L%.1f %.1f Z\"/>\n", PLOT_X + PLOT_W, y0 + ph);
-        fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"axis\"/>\n",
-                PLOT_X, y0 + ph, PLOT_X + PLOT_W, y0 + ph);
-    }
+    for (int k = 0; k < nr; k++)
+        plot_ring(r, ss, ids[k], names[k], caps[k], waited[k], top + (ph + gap) * k, ph);
     svg_time_axis(out, PLOT_X, PLOT_W, top + (ph + gap) * nr - gap + 2, (uint64_t)r->run.end_time_ps);
     svg_close(out);
     sqlite3_finalize(ss);
@@ -388,6 +413,44 @@ static int64_t link_src_rank(const char *link) {
     const char *p = link ? strchr(link, 'r') : NULL;
     while (p && (p[1] < '0' || p[1] > '9')) p = strchr(p + 1, 'r');
     return p ? strtoll(p + 1, NULL, 10) : -1;
+}
+
+/* NIC egress per rank (nic[rank * nb + bucket], GB/s) as a heat map
+ * against the NIC's line rate. */
+static void write_nic_egress(report *r, const double *nic, int64_t nb, int64_t ranks,
+                             int64_t width) {
+    FILE *out = r->out;
+    char *roce = meta(r, "hw.roce_gbps");
+    double line = roce ? atof(roce) : 0;
+    free(roce);
+    double nic_peak = 0;
+    for (int64_t i = 0; i < nb * ranks; i++) nic_peak = nic[i] > nic_peak ? nic[i] : nic_peak;
+    if (nic_peak <= 0) {
+        fputs("<p class=\"note\">No RDMA traffic (one node).</p>\n", out);
+        return;
+    }
+    if (line <= 0) line = nic_peak;
+    fprintf(out, "<p>NIC egress (RDMA bytes leaving each rank) as a share of the %.0f GB/s "
+            "line rate, per time bucket.</p>\n", line);
+    double rh = ranks > 32 ? 8 : 14;
+    svg_open(out, "nic", (int)(PLOT_X + PLOT_W + 10), (int)(rh * (double)ranks + 26),
+             "NIC egress by rank over time");
+    for (int64_t k = 0; k < ranks; k++) {
+        char t[32];
+        snprintf(t, sizeof t, "rank %lld", (long long)k);
+        if (rh >= 12 || k % 4 == 0) svg_text(out, PLOT_X - 6, rh * (double)k + rh - 3, "end", "tick", t);
+        for (int64_t b = 0; b < nb; b++) {
+            double g = nic[k * nb + b];
+            if (g <= 0) continue;
+            char color[8], title[96];
+            svg_heat(g / line, color);
+            snprintf(title, sizeof title, "rank %lld: %.1f GB/s", (long long)k, g);
+            double x0 = x_of(r, (uint64_t)(b * width)), x1 = x_of(r, (uint64_t)((b + 1) * width));
+            svg_rect(out, x0, rh * (double)k, x1 - x0, rh - 1, color, title);
+        }
+    }
+    svg_time_axis(out, PLOT_X, PLOT_W, rh * (double)ranks + 2, (uint64_t)r->run.end_time_ps);
+    svg_close(out);
 }
 
 static int write_links(report *r) {
@@ -453,38 +516,7 @@ static int write_links(report *r) {
     }
     svg_time_axis(out, PLOT_X, PLOT_W, top + ph + 2, (uint64_t)r->run.end_time_ps);
     svg_close(out);
-    /* NIC egress per rank as a heat map against the NIC's line rate. */
-    char *roce = meta(r, "hw.roce_gbps");
-    double line = roce ? atof(roce) : 0;
-    free(roce);
-    double nic_peak = 0;
-    for (int64_t i = 0; i < nb * ranks; i++) nic_peak = nic[i] > nic_peak ? nic[i] : nic_peak;
-    if (nic_peak > 0) {
-        if (line <= 0) line = nic_peak;
-        fprintf(out, "<p>NIC egress (RDMA bytes leaving each rank) as a share of the %.0f GB/s "
-                "line rate, per time bucket.</p>\n", line);
-        double rh = ranks > 32 ? 8 : 14;
-        svg_open(out, "nic", (int)(PLOT_X + PLOT_W + 10), (int)(rh * (double)ranks + 26),
-                 "NIC egress by rank over time");
-        for (int64_t k = 0; k < ranks; k++) {
-            char t[32];
-            snprintf(t, sizeof t, "rank %lld", (long long)k);
-            if (rh >= 12 || k % 4 == 0) svg_text(out, PLOT_X - 6, rh * (double)k + rh - 3, "end", "tick", t);
-            for (int64_t b = 0; b < nb; b++) {
-                double g = nic[k * nb + b];
-                if (g <= 0) continue;
-                char color[8], title[96];
-                svg_heat(g / line, color);
-                snprintf(title, sizeof title, "rank %lld: %.1f GB/s", (long long)k, g);
-                double x0 = x_of(r, (uint64_t)(b * width)), x1 = x_of(r, (uint64_t)((b + 1) * width));
-                svg_rect(out, x0, rh * (double)k, x1 - x0, rh - 1, color, title);
-            }
-        }
-        svg_time_axis(out, PLOT_X, PLOT_W, rh * (double)ranks + 2, (uint64_t)r->run.end_time_ps);
-        svg_close(out);
-    } else {
-        fputs("<p class=\"note\">No RDMA traffic (one node).</p>\n", out);
-    }
+    write_nic_egress(r, nic, nb, ranks, width);
     free(cls);
     free(nic);
     return 0;
@@ -501,13 +533,54 @@ static int cause_index(const char *cause) {
     return 5;
 }
 
+/* The strips' layers, in cause_index order. */
+enum { NC = 6 };
+static const char *const activity_layers[NC] = {ANA_CAUSE_CREDIT_STARVATION, ANA_CAUSE_FLOW_CONTROL,
+                                                ANA_CAUSE_PRODUCER_LATE, ANA_CAUSE_TRANSFER_SLOW,
+                                                ANA_CAUSE_BARRIER, "unclassified"};
+
+/* One rank's strip at y0, rh high: its waiting time per bin and cause
+ * (acc[q * NC + c]) over denom (its cores x the bin width), stacked. */
+static void activity_strip(FILE *out, const double *acc, double denom, int64_t rank, double y0,
+                           double rh) {
+    char t[32];
+    snprintf(t, sizeof t, "rank %lld", (long long)rank);
+    svg_text(out, PLOT_X - 6, y0 + rh / 2 + 4, "end", "tick", t);
+    svg_rect(out, PLOT_X, y0, PLOT_W, rh, svg_cause_color("busy"), NULL);
+    double base[BINS] = {0};
+    for (int c = 0; c < NC; c++) {
+        int any = 0;
+        for (int q = 0; q < BINS; q++) any |= acc[(size_t)q * NC + (size_t)c] > 0;
+        if (!any) continue;
+        /* A step outline: top edge left to right, base edge back (V/H
+         * commands only where the level changes, to keep the page small). */
+        fprintf(out, "<path fill=\"%s\" d=\"M%.1f %.1f", svg_cause_color(activity_layers[c]),
+                PLOT_X, y0 + rh - rh * base[0]);
+        double top[BINS], last = -1;
+        for (int q = 0; q < BINS; q++) {
+            double v = acc[(size_t)q * NC + (size_t)c] / denom;
+            top[q] = base[q] + v > 1 ? 1 : base[q] + v;
+            double y = y0 + rh - rh * top[q];
+            if (y != last) fprintf(out, "V%.1f", y);
+            fprintf(out, "H%.1f", PLOT_X + PLOT_W * (q + 1) / BINS);
+            last = y;
+        }
+        last = -1;
+        for (int q = BINS - 1; q >= 0; q--) {
+            double y = y0 + rh - rh * base[q];
+            if (y != last) fprintf(out, "V%.1f", y);
+            fprintf(out, "H%.1f", PLOT_X + PLOT_W * q / BINS);
+            last = y;
+        }
+        fprintf(out, " Z\"><title>rank %lld: %s</title></path>\n", (long long)rank,
+                activity_layers[c]);
+        memcpy(base, top, sizeof base);
+    }
+}
+
 static int write_activity(report *r) {
     FILE *out = r->out;
     int64_t ranks = r->run.ranks > 0 ? r->run.ranks : 1;
-    enum { NC = 6 };
-    static const char *const names[NC] = {ANA_CAUSE_CREDIT_STARVATION, ANA_CAUSE_FLOW_CONTROL,
-                                          ANA_CAUSE_PRODUCER_LATE, ANA_CAUSE_TRANSFER_SLOW,
-                                          ANA_CAUSE_BARRIER, "unclassified"};
     double *acc = calloc((size_t)ranks * BINS * NC, sizeof *acc);
     double *cores = calloc((size_t)ranks, sizeof *cores);
     if (!acc || !cores) {
@@ -549,42 +622,9 @@ static int write_activity(report *r) {
     double rh = ranks > 32 ? 14 : 26, gap = 3;
     svg_open(out, "activity", (int)(PLOT_X + PLOT_W + 10), (int)((rh + gap) * (double)ranks + 24),
              "per-rank activity strips");
-    for (int64_t k = 0; k < ranks; k++) {
-        double y0 = (rh + gap) * (double)k;
-        char t[32];
-        snprintf(t, sizeof t, "rank %lld", (long long)k);
-        svg_text(out, PLOT_X - 6, y0 + rh / 2 + 4, "end", "tick", t);
-        svg_rect(out, PLOT_X, y0, PLOT_W, rh, svg_cause_color("busy"), NULL);
-        double base[BINS] = {0};
-        double denom = (cores[k] > 0 ? cores[k] : 1) * binw;
-        for (int c = 0; c < NC; c++) {
-            int any = 0;
-            for (int q = 0; q < BINS; q++) any |= acc[((size_t)k * BINS + (size_t)q) * NC + (size_t)c] > 0;
-            if (!any) continue;
-            /* A step outline: top edge left to right, base edge back (V/H
-             * commands only where the level changes, to keep the page small). */
-            fprintf(out, "<path fill=\"%s\" d=\"M%.1f %.1f", svg_cause_color(names[c]), PLOT_X,
-                    y0 + rh - rh * base[0]);
-            double top[BINS], last = -1;
-            for (int q = 0; q < BINS; q++) {
-                double v = acc[((size_t)k * BINS + (size_t)q) * NC + (size_t)c] / denom;
-                top[q] = base[q] + v > 1 ? 1 : base[q] + v;
-                double y = y0 + rh - rh * top[q];
-                if (y != last) fprintf(out, "V%.1f", y);
-                fprintf(out, "H%.1f", PLOT_X + PLOT_W * (q + 1) / BINS);
-                last = y;
-            }
-            last = -1;
-            for (int q = BINS - 1; q >= 0; q--) {
-                double y = y0 + rh - rh * base[q];
-                if (y != last) fprintf(out, "V%.1f", y);
-                fprintf(out, "H%.1f", PLOT_X + PLOT_W * q / BINS);
-                last = y;
-            }
-            fprintf(out, " Z\"><title>rank %lld: %s</title></path>\n", (long long)k, names[c]);
-            memcpy(base, top, sizeof base);
-        }
-    }
+    for (int64_t k = 0; k < ranks; k++)
+        activity_strip(out, acc + (size_t)k * BINS * NC, (cores[k] > 0 ? cores[k] : 1) * binw, k,
+                       (rh + gap) * (double)k, rh);
     svg_time_axis(out, PLOT_X, PLOT_W, (rh + gap) * (double)ranks + 2, (uint64_t)r->run.end_time_ps);
     svg_close(out);
     free(acc);

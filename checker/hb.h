@@ -73,6 +73,4 @@ void hb_print(const hb_checker *h, FILE *out, size_t max);
 int hb_write_db(const hb_checker *h, const char *run_dir, char *err, size_t errlen);
 void hb_destroy(hb_checker *h);
 
-const char *hb_kind_name(int kind);
-
 #endif

@@ -55,7 +55,7 @@ void hb_tick(hb_track *t) {
     t->mods++;
 }
 
-uint32_t hb_own(const hb_track *t) { return t->vc.c[t->id]; }
+static uint32_t hb_own(const hb_track *t) { return t->vc.c[t->id]; }
 
 /* t acquires s. A full copy t already joined is skipped: clocks only grow. */
 void hb_join_snap(hb_track *t, hb_snap *s) {
@@ -80,7 +80,7 @@ void hb_join_snap(hb_track *t, hb_snap *s) {
     }
 }
 
-void hb_join_track(hb_track *t, const hb_track *from) {
+static void hb_join_track(hb_track *t, const hb_track *from) {
     if (vc_join(&t->vc, from->vc.c, from->vc.n)) {
         t->joins++;
         t->mods++;
@@ -175,7 +175,7 @@ static void mem_access(hb_checker *h, hb_track *t, uint32_t rank, uint32_t core,
     shadow_access(h, key, off, off + len, &a, &t->vc);
 }
 
-void hb_side_of(const hb_checker *h, const hb_acc *a, uint64_t addr, uint64_t len, hb_side *s) {
+static void hb_side_of(const hb_checker *h, const hb_acc *a, uint64_t addr, uint64_t len, hb_side *s) {
     const hb_track *t = h->tracks[a->tid];
     memset(s, 0, sizeof *s);
     s->rank = (int)t->rank;

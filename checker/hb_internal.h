@@ -186,9 +186,6 @@ void reports_free(hb_reports *r);
 /* Describes addr/len for a report ("fullmesh.windows_in[rank 3] +0x40..0x60"). */
 void hb_describe(const struct hb_checker *h, uint64_t addr, uint64_t len, int rank, int core,
                  char *buf, size_t n);
-/* A side from a shadow access. */
-void hb_side_of(const struct hb_checker *h, const hb_acc *a, uint64_t addr, uint64_t len,
-                hb_side *s);
 
 /* ------------------------------------------------------------ checker */
 struct hb_checker {
@@ -216,9 +213,7 @@ hb_track *hb_track_of(hb_checker *h, uint32_t rank, uint32_t core, uint32_t pipe
 /* hb_check.c: clocks of tracks */
 hb_track *hb_scalar_of(hb_checker *h, uint32_t rank, uint32_t core);
 void hb_tick(hb_track *t);
-uint32_t hb_own(const hb_track *t);
 void hb_join_snap(hb_track *t, hb_snap *s);
-void hb_join_track(hb_track *t, const hb_track *from);
 hb_snap *hb_snapshot(hb_track *t);
 void hb_pipe_takes_scalar(hb_track *p, const hb_track *s);
 hb_core *hb_core_of(hb_checker *h, uint32_t rank, uint32_t core);

@@ -11,7 +11,7 @@
 
 #define HB_MAX_REPORTS 100000
 
-const char *hb_kind_name(int kind) {
+static const char *hb_kind_name(int kind) {
     switch (kind) {
     case HB_RACE: return "race";
     case HB_FLAG_NEVER_WAITED: return "flag-never-waited";

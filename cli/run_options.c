@@ -6,7 +6,6 @@
  * option with a value takes it as `--opt VALUE` or `--opt=VALUE`.
  */
 #include "cli.h"
-#include "engine/kernels/routing.h"
 
 #include <errno.h>
 #include <math.h>

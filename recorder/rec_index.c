@@ -63,8 +63,6 @@ void rec_ix_free(rec_index *ix) {
     free(ix);
 }
 
-int rec_ix_oom(const rec_index *ix) { return ix->oom; }
-
 /* Grows a by-id array so that index idx exists (new entries zeroed). */
 static int grow_to(rec_index *ix, void **arr, size_t *n, size_t elem, size_t idx) {
     if (idx < *n) return 0;

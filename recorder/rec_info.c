@@ -1,14 +1,16 @@
 /*
- * rec_info.c - `npurr info RUN`: what a run folder holds, from its index.
+ * rec_info.c - what a run folder holds, from its index: the summary `npurr
+ * info RUN` prints (cli/cmd_info.c does the printing).
  *
- * Everything printed comes from index.db (meta, chunks, counts of the
- * derived tables) and the two files' sizes, so info is instant even for a
- * trace of billions of events. It also says when the index cannot be
- * trusted: missing (recording killed before close), stale (the trace
- * changed after indexing) or built from a truncated trace; in each case
- * it says how far the trace is complete and how to fix the index.
+ * Everything comes from index.db (meta, chunks, counts of the derived
+ * tables) and the two files' sizes, so it is instant even for a trace of
+ * billions of events. It also says when the index cannot be trusted:
+ * missing (recording killed before close), stale (the trace changed after
+ * indexing) or built from a truncated trace; in each case it says how far
+ * the trace is complete and how to fix the index.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,18 +18,39 @@
 
 #include "recorder/rec_internal.h"
 
-static void fmt_bytes(char *out, size_t n, uint64_t b) {
-    if (b >= 10ull << 30) snprintf(out, n, "%.1f GiB", (double)b / (1ull << 30));
-    else if (b >= 10ull << 20) snprintf(out, n, "%.1f MiB", (double)b / (1ull << 20));
-    else if (b >= 10ull << 10) snprintf(out, n, "%.1f KiB", (double)b / (1ull << 10));
-    else snprintf(out, n, "%llu B", (unsigned long long)b);
+/* The summary's text fields and the meta keys they copy. */
+static const struct {
+    const char *key;
+    size_t at;
+} text_fields[] = {
+    {"kernel", offsetof(rec_run_summary, kernel)},
+    {"command_line", offsetof(rec_run_summary, command_line)},
+    {"config.nodes", offsetof(rec_run_summary, nodes)},
+    {"config.npus_per_node", offsetof(rec_run_summary, npus_per_node)},
+    {"config.chip", offsetof(rec_run_summary, chip)},
+    {"cores_per_rank", offsetof(rec_run_summary, cores_per_rank)},
+    {"num_aic", offsetof(rec_run_summary, num_aic)},
+    {"num_aiv", offsetof(rec_run_summary, num_aiv)},
+    {"config.seed", offsetof(rec_run_summary, seed)},
+    {"config.jitter", offsetof(rec_run_summary, jitter)},
+    {"format_version", offsetof(rec_run_summary, format_version)},
+    {"npurr_version", offsetof(rec_run_summary, npurr_version)},
+    {"outcome", offsetof(rec_run_summary, outcome)},
+    {"outcome_message", offsetof(rec_run_summary, outcome_message)},
+    {"check", offsetof(rec_run_summary, check)},
+    {"check_message", offsetof(rec_run_summary, check_message)},
+};
+#define N_TEXT_FIELDS (sizeof text_fields / sizeof text_fields[0])
+
+static char **text_field(rec_run_summary *s, size_t i) {
+    return (char **)((char *)s + text_fields[i].at);
 }
 
-static void fmt_ps(char *out, size_t n, uint64_t ps) {
-    if (ps >= 1000000000ull) snprintf(out, n, "%.3f ms", (double)ps / 1e9);
-    else if (ps >= 1000000ull) snprintf(out, n, "%.3f us", (double)ps / 1e6);
-    else if (ps >= 1000ull) snprintf(out, n, "%.3f ns", (double)ps / 1e3);
-    else snprintf(out, n, "%llu ps", (unsigned long long)ps);
+void rec_run_summary_free(rec_run_summary *s) {
+    for (size_t i = 0; i < N_TEXT_FIELDS; i++) {
+        free(*text_field(s, i));
+        *text_field(s, i) = NULL;
+    }
 }
 
 static int64_t query_i64(sqlite3 *db, const char *sql) {
@@ -100,7 +123,10 @@ static int no_index(const char *run_dir, char *err, size_t errlen) {
     return -1;
 }
 
-int rec_info(const char *run_dir, FILE *out, char *err, size_t errlen) {
+/* Opens RUN/index.db read-only and reads its meta table into m; sizes
+ * the two files. -1 with err when RUN is no readable npurr run. */
+static int open_index(const char *run_dir, rec_run_summary *s, sqlite3 **db, rec_kv *m,
+                      char *err, size_t errlen) {
     struct stat st;
     if (stat(run_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
         snprintf(err, errlen, "%s: no such run directory", run_dir);
@@ -118,104 +144,95 @@ int rec_info(const char *run_dir, FILE *out, char *err, size_t errlen) {
         return -1;
     }
     if (stat(index, &is) != 0) return no_index(run_dir, err, errlen);
+    s->trace_bytes = (int64_t)ts.st_size;
+    s->index_bytes = (int64_t)is.st_size;
 
-    sqlite3 *db = NULL;
-    if (sqlite3_open_v2(index, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "cannot open %s: %s", index, db ? sqlite3_errmsg(db) : "?");
-        sqlite3_close(db);
+    if (sqlite3_open_v2(index, db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "cannot open %s: %s", index, *db ? sqlite3_errmsg(*db) : "?");
+        sqlite3_close(*db);
+        *db = NULL;
         return -1;
     }
-    rec_kv m = {0};
     sqlite3_stmt *q;
-    if (sqlite3_prepare_v2(db, "SELECT key, value FROM meta", -1, &q, NULL) != SQLITE_OK) {
-        rec_index_unreadable(run_dir, sqlite3_errmsg(db), err, errlen);
-        sqlite3_close(db);
+    if (sqlite3_prepare_v2(*db, "SELECT key, value FROM meta", -1, &q, NULL) != SQLITE_OK) {
+        rec_index_unreadable(run_dir, sqlite3_errmsg(*db), err, errlen);
+        sqlite3_close(*db);
+        *db = NULL;
         return -1;
     }
     while (sqlite3_step(q) == SQLITE_ROW) {
         const char *k = (const char *)sqlite3_column_text(q, 0);
         const char *v = (const char *)sqlite3_column_text(q, 1);
-        if (k) rec_kv_set(&m, k, v ? v : "");
+        if (k) rec_kv_set(m, k, v ? v : "");
     }
     sqlite3_finalize(q);
+    return 0;
+}
 
-    uint64_t events = meta_u64(&m, "events");
-    int64_t chunks = query_i64(db, "SELECT count(*) FROM chunks");
-    int64_t raw = query_i64(db, "SELECT coalesce(sum(raw_bytes),0) FROM chunks");
-    int64_t comp = query_i64(db, "SELECT coalesce(sum(compressed_bytes),0) FROM chunks");
-    int64_t waits = query_i64(db, "SELECT count(*) FROM waits");
-    int64_t open_waits = query_i64(db, "SELECT count(*) FROM waits WHERE end_seq IS NULL");
-    int64_t stall = query_i64(db, "SELECT coalesce(sum(dur_ps),0) FROM waits");
+/* The summary's fields from the meta m and the index's tables. */
+static int fill_summary(rec_run_summary *s, sqlite3 *db, const rec_kv *m, char *err,
+                        size_t errlen) {
+    for (size_t i = 0; i < N_TEXT_FIELDS; i++) {
+        *text_field(s, i) = strdup(meta_str(m, text_fields[i].key));
+        if (!*text_field(s, i)) {
+            snprintf(err, errlen, "out of memory reading the index's meta");
+            return -1;
+        }
+    }
+    s->end_time_ps = meta_u64(m, "end_time_ps");
+    s->events = meta_u64(m, "events");
+    for (int k = 1; k < EV_KIND_COUNT; k++) {
+        char key[64];
+        snprintf(key, sizeof key, "events.%s", rec_kind_name(k));
+        s->kind_events[k] = meta_u64(m, key);
+    }
+    s->chunks = query_i64(db, "SELECT count(*) FROM chunks");
+    s->raw_bytes = query_i64(db, "SELECT coalesce(sum(raw_bytes),0) FROM chunks");
+    s->compressed_bytes = query_i64(db, "SELECT coalesce(sum(compressed_bytes),0) FROM chunks");
+    s->waits = query_i64(db, "SELECT count(*) FROM waits");
+    s->open_waits = query_i64(db, "SELECT count(*) FROM waits WHERE end_seq IS NULL");
+    s->stall_ps = query_i64(db, "SELECT coalesce(sum(dur_ps),0) FROM waits");
     /* transfers is an analysis table: the recorder's meta has their totals */
-    int64_t xfers = (int64_t)meta_u64(&m, "events.xfer_issue");
-    int64_t xbytes = (int64_t)meta_u64(&m, "transfer_bytes");
+    s->transfers = (int64_t)meta_u64(m, "events.xfer_issue");
+    s->transfer_bytes = (int64_t)meta_u64(m, "transfer_bytes");
+    return 0;
+}
+
+/* 1 with err when the index cannot be trusted: built from another trace,
+ * from a truncated one, or with chunks missing; else 0. */
+static int index_doubts(const char *run_dir, sqlite3 *db, const rec_run_summary *s,
+                        char *err, size_t errlen) {
     char mismatch[1200] = "", gap[400] = "";
     if (rec_index_matches_trace(db, run_dir, NULL, 0, mismatch, sizeof mismatch) != 0 &&
         !mismatch[0])
         snprintf(mismatch, sizeof mismatch, "%s: cannot compare index and trace", run_dir);
-    chunk_gaps(db, (uint64_t)meta_u64(&m, "events"), gap, sizeof gap);
-    sqlite3_close(db);
-
-    char a[64], b[64];
-    fprintf(out, "run          %s\n", run_dir);
-    fprintf(out, "kernel       %s\n", meta_str(&m, "kernel"));
-    fprintf(out, "command      %s\n", meta_str(&m, "command_line"));
-    fprintf(out, "cluster      %s nodes x %s NPUs (%s), %s cores per rank (%s AIC + %s AIV), "
-                 "seed %s, jitter %s\n",
-            meta_str(&m, "config.nodes"), meta_str(&m, "config.npus_per_node"),
-            meta_str(&m, "config.chip"), meta_str(&m, "cores_per_rank"),
-            meta_str(&m, "num_aic"), meta_str(&m, "num_aiv"), meta_str(&m, "config.seed"),
-            meta_str(&m, "config.jitter"));
-    fprintf(out, "versions     format %s, npurr %s\n", meta_str(&m, "format_version"),
-            meta_str(&m, "npurr_version"));
-    const char *outcome = meta_str(&m, "outcome");
-    const char *omsg = meta_str(&m, "outcome_message");
-    int say = *omsg && strcmp(omsg, outcome) != 0; /* "completed: completed" says nothing */
-    fprintf(out, "outcome      %s%s%s\n", outcome, say ? ": " : "", say ? omsg : "");
-    const char *cmsg = meta_str(&m, "check_message");
-    fprintf(out, "check        %s%s%s\n", meta_str(&m, "check"), *cmsg ? ": " : "", cmsg);
-    uint64_t end_ps = meta_u64(&m, "end_time_ps");
-    fmt_ps(a, sizeof a, end_ps);
-    fprintf(out, "duration     %s virtual (%llu ps)\n", a, (unsigned long long)end_ps);
-    fprintf(out, "events       %llu in %lld chunks\n", (unsigned long long)events,
-            (long long)chunks);
-    for (int k = 1; k < EV_KIND_COUNT; k++) {
-        char key[64];
-        snprintf(key, sizeof key, "events.%s", rec_kind_name(k));
-        uint64_t n = meta_u64(&m, key);
-        if (n)
-            fprintf(out, "  %-20s %12llu  %5.1f%%\n", rec_kind_name(k), (unsigned long long)n,
-                    events ? 100.0 * (double)n / (double)events : 0.0);
-    }
-    fmt_ps(a, sizeof a, (uint64_t)stall);
-    fprintf(out, "waits        %lld (%lld never ended), %s stalled in total\n", (long long)waits,
-            (long long)open_waits, a);
-    fmt_bytes(a, sizeof a, (uint64_t)xbytes);
-    fprintf(out, "transfers    %lld, %s moved\n", (long long)xfers, a);
-    fmt_bytes(a, sizeof a, (uint64_t)ts.st_size);
-    fprintf(out, "trace        %s (%lld bytes), %.2f bytes/event\n", a, (long long)ts.st_size,
-            events ? (double)ts.st_size / (double)events : 0.0);
-    fmt_bytes(a, sizeof a, (uint64_t)is.st_size);
-    fprintf(out, "index        %s (%lld bytes)\n", a, (long long)is.st_size);
-    fmt_bytes(a, sizeof a, (uint64_t)raw);
-    fmt_bytes(b, sizeof b, (uint64_t)comp);
-    fprintf(out, "compression  %s of columns -> %s in chunk frames: %.2fx "
-                 "(%.1fx against %zu-byte event records)\n",
-            a, b, comp ? (double)raw / (double)comp : 0.0,
-            comp ? (double)events * sizeof(engine_event) / (double)comp : 0.0,
-            sizeof(engine_event));
-
-    int status = 0;
+    chunk_gaps(db, s->events, gap, sizeof gap);
     if (mismatch[0]) {
         snprintf(err, errlen, "%s", mismatch);
-        status = 1;
-    } else if (strcmp(outcome, "truncated") == 0) {
-        if (snprintf(err, errlen, "%s/trace.zst is truncated: %s", run_dir, omsg) < 0) err[0] = 0;
-        status = 1;
-    } else if (gap[0]) {
-        snprintf(err, errlen, "%s/index.db: %s; run `npurr reindex %s`", run_dir, gap, run_dir);
-        status = 1;
+        return 1;
     }
+    if (strcmp(s->outcome, "truncated") == 0) {
+        if (snprintf(err, errlen, "%s/trace.zst is truncated: %s", run_dir,
+                     s->outcome_message) < 0)
+            err[0] = 0;
+        return 1;
+    }
+    if (gap[0]) {
+        snprintf(err, errlen, "%s/index.db: %s; run `npurr reindex %s`", run_dir, gap, run_dir);
+        return 1;
+    }
+    return 0;
+}
+
+int rec_run_summary_read(const char *run_dir, rec_run_summary *s, char *err, size_t errlen) {
+    memset(s, 0, sizeof *s);
+    sqlite3 *db = NULL;
+    rec_kv m = {0};
+    int status = open_index(run_dir, s, &db, &m, err, errlen);
+    if (status == 0) status = fill_summary(s, db, &m, err, errlen);
+    if (status == 0) status = index_doubts(run_dir, db, s, err, errlen);
+    sqlite3_close(db);
     rec_kv_free(&m);
+    if (status < 0) rec_run_summary_free(s);
     return status;
 }

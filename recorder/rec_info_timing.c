@@ -1,7 +1,7 @@
 /*
  * rec_info_timing.c - the timing section of `npurr info RUN`: every timing
- * parameter the run used (meta hw.<key>), its unit, and whether it was the
- * default or came from `--hw`.
+ * parameter the run used (meta hw.<key>) and whether it was the default or
+ * came from `--hw` (cli/cmd_info.c prints them with their units).
  *
  * The only way a run's value differs from the engine's default is a `--hw`
  * file, so "from --hw" is told by comparing with the default; a file that
@@ -33,10 +33,16 @@ static const char *meta_hw(sqlite3 *db, const engine_hw_param *p, sqlite3_stmt *
     return NULL;
 }
 
-int rec_info_timing(const char *run_dir, FILE *out, char *err, size_t errlen) {
+int rec_run_timing(const char *run_dir, rec_hw_value *vals, size_t n, char *err,
+                   size_t errlen) {
     char path[4200];
     if (rec_path(path, sizeof path, run_dir, "index.db")) {
         snprintf(err, errlen, "run path '%s' is too long", run_dir);
+        return -1;
+    }
+    if (n < engine_hw_count()) {
+        snprintf(err, errlen, "room for %zu timing values, the engine has %zu", n,
+                 engine_hw_count());
         return -1;
     }
     sqlite3 *db = NULL;
@@ -49,26 +55,17 @@ int rec_info_timing(const char *run_dir, FILE *out, char *err, size_t errlen) {
         sqlite3_close(db);
         return -1;
     }
-    size_t from_hw = 0;
-    fprintf(out, "timing       the values this run used (npurr hw describes each one)\n");
     for (size_t i = 0; i < engine_hw_count(); i++) {
         const engine_hw_param *p = engine_hw_param_at(i);
         char buf[64];
         const char *v = meta_hw(db, p, q, buf, sizeof buf);
-        if (!v) {
-            fprintf(out, "  %-26s %14s %-9s not recorded (run older than this key)\n", p->key,
-                    "-", p->unit);
-            continue;
-        }
+        vals[i] = (rec_hw_value){.param = p, .recorded = v != NULL};
+        if (!v) continue;
         char *end = NULL;
-        double x = strtod(v, &end);
+        vals[i].value = strtod(v, &end);
         /* Recorded with %.17g, so equality with the default is exact. */
-        int differs = end != v && x != p->def;
-        from_hw += differs != 0;
-        fprintf(out, "  %-26s %14.6g %-9s %s\n", p->key, x, p->unit,
-                differs ? "from --hw" : "default");
+        vals[i].from_hw = end != v && vals[i].value != p->def;
     }
-    fprintf(out, "  %zu of %zu from --hw\n", from_hw, engine_hw_count());
     sqlite3_finalize(q);
     sqlite3_close(db);
     return 0;

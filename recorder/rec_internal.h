@@ -107,9 +107,6 @@ void rec_kv_free(rec_kv *kv);
 /* Serialises as varint count, then varint-length-prefixed key and value. */
 void rec_kv_encode(const rec_kv *kv, rec_buf *b);
 int rec_kv_decode(rec_kv *kv, rec_cur *c);
-/* Shortest decimal that reads back as the same double. */
-void rec_fmt_double(char *out, size_t outlen, double v);
-
 /* Header meta of a run: kernel, command_line, config.*, hw.*, cores... */
 int rec_meta_from_info(rec_kv *kv, const rec_run_info *info, char *err, size_t errlen);
 
@@ -313,9 +310,7 @@ int rec_reader_chunk(rec_reader *r, rec_chunk_view *view, const engine_event **e
                      rec_chunk_row *row);
 const rec_kv *rec_reader_header(const rec_reader *r);
 const rec_kv *rec_reader_trailer(const rec_reader *r);
-uint64_t rec_reader_offset(const rec_reader *r);   /* end of the last frame read */
 uint64_t rec_reader_size(const rec_reader *r);     /* trace file bytes */
-uint64_t rec_reader_chunks(const rec_reader *r);   /* complete chunks read */
 uint64_t rec_reader_events(const rec_reader *r);   /* events in them */
 
 /* ---------------------------------------------------------------- index builder */
@@ -341,7 +336,6 @@ int rec_ix_write_db(rec_index *ix, const char *path, char *err, size_t errlen);
 int rec_ix_db_open(rec_index *ix, const char *path, char *err, size_t errlen);
 int rec_ix_db_flush(rec_index *ix, char *err, size_t errlen);
 void rec_ix_db_discard(rec_index *ix);
-int rec_ix_oom(const rec_index *ix);
 
 /* ---------------------------------------------------------------- worker */
 

@@ -100,7 +100,7 @@ int rec_kv_decode(rec_kv *kv, rec_cur *c) {
     return c->bad ? -1 : 0;
 }
 
-void rec_fmt_double(char *out, size_t outlen, double v) {
+static void rec_fmt_double(char *out, size_t outlen, double v) {
     /* Replay rebuilds the config from these strings: they must read back
      * bit for bit, yet stay readable in `npurr info` (0.1, not 0.1000...01). */
     for (int prec = 6; prec <= 17; prec++) {

@@ -289,9 +289,7 @@ const char *rec_reader_meta(rec_reader *r, const char *key) {
 
 const rec_kv *rec_reader_header(const rec_reader *r) { return &r->header; }
 const rec_kv *rec_reader_trailer(const rec_reader *r) { return &r->trailer; }
-uint64_t rec_reader_offset(const rec_reader *r) { return r->off; }
 uint64_t rec_reader_size(const rec_reader *r) { return r->t.size; }
-uint64_t rec_reader_chunks(const rec_reader *r) { return r->chunks; }
 uint64_t rec_reader_events(const rec_reader *r) { return r->events; }
 
 int rec_reader_truncated(const rec_reader *r) { return r->truncated; }

@@ -281,13 +281,6 @@ void rec_attach(rec_writer *w, engine *e) {
     engine_set_observer(e, &obs);
 }
 
-uint64_t rec_writer_events(const rec_writer *w) {
-    return __atomic_load_n(&w->events, __ATOMIC_RELAXED) + w->nev;
-}
-uint64_t rec_writer_bytes(const rec_writer *w) {
-    return __atomic_load_n(&w->offset, __ATOMIC_RELAXED);
-}
-
 /* ---------------------------------------------------------------- open/close */
 
 static void writer_free(rec_writer *w) {

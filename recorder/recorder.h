@@ -14,8 +14,9 @@
  *              the one being compressed.
  *              Byte-level layout: traces/FORMAT.md.
  *   index.db   SQLite, derived: meta, strings, tracks, sites, objects, rings,
- *              chunks, waits, transfers. rec_reindex rebuilds it from the
- *              trace alone. Raw events are reachable through the `events`
+ *              chunks, waits (paired while recording). rec_reindex rebuilds
+ *              it from the trace alone; analysis adds its derived tables
+ *              (transfers, causes, ...) on first use. Raw events are reachable through the `events`
  *              virtual table (rec_register_events_vtab), which decodes only
  *              the chunks a query's constraints can touch.
  *
@@ -90,22 +91,46 @@ void rec_flush(rec_writer *w);
  * outcome is then recorded as "fault". */
 int rec_close(rec_writer *w, const engine_result *res, const char *check_status,
               const char *check_message, char *err, size_t errlen);
-/* Events and compressed bytes written so far (progress, benchmarks). */
-uint64_t rec_writer_events(const rec_writer *w);
-uint64_t rec_writer_bytes(const rec_writer *w);
 
 /* Rebuilds RUN/index.db from RUN/trace.zst alone. Returns 0 when the trace
  * is complete; 1 when it is truncated: index.db is then rebuilt from the
  * complete chunks with outcome "truncated" and err says how far the trace is
  * complete; -1 on error (nothing written). */
 int rec_reindex(const char *run_dir, char *err, size_t errlen);
-/* Prints the run summary (`npurr info`). Returns 0, or -1 with err when the
- * run cannot be read, or 1 after printing when the trace is truncated or the
- * index is stale (err says why and how far the trace is complete). */
-int rec_info(const char *run_dir, FILE *out, char *err, size_t errlen);
-/* The timing parameters the run used (meta hw.*), each marked default or
- * from --hw (rec_info_timing.c); `npurr info` prints it after rec_info. */
-int rec_info_timing(const char *run_dir, FILE *out, char *err, size_t errlen);
+/* What a run folder holds (`npurr info` prints it), from RUN/index.db and
+ * the files' sizes (rec_info.c). Text fields are the run's meta values as
+ * recorded ("" when absent); the rest are counts. */
+typedef struct rec_run_summary {
+    char *kernel, *command_line;
+    char *nodes, *npus_per_node, *chip, *cores_per_rank, *num_aic, *num_aiv, *seed, *jitter;
+    char *format_version, *npurr_version;
+    char *outcome, *outcome_message, *check, *check_message;
+    uint64_t end_time_ps;                  /* virtual time at the end */
+    uint64_t events;                       /* in the whole run */
+    uint64_t kind_events[EV_KIND_COUNT];   /* per engine_event_kind */
+    int64_t chunks;                        /* chunk frames the index knows */
+    int64_t raw_bytes, compressed_bytes;   /* their columns before and after zstd */
+    int64_t waits, open_waits, stall_ps;   /* waits, those never ended, their total */
+    int64_t transfers, transfer_bytes;     /* issued transfers and the bytes they move */
+    int64_t trace_bytes, index_bytes;      /* sizes of trace.zst and index.db */
+} rec_run_summary;
+/* Fills *s. Returns 0; 1 when s is filled but the index cannot be trusted:
+ * the trace is truncated, the index is stale or misses chunks (err says why
+ * and how far the trace is complete); -1 with err when the run cannot be
+ * read (s then holds nothing). Free a filled s with rec_run_summary_free. */
+int rec_run_summary_read(const char *run_dir, rec_run_summary *s, char *err, size_t errlen);
+void rec_run_summary_free(rec_run_summary *s);
+
+/* One timing parameter as a run used it (meta hw.*; rec_info_timing.c). */
+typedef struct rec_hw_value {
+    const engine_hw_param *param;
+    int recorded;   /* 0: the run is older than this key */
+    double value;   /* what the run used */
+    int from_hw;    /* differs from the default, so it came from a --hw file */
+} rec_hw_value;
+/* Fills vals[i] for every engine_hw_param_at(i), i < engine_hw_count(); n is
+ * the room in vals. Returns 0, or -1 with err (index unreadable, n short). */
+int rec_run_timing(const char *run_dir, rec_hw_value *vals, size_t n, char *err, size_t errlen);
 
 /* Which exact trace file an index was built from: its size, its complete
  * zstd frames and a hash of every byte. Stored in meta trace_fingerprint

@@ -37,11 +37,7 @@ int replay_pid_traced(pid_t pid) {
     return tracer != 0;
 }
 
-int replay_debugger_attached(void) { return replay_pid_traced(getpid()); }
-
-void replay_set_break(replay *rp, uint64_t seq) {
-    engine_set_break(rp->e, seq, seq ? replay_on_break : NULL, rp);
-}
+static int replay_debugger_attached(void) { return replay_pid_traced(getpid()); }
 
 static void print_break(replay *rp, const engine_event *ev, int on_stack) {
     char text[600], where[400];
@@ -71,7 +67,7 @@ static void print_break(replay *rp, const engine_event *ev, int on_stack) {
     fflush(out);
 }
 
-void replay_on_break(void *ctx, const engine_event *ev) {
+static void replay_on_break(void *ctx, const engine_event *ev) {
     replay *rp = ctx;
     if (rp->done) return;
     rp->in_run = 1;
@@ -109,4 +105,8 @@ void replay_on_break(void *ctx, const engine_event *ev) {
     rp->v.status = REPLAY_BREAK;
     rp->v.seq = ev->seq;
     replay_stop(rp);
+}
+
+void replay_set_break(replay *rp, uint64_t seq) {
+    engine_set_break(rp->e, seq, seq ? replay_on_break : NULL, rp);
 }

@@ -2,7 +2,7 @@
  * replay_gdb.c - what replayer/npurr_gdb.py calls inside the stopped
  * process.
  *
- * gdb evaluates `(const char *) npurr_gdb_cores()` in the inferior and
+ * gdb evaluates `(const char *) npurr_gdb_when()` in the inferior and
  * prints the string itself, so the output goes through gdb (pagination,
  * logging, -batch capture) rather than the inferior's stdout. The text is
  * built in a static buffer: the inferior may be stopped anywhere, even
@@ -63,21 +63,10 @@ GDB_API const char *npurr_gdb_when(void) {
     return g_text;
 }
 
-GDB_API const char *npurr_gdb_cores(void) {
-    replay_out o = begin();
-    if (have_replay(&o)) replay_text_cores(npurr_gdb_replay, &o);
-    return g_text;
-}
-
-GDB_API const char *npurr_gdb_rings(void) {
-    replay_out o = begin();
-    if (have_replay(&o)) replay_text_rings(npurr_gdb_replay, &o);
-    return g_text;
-}
-
-/* The filtered listings (npurr cores/rings with options). The role is
- * written by the extension into npurr_gdb_arg: passing a string literal
- * would make gdb call malloc in a process that may be stopped inside it. */
+/* The listings of `npurr cores` and `npurr rings` (all = 1, rank = -1 for
+ * everything). The role is written by the extension into npurr_gdb_arg:
+ * passing a string literal would make gdb call malloc in a process that may
+ * be stopped inside it. */
 char npurr_gdb_arg[256];
 
 GDB_API const char *npurr_gdb_cores_filtered(int all, int blocked_only, int rank) {

@@ -111,10 +111,13 @@ void replay_stop(replay *rp);
 int replay_next_expected(replay *rp, engine_event *ev);
 int replay_core_index(const replay *rp, uint32_t rank, uint32_t core);
 
+/* replay_text.c: every launched core (running, ready, blocked on what since
+ * which seq and kernel line, finished or faulted, role, local time), as a
+ * break without a debugger prints it. */
+void replay_write_cores(const replay *rp, FILE *out);
+
 /* replay_break.c */
-void replay_on_break(void *ctx, const engine_event *ev);
 void replay_set_break(replay *rp, uint64_t seq);
-int replay_debugger_attached(void);
 int replay_pid_traced(pid_t pid);
 
 /* replay_ckpt.c */
@@ -136,8 +139,6 @@ typedef struct replay_filter {
     int rank;           /* -1 any; cores of that rank, rings it produces or consumes */
     const char *role;   /* cores: only this role (NULL or "" any) */
 } replay_filter;
-void replay_text_cores(const replay *rp, replay_out *o);   /* summary and every core */
-void replay_text_rings(const replay *rp, replay_out *o);   /* summary and every ring */
 void replay_text_cores_filtered(const replay *rp, replay_out *o, const replay_filter *f);
 void replay_text_rings_filtered(const replay *rp, replay_out *o, const replay_filter *f);
 void replay_text_when(const replay *rp, replay_out *o);

@@ -170,7 +170,7 @@ void replay_text_cores_filtered(const replay *rp, replay_out *o, const replay_fi
     if (filtered) rout_printf(o, "  (%d of %d cores match)\n", shown, launched);
 }
 
-void replay_text_cores(const replay *rp, replay_out *o) {
+static void replay_text_cores(const replay *rp, replay_out *o) {
     replay_filter all = {.rank = -1, .all = 1};
     replay_text_cores_filtered(rp, o, &all);
 }
@@ -245,11 +245,6 @@ void replay_text_rings_filtered(const replay *rp, replay_out *o, const replay_fi
     if (filtered) rout_printf(o, "  (%d of %d rings match)\n", shown, total);
 }
 
-void replay_text_rings(const replay *rp, replay_out *o) {
-    replay_filter all = {.rank = -1, .all = 1};
-    replay_text_rings_filtered(rp, o, &all);
-}
-
 void replay_text_when(const replay *rp, replay_out *o) {
     char text[600], name[48], site[400];
     if (rp->at_break) {
@@ -294,9 +289,4 @@ void replay_text_checkpoints(const replay *rp, replay_out *o) {
 void replay_write_cores(const replay *rp, FILE *out) {
     replay_out o = {out, NULL, 0, 0};
     replay_text_cores(rp, &o);
-}
-
-void replay_write_rings(const replay *rp, FILE *out) {
-    replay_out o = {out, NULL, 0, 0};
-    replay_text_rings(rp, &o);
 }

@@ -123,12 +123,6 @@ void replay_write_report(const replay *rp, FILE *out);
  * fault (as `record` exits 1 for it); 0 for a break without a debugger. */
 int replay_exit_code(const replay *rp);
 
-/* Every launched core: running, ready, blocked (on what, since which seq
- * and kernel line), finished or faulted, its role and local time. */
-void replay_write_cores(const replay *rp, FILE *out);
-/* Every declared ring: head, tail, capacity, occupancy. */
-void replay_write_rings(const replay *rp, FILE *out);
-
 /* Wall seconds from replay_attach to the last event (RUN_END) of the
  * replay; 0 if it was not reached. */
 double replay_seconds_to_end(const replay *rp);

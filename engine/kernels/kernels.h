@@ -84,6 +84,10 @@ int kernel_estimate_memory(const struct kernel_desc *k, const kernel_opts *o, in
                            int npus_per_node, int chip, int payload, kernel_estimate *est,
                            char *err, size_t errlen);
 
+/* The routing kinds every kernel's --routing accepts ("uniform | zipf:S |
+ * ..."), for help texts outside the kernels (routing.c). */
+const char *routing_kinds_help(void);
+
 /* NULL-terminated list of every kernel. */
 const kernel_desc *const *kernels_all(void);
 const kernel_desc *kernels_find(const char *name);

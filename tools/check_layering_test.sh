@@ -1,0 +1,114 @@
+#!/bin/sh
+# check_layering_test.sh - the test of tools/check_layering.sh (ctest
+# layering_check): builds small trees in a temporary folder, one bad include
+# at a time, and expects the check to refuse each with the file, the line
+# and the rule, and to accept the includes the architecture allows.
+#
+#   sh tools/check_layering_test.sh
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+check="$here/check_layering.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+# A tree of four folders: lib (public lib.h, internal lib_internal.h), mid
+# (depends on lib), app (depends on mid, so on lib through it), other (no
+# dependencies), and the exempt tests/.
+fresh_tree() {
+    rm -rf "$tmp/root"
+    mkdir -p "$tmp/root/lib" "$tmp/root/mid" "$tmp/root/app" "$tmp/root/other" "$tmp/root/tests"
+    printf 'int lib(void);\n' > "$tmp/root/lib/lib.h"
+    printf 'int lib_helper(void);\n' > "$tmp/root/lib/lib_internal.h"
+    printf '#include "lib_internal.h"\n#include "lib/lib.h"\nint lib(void) { return lib_helper(); }\n' \
+        > "$tmp/root/lib/lib.c"
+    printf 'int mid(void);\n' > "$tmp/root/mid/mid.h"
+    printf '#include "lib/lib.h"\n#include "mid.h"\nint mid(void) { return lib(); }\n' > "$tmp/root/mid/mid.c"
+    printf '#include <stdio.h>\n#include "mid/mid.h"\n#include "lib/lib.h"\n' > "$tmp/root/app/app.c"
+    printf 'int other(void);\n' > "$tmp/root/other/other.c"
+    printf 'int support(void);\n' > "$tmp/root/tests/support.h"
+    printf '#include "lib/lib_internal.h"\n#include "support.h"\n' > "$tmp/root/tests/test_lib.c"
+    cat > "$tmp/rules" <<'EOF'
+# folder|public headers|dependencies
+lib|lib/lib.h|
+mid|mid/mid.h|lib
+app||mid
+other||
+exempt|tests|
+EOF
+}
+
+# expect STATUS PATTERN NAME: runs the check on the current tree and wants
+# its exit status to be STATUS and its output to contain PATTERN (to be
+# empty when PATTERN is).
+expect() {
+    status=0
+    out=$(sh "$check" "$tmp/root" "$tmp/rules" 2>&1) || status=$?
+    if [ "$status" -ne "$1" ]; then
+        echo "FAIL $3: exit $status, expected $1; output: $out"
+        failures=$((failures + 1))
+    elif [ -z "$2" ] && [ -n "$out" ]; then
+        echo "FAIL $3: expected no output: $out"
+        failures=$((failures + 1))
+    elif [ -n "$2" ] && ! printf '%s\n' "$out" | grep -qF -- "$2"; then
+        echo "FAIL $3: output lacks '$2': $out"
+        failures=$((failures + 1))
+    else
+        echo "ok   $3"
+    fi
+}
+
+fresh_tree
+expect 0 "" "own files, public headers of direct and indirect dependencies, exempt tests"
+
+fresh_tree
+printf '#include "lib/lib_internal.h"\n' >> "$tmp/root/app/app.c"
+expect 1 "app/app.c:4: #include \"lib/lib_internal.h\": lib/lib_internal.h is internal to lib/" \
+    "another folder's internal header"
+
+fresh_tree
+printf '#include "../lib/lib_internal.h"\n' >> "$tmp/root/mid/mid.c"
+expect 1 "mid/mid.c:4: #include \"../lib/lib_internal.h\": lib/lib_internal.h is internal to lib/" \
+    "an internal header reached by a relative path"
+
+fresh_tree
+printf '#include "lib/lib.h"\n' >> "$tmp/root/other/other.c"
+expect 1 "other/other.c:2: #include \"lib/lib.h\": other/ does not depend on lib/" \
+    "a public header of a folder that is no dependency"
+
+fresh_tree
+printf '#include "mid/mid.h"\n' >> "$tmp/root/lib/lib.c"
+expect 1 "lib/lib.c:4: #include \"mid/mid.h\": lib/ does not depend on mid/ (its dependencies: none)" \
+    "an arrow pointing the wrong way (lib -> mid, which depends on lib)"
+
+fresh_tree
+printf '#include "app/app.c"\n' >> "$tmp/root/lib/lib.c"
+expect 1 "lib/lib.c:4: #include \"app/app.c\": app/app.c is internal to app/; from outside it include only nothing" \
+    "a folder without a public header (an executable's)"
+
+fresh_tree
+printf '#include "tests/support.h"\n' >> "$tmp/root/lib/lib.c"
+expect 1 "tests/support.h belongs to tests/, which only tests and benchmarks may use" \
+    "product code including a test header"
+
+fresh_tree
+mkdir -p "$tmp/root/stray"
+printf 'int stray(void);\n' > "$tmp/root/stray/stray.h"
+printf '#include "stray/stray.h"\n' >> "$tmp/root/app/app.c"
+expect 1 "stray/stray.h is in stray/, which is no library" "a header of a folder the rules do not name"
+
+fresh_tree
+printf '#include "missing/nowhere.h"\n' >> "$tmp/root/app/app.c"
+expect 0 "" "an include that resolves to no file is the compiler's to report"
+
+status=0
+sh "$check" "$tmp/root" "$tmp/no-such-rules" >/dev/null 2>&1 || status=$?
+if [ "$status" -eq 2 ]; then echo "ok   usage error on a missing rules file"; else
+    echo "FAIL usage error on a missing rules file: exit $status, expected 2"
+    failures=$((failures + 1))
+fi
+
+if [ "$failures" -ne 0 ]; then
+    echo "$failures case(s) failed"
+    exit 1
+fi
