@@ -76,10 +76,29 @@ int routing_generate_at(const routing_spec *spec, const routing_shape *shape, ui
                         int rank, int64_t first_row, int tokens, int32_t *expert_ids,
                         float *topk_weights, char *err, size_t errlen);
 
+/* The input-file grammar of kernel options, in one place
+ * (routing_npy_path.c): a value "npy:PATH" names a NumPy file; "{rank}" in
+ * PATH makes it one file per rank. */
+#define ROUTING_NPY_SCHEME "npy:"
+#define ROUTING_NPY_RANK "{rank}"
+/* PATH of an "npy:PATH" option value; NULL when the value names no file. */
+const char *routing_npy_file(const char *value);
+/* 1 when path holds "{rank}" (one file per rank), else 0. */
+int routing_npy_per_rank(const char *path);
+/* path with its first "{rank}" replaced by rank, into out (path itself
+ * when it has none). 0, or -1 when it does not fit in outlen. */
+int routing_npy_rank_path(const char *path, int rank, char *out, size_t outlen);
+
 /* npy:PATH: the array shape of rank's file (rows, columns) and whether the
- * path has a "{rank}" placeholder (one file per rank). */
+ * path has a "{rank}" placeholder (one file per rank). routing_npy_rows.c. */
 int routing_npy_shape(const routing_spec *spec, int rank, int64_t *rows, int64_t *cols,
                       int *per_rank, char *err, size_t errlen);
+/* The npy kind's generator, which routing.c's kind table calls: rank's rows
+ * from first_row on (per-rank files from their first row), weights drawn as
+ * for the other kinds. routing_npy_rows.c. */
+int routing_npy_generate_rows(const routing_spec *spec, const routing_shape *shape, uint64_t seed,
+                              int rank, int64_t first_row, int tokens, int32_t *ids,
+                              float *weights, char *err, size_t errlen);
 
 /* The header of a .npy file, as routing_npy_parse accepts it. */
 typedef struct routing_npy_header {

@@ -5,13 +5,16 @@
  * option; malformed values are errors naming option and value. Every
  * option with a value takes it as `--opt VALUE` or `--opt=VALUE`.
  */
-#include "cli.h"
+#include "session/session.h"
 #include "engine/kernels/routing.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* What run_options_parse returns on a bad option: the CLI's exit code 2. */
+enum { EXIT_USAGE = SESSION_USAGE };
 
 static const struct {
     const char *name;
@@ -133,11 +136,8 @@ static int needs_execution(const char *opt) {
     return 0;
 }
 
-int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *err, size_t errlen) {
-    memset(ro, 0, sizeof *ro);
-    engine_config_defaults(&ro->config);
-    allow = effective_allow(allow);
-    /* find -k first: the kernel decides which options exist */
+/* -k first, and --help: the kernel decides which options exist. */
+static int find_kernel(int argc, char **argv, run_options *ro, char *err, size_t errlen) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) ro->help = 1;
         const char *name = NULL;
@@ -155,6 +155,14 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
             }
         }
     }
+    return 0;
+}
+
+int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *err, size_t errlen) {
+    memset(ro, 0, sizeof *ro);
+    engine_config_defaults(&ro->config);
+    allow = effective_allow(allow);
+    if (find_kernel(argc, argv, ro, err, errlen)) return EXIT_USAGE;
     if (ro->help) return 0;
     if (!ro->kernel) { snprintf(err, errlen, "-k KERNEL is required"); return EXIT_USAGE; }
     kopts_init(&ro->kopts, ro->kernel);
