@@ -83,6 +83,16 @@ static uint64_t estimate_bytes(const dispatch_plan *p) {
            (uint64_t)p->token_base[sh->num_ranks] * R * 5;
 }
 
+/* (token, destination node) pairs and received rows, over all ranks. */
+static void count_rows(const dispatch_plan *plan, uint64_t *rdma_pairs, uint64_t *recv_rows) {
+    const dispatch_shape *sh = &plan->sh;
+    *rdma_pairs = *recv_rows = 0;
+    for (int s = 0; s < sh->num_ranks; s++)
+        for (int n = 0; n < sh->nodes; n++)
+            *rdma_pairs += (uint64_t)plan->num_tokens_per_rdma_rank[(size_t)s * sh->nodes + n];
+    for (int r = 0; r < sh->num_ranks; r++) *recv_rows += (uint64_t)plan->recv_total[r];
+}
+
 /* The algorithm bandwidth in DeepEP's style and what crossed the NICs. */
 static void print_bandwidth(const dispatch_shape *sh, uint64_t rdma_pairs, uint64_t recv_rows,
                             uint64_t rdma_wire_bytes, double data_s) {
@@ -110,11 +120,8 @@ static int bench_nodes(kernel_opts *o, int nodes, int do_check) {
     }
     int R = sh.num_ranks;
     uint64_t need = estimate_bytes(&plan), avail = mem_available();
-    uint64_t rdma_pairs = 0, recv_rows = 0;
-    for (int s = 0; s < R; s++)
-        for (int n = 0; n < sh.nodes; n++)
-            rdma_pairs += (uint64_t)plan.num_tokens_per_rdma_rank[(size_t)s * sh.nodes + n];
-    for (int r = 0; r < R; r++) recv_rows += (uint64_t)plan.recv_total[r];
+    uint64_t rdma_pairs, recv_rows;
+    count_rows(&plan, &rdma_pairs, &recv_rows);
     dispatch_plan_free(&plan);
     printf("\nEP%d: %d nodes x 8 NPUs, %d tokens per rank, hidden %d %s, top-%d of %d experts, "
            "routing %s, %d channels, RDMA ring %d / HCCS ring %d tokens\n",
