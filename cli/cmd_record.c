@@ -105,6 +105,11 @@ static void view_start(void *ctx, engine *e, const kernel_desc *k, const void *s
     record_progress_init(&v->prog, e, k, state, v->ro->quiet, v->ro->progress);
 }
 
+static void view_event(void *ctx, const engine_event *ev) {
+    record_view *v = ctx;
+    record_progress_event(&v->prog, ev);
+}
+
 static void view_summary(const record_view *v, engine *e, const record_result *r) {
     const run_options *ro = v->ro;
     const engine_result *res = &r->run;
@@ -188,7 +193,7 @@ int cmd_record(int argc, char **argv) {
         return EXIT_DONE;
     }
     record_view view = {.ro = &spec.opts};
-    record_hooks hooks = {.ctx = &view, .on_start = view_start, .on_event = record_progress_event,
+    record_hooks hooks = {.ctx = &view, .on_start = view_start, .on_event = view_event,
                           .on_ran = view_ran, .on_closed = view_closed};
     record_result r;
     rc = record_session(&spec, &hooks, 1, &r, err, sizeof err);
