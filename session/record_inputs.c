@@ -2,8 +2,9 @@
  * record_inputs.c - input files named by kernel options (`--routing
  * npy:PATH`, with `{rank}` for one file per rank) travel with the run:
  * `record` copies them into RUN/inputs/ and writes a header key
- * replay.opt.NAME = npy:{RUN}/inputs/... so `replay` reads the copies, and a
- * run folder stays all that replay needs.
+ * replay.opt.NAME = npy:{RUN}/inputs/... so `replay` reads the copies
+ * (record_inputs_redirect), and a run folder stays all that replay needs.
+ * The npy:PATH / {rank} grammar itself is routing_npy_path.c's.
  */
 #include "session/record_inputs.h"
 
