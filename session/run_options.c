@@ -47,7 +47,7 @@ static const struct {
 };
 #define N_ENGINE_OPTS (sizeof engine_opts / sizeof engine_opts[0])
 
-void run_options_list_kernels(FILE *out) {
+static void run_options_list_kernels(FILE *out) {
     fprintf(out, "kernels:\n");
     for (const kernel_desc *const *k = kernels_all(); *k; k++)
         fprintf(out, "  %-26s %s\n", (*k)->name, (*k)->summary);

@@ -70,10 +70,9 @@ enum { RUN_OPT_OUTPUT = 1, RUN_OPT_NO_TRACE = 2,
        RUN_OPT_EXECUTES = 4 /* --seed/--jitter/--hw/--watchdog-us/--quiet; implied by the
                                other two: record and replay run the engine, layout does not */ };
 int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *err, size_t errlen);
-/* Help text for the engine options and, if k is not NULL, its options. */
+/* Help text for the engine options and, if k is not NULL, its options
+ * (else the list of kernels). */
 void run_options_help(FILE *out, const kernel_desc *k, int allow);
-/* The list of kernels with their summaries. */
-void run_options_list_kernels(FILE *out);
 
 /* Before an engine or plan is built: the kernel's options validated
  * against the topology and its memory estimate (kernel_estimate_memory)
