@@ -9,7 +9,8 @@
  * the hooks called at their points; a deadlock is recorded with its
  * analysis tables derived and reproduced with the same blocked cores; an
  * npy:PATH{rank} routing input is copied into the folder and the replay
- * reads the copies after the originals are gone; and every error is a
+ * reads the copies after the originals are gone; --check races counts and
+ * writes the races, with or without a trace; and every error is a
  * value whose message names what is wrong: a bad option or value, an
  * unusable -o, a folder that is not a run.
  */
@@ -221,6 +222,44 @@ static void test_npy_inputs_travel_with_the_run(void **state) {
     assert_int_equal(support_remove_dir(tmp), 0);
 }
 
+static void test_races_are_counted_and_written(void **state) {
+    (void)state;
+    char tmp[] = "/tmp/npurr_session_XXXXXX", dir[4200];
+    assert_int_equal(support_tmp_run(tmp, sizeof tmp, dir, sizeof dir), 0);
+    const char *words[] = {"npurr", "record", "-k", "combine-sender", "--npus-per-node", "2",
+                           "--tokens", "16", "--inject", "no-mte3-wait", "--check", "races",
+                           "-o", dir, NULL};
+    run_spec spec;
+    record_result r;
+    record_words(words, NULL, &spec, &r);
+    assert_non_null(r.checker);
+    assert_true(r.races > 0);
+    assert_int_equal(r.races, hb_races(r.checker));
+    assert_true(r.installed);
+    sqlite3 *db = support_open_index(dir);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM races", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_true(sqlite3_column_int64(st, 0) > 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    record_result_free(&r);
+    assert_null(r.checker);
+    run_spec_free(&spec);
+    /* Without a trace: the same run, nothing written, the same verdict. */
+    const char *plain[] = {"npurr", "record", "-k", "combine-sender", "--npus-per-node", "2",
+                           "--tokens", "16", "--inject", "no-mte3-wait", "--check", "races",
+                           "--no-trace", NULL};
+    record_words(plain, NULL, &spec, &r);
+    assert_false(r.traced);
+    assert_false(r.installed);
+    assert_string_equal(r.run_dir, "");
+    assert_true(r.races > 0);
+    record_result_free(&r);
+    run_spec_free(&spec);
+    assert_int_equal(support_remove_dir(tmp), 0);
+}
+
 static void test_bad_options_are_named(void **state) {
     (void)state;
     char err[ENGINE_ERRLEN];
@@ -311,6 +350,7 @@ int main(void) {
         cmocka_unit_test(test_completed_run_replays_identical),
         cmocka_unit_test(test_deadlock_is_derived_and_reproduced),
         cmocka_unit_test(test_npy_inputs_travel_with_the_run),
+        cmocka_unit_test(test_races_are_counted_and_written),
         cmocka_unit_test(test_bad_options_are_named),
         cmocka_unit_test(test_bad_output_folders_are_named),
         cmocka_unit_test(test_bad_run_folders_are_named),
