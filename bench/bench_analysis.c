@@ -59,6 +59,140 @@ typedef struct pair {
     uint64_t last_tail_seq, last_head_seq;
 } pair;
 
+/* The rings of every pair (objects and their names) and the cores' roles. */
+static void declare_pairs(synth *s, pair *pairs, int num_aic) {
+    uint32_t next_obj = 1, next_str = 4;
+    for (int r = 0; r < RANKS; r++)
+        for (int k = 0; k < PAIRS_PER_RANK; k++) {
+            pair *p = &pairs[r * PAIRS_PER_RANK + k];
+            memset(p, 0, sizeof *p);
+            p->rank = r;
+            p->prod = num_aic + 2 * k;
+            p->cons = num_aic + 2 * k + 1;
+            char name[64];
+            uint32_t names[3];
+            for (int i = 0; i < 3; i++) {
+                snprintf(name, sizeof name, "ring r%d.%d%s", r, k,
+                         i == 0 ? "" : i == 1 ? ".head" : ".tail");
+                names[i] = next_str++;
+                s->obs.on_string(s->obs.ctx, names[i], name);
+            }
+            engine_object ring = {0}, h = {0}, t = {0};
+            ring.id = p->ring = next_obj++;
+            h.id = p->head = next_obj++;
+            t.id = p->tail = next_obj++;
+            ring.kind = OBJ_RING; ring.name = names[0]; ring.rank = r; ring.size = CAP;
+            ring.head = h.id; ring.tail = t.id; ring.role = 3;
+            ring.producer_rank = ring.consumer_rank = r;
+            h.kind = OBJ_RING_HEAD; h.name = names[1]; h.rank = r; h.width = 8; h.ring = ring.id;
+            h.addr = gm_make(r, 4096 + 64 * (uint64_t)k);
+            t = h;
+            t.id = p->tail;
+            t.kind = OBJ_RING_TAIL; t.name = names[2]; t.addr = gm_make(r, 8192 + 64 * (uint64_t)k);
+            s->obs.on_object(s->obs.ctx, &ring);
+            s->obs.on_object(s->obs.ctx, &h);
+            s->obs.on_object(s->obs.ctx, &t);
+            engine_event role = {.kind = EV_ROLE, .rank = (uint32_t)r, .core = (uint32_t)p->prod,
+                                 .pipe = PIPE_S, .value = 1};
+            emit(s, role);
+            role.core = (uint32_t)p->cons;
+            role.value = 2;
+            emit(s, role);
+        }
+}
+
+/* The producer's side of one item: a ring_space wait when the ring is
+ * full (woken by the consumer's head store), then the MTE3 put and its
+ * flag wait. t is the virtual clock. */
+static void emit_producer_item(synth *s, pair *p, uint64_t *t) {
+    uint32_t R = (uint32_t)p->rank, P = (uint32_t)p->prod, C = (uint32_t)p->cons;
+    /* producer: full ring -> ring_space wait woken by the last head store */
+    if (p->tail_v - p->head_v >= CAP) {
+        engine_event b = {.kind = EV_GM_WAIT_BEGIN, .time = *t, .rank = R, .core = P,
+                          .pipe = PIPE_S, .sub = COND_GE, .aux = p->tail_v + 1 - CAP,
+                          .value = p->head_v, .object = p->head, .site = 1};
+        emit(s, b);
+        *t += 5000;
+        p->head_v++;
+        engine_event hs = {.kind = EV_RING_HEAD, .time = *t, .rank = R, .core = C,
+                           .pipe = PIPE_S, .value = p->head_v, .object = p->head,
+                           .peer = R, .site = 2};
+        emit(s, hs);
+        p->last_head_seq = s->seq;
+        engine_event e = b;
+        e.kind = EV_GM_WAIT_END;
+        e.time = *t;
+        e.value = p->head_v;
+        e.link = p->last_head_seq;
+        e.peer = track1(s->cpr, p->rank, p->cons, PIPE_S);
+        emit(s, e);
+    }
+    engine_event is = {.kind = EV_XFER_ISSUE, .time = *t, .rank = R, .core = P,
+                       .pipe = PIPE_MTE3, .sub = XFER_MTE3, .len = SLOT,
+                       .addr = gm_make(p->rank, 65536).a, .value = (int64_t)*t, .site = 1,
+                       .peer = R};
+    emit(s, is);
+    uint64_t issue = s->seq;
+    engine_event fb = {.kind = EV_FLAG_WAIT_BEGIN, .time = *t, .rank = R, .core = P,
+                       .pipe = PIPE_S, .sub = 7, .value = 0, .aux = (int64_t)*t + 3000,
+                       .site = 1};
+    emit(s, fb);
+    *t += 3000;
+    engine_event dn = is;
+    dn.kind = EV_XFER_DONE;
+    dn.time = *t;
+    dn.link = issue;
+    emit(s, dn);
+    engine_event fe = fb;
+    fe.kind = EV_FLAG_WAIT_END;
+    fe.time = *t;
+    fe.link = s->seq;
+    fe.peer = track1(s->cpr, p->rank, p->prod, PIPE_MTE3);
+    emit(s, fe);
+}
+
+/* The consumer's side: a data wait woken by the producer's tail store,
+ * the MTE2 read, and every other item a slot freed at once. */
+static void emit_consumer_item(synth *s, pair *p, uint64_t t, uint64_t *items) {
+    uint32_t R = (uint32_t)p->rank, P = (uint32_t)p->prod, C = (uint32_t)p->cons;
+    /* consumer waits for data, woken by the tail store */
+    engine_event cb = {.kind = EV_GM_WAIT_BEGIN, .time = t, .rank = R, .core = C,
+                       .pipe = PIPE_S, .sub = COND_GT, .aux = p->tail_v,
+                       .value = p->tail_v, .object = p->tail, .site = 2};
+    emit(s, cb);
+    p->tail_v++;
+    engine_event ts = {.kind = EV_RING_TAIL, .time = t, .rank = R, .core = P,
+                       .pipe = PIPE_S, .value = p->tail_v, .object = p->tail, .peer = R,
+                       .site = 1};
+    emit(s, ts);
+    p->last_tail_seq = s->seq;
+    engine_event ce = cb;
+    ce.kind = EV_GM_WAIT_END;
+    ce.value = p->tail_v;
+    ce.link = p->last_tail_seq;
+    ce.peer = track1(s->cpr, p->rank, p->prod, PIPE_S);
+    emit(s, ce);
+    engine_event ci = {.kind = EV_XFER_ISSUE, .time = t, .rank = R, .core = C,
+                       .pipe = PIPE_MTE2, .sub = XFER_MTE2, .len = SLOT,
+                       .aux = (int64_t)gm_make(p->rank, 65536).a, .value = (int64_t)t,
+                       .site = 2, .peer = R};
+    emit(s, ci);
+    engine_event cd = ci;
+    cd.kind = EV_XFER_DONE;
+    cd.time = t + 3000;
+    cd.link = s->seq;
+    emit(s, cd);
+    /* every other item the consumer frees a slot right away */
+    if ((*items)++ % 2 == 0) {
+        p->head_v++;
+        engine_event hs = {.kind = EV_RING_HEAD, .time = t + 3000, .rank = R,
+                           .core = C, .pipe = PIPE_S, .value = p->head_v,
+                           .object = p->head, .peer = R, .site = 2};
+        emit(s, hs);
+        p->last_head_seq = s->seq;
+    }
+}
+
 static int synthesize(const char *run, uint64_t target, char *err, size_t errlen) {
     engine_config cfg;
     engine_config_defaults(&cfg);
@@ -79,130 +213,14 @@ static int synthesize(const char *run, uint64_t target, char *err, size_t errlen
     engine_site site2 = {2, "bench_analysis.c", 200, "consumer"};
     s.obs.on_site(s.obs.ctx, &site2);
     pair pairs[RANKS * PAIRS_PER_RANK];
-    uint32_t next_obj = 1, next_str = 4;
-    for (int r = 0; r < RANKS; r++)
-        for (int k = 0; k < PAIRS_PER_RANK; k++) {
-            pair *p = &pairs[r * PAIRS_PER_RANK + k];
-            memset(p, 0, sizeof *p);
-            p->rank = r;
-            p->prod = num_aic + 2 * k;
-            p->cons = num_aic + 2 * k + 1;
-            char name[64];
-            uint32_t names[3];
-            for (int i = 0; i < 3; i++) {
-                snprintf(name, sizeof name, "ring r%d.%d%s", r, k,
-                         i == 0 ? "" : i == 1 ? ".head" : ".tail");
-                names[i] = next_str++;
-                s.obs.on_string(s.obs.ctx, names[i], name);
-            }
-            engine_object ring = {0}, h = {0}, t = {0};
-            ring.id = p->ring = next_obj++;
-            h.id = p->head = next_obj++;
-            t.id = p->tail = next_obj++;
-            ring.kind = OBJ_RING; ring.name = names[0]; ring.rank = r; ring.size = CAP;
-            ring.head = h.id; ring.tail = t.id; ring.role = 3;
-            ring.producer_rank = ring.consumer_rank = r;
-            h.kind = OBJ_RING_HEAD; h.name = names[1]; h.rank = r; h.width = 8; h.ring = ring.id;
-            h.addr = gm_make(r, 4096 + 64 * (uint64_t)k);
-            t = h;
-            t.id = p->tail;
-            t.kind = OBJ_RING_TAIL; t.name = names[2]; t.addr = gm_make(r, 8192 + 64 * (uint64_t)k);
-            s.obs.on_object(s.obs.ctx, &ring);
-            s.obs.on_object(s.obs.ctx, &h);
-            s.obs.on_object(s.obs.ctx, &t);
-            engine_event role = {.kind = EV_ROLE, .rank = (uint32_t)r, .core = (uint32_t)p->prod,
-                                 .pipe = PIPE_S, .value = 1};
-            emit(&s, role);
-            role.core = (uint32_t)p->cons;
-            role.value = 2;
-            emit(&s, role);
-        }
+    declare_pairs(&s, pairs, num_aic);
     uint64_t t = 0;
     uint64_t items = 0;
     while (s.seq < target) {
         for (size_t i = 0; i < sizeof pairs / sizeof pairs[0] && s.seq < target; i++) {
-            pair *p = &pairs[i];
-            uint32_t R = (uint32_t)p->rank, P = (uint32_t)p->prod, C = (uint32_t)p->cons;
             t += 1000;
-            /* producer: full ring -> ring_space wait woken by the last head store */
-            if (p->tail_v - p->head_v >= CAP) {
-                engine_event b = {.kind = EV_GM_WAIT_BEGIN, .time = t, .rank = R, .core = P,
-                                  .pipe = PIPE_S, .sub = COND_GE, .aux = p->tail_v + 1 - CAP,
-                                  .value = p->head_v, .object = p->head, .site = 1};
-                emit(&s, b);
-                t += 5000;
-                p->head_v++;
-                engine_event hs = {.kind = EV_RING_HEAD, .time = t, .rank = R, .core = C,
-                                   .pipe = PIPE_S, .value = p->head_v, .object = p->head,
-                                   .peer = R, .site = 2};
-                emit(&s, hs);
-                p->last_head_seq = s.seq;
-                engine_event e = b;
-                e.kind = EV_GM_WAIT_END;
-                e.time = t;
-                e.value = p->head_v;
-                e.link = p->last_head_seq;
-                e.peer = track1(s.cpr, p->rank, p->cons, PIPE_S);
-                emit(&s, e);
-            }
-            engine_event is = {.kind = EV_XFER_ISSUE, .time = t, .rank = R, .core = P,
-                               .pipe = PIPE_MTE3, .sub = XFER_MTE3, .len = SLOT,
-                               .addr = gm_make(p->rank, 65536).a, .value = (int64_t)t, .site = 1,
-                               .peer = R};
-            emit(&s, is);
-            uint64_t issue = s.seq;
-            engine_event fb = {.kind = EV_FLAG_WAIT_BEGIN, .time = t, .rank = R, .core = P,
-                               .pipe = PIPE_S, .sub = 7, .value = 0, .aux = (int64_t)t + 3000,
-                               .site = 1};
-            emit(&s, fb);
-            t += 3000;
-            engine_event dn = is;
-            dn.kind = EV_XFER_DONE;
-            dn.time = t;
-            dn.link = issue;
-            emit(&s, dn);
-            engine_event fe = fb;
-            fe.kind = EV_FLAG_WAIT_END;
-            fe.time = t;
-            fe.link = s.seq;
-            fe.peer = track1(s.cpr, p->rank, p->prod, PIPE_MTE3);
-            emit(&s, fe);
-            /* consumer waits for data, woken by the tail store */
-            engine_event cb = {.kind = EV_GM_WAIT_BEGIN, .time = t, .rank = R, .core = C,
-                               .pipe = PIPE_S, .sub = COND_GT, .aux = p->tail_v,
-                               .value = p->tail_v, .object = p->tail, .site = 2};
-            emit(&s, cb);
-            p->tail_v++;
-            engine_event ts = {.kind = EV_RING_TAIL, .time = t, .rank = R, .core = P,
-                               .pipe = PIPE_S, .value = p->tail_v, .object = p->tail, .peer = R,
-                               .site = 1};
-            emit(&s, ts);
-            p->last_tail_seq = s.seq;
-            engine_event ce = cb;
-            ce.kind = EV_GM_WAIT_END;
-            ce.value = p->tail_v;
-            ce.link = p->last_tail_seq;
-            ce.peer = track1(s.cpr, p->rank, p->prod, PIPE_S);
-            emit(&s, ce);
-            engine_event ci = {.kind = EV_XFER_ISSUE, .time = t, .rank = R, .core = C,
-                               .pipe = PIPE_MTE2, .sub = XFER_MTE2, .len = SLOT,
-                               .aux = (int64_t)gm_make(p->rank, 65536).a, .value = (int64_t)t,
-                               .site = 2, .peer = R};
-            emit(&s, ci);
-            engine_event cd = ci;
-            cd.kind = EV_XFER_DONE;
-            cd.time = t + 3000;
-            cd.link = s.seq;
-            emit(&s, cd);
-            /* every other item the consumer frees a slot right away */
-            if (items++ % 2 == 0) {
-                p->head_v++;
-                engine_event hs = {.kind = EV_RING_HEAD, .time = t + 3000, .rank = R,
-                                   .core = C, .pipe = PIPE_S, .value = p->head_v,
-                                   .object = p->head, .peer = R, .site = 2};
-                emit(&s, hs);
-                p->last_head_seq = s.seq;
-            }
+            emit_producer_item(&s, &pairs[i], &t);
+            emit_consumer_item(&s, &pairs[i], t, &items);
         }
     }
     engine_event end = {.kind = EV_RUN_END, .time = t + 3000, .value = OUTCOME_COMPLETED};
@@ -256,56 +274,51 @@ static int docs_queries(char **q, char **head, int max) {
     return n;
 }
 
-int main(int argc, char **argv) {
-    const char *run = NULL, *out = NULL;
-    uint64_t target = 10500000;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--events") && i + 1 < argc) target = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: bench_analysis [RUN] [--events N] [--out DIR]\n");
-            return 0;
-        } else run = argv[i];
-    }
-    char err[1024], tmp[256] = "";
-    if (!run) {
-        if (out) {
-            run = out;
-        } else {
-            snprintf(tmp, sizeof tmp, "/tmp/npurr_bench_ana_XXXXXX");
-            if (!mkdtemp(tmp)) {
-                perror("mkdtemp");
-                return 1;
-            }
-            static char path[300];
-            snprintf(path, sizeof path, "%s/run", tmp);
-            run = path;
-        }
-        printf("trace: synthetic (no kernel makes %llu events quickly): %d producer/consumer "
-               "ring pairs on %d ranks, written through rec_observer\n",
-               (unsigned long long)target, RANKS * PAIRS_PER_RANK, RANKS);
+/* The stall tables of every grouping, the README's queries and a Chrome
+ * export, each timed on db. */
+static int time_reports(sqlite3 *db) {
+    char err[1024];
+    for (int by = 0; by < ANA_BY_COUNT; by++) {
+        ana_stall_table t;
         double t0 = now_s();
-        if (synthesize(run, target, err, sizeof err)) {
+        if (ana_stall_table_get(db, (ana_group_by)by, 0, &t, err, sizeof err)) {
             fprintf(stderr, "bench_analysis: %s\n", err);
-            return 1;
+            return -1;
         }
-        printf("record (synthetic events -> trace.zst + index.db): %.2f s\n", now_s() - t0);
-    } else {
-        printf("trace: %s\n", run);
+        double dt = now_s() - t0;
+        printf("stats --by %-6s %8.3f s  (%zu groups)%s\n", ana_group_by_name((ana_group_by)by),
+               dt, t.groups, by == ANA_BY_ROLE ? "  [target: stall summary < 1 s]" : "");
+        ana_stall_table_free(&t);
     }
-    double t0 = now_s();
-    if (ana_derive(run, err, sizeof err)) {
-        fprintf(stderr, "bench_analysis: %s\n", err);
-        return 1;
+    char *q[32], *head[32];
+    int nq = docs_queries(q, head, 32);
+    FILE *null = fopen("/dev/null", "w");
+    for (int i = 0; i < nq; i++) {
+        double t0 = now_s();
+        int rc = ana_sql_print(db, q[i], 1, null, err, sizeof err);
+        printf("docs query %-58.58s %8.3f s%s\n", head[i], now_s() - t0, rc ? "  FAILED" : "");
+        if (rc) fprintf(stderr, "  %s\n", err);
+        free(q[i]);
+        free(head[i]);
     }
-    printf("ana_derive (causes, word_writes, ring_counters, link_bytes, views): %.2f s\n",
-           now_s() - t0);
+    if (!nq) printf("README.md not found next to the sources: its queries were not timed\n");
+    if (null) fclose(null);
+    FILE *sink = fopen("/dev/null", "w");
+    if (sink) {
+        ana_export_counts n = {0};
+        double t0 = now_s();
+        int rc = ana_export_chrome(db, NULL, sink, &n, err, sizeof err);
+        printf("export --chrome (to /dev/null): %.2f s, %llu slices, %llu tracks, %llu flows, "
+               "%llu counter samples%s\n",
+               now_s() - t0, (unsigned long long)n.slices, (unsigned long long)n.tracks,
+               (unsigned long long)n.flows, (unsigned long long)n.counters, rc ? "  FAILED" : "");
+        fclose(sink);
+    }
+    return 0;
+}
 
-    sqlite3 *db = NULL;
-    if (ana_open(run, &db, err, sizeof err)) {
-        fprintf(stderr, "bench_analysis: %s\n", err);
-        return 1;
-    }
+/* Two counts, then a full scan of the events virtual table, timed. */
+static void time_events_scan(sqlite3 *db) {
     sqlite3_stmt *st = NULL;
     long long events = 0, waits = 0;
     if (sqlite3_prepare_v2(db, "SELECT (SELECT value FROM meta WHERE key = 'events'),"
@@ -316,47 +329,8 @@ int main(int argc, char **argv) {
     }
     sqlite3_finalize(st);
     printf("events: %lld, waits: %lld\n", events, waits);
-
-    for (int by = 0; by < ANA_BY_COUNT; by++) {
-        ana_stall_table t;
-        t0 = now_s();
-        if (ana_stall_table_get(db, (ana_group_by)by, 0, &t, err, sizeof err)) {
-            fprintf(stderr, "bench_analysis: %s\n", err);
-            return 1;
-        }
-        double dt = now_s() - t0;
-        printf("stats --by %-6s %8.3f s  (%zu groups)%s\n", ana_group_by_name((ana_group_by)by),
-               dt, t.groups, by == ANA_BY_ROLE ? "  [target: stall summary < 1 s]" : "");
-        ana_stall_table_free(&t);
-    }
-
-    char *q[32], *head[32];
-    int nq = docs_queries(q, head, 32);
-    FILE *null = fopen("/dev/null", "w");
-    for (int i = 0; i < nq; i++) {
-        t0 = now_s();
-        int rc = ana_sql_print(db, q[i], 1, null, err, sizeof err);
-        printf("docs query %-58.58s %8.3f s%s\n", head[i], now_s() - t0, rc ? "  FAILED" : "");
-        if (rc) fprintf(stderr, "  %s\n", err);
-        free(q[i]);
-        free(head[i]);
-    }
-    if (!nq) printf("README.md not found next to the sources: its queries were not timed\n");
-    if (null) fclose(null);
-
-    FILE *sink = fopen("/dev/null", "w");
-    if (sink) {
-        ana_export_counts n = {0};
-        t0 = now_s();
-        int rc = ana_export_chrome(db, NULL, sink, &n, err, sizeof err);
-        printf("export --chrome (to /dev/null): %.2f s, %llu slices, %llu tracks, %llu flows, "
-               "%llu counter samples%s\n",
-               now_s() - t0, (unsigned long long)n.slices, (unsigned long long)n.tracks,
-               (unsigned long long)n.flows, (unsigned long long)n.counters, rc ? "  FAILED" : "");
-        fclose(sink);
-    }
-
-    t0 = now_s();
+    if (time_reports(db)) return;
+    double t0 = now_s();
     long long rows = 0, sum = 0;
     if (sqlite3_prepare_v2(db, "SELECT COUNT(*), SUM(value) FROM events", -1, &st, NULL) ==
             SQLITE_OK &&
@@ -369,6 +343,61 @@ int main(int argc, char **argv) {
     printf("full events scan (SELECT COUNT(*), SUM(value) FROM events): %lld rows in %.2f s = "
            "%.1f M events/s  [target: >= 20 M events/s] (checksum %lld)\n",
            rows, dt, dt > 0 ? (double)rows / dt / 1e6 : 0.0, sum);
+}
+
+/* The synthetic trace into run (out, or a temporary folder named in tmp). */
+static const char *make_trace(const char *out, uint64_t target, char *tmp, size_t tmplen) {
+    static char path[300];
+    char err[1024];
+    const char *run = out;
+    if (!run) {
+        snprintf(tmp, tmplen, "/tmp/npurr_bench_ana_XXXXXX");
+        if (!mkdtemp(tmp)) {
+            perror("mkdtemp");
+            return NULL;
+        }
+        snprintf(path, sizeof path, "%s/run", tmp);
+        run = path;
+    }
+    printf("trace: synthetic (no kernel makes %llu events quickly): %d producer/consumer "
+           "ring pairs on %d ranks, written through rec_observer\n",
+           (unsigned long long)target, RANKS * PAIRS_PER_RANK, RANKS);
+    double t0 = now_s();
+    if (synthesize(run, target, err, sizeof err)) {
+        fprintf(stderr, "bench_analysis: %s\n", err);
+        return NULL;
+    }
+    printf("record (synthetic events -> trace.zst + index.db): %.2f s\n", now_s() - t0);
+    return run;
+}
+
+int main(int argc, char **argv) {
+    const char *run = NULL, *out = NULL;
+    uint64_t target = 10500000;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--events") && i + 1 < argc) target = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: bench_analysis [RUN] [--events N] [--out DIR]\n");
+            return 0;
+        } else run = argv[i];
+    }
+    char err[1024], tmp[256] = "";
+    if (run) printf("trace: %s\n", run);
+    else if (!(run = make_trace(out, target, tmp, sizeof tmp))) return 1;
+    double t0 = now_s();
+    if (ana_derive(run, err, sizeof err)) {
+        fprintf(stderr, "bench_analysis: %s\n", err);
+        return 1;
+    }
+    printf("ana_derive (causes, word_writes, ring_counters, link_bytes, views): %.2f s\n",
+           now_s() - t0);
+    sqlite3 *db = NULL;
+    if (ana_open(run, &db, err, sizeof err)) {
+        fprintf(stderr, "bench_analysis: %s\n", err);
+        return 1;
+    }
+    time_events_scan(db);
     sqlite3_close(db);
     if (tmp[0]) {
         char cmd[400];

@@ -133,6 +133,26 @@ static int run_scheme(const char *kernel, kernel_opts *o, int npus, int do_check
     return 0;
 }
 
+/* One scheme's figures, against the timing model's HBM and HCCS rates. */
+static void print_scheme(int s, const char *name, const result *r, int npus, const engine_hw *hw) {
+    double hbm_frac = (double)r->hbm_bytes / (r->sender_us * 1e-6 * (double)npus * hw->hbm_gbps * 1e9);
+    double links = (double)npus * (double)(npus - 1);
+    double hccs_frac = links > 0 ? (double)r->hccs_bytes /
+                                       (r->sender_us * 1e-6 * links * hw->hccs_link_gbps * 1e9)
+                                 : 0.0;
+    printf("\nscheme %d (%s)%s\n", s, name, r->ok ? "" : "  ** CHECK FAILED **");
+    printf("  emulated time: combine %.2f us, sender phase %.2f us\n", r->total_us, r->sender_us);
+    printf("  sender bytes: HBM %.3f GB, HCCS %.3f GB (all transfers: HBM %.3f GB)\n",
+           r->hbm_bytes / 1e9, r->hccs_bytes / 1e9, r->all_hbm_bytes / 1e9);
+    printf("  sender bandwidth: HBM %.1f GB/s per NPU = %.1f%% of %.0f GB/s; HCCS %.1f GB/s "
+           "per link = %.1f%% of %.0f GB/s\n",
+           r->hbm_bytes / (r->sender_us * 1e3) / npus, 100 * hbm_frac, hw->hbm_gbps,
+           links > 0 ? r->hccs_bytes / (r->sender_us * 1e3) / links : 0.0, 100 * hccs_frac,
+           hw->hccs_link_gbps);
+    printf("  host: setup+run %.2f s, check %.2f s, peak RSS so far %ld MB\n", r->wall_s,
+           r->check_s, peak_rss_mb());
+}
+
 int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -198,24 +218,7 @@ int main(int argc, char **argv) {
     for (int s = 2; s >= 1; s--) {
         if ((s == 1 && !want1) || (s == 2 && !want2)) continue;
         if (run_scheme(names[s], &o, npus, do_check, &r[s]) != 0) return 1;
-        double hbm_frac = (double)r[s].hbm_bytes /
-                          (r[s].sender_us * 1e-6 * (double)npus * hw.hbm_gbps * 1e9);
-        double links = (double)npus * (double)(npus - 1);
-        double hccs_frac = links > 0 ? (double)r[s].hccs_bytes /
-                                           (r[s].sender_us * 1e-6 * links * hw.hccs_link_gbps * 1e9)
-                                     : 0.0;
-        printf("\nscheme %d (%s)%s\n", s, names[s], r[s].ok ? "" : "  ** CHECK FAILED **");
-        printf("  emulated time: combine %.2f us, sender phase %.2f us\n", r[s].total_us,
-               r[s].sender_us);
-        printf("  sender bytes: HBM %.3f GB, HCCS %.3f GB (all transfers: HBM %.3f GB)\n",
-               r[s].hbm_bytes / 1e9, r[s].hccs_bytes / 1e9, r[s].all_hbm_bytes / 1e9);
-        printf("  sender bandwidth: HBM %.1f GB/s per NPU = %.1f%% of %.0f GB/s; HCCS %.1f GB/s "
-               "per link = %.1f%% of %.0f GB/s\n",
-               r[s].hbm_bytes / (r[s].sender_us * 1e3) / npus, 100 * hbm_frac, hw.hbm_gbps,
-               links > 0 ? r[s].hccs_bytes / (r[s].sender_us * 1e3) / links : 0.0,
-               100 * hccs_frac, hw.hccs_link_gbps);
-        printf("  host: setup+run %.2f s, check %.2f s, peak RSS so far %ld MB\n", r[s].wall_s,
-               r[s].check_s, peak_rss_mb());
+        print_scheme(s, names[s], &r[s], npus, &hw);
     }
     if (want1 && want2)
         printf("\nscheme 1 / scheme 2: sender phase %.2fx, whole combine %.2fx, sender HBM bytes "

@@ -83,6 +83,31 @@ static uint64_t estimate_bytes(const dispatch_plan *p) {
            (uint64_t)p->token_base[sh->num_ranks] * R * 5;
 }
 
+/* (token, destination node) pairs and received rows, over all ranks. */
+static void count_rows(const dispatch_plan *plan, uint64_t *rdma_pairs, uint64_t *recv_rows) {
+    const dispatch_shape *sh = &plan->sh;
+    *rdma_pairs = *recv_rows = 0;
+    for (int s = 0; s < sh->num_ranks; s++)
+        for (int n = 0; n < sh->nodes; n++)
+            *rdma_pairs += (uint64_t)plan->num_tokens_per_rdma_rank[(size_t)s * sh->nodes + n];
+    for (int r = 0; r < sh->num_ranks; r++) *recv_rows += (uint64_t)plan->recv_total[r];
+}
+
+/* The algorithm bandwidth in DeepEP's style and what crossed the NICs. */
+static void print_bandwidth(const dispatch_shape *sh, uint64_t rdma_pairs, uint64_t recv_rows,
+                            uint64_t rdma_wire_bytes, double data_s) {
+    int R = sh->num_ranks;
+    double hidden2 = (double)sh->hidden * 2.0;
+    double rdma_logical = (double)rdma_pairs * hidden2 / R;   /* per rank */
+    double nvl = (double)recv_rows * hidden2 / R;
+    printf("  algorithm bw       %.1f GB/s RDMA (DeepEP style: %.0f (token, node) pairs per rank "
+           "x %d B), %.1f GB/s NVL (received rows x %d B)\n",
+           rdma_logical / data_s / 1e9, (double)rdma_pairs / R, (int)hidden2, nvl / data_s / 1e9,
+           (int)hidden2);
+    printf("  on the wire        %.1f GB/s RDMA per rank (records incl. SourceMeta, other nodes only)\n",
+           (double)rdma_wire_bytes / R / data_s / 1e9);
+}
+
 static int bench_nodes(kernel_opts *o, int nodes, int do_check) {
     const kernel_desc *d = kernels_find("dispatch-layered");
     char err[1024];
@@ -95,11 +120,8 @@ static int bench_nodes(kernel_opts *o, int nodes, int do_check) {
     }
     int R = sh.num_ranks;
     uint64_t need = estimate_bytes(&plan), avail = mem_available();
-    uint64_t rdma_pairs = 0, recv_rows = 0;
-    for (int s = 0; s < R; s++)
-        for (int n = 0; n < sh.nodes; n++)
-            rdma_pairs += (uint64_t)plan.num_tokens_per_rdma_rank[(size_t)s * sh.nodes + n];
-    for (int r = 0; r < R; r++) recv_rows += (uint64_t)plan.recv_total[r];
+    uint64_t rdma_pairs, recv_rows;
+    count_rows(&plan, &rdma_pairs, &recv_rows);
     dispatch_plan_free(&plan);
     printf("\nEP%d: %d nodes x 8 NPUs, %d tokens per rank, hidden %d %s, top-%d of %d experts, "
            "routing %s, %d channels, RDMA ring %d / HCCS ring %d tokens\n",
@@ -151,19 +173,10 @@ static int bench_nodes(kernel_opts *o, int nodes, int do_check) {
         }
         check_s = now_s() - t2;
     }
-    double total_s = (double)res.end_time * 1e-12;
     double data_s = (double)(res.end_time - c.data_start) * 1e-12;
-    double hidden2 = (double)sh.hidden * 2.0;
-    double rdma_logical = (double)rdma_pairs * hidden2 / R;   /* per rank */
-    double nvl = (double)recv_rows * hidden2 / R;
     printf("  emulated time      %.1f us kernel (notify + dispatch), %.1f us dispatch phase\n",
-           total_s * 1e6, data_s * 1e6);
-    printf("  algorithm bw       %.1f GB/s RDMA (DeepEP style: %.0f (token, node) pairs per rank "
-           "x %d B), %.1f GB/s NVL (received rows x %d B)\n",
-           rdma_logical / data_s / 1e9, (double)rdma_pairs / R, (int)hidden2, nvl / data_s / 1e9,
-           (int)hidden2);
-    printf("  on the wire        %.1f GB/s RDMA per rank (records incl. SourceMeta, other nodes only)\n",
-           (double)c.rdma_wire_bytes / R / data_s / 1e9);
+           (double)res.end_time * 1e-6, data_s * 1e6);
+    print_bandwidth(&sh, rdma_pairs, recv_rows, c.rdma_wire_bytes, data_s);
     printf("  host               setup %.1f s, run %.1f s (%.2f M events, %.2f M events/s), check "
            "%.1f s%s, peak RSS %ld MiB\n",
            t1 - t0, t2 - t1, (double)res.events / 1e6, (double)res.events / (t2 - t1) / 1e6, check_s,

@@ -273,21 +273,28 @@ static void usage(FILE *out) {
           out);
 }
 
-int main(int argc, char **argv) {
-    const char *kernel = "dispatch-layered", *out_dir = "/tmp/npurr_bench_record";
-    int repeat = 5;   /* single runs here vary by +-7% */
+typedef struct bench_args {
+    const char *kernel, *out_dir;
+    int repeat, nodes_set;
     engine_config cfg;
-    engine_config_defaults(&cfg);
-    cfg.nodes = 2;
-    cfg.npus_per_node = 8;
     const char *user_names[64], *user_values[64];
-    int nuser = 0, nodes_set = 0;
+    int nuser;
+} bench_args;
+
+/* 0, 1 after --help, 2 after a usage error. */
+static int parse_args(int argc, char **argv, bench_args *b) {
+    b->kernel = "dispatch-layered";
+    b->out_dir = "/tmp/npurr_bench_record";
+    b->repeat = 5;   /* single runs here vary by +-7% */
+    engine_config_defaults(&b->cfg);
+    b->cfg.nodes = 2;
+    b->cfg.npus_per_node = 8;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
-            return 0;
+            return 1;
         }
         if (strncmp(a, "-", 1) != 0 || !v) {
             fprintf(stderr, "bench_record: unexpected argument %s\n", a);
@@ -295,117 +302,152 @@ int main(int argc, char **argv) {
             return 2;
         }
         i++;
-        if (!strcmp(a, "-k")) kernel = v;
-        else if (!strcmp(a, "--nodes")) cfg.nodes = atoi(v), nodes_set = 1;
-        else if (!strcmp(a, "--npus-per-node")) cfg.npus_per_node = atoi(v);
-        else if (!strcmp(a, "--seed")) cfg.seed = strtoull(v, NULL, 10);
-        else if (!strcmp(a, "--repeat")) repeat = atoi(v) > 0 ? atoi(v) : 1;
-        else if (!strcmp(a, "--out")) out_dir = v;
-        else if (nuser < 64 && a[0] == '-' && a[1] == '-') {
-            user_names[nuser] = a + 2;
-            user_values[nuser++] = v;
+        if (!strcmp(a, "-k")) b->kernel = v;
+        else if (!strcmp(a, "--nodes")) b->cfg.nodes = atoi(v), b->nodes_set = 1;
+        else if (!strcmp(a, "--npus-per-node")) b->cfg.npus_per_node = atoi(v);
+        else if (!strcmp(a, "--seed")) b->cfg.seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--repeat")) b->repeat = atoi(v) > 0 ? atoi(v) : 1;
+        else if (!strcmp(a, "--out")) b->out_dir = v;
+        else if (b->nuser < 64 && a[0] == '-' && a[1] == '-') {
+            b->user_names[b->nuser] = a + 2;
+            b->user_values[b->nuser++] = v;
         } else {
             fprintf(stderr, "bench_record: unknown option %s\n", a);
             return 2;
         }
     }
-    const kernel_desc *kd = kernels_find(kernel);
-    if (!kd) {
-        const kernel_desc *const *all = kernels_all();
-        if (!all || !all[0]) {
-            fprintf(stderr, "bench_record: kernel '%s' is not registered and no kernel is\n",
-                    kernel);
-            return 1;
-        }
-        fprintf(stderr,
-                "bench_record: kernel '%s' is not registered (yet); falling back to '%s'.\n"
-                "              registered:",
-                kernel, all[0]->name);
-        for (const kernel_desc *const *k = all; *k; k++) fprintf(stderr, " %s", (*k)->name);
-        fputc('\n', stderr);
-        kd = all[0];
-        /* The fallback kernels may be single-node (HCCS only): keep the
-         * 8 NPUs, drop to one node unless the user chose. */
-        if (!nodes_set) {
-            cfg.nodes = 1;
-            fprintf(stderr, "              running it on 1 node x %d NPUs\n", cfg.npus_per_node);
-        }
+    return 0;
+}
+
+/* The kernel asked for, or the first registered one (said on stderr). */
+static const kernel_desc *find_kernel(bench_args *b) {
+    const kernel_desc *kd = kernels_find(b->kernel);
+    if (kd) return kd;
+    const kernel_desc *const *all = kernels_all();
+    if (!all || !all[0]) {
+        fprintf(stderr, "bench_record: kernel '%s' is not registered and no kernel is\n",
+                b->kernel);
+        return NULL;
     }
-    kernel_opts opts;
-    memset(&opts, 0, sizeof opts);
-    for (const kernel_option *o = kd->options; o && o->name && opts.count < 64; o++) {
-        opts.names[opts.count] = o->name;
-        opts.values[opts.count] = o->default_value;
-        for (int u = 0; u < nuser; u++)
-            if (!strcmp(user_names[u], o->name)) opts.values[opts.count] = user_values[u];
-        opts.count++;
+    fprintf(stderr,
+            "bench_record: kernel '%s' is not registered (yet); falling back to '%s'.\n"
+            "              registered:",
+            b->kernel, all[0]->name);
+    for (const kernel_desc *const *k = all; *k; k++) fprintf(stderr, " %s", (*k)->name);
+    fputc('\n', stderr);
+    /* The fallback kernels may be single-node (HCCS only): keep the
+     * 8 NPUs, drop to one node unless the user chose. */
+    if (!b->nodes_set) {
+        b->cfg.nodes = 1;
+        fprintf(stderr, "              running it on 1 node x %d NPUs\n", b->cfg.npus_per_node);
     }
-    for (int u = 0; u < nuser; u++) {
+    return all[0];
+}
+
+/* kd's defaults with the user's options over them; -1 for an unknown one. */
+static int kernel_options(const kernel_desc *kd, const bench_args *b, kernel_opts *opts) {
+    memset(opts, 0, sizeof *opts);
+    for (const kernel_option *o = kd->options; o && o->name && opts->count < 64; o++) {
+        opts->names[opts->count] = o->name;
+        opts->values[opts->count] = o->default_value;
+        for (int u = 0; u < b->nuser; u++)
+            if (!strcmp(b->user_names[u], o->name)) opts->values[opts->count] = b->user_values[u];
+        opts->count++;
+    }
+    for (int u = 0; u < b->nuser; u++) {
         int known = 0;
-        for (int k = 0; k < opts.count; k++) known |= !strcmp(opts.names[k], user_names[u]);
+        for (int k = 0; k < opts->count; k++) known |= !strcmp(opts->names[k], b->user_names[u]);
         if (!known) {
             fprintf(stderr, "bench_record: kernel %s has no option --%s\n", kd->name,
-                    user_names[u]);
-            return 2;
+                    b->user_names[u]);
+            return -1;
         }
     }
-    char cmdline[4096];
-    int n = snprintf(cmdline, sizeof cmdline, "bench_record -k %s --nodes %d --npus-per-node %d",
-                     kd->name, cfg.nodes, cfg.npus_per_node);
-    for (int u = 0; u < nuser && n > 0 && (size_t)n < sizeof cmdline; u++)
-        n += snprintf(cmdline + n, sizeof cmdline - (size_t)n, " --%s %s", user_names[u],
-                      user_values[u]);
+    return 0;
+}
 
-    run_stats best_plain = {0}, best_rec = {0};
-    double best_plain_cpu = 0, best_rec_cpu = 0, best_full = 0, best_full_cpu = 0, ratio[64];
-    for (int r = 0; r < repeat; r++) {
+/* The best of every side over the repetitions. */
+typedef struct best {
+    run_stats plain, rec;
+    double plain_cpu, rec_cpu, full, full_cpu, ratio[64];
+} best;
+
+static int measure(const kernel_desc *kd, const kernel_opts *opts, const bench_args *b,
+                   const char *cmdline, best *x) {
+    for (int r = 0; r < b->repeat; r++) {
         run_stats plain, rec;
         /* Back to back, the first of the pair alternating: a burst of load
          * from elsewhere on the machine hits both sides alike. */
-        if (r % 2 ? run_once(kd, &opts, &cfg, out_dir, cmdline, &rec) ||
-                        run_once(kd, &opts, &cfg, NULL, cmdline, &plain)
-                  : run_once(kd, &opts, &cfg, NULL, cmdline, &plain) ||
-                        run_once(kd, &opts, &cfg, out_dir, cmdline, &rec))
-            return 1;
-        if (r < 64) ratio[r] = rec.wall / plain.wall;
-        if (r == 0 || plain.wall < best_plain.wall) best_plain = plain;
-        if (r == 0 || rec.wall < best_rec.wall) best_rec = rec;
-        if (r == 0 || plain.cpu < best_plain_cpu) best_plain_cpu = plain.cpu;
-        if (r == 0 || rec.cpu < best_rec_cpu) best_rec_cpu = rec.cpu;
+        if (r % 2 ? run_once(kd, opts, &b->cfg, b->out_dir, cmdline, &rec) ||
+                        run_once(kd, opts, &b->cfg, NULL, cmdline, &plain)
+                  : run_once(kd, opts, &b->cfg, NULL, cmdline, &plain) ||
+                        run_once(kd, opts, &b->cfg, b->out_dir, cmdline, &rec))
+            return -1;
+        if (r < 64) x->ratio[r] = rec.wall / plain.wall;
+        if (r == 0 || plain.wall < x->plain.wall) x->plain = plain;
+        if (r == 0 || rec.wall < x->rec.wall) x->rec = rec;
+        if (r == 0 || plain.cpu < x->plain_cpu) x->plain_cpu = plain.cpu;
+        if (r == 0 || rec.cpu < x->rec_cpu) x->rec_cpu = rec.cpu;
         double full = rec.wall + rec.derive_wall, full_cpu = rec.cpu + rec.derive_cpu;
-        if (r == 0 || full < best_full) best_full = full;
-        if (r == 0 || full_cpu < best_full_cpu) best_full_cpu = full_cpu;
+        if (r == 0 || full < x->full) x->full = full;
+        if (r == 0 || full_cpu < x->full_cpu) x->full_cpu = full_cpu;
     }
-    if (best_rec.events != best_plain.events)
+    return 0;
+}
+
+static void print_figures(const kernel_desc *kd, const bench_args *b, best *x) {
+    const run_stats *best_plain = &x->plain, *best_rec = &x->rec;
+    int repeat = b->repeat;
+    if (best_rec->events != best_plain->events)
         fprintf(stderr, "bench_record: warning: recorded run emitted %llu events, plain %llu\n",
-                (unsigned long long)best_rec.events, (unsigned long long)best_plain.events);
-    double ev = (double)best_rec.events;
-    printf("kernel               %s (%d nodes x %d NPUs), outcome %s\n", kd->name, cfg.nodes,
-           cfg.npus_per_node, engine_outcome_name(best_rec.outcome));
-    printf("events               %llu\n", (unsigned long long)best_rec.events);
-    printf("no-trace wall        %.3f s (best of %d)\n", best_plain.wall, repeat);
-    printf("record wall          %.3f s (best of %d; rec_close %.3f s)\n", best_rec.wall, repeat,
-           best_rec.close_wall);
+                (unsigned long long)best_rec->events, (unsigned long long)best_plain->events);
+    double ev = (double)best_rec->events;
+    printf("kernel               %s (%d nodes x %d NPUs), outcome %s\n", kd->name, b->cfg.nodes,
+           b->cfg.npus_per_node, engine_outcome_name(best_rec->outcome));
+    printf("events               %llu\n", (unsigned long long)best_rec->events);
+    printf("no-trace wall        %.3f s (best of %d)\n", best_plain->wall, repeat);
+    printf("record wall          %.3f s (best of %d; rec_close %.3f s)\n", best_rec->wall, repeat,
+           best_rec->close_wall);
     printf("recording overhead   %.3f x wall  (target <= 1.10; best of %d each; median of the "
            "back-to-back pairs %.3f x); %.3f x CPU time (%.3f s / %.3f s)\n",
-           best_plain.wall > 0 ? best_rec.wall / best_plain.wall : 0.0, repeat,
-           median(ratio, repeat < 64 ? repeat : 64),
-           best_plain_cpu > 0 ? best_rec_cpu / best_plain_cpu : 0.0, best_rec_cpu,
-           best_plain_cpu);
+           best_plain->wall > 0 ? best_rec->wall / best_plain->wall : 0.0, repeat,
+           median(x->ratio, repeat < 64 ? repeat : 64),
+           x->plain_cpu > 0 ? x->rec_cpu / x->plain_cpu : 0.0, x->rec_cpu, x->plain_cpu);
     printf("then ana_derive      %.3f x wall  (record + derive %.3f s, best of %d: the "
            "analysis tables, which the first stats/sql/export derives); %.3f x CPU time\n",
-           best_plain.wall > 0 ? best_full / best_plain.wall : 0.0, best_full, repeat,
-           best_plain_cpu > 0 ? best_full_cpu / best_plain_cpu : 0.0);
+           best_plain->wall > 0 ? x->full / best_plain->wall : 0.0, x->full, repeat,
+           x->plain_cpu > 0 ? x->full_cpu / x->plain_cpu : 0.0);
     printf("trace                %llu bytes, %.3f bytes/event  (target <= 4)\n",
-           (unsigned long long)best_rec.trace_bytes, ev > 0 ? (double)best_rec.trace_bytes / ev : 0.0);
-    double extra = best_rec.wall - best_plain.wall;
+           (unsigned long long)best_rec->trace_bytes,
+           ev > 0 ? (double)best_rec->trace_bytes / ev : 0.0);
+    double extra = best_rec->wall - best_plain->wall;
     printf("events recorded/s    %.0f (record run, engine included); engine alone %.0f/s",
-           best_rec.wall > 0 ? ev / best_rec.wall : 0.0,
-           best_plain.wall > 0 ? ev / best_plain.wall : 0.0);
+           best_rec->wall > 0 ? ev / best_rec->wall : 0.0,
+           best_plain->wall > 0 ? ev / best_plain->wall : 0.0);
     if (extra > 0) printf("; recorder alone %.0f/s", ev / extra);
     printf("\n");
-    printf("run folder           %s\n", out_dir);
-    command_overhead(argv[0], kd->name, &cfg, user_names, user_values, nuser, out_dir, repeat);
-    column_sizes(out_dir, best_rec.events);
+    printf("run folder           %s\n", b->out_dir);
+}
+
+int main(int argc, char **argv) {
+    bench_args b = {0};
+    int rc = parse_args(argc, argv, &b);
+    if (rc) return rc == 1 ? 0 : rc;
+    const kernel_desc *kd = find_kernel(&b);
+    if (!kd) return 1;
+    kernel_opts opts;
+    if (kernel_options(kd, &b, &opts)) return 2;
+    char cmdline[4096];
+    int n = snprintf(cmdline, sizeof cmdline, "bench_record -k %s --nodes %d --npus-per-node %d",
+                     kd->name, b.cfg.nodes, b.cfg.npus_per_node);
+    for (int u = 0; u < b.nuser && n > 0 && (size_t)n < sizeof cmdline; u++)
+        n += snprintf(cmdline + n, sizeof cmdline - (size_t)n, " --%s %s", b.user_names[u],
+                      b.user_values[u]);
+    best x = {0};
+    if (measure(kd, &opts, &b, cmdline, &x)) return 1;
+    print_figures(kd, &b, &x);
+    command_overhead(argv[0], kd->name, &b.cfg, b.user_names, b.user_values, b.nuser, b.out_dir,
+                     b.repeat);
+    column_sizes(b.out_dir, x.rec.events);
     return 0;
 }

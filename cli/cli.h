@@ -1,8 +1,9 @@
 /*
  * cli.h - what the subcommands of `npurr` share: the command table's entry
- * points and the parsing of a run's options (engine options plus the
- * kernel's own), which `record`, `layout` and `replay` all accept, so a
- * recorded command line rebuilds the same run.
+ * points, the exit codes, and a few helpers. A run's options (engine
+ * options plus the kernel's own, which `record`, `layout` and `replay` all
+ * accept, so a recorded command line rebuilds the same run) and the record
+ * and replay sequences are the run-session library's (session/session.h).
  */
 #ifndef NPURR_CLI_H
 #define NPURR_CLI_H
@@ -11,11 +12,15 @@
 
 #include "engine/engine.h"
 #include "engine/kernels/kernels.h"
+#include "session/session.h"
 
-/* Exit codes (DESIGN.md). */
-enum { EXIT_DONE = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_DEADLOCK = 3, EXIT_CHECK = 4,
-       EXIT_DIVERGED = 5, EXIT_RACES = 6 };
+/* Exit codes (DESIGN.md); a session's error codes are numbered the same. */
+enum { EXIT_DONE = 0, EXIT_ERROR = SESSION_ERROR, EXIT_USAGE = SESSION_USAGE, EXIT_DEADLOCK = 3,
+       EXIT_CHECK = 4, EXIT_DIVERGED = SESSION_DIVERGED, EXIT_RACES = 6 };
 
+/* Each takes its subcommand's argv (argv[0] the subcommand's name), inside
+ * the whole command line: argv[-1] is the program, which `record` keeps in
+ * the recorded command line. */
 int cmd_record(int argc, char **argv);
 int cmd_layout(int argc, char **argv);
 int cmd_info(int argc, char **argv);
@@ -28,33 +33,6 @@ int cmd_replay(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_hw(int argc, char **argv);
 int cmd_explore(int argc, char **argv);
-
-/* A run's options as parsed from argv. Strings point into argv. */
-typedef struct run_options {
-    const kernel_desc *kernel;
-    engine_config config;
-    kernel_opts kopts;
-    const char *out_dir;      /* -o RUN */
-    const char *hw_file;
-    int no_trace;
-    int force;                /* --force: -o may replace an existing run */
-    int check_races;          /* --check races */
-    int quiet;
-    int progress;             /* --progress: the progress line even off a terminal */
-    int help;
-} run_options;
-
-/* Parses argv[1..] of record/layout/replay. `allow` is a mask of which
- * non-kernel options the command takes. Returns 0, or EXIT_USAGE /
- * EXIT_ERROR with err naming the option at fault. */
-enum { RUN_OPT_OUTPUT = 1, RUN_OPT_NO_TRACE = 2,
-       RUN_OPT_EXECUTES = 4 /* --seed/--jitter/--hw/--watchdog-us/--quiet; implied by the
-                               other two: record and replay run the engine, layout does not */ };
-int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *err, size_t errlen);
-/* Help text for the engine options and, if k is not NULL, its options. */
-void run_options_help(FILE *out, const kernel_desc *k, int allow);
-/* The list of kernels with their summaries. */
-void run_options_list_kernels(FILE *out);
 
 /* `npurr sql RUN` with no query: the sqlite3-shell-like prompt on db
  * (sql_shell.c). Returns the exit status. */
@@ -72,17 +50,8 @@ int cli_output_finish(FILE *out, const char *path, int rc, char *err, size_t err
 int cli_output_check(const char *run_dir, const char *out, const char *option, char *err,
                      size_t errlen);
 
-/* Before an engine or plan is built: the kernel's options validated
- * against the topology and its memory estimate (kernel_estimate_memory)
- * against the machine's available memory; host_only compares only the
- * host-side plan (what `layout` allocates). -1 with err naming the options
- * and both sizes: a usage error. */
-int cli_memory_check(const run_options *ro, int host_only, char *err, size_t errlen);
-
-/* Joins argv with POSIX shell quoting (for meta command_line); malloc'd. */
-char *shell_join(int argc, char **argv);
-/* Splits a shell_join result back into words; *argv_out and its strings are
- * one malloc'd block. Returns argc, or -1 on malformed quoting. */
-int shell_split(const char *line, char ***argv_out);
+/* The exit code of a run that ended as o (`record`, `explore`): 0, 3 for a
+ * deadlock or watchdog, 4 for a failed data check, 1 otherwise. */
+int cli_outcome_status(engine_outcome o, int check_failed);
 
 #endif

@@ -7,12 +7,13 @@
  * Run i then takes seed base+i (a new tie order between cores) with
  * --jitter F on transfer durations, and with `--strategy pct` a few seeded
  * points where the core that takes that scheduling step is delayed (PCT;
- * engine/sched_delay.c). Every run is built from a command line, parsed by
- * the same run_options_parse as `record`, so the command printed for the
- * failing run is exactly the configuration that failed; it is then recorded
- * by `record` itself (a normal run folder) and explore exits with its code.
- * Runs go without trace (no observer at all) until then; with --check races
- * the happens-before checker observes each one and races count as a failure.
+ * engine/sched_delay.c). Every run is built from a command line and run by
+ * the same run_spec_from_argv and record_session as `record`
+ * (session/session.h), so the command printed for the failing run is
+ * exactly the configuration that failed; it is then recorded by `record`
+ * itself (a normal run folder) and explore exits with its code. Runs go
+ * without trace (no observer at all) until then; with --check races the
+ * happens-before checker observes each one and races count as a failure.
  */
 #include "cli.h"
 
@@ -21,7 +22,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "checker/hb.h"
 
 static void print_help(void) {
     printf("usage: npurr explore -k KERNEL [run options] --runs N -o RUN\n"
@@ -91,68 +91,41 @@ typedef struct run_end {
     char what[1024];
 } run_end;
 
-static int status_of(engine_outcome o, int check_failed) {
-    switch (o) {
-    case OUTCOME_COMPLETED: return check_failed ? EXIT_CHECK : EXIT_DONE;
-    case OUTCOME_DEADLOCK:
-    case OUTCOME_WATCHDOG: return EXIT_DEADLOCK;
-    default: return EXIT_ERROR;
-    }
-}
-
-/* Parses argv like `record` would and runs it once without a trace. */
+/* Runs argv (a whole `npurr record` command line) once, without a trace,
+ * through the same record_session as `record`. */
 static int run_once(words *argv, int check_races, run_end *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
-    run_options ro;
-    int rc = run_options_parse(argv->n, argv->v, RUN_OPT_OUTPUT | RUN_OPT_NO_TRACE, &ro, err, errlen);
+    run_spec spec;
+    int rc = run_spec_from_argv(argv->n, argv->v, &spec, err, errlen);
+    record_result r;
+    if (!rc) {
+        spec.opts.no_trace = 1;
+        spec.opts.check_races = check_races;
+        rc = record_session(&spec, NULL, 0, &r, err, errlen);
+    }
+    run_spec_free(&spec);
     if (rc) return rc;
-    engine *e = NULL;
-    if (engine_create(&ro.config, &e, err, errlen) != ENGINE_OK) return EXIT_ERROR;
-    void *state = NULL;
-    if (ro.kernel->setup(e, &ro.kopts, &state, err, errlen) != 0) {
-        engine_destroy(e);
+    if (!r.ran) {
+        snprintf(err, errlen, "%s", r.error);
+        record_result_free(&r);
         return EXIT_ERROR;
     }
-    hb_checker *hb = NULL;
-    if (check_races) {
-        if (hb_create(e, NULL, &hb, err, errlen)) {
-            if (ro.kernel->destroy) ro.kernel->destroy(state);
-            engine_destroy(e);
-            return EXIT_ERROR;
-        }
-        engine_observer o = hb_observer(hb);
-        engine_set_observer(e, &o);
+    out->status = cli_outcome_status(r.run.outcome, strcmp(r.check, "failed") == 0);
+    out->outcome = r.run.outcome;
+    out->end_time = r.run.end_time;
+    out->events = r.run.events;
+    out->steps = r.sched_steps;
+    snprintf(out->what, sizeof out->what, "%s",
+             r.run.outcome == OUTCOME_COMPLETED ? r.check_message : r.run.message);
+    out->races = r.races;
+    out->sync_errors = r.sync_errors;
+    if (r.checker && out->status == EXIT_DONE && (out->races || out->sync_errors)) {
+        out->status = EXIT_RACES;
+        snprintf(out->what, sizeof out->what, "%llu race%s, %llu sync error%s",
+                 (unsigned long long)out->races, out->races == 1 ? "" : "s",
+                 (unsigned long long)out->sync_errors, out->sync_errors == 1 ? "" : "s");
     }
-    engine_result res;
-    if (engine_run(e, &res, err, errlen) != ENGINE_OK) {
-        hb_destroy(hb);
-        if (ro.kernel->destroy) ro.kernel->destroy(state);
-        engine_destroy(e);
-        return EXIT_ERROR;
-    }
-    int check_failed = 0;
-    if (res.outcome == OUTCOME_COMPLETED && ro.kernel->check)
-        check_failed = ro.kernel->check(e, state, out->what, sizeof out->what) != 0;
-    out->status = status_of(res.outcome, check_failed);
-    out->outcome = res.outcome;
-    out->end_time = res.end_time;
-    out->events = res.events;
-    out->steps = engine_sched_steps(e);
-    if (res.outcome != OUTCOME_COMPLETED) snprintf(out->what, sizeof out->what, "%s", res.message);
-    if (hb) {
-        hb_finish(hb, &res);
-        out->races = hb_races(hb);
-        out->sync_errors = hb_sync_errors(hb);
-        if (out->status == EXIT_DONE && (out->races || out->sync_errors)) {
-            out->status = EXIT_RACES;
-            snprintf(out->what, sizeof out->what, "%llu race%s, %llu sync error%s",
-                     (unsigned long long)out->races, out->races == 1 ? "" : "s",
-                     (unsigned long long)out->sync_errors, out->sync_errors == 1 ? "" : "s");
-        }
-        hb_destroy(hb);
-    }
-    if (ro.kernel->destroy) ro.kernel->destroy(state);
-    engine_destroy(e);
+    record_result_free(&r);
     return 0;
 }
 
@@ -293,6 +266,68 @@ static void run_argv(const words *base, const explore_opts *xo, uint64_t seed, i
     }
 }
 
+/* Runs 1..N of base until one ends unlike the clean run: its words go to
+ * failing and its ending to fail. Returns EXIT_DONE, or the code of a run
+ * that could not be made. */
+static int shake(const words *base, const explore_opts *xo, const run_end *clean, double t0,
+                 long long *done, words *failing, run_end *fail) {
+    /* Whole nanoseconds, so the printed microseconds parse back to the same ps. */
+    uint64_t delay_ps = xo->pct_delay_us > 0 ? (uint64_t)llround(xo->pct_delay_us * 1e6)
+                                             : clean->end_time / 10 / 1000 * 1000;
+    if (!delay_ps) delay_ps = 1000;
+    uint64_t span = clean->steps ? clean->steps : 1;
+    char err[ENGINE_ERRLEN] = "";
+    double last = wall_now();
+    for (long long i = 1; i <= xo->runs; i++) {
+        words av = {0};
+        run_argv(base, xo, xo->base_seed + (uint64_t)i, 0, span, delay_ps, &av);
+        run_end r;
+        int rc = run_once(&av, xo->check_races, &r, err, sizeof err);
+        ++*done;
+        if (rc) {
+            fprintf(stderr, "npurr explore: run %lld: %s\n", i, err);
+            words_free(&av);
+            return rc;
+        }
+        if (r.status != clean->status) {
+            *failing = av;
+            *fail = r;
+            return EXIT_DONE;
+        }
+        words_free(&av);
+        double now = wall_now();
+        if (now - last >= 2.0 || i == xo->runs) {
+            fprintf(stderr, "npurr explore: %lld/%lld runs, 0 failures, %.2f runs/s\n", *done,
+                    xo->runs, (double)*done / (now - t0));
+            last = now;
+        }
+    }
+    return EXIT_DONE;
+}
+
+/* Records the failing run through `record` itself: the same words, with
+ * -o. Returns record's exit code. */
+static int record_failing(const explore_opts *xo, const words *failing, const run_end *fail) {
+    words rec = {0};
+    for (int i = 0; i < failing->n; i++) words_add(&rec, failing->v[i]);
+    if (xo->check_races) {
+        words_add(&rec, "--check");
+        words_add(&rec, "races");
+    }
+    words_add(&rec, "-o");
+    words_add(&rec, xo->out_dir);
+    char *cmd = shell_join(rec.n, rec.v);
+    printf("reproduce %s\n\n", cmd ? cmd : "(out of memory)");
+    fflush(stdout);
+    free(cmd);
+    int status = cmd_record(rec.n - 1, rec.v + 1);
+    if (status != fail->status)
+        fprintf(stderr, "npurr explore: recording the failing run gave exit %d, not %d: the run "
+                "is not reproducible from its command line (please report)\n", status, fail->status);
+    words_free(&rec);
+    return status;
+}
+
 int cmd_explore(int argc, char **argv) {
     char err[ENGINE_ERRLEN] = "";
     for (int i = 1; i < argc; i++)
@@ -302,6 +337,7 @@ int cmd_explore(int argc, char **argv) {
         }
     explore_opts xo;
     words base = {0};
+    words_add(&base, "npurr");   /* a whole `npurr record` command line */
     words_add(&base, "record");
     int rc = parse_explore(argc, argv, &xo, &base, err, sizeof err);
     if (rc) {
@@ -320,76 +356,27 @@ int cmd_explore(int argc, char **argv) {
         words_free(&base);
         return rc;
     }
-    /* Whole nanoseconds, so the printed microseconds parse back to the same ps. */
-    uint64_t delay_ps = xo.pct_delay_us > 0 ? (uint64_t)llround(xo.pct_delay_us * 1e6)
-                                            : clean.end_time / 10 / 1000 * 1000;
-    if (!delay_ps) delay_ps = 1000;
-    uint64_t span = clean.steps ? clean.steps : 1;
     fprintf(stderr, "npurr explore: clean run %s (exit %d), %.3f us virtual, %llu steps; "
             "%lld runs, strategy %s\n", outcome_text(&clean), clean.status,
             (double)clean.end_time / 1e6, (unsigned long long)clean.steps, xo.runs,
             xo.pct ? "pct" : "random");
-    double last = wall_now();
     long long done = 0;
-    int status = EXIT_DONE;
     words failing = {0};
     run_end fail = {0};
-    for (long long i = 1; i <= xo.runs; i++) {
-        words av = {0};
-        run_argv(&base, &xo, xo.base_seed + (uint64_t)i, 0, span, delay_ps, &av);
-        run_end r;
-        rc = run_once(&av, xo.check_races, &r, err, sizeof err);
-        done++;
-        if (rc) {
-            fprintf(stderr, "npurr explore: run %lld: %s\n", i, err);
-            words_free(&av);
-            status = rc;
-            break;
-        }
-        if (r.status != clean.status) {
-            failing = av;
-            fail = r;
-            break;
-        }
-        words_free(&av);
-        double now = wall_now();
-        if (now - last >= 2.0 || i == xo.runs) {
-            fprintf(stderr, "npurr explore: %lld/%lld runs, 0 failures, %.2f runs/s\n", done,
-                    xo.runs, (double)done / (now - t0));
-            last = now;
-        }
-    }
+    int status = shake(&base, &xo, &clean, t0, &done, &failing, &fail);
     double wall = wall_now() - t0;
     if (!failing.n) {
         if (status == EXIT_DONE)
             printf("explore   %lld runs ended like the clean run (%s), %.1f s, %.2f runs/s\n", done,
                    outcome_text(&clean), wall, (double)done / wall);
-        words_free(&base);
-        return status;
+    } else {
+        fprintf(stderr, "npurr explore: %lld/%lld runs, 1 failure, %.2f runs/s\n", done, xo.runs,
+                (double)done / wall);
+        printf("explore   run %lld of %lld ended differently from the clean run: %s (exit %d)%s%s\n",
+               done, xo.runs, outcome_text(&fail), fail.status, fail.what[0] ? ": " : "",
+               fail.what);
+        status = record_failing(&xo, &failing, &fail);
     }
-    fprintf(stderr, "npurr explore: %lld/%lld runs, 1 failure, %.2f runs/s\n", done, xo.runs,
-            (double)done / wall);
-    printf("explore   run %lld of %lld ended differently from the clean run: %s (exit %d)%s%s\n",
-           done, xo.runs, outcome_text(&fail), fail.status, fail.what[0] ? ": " : "", fail.what);
-    /* Record it: the same words, with -o, through `record` itself. */
-    words rec = {0};
-    words_add(&rec, "npurr");
-    for (int i = 0; i < failing.n; i++) words_add(&rec, failing.v[i]);
-    if (xo.check_races) {
-        words_add(&rec, "--check");
-        words_add(&rec, "races");
-    }
-    words_add(&rec, "-o");
-    words_add(&rec, xo.out_dir);
-    char *cmd = shell_join(rec.n, rec.v);
-    printf("reproduce %s\n\n", cmd ? cmd : "(out of memory)");
-    fflush(stdout);
-    free(cmd);
-    status = cmd_record(rec.n - 1, rec.v + 1);
-    if (status != fail.status)
-        fprintf(stderr, "npurr explore: recording the failing run gave exit %d, not %d: the run "
-                "is not reproducible from its command line (please report)\n", status, fail.status);
-    words_free(&rec);
     words_free(&failing);
     words_free(&base);
     return status;

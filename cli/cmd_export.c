@@ -77,49 +77,54 @@ static int ranks_outside_run(const char *run, const char *ranks_text, char *err,
            ana_parse_ranks(ranks_text, have, (size_t)ranks, err, errlen) != 0;
 }
 
-int cmd_export(int argc, char **argv) {
-    const char *run = NULL, *outpath = NULL;
-    int perfetto = 0;
-    ana_export_opts o = {0};
+typedef struct export_args {
+    const char *run, *outpath;
+    int perfetto;
+    ana_export_opts o;
+} export_args;
+
+/* -1: --help printed; 0: parsed; 2: a usage error, printed. */
+static int parse_export(int argc, char **argv, export_args *x) {
     char err[1024];
+    memset(x, 0, sizeof *x);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         int m;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             export_usage(stdout);
-            return 0;
+            return -1;
         }
         if ((v = opt_value(argc, argv, &i, "--chrome", &m)), m ||
             (v = opt_value(argc, argv, &i, "--perfetto", &m)), m) {
             if (!v) goto missing;
-            if (outpath) {
+            if (x->outpath) {
                 fprintf(stderr, "npurr export: give one of --chrome and --perfetto\n");
                 return 2;
             }
-            outpath = v;
-            perfetto = !strncmp(a, "--perfetto", 10);
+            x->outpath = v;
+            x->perfetto = !strncmp(a, "--perfetto", 10);
         } else if ((v = opt_value(argc, argv, &i, "--from", &m)), m) {
             if (!v) goto missing;
-            if (ana_parse_time(v, &o.from_ps, err, sizeof err)) {
+            if (ana_parse_time(v, &x->o.from_ps, err, sizeof err)) {
                 fprintf(stderr, "npurr export: --from: %s\n", err);
                 return 2;
             }
         } else if ((v = opt_value(argc, argv, &i, "--to", &m)), m) {
             if (!v) goto missing;
-            if (ana_parse_time(v, &o.to_ps, err, sizeof err)) {
+            if (ana_parse_time(v, &x->o.to_ps, err, sizeof err)) {
                 fprintf(stderr, "npurr export: --to: %s\n", err);
                 return 2;
             }
-            if (o.to_ps == 0) o.to_ps = 1;   /* 0 means "the end"; --to 0 means the start */
+            if (x->o.to_ps == 0) x->o.to_ps = 1;   /* 0 means "the end"; --to 0 means the start */
         } else if ((v = opt_value(argc, argv, &i, "--ranks", &m)), m) {
             if (!v) goto missing;
-            o.ranks = v;
+            x->o.ranks = v;
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "npurr export: unknown option '%s'\n", a);
             export_usage(stderr);
             return 2;
-        } else if (!run) {
-            run = a;
+        } else if (!x->run) {
+            x->run = a;
         } else {
             fprintf(stderr, "npurr export: unexpected argument '%s'\n", a);
             return 2;
@@ -129,39 +134,56 @@ int cmd_export(int argc, char **argv) {
         fprintf(stderr, "npurr export: %s needs a value\n", a);
         return 2;
     }
-    if (!run || !outpath) {
-        if (run && !outpath)
+    return 0;
+}
+
+/* What is checked before anything is read: the output's place, --ranks.
+ * 0, or 2 after saying why. */
+static int check_export(const export_args *x) {
+    char err[1024];
+    if (!x->run || !x->outpath) {
+        if (x->run && !x->outpath)
             fprintf(stderr, "npurr export: --perfetto OUT.pftrace or --chrome OUT.json is required\n");
         export_usage(stderr);
         return 2;
     }
-    if (cli_output_check(run, outpath, perfetto ? "--perfetto" : "--chrome", err, sizeof err)) {
+    if (cli_output_check(x->run, x->outpath, x->perfetto ? "--perfetto" : "--chrome", err,
+                         sizeof err)) {
         fprintf(stderr, "npurr export: %s\n", err);
         return 2;
     }
-    if (o.ranks) {
+    if (x->o.ranks) {
         /* The syntax is checked before anything is derived; whether the
          * ranks exist, once the run is open. */
         static uint8_t any[(1u << 16) / 8];
-        if (ana_parse_ranks(o.ranks, any, 1u << 16, err, sizeof err)) {
+        if (ana_parse_ranks(x->o.ranks, any, 1u << 16, err, sizeof err)) {
             fprintf(stderr, "npurr export: --ranks: %s\n", err);
             return 2;
         }
     }
-    if (o.ranks && ranks_outside_run(run, o.ranks, err, sizeof err)) {
+    if (x->o.ranks && ranks_outside_run(x->run, x->o.ranks, err, sizeof err)) {
         fprintf(stderr, "npurr export: --ranks: %s\n", err);
         return 2;
     }
+    return 0;
+}
+
+int cmd_export(int argc, char **argv) {
+    export_args x;
+    int rc = parse_export(argc, argv, &x);
+    if (rc) return rc < 0 ? 0 : rc;
+    if ((rc = check_export(&x))) return rc;
+    char err[1024];
     sqlite3 *db = NULL;
     ana_source src;
-    if (ana_open_fresh(run, 0, &db, &src, err, sizeof err)) {
+    if (ana_open_fresh(x.run, 0, &db, &src, err, sizeof err)) {
         fprintf(stderr, "npurr export: %s\n", err);
         return 1;
     }
     /* A .gz file is compressed as a whole: its packets need no bundles. */
-    size_t plen = strlen(outpath);
-    o.raw_packets = plen > 3 && !strcmp(outpath + plen - 3, ".gz");
-    FILE *out = ana_output_open(outpath, err, sizeof err);
+    size_t plen = strlen(x.outpath);
+    x.o.raw_packets = plen > 3 && !strcmp(x.outpath + plen - 3, ".gz");
+    FILE *out = ana_output_open(x.outpath, err, sizeof err);
     if (!out) {
         fprintf(stderr, "npurr export: %s\n", err);
         sqlite3_close(db);
@@ -169,16 +191,16 @@ int cmd_export(int argc, char **argv) {
     }
     int to_stdout = out == stdout;
     ana_export_counts n = {0};
-    int rc = perfetto ? ana_export_perfetto(db, &o, out, &n, err, sizeof err)
-                      : ana_export_chrome(db, &o, out, &n, err, sizeof err);
+    rc = x.perfetto ? ana_export_perfetto(db, &x.o, out, &n, err, sizeof err)
+                    : ana_export_chrome(db, &x.o, out, &n, err, sizeof err);
     sqlite3_close(db);
-    if (cli_output_finish(out, outpath, rc, err, sizeof err)) {
+    if (cli_output_finish(out, x.outpath, rc, err, sizeof err)) {
         fprintf(stderr, "npurr export: %s\n", err);
         return 1;
     }
     fprintf(stderr, "npurr export: wrote %s: %llu slices, %llu flow arrows, %llu counter "
             "samples, %llu tracks\n",
-            to_stdout ? "standard output" : outpath, (unsigned long long)n.slices,
+            to_stdout ? "standard output" : x.outpath, (unsigned long long)n.slices,
             (unsigned long long)n.flows, (unsigned long long)n.counters,
             (unsigned long long)n.tracks);
     if (src.partial) {

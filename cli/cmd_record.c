@@ -1,65 +1,22 @@
 /*
- * cmd_record.c - `npurr record -k KERNEL [options] -o RUN`: build the
- * cluster, let the kernel set up its inputs and launch, run under the
- * recorder, check the outputs against the kernel's CPU reference, finalise
- * trace and index and print the run's summary and stall table. The analysis
- * tables are derived at once only for a run that did not complete (their
- * causes explain the hang); otherwise on first use. Work after the run
- * overlaps where it can: the recorder compresses the last chunk during the
- * check, and finishing the trace and index, the derivation if any and the
- * stall summary all happen on a second thread while the engine is freed.
+ * cmd_record.c - `npurr record -k KERNEL [options] -o RUN`: parse the
+ * options into a run spec, record it through the run-session library
+ * (record_session: build the cluster, let the kernel set up and launch, run
+ * under the recorder, check the outputs against the kernel's CPU
+ * reference, finalise trace and index, rename the run folder into place),
+ * and print what happened: the progress line while it runs, the run's
+ * summary, the stall table, the races; then map the ending to an exit code.
  *
- * Nothing is lost on Ctrl-C or a kernel fault: the signal only asks the
- * engine to stop at the next event, and every ending goes through the same
- * rec_close, which writes the outcome into the trailer and the index. The
- * run is written into a hidden folder next to -o and renamed into place at
- * the end (run_folder.c), after the options and the memory they imply were
- * checked (memory_check.c): a refused, failed, killed or concurrent record
- * never touches an existing run.
+ * The stall summary is computed on the session's finishing thread (the
+ * on_closed hook), while the engine is freed, and printed at the end.
  */
 #include "cli.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "analysis/analysis.h"
-#include "record_inputs.h"
 #include "record_progress.h"
-#include "record_races.h"
-#include "recorder/recorder.h"
-#include "run_folder.h"
-
-static engine *volatile g_running;
-static volatile sig_atomic_t g_finishing;   /* between the run and rec_close */
-static volatile sig_atomic_t g_signals;
-
-/* The first Ctrl-C stops the run at the next event, or, once the run is
- * over, skips the output check (which can take seconds at full size), and
- * lets the trace and index be finalised; a second one exits at once. */
-static void on_signal(int sig) {
-    if (g_signals++ || (!g_running && !g_finishing)) {
-        signal(sig, SIG_DFL);
-        raise(sig);
-        return;
-    }
-    if (g_running) {
-        engine_request_stop(g_running);
-    } else {
-        static const char msg[] = "\nnpurr: finishing the trace and index (Ctrl-C again to abort)\n";
-        ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
-        (void)n;
-    }
-}
-
-static double wall_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void print_help(const run_options *ro) {
     printf("usage: npurr record -k KERNEL [options] -o RUN\n\n"
@@ -80,13 +37,27 @@ static void print_help(const run_options *ro) {
     run_options_help(stdout, ro->kernel, RUN_OPT_OUTPUT | RUN_OPT_NO_TRACE);
 }
 
-static int exit_code(engine_outcome o, int check_failed) {
+int cli_outcome_status(engine_outcome o, int check_failed) {
     switch (o) {
     case OUTCOME_COMPLETED: return check_failed ? EXIT_CHECK : EXIT_DONE;
     case OUTCOME_DEADLOCK:
     case OUTCOME_WATCHDOG: return EXIT_DEADLOCK;
     default: return EXIT_ERROR;
     }
+}
+
+/* record's exit code (DESIGN.md): races take the place of 0 or 4, a hang
+ * or a fault keeps its own code (replay reproduces it); a run left in its
+ * hidden folder is an error. */
+static int record_status(const record_result *r) {
+    int status = r->ran ? cli_outcome_status(r->run.outcome, strcmp(r->check, "failed") == 0)
+                        : EXIT_ERROR;
+    if (r->check_interrupted) status = EXIT_ERROR;
+    if (r->ran && r->checker && (status == EXIT_DONE || status == EXIT_CHECK) &&
+        (r->races || r->sync_errors))
+        status = EXIT_RACES;
+    if (r->traced && !r->installed) status = EXIT_ERROR;
+    return status;
 }
 
 /* The stall summary, into out. A completed run's comes from the recorder's
@@ -121,231 +92,119 @@ static void write_stalls(const char *run_dir, const char *shown_as, int derived,
     sqlite3_close(db);
 }
 
-/* Everything after the run that needs only the run folder: finishing the
- * trace and index (trailer, last index rows, commit), the analysis tables
- * when the run did not complete, then the stall summary as text. It runs
- * on a second thread while the main one prints the run's summary and frees
- * the engine (gigabytes of GM at full size): the two share nothing. */
-typedef struct after_job {
-    rec_writer *w;
-    const engine_result *res;   /* NULL: engine_run itself failed */
-    const char *check_status, *check_msg, *run_dir, *target;
-    int derive, summary;
-    int close_rc, derive_rc;
-    char close_err[ENGINE_ERRLEN], derive_err[ENGINE_ERRLEN];
-    char *text;
-    size_t text_len;
-    pthread_t thread;
-} after_job;
+/* What record prints, as the session's hooks. */
+typedef struct record_view {
+    const run_options *ro;
+    record_progress prog;
+    char *stalls;             /* the stall summary's text (on_closed) */
+    size_t stalls_len;
+} record_view;
 
-static void *after_main(void *arg) {
-    after_job *j = arg;
-    j->close_rc = rec_close(j->w, j->res, j->check_status, j->check_msg, j->close_err,
-                            sizeof j->close_err);
-    if (j->close_rc) return NULL;
-    if (j->derive) j->derive_rc = ana_derive(j->run_dir, j->derive_err, sizeof j->derive_err);
-    if (j->summary) {
-        FILE *out = open_memstream(&j->text, &j->text_len);
-        if (out) {
-            write_stalls(j->run_dir, j->target, j->derive, out);
-            fclose(out);
-        } else {
-            fprintf(stderr, "npurr: stall summary unavailable: out of memory\n");
-        }
+static void view_start(void *ctx, engine *e, const kernel_desc *k, const void *state) {
+    record_view *v = ctx;
+    record_progress_init(&v->prog, e, k, state, v->ro->quiet, v->ro->progress);
+}
+
+static void view_event(void *ctx, const engine_event *ev) {
+    record_view *v = ctx;
+    record_progress_event(&v->prog, ev);
+}
+
+static void view_summary(const record_view *v, engine *e, const record_result *r) {
+    const run_options *ro = v->ro;
+    const engine_result *res = &r->run;
+    printf("kernel    %s on %d node%s x %d NPUs (%d ranks), seed %llu\n", ro->kernel->name,
+           ro->config.nodes, ro->config.nodes == 1 ? "" : "s", ro->config.npus_per_node,
+           engine_num_ranks(e), (unsigned long long)ro->config.seed);
+    printf("outcome   %s%s%s\n", engine_outcome_name(res->outcome),
+           res->outcome == OUTCOME_COMPLETED ? "" : ": ",
+           res->outcome == OUTCOME_COMPLETED ? "" : res->message);
+    printf("check     %s%s%s\n", r->check, r->check_message[0] ? ": " : "", r->check_message);
+    printf("virtual   %.3f us, %llu events, stalls %.3f us summed over cores\n",
+           (double)res->end_time / 1e6, (unsigned long long)res->events,
+           (double)res->stall_ps / 1e6);
+    engine_memory mem;
+    engine_memory_get(e, &mem);
+    printf("host      %.2f s, %.2f M events/s, GM %.1f MiB\n", r->wall,
+           r->wall > 0 ? (double)res->events / r->wall / 1e6 : 0.0,
+           (double)mem.logical_gm / 1048576.0);
+    printf("payload   %.1f MiB held as references (--payload %s), %.1f MiB written as bytes\n",
+           (double)mem.reference_bytes / 1048576.0, engine_payload_name(ro->config.payload),
+           (double)mem.literal_bytes / 1048576.0);
+    if (res->outcome == OUTCOME_DEADLOCK || res->outcome == OUTCOME_WATCHDOG) {
+        printf("\n");
+        engine_write_report(e, stdout);
     }
-    return NULL;
+}
+
+static void view_ran(void *ctx, engine *e, const record_result *r) {
+    record_view *v = ctx;
+    record_progress_end(&v->prog);
+    if (!r->ran) fprintf(stderr, "npurr record: %s\n", r->error);
+    else view_summary(v, e, r);
+    fflush(stdout);
+}
+
+static void view_closed(void *ctx, const char *run_dir, const record_result *r) {
+    record_view *v = ctx;
+    if (!r->ran || v->ro->quiet) return;
+    FILE *out = open_memstream(&v->stalls, &v->stalls_len);
+    if (!out) {
+        fprintf(stderr, "npurr record: stall summary unavailable: out of memory\n");
+        return;
+    }
+    write_stalls(run_dir, v->ro->out_dir, r->derived, out);
+    fclose(out);
+}
+
+/* After the session: where the run is, the stall summary, the races. */
+static void print_ending(const record_view *v, const record_result *r) {
+    const run_options *ro = v->ro;
+    if (r->traced) {
+        if (r->finish_error[0])
+            fprintf(stderr, "npurr record: %s\n", r->finish_error);
+        else if (r->ran)
+            printf("trace     %s/trace.zst, index %s/index.db\n", ro->out_dir, ro->out_dir);
+        if (r->analysis_error[0])
+            fprintf(stderr, "npurr record: analysis of %s: %s\n", ro->out_dir, r->analysis_error);
+    }
+    if (v->stalls) fwrite(v->stalls, 1, v->stalls_len, stdout);
+    if (r->checker) {
+        printf("\n");
+        hb_print(r->checker, stdout, 20);
+        if (r->installed)
+            printf("\nraces table in %s/index.db (npurr stats %s --races)\n", ro->out_dir,
+                   ro->out_dir);
+    }
 }
 
 int cmd_record(int argc, char **argv) {
     char err[ENGINE_ERRLEN] = "";
-    run_options ro;
-    int rc = run_options_parse(argc, argv, RUN_OPT_OUTPUT | RUN_OPT_NO_TRACE, &ro, err, sizeof err);
+    run_spec spec;
+    int rc = run_spec_from_argv(argc + 1, argv - 1, &spec, err, sizeof err);
     if (rc) {
         fprintf(stderr, "npurr record: %s\n", err);
+        run_spec_free(&spec);
         return rc;
     }
-    if (ro.help) { print_help(&ro); return EXIT_DONE; }
-    if (!ro.out_dir && !ro.no_trace) {
-        fprintf(stderr, "npurr record: -o RUN is required (or --no-trace)\n");
-        return EXIT_USAGE;
+    if (spec.opts.help) {
+        print_help(&spec.opts);
+        run_spec_free(&spec);
+        return EXIT_DONE;
     }
-    /* The run is written into a hidden folder next to -o and renamed into
-     * place at the end (run_folder.c): an existing run survives a failed,
-     * killed or concurrent record. */
-    char tmp_dir[4400] = "";
-    if (!ro.no_trace && run_folder_check_target(ro.out_dir, ro.force, err, sizeof err)) {
-        fprintf(stderr, "npurr record: %s\n", err);
-        return EXIT_USAGE;
-    }
-    if (cli_memory_check(&ro, 0, err, sizeof err)) {
-        fprintf(stderr, "npurr record: %s\n", err);
-        return EXIT_USAGE;
-    }
-    engine *e = NULL;
-    if (engine_create(&ro.config, &e, err, sizeof err) != ENGINE_OK) {
-        fprintf(stderr, "npurr record: %s\n", err);
-        return EXIT_ERROR;
-    }
-    void *state = NULL;
-    if (ro.kernel->setup(e, &ro.kopts, &state, err, sizeof err) != 0) {
-        fprintf(stderr, "npurr record: -k %s: %s\n", ro.kernel->name, err);
-        engine_destroy(e);
-        return EXIT_ERROR;
-    }
-    rec_writer *w = NULL;
-    record_progress prog;
-    record_progress_init(&prog, e, ro.kernel, state, ro.quiet, ro.progress);
-    engine_tee tee = {.also = record_progress_event, .also_ctx = &prog};
-    if (!ro.no_trace) {
-        char *cmdline = shell_join(argc + 1, argv - 1);
-        record_inputs inputs;
-        record_inputs_plan(&ro, &inputs);
-        rec_run_info info = {ro.kernel->name, cmdline, &ro.config, engine_cores_per_rank(e),
-                             engine_num_aic(e), engine_num_aiv(e)};
-        int orc = run_folder_make_temp(ro.out_dir, tmp_dir, sizeof tmp_dir, err, sizeof err);
-        if (!orc) orc = rec_open_with_meta(tmp_dir, &info, inputs.meta, &w, err, sizeof err);
-        free(cmdline);
-        if (!orc && record_inputs_copy(&inputs, tmp_dir, engine_num_ranks(e), err, sizeof err)) {
-            char cerr[ENGINE_ERRLEN];
-            rec_close(w, NULL, "skipped", "the input files could not be copied", cerr, sizeof cerr);
-            w = NULL;
-            orc = -1;
-        }
-        if (orc) {
-            fprintf(stderr, "npurr record: %s\n", err);
-            if (tmp_dir[0]) run_folder_remove(tmp_dir);   /* nothing was recorded */
-            if (ro.kernel->destroy) ro.kernel->destroy(state);
-            engine_destroy(e);
-            return EXIT_ERROR;
-        }
-        rec_attach(w, e);
-        rec_observer(w, &tee.inner);
-        engine_observer wrapped = engine_tee_observer(&tee);
-        engine_set_observer(e, &wrapped);
-    }
-    hb_checker *hb = NULL;
-    if (record_races_attach(e, ro.check_races, &hb, err, sizeof err)) {
-        fprintf(stderr, "npurr record: %s\n", err);
-        char cerr[ENGINE_ERRLEN];
-        if (w) rec_close(w, NULL, "skipped", "the race checker could not start", cerr, sizeof cerr);
-        if (ro.kernel->destroy) ro.kernel->destroy(state);
-        engine_destroy(e);
-        return EXIT_ERROR;
-    }
-    g_running = e;
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    double t0 = wall_now();
-    engine_result res;
-    int run_ok = engine_run(e, &res, err, sizeof err) == ENGINE_OK;
-    double wall = wall_now() - t0;
-    record_progress_end(&prog);
-    /* With a trace to finish, Ctrl-C stays ours until rec_close is done. */
-    g_finishing = w != NULL;
-    g_running = NULL;
-    if (!w) {
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
-    }
-    /* The last chunk is compressed and indexed while the outputs are checked. */
-    rec_flush(w);
-
-    int check_failed = 0, check_interrupted = 0;
-    char check_msg[1024] = "";
-    const char *check_status = "skipped";
-    if (run_ok && res.outcome == OUTCOME_COMPLETED && ro.kernel->check) {
-        if (g_signals) {
-            check_interrupted = 1;
-            snprintf(check_msg, sizeof check_msg, "interrupted before the output check");
-        } else {
-            check_failed = ro.kernel->check(e, state, check_msg, sizeof check_msg) != 0;
-            check_status = check_failed ? "failed" : "passed";
-        }
-    }
-    int status = run_ok ? exit_code(res.outcome, check_failed) : EXIT_ERROR;
-    if (check_interrupted) status = EXIT_ERROR;
-    if (run_ok) status = record_races_status(hb, &res, status);
-    /* After a completed run the analysis tables wait for their first use
-     * (stats, sql, export derive them): recording stays cheap. A run that
-     * hung or failed is derived now, because its causes are the point. */
-    after_job after = {.w = w, .res = run_ok ? &res : NULL, .check_status = check_status,
-                       .check_msg = check_msg, .run_dir = tmp_dir, .target = ro.out_dir,
-                       .derive = !(run_ok && res.outcome == OUTCOME_COMPLETED),
-                       .summary = run_ok && !ro.quiet};
-    int after_started = 0, installed = 0;
-    if (w) {
-        if (pthread_create(&after.thread, NULL, after_main, &after) == 0)
-            after_started = 1;   /* joined below, after the engine is freed */
-        else
-            after_main(&after);
-    }
-    if (!run_ok) {
+    record_view view = {.ro = &spec.opts};
+    record_hooks hooks = {.ctx = &view, .on_start = view_start, .on_event = view_event,
+                          .on_ran = view_ran, .on_closed = view_closed};
+    record_result r;
+    rc = record_session(&spec, &hooks, 1, &r, err, sizeof err);
+    if (rc) {
         fprintf(stderr, "npurr record: %s\n", err);
     } else {
-        printf("kernel    %s on %d node%s x %d NPUs (%d ranks), seed %llu\n", ro.kernel->name,
-               ro.config.nodes, ro.config.nodes == 1 ? "" : "s", ro.config.npus_per_node,
-               engine_num_ranks(e), (unsigned long long)ro.config.seed);
-        printf("outcome   %s%s%s\n", engine_outcome_name(res.outcome),
-               res.outcome == OUTCOME_COMPLETED ? "" : ": ",
-               res.outcome == OUTCOME_COMPLETED ? "" : res.message);
-        printf("check     %s%s%s\n", check_status, check_msg[0] ? ": " : "", check_msg);
-        printf("virtual   %.3f us, %llu events, stalls %.3f us summed over cores\n",
-               (double)res.end_time / 1e6, (unsigned long long)res.events,
-               (double)res.stall_ps / 1e6);
-        engine_memory mem;
-        engine_memory_get(e, &mem);
-        printf("host      %.2f s, %.2f M events/s, GM %.1f MiB\n", wall,
-               wall > 0 ? (double)res.events / wall / 1e6 : 0.0,
-               (double)mem.logical_gm / 1048576.0);
-        printf("payload   %.1f MiB held as references (--payload %s), %.1f MiB written as bytes\n",
-               (double)mem.reference_bytes / 1048576.0, engine_payload_name(ro.config.payload),
-               (double)mem.literal_bytes / 1048576.0);
-        if (res.outcome == OUTCOME_DEADLOCK || res.outcome == OUTCOME_WATCHDOG) {
-            printf("\n");
-            engine_write_report(e, stdout);
-        }
+        print_ending(&view, &r);
+        rc = record_status(&r);
     }
-    fflush(stdout);
-    if (ro.kernel->destroy) ro.kernel->destroy(state);
-    engine_destroy(e);
-    if (after_started) pthread_join(after.thread, NULL);
-    if (w) {
-        g_finishing = 0;
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
-        int interrupted = run_ok && res.outcome == OUTCOME_INTERRUPTED;
-        if (after.close_rc) {
-            /* Disk full or an I/O error: what was written stays readable
-             * up to its last complete chunk; an existing run is untouched. */
-            fprintf(stderr, "npurr record: finishing %s: %s; the partial recording is in %s "
-                    "(`npurr reindex` reads what it holds)\n", ro.out_dir, after.close_err,
-                    tmp_dir);
-            status = EXIT_ERROR;
-        } else if (record_races_write(hb, tmp_dir)) {
-            /* the run stays in its hidden folder: it lacks what was asked */
-            fprintf(stderr, "npurr record: the recording is in %s\n", tmp_dir);
-            status = EXIT_ERROR;
-        } else if (interrupted && ro.force &&
-                   run_folder_check_target(ro.out_dir, 0, err, sizeof err)) {
-            /* An interrupted run does not replace a complete one. */
-            fprintf(stderr, "npurr record: interrupted: %s is left as it was; this recording "
-                    "is in %s\n", ro.out_dir, tmp_dir);
-            status = EXIT_ERROR;
-        } else if (run_folder_install(tmp_dir, ro.out_dir, ro.force, err, sizeof err)) {
-            fprintf(stderr, "npurr record: %s\n", err);
-            status = EXIT_ERROR;
-        } else {
-            installed = 1;
-            if (run_ok) printf("trace     %s/trace.zst, index %s/index.db\n", ro.out_dir, ro.out_dir);
-        }
-        if (after.derive_rc != 0)
-            fprintf(stderr, "npurr record: analysis of %s: %s\n", ro.out_dir, after.derive_err);
-    }
-    if (after.text) fwrite(after.text, 1, after.text_len, stdout);
-    free(after.text);
-    record_races_finish(hb, installed ? ro.out_dir : NULL, 20);
-    return status;
+    free(view.stalls);
+    record_result_free(&r);
+    run_spec_free(&spec);
+    return rc;
 }

@@ -51,19 +51,23 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name) {
     return NULL;
 }
 
-int cmd_stats(int argc, char **argv) {
-    const char *run = NULL;
-    ana_group_by by = ANA_BY_ROLE;
-    size_t top = 0;
-    int csv = 0;
-    int races = 0;
+typedef struct stats_args {
+    const char *run;
+    ana_group_by by;
+    size_t top;
+    int csv, races;
+} stats_args;
+
+/* -1: --help printed; 0: parsed; 2: a usage error, printed. */
+static int parse_stats(int argc, char **argv, stats_args *x) {
+    *x = (stats_args){.by = ANA_BY_ROLE};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             stats_usage(stdout);
-            return 0;
+            return -1;
         } else if (!strncmp(a, "--by", 4) && (a[4] == 0 || a[4] == '=')) {
-            if (!(v = opt_value(argc, argv, &i, "--by")) || ana_group_by_parse(v, &by)) {
+            if (!(v = opt_value(argc, argv, &i, "--by")) || ana_group_by_parse(v, &x->by)) {
                 fprintf(stderr, "npurr stats: --by needs one of role, site, rank, kind, object, "
                         "cause (got '%s')\n", v ? v : "");
                 return 2;
@@ -77,26 +81,37 @@ int cmd_stats(int argc, char **argv) {
                         v ? v : "");
                 return 2;
             }
-            top = (size_t)n;
+            x->top = (size_t)n;
         } else if (!strcmp(a, "--csv")) {
-            csv = 1;
+            x->csv = 1;
         } else if (!strcmp(a, "--races")) {
-            races = 1;
+            x->races = 1;
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "npurr stats: unknown option '%s'\n", a);
             stats_usage(stderr);
             return 2;
-        } else if (!run) {
-            run = a;
+        } else if (!x->run) {
+            x->run = a;
         } else {
             fprintf(stderr, "npurr stats: unexpected argument '%s' (one RUN only)\n", a);
             return 2;
         }
     }
-    if (!run) {
+    if (!x->run) {
         stats_usage(stderr);
         return 2;
     }
+    return 0;
+}
+
+int cmd_stats(int argc, char **argv) {
+    stats_args x;
+    int prc = parse_stats(argc, argv, &x);
+    if (prc) return prc < 0 ? 0 : prc;
+    const char *run = x.run;
+    ana_group_by by = x.by;
+    size_t top = x.top;
+    int csv = x.csv, races = x.races;
     if (races) return stats_races(run, top);
     char err[1024];
     sqlite3 *db = NULL;

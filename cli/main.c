@@ -51,8 +51,9 @@ int main(int argc, char **argv) {
         if (strcmp(name, "help") == 0 && argc > 2) {
             for (size_t i = 0; i < N_COMMANDS; i++)
                 if (strcmp(commands[i].name, argv[2]) == 0) {
-                    char *sub[] = {argv[2], "--help", NULL};
-                    return commands[i].run(2, sub);
+                    /* argv[-1] stays the program, as cli.h promises */
+                    char *sub[] = {argv[0], argv[2], "--help", NULL};
+                    return commands[i].run(2, sub + 1);
                 }
         }
         usage(stdout);

@@ -47,7 +47,7 @@ int64_t dispatch_hccs_ring_total(const dispatch_plan *p, int d, int c, int l) {
 /* npy:PATH as one file must hold exactly every rank's rows. */
 static int check_npy_rows(const dispatch_plan *p, char *err, size_t errlen) {
     const dispatch_shape *sh = &p->sh;
-    if (strncmp(sh->routing.text, "npy:", 4) != 0) return 0;
+    if (!routing_npy_file(sh->routing.text)) return 0;
     /* p may be a counting plan: only sh and token_base are filled */
     int64_t rows, cols;
     int per_rank;

@@ -88,6 +88,19 @@ int kernel_estimate_memory(const struct kernel_desc *k, const kernel_opts *o, in
  * ..."), for help texts outside the kernels (routing.c). */
 const char *routing_kinds_help(void);
 
+/* The input-file grammar of kernel options, in one place
+ * (routing_npy_path.c): a value "npy:PATH" names a NumPy file; "{rank}" in
+ * PATH makes it one file per rank. */
+#define ROUTING_NPY_SCHEME "npy:"
+#define ROUTING_NPY_RANK "{rank}"
+/* PATH of an "npy:PATH" option value; NULL when the value names no file. */
+const char *routing_npy_file(const char *value);
+/* 1 when path holds "{rank}" (one file per rank), else 0. */
+int routing_npy_per_rank(const char *path);
+/* path with its first "{rank}" replaced by rank, into out (path itself
+ * when it has none). 0, or -1 when it does not fit in outlen. */
+int routing_npy_rank_path(const char *path, int rank, char *out, size_t outlen);
+
 /* NULL-terminated list of every kernel. */
 const kernel_desc *const *kernels_all(void);
 const kernel_desc *kernels_find(const char *name);

@@ -35,6 +35,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels.h"   /* the input-file grammar */
+
 #define ROUTING_SPEC_MAX 256
 
 typedef struct routing_spec {
@@ -76,10 +78,19 @@ int routing_generate_at(const routing_spec *spec, const routing_shape *shape, ui
                         int rank, int64_t first_row, int tokens, int32_t *expert_ids,
                         float *topk_weights, char *err, size_t errlen);
 
+/* The input-file grammar (ROUTING_NPY_SCHEME, routing_npy_file, ...) is in
+ * kernels.h: the CLI and the session library use it too. */
+
 /* npy:PATH: the array shape of rank's file (rows, columns) and whether the
- * path has a "{rank}" placeholder (one file per rank). */
+ * path has a "{rank}" placeholder (one file per rank). routing_npy_rows.c. */
 int routing_npy_shape(const routing_spec *spec, int rank, int64_t *rows, int64_t *cols,
                       int *per_rank, char *err, size_t errlen);
+/* The npy kind's generator, which routing.c's kind table calls: rank's rows
+ * from first_row on (per-rank files from their first row), weights drawn as
+ * for the other kinds. routing_npy_rows.c. */
+int routing_npy_generate_rows(const routing_spec *spec, const routing_shape *shape, uint64_t seed,
+                              int rank, int64_t first_row, int tokens, int32_t *ids,
+                              float *weights, char *err, size_t errlen);
 
 /* The header of a .npy file, as routing_npy_parse accepts it. */
 typedef struct routing_npy_header {
@@ -99,9 +110,7 @@ int routing_npy_parse(const unsigned char *buf, size_t len, routing_npy_header *
 /* active-ranks:N: the k-th active rank (k < N). */
 int routing_active_rank(const routing_shape *shape, int k);
 
-/* The known kinds, "uniform | zipf:S | ...", made from the one table: for help
- * texts and errors. */
-const char *routing_kinds_help(void);
+/* routing_kinds_help (kernels.h): the known kinds, made from the one table. */
 
 /* ---- building blocks for new kinds ---- */
 

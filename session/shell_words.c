@@ -3,7 +3,7 @@
  * quoting (so it can be pasted into a shell), and split back into argv by
  * `replay`, which rebuilds the run from it.
  */
-#include "cli.h"
+#include "session/session.h"
 
 #include <stdlib.h>
 #include <string.h>

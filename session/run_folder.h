@@ -1,7 +1,7 @@
 /*
  * run_folder.h - recording into a hidden folder next to the target and
  * renaming it into place under a lock (see run_folder.c). Internal to the
- * CLI.
+ * session library.
  */
 #ifndef NPURR_RUN_FOLDER_H
 #define NPURR_RUN_FOLDER_H

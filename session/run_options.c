@@ -5,12 +5,15 @@
  * option; malformed values are errors naming option and value. Every
  * option with a value takes it as `--opt VALUE` or `--opt=VALUE`.
  */
-#include "cli.h"
+#include "session/session.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* What run_options_parse returns on a bad option: the CLI's exit code 2. */
+enum { EXIT_USAGE = SESSION_USAGE };
 
 static const struct {
     const char *name;
@@ -43,7 +46,7 @@ static const struct {
 };
 #define N_ENGINE_OPTS (sizeof engine_opts / sizeof engine_opts[0])
 
-void run_options_list_kernels(FILE *out) {
+static void run_options_list_kernels(FILE *out) {
     fprintf(out, "kernels:\n");
     for (const kernel_desc *const *k = kernels_all(); *k; k++)
         fprintf(out, "  %-26s %s\n", (*k)->name, (*k)->summary);
@@ -132,11 +135,8 @@ static int needs_execution(const char *opt) {
     return 0;
 }
 
-int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *err, size_t errlen) {
-    memset(ro, 0, sizeof *ro);
-    engine_config_defaults(&ro->config);
-    allow = effective_allow(allow);
-    /* find -k first: the kernel decides which options exist */
+/* -k first, and --help: the kernel decides which options exist. */
+static int find_kernel(int argc, char **argv, run_options *ro, char *err, size_t errlen) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) ro->help = 1;
         const char *name = NULL;
@@ -154,6 +154,14 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
             }
         }
     }
+    return 0;
+}
+
+int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *err, size_t errlen) {
+    memset(ro, 0, sizeof *ro);
+    engine_config_defaults(&ro->config);
+    allow = effective_allow(allow);
+    if (find_kernel(argc, argv, ro, err, errlen)) return EXIT_USAGE;
     if (ro->help) return 0;
     if (!ro->kernel) { snprintf(err, errlen, "-k KERNEL is required"); return EXIT_USAGE; }
     kopts_init(&ro->kopts, ro->kernel);

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "session/session.h"
 
 static void human(char *out, size_t n, uint64_t b) {
     if (b >= (1ull << 40)) snprintf(out, n, "%.1f TiB", (double)b / (double)(1ull << 40));
@@ -39,7 +39,7 @@ static void machine_memory(uint64_t *total, uint64_t *avail) {
     }
 }
 
-int cli_memory_check(const run_options *ro, int host_only, char *err, size_t errlen) {
+int session_memory_check(const run_options *ro, int host_only, char *err, size_t errlen) {
     kernel_estimate est;
     char why[ENGINE_ERRLEN];
     if (kernel_estimate_memory(ro->kernel, &ro->kopts, ro->config.nodes,

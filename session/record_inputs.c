@@ -2,43 +2,36 @@
  * record_inputs.c - input files named by kernel options (`--routing
  * npy:PATH`, with `{rank}` for one file per rank) travel with the run:
  * `record` copies them into RUN/inputs/ and writes a header key
- * replay.opt.NAME = npy:{RUN}/inputs/... so `replay` reads the copies, and a
- * run folder stays all that replay needs.
+ * replay.opt.NAME = npy:{RUN}/inputs/... so `replay` reads the copies
+ * (record_inputs_redirect), and a run folder stays all that replay needs.
+ * The npy:PATH / {rank} grammar itself is routing_npy_path.c's.
  */
-#include "record_inputs.h"
+#include "session/record_inputs.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#define FILE_SCHEME "npy:"
+#include "engine/kernels/kernels.h"
 
-static char *with_rank(const char *pattern, int rank) {
-    const char *ph = strstr(pattern, "{rank}");
-    size_t n = strlen(pattern) + 16;
-    char *out = malloc(n);
-    if (!out) return NULL;
-    if (ph) snprintf(out, n, "%.*s%d%s", (int)(ph - pattern), pattern, rank, ph + 6);
-    else snprintf(out, n, "%s", pattern);
-    return out;
-}
+/* Where a run folder's path goes in a replay.opt value. */
+#define RUN_PLACEHOLDER "{RUN}"
 
 int record_inputs_plan(const run_options *ro, record_inputs *in) {
     memset(in, 0, sizeof *in);
     int k = 0;
     for (int i = 0; i < ro->kopts.count && k < RECORD_INPUTS_MAX; i++) {
-        const char *v = ro->kopts.values[i];
-        if (!v || strncmp(v, FILE_SCHEME, strlen(FILE_SCHEME)) != 0) continue;
-        const char *path = v + strlen(FILE_SCHEME);
-        int per_rank = strstr(path, "{rank}") != NULL;
+        const char *path = routing_npy_file(ro->kopts.values[i]);
+        if (!path) continue;
+        int per_rank = routing_npy_per_rank(path);
         record_input *r = &in->items[k++];
         r->option = ro->kopts.names[i];
         r->source = path;
         r->per_rank = per_rank;
         snprintf(r->key, sizeof r->key, "replay.opt.%s", r->option);
-        snprintf(r->value, sizeof r->value, "%s{RUN}/inputs/%s%s.npy", FILE_SCHEME, r->option,
-                 per_rank ? ".{rank}" : "");
+        snprintf(r->value, sizeof r->value, "%s" RUN_PLACEHOLDER "/inputs/%s%s.npy",
+                 ROUTING_NPY_SCHEME, r->option, per_rank ? "." ROUTING_NPY_RANK : "");
     }
     in->count = k;
     for (int i = 0; i < k; i++) {
@@ -85,15 +78,44 @@ int record_inputs_copy(const record_inputs *in, const char *run_dir, int n_ranks
     for (int i = 0; i < in->count; i++) {
         const record_input *r = &in->items[i];
         for (int rank = 0; rank < (r->per_rank ? n_ranks : 1); rank++) {
-            char *from = with_rank(r->source, rank);
-            char to[4300];
+            char from[4096], to[4300];
+            if (routing_npy_rank_path(r->source, rank, from, sizeof from)) {
+                snprintf(err, errlen, "input file %s: path too long", r->source);
+                return -1;
+            }
             if (r->per_rank) snprintf(to, sizeof to, "%s/%s.%d.npy", dir, r->option, rank);
             else snprintf(to, sizeof to, "%s/%s.npy", dir, r->option);
-            int rc = from ? copy_file(from, to, err, errlen) : -1;
-            if (!from) snprintf(err, errlen, "out of memory");
-            free(from);
-            if (rc) return -1;
+            if (copy_file(from, to, err, errlen)) return -1;
         }
+    }
+    return 0;
+}
+
+/* value with every {RUN} replaced by run_dir; malloc'd. */
+static char *with_run_dir(const char *value, const char *run_dir) {
+    size_t ph = strlen(RUN_PLACEHOLDER), cap = strlen(value) + 1;
+    for (const char *p = strstr(value, RUN_PLACEHOLDER); p; p = strstr(p + ph, RUN_PLACEHOLDER))
+        cap += strlen(run_dir);
+    char *s = malloc(cap), *w = s;
+    if (!s) return NULL;
+    for (const char *p = value; *p;) {
+        if (strncmp(p, RUN_PLACEHOLDER, ph) == 0) { w += sprintf(w, "%s", run_dir); p += ph; }
+        else *w++ = *p++;
+    }
+    *w = 0;
+    return s;
+}
+
+int record_inputs_redirect(rec_reader *r, const char *run_dir, run_options *ro, char **owned,
+                           char *err, size_t errlen) {
+    for (int i = 0; i < ro->kopts.count; i++) {
+        char key[128];
+        snprintf(key, sizeof key, "replay.opt.%s", ro->kopts.names[i]);
+        const char *v = rec_reader_meta(r, key);
+        if (!v) continue;
+        owned[i] = with_run_dir(v, run_dir);
+        if (!owned[i]) { snprintf(err, errlen, "out of memory"); return -1; }
+        ro->kopts.values[i] = owned[i];
     }
     return 0;
 }

@@ -1,0 +1,197 @@
+/*
+ * session.h - a run as an object: what it is (a run spec, from a command
+ * line or from a run folder), recording it (record_session) and replaying
+ * it against its trace (replay_session_*). The run-session library's one
+ * public header; the CLI, the benchmarks and the tests rebuild runs through
+ * it instead of assembling engine, kernel, recorder and replayer by hand.
+ *
+ * A run spec is everything that decides a run: the kernel, the engine
+ * configuration (topology, chip, seed, jitter, delays, timing, watchdog,
+ * payload mode), the kernel's options, and the input files they name. From
+ * argv it is parsed as `npurr record` parses it (run_options_parse); from a
+ * run folder it is the recorded command line parsed the same way, with the
+ * header's config.* and hw.* over it and the input options redirected to
+ * the copies in the folder, so a run folder is all a replay needs.
+ *
+ * record_session is `npurr record` without the printing: check the target
+ * folder and the memory the options imply, build the engine, set up the
+ * kernel, open the recorder in a hidden folder next to the target and copy
+ * the input files in, run (optionally the happens-before checker too), check
+ * the outputs, finish trace and index on a second thread while the engine is
+ * freed, and rename the folder into place (run_folder.c). The caller prints
+ * through hooks called at fixed points. replay_session_open(RUN) is rr's
+ * ReplaySession::create(dir): the run rebuilt from its folder, ready to
+ * re-execute and compare event by event.
+ *
+ * Errors are values: calls return SESSION_OK or how they failed, with a
+ * sentence naming the input at fault in err. The codes are numbered as the
+ * CLI's exit codes (DESIGN.md), so `npurr` maps them one to one.
+ */
+#ifndef NPURR_SESSION_H
+#define NPURR_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "checker/hb.h"
+#include "engine/engine.h"
+#include "engine/kernels/kernels.h"
+#include "replayer/replayer.h"
+
+typedef enum {
+    SESSION_OK = 0,
+    SESSION_ERROR = 1,     /* bad input, I/O, a kernel the options cannot set up */
+    SESSION_USAGE = 2,     /* a bad option or value, an unusable -o, a run too large */
+    SESSION_DIVERGED = 5   /* replay: the header does not describe the run it rebuilds */
+} session_rc;
+
+/* ---- options and run specs (run_options.c, run_spec.c) ---- */
+
+/* A run's options as parsed from argv. Strings point into argv. */
+typedef struct run_options {
+    const kernel_desc *kernel;
+    engine_config config;
+    kernel_opts kopts;
+    const char *out_dir;      /* -o RUN */
+    const char *hw_file;
+    int no_trace;
+    int force;                /* --force: -o may replace an existing run */
+    int check_races;          /* --check races */
+    int quiet;
+    int progress;             /* --progress: the progress line even off a terminal */
+    int help;
+} run_options;
+
+/* Parses argv[1..] of record/layout/replay. `allow` is a mask of which
+ * non-kernel options the command takes. Returns 0, or SESSION_USAGE /
+ * SESSION_ERROR with err naming the option at fault. */
+enum { RUN_OPT_OUTPUT = 1, RUN_OPT_NO_TRACE = 2,
+       RUN_OPT_EXECUTES = 4 /* --seed/--jitter/--hw/--watchdog-us/--quiet; implied by the
+                               other two: record and replay run the engine, layout does not */ };
+int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *err, size_t errlen);
+/* Help text for the engine options and, if k is not NULL, its options
+ * (else the list of kernels). */
+void run_options_help(FILE *out, const kernel_desc *k, int allow);
+
+/* Before an engine or plan is built: the kernel's options validated
+ * against the topology and its memory estimate (kernel_estimate_memory)
+ * against the machine's available memory; host_only compares only the
+ * host-side plan (what `layout` allocates). -1 with err naming the options
+ * and both sizes (a usage error). memory_check.c. */
+int session_memory_check(const run_options *ro, int host_only, char *err, size_t errlen);
+
+/* Joins argv with POSIX shell quoting (the recorded command_line);
+ * malloc'd, NULL when out of memory. */
+char *shell_join(int argc, char **argv);
+/* Splits a shell_join result back into words; *argv_out and its strings are
+ * one malloc'd block. Returns argc, or -1 on malformed quoting. */
+int shell_split(const char *line, char ***argv_out);
+
+/* A run spec: the options and the storage they point into. */
+typedef struct run_spec {
+    run_options opts;
+    char *command_line;              /* as the trace header keeps it (owned) */
+    char **words, **argv;            /* a recorded line split back (owned) */
+    char *inputs[64];                /* option values redirected into a run folder,
+                                      * one per kernel option (kernel_opts holds 64) */
+} run_spec;
+
+/* From a whole command line: argv[0] the program, argv[1] the subcommand
+ * (`record`), then its options, as `npurr record` takes them. The options
+ * point into argv, which must outlive the spec. spec->opts.help set: only
+ * the kernel is known. SESSION_OK, or SESSION_USAGE / SESSION_ERROR with err. */
+int run_spec_from_argv(int argc, char **argv, run_spec *spec, char *err, size_t errlen);
+/* From the run folder dir whose trace r is open: its recorded command
+ * line, the header's config.* and hw.* over it, input options pointed at
+ * the copies in dir. note names hw keys the trace lacks ("" if none).
+ * SESSION_OK, or SESSION_ERROR with err naming dir. */
+int run_spec_from_run(rec_reader *r, const char *dir, run_spec *spec, char *note, size_t notelen,
+                      char *err, size_t errlen);
+void run_spec_free(run_spec *spec);
+
+/* ---- recording (record_session.c, record_finish.c) ---- */
+
+typedef struct record_result {
+    int ran;                         /* engine_run returned a result (else error says why) */
+    engine_result run;
+    char error[ENGINE_ERRLEN];
+    double wall;                     /* seconds in engine_run */
+    uint64_t sched_steps;            /* scheduling steps taken (the unit of --pct-span) */
+    const char *check;               /* "passed" | "failed" | "skipped" */
+    char check_message[1024];
+    int check_interrupted;           /* Ctrl-C before the output check */
+    int derived;                     /* analysis tables derived at once (a run that did not complete) */
+    hb_checker *checker;             /* --check races: the reports (record_result_free frees it) */
+    uint64_t races, sync_errors;
+    /* With a trace: */
+    int traced;
+    int installed;                   /* renamed to -o */
+    char run_dir[4400];              /* where the run is: -o, or the hidden folder it stayed in */
+    char finish_error[2 * ENGINE_ERRLEN + 9000];  /* why it stayed there ("" if installed) */
+    char analysis_error[ENGINE_ERRLEN];       /* the derivation failed ("" if not) */
+} record_result;
+
+/* Where the caller looks in; each may be NULL. */
+typedef struct record_hooks {
+    void *ctx;
+    /* The engine and the kernel's state exist; the run has not started. */
+    void (*on_start)(void *ctx, engine *e, const kernel_desc *k, const void *kernel_state);
+    /* Every event, after the recorder saw it (only with a trace). */
+    void (*on_event)(void *ctx, const engine_event *ev);
+    /* The run and the output check are over; the engine still exists. */
+    void (*on_ran)(void *ctx, engine *e, const record_result *r);
+    /* On the finishing thread: trace and index of run_dir (the hidden
+     * folder, not yet renamed) are complete, derived when r->derived. */
+    void (*on_closed)(void *ctx, const char *run_dir, const record_result *r);
+} record_hooks;
+
+/* Records spec (its -o, --force, --no-trace, --check races included).
+ * catch_signals: the first Ctrl-C or SIGTERM stops the run at the next
+ * event (outcome interrupted) or skips the output check, and the trace is
+ * finalised; a second one exits. Returns SESSION_OK once the run ran or
+ * failed inside (r says how it ended and where the run folder is); or,
+ * before anything was recorded, SESSION_USAGE (a bad -o, a run too large)
+ * or SESSION_ERROR, with err. */
+int record_session(const run_spec *spec, const record_hooks *hooks, int catch_signals,
+                   record_result *r, char *err, size_t errlen);
+void record_result_free(record_result *r);
+
+/* ---- replaying (replay_session.c) ---- */
+
+typedef struct replay_session replay_session;
+
+/* The run recorded in dir, rebuilt: spec from the folder, engine created,
+ * kernel set up, the header checked against the rebuilt run. SESSION_OK;
+ * SESSION_DIVERGED when the header does not describe that run (err says
+ * which key); SESSION_ERROR with err naming dir otherwise. */
+int replay_session_open(const char *dir, replay_session **out, char *err, size_t errlen);
+const run_spec *replay_session_spec(const replay_session *s);
+engine *replay_session_engine(replay_session *s);
+/* hw keys the trace lacks, whose defaults the replay uses ("" if none). */
+const char *replay_session_note(const replay_session *s);
+
+typedef struct replay_run {
+    int ran;                         /* engine_run returned a result (else error says why) */
+    engine_result run;
+    char error[ENGINE_ERRLEN];
+    double wall;                     /* seconds in engine_run */
+    const char *check;               /* "passed" | "failed" | "skipped" */
+    char check_message[1024];
+} replay_run;
+
+/* Re-executes the run under the comparing observer (o: break point,
+ * checkpoints; NULL none), runs the kernel's check on a completed run and
+ * compares the ending with the trailer. catch_signals: Ctrl-C stops the
+ * replay at the next event. SESSION_OK with rr filled, or SESSION_ERROR
+ * when the replayer cannot attach (err). */
+int replay_session_run(replay_session *s, const replay_opts *o, int catch_signals,
+                       replay_run *rr, char *err, size_t errlen);
+/* After replay_session_run: the comparison (replay_verdict_get). */
+const replay_verdict *replay_session_verdict(const replay_session *s);
+/* The replayer, for its report, exit code, checkpoints and gotos. */
+replay *replay_session_replay(replay_session *s);
+/* Frees everything; NULL is ignored. */
+void replay_session_close(replay_session *s);
+
+#endif
