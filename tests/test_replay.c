@@ -470,8 +470,9 @@ static void test_one_edited_event_diverges_at_its_seq(void **state) {
     free(evs.v);
 }
 
-/* Enough loop iterations for a second chunk (REC_CHUNK_EVENTS). */
+/* Enough loop iterations for a second chunk of SMALL_CHUNK events. */
 #define BIG_ITERS 9000
+#define SMALL_CHUNK 65536
 
 static void test_truncated_trace_says_how_far_it_is_complete(void **state) {
     (void)state;
@@ -479,8 +480,10 @@ static void test_truncated_trace_says_how_far_it_is_complete(void **state) {
     path_of(src, sizeof src, "trunc_src");
     path_of(dst, sizeof dst, "trunc_dst");
     events evs = {0};
+    setenv("NPURR_CHUNK_EVENTS", "65536", 1);
     record(src, V_PLAIN, BIG_ITERS, "skipped", NULL, &evs);
-    assert_true(evs.n > REC_CHUNK_EVENTS);
+    unsetenv("NPURR_CHUNK_EVENTS");
+    assert_true(evs.n > SMALL_CHUNK);
     /* Find the second chunk's frame and cut the copy in its middle. */
     rec_reader *r;
     assert_int_equal(rec_reader_open(src, &r, err, sizeof err), 0);
