@@ -16,7 +16,6 @@
 #include <string.h>
 
 static _Thread_local core *g_current;
-static _Thread_local engine *g_engine;
 
 #define KEY_COUNTER_BITS 40
 #define KEY_COUNTER_MASK ((1ULL << KEY_COUNTER_BITS) - 1)
@@ -241,18 +240,8 @@ static void emit_blocked(engine *e) {
     }
 }
 
-int engine_run(engine *e, engine_result *res, char *err, size_t errlen) {
-    memset(res, 0, sizeof *res);
-    if (e->running) {
-        snprintf(err, errlen, "engine_run: this engine has already run");
-        return ENGINE_ERR;
-    }
-    if (e->n_launches == 0) {
-        snprintf(err, errlen, "engine_run: no kernel was launched");
-        return ENGINE_ERR;
-    }
-    e->running = 1;
-    g_engine = e;
+/* Every launched core becomes a coroutine, ready at time 0. */
+static int start_cores(engine *e, char *err, size_t errlen) {
     int n = e->n_ranks * e->cores_per_rank;
     for (int i = 0; i < n; i++) {
         core *c = &e->cores[i];
@@ -265,6 +254,12 @@ int engine_run(engine *e, engine_result *res, char *err, size_t errlen) {
         c->status = CS_READY;
         eng_push(e, 0, c->prio, Q_CORE, (uint32_t)i);
     }
+    return ENGINE_OK;
+}
+
+/* The discrete-event loop: completions and core resumptions in (time, tie
+ * key) order until the run ends, stops or passes the watchdog. */
+static void run_loop(engine *e) {
     while (e->outcome == OUTCOME_RUNNING && e->heap_n) {
         if (e->stop_requested) {
             eng_stop(e, OUTCOME_INTERRUPTED, "the run was stopped on request (Ctrl-C or SIGTERM)");
@@ -293,6 +288,12 @@ int engine_run(engine *e, engine_result *res, char *err, size_t errlen) {
             e->current = NULL;
         }
     }
+}
+
+/* Nothing left to run: completed, or a deadlock naming how many cores are
+ * blocked; blocked waits are closed and count up to the end. */
+static void finish_outcome(engine *e) {
+    int n = e->n_ranks * e->cores_per_rank;
     if (e->outcome == OUTCOME_RUNNING) {
         if (e->finished_cores == e->launched_cores) {
             eng_stop(e, OUTCOME_COMPLETED, "completed");
@@ -307,12 +308,27 @@ int engine_run(engine *e, engine_result *res, char *err, size_t errlen) {
         }
     }
     if (e->outcome == OUTCOME_DEADLOCK || e->outcome == OUTCOME_WATCHDOG) emit_blocked(e);
-    /* Waits that never ended count up to the end of the run. */
     for (int i = 0; i < n; i++) {
         core *c = &e->cores[i];
         if (c->launch >= 0 && c->status == CS_BLOCKED && e->now > c->wait_begin_time)
             e->stall_ps += e->now - c->wait_begin_time;
     }
+}
+
+int engine_run(engine *e, engine_result *res, char *err, size_t errlen) {
+    memset(res, 0, sizeof *res);
+    if (e->running) {
+        snprintf(err, errlen, "engine_run: this engine has already run");
+        return ENGINE_ERR;
+    }
+    if (e->n_launches == 0) {
+        snprintf(err, errlen, "engine_run: no kernel was launched");
+        return ENGINE_ERR;
+    }
+    e->running = 1;
+    if (start_cores(e, err, errlen) != ENGINE_OK) return ENGINE_ERR;
+    run_loop(e);
+    finish_outcome(e);
     engine_event end = {.kind = EV_RUN_END, .time = e->now, .value = e->outcome};
     eng_emit(e, &end);
     res->outcome = e->outcome;
@@ -320,6 +336,5 @@ int engine_run(engine *e, engine_result *res, char *err, size_t errlen) {
     res->events = e->seq;
     res->stall_ps = e->stall_ps;
     snprintf(res->message, sizeof res->message, "%s", e->message);
-    g_engine = NULL;
     return ENGINE_OK;
 }
