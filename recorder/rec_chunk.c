@@ -395,6 +395,7 @@ void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
         out->oom = 1;
         return;
     }
+    rec_order_pending_reset(&codec->order);
     memset(codec->ctx, 0, sizeof codec->ctx);
     memset(codec->time, 0, sizeof codec->time);
     memset(codec->prev_site, 0, sizeof codec->prev_site);
@@ -402,7 +403,7 @@ void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
     memset(codec->flag_aux, 0, sizeof codec->flag_aux);
     memset(codec->site, 0, sizeof codec->site);
     uint8_t **uw = &codec->w[stream_slot(0, 0)];   /* the ungrouped columns */
-    uint64_t prev_seq = 0, prev_k = 0;
+    uint64_t prev_seq = 0;
     for (size_t i = 0; i < n; i++) {
         const engine_event *e = &evs[i];
         uint8_t **gw = uw;
@@ -415,11 +416,10 @@ void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
         if (src >= 0) {
             /* The issue's rank among pending issues, as a change from the
              * previous copy's; the duration (done - start) repeats. */
-            uint64_t k = pend_rank(codec, (size_t)src);
+            uint64_t k = rec_order_pending_take(&codec->order, i, (size_t)src);
             *uw[REC_COL_KIND]++ = (uint8_t)(REC_KIND_COPY | EV_XFER_DONE);
             gw = &codec->w[stream_slot(COPY_LINK_GROUP, 0)];
-            PUT(REC_COL_LINK, rec_zigzag((int64_t)(k - prev_k)));
-            prev_k = k;
+            PUT(REC_COL_LINK, k);
             pend_del(codec, (size_t)src);
             continue;
         }
@@ -437,7 +437,10 @@ void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
             *uw[REC_COL_PIPE]++ = e->pipe;
             *uw[REC_COL_SUB]++ = e->sub;
         }
-        if (e->kind == EV_XFER_ISSUE) pend_add(codec, i);
+        if (e->kind == EV_XFER_ISSUE) {
+            pend_add(codec, i);
+            rec_order_pending_add(&codec->order, i);
+        }
         unsigned cs = core_slot(e);
         /* A core's code walks the same cycle of sites as its siblings:
          * 0 when the site is the one that followed the core's previous
@@ -611,23 +614,30 @@ static int decode_order(rec_codec *codec, size_t n, int *derived, char *err, siz
         snprintf(err, errlen, "chunk event order (core table, times or exceptions) is corrupt");
         return -1;
     }
+    rec_order_pending_reset(&codec->order);
     return 0;
 }
 
-/* A DONE copied from its pending ISSUE: the issue's rank among pending
- * issues is stored, and (format 4) its duration. */
+/* A DONE copied from its pending ISSUE: the issue's rank among its core's
+ * pending issues (format 5) or among all pending issues, as a change from
+ * the previous copy's (format 4), and (format 4) its duration. */
 static int decode_copy(rec_codec *codec, engine_event *all, size_t i, uint8_t kb, int derived,
                        uint64_t *prev_k, char *err, size_t errlen) {
     engine_event *e = &all[i];
     rec_cur *gc = &codec->cur[stream_slot(COPY_LINK_GROUP, 0)];
-    uint64_t k = *prev_k + (uint64_t)rec_unzigzag(GET(REC_COL_LINK));
-    *prev_k = k;
-    size_t src = pend_select(codec, k);
+    size_t src;
+    if (derived) {
+        src = rec_order_pending_select(&codec->order, i, GET(REC_COL_LINK));
+    } else {
+        uint64_t k = *prev_k + (uint64_t)rec_unzigzag(GET(REC_COL_LINK));
+        *prev_k = k;
+        src = pend_select(codec, k);
+        if (src < i) pend_del(codec, src);
+    }
     if (src >= i) {
         snprintf(err, errlen, "event %zu of the chunk copies a transfer it does not hold", i);
         return -1;
     }
-    pend_del(codec, src);
     uint64_t seq = e->seq;
     *e = all[src];
     e->kind = (uint8_t)(kb & ~REC_KIND_COPY);
@@ -713,7 +723,10 @@ static int decode_full(rec_codec *codec, engine_event *e, size_t i, uint8_t kb, 
         e->core = (uint32_t)rec_cur_varint(&uc[REC_COL_CORE]);
     }
     if (decode_site_kind(codec, e, i, kb, err, errlen)) return -1;
-    if (e->kind == EV_XFER_ISSUE) pend_add(codec, i);
+    if (e->kind == EV_XFER_ISSUE) {
+        if (derived) rec_order_pending_add(&codec->order, i);
+        else pend_add(codec, i);
+    }
     unsigned g = event_group(e);
     codec->group_seen[g] = 1;
     rec_cur *gc = &codec->cur[stream_slot(g, 0)];

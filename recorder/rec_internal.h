@@ -190,6 +190,7 @@ typedef struct rec_order {
     uint32_t *rank, *core, *count, *start, *pos, *heap, *heap_at;
     uint64_t *time;       /* n times, core-major */
     uint32_t *ev_core;    /* each event's core (table index) */
+    uint32_t *pend_next, *pend_head, *pend_tail;  /* pending issues per core */
     uint64_t *hash;       /* encoder: open-addressed set of (rank, core) keys */
 } rec_order;
 /* Writes the core table, the times and the exceptions for evs; -1 on OOM. */
@@ -200,6 +201,14 @@ int rec_order_decode(rec_order *o, size_t n, rec_cur *cores, rec_cur *times, rec
 /* Rank, core and time of event i (called once per event, in order). */
 void rec_order_event(rec_order *o, size_t i, engine_event *e);
 void rec_order_free(rec_order *o);
+/* Pending XFER_ISSUEs per core, for copied DONEs (format 5): reset at a
+ * chunk's start (after the order is known), add issue i, and take the
+ * issue at src for DONE i (returning its rank among its core's pending
+ * issues) or select the k-th for DONE i (SIZE_MAX if there is none). */
+void rec_order_pending_reset(rec_order *o);
+void rec_order_pending_add(rec_order *o, size_t i);
+uint64_t rec_order_pending_take(rec_order *o, size_t i, size_t src);
+size_t rec_order_pending_select(rec_order *o, size_t i, uint64_t k);
 
 typedef struct rec_codec {
     rec_ctx ctx[REC_CTX_SLOTS];

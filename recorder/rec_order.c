@@ -42,6 +42,9 @@ void rec_order_free(rec_order *o) {
     free(o->heap_at);
     free(o->time);
     free(o->ev_core);
+    free(o->pend_next);
+    free(o->pend_head);
+    free(o->pend_tail);
     free(o->hash);
     memset(o, 0, sizeof *o);
 }
@@ -49,7 +52,8 @@ void rec_order_free(rec_order *o) {
 static int reserve_cores(rec_order *o, size_t cores) {
     size_t cap = o->cap_cores;
     if (grow((void **)&o->rank, &cap, cores, sizeof *o->rank)) return -1;
-    uint32_t **arrays[] = {&o->core, &o->count, &o->start, &o->pos, &o->heap, &o->heap_at};
+    uint32_t **arrays[] = {&o->core,    &o->count,     &o->start,    &o->pos,
+                           &o->heap,    &o->heap_at,   &o->pend_head, &o->pend_tail};
     for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++) {
         size_t c = o->cap_cores;
         if (grow((void **)arrays[k], &c, cores, sizeof(uint32_t))) return -1;
@@ -63,6 +67,8 @@ static int reserve_events(rec_order *o, size_t n) {
     if (grow((void **)&o->time, &cap, n, sizeof *o->time)) return -1;
     cap = o->cap_ev;
     if (grow((void **)&o->ev_core, &cap, n, sizeof *o->ev_core)) return -1;
+    cap = o->cap_ev;
+    if (grow((void **)&o->pend_next, &cap, n, sizeof *o->pend_next)) return -1;
     o->cap_ev = cap;
     return 0;
 }
@@ -298,4 +304,54 @@ void rec_order_event(rec_order *o, size_t i, engine_event *e) {
     e->rank = o->rank[c];
     e->core = o->core[c];
     e->time = o->time[o->start[c] + o->pos[c]++];
+}
+
+/* ------------------------------------------------------------ pending issues per core */
+/* A copied DONE names its issue by its rank among its own core's pending
+ * issues, oldest first: a queue completes in order, so that is nearly
+ * always 0, where the rank among every pending issue of the chunk is not.
+ * Each core's pending issues are a list linked through pend_next. */
+#define NONE UINT32_MAX
+
+void rec_order_pending_reset(rec_order *o) {
+    for (uint32_t c = 0; c < o->ncores; c++) o->pend_head[c] = o->pend_tail[c] = NONE;
+}
+
+void rec_order_pending_add(rec_order *o, size_t i) {
+    uint32_t c = o->ev_core[i];
+    o->pend_next[i] = NONE;
+    if (o->pend_tail[c] == NONE) o->pend_head[c] = (uint32_t)i;
+    else o->pend_next[o->pend_tail[c]] = (uint32_t)i;
+    o->pend_tail[c] = (uint32_t)i;
+}
+
+/* Unlinks the k-th pending issue of core c (or the one at src when k is
+ * NONE), returning its position (NONE if absent) and *rank its rank. */
+static uint32_t pending_unlink(rec_order *o, uint32_t c, uint64_t k, uint32_t src, uint64_t *rank) {
+    uint32_t prev = NONE, at = o->pend_head[c];
+    uint64_t r = 0;
+    while (at != NONE && (k == NONE ? at != src : r != k)) {
+        prev = at;
+        at = o->pend_next[at];
+        r++;
+    }
+    if (at == NONE) return NONE;
+    if (prev == NONE) o->pend_head[c] = o->pend_next[at];
+    else o->pend_next[prev] = o->pend_next[at];
+    if (o->pend_tail[c] == at) o->pend_tail[c] = prev;
+    *rank = r;
+    return at;
+}
+
+uint64_t rec_order_pending_take(rec_order *o, size_t i, size_t src) {
+    uint64_t rank = 0;
+    pending_unlink(o, o->ev_core[i], NONE, (uint32_t)src, &rank);
+    return rank;
+}
+
+size_t rec_order_pending_select(rec_order *o, size_t i, uint64_t k) {
+    uint64_t rank;
+    if (k >= NONE) return SIZE_MAX;
+    uint32_t at = pending_unlink(o, o->ev_core[i], k, NONE, &rank);
+    return at == NONE ? SIZE_MAX : at;
 }
