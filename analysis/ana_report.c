@@ -420,7 +420,9 @@ static int64_t link_src_rank(const char *link) {
 static void write_nic_egress(report *r, const double *nic, int64_t nb, int64_t ranks,
                              int64_t width) {
     FILE *out = r->out;
-    char *roce = meta(r, "hw.roce_gbps");
+    /* the timing table's name; runs recorded before it was renamed say roce_gbps */
+    char *roce = meta(r, "hw.roce_gbytes_per_s");
+    if (!roce) roce = meta(r, "hw.roce_gbps");
     double line = roce ? atof(roce) : 0;
     free(roce);
     double nic_peak = 0;
