@@ -224,6 +224,24 @@ static int same_text(const char *a, const char *b) {
     return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
+/* Call sites name files relative to the repository; runs recorded by
+ * builds before that named them by absolute path. The same file either way
+ * when the absolute one ends in "/" + the relative one. */
+static int same_source_file(const char *t, const char *e) {
+    if (!strcmp(t, e)) return 1;
+    size_t lt = strlen(t), le = strlen(e);
+    const char *lng = lt > le ? t : e, *shr = lt > le ? e : t;
+    size_t ll = lt > le ? lt : le, ls = lt > le ? le : lt;
+    return ls && shr[0] != '/' && lng[0] == '/' && lng[ll - ls - 1] == '/' &&
+           !strcmp(lng + ll - ls, shr);
+}
+
+/* The engine's file name as the trace holds it (cut to its field's size). */
+static const char *site_file(const engine_site *s, char file[sizeof((rec_site_decl *)0)->file]) {
+    snprintf(file, sizeof((rec_site_decl *)0)->file, "%s", s->file ? s->file : "");
+    return file;
+}
+
 /* Declarations are part of the run as much as events: an object renamed
  * or moved, a string or a call site changed in the trace (with a valid
  * checksum) would otherwise replay "identical" and be indexed as it
@@ -261,8 +279,9 @@ static void compare_declarations(replay *rp) {
         }
         const rec_site_decl *tsite = rec_reader_site(rp->r, id);
         engine_site esite;
+        char file[sizeof tsite->file];
         if (tsite && (!engine_site_get(e, id, &esite) || tsite->line != esite.line ||
-                      strncmp(tsite->file, esite.file ? esite.file : "", sizeof tsite->file - 1) ||
+                      !same_source_file(tsite->file, site_file(&esite, file)) ||
                       strncmp(tsite->func, esite.func ? esite.func : "",
                               sizeof tsite->func - 1))) {
             snprintf(a, sizeof a, "%u", id);

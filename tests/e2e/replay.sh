@@ -95,7 +95,7 @@ has "stopped before event $target"
 gdb -nx -batch -q -x "$build/npurr_gdb.py" -ex run -ex "npurr when" -ex "npurr cores --blocked" \
     --args "$npurr" replay "$work/dead" --break-at "$target" </dev/null >"$work/out" 2>&1
 has "npurr: stopped before event $target, issued by $func at $file_line:"
-grep -qE "^#[0-9]+ .*$func \(.*\) at $file_line\$" "$work/out" ||
+grep -qE "^#[0-9]+ .*$func \(.*\) at (.*/)?$file_line\$" "$work/out" ||
     { cat "$work/out" >&2; fail "gdb did not select the frame of $func at $file_line"; }
 has "seq $target (about to execute)"
 nblocked=$(wc -l <"$work/rec_blocked")
