@@ -213,6 +213,14 @@ typedef enum {
     OBJ_BUFFER = 6, OBJ_XCORE_FLAG = 7, OBJ_BARRIER = 8
 } engine_obj_kind;
 
+/* What carries a ring's records. The trace and the objects table keep it as
+ * the level text engine_ring_kind_name gives ("rdma", "hccs", ...); readers
+ * turn the text back with engine_ring_kind_from_name. */
+typedef enum { RING_NONE = 0, RING_LOCAL, RING_HCCS, RING_RDMA } engine_ring_kind;
+const char *engine_ring_kind_name(engine_ring_kind kind);
+/* RING_NONE for NULL, "" or a text no kind has. */
+engine_ring_kind engine_ring_kind_from_name(const char *name);
+
 typedef struct engine_object {
     uint32_t id;          /* >= 1 */
     engine_obj_kind kind;
@@ -224,13 +232,14 @@ typedef struct engine_object {
     uint32_t ring;        /* for head/tail: the ring object id */
     uint32_t head, tail;  /* for a ring: its word object ids */
     int producer_rank, consumer_rank; /* for a ring; -1 unknown */
-    uint32_t role;        /* string id of the ring's level, e.g. "rdma" / "hccs" */
+    uint32_t role;        /* string id of the ring's level, engine_ring_kind_name(ring_kind) */
+    engine_ring_kind ring_kind; /* for a ring and its head/tail words */
 } engine_object;
 
 uint32_t engine_name_word(engine *e, gm_t addr, uint32_t width, engine_obj_kind kind,
                           const char *name);
 /* Declares a ring: capacity in the same unit the kernel stores head/tail in. */
-uint32_t engine_declare_ring(engine *e, const char *name, const char *level, gm_t head,
+uint32_t engine_declare_ring(engine *e, const char *name, engine_ring_kind kind, gm_t head,
                              gm_t tail, uint32_t width, uint64_t capacity,
                              int producer_rank, int consumer_rank);
 const engine_object *engine_object_get(const engine *e, uint32_t id);

@@ -28,12 +28,13 @@
 
 #include "../device.h"
 #include "kernels.h"
+#include "kit.h"
 #include "routing.h"
 
 /* Combine-sender runs inside one node over HCCS: at most 8 ranks. */
 #define COMBINE_MAX_RANKS 8
 /* Bytes after every buffer that must stay as written (out-of-bounds check). */
-#define COMBINE_GUARD_BYTES 64u
+#define COMBINE_GUARD_BYTES KIT_GUARD_BYTES
 #define COMBINE_GUARD_BYTE 0xA5u
 /* Seed 000 s4.1: per-rank control blocks 128 B apart (no false sharing).
  * Decision: the tail (written by the sender) is at byte 0 and the head
@@ -63,8 +64,6 @@
 
 enum { COMBINE_SCHEME_GATHER = 2, COMBINE_SCHEME_INPLACE = 1 };
 
-static inline uint64_t combine_align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-static inline uint64_t combine_align_down(uint64_t v, uint64_t a) { return v / a * a; }
 
 /* ------------------------------------------------------------ kernel args */
 
@@ -205,20 +204,11 @@ int combine_generate_row(engine *e, gm_t at, const combine_shape *sh, int s, int
 /* Decodes a tag; returns 0 if the elements are not a well-formed tag. */
 int combine_decode_tag(const uint16_t *row, int hidden, int *t, int *k, int *p);
 
-/* A region that must hold `value` in every byte after the run. */
-typedef struct combine_guard {
-    gm_t at;
-    uint32_t bytes;
-    uint8_t value;
-    const char *what;
-} combine_guard;
-
 /* Host-side state of one run: plan, args, the guard regions to verify. */
 typedef struct combine_state {
     combine_plan plan;
     combine_args args;
-    combine_guard *guards;
-    int n_guards, cap_guards;
+    kit_guards guards;
 } combine_state;
 
 int combine_setup(engine *e, const kernel_opts *o, int scheme, void **state, char *err,

@@ -62,7 +62,7 @@ int combine_layout(const kernel_opts *o, int scheme, int nodes, int npus_per_nod
             "UB per sender core: %u B (staging_ub 2 x %u, read_temp_ub 2 x %u, offset/length tables "
             "2 x %llu)\n",
             combine_sender_ub_bytes(&sh), sh.staging_bytes, COMBINE_READ_TEMP_BYTES,
-            (unsigned long long)combine_align_up((uint64_t)L * R * 4, UB_ALIGN));
+            (unsigned long long)kit_align_up((uint64_t)L * R * 4, UB_ALIGN));
     fprintf(out, "UB per receiver core: %u B (ring chunks 2 x %u, combine buffers, tables)\n",
             combine_receiver_ub_bytes(&sh), COMBINE_RECV_CHUNK_BYTES);
     fprintf(out, "cores per rank: %d sender + %d receiver AIV\n", sh.sender_cores, R);

@@ -10,29 +10,32 @@
  */
 #include "combine.h"
 
+#include "kit.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 const kernel_option combine_options[] = {
-    {"tokens", "128", "tokens per rank"},
-    {"hidden", "7168", "hidden size: bf16 elements per row"},
-    {"topk", "8", "experts per token (1..64)"},
-    {"experts", "256", "experts in total; each rank holds experts / ranks"},
+    KIT_OPT_TOKENS("128"),
+    KIT_OPT_HIDDEN("7168", ""),
+    KIT_OPT_TOPK("8"),
+    KIT_OPT_EXPERTS("256", ""),
     {"staging-bytes", "65536",
      "each of the two UB staging buffers = largest flush into a ring (multiple of 32)"},
     {"ring-bytes", "262144",
      "HCCS ring per (source, destination) pair (multiple of 32); smaller than a flush deadlocks"},
-    {"routing", "uniform", "uniform | zipf:S (skewed expert load)"},
-    {"data-seed", "1", "seed of the routing and of the payload"},
-    {"inject", "none",
-     "none | no-mte3-wait (commit the ring tail before the data lands: stale reads)"},
+    KIT_OPT_ROUTING("uniform"),
+    KIT_OPT_DATA_SEED("the routing and of the payload"),
+    KIT_OPT_INJECT("no-mte3-wait (commit the ring tail before the data lands: stale reads)"),
     {"sender-cores", "0", "AIV cores per rank for the sender; 0 = one per destination rank"},
     {NULL, NULL, NULL},
 };
 
+/* In the order of the inject enum (0 = none). */
+static const char *const combine_faults[] = {"none", "no-mte3-wait", NULL};
 
 uint32_t combine_sender_ub_bytes(const combine_shape *sh) {
-    uint64_t table = combine_align_up((uint64_t)sh->local_experts * (uint64_t)sh->num_ranks * 4,
+    uint64_t table = kit_align_up((uint64_t)sh->local_experts * (uint64_t)sh->num_ranks * 4,
                                       UB_ALIGN);
     uint64_t total = 2 * table + 2 * (uint64_t)COMBINE_READ_TEMP_BYTES +
                      COMBINE_STAGING_BUFFERS * (uint64_t)sh->staging_bytes;
@@ -42,9 +45,9 @@ uint32_t combine_sender_ub_bytes(const combine_shape *sh) {
 uint32_t combine_receiver_ub_bytes(const combine_shape *sh) {
     uint64_t hc = (uint64_t)sh->hidden < COMBINE_HIDDEN_TILE ? (uint64_t)sh->hidden
                                                              : COMBINE_HIDDEN_TILE;
-    uint64_t acc = combine_align_up(hc * 4, UB_ALIGN);
-    uint64_t row = combine_align_up(hc * 2, UB_ALIGN);
-    uint64_t ewo = combine_align_up((uint64_t)sh->experts * 4, UB_ALIGN);
+    uint64_t acc = kit_align_up(hc * 4, UB_ALIGN);
+    uint64_t row = kit_align_up(hc * 2, UB_ALIGN);
+    uint64_t ewo = kit_align_up((uint64_t)sh->experts * 4, UB_ALIGN);
     uint64_t total = 2 * (uint64_t)COMBINE_RECV_CHUNK_BYTES + acc + 3 * row + ewo +
                      3 * (uint64_t)COMBINE_META_BYTES;
     return total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
@@ -67,24 +70,22 @@ int combine_shape_from_opts(const kernel_opts *o, int scheme, int nodes, int npu
     }
     int R = npus_per_node;
     sh->num_ranks = R;
-    int64_t v;
-    if (kopt_i64_range(o, "tokens", 1, 1 << 24, &v, err, errlen)) return -1;
-    sh->tokens = (int)v;
-    if (kopt_i64_range(o, "hidden", 1, 1 << 16, &v, err, errlen)) return -1;
-    sh->hidden = (int)v;
+    static const kit_moe_limits lim = {.tokens = 1 << 24, .hidden = 1 << 16, .topk = 64,
+                                        .experts = 1 << 16};
+    kit_moe m;
+    if (kit_read_moe(o, R, &lim, &m, err, errlen)) return -1;
+    sh->tokens = m.tokens;
+    sh->hidden = m.hidden;
     sh->row_bytes = (uint32_t)sh->hidden * 2u;
-    if (kopt_i64_range(o, "experts", 1, 1 << 16, &v, err, errlen)) return -1;
-    sh->experts = (int)v;
-    if (routing_check_experts(sh->experts, R, err, errlen)) return -1;
-    sh->local_experts = sh->experts / R;
-    if (kopt_i64_range(o, "topk", 1, 64, &v, err, errlen)) return -1;
-    sh->topk = (int)v;
-    if (routing_check_topk(sh->topk, sh->experts, err, errlen)) return -1;
+    sh->experts = m.experts;
+    sh->local_experts = m.local_experts;
+    sh->topk = m.topk;
     if ((int64_t)sh->tokens * sh->topk * R > INT32_MAX / 2) {
         snprintf(err, errlen, "--tokens %d x --topk %d x %d ranks: too many rows for int32 tables",
                  sh->tokens, sh->topk, R);
         return -1;
     }
+    int64_t v;
     if (kopt_i64_range(o, "staging-bytes", 64, UB_BYTES, &v, err, errlen)) return -1;
     if (v % UB_ALIGN) {
         snprintf(err, errlen, "--staging-bytes %lld: must be a multiple of 32 (UB blocks)",
@@ -98,24 +99,12 @@ int combine_shape_from_opts(const kernel_opts *o, int scheme, int nodes, int npu
         return -1;
     }
     sh->ring_bytes = (uint64_t)v;
-    const char *s;
-    if (kopt_str(o, "routing", &s) != 0) {
-        snprintf(err, errlen, "--routing: option has no value");
+    int fault;
+    if (kit_read_routing(o, &sh->routing, err, errlen) ||
+        kit_read_seed(o, &sh->data_seed, err, errlen) ||
+        kit_read_inject(o, combine_faults, &fault, err, errlen))
         return -1;
-    }
-    if (routing_parse(s, &sh->routing, err, errlen) != 0) return -1;
-    if (kopt_i64(o, "data-seed", &v, err, errlen)) return -1;
-    sh->data_seed = (uint64_t)v;
-    if (kopt_str(o, "inject", &s) != 0) {
-        snprintf(err, errlen, "--inject: option has no value");
-        return -1;
-    }
-    if (strcmp(s, "none") == 0) sh->inject_no_mte3_wait = 0;
-    else if (strcmp(s, "no-mte3-wait") == 0) sh->inject_no_mte3_wait = 1;
-    else {
-        snprintf(err, errlen, "--inject %s: unknown fault (expected none or no-mte3-wait)", s);
-        return -1;
-    }
+    sh->inject_no_mte3_wait = fault == 1;
     /* The receivers take one AIV per source rank; the senders get the rest. */
     if (kopt_i64_range(o, "sender-cores", 0, num_aiv - R, &v, err, errlen)) return -1;
     sh->sender_cores = v == 0 ? R : (int)v;

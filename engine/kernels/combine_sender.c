@@ -28,8 +28,8 @@ typedef struct sender {
  * (metadata). combine_ring.c owns MTE2_S 7 and MTE3_S 0. */
 
 static void flush(sender *sd, int is_last) {
-    uint32_t write_len = is_last ? (uint32_t)combine_align_up(sd->staging_offset, UB_ALIGN)
-                                 : (uint32_t)combine_align_down(sd->staging_offset, UB_ALIGN);
+    uint32_t write_len = is_last ? (uint32_t)kit_align_up(sd->staging_offset, UB_ALIGN)
+                                 : (uint32_t)kit_align_down(sd->staging_offset, UB_ALIGN);
     if (write_len == 0) return;
     local_t full = sd->staging_ub[sd->cur];
     SetFlag(V_MTE3, 0);   /* the crops into this buffer have landed */
@@ -92,7 +92,7 @@ static void send_to_rank(const combine_args *a, int dst, local_t offset_ub, loca
                 continue;
             }
             /* Over-read: start at the 32 B boundary below, round the length up. */
-            uint32_t read_len = (uint32_t)combine_align_up(piece + align_rem, UB_ALIGN);
+            uint32_t read_len = (uint32_t)kit_align_up(piece + align_rem, UB_ALIGN);
             WaitFlag(V_MTE2, buf);
             DataCopy(read_temp_ub[buf], gm_add(seg, (int64_t)seg_pos - (int64_t)align_rem),
                      read_len);

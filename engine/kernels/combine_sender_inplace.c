@@ -27,7 +27,7 @@ static void copy_segment(gm_t dst, gm_t src, uint64_t bytes, const local_t buf_u
         WaitFlag(MTE3_MTE2, b);
         /* GM side may be any byte; the over-read past the segment end stays
          * inside x (next segment or its guard) and is not written out. */
-        DataCopy(buf_ub[b], gm_add(src, (int64_t)pos), combine_align_up(n, UB_ALIGN));
+        DataCopy(buf_ub[b], gm_add(src, (int64_t)pos), kit_align_up(n, UB_ALIGN));
         SetFlag(MTE2_MTE3, b);
         WaitFlag(MTE2_MTE3, b);
         /* Exact length: neighbouring segments belong to other cores. */
@@ -106,7 +106,7 @@ void combine_sender_inplace_kernel(const void *args) {
         uint64_t bytes = (uint64_t)(region_row[dst + 1] - region_row[dst]) * row_bytes;
         for (uint64_t pos = 0; pos < bytes;) {
             uint64_t n = bytes - pos < a->staging_bytes ? bytes - pos : a->staging_bytes;
-            uint32_t len = (uint32_t)combine_align_up(n, UB_ALIGN);
+            uint32_t len = (uint32_t)kit_align_up(n, UB_ALIGN);
             ring_writer_prefetch_head(&w);
             WaitFlag(MTE3_MTE2, 3 + cur);   /* MTE3 is done with this buffer's last put */
             DataCopy(staging_ub[cur], gm_add(region, (int64_t)pos), len);

@@ -36,6 +36,7 @@
 
 #include "../device.h"
 #include "kernels.h"
+#include "kit.h"
 #include "routing.h"
 
 /* NUM_MAX_NVL_PEERS of the seeds: the HCCS full mesh of a node. */
@@ -83,7 +84,6 @@ typedef struct SourceMeta {
  * (what a combine needs to send each row back). */
 #define DISPATCH_RECV_SRC_INTS 3
 
-static inline uint64_t dispatch_align(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 /* ------------------------------------------------------------ shape */
 
@@ -279,7 +279,7 @@ typedef struct ub_arena {
 } ub_arena;
 static inline local_t ub_take(ub_arena *u, uint64_t bytes) {
     local_t l = local_add(u->base, u->used);
-    u->used += (uint32_t)dispatch_align(bytes ? bytes : 1, UB_ALIGN);
+    u->used += (uint32_t)kit_align_up(bytes ? bytes : 1, UB_ALIGN);
     return l;
 }
 

@@ -127,7 +127,7 @@ void dispatch_fwd_coordinator_clean(const dispatch_args *a, int disp, ub_arena u
     int me = GetRank(), N = sh->nodes, C = sh->channels;
     int k = GetBlockIdx() - sh->senders - sh->coordinators - sh->forwarders;
     local_t zero = ub_take(&ub, DISPATCH_META_BYTES);
-    VecDup(zero, DT_INT32, 0, (uint32_t)dispatch_align(DISPATCH_META_BYTES, UB_ALIGN) / 4);
+    VecDup(zero, DT_INT32, 0, (uint32_t)kit_align_up(DISPATCH_META_BYTES, UB_ALIGN) / 4);
     SetFlag(V_MTE3, 2);
     WaitFlag(V_MTE3, 2);
     for (int ring = k; ring < C * N; ring += sh->fwd_coordinators) {

@@ -59,7 +59,7 @@ void dispatch_notify_layout_phase(const dispatch_args *a, ub_arena ub) {
     int me = GetRank(), b = GetBlockIdx(), B = GetBlockNum();
     int T = sh->tokens[me], R = sh->num_ranks, K = sh->topk, P = sh->npus, N = sh->nodes;
     int TB = sh->notify_block;
-    uint32_t Rp = (uint32_t)dispatch_align((uint64_t)R, 8);
+    uint32_t Rp = (uint32_t)kit_align_up((uint64_t)R, 8);
     int t_begin = (int)((int64_t)T * b / B), t_end = (int)((int64_t)T * (b + 1) / B);
     local_t topk_ub = ub_take(&ub, (uint64_t)TB * K * 4);
     local_t inrank_ub = ub_take(&ub, (uint64_t)TB * R);
@@ -76,7 +76,7 @@ void dispatch_notify_layout_phase(const dispatch_args *a, ub_arena ub) {
     for (int t0 = t_begin; t0 < t_end; t0 += TB) {
         int n = t_end - t0 < TB ? t_end - t0 : TB;
         DataCopyPadIn(topk_ub, gm_add(a->topk_idx[me], (int64_t)t0 * K * 4), (uint64_t)n * K * 4);
-        VecDup(inrank_ub, DT_INT32, 0, (uint32_t)dispatch_align((uint64_t)n * R, 4) / 4);
+        VecDup(inrank_ub, DT_INT32, 0, (uint32_t)kit_align_up((uint64_t)n * R, 4) / 4);
         SetFlag(MTE2_S, 0);
         WaitFlag(MTE2_S, 0);
         SetFlag(V_S, 0);

@@ -30,13 +30,13 @@ void dispatch_destroy(void *state) {
 
 static int alloc_rank(engine *e, int rank, uint64_t bytes, const char *name, gm_t *out, char *err,
                       size_t errlen) {
-    uint64_t n = dispatch_align(bytes ? bytes : 1, UB_ALIGN);
+    uint64_t n = kit_align_up(bytes ? bytes : 1, UB_ALIGN);
     return engine_gm_alloc(e, rank, n, name, out, err, errlen) == ENGINE_OK ? 0 : -1;
 }
 
 static int alloc_sym(engine *e, uint64_t bytes, const char *name, gm_t *out, char *err,
                      size_t errlen) {
-    uint64_t n = dispatch_align(bytes ? bytes : 1, UB_ALIGN);
+    uint64_t n = kit_align_up(bytes ? bytes : 1, UB_ALIGN);
     return engine_sym_alloc(e, n, name, out, err, errlen) == ENGINE_OK ? 0 : -1;
 }
 
@@ -79,7 +79,7 @@ static int alloc_per_rank(engine *e, dispatch_state *st, char *err, size_t errle
             alloc_rank(e, r, T * K * 4, "topk_weights", &a->topk_weights[r], err, errlen) ||
             alloc_rank(e, r, (uint64_t)a->cl.padded * 4, "layout_counts", &a->layout_counts[r],
                        err, errlen) ||
-            alloc_rank(e, r, (uint64_t)sh->block_dim * dispatch_align(R, 8) * 4, "part_rank",
+            alloc_rank(e, r, (uint64_t)sh->block_dim * kit_align_up(R, 8) * 4, "part_rank",
                        &a->part_rank[r], err, errlen) ||
             alloc_rank(e, r, T * R, "is_token_in_rank", &a->is_token_in_rank[r], err, errlen) ||
             alloc_rank(e, r, T * R * 4, "token_idx_in_rank", &a->token_idx_in_rank[r], err,
@@ -179,7 +179,7 @@ static int declare(engine *e, dispatch_state *st, char *err, size_t errlen) {
                 uint64_t w = (uint64_t)c * (uint64_t)N;
                 snprintf(buf, sizeof buf, "rdma_channel[c%d][%d->%d]", c, s, f);
                 uint32_t id = engine_declare_ring(
-                    e, buf, "rdma", dispatch_word(a->rdma_channel_head, s, w + (uint64_t)n, 8),
+                    e, buf, RING_RDMA, dispatch_word(a->rdma_channel_head, s, w + (uint64_t)n, 8),
                     dispatch_word(a->rdma_channel_tail, f, w + (uint64_t)(s / P), 8), 8,
                     (uint64_t)sh->rdma_ring_tokens, s, f);
                 if (!id) goto refused;
@@ -192,7 +192,7 @@ static int declare(engine *e, dispatch_state *st, char *err, size_t errlen) {
                 uint64_t w = (uint64_t)c * (uint64_t)P + (uint64_t)l;
                 snprintf(buf, sizeof buf, "hccs_channel[c%d][%d->%d]", c, f, d);
                 uint32_t id = engine_declare_ring(
-                    e, buf, "hccs", dispatch_word(a->hccs_channel_head, d, w, 4),
+                    e, buf, RING_HCCS, dispatch_word(a->hccs_channel_head, d, w, 4),
                     dispatch_word(a->hccs_channel_tail, d, w, 4), 4,
                     (uint64_t)sh->hccs_ring_tokens, f, d);
                 if (!id) goto refused;

@@ -30,6 +30,7 @@
 
 #include "../device.h"
 #include "kernels.h"
+#include "kit.h"
 
 /* The workspace is read over HCCS with plain DataCopy: one node, <= 8 ranks. */
 #define MMRS_MAX_RANKS 8

@@ -10,6 +10,8 @@
  */
 #include "mmrs.h"
 
+#include "kit.h"
+
 #include <string.h>
 
 const kernel_option mmrs_options[] = {
@@ -22,12 +24,13 @@ const kernel_option mmrs_options[] = {
     {"comm-interval", "1", "mmad blocks per AIC between two ReduceScatter rounds"},
     {"stages", "2", "WORKSPACE_STAGES: workspace stages the AIC may run ahead by (1..8)"},
     {"cores", "2", "AIC per rank (MIX block_dim; each brings 2 AIV)"},
-    {"data-seed", "1", "seed of the A and B values"},
-    {"inject", "none",
-     "none | no-stage-wait (the AIC overwrites a stage before the AIVs consumed it)"},
+    KIT_OPT_DATA_SEED("the A and B values"),
+    KIT_OPT_INJECT("no-stage-wait (the AIC overwrites a stage before the AIVs consumed it)"),
     {NULL, NULL, NULL},
 };
 
+/* In the order of MMRS_INJECT_*. */
+static const char *const mmrs_faults[] = {"none", "no-stage-wait", NULL};
 
 static int get_mult16(const kernel_opts *o, const char *name, int64_t hi, uint32_t *out, char *err,
                       size_t errlen) {
@@ -41,6 +44,65 @@ static int get_mult16(const kernel_opts *o, const char *name, int64_t hi, uint32
         return -1;
     }
     *out = (uint32_t)v;
+    return 0;
+}
+
+/* The tiles against the cube's buffers: L0A and L0B are ping-ponged (two
+ * tiles each), L0C holds one f32 tile. */
+static int check_tiles_fit(const mmrs_shape *sh, char *err, size_t errlen) {
+    uint64_t l0a = 2ull * sh->block_m * sh->block_k * 2, l0b = 2ull * sh->block_k * sh->block_n * 2;
+    uint64_t l0c = (uint64_t)sh->block_m * sh->block_n * 4;
+    if (l0a > L0A_BYTES) {
+        snprintf(err, errlen,
+                 "--block-m %u x --block-k %u: two fp16 A tiles need %llu B, more than the %u B "
+                 "of L0A",
+                 sh->block_m, sh->block_k, (unsigned long long)l0a, L0A_BYTES);
+        return -1;
+    }
+    if (l0b > L0B_BYTES) {
+        snprintf(err, errlen,
+                 "--block-k %u x --block-n %u: two fp16 B tiles need %llu B, more than the %u B "
+                 "of L0B",
+                 sh->block_k, sh->block_n, (unsigned long long)l0b, L0B_BYTES);
+        return -1;
+    }
+    if (l0c > L0C_BYTES) {
+        snprintf(err, errlen,
+                 "--block-m %u x --block-n %u: the f32 tile needs %llu B, more than the %u B of "
+                 "L0C",
+                 sh->block_m, sh->block_n, (unsigned long long)l0c, L0C_BYTES);
+        return -1;
+    }
+    /* L1 holds two A and two B tiles: at most l0a + l0b, within 512 KiB. */
+    return 0;
+}
+
+/* How the AIC blocks are grouped into ReduceScatter rounds, and the
+ * workspace that stages them. */
+static int plan_comm(mmrs_shape *sh, char *err, size_t errlen) {
+    int R = sh->num_ranks;
+    /* Decision: the seed's blockPerCommInRank = aicoreNum * commInterval / rankSize
+     * truncates, and a blockPerComm that is not a multiple of the ranks would
+     * send blocks to a rank >= rankSize; we round blockPerComm down to a
+     * multiple of the ranks, with at least one block per rank per round. */
+    uint64_t per_rank = (uint64_t)sh->cores * sh->comm_interval / (uint64_t)R;
+    if (per_rank == 0) per_rank = 1;
+    if (per_rank > (1u << 20)) per_rank = 1u << 20;
+    sh->block_per_comm_in_rank = (uint32_t)per_rank;
+    sh->block_per_comm = (uint32_t)per_rank * (uint32_t)R;
+    /* Decision: an AIV comm block must not straddle two mmad blocks (the
+     * seed clips it to the mmad block's residue, which only works when the
+     * comm block rows divide block_m): 64 rows as the seed, else 32 or 16. */
+    sh->comm_block_rows = sh->block_m % 64 == 0 ? 64 : sh->block_m % 32 == 0 ? 32 : 16;
+    sh->workspace_bytes = (uint64_t)sh->stages * sh->block_per_comm * sh->block_m * sh->block_n * 4;
+    if (sh->workspace_bytes > (1ull << 32)) {
+        snprintf(err, errlen,
+                 "--stages %u x --cores %d x --comm-interval %u: the workspace would be %llu B "
+                 "per rank (over 4 GiB)",
+                 sh->stages, sh->cores, sh->comm_interval,
+                 (unsigned long long)sh->workspace_bytes);
+        return -1;
+    }
     return 0;
 }
 
@@ -77,73 +139,17 @@ int mmrs_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int
         get_mult16(o, "block-k", 4096, &sh->block_k, err, errlen))
         return -1;
     if (sh->block_k > sh->k) sh->block_k = sh->k;
-    /* L0A and L0B are ping-ponged (two tiles each), L0C holds one f32 tile. */
-    uint64_t l0a = 2ull * sh->block_m * sh->block_k * 2, l0b = 2ull * sh->block_k * sh->block_n * 2;
-    uint64_t l0c = (uint64_t)sh->block_m * sh->block_n * 4;
-    if (l0a > L0A_BYTES) {
-        snprintf(err, errlen,
-                 "--block-m %u x --block-k %u: two fp16 A tiles need %llu B, more than the %u B "
-                 "of L0A",
-                 sh->block_m, sh->block_k, (unsigned long long)l0a, L0A_BYTES);
-        return -1;
-    }
-    if (l0b > L0B_BYTES) {
-        snprintf(err, errlen,
-                 "--block-k %u x --block-n %u: two fp16 B tiles need %llu B, more than the %u B "
-                 "of L0B",
-                 sh->block_k, sh->block_n, (unsigned long long)l0b, L0B_BYTES);
-        return -1;
-    }
-    if (l0c > L0C_BYTES) {
-        snprintf(err, errlen,
-                 "--block-m %u x --block-n %u: the f32 tile needs %llu B, more than the %u B of "
-                 "L0C",
-                 sh->block_m, sh->block_n, (unsigned long long)l0c, L0C_BYTES);
-        return -1;
-    }
-    /* L1 holds two A and two B tiles: at most l0a + l0b, within 512 KiB. */
+    if (check_tiles_fit(sh, err, errlen)) return -1;
     if (kopt_i64_range(o, "comm-interval", 1, 1 << 16, &v, err, errlen)) return -1;
     sh->comm_interval = (uint32_t)v;
     if (kopt_i64_range(o, "stages", 1, MMRS_MAX_STAGES, &v, err, errlen)) return -1;
     sh->stages = (uint32_t)v;
     if (kopt_i64_range(o, "cores", 1, num_aic, &v, err, errlen)) return -1;
     sh->cores = (int)v;
-    if (kopt_i64(o, "data-seed", &v, err, errlen)) return -1;
-    sh->data_seed = (uint64_t)v;
-    const char *s;
-    if (kopt_str(o, "inject", &s) != 0) {
-        snprintf(err, errlen, "--inject: option has no value");
+    if (kit_read_seed(o, &sh->data_seed, err, errlen) ||
+        kit_read_inject(o, mmrs_faults, &sh->inject, err, errlen))
         return -1;
-    }
-    if (strcmp(s, "none") == 0) sh->inject = MMRS_INJECT_NONE;
-    else if (strcmp(s, "no-stage-wait") == 0) sh->inject = MMRS_INJECT_NO_STAGE_WAIT;
-    else {
-        snprintf(err, errlen, "--inject %s: unknown fault (expected none or no-stage-wait)", s);
-        return -1;
-    }
-    /* Decision: the seed's blockPerCommInRank = aicoreNum * commInterval / rankSize
-     * truncates, and a blockPerComm that is not a multiple of the ranks would
-     * send blocks to a rank >= rankSize; we round blockPerComm down to a
-     * multiple of the ranks, with at least one block per rank per round. */
-    uint64_t per_rank = (uint64_t)sh->cores * sh->comm_interval / (uint64_t)R;
-    if (per_rank == 0) per_rank = 1;
-    if (per_rank > (1u << 20)) per_rank = 1u << 20;
-    sh->block_per_comm_in_rank = (uint32_t)per_rank;
-    sh->block_per_comm = (uint32_t)per_rank * (uint32_t)R;
-    /* Decision: an AIV comm block must not straddle two mmad blocks (the
-     * seed clips it to the mmad block's residue, which only works when the
-     * comm block rows divide block_m): 64 rows as the seed, else 32 or 16. */
-    sh->comm_block_rows = sh->block_m % 64 == 0 ? 64 : sh->block_m % 32 == 0 ? 32 : 16;
-    sh->workspace_bytes = (uint64_t)sh->stages * sh->block_per_comm * sh->block_m * sh->block_n * 4;
-    if (sh->workspace_bytes > (1ull << 32)) {
-        snprintf(err, errlen,
-                 "--stages %u x --cores %d x --comm-interval %u: the workspace would be %llu B "
-                 "per rank (over 4 GiB)",
-                 sh->stages, sh->cores, sh->comm_interval,
-                 (unsigned long long)sh->workspace_bytes);
-        return -1;
-    }
-    return 0;
+    return plan_comm(sh, err, errlen);
 }
 
 void mmrs_args_from_shape(const mmrs_shape *sh, mmrs_args *a) {

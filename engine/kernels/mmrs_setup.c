@@ -11,21 +11,17 @@
  */
 #include "mmrs.h"
 
+#include "kit.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static uint64_t mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 
 /* Values in +-[1/16, 1) with a random 10-bit mantissa, one in eight zero:
  * full-precision fp16 so the cube's rounding is exercised, small enough
  * that sums over K never approach fp16 or f32 limits. */
 uint16_t mmrs_input(uint64_t seed, int which, int rank, uint64_t index) {
-    uint64_t h = mix64(seed ^ mix64(((uint64_t)(uint32_t)which << 56) ^
+    uint64_t h = kit_mix64(seed ^ kit_mix64(((uint64_t)(uint32_t)which << 56) ^
                                     ((uint64_t)(uint32_t)rank << 44) ^ index));
     if ((h & 7) == 0) return 0;
     uint16_t sign = (uint16_t)(((h >> 3) & 1) << 15);
