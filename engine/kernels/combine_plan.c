@@ -57,34 +57,18 @@ int combine_shape_from_opts(const kernel_opts *o, int scheme, int nodes, int npu
                             int num_aiv, combine_shape *sh, char *err, size_t errlen) {
     memset(sh, 0, sizeof *sh);
     sh->scheme = scheme;
-    if (nodes != 1) {
-        snprintf(err, errlen,
-                 "combine-sender moves data inside one node over HCCS: --nodes must be 1, got %d",
-                 nodes);
+    if (kit_check_one_node("combine-sender", "moves data inside one node over HCCS", nodes,
+                           npus_per_node, COMBINE_MAX_RANKS, err, errlen))
         return -1;
-    }
-    if (npus_per_node < 1 || npus_per_node > COMBINE_MAX_RANKS) {
-        snprintf(err, errlen, "--npus-per-node %d: combine-sender supports 1..%d ranks",
-                 npus_per_node, COMBINE_MAX_RANKS);
-        return -1;
-    }
     int R = npus_per_node;
     sh->num_ranks = R;
     static const kit_moe_limits lim = {.tokens = 1 << 24, .hidden = 1 << 16, .topk = 64,
-                                        .experts = 1 << 16};
+                                        .experts = 1 << 16, .rows = INT32_MAX / 2};
     kit_moe m;
     if (kit_read_moe(o, R, &lim, &m, err, errlen)) return -1;
-    sh->tokens = m.tokens;
-    sh->hidden = m.hidden;
+    sh->tokens = m.tokens, sh->hidden = m.hidden, sh->topk = m.topk;
+    sh->experts = m.experts, sh->local_experts = m.local_experts;
     sh->row_bytes = (uint32_t)sh->hidden * 2u;
-    sh->experts = m.experts;
-    sh->local_experts = m.local_experts;
-    sh->topk = m.topk;
-    if ((int64_t)sh->tokens * sh->topk * R > INT32_MAX / 2) {
-        snprintf(err, errlen, "--tokens %d x --topk %d x %d ranks: too many rows for int32 tables",
-                 sh->tokens, sh->topk, R);
-        return -1;
-    }
     int64_t v;
     if (kopt_i64_range(o, "staging-bytes", 64, UB_BYTES, &v, err, errlen)) return -1;
     if (v % UB_ALIGN) {

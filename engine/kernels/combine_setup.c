@@ -41,26 +41,23 @@ static int alloc_per_rank(engine *e, combine_state *st, char *err, size_t errlen
     size_t T = (size_t)sh->tokens, K = (size_t)sh->topk;
     uint64_t rb = sh->row_bytes;
     for (size_t r = 0; r < R; r++) {
-        struct { uint64_t bytes; const char *what; gm_t *at; } bufs[] = {
-            {(uint64_t)p->x_rows[r] * rb, "combine.x", &a->x[r]},
-            {L * R * 4, "combine.offset_table", &a->offset_table[r]},
-            {L * R * 4, "combine.length_table", &a->length_table[r]},
-            {R * 32, "combine.head_mirror", &a->head_mirror[r]},
-            {(uint64_t)p->recv_total[r] * rb, "combine.recv", &a->recv[r]},
-            {2 * R * 4, "combine.recv_meta", &a->recv_meta[r]},
-            {T * K * 4, "combine.expert_ids", &a->expert_ids[r]},
-            {T * K * 4, "combine.expand_idx", &a->expand_idx[r]},
-            {T * K * 4, "combine.topk_weights", &a->topk_weights[r]},
-            {E * 4, "combine.expert_window_offset", &a->expert_window_offset[r]},
-            {T * rb, "combine.out", &a->out[r]},
+        kit_buffer bufs[] = {
+            {(uint64_t)p->x_rows[r] * rb, "combine.x", 1, &a->x[r]},
+            {L * R * 4, "combine.offset_table", 1, &a->offset_table[r]},
+            {L * R * 4, "combine.length_table", 1, &a->length_table[r]},
+            {R * 32, "combine.head_mirror", 1, &a->head_mirror[r]},
+            {(uint64_t)p->recv_total[r] * rb, "combine.recv", 1, &a->recv[r]},
+            {2 * R * 4, "combine.recv_meta", 1, &a->recv_meta[r]},
+            {T * K * 4, "combine.expert_ids", 1, &a->expert_ids[r]},
+            {T * K * 4, "combine.expand_idx", 1, &a->expand_idx[r]},
+            {T * K * 4, "combine.topk_weights", 1, &a->topk_weights[r]},
+            {E * 4, "combine.expert_window_offset", 1, &a->expert_window_offset[r]},
+            {T * rb, "combine.out", 1, &a->out[r]},
             /* scheme 1 only: x reordered rank-major */
-            {(uint64_t)p->x_rows[r] * rb, "combine.x_sorted", &a->x_sorted[r]},
+            {(uint64_t)p->x_rows[r] * rb, "combine.x_sorted", 1, &a->x_sorted[r]},
         };
         size_t n = sizeof bufs / sizeof bufs[0] - (sh->scheme == COMBINE_SCHEME_INPLACE ? 0 : 1);
-        for (size_t i = 0; i < n; i++)
-            if (kit_alloc(e, &st->guards, (int)r, bufs[i].bytes, bufs[i].what, 1, bufs[i].at, err,
-                          errlen))
-                return -1;
+        if (kit_alloc_all(e, &st->guards, (int)r, bufs, n, err, errlen)) return -1;
     }
     return 0;
 }
@@ -163,13 +160,9 @@ static int fill_inputs(engine *e, combine_state *st, char *err, size_t errlen) {
 
 int combine_setup(engine *e, const kernel_opts *o, int scheme, void **state, char *err,
                   size_t errlen) {
-    *state = NULL;
     const engine_config *cfg = engine_get_config(e);
-    combine_state *st = calloc(1, sizeof *st);
-    if (!st) {
-        snprintf(err, errlen, "combine setup: out of host memory");
-        return -1;
-    }
+    combine_state *st = kit_state_new(sizeof *st, "combine setup", state, err, errlen);
+    if (!st) return -1;
     kit_guards_init(&st->guards, "combine setup", COMBINE_GUARD_BYTE);
     combine_shape sh;
     if (combine_shape_from_opts(o, scheme, cfg->nodes, cfg->npus_per_node, engine_num_aiv(e), &sh,

@@ -127,7 +127,8 @@ int dispatch_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *ou
         uint64_t T = (uint64_t)sh.tokens[r], n = (uint64_t)recv_total[r];
         uint64_t x = T * (sh.x_row_bytes + (uint64_t)sh.num_scales * 4);
         uint64_t topk = T * K * 8;
-        uint64_t tables = (uint64_t)cl.padded * 4 + (uint64_t)sh.block_dim * kit_align_up((uint64_t)R, 8) * 4 +
+        uint64_t tables = (uint64_t)cl.padded * 4 +
+                          (uint64_t)sh.block_dim * kit_align_up((uint64_t)R, 8) * 4 +
                           T * (uint64_t)R * 5 + 2 * (uint64_t)R * nl.row_stride + (uint64_t)nl.padded * 4;
         uint64_t recv = (uint64_t)sh.dispatches * n *
                         (sh.x_row_bytes + (uint64_t)sh.num_scales * 4 + K * 8 + DISPATCH_RECV_SRC_INTS * 4);

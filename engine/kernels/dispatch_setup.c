@@ -310,13 +310,9 @@ static int choose_injection(dispatch_state *st, char *err, size_t errlen) {
 }
 
 int dispatch_setup(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
-    *state = NULL;
     const engine_config *cfg = engine_get_config(e);
-    dispatch_state *st = calloc(1, sizeof *st);
-    if (!st) {
-        snprintf(err, errlen, "dispatch setup: out of host memory");
-        return -1;
-    }
+    dispatch_state *st = kit_state_new(sizeof *st, "dispatch setup", state, err, errlen);
+    if (!st) return -1;
     dispatch_shape sh;
     if (dispatch_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, engine_num_aiv(e), &sh, err,
                                  errlen) ||

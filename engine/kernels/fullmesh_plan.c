@@ -39,10 +39,12 @@ uint32_t fm_ub_bytes(const fm_shape *sh) {
     uint64_t W = (uint64_t)sh->num_ranks, L = (uint64_t)sh->local_experts;
     uint64_t E = (uint64_t)sh->experts, rb = kit_align_up(sh->row_bytes, UB_ALIGN);
     uint64_t rows = rb > FM_COPY_CHUNK ? rb : FM_COPY_CHUNK;
-    uint64_t total = 3 * (uint64_t)FM_META_BYTES + 3 * W * FM_STATUS_ROW_BYTES +
-                     kit_align_up(E * 4, UB_ALIGN) + kit_align_up((E + 1) * 4, UB_ALIGN) + kit_align_up(L * W * 4, UB_ALIGN) +
-                     kit_align_up(L * 8, UB_ALIGN) + kit_align_up(W * sizeof(batch_write_task), UB_ALIGN) + FM_FLAG_BYTES +
-                     2 * rows + kit_align_up((uint64_t)sh->hidden * 4, UB_ALIGN) + rb;
+    uint64_t tables = kit_align_up(E * 4, UB_ALIGN) + kit_align_up((E + 1) * 4, UB_ALIGN) +
+                      kit_align_up(L * W * 4, UB_ALIGN) + kit_align_up(L * 8, UB_ALIGN) +
+                      kit_align_up(W * sizeof(batch_write_task), UB_ALIGN);
+    uint64_t total = 3 * (uint64_t)FM_META_BYTES + 3 * W * FM_STATUS_ROW_BYTES + tables +
+                     FM_FLAG_BYTES + 2 * rows + kit_align_up((uint64_t)sh->hidden * 4, UB_ALIGN) +
+                     rb;
     return total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
 }
 
@@ -59,20 +61,12 @@ int fm_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int n
     int W = nodes * npus_per_node;
     sh->num_ranks = W;
     kit_moe_limits lim = {.tokens = 1 << 16, .hidden = FM_MAX_HIDDEN, .topk = 64,
-                          .experts = (int64_t)W * FM_FLAG_OFFSET};
+                          .experts = (int64_t)W * FM_FLAG_OFFSET, .rows = INT32_MAX / 4};
     kit_moe m;
     if (kit_read_moe(o, W, &lim, &m, err, errlen)) return -1;
-    sh->tokens = m.tokens;
-    sh->hidden = m.hidden;
+    sh->tokens = m.tokens, sh->hidden = m.hidden, sh->topk = m.topk;
+    sh->experts = m.experts, sh->local_experts = m.local_experts;
     sh->row_bytes = (uint32_t)sh->hidden * 2u;
-    sh->experts = m.experts;
-    sh->local_experts = m.local_experts;
-    sh->topk = m.topk;
-    if ((int64_t)sh->tokens * sh->topk * W > INT32_MAX / 4) {
-        snprintf(err, errlen, "--tokens %d x --topk %d x %d ranks: too many rows for int32 counts",
-                 sh->tokens, sh->topk, W);
-        return -1;
-    }
     int64_t v;
     if (kopt_i64_range(o, "rounds", 1, 64, &v, err, errlen)) return -1;
     sh->rounds = (int)v;

@@ -68,13 +68,16 @@ static int setup_rank_buffers(engine *e, fm_state *st, char *err, size_t errlen)
     const fm_plan *p = &st->plan;
     int W = a->num_ranks;
     uint64_t ts = sizeof(batch_write_task);
-    for (int r = 0; r < W; r++)
-        if (kit_alloc(e, &st->guards, r, 2 * (uint64_t)W * ts, "fullmesh.tasks", 0, &a->tasks[r], err, errlen) ||
-            kit_alloc(e, &st->guards, r, (uint64_t)W * FM_STATUS_ROW_BYTES, "fullmesh.recv_status", 1,
-                  &a->recv_status[r], err, errlen) ||
-            kit_alloc(e, &st->guards, r, (uint64_t)p->max_recv_rows * a->row_bytes, "fullmesh.expert_out", 1,
-                  &a->expert_out[r], err, errlen))
+    for (int r = 0; r < W; r++) {
+        kit_buffer bufs[] = {
+            {2 * (uint64_t)W * ts, "fullmesh.tasks", 0, &a->tasks[r]},
+            {(uint64_t)W * FM_STATUS_ROW_BYTES, "fullmesh.recv_status", 1, &a->recv_status[r]},
+            {(uint64_t)p->max_recv_rows * a->row_bytes, "fullmesh.expert_out", 1,
+             &a->expert_out[r]},
+        };
+        if (kit_alloc_all(e, &st->guards, r, bufs, sizeof bufs / sizeof bufs[0], err, errlen))
             return -1;
+    }
     return 0;
 }
 
@@ -87,17 +90,17 @@ static int setup_round_buffers(engine *e, fm_state *st, int round, char *err,
     uint64_t tk = (uint64_t)T * (uint64_t)K, rb = a->row_bytes;
     for (int s = 0; s < W; s++) {
         int at = round * W + s;
-        if (kit_alloc(e, &st->guards, s, (uint64_t)T * rb, "fullmesh.x", 0, &a->x[at], err, errlen) ||
-            kit_alloc(e, &st->guards, s, tk * 4, "fullmesh.expert_ids", 0, &a->expert_ids[at], err, errlen) ||
-            kit_alloc(e, &st->guards, s, tk * 4, "fullmesh.topk_weights", 0, &a->topk_weights[at], err, errlen) ||
-            kit_alloc(e, &st->guards, s, tk * 4, "fullmesh.expand_idx", 1, &a->expand_idx[at], err, errlen) ||
-            kit_alloc(e, &st->guards, s, (uint64_t)rp->recv_rows[s] * rb, "fullmesh.expand_x", 1,
-                  &a->expand_x[at], err, errlen) ||
-            kit_alloc(e, &st->guards, s, (uint64_t)L * (uint64_t)W * 4, "fullmesh.ep_recv_count", 1,
-                  &a->ep_recv_count[at], err, errlen) ||
-            kit_alloc(e, &st->guards, s, (uint64_t)L * 8, "fullmesh.expert_token_num", 1,
-                  &a->expert_token_num[at], err, errlen) ||
-            kit_alloc(e, &st->guards, s, (uint64_t)T * rb, "fullmesh.out", 1, &a->out[at], err, errlen))
+        kit_buffer bufs[] = {
+            {(uint64_t)T * rb, "fullmesh.x", 0, &a->x[at]},
+            {tk * 4, "fullmesh.expert_ids", 0, &a->expert_ids[at]},
+            {tk * 4, "fullmesh.topk_weights", 0, &a->topk_weights[at]},
+            {tk * 4, "fullmesh.expand_idx", 1, &a->expand_idx[at]},
+            {(uint64_t)rp->recv_rows[s] * rb, "fullmesh.expand_x", 1, &a->expand_x[at]},
+            {(uint64_t)L * (uint64_t)W * 4, "fullmesh.ep_recv_count", 1, &a->ep_recv_count[at]},
+            {(uint64_t)L * 8, "fullmesh.expert_token_num", 1, &a->expert_token_num[at]},
+            {(uint64_t)T * rb, "fullmesh.out", 1, &a->out[at]},
+        };
+        if (kit_alloc_all(e, &st->guards, s, bufs, sizeof bufs / sizeof bufs[0], err, errlen))
             return -1;
         if (fill(e, a->expert_ids[at], rp->expert_ids + (size_t)s * tk, tk * 4, "expert_ids", s,
                  err, errlen) ||
@@ -111,13 +114,9 @@ static int setup_round_buffers(engine *e, fm_state *st, int round, char *err,
 }
 
 static int fm_setup(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
-    *state = NULL;
     const engine_config *cfg = engine_get_config(e);
-    fm_state *st = calloc(1, sizeof *st);
-    if (!st) {
-        snprintf(err, errlen, "fullmesh setup: out of host memory");
-        return -1;
-    }
+    fm_state *st = kit_state_new(sizeof *st, "fullmesh setup", state, err, errlen);
+    if (!st) return -1;
     kit_guards_init(&st->guards, "fullmesh setup", FM_GUARD_BYTE);
     fm_shape sh;
     if (fm_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, engine_num_aiv(e), &sh, err,

@@ -76,9 +76,10 @@ double kit_rng_open01(kit_rng *r);
 #define KIT_OPT_DATA_SEED(what) {"data-seed", "1", "seed of " what}
 #define KIT_OPT_INJECT(faults) {"inject", "none", "none | " faults}
 
-/* Upper bounds a kernel puts on the shared shape options (lower bound 1). */
+/* Upper bounds a kernel puts on the shared shape options (lower bound 1),
+ * and on tokens x topk x ranks, the rows its int32 tables count (0: none). */
 typedef struct kit_moe_limits {
-    int64_t tokens, hidden, topk, experts;
+    int64_t tokens, hidden, topk, experts, rows;
 } kit_moe_limits;
 
 /* The shared MoE shape, validated against the rank count: experts divide
@@ -89,9 +90,10 @@ typedef struct kit_moe {
 } kit_moe;
 
 /* Reads --tokens (unless lim->tokens is 0), --hidden, --experts and --topk,
- * in that order, each against its limit. 0, or -1 with err naming the option. */
-int kit_read_moe(const struct kernel_opts *o, int num_ranks, const kit_moe_limits *lim, kit_moe *m,
-                 char *err, size_t errlen);
+ * in that order, each against its limit, then the rows. 0, or -1 with err
+ * naming the option. */
+int kit_read_moe(const struct kernel_opts *o, int num_ranks, const kit_moe_limits *lim,
+                 kit_moe *m, char *err, size_t errlen);
 /* A string option that must have a value. */
 int kit_read_str(const struct kernel_opts *o, const char *name, const char **out, char *err,
                  size_t errlen);
@@ -103,6 +105,16 @@ int kit_read_seed(const struct kernel_opts *o, uint64_t *seed, char *err, size_t
  * with NULL; *which is the index of the named fault. */
 int kit_read_inject(const struct kernel_opts *o, const char *const *faults, int *which, char *err,
                     size_t errlen);
+
+/* ----------------------------------------------------------- setup */
+
+/* *state = NULL, then a zeroed host state of `bytes`; NULL with err
+ * "OWNER: out of host memory" when there is no memory. */
+void *kit_state_new(size_t bytes, const char *owner, void **state, char *err, size_t errlen);
+/* For kernels that run inside one node: --nodes 1 and 1..max_ranks NPUs,
+ * else -1 with err saying why ("KERNEL WHY: --nodes must be 1"). */
+int kit_check_one_node(const char *kernel, const char *why, int nodes, int npus_per_node,
+                       int max_ranks, char *err, size_t errlen);
 
 /* --------------------------------------------------------- guard regions */
 
@@ -142,6 +154,16 @@ int kit_guard_expect(kit_guards *g, gm_t at, uint32_t bytes, uint8_t value, cons
  * kernels' 32 B over-reads. */
 int kit_alloc(engine *e, kit_guards *g, int rank, uint64_t bytes, const char *what, int guarded,
               gm_t *out, char *err, size_t errlen);
+/* One buffer of a kernel's per-rank list, for kit_alloc_all. */
+typedef struct kit_buffer {
+    uint64_t bytes;
+    const char *what;
+    int guarded;
+    gm_t *out;
+} kit_buffer;
+/* kit_alloc of every buffer of the list on one rank, in order. */
+int kit_alloc_all(engine *e, kit_guards *g, int rank, const kit_buffer *bufs, size_t n,
+                  char *err, size_t errlen);
 /* After the run: 0 when every guard byte is intact, else 1 with msg naming
  * the buffer, the rank, the byte and its GM offset. */
 int kit_guards_check(engine *e, const kit_guards *g, char *msg, size_t msglen);

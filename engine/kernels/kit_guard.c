@@ -61,6 +61,15 @@ int kit_alloc(engine *e, kit_guards *g, int rank, uint64_t bytes, const char *wh
                           err, errlen);
 }
 
+int kit_alloc_all(engine *e, kit_guards *g, int rank, const kit_buffer *bufs, size_t n,
+                  char *err, size_t errlen) {
+    for (size_t i = 0; i < n; i++)
+        if (kit_alloc(e, g, rank, bufs[i].bytes, bufs[i].what, bufs[i].guarded, bufs[i].out, err,
+                      errlen))
+            return -1;
+    return 0;
+}
+
 int kit_guards_check(engine *e, const kit_guards *g, char *msg, size_t msglen) {
     for (int i = 0; i < g->n; i++) {
         const kit_guard *r = &g->v[i];

@@ -38,7 +38,13 @@ int kit_read_moe(const kernel_opts *o, int num_ranks, const kit_moe_limits *lim,
     m->local_experts = m->experts / num_ranks;
     if (kopt_i64_range(o, "topk", 1, lim->topk, &v, err, errlen)) return -1;
     m->topk = (int)v;
-    return routing_check_topk(m->topk, m->experts, err, errlen);
+    if (routing_check_topk(m->topk, m->experts, err, errlen)) return -1;
+    if (lim->rows && (int64_t)m->tokens * m->topk * num_ranks > lim->rows) {
+        snprintf(err, errlen, "--tokens %d x --topk %d x %d ranks: too many rows for int32 tables",
+                 m->tokens, m->topk, num_ranks);
+        return -1;
+    }
+    return 0;
 }
 
 int kit_read_routing(const kernel_opts *o, routing_spec *spec, char *err, size_t errlen) {

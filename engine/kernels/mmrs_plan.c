@@ -109,18 +109,9 @@ static int plan_comm(mmrs_shape *sh, char *err, size_t errlen) {
 int mmrs_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int num_aic,
                          mmrs_shape *sh, char *err, size_t errlen) {
     memset(sh, 0, sizeof *sh);
-    if (nodes != 1) {
-        snprintf(err, errlen,
-                 "matmul-reduce-scatter reads peers' workspaces over HCCS: --nodes must be 1, "
-                 "got %d",
-                 nodes);
+    if (kit_check_one_node("matmul-reduce-scatter", "reads peers' workspaces over HCCS", nodes,
+                           npus_per_node, MMRS_MAX_RANKS, err, errlen))
         return -1;
-    }
-    if (npus_per_node < 1 || npus_per_node > MMRS_MAX_RANKS) {
-        snprintf(err, errlen, "--npus-per-node %d: matmul-reduce-scatter supports 1..%d ranks",
-                 npus_per_node, MMRS_MAX_RANKS);
-        return -1;
-    }
     int R = npus_per_node;
     sh->num_ranks = R;
     int64_t v;

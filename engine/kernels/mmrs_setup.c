@@ -69,13 +69,9 @@ static int guard(engine *e, gm_t at, const char *what, int rank, char *err, size
 }
 
 static int mmrs_setup(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
-    *state = NULL;
     const engine_config *cfg = engine_get_config(e);
-    mmrs_state *st = calloc(1, sizeof *st);
-    if (!st) {
-        snprintf(err, errlen, "mmrs setup: out of host memory");
-        return -1;
-    }
+    mmrs_state *st = kit_state_new(sizeof *st, "mmrs setup", state, err, errlen);
+    if (!st) return -1;
     mmrs_shape *sh = &st->sh;
     if (mmrs_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, engine_num_aic(e), sh, err,
                              errlen)) {
