@@ -134,6 +134,34 @@ int engine_payload_parse(const char *text, engine_payload *out);
 
 void engine_config_defaults(engine_config *cfg);
 
+/* The engine configuration table (config.c): chips and the ranges of the
+ * numeric settings, read by option parsing, the trace header and replay. */
+typedef struct engine_chip_info {
+    engine_chip chip;
+    const char *name;          /* in --chip and the trace header: "910B2" */
+    int aic, aiv;              /* AI cores per NPU */
+} engine_chip_info;
+/* NULL when chip is not in the table. */
+const engine_chip_info *engine_chip_get(engine_chip chip);
+const char *engine_chip_name(engine_chip chip);
+/* By name, case-insensitive; 0, or -1 when no chip has that name. */
+int engine_chip_parse(const char *name, engine_chip *out);
+/* Every chip's name, for messages: "910B2 or 910B4". */
+const char *engine_chips_text(void);
+
+typedef enum {
+    ENGINE_LIMIT_NODES, ENGINE_LIMIT_NPUS_PER_NODE, ENGINE_LIMIT_JITTER, ENGINE_LIMIT_COUNT
+} engine_config_limit_id;
+typedef struct engine_config_limit {
+    const char *option;        /* "--nodes" */
+    const char *key;           /* in the trace header: "config.nodes" */
+    double lo, hi;             /* accepted, both included */
+    const char *note;          /* why the bound, for messages: " (HCCS full mesh of 8)" */
+} engine_config_limit;
+const engine_config_limit *engine_config_limit_get(engine_config_limit_id id);
+/* cfg against the table: ENGINE_OK, or ENGINE_ERR with err naming the option. */
+int engine_config_check(const engine_config *cfg, char *err, size_t errlen);
+
 int engine_create(const engine_config *cfg, engine **out, char *err, size_t errlen);
 void engine_destroy(engine *e);
 

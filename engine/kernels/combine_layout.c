@@ -17,8 +17,10 @@ static void human(char *buf, size_t n, uint64_t bytes) {
 int combine_layout(const kernel_opts *o, int scheme, int nodes, int npus_per_node, FILE *out,
                    char *err, size_t errlen) {
     combine_shape sh;
-    /* No engine here: validate sender cores against the 910B2's 48 AIV. */
-    if (combine_shape_from_opts(o, scheme, nodes, npus_per_node, 48, &sh, err, errlen)) return -1;
+    /* No engine here: validate sender cores against the default chip's AIV. */
+    if (combine_shape_from_opts(o, scheme, nodes, npus_per_node, engine_chip_get(CHIP_910B2)->aiv,
+                                &sh, err, errlen))
+        return -1;
     combine_plan p;
     if (combine_plan_build(&sh, &p, err, errlen)) return -1;
     int R = sh.num_ranks, L = sh.local_experts, T = sh.tokens, K = sh.topk;

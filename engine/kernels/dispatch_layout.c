@@ -88,8 +88,10 @@ static uint64_t role_words(const dispatch_shape *sh) {
 int dispatch_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *out, char *err,
                     size_t errlen) {
     dispatch_shape sh;
-    /* No engine here: validate the role core counts against the 910B2's 48 AIV. */
-    if (dispatch_shape_from_opts(o, nodes, npus_per_node, 48, &sh, err, errlen)) return -1;
+    /* No engine here: validate the role core counts against the default chip's AIV. */
+    if (dispatch_shape_from_opts(o, nodes, npus_per_node, engine_chip_get(CHIP_910B2)->aiv, &sh,
+                                 err, errlen))
+        return -1;
     int R = sh.num_ranks;
     int64_t *recv_total = calloc((size_t)R, sizeof *recv_total);
     if (!recv_total) {

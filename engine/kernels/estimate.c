@@ -41,8 +41,8 @@
 #define PAGE 4096ull
 static uint64_t page_of(uint64_t record) { return record < PAGE ? record : PAGE; }
 
-static int num_aiv(int chip) { return chip == CHIP_910B4 ? 40 : 48; }
-static int num_aic(int chip) { return chip == CHIP_910B4 ? 20 : 24; }
+static int num_aiv(int chip) { return engine_chip_get((engine_chip)chip)->aiv; }
+static int num_aic(int chip) { return engine_chip_get((engine_chip)chip)->aic; }
 
 static int est_combine(const kernel_desc *k, const kernel_opts *o, int nodes, int npus,
                        int chip, int payload, kernel_estimate *est, char *err, size_t errlen) {

@@ -9,8 +9,10 @@
 int fm_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *out, char *err,
               size_t errlen) {
     fm_shape sh;
-    /* No engine here: validate --cores against the 910B2's 48 AIV. */
-    if (fm_shape_from_opts(o, nodes, npus_per_node, 48, &sh, err, errlen)) return -1;
+    /* No engine here: validate --cores against the default chip's AIV. */
+    if (fm_shape_from_opts(o, nodes, npus_per_node, engine_chip_get(CHIP_910B2)->aiv, &sh, err,
+                           errlen))
+        return -1;
     fm_plan p;
     if (fm_plan_build(&sh, &p, err, errlen)) return -1;
     int W = sh.num_ranks, L = sh.local_experts, T = sh.tokens, K = sh.topk;

@@ -8,8 +8,10 @@
 int mmrs_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *out, char *err,
                 size_t errlen) {
     mmrs_shape sh;
-    /* No engine here: validate --cores against the 910B2's 24 AIC. */
-    if (mmrs_shape_from_opts(o, nodes, npus_per_node, 24, &sh, err, errlen)) return -1;
+    /* No engine here: validate --cores against the default chip's AIC. */
+    if (mmrs_shape_from_opts(o, nodes, npus_per_node, engine_chip_get(CHIP_910B2)->aic, &sh, err,
+                             errlen))
+        return -1;
     mmrs_args a;
     mmrs_args_from_shape(&sh, &a);
     int R = sh.num_ranks;
