@@ -226,7 +226,6 @@ uint32_t eng_intern(engine *e, const char *text) {
     return id;
 }
 
-uint32_t engine_intern(engine *e, const char *text) { return eng_intern(e, text); }
 
 uint32_t engine_string_count(const engine *e) { return e->n_strings; }
 

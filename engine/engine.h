@@ -80,8 +80,6 @@ int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen);
 int engine_hw_set(engine_hw *hw, const char *key, const char *value, char *err, size_t errlen);
 /* Writes every parameter as key=value lines, in a fixed order. */
 void engine_hw_write(const engine_hw *hw, FILE *out);
-/* Source of a parameter's default, for documentation ("" if none). */
-const char *engine_hw_source(const char *key);
 
 /* One timing parameter as `npurr hw` and `npurr info` describe it. Keys say
  * their unit; old_key is the name older traces and files use (roce_gbps
@@ -100,7 +98,6 @@ size_t engine_hw_count(void);
 const engine_hw_param *engine_hw_param_at(size_t i);
 /* By key or old key; NULL if unknown. */
 const engine_hw_param *engine_hw_find(const char *key);
-double engine_hw_get(const engine_hw *hw, const engine_hw_param *p);
 
 /* ---------------------------------------------------------------- config */
 
@@ -420,7 +417,6 @@ typedef struct engine_tee {
 engine_observer engine_tee_observer(engine_tee *t);
 const char *engine_string(const engine *e, uint32_t id);
 uint32_t engine_string_count(const engine *e);   /* ids are 1..count */
-uint32_t engine_intern(engine *e, const char *text);
 
 const char *engine_event_kind_name(int kind);
 const char *engine_xfer_name(int xfer);

@@ -191,19 +191,6 @@ void eng_watch(engine *e, core *c) {
     rs->watchers[rs->n_watchers++] = c;
 }
 
-void eng_unwatch(engine *e, core *c) {
-    rank_state *rs = &e->ranks[gm_rank(c->wait_addr)];
-    for (int i = 0; i < rs->n_watchers; i++) {
-        if (rs->watchers[i] == c) {
-            /* keep order: wake order must not depend on removal history */
-            memmove(&rs->watchers[i], &rs->watchers[i + 1],
-                    (size_t)(rs->n_watchers - i - 1) * sizeof *rs->watchers);
-            rs->n_watchers--;
-            return;
-        }
-    }
-}
-
 void eng_gm_written(engine *e, int rank, uint64_t off, uint64_t len, uint64_t seq, uint32_t track1,
                     uint64_t time) {
     rank_state *rs = &e->ranks[rank];

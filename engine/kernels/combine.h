@@ -211,8 +211,6 @@ typedef struct combine_state {
     kit_guards guards;
 } combine_state;
 
-int combine_setup(engine *e, const kernel_opts *o, int scheme, void **state, char *err,
-                  size_t errlen);
 int combine_check(engine *e, void *state, char *msg, size_t msglen);
 int combine_layout(const kernel_opts *o, int scheme, int nodes, int npus_per_node, FILE *out,
                    char *err, size_t errlen);

@@ -158,7 +158,7 @@ static int fill_inputs(engine *e, combine_state *st, char *err, size_t errlen) {
     return 0;
 }
 
-int combine_setup(engine *e, const kernel_opts *o, int scheme, void **state, char *err,
+static int combine_setup(engine *e, const kernel_opts *o, int scheme, void **state, char *err,
                   size_t errlen) {
     const engine_config *cfg = engine_get_config(e);
     combine_state *st = kit_state_new(sizeof *st, "combine setup", state, err, errlen);

@@ -377,7 +377,6 @@ typedef struct dispatch_state {
     uint32_t *ring_ids;
 } dispatch_state;
 
-int dispatch_setup(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen);
 int dispatch_check(engine *e, void *state, char *msg, size_t msglen);
 int dispatch_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *out, char *err,
                     size_t errlen);

@@ -309,7 +309,7 @@ static int choose_injection(dispatch_state *st, char *err, size_t errlen) {
     return 0;
 }
 
-int dispatch_setup(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
+static int dispatch_setup(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
     const engine_config *cfg = engine_get_config(e);
     dispatch_state *st = kit_state_new(sizeof *st, "dispatch setup", state, err, errlen);
     if (!st) return -1;

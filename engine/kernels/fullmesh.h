@@ -192,8 +192,6 @@ int fm_plan_build(const fm_shape *sh, fm_plan *plan, char *err, size_t errlen);
 void fm_plan_free(fm_plan *plan);
 /* UB bytes one core uses for this shape. */
 uint32_t fm_ub_bytes(const fm_shape *sh);
-/* Routing seed of a round. */
-uint64_t fm_round_seed(uint64_t data_seed, int round);
 
 /* fullmesh_payload.c */
 void fm_fill_token(uint16_t *row, int hidden, uint64_t seed, int round, int rank, int token);

@@ -31,7 +31,8 @@ const kernel_option fm_options[] = {
 /* In the order of the inject enum (0 = none). */
 static const char *const fm_faults[] = {"none", "no-double-buffer", NULL};
 
-uint64_t fm_round_seed(uint64_t data_seed, int round) {
+/* Routing seed of a round. */
+static uint64_t fm_round_seed(uint64_t data_seed, int round) {
     return data_seed + 0x9E3779B97F4A7C15ULL * (uint64_t)round;
 }
 

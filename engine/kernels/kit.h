@@ -147,21 +147,18 @@ int kit_guard_fill(engine *e, kit_guards *g, gm_t at, uint32_t bytes, const char
  * unused bytes of a zeroed control block) without writing it. */
 int kit_guard_expect(kit_guards *g, gm_t at, uint32_t bytes, uint8_t value, const char *what,
                      char *err, size_t errlen);
-/* Allocates bytes (room for at least UB_ALIGN, so an empty buffer still
- * exists) on one rank, then KIT_GUARD_BYTES more when guarded. The guard
- * starts right at the end of the data, so a write one byte too far is
- * caught; it covers the alignment padding too, which also absorbs the
- * kernels' 32 B over-reads. */
-int kit_alloc(engine *e, kit_guards *g, int rank, uint64_t bytes, const char *what, int guarded,
-              gm_t *out, char *err, size_t errlen);
-/* One buffer of a kernel's per-rank list, for kit_alloc_all. */
+/* One buffer of a kernel's per-rank list, for kit_alloc_all: bytes (room
+ * for at least UB_ALIGN, so an empty buffer still exists), then
+ * KIT_GUARD_BYTES more when guarded. The guard starts right at the end of
+ * the data, so a write one byte too far is caught; it covers the alignment
+ * padding too, which also absorbs the kernels' 32 B over-reads. */
 typedef struct kit_buffer {
     uint64_t bytes;
     const char *what;
     int guarded;
     gm_t *out;
 } kit_buffer;
-/* kit_alloc of every buffer of the list on one rank, in order. */
+/* Allocates every buffer of the list on one rank, in order. */
 int kit_alloc_all(engine *e, kit_guards *g, int rank, const kit_buffer *bufs, size_t n,
                   char *err, size_t errlen);
 /* After the run: 0 when every guard byte is intact, else 1 with msg naming

@@ -51,7 +51,7 @@ int kit_guard_fill(engine *e, kit_guards *g, gm_t at, uint32_t bytes, const char
     return kit_guard_expect(g, at, bytes, g->value, what, err, errlen);
 }
 
-int kit_alloc(engine *e, kit_guards *g, int rank, uint64_t bytes, const char *what, int guarded,
+static int kit_alloc(engine *e, kit_guards *g, int rank, uint64_t bytes, const char *what, int guarded,
               gm_t *out, char *err, size_t errlen) {
     uint64_t data = bytes < UB_ALIGN ? UB_ALIGN : kit_align_up(bytes, UB_ALIGN);
     uint64_t total = data + (guarded ? KIT_GUARD_BYTES : 0);

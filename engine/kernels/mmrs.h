@@ -106,9 +106,8 @@ static inline uint64_t mmrs_workspace_row(const mmrs_args *a, uint32_t stage, ui
 
 /* ------------------------------------------------------------ device code */
 
-/* The MIX kernel: the AIC part (mmrs_aic.c) or the AIV part (mmrs_aiv.c). */
+/* The MIX kernel (mmrs_aic.c): the AIC part, or the AIV part (mmrs_aiv.c). */
 void mmrs_kernel(const void *args);
-void mmrs_aic(const mmrs_args *a);
 void mmrs_aiv(const mmrs_args *a);
 
 /* ------------------------------------------------------------ host side */
