@@ -128,14 +128,13 @@ void combine_plan_free(combine_plan *p) {
     memset(p, 0, sizeof *p);
 }
 
-int combine_plan_build(const combine_shape *sh, combine_plan *p, char *err, size_t errlen) {
-    memset(p, 0, sizeof *p);
-    p->sh = *sh;
+static int alloc_tables(combine_plan *p) {
+    const combine_shape *sh = &p->sh;
     size_t R = (size_t)sh->num_ranks, L = (size_t)sh->local_experts, E = (size_t)sh->experts;
-    size_t T = (size_t)sh->tokens, K = (size_t)sh->topk;
-    p->expert_ids = malloc(sizeof(int32_t) * R * T * K);
-    p->topk_weights = malloc(sizeof(float) * R * T * K);
-    p->expand_idx = malloc(sizeof(int32_t) * R * T * K);
+    size_t TK = (size_t)sh->tokens * (size_t)sh->topk;
+    p->expert_ids = malloc(sizeof(int32_t) * R * TK);
+    p->topk_weights = malloc(sizeof(float) * R * TK);
+    p->expand_idx = malloc(sizeof(int32_t) * R * TK);
     p->length_table = calloc(R * L * R, sizeof(int32_t));
     p->offset_table = calloc(R * L * R, sizeof(int32_t));
     p->x_rows = calloc(R, sizeof(int64_t));
@@ -143,42 +142,37 @@ int combine_plan_build(const combine_shape *sh, combine_plan *p, char *err, size
     p->recv_row_offset = calloc(R * R, sizeof(int32_t));
     p->recv_total = calloc(R, sizeof(int64_t));
     p->expert_window_offset = calloc(R * E, sizeof(int32_t));
-    p->recv_owner = malloc(sizeof(int32_t) * (R * T * K + 1));
+    p->recv_owner = malloc(sizeof(int32_t) * (R * TK + 1));
     p->recv_owner_base = calloc(R + 1, sizeof(int64_t));
-    if (!p->expert_ids || !p->topk_weights || !p->expand_idx || !p->length_table ||
-        !p->offset_table || !p->x_rows || !p->recv_rows || !p->recv_row_offset ||
-        !p->recv_total || !p->expert_window_offset || !p->recv_owner || !p->recv_owner_base) {
-        combine_plan_free(p);
-        snprintf(err, errlen, "--tokens %d: out of host memory for the routing tables",
-                 sh->tokens);
-        return -1;
-    }
-    routing_shape rs = {.num_ranks = (int)R, .nodes = 1, .npus_per_node = (int)R,
-                        .experts = (int)E, .topk = (int)K};
-    for (size_t s = 0; s < R; s++) {
-        if (routing_generate(&sh->routing, &rs, sh->data_seed, (int)s, (int)T,
-                             p->expert_ids + s * T * K, p->topk_weights + s * T * K, err,
-                             errlen) != 0) {
-            combine_plan_free(p);
-            return -1;
-        }
-    }
-    /* length_table[p][le][s] and each (t, k)'s index inside its segment:
-     * tokens keep their order within a segment, as a dispatch appends them. */
+    return p->expert_ids && p->topk_weights && p->expand_idx && p->length_table &&
+                   p->offset_table && p->x_rows && p->recv_rows && p->recv_row_offset &&
+                   p->recv_total && p->expert_window_offset && p->recv_owner && p->recv_owner_base
+               ? 0
+               : -1;
+}
+
+/* length_table[p][le][s] and offset_table, as the plan stores them. */
 #define LEN(pp, le, ss) p->length_table[((pp) * L + (le)) * R + (ss)]
 #define OFF(pp, le, ss) p->offset_table[((pp) * L + (le)) * R + (ss)]
+
+/* The dispatch's side: each (t, k)'s index inside its (expert, source)
+ * segment, the segment lengths, and x expert-major, rank-minor. */
+static void layout_x(combine_plan *p) {
+    size_t R = (size_t)p->sh.num_ranks, L = (size_t)p->sh.local_experts;
+    size_t TK = (size_t)p->sh.tokens * (size_t)p->sh.topk;
+    /* Tokens keep their order within a segment, as a dispatch appends them. */
     for (size_t s = 0; s < R; s++)
-        for (size_t i = 0; i < T * K; i++) {
-            int32_t e = p->expert_ids[s * T * K + i];
+        for (size_t i = 0; i < TK; i++) {
+            int32_t e = p->expert_ids[s * TK + i];
             if (e < 0) {
-                p->expand_idx[s * T * K + i] = -1;
+                p->expand_idx[s * TK + i] = -1;
                 continue;
             }
             size_t pp = (size_t)e / L, le = (size_t)e % L;
-            p->expand_idx[s * T * K + i] = LEN(pp, le, s)++;
+            p->expand_idx[s * TK + i] = LEN(pp, le, s)++;
         }
-    /* x is expert-major, rank-minor; offset_table holds global row offsets
-     * (seed 000 s2.2 recommends global offsets to save index arithmetic). */
+    /* offset_table holds global row offsets (seed 000 s2.2 recommends
+     * global offsets to save index arithmetic). */
     for (size_t pp = 0; pp < R; pp++) {
         int64_t row = 0;
         for (size_t le = 0; le < L; le++)
@@ -188,8 +182,14 @@ int combine_plan_build(const combine_shape *sh, combine_plan *p, char *err, size
             }
         p->x_rows[pp] = row;
     }
-    /* Receive layout on s: the stream from each source p, sources in rank
-     * order (seed 002's WinIn windows, packed without per-rank padding). */
+}
+
+/* Receive layout on s: the stream from each source p, sources in rank
+ * order (seed 002's WinIn windows, packed without per-rank padding), and
+ * which (t, k) of s every received row belongs to. */
+static void layout_recv(combine_plan *p) {
+    size_t R = (size_t)p->sh.num_ranks, L = (size_t)p->sh.local_experts;
+    size_t E = (size_t)p->sh.experts, TK = (size_t)p->sh.tokens * (size_t)p->sh.topk;
     int64_t owner_base = 0;
     for (size_t s = 0; s < R; s++) {
         int64_t row = 0;
@@ -209,13 +209,37 @@ int combine_plan_build(const combine_shape *sh, combine_plan *p, char *err, size
     }
     p->recv_owner_base[R] = owner_base;
     for (size_t s = 0; s < R; s++)
-        for (size_t i = 0; i < T * K; i++) {
-            int32_t e = p->expert_ids[s * T * K + i];
+        for (size_t i = 0; i < TK; i++) {
+            int32_t e = p->expert_ids[s * TK + i];
             if (e < 0) continue;
-            int64_t row = p->expert_window_offset[s * E + (size_t)e] + p->expand_idx[s * T * K + i];
+            int64_t row = p->expert_window_offset[s * E + (size_t)e] + p->expand_idx[s * TK + i];
             p->recv_owner[p->recv_owner_base[s] + row] = (int32_t)i;
         }
+}
 #undef LEN
 #undef OFF
+
+int combine_plan_build(const combine_shape *sh, combine_plan *p, char *err, size_t errlen) {
+    memset(p, 0, sizeof *p);
+    p->sh = *sh;
+    if (alloc_tables(p)) {
+        combine_plan_free(p);
+        snprintf(err, errlen, "--tokens %d: out of host memory for the routing tables",
+                 sh->tokens);
+        return -1;
+    }
+    size_t TK = (size_t)sh->tokens * (size_t)sh->topk;
+    routing_shape rs = {.num_ranks = sh->num_ranks, .nodes = 1, .npus_per_node = sh->num_ranks,
+                        .experts = sh->experts, .topk = sh->topk};
+    for (int s = 0; s < sh->num_ranks; s++) {
+        if (routing_generate(&sh->routing, &rs, sh->data_seed, s, sh->tokens,
+                             p->expert_ids + (size_t)s * TK, p->topk_weights + (size_t)s * TK, err,
+                             errlen) != 0) {
+            combine_plan_free(p);
+            return -1;
+        }
+    }
+    layout_x(p);
+    layout_recv(p);
     return 0;
 }

@@ -159,7 +159,9 @@ static int name(engine *e, gm_t at, uint32_t width, char *err, size_t errlen, co
 }
 
 /* Rings and the words the roles wait on, on every rank. */
-static int declare(engine *e, dispatch_state *st, char *err, size_t errlen) {
+/* Every RDMA and HCCS ring, to the engine: rdma first, then hccs, so
+ * their object ids follow the order of the tables they index. */
+static int declare_rings(engine *e, dispatch_state *st, char *err, size_t errlen) {
     dispatch_args *a = &st->args;
     const dispatch_shape *sh = &a->sh;
     int R = sh->num_ranks, C = sh->channels, N = sh->nodes, P = sh->npus;
@@ -198,55 +200,68 @@ static int declare(engine *e, dispatch_state *st, char *err, size_t errlen) {
                 if (!id) goto refused;
                 a->hccs_ring[((size_t)d * (size_t)C + (size_t)c) * (size_t)P + (size_t)l] = id;
             }
-    for (int r = 0; r < R; r++) {
-        for (int c = 0; c < C; c++) {
-            for (int n = 0; n < N; n++) {
-                uint64_t w = (uint64_t)c * (uint64_t)N + (uint64_t)n;
-                gm_t meta_end = gm_add(gm_on_rank(a->rdma_channel_meta, r),
-                                       (int64_t)(w * DISPATCH_META_BYTES + (DISPATCH_META_INTS - 1) * 4));
-                if (name(e, dispatch_word(a->rdma_send_channel_lock, r, w, 4), 4, err, errlen,
-                         "rdma_send_channel_lock[c%d][node%d]@%d", c, n, r) ||
-                    name(e, dispatch_word(a->rdma_send_channel_tail, r, w, 8), 8, err, errlen,
-                         "rdma_send_channel_tail[c%d][node%d]@%d", c, n, r) ||
-                    name(e, meta_end, 4, err, errlen, "rdma_channel_meta[c%d][node%d].end@%d", c, n,
-                         r) ||
-                    name(e, dispatch_word(a->rdma_channel_meta_ack, r, w, 8), 8, err, errlen,
-                         "rdma_channel_meta_ack[c%d][node%d]@%d", c, n, r))
-                    return -1;
-                for (int g = 0; g < P; g++)
-                    if (name(e, dispatch_word(a->forwarder_head, r, w * (uint64_t)P + (uint64_t)g, 8),
-                             8, err, errlen, "forwarder_head[c%d][node%d][g%d]@%d", c, n, g, r))
-                        return -1;
-            }
-            if (name(e, dispatch_word(a->rdma_recv_doorbell, r, (uint64_t)c, 8), 8, err, errlen,
-                     "rdma_recv_doorbell[c%d]@%d", c, r))
-                return -1;
-            for (int l = 0; l < P; l++)
-                for (int n = 0; n < N; n++) {
-                    uint64_t w = ((uint64_t)c * (uint64_t)P + (uint64_t)l) * (uint64_t)N + (uint64_t)n;
-                    if (name(e, dispatch_word(a->hccs_channel_prefix_end, r, w, 4), 4, err, errlen,
-                             "hccs_channel_prefix_end[c%d][%d][node%d]@%d", c, (r / P) * P + l, n,
-                             r))
-                        return -1;
-                }
-        }
-        for (int k = 0; k < sh->coordinators; k++)
-            if (name(e, dispatch_word(a->coord_doorbell, r, (uint64_t)k, 8), 8, err, errlen,
-                     "rdma_coord_doorbell[%d]@%d", k, r))
-                return -1;
-        for (int k = 0; k < sh->fwd_coordinators; k++)
-            if (name(e, dispatch_word(a->fwd_coord_doorbell, r, (uint64_t)k, 8), 8, err, errlen,
-                     "fwd_coord_doorbell[%d]@%d", k, r))
-                return -1;
-        for (int k = 0; k < sh->receivers; k++)
-            if (name(e, dispatch_word(a->hccs_recv_doorbell, r, (uint64_t)k, 8), 8, err, errlen,
-                     "hccs_recv_doorbell[%d]@%d", k, r))
-                return -1;
-    }
     return 0;
 refused:
     snprintf(err, errlen, "dispatch setup: the engine refused to declare ring %s", buf);
     return -1;
+}
+
+/* The words of rank r that waits and reports name: channel locks, tails,
+ * metadata ends and acks, forwarder heads, doorbells. */
+static int name_rank_words(engine *e, const dispatch_args *a, int r, char *err, size_t errlen) {
+    const dispatch_shape *sh = &a->sh;
+    int C = sh->channels, N = sh->nodes, P = sh->npus;
+    for (int c = 0; c < C; c++) {
+        for (int n = 0; n < N; n++) {
+            uint64_t w = (uint64_t)c * (uint64_t)N + (uint64_t)n;
+            gm_t meta_end = gm_add(gm_on_rank(a->rdma_channel_meta, r),
+                                   (int64_t)(w * DISPATCH_META_BYTES + (DISPATCH_META_INTS - 1) * 4));
+            if (name(e, dispatch_word(a->rdma_send_channel_lock, r, w, 4), 4, err, errlen,
+                     "rdma_send_channel_lock[c%d][node%d]@%d", c, n, r) ||
+                name(e, dispatch_word(a->rdma_send_channel_tail, r, w, 8), 8, err, errlen,
+                     "rdma_send_channel_tail[c%d][node%d]@%d", c, n, r) ||
+                name(e, meta_end, 4, err, errlen, "rdma_channel_meta[c%d][node%d].end@%d", c, n,
+                     r) ||
+                name(e, dispatch_word(a->rdma_channel_meta_ack, r, w, 8), 8, err, errlen,
+                     "rdma_channel_meta_ack[c%d][node%d]@%d", c, n, r))
+                return -1;
+            for (int g = 0; g < P; g++)
+                if (name(e, dispatch_word(a->forwarder_head, r, w * (uint64_t)P + (uint64_t)g, 8),
+                         8, err, errlen, "forwarder_head[c%d][node%d][g%d]@%d", c, n, g, r))
+                    return -1;
+        }
+        if (name(e, dispatch_word(a->rdma_recv_doorbell, r, (uint64_t)c, 8), 8, err, errlen,
+                 "rdma_recv_doorbell[c%d]@%d", c, r))
+            return -1;
+        for (int l = 0; l < P; l++)
+            for (int n = 0; n < N; n++) {
+                uint64_t w = ((uint64_t)c * (uint64_t)P + (uint64_t)l) * (uint64_t)N + (uint64_t)n;
+                if (name(e, dispatch_word(a->hccs_channel_prefix_end, r, w, 4), 4, err, errlen,
+                         "hccs_channel_prefix_end[c%d][%d][node%d]@%d", c, (r / P) * P + l, n,
+                         r))
+                    return -1;
+            }
+    }
+    for (int k = 0; k < sh->coordinators; k++)
+        if (name(e, dispatch_word(a->coord_doorbell, r, (uint64_t)k, 8), 8, err, errlen,
+                 "rdma_coord_doorbell[%d]@%d", k, r))
+            return -1;
+    for (int k = 0; k < sh->fwd_coordinators; k++)
+        if (name(e, dispatch_word(a->fwd_coord_doorbell, r, (uint64_t)k, 8), 8, err, errlen,
+                 "fwd_coord_doorbell[%d]@%d", k, r))
+            return -1;
+    for (int k = 0; k < sh->receivers; k++)
+        if (name(e, dispatch_word(a->hccs_recv_doorbell, r, (uint64_t)k, 8), 8, err, errlen,
+                 "hccs_recv_doorbell[%d]@%d", k, r))
+            return -1;
+    return 0;
+}
+
+static int declare(engine *e, dispatch_state *st, char *err, size_t errlen) {
+    if (declare_rings(e, st, err, errlen)) return -1;
+    for (int r = 0; r < st->args.sh.num_ranks; r++)
+        if (name_rank_words(e, &st->args, r, err, errlen)) return -1;
+    return 0;
 }
 
 static int fill_inputs(engine *e, dispatch_state *st, char *err, size_t errlen) {
