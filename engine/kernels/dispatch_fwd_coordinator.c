@@ -23,7 +23,7 @@
  * would say so.
  * Device code: device.h only.
  */
-#include "dispatch.h"
+#include "dispatch_device.h"
 
 /* Flags: V_MTE3 2, MTE3_S 2 (clean step). */
 

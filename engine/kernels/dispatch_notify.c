@@ -21,7 +21,7 @@
  * [num_ranks, num_local_experts] prefix matrix and num_recv_tokens_per_expert.
  * Device code: device.h only.
  */
-#include "dispatch.h"
+#include "dispatch_device.h"
 
 /* Flags: MTE2_S 0, MTE3_S 0, V_S 0. */
 

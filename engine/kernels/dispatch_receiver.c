@@ -21,7 +21,7 @@
  * they are, as DeepEP's recv_topk_weights (the seeds do not say).
  * Device code: device.h only.
  */
-#include "dispatch.h"
+#include "dispatch_device.h"
 
 /* Flags: MTE3_S 2 (last batch left UB), MTE2_S 3 (batch loaded), V_MTE3 1
  * (scales copied), V_MTE3 2 / MTE3_S 2 (clean step). */
