@@ -71,3 +71,24 @@ int combine_layout(const kernel_opts *o, int scheme, int nodes, int npus_per_nod
     combine_plan_free(&p);
     return 0;
 }
+
+/* The memory estimate (kernels.h, the descriptor's estimate hook): the big
+ * terms of the formulas above over every rank. */
+int combine_estimate(const kernel_opts *o, int scheme, int nodes, int npus, int chip, int payload,
+                     kernel_estimate *est, char *err, size_t errlen) {
+    combine_shape sh;
+    if (combine_shape_from_opts(o, scheme, nodes, npus, engine_chip_get((engine_chip)chip)->aiv,
+                                &sh, err, errlen))
+        return -1;
+    uint64_t R = (uint64_t)sh.num_ranks, T = (uint64_t)sh.tokens, K = (uint64_t)sh.topk;
+    uint64_t row = sh.row_bytes;
+    /* expert-major x (T*K rows on average per rank, twice for the in-place
+     * reorder), the combined output, one ring per peer */
+    est->gm_bytes = payload == PAYLOAD_FULL ? R * (2 * T * K * row + T * row + R * sh.ring_bytes)
+                                            : R * (T * row + R * sh.ring_bytes);
+    est->host_bytes = R * T * K * KIT_PLAN_BYTES_PER_SLOT;
+    snprintf(est->driver, sizeof est->driver,
+             "--tokens %d --hidden %d --topk %d on %d ranks", sh.tokens, sh.hidden, sh.topk,
+             sh.num_ranks);
+    return 0;
+}

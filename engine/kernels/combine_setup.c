@@ -221,14 +221,28 @@ static int layout_inplace(const kernel_opts *o, int nodes, int npus, FILE *out, 
     return combine_layout(o, COMBINE_SCHEME_INPLACE, nodes, npus, out, err, errlen);
 }
 
+static int estimate_gather(const kernel_opts *o, int nodes, int npus, int chip, int payload,
+                           kernel_estimate *est, char *err, size_t errlen) {
+    return combine_estimate(o, COMBINE_SCHEME_GATHER, nodes, npus, chip, payload, est, err, errlen);
+}
+static int estimate_inplace(const kernel_opts *o, int nodes, int npus, int chip, int payload,
+                            kernel_estimate *est, char *err, size_t errlen) {
+    return combine_estimate(o, COMBINE_SCHEME_INPLACE, nodes, npus, chip, payload, est, err,
+                            errlen);
+}
+
 const kernel_desc kernel_combine_sender = {
-    "combine-sender",
-    "MoE combine (seed 000 scheme 2): gather-pack x through UB into HCCS rings, then weighted sum",
-    combine_options, setup_gather, combine_check, layout_gather, combine_destroy, NULL,
+    .name = "combine-sender",
+    .summary = "MoE combine (seed 000 scheme 2): gather-pack x through UB into HCCS rings, then "
+               "weighted sum",
+    .options = combine_options, .setup = setup_gather, .check = combine_check,
+    .layout = layout_gather, .destroy = combine_destroy, .estimate = estimate_gather,
 };
 
 const kernel_desc kernel_combine_sender_inplace = {
-    "combine-sender-inplace",
-    "MoE combine (seed 000 scheme 1): reorder x to rank-major in GM, copy out, then weighted sum",
-    combine_options, setup_inplace, combine_check, layout_inplace, combine_destroy, NULL,
+    .name = "combine-sender-inplace",
+    .summary = "MoE combine (seed 000 scheme 1): reorder x to rank-major in GM, copy out, then "
+               "weighted sum",
+    .options = combine_options, .setup = setup_inplace, .check = combine_check,
+    .layout = layout_inplace, .destroy = combine_destroy, .estimate = estimate_inplace,
 };

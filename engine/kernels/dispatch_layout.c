@@ -163,3 +163,35 @@ int dispatch_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *ou
     free(recv_total);
     return 0;
 }
+
+/* The memory estimate (kernels.h, the descriptor's estimate hook): the big
+ * terms of the formulas above over every rank. */
+int dispatch_estimate(const kernel_opts *o, int nodes, int npus, int chip, int payload,
+                      kernel_estimate *est, char *err, size_t errlen) {
+    dispatch_shape sh;
+    if (dispatch_shape_from_opts(o, nodes, npus, engine_chip_get((engine_chip)chip)->aiv, &sh, err,
+                                 errlen))
+        return -1;
+    uint64_t R = (uint64_t)sh.num_ranks, K = (uint64_t)sh.topk, T = 0;
+    for (int r = 0; r < sh.num_ranks; r++) T += (uint64_t)sh.tokens[r];
+    uint64_t row = sh.x_row_bytes + (uint64_t)sh.num_scales * 4;
+    uint64_t fan = K < R ? K : R;   /* ranks a token reaches at most */
+    uint64_t C = (uint64_t)sh.channels, N = (uint64_t)sh.nodes, P = (uint64_t)sh.npus;
+    uint64_t S = sh.token_bytes;
+    uint64_t rings = 2 * C * N * (uint64_t)sh.rdma_ring_tokens * S +
+                     C * P * (uint64_t)sh.hccs_ring_tokens * S;
+    /* inputs, top-k, received rows of every dispatch, rings of every rank */
+    /* Rings are backed only where written: at least a page per record
+     * (its metadata). Full mode also stores every row of x and recv_x. */
+    uint64_t ring_pages = R * (rings / S) * kit_page_of(S);
+    if (payload == PAYLOAD_FULL)
+        est->gm_bytes = T * (row + K * 8) + (uint64_t)sh.dispatches * T * fan * (row + K * 8 + 16) +
+                        ring_pages;
+    else   /* rows are references */
+        est->gm_bytes = T * K * 8 + (uint64_t)sh.dispatches * T * fan * (K * 8 + 16) + ring_pages;
+    est->host_bytes = T * K * KIT_PLAN_BYTES_PER_SLOT;
+    snprintf(est->driver, sizeof est->driver,
+             "--tokens %d --hidden %d --topk %d on %d ranks", sh.max_tokens, sh.hidden, sh.topk,
+             sh.num_ranks);
+    return 0;
+}

@@ -374,8 +374,10 @@ static int dispatch_progress(engine *e, const void *state, uint64_t *done, uint6
 }
 
 const kernel_desc kernel_dispatch_layered = {
-    "dispatch-layered",
-    "MoE layered normal dispatch (seeds 001/003): RDMA rings between nodes, HCCS rings inside",
-    dispatch_options, dispatch_setup, dispatch_check, dispatch_layout, dispatch_destroy,
-    dispatch_progress,
+    .name = "dispatch-layered",
+    .summary = "MoE layered normal dispatch (seeds 001/003): RDMA rings between nodes, HCCS "
+               "rings inside",
+    .options = dispatch_options, .setup = dispatch_setup, .check = dispatch_check,
+    .layout = dispatch_layout, .destroy = dispatch_destroy, .progress = dispatch_progress,
+    .estimate = dispatch_estimate,
 };

@@ -40,3 +40,23 @@ int fm_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *out, cha
     fm_plan_free(&p);
     return 0;
 }
+
+/* The memory estimate (kernels.h, the descriptor's estimate hook): the big
+ * terms of the formulas above over every rank. */
+int fm_estimate(const kernel_opts *o, int nodes, int npus, int chip, int payload,
+                kernel_estimate *est, char *err, size_t errlen) {
+    fm_shape sh;
+    if (fm_shape_from_opts(o, nodes, npus, engine_chip_get((engine_chip)chip)->aiv, &sh, err,
+                           errlen))
+        return -1;
+    uint64_t R = (uint64_t)sh.num_ranks, T = (uint64_t)sh.tokens, K = (uint64_t)sh.topk;
+    uint64_t row = sh.row_bytes;
+    /* x and the combined output per round, the double-buffered windows */
+    est->gm_bytes = R * ((uint64_t)sh.rounds * (payload == PAYLOAD_FULL ? 2 : 1) * T * row +
+                         2 * sh.block_stride);
+    est->host_bytes = (uint64_t)sh.rounds * R * T * K * KIT_PLAN_BYTES_PER_SLOT;
+    snprintf(est->driver, sizeof est->driver,
+             "--tokens %d --hidden %d --topk %d --rounds %d on %d ranks", sh.tokens, sh.hidden,
+             sh.topk, sh.rounds, sh.num_ranks);
+    return 0;
+}

@@ -165,8 +165,9 @@ static int fm_setup(engine *e, const kernel_opts *o, void **state, char *err, si
 }
 
 const kernel_desc kernel_fullmesh_dispatch_combine = {
-    "fullmesh-dispatch-combine",
-    "MoE dispatch + combine over the full mesh (seed 002): BatchWrite windows, FLAG1/FLAG2, "
-    "double buffer",
-    fm_options, fm_setup, fm_check, fm_layout, fm_destroy, NULL,
+    .name = "fullmesh-dispatch-combine",
+    .summary = "MoE dispatch + combine over the full mesh (seed 002): BatchWrite windows, "
+               "FLAG1/FLAG2, double buffer",
+    .options = fm_options, .setup = fm_setup, .check = fm_check, .layout = fm_layout,
+    .destroy = fm_destroy, .estimate = fm_estimate,
 };

@@ -43,6 +43,8 @@ int kopt_f64(const kernel_opts *o, const char *name, double *out, char *err, siz
 int kopt_i64_range(const kernel_opts *o, const char *name, int64_t lo, int64_t hi, int64_t *out,
                    char *err, size_t errlen);
 
+struct kernel_estimate;
+
 typedef struct kernel_desc {
     const char *name;
     const char *summary;                  /* one line for `npurr record --help` */
@@ -62,6 +64,12 @@ typedef struct kernel_desc {
      * Returns 0, or -1 when it cannot say yet. */
     int (*progress)(engine *e, const void *state, uint64_t *done, uint64_t *total,
                     const char **unit);
+    /* Optional: what a run of these options will hold in memory, from the
+     * options alone, after validating them as setup would (see
+     * kernel_estimate_memory); fills gm_bytes, host_bytes and driver. chip
+     * is an engine_chip, payload an engine_payload. */
+    int (*estimate)(const kernel_opts *o, int nodes, int npus_per_node, int chip, int payload,
+                    struct kernel_estimate *est, char *err, size_t errlen);
 } kernel_desc;
 
 /* What a run of these options will hold in memory, from the options alone

@@ -106,6 +106,14 @@ int kit_read_seed(const struct kernel_opts *o, uint64_t *seed, char *err, size_t
 int kit_read_inject(const struct kernel_opts *o, const char *const *faults, int *which, char *err,
                     size_t errlen);
 
+/* ------------------------------------------------------ memory estimate */
+
+/* The routing plan on the host: ids, weights, expand index per (t, k). */
+#define KIT_PLAN_BYTES_PER_SLOT 16ull
+/* A ring record is backed only where written: at least a page (its
+ * metadata), at most the record. */
+static inline uint64_t kit_page_of(uint64_t record) { return record < 4096 ? record : 4096; }
+
 /* ----------------------------------------------------------- setup */
 
 /* *state = NULL, then a zeroed host state of `bytes`; NULL with err

@@ -36,3 +36,22 @@ int mmrs_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *out, c
             sh.block_m * sh.block_n * 4, MMRS_UB_STAGES * MMRS_COMM_TILE_BYTES);
     return 0;
 }
+
+/* The memory estimate (kernels.h, the descriptor's estimate hook): the big
+ * terms of the formulas above over every rank. */
+int mmrs_estimate(const kernel_opts *o, int nodes, int npus, int chip, int payload,
+                  kernel_estimate *est, char *err, size_t errlen) {
+    mmrs_shape sh;
+    if (mmrs_shape_from_opts(o, nodes, npus, engine_chip_get((engine_chip)chip)->aic, &sh, err,
+                             errlen))
+        return -1;
+    uint64_t R = (uint64_t)sh.num_ranks, m = sh.m, n = sh.n, kk = sh.k;
+    /* fp16 A, B and output, the staged workspace; the check's fp32 reference */
+    /* A and B are stored as bytes in both modes: the cube computes on them */
+    (void)payload;
+    est->gm_bytes = R * (2 * (m * kk + kk * n + m * n) + sh.workspace_bytes);
+    est->host_bytes = 4 * m * n;
+    snprintf(est->driver, sizeof est->driver, "--m %u --n %u --k %u on %d ranks", sh.m, sh.n,
+             sh.k, sh.num_ranks);
+    return 0;
+}

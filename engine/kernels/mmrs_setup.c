@@ -119,8 +119,9 @@ static int mmrs_setup(engine *e, const kernel_opts *o, void **state, char *err, 
 }
 
 const kernel_desc kernel_matmul_reduce_scatter = {
-    "matmul-reduce-scatter",
-    "CATCOC matmul + reduce-scatter (seed 004): AIC BlockMmad into staged symmetric workspace, "
-    "AIV atomic-add pull",
-    mmrs_options, mmrs_setup, mmrs_check, mmrs_layout, mmrs_destroy, NULL,
+    .name = "matmul-reduce-scatter",
+    .summary = "CATCOC matmul + reduce-scatter (seed 004): AIC BlockMmad into staged symmetric "
+               "workspace, AIV atomic-add pull",
+    .options = mmrs_options, .setup = mmrs_setup, .check = mmrs_check, .layout = mmrs_layout,
+    .destroy = mmrs_destroy, .estimate = mmrs_estimate,
 };
