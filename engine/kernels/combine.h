@@ -211,11 +211,11 @@ typedef struct combine_state {
     kit_guards guards;
 } combine_state;
 
-int combine_check(engine *e, void *state, char *msg, size_t msglen);
+kernel_check_fn combine_check;
 int combine_estimate(const kernel_opts *o, int scheme, int nodes, int npus, int chip, int payload,
                      kernel_estimate *est, char *err, size_t errlen);
 int combine_layout(const kernel_opts *o, int scheme, int nodes, int npus_per_node, FILE *out,
                    char *err, size_t errlen);
-void combine_destroy(void *state);
+kernel_destroy_fn combine_destroy;
 
 #endif

@@ -108,11 +108,9 @@ typedef struct dispatch_state {
     uint32_t *ring_ids;
 } dispatch_state;
 
-int dispatch_check(engine *e, void *state, char *msg, size_t msglen);
-int dispatch_estimate(const kernel_opts *o, int nodes, int npus, int chip, int payload,
-                      kernel_estimate *est, char *err, size_t errlen);
-int dispatch_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *out, char *err,
-                    size_t errlen);
-void dispatch_destroy(void *state);
+kernel_check_fn dispatch_check;
+kernel_estimate_fn dispatch_estimate;
+kernel_layout_fn dispatch_layout;
+kernel_destroy_fn dispatch_destroy;
 
 #endif

@@ -209,11 +209,9 @@ typedef struct fm_state {
     kit_guards guards;
 } fm_state;
 
-int fm_check(engine *e, void *state, char *msg, size_t msglen);
-int fm_estimate(const kernel_opts *o, int nodes, int npus, int chip, int payload,
-                kernel_estimate *est, char *err, size_t errlen);
-int fm_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *out, char *err,
-              size_t errlen);
-void fm_destroy(void *state);
+kernel_check_fn fm_check;
+kernel_estimate_fn fm_estimate;
+kernel_layout_fn fm_layout;
+kernel_destroy_fn fm_destroy;
 
 #endif

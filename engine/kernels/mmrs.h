@@ -141,10 +141,8 @@ typedef struct mmrs_state {
     mmrs_args args;
 } mmrs_state;
 
-int mmrs_check(engine *e, void *state, char *msg, size_t msglen);
-int mmrs_estimate(const kernel_opts *o, int nodes, int npus, int chip, int payload,
-                  kernel_estimate *est, char *err, size_t errlen);
-int mmrs_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *out, char *err,
-                size_t errlen);
+kernel_check_fn mmrs_check;
+kernel_estimate_fn mmrs_estimate;
+kernel_layout_fn mmrs_layout;
 
 #endif
