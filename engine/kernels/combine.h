@@ -152,7 +152,7 @@ void ring_writer_note(const ring_writer *w, int dst);
 typedef struct combine_shape {
     int scheme;
     int num_ranks;
-    int tokens, hidden, topk, experts, local_experts;
+    KIT_MOE_IN_SHAPE;            /* tokens, hidden, topk, experts, local_experts */
     uint32_t row_bytes;
     uint32_t staging_bytes;
     uint64_t ring_bytes;

@@ -64,10 +64,7 @@ int combine_shape_from_opts(const kernel_opts *o, int scheme, int nodes, int npu
     sh->num_ranks = R;
     static const kit_moe_limits lim = {.tokens = 1 << 24, .hidden = 1 << 16, .topk = 64,
                                         .experts = 1 << 16, .rows = INT32_MAX / 2};
-    kit_moe m;
-    if (kit_read_moe(o, R, &lim, &m, err, errlen)) return -1;
-    sh->tokens = m.tokens, sh->hidden = m.hidden, sh->topk = m.topk;
-    sh->experts = m.experts, sh->local_experts = m.local_experts;
+    if (kit_read_moe(o, R, &lim, &sh->moe, err, errlen)) return -1;
     sh->row_bytes = (uint32_t)sh->hidden * 2u;
     int64_t v;
     if (kopt_i64_range(o, "staging-bytes", 64, UB_BYTES, &v, err, errlen)) return -1;

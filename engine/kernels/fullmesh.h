@@ -156,7 +156,8 @@ void fm_copy_end(fm_core *fc);
 
 typedef struct fm_shape {
     int nodes, npus_per_node, num_ranks;
-    int tokens, hidden, topk, experts, local_experts, rounds, cores;
+    KIT_MOE_IN_SHAPE;         /* tokens, hidden, topk, experts, local_experts */
+    int rounds, cores;
     uint32_t row_bytes;
     uint64_t rank_size_on_win, block_stride;
     int inject;

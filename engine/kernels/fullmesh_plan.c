@@ -63,10 +63,7 @@ int fm_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int n
     sh->num_ranks = W;
     kit_moe_limits lim = {.tokens = 1 << 16, .hidden = FM_MAX_HIDDEN, .topk = 64,
                           .experts = (int64_t)W * FM_FLAG_OFFSET, .rows = INT32_MAX / 4};
-    kit_moe m;
-    if (kit_read_moe(o, W, &lim, &m, err, errlen)) return -1;
-    sh->tokens = m.tokens, sh->hidden = m.hidden, sh->topk = m.topk;
-    sh->experts = m.experts, sh->local_experts = m.local_experts;
+    if (kit_read_moe(o, W, &lim, &sh->moe, err, errlen)) return -1;
     sh->row_bytes = (uint32_t)sh->hidden * 2u;
     int64_t v;
     if (kopt_i64_range(o, "rounds", 1, 64, &v, err, errlen)) return -1;

@@ -83,11 +83,13 @@ typedef struct kit_moe_limits {
 } kit_moe_limits;
 
 /* The shared MoE shape, validated against the rank count: experts divide
- * evenly over the ranks, topk <= experts. */
-typedef struct kit_moe {
-    int tokens;                  /* 0 when the kernel reads tokens itself */
-    int hidden, topk, experts, local_experts;
-} kit_moe;
+ * evenly over the ranks, topk <= experts. tokens is 0 when the kernel reads
+ * tokens itself. */
+#define KIT_MOE_FIELDS int tokens, hidden, topk, experts, local_experts
+typedef struct kit_moe { KIT_MOE_FIELDS; } kit_moe;
+/* In a kernel's shape: the shared fields by their own names (sh->tokens)
+ * and, over the same bytes, as the one kit_moe (sh->moe) kit_read_moe fills. */
+#define KIT_MOE_IN_SHAPE union { kit_moe moe; struct { KIT_MOE_FIELDS; }; }
 
 /* Reads --tokens (unless lim->tokens is 0), --hidden, --experts and --topk,
  * in that order, each against its limit, then the rows. 0, or -1 with err
