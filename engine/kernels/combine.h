@@ -110,6 +110,17 @@ void combine_sender_kernel(const void *args);          /* scheme 2 */
 void combine_sender_inplace_kernel(const void *args);  /* scheme 1 */
 void combine_receiver_kernel(const void *args);
 
+/* What both senders hold in UB (seed 000 s5.3): the [L, R] offset and
+ * length tables, loaded once, the two read_temp halves and the staging
+ * buffers. */
+typedef struct combine_sender_ub {
+    local_t offset_ub, length_ub;
+    local_t read_temp_ub[2];
+    local_t staging_ub[COMBINE_STAGING_BUFFERS];
+} combine_sender_ub;
+/* Carves a sender's UB and loads this rank's tables into it. */
+combine_sender_ub combine_sender_begin(const combine_args *a);
+
 /* The sender side of one (source, destination) HCCS ring (seed 000, part 2).
  * local_tail_cache is absolute (never wrapped) and counts every byte put,
  * including the flush whose tail is not committed yet; remote_head_cache is

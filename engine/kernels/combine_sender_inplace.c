@@ -111,27 +111,19 @@ static void send_regions(const combine_args *a, local_t staging_ub[COMBINE_STAGI
 
 void combine_sender_inplace_kernel(const void *args) {
     const combine_args *a = args;
-    int me = GetRank(), R = a->num_ranks, L = a->num_local_experts;
+    int R = a->num_ranks, L = a->num_local_experts;
     SetRole("CombineReorder");
-    local_t offset_ub = AllocUB(a->table_ub_bytes);
-    local_t length_ub = AllocUB(a->table_ub_bytes);
-    local_t read_temp_ub[2] = {AllocUB(COMBINE_READ_TEMP_BYTES), AllocUB(COMBINE_READ_TEMP_BYTES)};
-    local_t staging_ub[COMBINE_STAGING_BUFFERS] = {AllocUB(a->staging_bytes),
-                                                    AllocUB(a->staging_bytes)};
-    DataCopy(offset_ub, a->offset_table[me], a->table_ub_bytes);
-    DataCopy(length_ub, a->length_table[me], a->table_ub_bytes);
-    SetFlag(MTE2_S, 0);
-    WaitFlag(MTE2_S, 0);
+    combine_sender_ub u = combine_sender_begin(a);
 
     /* Rank-major region of each destination: rows of all earlier ranks. */
     int64_t region_row[COMBINE_MAX_RANKS + 1] = {0};
     for (int s = 0; s < R; s++) {
         int64_t rows = 0;
-        for (int le = 0; le < L; le++) rows += UbGet32(length_ub, (uint32_t)(le * R + s) * 4u);
+        for (int le = 0; le < L; le++) rows += UbGet32(u.length_ub, (uint32_t)(le * R + s) * 4u);
         region_row[s + 1] = region_row[s] + rows;
     }
-    reorder_x(a, offset_ub, length_ub, read_temp_ub, region_row);
+    reorder_x(a, u.offset_ub, u.length_ub, u.read_temp_ub, region_row);
     SyncAll();
     SetRole("CombineSender");
-    send_regions(a, staging_ub, region_row);
+    send_regions(a, u.staging_ub, region_row);
 }
