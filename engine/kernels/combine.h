@@ -223,8 +223,9 @@ typedef struct combine_state {
 } combine_state;
 
 kernel_check_fn combine_check;
-int combine_estimate(const kernel_opts *o, int scheme, int nodes, int npus, int chip, int payload,
-                     kernel_estimate *est, char *err, size_t errlen);
+int combine_estimate(const kernel_opts *o, int scheme, int nodes, int npus,
+                     const engine_chip_info *chip, int payload, kernel_estimate *est, char *err,
+                     size_t errlen);
 int combine_layout(const kernel_opts *o, int scheme, int nodes, int npus_per_node, FILE *out,
                    char *err, size_t errlen);
 kernel_destroy_fn combine_destroy;

@@ -74,12 +74,11 @@ int combine_layout(const kernel_opts *o, int scheme, int nodes, int npus_per_nod
 
 /* The memory estimate (kernels.h, the descriptor's estimate hook): the big
  * terms of the formulas above over every rank. */
-int combine_estimate(const kernel_opts *o, int scheme, int nodes, int npus, int chip, int payload,
-                     kernel_estimate *est, char *err, size_t errlen) {
+int combine_estimate(const kernel_opts *o, int scheme, int nodes, int npus,
+                     const engine_chip_info *chip, int payload, kernel_estimate *est,
+                     char *err, size_t errlen) {
     combine_shape sh;
-    if (combine_shape_from_opts(o, scheme, nodes, npus, engine_chip_get((engine_chip)chip)->aiv,
-                                &sh, err, errlen))
-        return -1;
+    if (combine_shape_from_opts(o, scheme, nodes, npus, chip->aiv, &sh, err, errlen)) return -1;
     uint64_t R = (uint64_t)sh.num_ranks, T = (uint64_t)sh.tokens, K = (uint64_t)sh.topk;
     uint64_t row = sh.row_bytes;
     /* expert-major x (T*K rows on average per rank, twice for the in-place

@@ -221,12 +221,12 @@ static int layout_inplace(const kernel_opts *o, int nodes, int npus, FILE *out, 
     return combine_layout(o, COMBINE_SCHEME_INPLACE, nodes, npus, out, err, errlen);
 }
 
-static int estimate_gather(const kernel_opts *o, int nodes, int npus, int chip, int payload,
-                           kernel_estimate *est, char *err, size_t errlen) {
+static int estimate_gather(const kernel_opts *o, int nodes, int npus, const engine_chip_info *chip,
+                           int payload, kernel_estimate *est, char *err, size_t errlen) {
     return combine_estimate(o, COMBINE_SCHEME_GATHER, nodes, npus, chip, payload, est, err, errlen);
 }
-static int estimate_inplace(const kernel_opts *o, int nodes, int npus, int chip, int payload,
-                            kernel_estimate *est, char *err, size_t errlen) {
+static int estimate_inplace(const kernel_opts *o, int nodes, int npus, const engine_chip_info *chip,
+                            int payload, kernel_estimate *est, char *err, size_t errlen) {
     return combine_estimate(o, COMBINE_SCHEME_INPLACE, nodes, npus, chip, payload, est, err,
                             errlen);
 }

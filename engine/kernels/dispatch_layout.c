@@ -166,12 +166,10 @@ int dispatch_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *ou
 
 /* The memory estimate (kernels.h, the descriptor's estimate hook): the big
  * terms of the formulas above over every rank. */
-int dispatch_estimate(const kernel_opts *o, int nodes, int npus, int chip, int payload,
-                      kernel_estimate *est, char *err, size_t errlen) {
+int dispatch_estimate(const kernel_opts *o, int nodes, int npus, const engine_chip_info *chip,
+                      int payload, kernel_estimate *est, char *err, size_t errlen) {
     dispatch_shape sh;
-    if (dispatch_shape_from_opts(o, nodes, npus, engine_chip_get((engine_chip)chip)->aiv, &sh, err,
-                                 errlen))
-        return -1;
+    if (dispatch_shape_from_opts(o, nodes, npus, chip->aiv, &sh, err, errlen)) return -1;
     uint64_t R = (uint64_t)sh.num_ranks, K = (uint64_t)sh.topk, T = 0;
     for (int r = 0; r < sh.num_ranks; r++) T += (uint64_t)sh.tokens[r];
     uint64_t row = sh.x_row_bytes + (uint64_t)sh.num_scales * 4;

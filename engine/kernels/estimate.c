@@ -38,8 +38,13 @@ int kernel_estimate_memory(const kernel_desc *k, const kernel_opts *o, int nodes
                            char *err, size_t errlen) {
     memset(est, 0, sizeof *est);
     est->engine_bytes = (uint64_t)nodes * (uint64_t)npus_per_node * ENGINE_BYTES_PER_RANK;
+    const engine_chip_info *ci = engine_chip_get((engine_chip)chip);
+    if (!ci) {
+        snprintf(err, errlen, "chip %d: not %s", chip, engine_chips_text());
+        return -1;
+    }
     if (k->estimate) {
-        if (k->estimate(o, nodes, npus_per_node, chip, payload, est, err, errlen)) return -1;
+        if (k->estimate(o, nodes, npus_per_node, ci, payload, est, err, errlen)) return -1;
     } else {
         /* A kernel without an estimator: only the engine's own state is known. */
         snprintf(est->driver, sizeof est->driver, "--nodes %d --npus-per-node %d", nodes,

@@ -43,12 +43,10 @@ int fm_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *out, cha
 
 /* The memory estimate (kernels.h, the descriptor's estimate hook): the big
  * terms of the formulas above over every rank. */
-int fm_estimate(const kernel_opts *o, int nodes, int npus, int chip, int payload,
-                kernel_estimate *est, char *err, size_t errlen) {
+int fm_estimate(const kernel_opts *o, int nodes, int npus, const engine_chip_info *chip,
+                int payload, kernel_estimate *est, char *err, size_t errlen) {
     fm_shape sh;
-    if (fm_shape_from_opts(o, nodes, npus, engine_chip_get((engine_chip)chip)->aiv, &sh, err,
-                           errlen))
-        return -1;
+    if (fm_shape_from_opts(o, nodes, npus, chip->aiv, &sh, err, errlen)) return -1;
     uint64_t R = (uint64_t)sh.num_ranks, T = (uint64_t)sh.tokens, K = (uint64_t)sh.topk;
     uint64_t row = sh.row_bytes;
     /* x and the combined output per round, the double-buffered windows */

@@ -64,12 +64,12 @@ typedef void kernel_destroy_fn(void *state);
 typedef int kernel_progress_fn(engine *e, const void *state, uint64_t *done, uint64_t *total,
                                const char **unit);
 /* What a run of these options will hold in memory, from the options alone,
- * after validating them as setup would (see kernel_estimate_memory); fills
- * gm_bytes, host_bytes and driver. chip is an engine_chip, payload an
- * engine_payload. */
-typedef int kernel_estimate_fn(const kernel_opts *o, int nodes, int npus_per_node, int chip,
-                               int payload, struct kernel_estimate *est, char *err,
-                               size_t errlen);
+ * after validating them as setup would against the chip's cores (see
+ * kernel_estimate_memory); fills gm_bytes, host_bytes and driver. payload
+ * is an engine_payload. */
+typedef int kernel_estimate_fn(const kernel_opts *o, int nodes, int npus_per_node,
+                               const engine_chip_info *chip, int payload,
+                               struct kernel_estimate *est, char *err, size_t errlen);
 
 typedef struct kernel_desc {
     const char *name;

@@ -39,12 +39,10 @@ int mmrs_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *out, c
 
 /* The memory estimate (kernels.h, the descriptor's estimate hook): the big
  * terms of the formulas above over every rank. */
-int mmrs_estimate(const kernel_opts *o, int nodes, int npus, int chip, int payload,
-                  kernel_estimate *est, char *err, size_t errlen) {
+int mmrs_estimate(const kernel_opts *o, int nodes, int npus, const engine_chip_info *chip,
+                  int payload, kernel_estimate *est, char *err, size_t errlen) {
     mmrs_shape sh;
-    if (mmrs_shape_from_opts(o, nodes, npus, engine_chip_get((engine_chip)chip)->aic, &sh, err,
-                             errlen))
-        return -1;
+    if (mmrs_shape_from_opts(o, nodes, npus, chip->aic, &sh, err, errlen)) return -1;
     uint64_t R = (uint64_t)sh.num_ranks, m = sh.m, n = sh.n, kk = sh.k;
     /* fp16 A, B and output, the staged workspace; the check's fp32 reference */
     /* A and B are stored as bytes in both modes: the cube computes on them */
