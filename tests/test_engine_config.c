@@ -14,6 +14,18 @@
 
 #include "engine/engine.h"
 
+/* An engine of one node with npus NPUs of the given chip. */
+static engine *make(int npus, engine_chip chip) {
+    char err[ENGINE_ERRLEN];
+    engine_config cfg;
+    engine_config_defaults(&cfg);
+    cfg.npus_per_node = npus;
+    cfg.chip = chip;
+    engine *e = NULL;
+    assert_int_equal(engine_create(&cfg, &e, err, sizeof err), ENGINE_OK);
+    return e;
+}
+
 static void test_chip_names_map_both_ways(void **state) {
     (void)state;
     engine_chip c = CHIP_910B4;
@@ -62,13 +74,7 @@ static void test_create_refuses_out_of_range(void **state) {
 
 static void test_chip_sets_the_core_counts(void **state) {
     (void)state;
-    char err[ENGINE_ERRLEN];
-    engine_config cfg;
-    engine_config_defaults(&cfg);
-    cfg.npus_per_node = 1;
-    cfg.chip = CHIP_910B4;
-    engine *e = NULL;
-    assert_int_equal(engine_create(&cfg, &e, err, sizeof err), ENGINE_OK);
+    engine *e = make(1, CHIP_910B4);
     assert_int_equal(engine_num_aic(e), 20);
     assert_int_equal(engine_num_aiv(e), 40);
     engine_destroy(e);
@@ -90,11 +96,7 @@ static void test_ring_kind_names(void **state) {
 static void test_declared_ring_keeps_kind_and_level(void **state) {
     (void)state;
     char err[ENGINE_ERRLEN];
-    engine_config cfg;
-    engine_config_defaults(&cfg);
-    cfg.npus_per_node = 2;
-    engine *e = NULL;
-    assert_int_equal(engine_create(&cfg, &e, err, sizeof err), ENGINE_OK);
+    engine *e = make(2, CHIP_910B2);
     gm_t ctl;
     assert_int_equal(engine_gm_alloc(e, 1, 64, "ctl", &ctl, err, sizeof err), ENGINE_OK);
     uint32_t id = engine_declare_ring(e, "r0->r1", RING_RDMA, ctl, gm_add(ctl, 8), 8, 16, 0, 1);
