@@ -14,6 +14,10 @@
  *                    allocated, filled and verified by kit_guard.c
  *   payload tags     the small-integer fields a generated row starts with,
  *                    so a misplaced row says whose it is (kit_tag.c)
+ *   setup            the host state's allocation and the one-node topology
+ *                    check every setup and shape begins with (kit_setup.c)
+ *   memory estimate  the per-slot plan cost and the page a ring record
+ *                    costs, for the kernels' estimate hooks (this header)
  */
 #ifndef NPURR_KERNEL_KIT_H
 #define NPURR_KERNEL_KIT_H
