@@ -6,7 +6,7 @@
  * The rules, first match wins (README.md states them for users):
  *   1. barrier waits                                   -> barrier
  *   2. ring_space waits on a credit ring               -> credit_starvation
- *      (a ring whose level is "rdma", or whose head word was ever advanced
+ *      (a ring of kind RING_RDMA, or whose head word was ever advanced
  *      by an atomic: a local/HCCS atomic or a landed RDMA atomic - credits
  *      come back as remote adds, a plain consumer stores its head)
  *   3. other ring_space waits that ended               -> flow_control

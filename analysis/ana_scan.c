@@ -72,7 +72,7 @@ static int obj_kind_code(const char *k) {
 
 static int load_objects(scan *s) {
     sqlite3_stmt *st = NULL;
-    const char *sql = "SELECT id, kind, ring, name, level = 'rdma' FROM objects WHERE id > 0"
+    const char *sql = "SELECT id, kind, ring, name, level FROM objects WHERE id > 0"
                       " ORDER BY id";
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
         ana_err(s->err, s->errlen, "index.db: %s (in: %s)", sqlite3_errmsg(s->db), sql);
@@ -98,7 +98,8 @@ static int load_objects(scan *s) {
         o->kind = (uint8_t)obj_kind_code((const char *)sqlite3_column_text(st, 1));
         o->ring = (uint32_t)sqlite3_column_int64(st, 2);
         o->known = 1;   /* GM is zero-filled at allocation */
-        o->rdma = (uint8_t)(sqlite3_column_int(st, 4) == 1);
+        o->ring_kind = (uint8_t)engine_ring_kind_from_name(
+            (const char *)sqlite3_column_text(st, 4));
         const char *name = (const char *)sqlite3_column_text(st, 3);
         o->name = strdup(name ? name : "");
         if (!o->name) {
@@ -428,7 +429,8 @@ static int fill_facts(scan *s) {
         const obj_info *o = &s->obj[id];
         f->last_writer[id] = o->last_writer;
         if (!o->ring || o->ring >= s->nobj || s->obj[o->ring].kind != OK_RING) continue;
-        if (o->kind == OK_HEAD && (o->rdma || s->obj[o->ring].rdma || o->atomic))
+        if (o->kind == OK_HEAD &&
+            (o->ring_kind == RING_RDMA || s->obj[o->ring].ring_kind == RING_RDMA || o->atomic))
             f->credit_head[id] = 1;
     }
     /* The partner of a ring's head is its tail and back. */

@@ -13,7 +13,7 @@ enum { OK_OTHER = 0, OK_WORD, OK_RING, OK_HEAD, OK_TAIL, OK_BUFFER };
 typedef struct obj_info {
     uint8_t kind;       /* OK_* */
     uint8_t known;      /* value below is known */
-    uint8_t rdma;       /* its level (a ring's, or its ring's) is "rdma" */
+    uint8_t ring_kind;  /* engine_ring_kind of its level (a ring's, or its ring's) */
     uint8_t atomic;     /* written by an atomic or a landed RDMA atomic */
     uint32_t ring;      /* for head/tail: the ring object id */
     int64_t value;      /* current value while replaying writes */

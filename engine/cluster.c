@@ -15,17 +15,6 @@
 #define CORO_STACK (1024u * 1024u)
 #endif
 
-void engine_config_defaults(engine_config *cfg) {
-    memset(cfg, 0, sizeof *cfg);
-    cfg->nodes = 1;
-    cfg->npus_per_node = 8;
-    cfg->chip = CHIP_910B2;
-    cfg->seed = 0;
-    cfg->jitter = 0;
-    cfg->watchdog_ps = 10ULL * 1000 * 1000 * 1000 * 1000; /* 10 s of virtual time */
-    engine_hw_defaults(&cfg->hw);
-}
-
 static uint64_t splitmix(uint64_t *s) {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
@@ -65,19 +54,7 @@ static void derive_timing(engine *e) {
 
 int engine_create(const engine_config *cfg, engine **out, char *err, size_t errlen) {
     *out = NULL;
-    if (cfg->nodes < 1 || cfg->nodes > 1024) {
-        snprintf(err, errlen, "--nodes %d: must be between 1 and 1024", cfg->nodes);
-        return ENGINE_ERR;
-    }
-    if (cfg->npus_per_node < 1 || cfg->npus_per_node > 8) {
-        snprintf(err, errlen, "--npus-per-node %d: must be between 1 and 8 (HCCS full mesh of 8)",
-                 cfg->npus_per_node);
-        return ENGINE_ERR;
-    }
-    if (cfg->jitter < 0 || cfg->jitter > 0.5) {
-        snprintf(err, errlen, "--jitter %g: must be between 0 and 0.5", cfg->jitter);
-        return ENGINE_ERR;
-    }
+    if (engine_config_check(cfg, err, errlen) != ENGINE_OK) return ENGINE_ERR;
     engine *e = calloc(1, sizeof *e);
     if (!e) { snprintf(err, errlen, "out of memory creating the engine"); return ENGINE_ERR; }
     e->cfg = *cfg;
@@ -87,8 +64,8 @@ int engine_create(const engine_config *cfg, engine **out, char *err, size_t errl
         snprintf(err, errlen, "%d ranks: at most 65535", cfg->nodes * cfg->npus_per_node);
         return ENGINE_ERR;
     }
-    e->n_aic = cfg->chip == CHIP_910B4 ? 20 : 24;
-    e->n_aiv = 2 * e->n_aic;
+    e->n_aic = engine_chip_get(cfg->chip)->aic;
+    e->n_aiv = engine_chip_get(cfg->chip)->aiv;
     e->cores_per_rank = e->n_aic + e->n_aiv;
     e->ranks = calloc((size_t)e->n_ranks, sizeof *e->ranks);
     e->cores = calloc((size_t)e->n_ranks * (size_t)e->cores_per_rank, sizeof *e->cores);
@@ -249,7 +226,6 @@ uint32_t eng_intern(engine *e, const char *text) {
     return id;
 }
 
-uint32_t engine_intern(engine *e, const char *text) { return eng_intern(e, text); }
 
 uint32_t engine_string_count(const engine *e) { return e->n_strings; }
 
@@ -333,7 +309,7 @@ int engine_launch(engine *e, const char *name, engine_kernel_fn fn, const void *
                  "launch of %s with block_dim %d needs %d AIC + %d AIV, but only %d AIC + %d AIV "
                  "are free on each rank (%s)",
                  name, block_dim, need_aic, need_aiv, e->n_aic - used_aic, e->n_aiv - used_aiv,
-                 e->cfg.chip == CHIP_910B4 ? "910B4" : "910B2");
+                 engine_chip_name(e->cfg.chip));
         return ENGINE_ERR;
     }
     launch_info *nl = realloc(e->launches, (size_t)(e->n_launches + 1) * sizeof *nl);

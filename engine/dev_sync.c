@@ -18,7 +18,6 @@ int GetSubBlockIdx(void) { return eng_current("GetSubBlockIdx")->sub_idx; }
 int GetSubBlockNum(void) { return eng_current("GetSubBlockNum")->sub_num; }
 int GetRank(void) { return eng_current("GetRank")->rank; }
 int GetRankSize(void) { return eng_current("GetRankSize")->e->n_ranks; }
-int GetNpusPerNode(void) { return eng_current("GetNpusPerNode")->e->cfg.npus_per_node; }
 int IsAic(void) { return eng_current("IsAic")->is_aic; }
 
 void dev_set_role(const char *name, dev_site s) {

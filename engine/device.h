@@ -56,7 +56,6 @@ int GetSubBlockIdx(void);   /* 0/1 for the two AIVs of a MIX group, else 0 */
 int GetSubBlockNum(void);
 int GetRank(void);          /* shmem_my_pe */
 int GetRankSize(void);      /* shmem_n_pes */
-int GetNpusPerNode(void);
 int IsAic(void);
 /* Names what this core does (RDMASender, ...): reports and stats use it. */
 #define SetRole(name) dev_set_role((name), DEV_SITE)

@@ -80,8 +80,6 @@ int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen);
 int engine_hw_set(engine_hw *hw, const char *key, const char *value, char *err, size_t errlen);
 /* Writes every parameter as key=value lines, in a fixed order. */
 void engine_hw_write(const engine_hw *hw, FILE *out);
-/* Source of a parameter's default, for documentation ("" if none). */
-const char *engine_hw_source(const char *key);
 
 /* One timing parameter as `npurr hw` and `npurr info` describe it. Keys say
  * their unit; old_key is the name older traces and files use (roce_gbps
@@ -100,7 +98,6 @@ size_t engine_hw_count(void);
 const engine_hw_param *engine_hw_param_at(size_t i);
 /* By key or old key; NULL if unknown. */
 const engine_hw_param *engine_hw_find(const char *key);
-double engine_hw_get(const engine_hw *hw, const engine_hw_param *p);
 
 /* ---------------------------------------------------------------- config */
 
@@ -133,6 +130,34 @@ const char *engine_payload_name(engine_payload p);
 int engine_payload_parse(const char *text, engine_payload *out);
 
 void engine_config_defaults(engine_config *cfg);
+
+/* The engine configuration table (config.c): chips and the ranges of the
+ * numeric settings, read by option parsing, the trace header and replay. */
+typedef struct engine_chip_info {
+    engine_chip chip;
+    const char *name;          /* in --chip and the trace header: "910B2" */
+    int aic, aiv;              /* AI cores per NPU */
+} engine_chip_info;
+/* NULL when chip is not in the table. */
+const engine_chip_info *engine_chip_get(engine_chip chip);
+const char *engine_chip_name(engine_chip chip);
+/* By name, case-insensitive; 0, or -1 when no chip has that name. */
+int engine_chip_parse(const char *name, engine_chip *out);
+/* Every chip's name, for messages: "910B2 or 910B4". */
+const char *engine_chips_text(void);
+
+typedef enum {
+    ENGINE_LIMIT_NODES, ENGINE_LIMIT_NPUS_PER_NODE, ENGINE_LIMIT_JITTER, ENGINE_LIMIT_COUNT
+} engine_config_limit_id;
+typedef struct engine_config_limit {
+    const char *option;        /* "--nodes" */
+    const char *key;           /* in the trace header: "config.nodes" */
+    double lo, hi;             /* accepted, both included */
+    const char *note;          /* why the bound, for messages: " (HCCS full mesh of 8)" */
+} engine_config_limit;
+const engine_config_limit *engine_config_limit_get(engine_config_limit_id id);
+/* cfg against the table: ENGINE_OK, or ENGINE_ERR with err naming the option. */
+int engine_config_check(const engine_config *cfg, char *err, size_t errlen);
 
 int engine_create(const engine_config *cfg, engine **out, char *err, size_t errlen);
 void engine_destroy(engine *e);
@@ -220,6 +245,14 @@ typedef enum {
     OBJ_BUFFER = 6, OBJ_XCORE_FLAG = 7, OBJ_BARRIER = 8
 } engine_obj_kind;
 
+/* What carries a ring's records. The trace and the objects table keep it as
+ * the level text engine_ring_kind_name gives ("rdma", "hccs", ...); readers
+ * turn the text back with engine_ring_kind_from_name. */
+typedef enum { RING_NONE = 0, RING_LOCAL, RING_HCCS, RING_RDMA } engine_ring_kind;
+const char *engine_ring_kind_name(engine_ring_kind kind);
+/* RING_NONE for NULL, "" or a text no kind has. */
+engine_ring_kind engine_ring_kind_from_name(const char *name);
+
 typedef struct engine_object {
     uint32_t id;          /* >= 1 */
     engine_obj_kind kind;
@@ -231,13 +264,14 @@ typedef struct engine_object {
     uint32_t ring;        /* for head/tail: the ring object id */
     uint32_t head, tail;  /* for a ring: its word object ids */
     int producer_rank, consumer_rank; /* for a ring; -1 unknown */
-    uint32_t role;        /* string id of the ring's level, e.g. "rdma" / "hccs" */
+    uint32_t role;        /* string id of the ring's level, engine_ring_kind_name(ring_kind) */
+    engine_ring_kind ring_kind; /* for a ring and its head/tail words */
 } engine_object;
 
 uint32_t engine_name_word(engine *e, gm_t addr, uint32_t width, engine_obj_kind kind,
                           const char *name);
 /* Declares a ring: capacity in the same unit the kernel stores head/tail in. */
-uint32_t engine_declare_ring(engine *e, const char *name, const char *level, gm_t head,
+uint32_t engine_declare_ring(engine *e, const char *name, engine_ring_kind kind, gm_t head,
                              gm_t tail, uint32_t width, uint64_t capacity,
                              int producer_rank, int consumer_rank);
 const engine_object *engine_object_get(const engine *e, uint32_t id);
@@ -390,7 +424,6 @@ typedef struct engine_tee {
 engine_observer engine_tee_observer(engine_tee *t);
 const char *engine_string(const engine *e, uint32_t id);
 uint32_t engine_string_count(const engine *e);   /* ids are 1..count */
-uint32_t engine_intern(engine *e, const char *text);
 
 const char *engine_event_kind_name(int kind);
 const char *engine_xfer_name(int xfer);

@@ -115,6 +115,4 @@ const char *engine_gm_alloc_name(engine *e, gm_t p, gm_t *base) {
     return engine_string(e, a->name);
 }
 
-int engine_hard_event_pipe(int ev, int consumer) { return eng_pipe_of_event(ev, consumer); }
-
 engine_observer engine_get_observer(const engine *e) { return e->obs; }

@@ -114,7 +114,23 @@ void dev_name_word(gm_t p, int width, const char *name) {
     engine_name_word(c->e, p, (uint32_t)width, OBJ_WORD, name);
 }
 
-uint32_t engine_declare_ring(engine *e, const char *name, const char *level, gm_t head,
+/* The one name table of the ring kinds: what the trace calls each level. */
+static const char *const ring_kind_names[] = {
+    [RING_NONE] = "", [RING_LOCAL] = "local", [RING_HCCS] = "hccs", [RING_RDMA] = "rdma",
+};
+#define N_RING_KINDS (sizeof ring_kind_names / sizeof ring_kind_names[0])
+
+const char *engine_ring_kind_name(engine_ring_kind kind) {
+    return (size_t)kind < N_RING_KINDS ? ring_kind_names[kind] : "";
+}
+
+engine_ring_kind engine_ring_kind_from_name(const char *name) {
+    for (size_t k = 1; name && k < N_RING_KINDS; k++)
+        if (strcmp(name, ring_kind_names[k]) == 0) return (engine_ring_kind)k;
+    return RING_NONE;
+}
+
+uint32_t engine_declare_ring(engine *e, const char *name, engine_ring_kind kind, gm_t head,
                              gm_t tail, uint32_t width, uint64_t capacity,
                              int producer_rank, int consumer_rank) {
     engine_object ring = {0};
@@ -126,7 +142,8 @@ uint32_t engine_declare_ring(engine *e, const char *name, const char *level, gm_
     ring.size = capacity;
     ring.producer_rank = producer_rank;
     ring.consumer_rank = consumer_rank;
-    ring.role = eng_intern(e, level ? level : "");
+    ring.ring_kind = kind;
+    ring.role = eng_intern(e, engine_ring_kind_name(kind));
     /* announced once its head and tail ids are known */
     uint32_t rid = new_object_quiet(e, &ring);
     char buf[512];
@@ -134,6 +151,7 @@ uint32_t engine_declare_ring(engine *e, const char *name, const char *level, gm_
     engine_object h = {0};
     h.kind = OBJ_RING_HEAD; h.name = eng_intern(e, buf); h.rank = gm_rank(head); h.addr = head;
     h.width = width; h.size = capacity; h.ring = rid; h.role = ring.role;
+    h.ring_kind = kind;
     h.producer_rank = producer_rank; h.consumer_rank = consumer_rank;
     uint32_t hid = new_object(e, &h);
     add_word(e, head, width, hid);
@@ -171,19 +189,6 @@ void eng_watch(engine *e, core *c) {
         if (!rs->watchers) abort();
     }
     rs->watchers[rs->n_watchers++] = c;
-}
-
-void eng_unwatch(engine *e, core *c) {
-    rank_state *rs = &e->ranks[gm_rank(c->wait_addr)];
-    for (int i = 0; i < rs->n_watchers; i++) {
-        if (rs->watchers[i] == c) {
-            /* keep order: wake order must not depend on removal history */
-            memmove(&rs->watchers[i], &rs->watchers[i + 1],
-                    (size_t)(rs->n_watchers - i - 1) * sizeof *rs->watchers);
-            rs->n_watchers--;
-            return;
-        }
-    }
 }
 
 void eng_gm_written(engine *e, int rank, uint64_t off, uint64_t len, uint64_t seq, uint32_t track1,

@@ -224,7 +224,7 @@ static const event_pipes hard_events[HARD_EVENT_COUNT] = {
     [MTE2_FIX] = {PIPE_MTE2, PIPE_FIX},
 };
 
-int eng_pipe_of_event(int hard_event, int consumer) {
+int engine_hard_event_pipe(int hard_event, int consumer) {
     if (hard_event <= 0 || hard_event >= HARD_EVENT_COUNT) return -1;
     return consumer ? hard_events[hard_event].consumer : hard_events[hard_event].producer;
 }

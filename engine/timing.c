@@ -95,18 +95,9 @@ const engine_hw_param *engine_hw_find(const char *key) {
     return NULL;
 }
 
-double engine_hw_get(const engine_hw *hw, const engine_hw_param *p) {
-    return *field((engine_hw *)hw, p);
-}
-
 void engine_hw_defaults(engine_hw *hw) {
     memset(hw, 0, sizeof *hw);
     for (size_t i = 0; i < N_PARAMS; i++) *field(hw, &params[i]) = params[i].def;
-}
-
-const char *engine_hw_source(const char *key) {
-    const engine_hw_param *p = engine_hw_find(key);
-    return p ? p->source : "";
 }
 
 int engine_hw_set(engine_hw *hw, const char *key, const char *value, char *err, size_t errlen) {

@@ -119,7 +119,7 @@ int rec_meta_from_info(rec_kv *kv, const rec_run_info *info, char *err, size_t e
     rc |= rec_kv_set(kv, "command_line", info->command_line ? info->command_line : "");
     rc |= rec_kv_setf(kv, "config.nodes", "%d", cfg->nodes);
     rc |= rec_kv_setf(kv, "config.npus_per_node", "%d", cfg->npus_per_node);
-    rc |= rec_kv_set(kv, "config.chip", cfg->chip == CHIP_910B4 ? "910B4" : "910B2");
+    rc |= rec_kv_set(kv, "config.chip", engine_chip_name(cfg->chip));
     rc |= rec_kv_setf(kv, "config.seed", "%llu", (unsigned long long)cfg->seed);
     rec_fmt_double(num, sizeof num, cfg->jitter);
     rc |= rec_kv_set(kv, "config.jitter", num);

@@ -52,26 +52,27 @@ int replay_config_from_meta(rec_reader *r, engine_config *cfg, char *note, size_
                             char *err, size_t errlen) {
     if (note && notelen) note[0] = 0;
     uint64_t nodes, npus, seed, watchdog;
-    if (meta_u64(r, "config.nodes", 1, 1024, &nodes, err, errlen) ||
-        meta_u64(r, "config.npus_per_node", 1, 8, &npus, err, errlen) ||
+    const engine_config_limit *ln = engine_config_limit_get(ENGINE_LIMIT_NODES);
+    const engine_config_limit *lp = engine_config_limit_get(ENGINE_LIMIT_NPUS_PER_NODE);
+    const engine_config_limit *lj = engine_config_limit_get(ENGINE_LIMIT_JITTER);
+    if (meta_u64(r, ln->key, (uint64_t)ln->lo, (uint64_t)ln->hi, &nodes, err, errlen) ||
+        meta_u64(r, lp->key, (uint64_t)lp->lo, (uint64_t)lp->hi, &npus, err, errlen) ||
         meta_u64(r, "config.seed", 0, UINT64_MAX, &seed, err, errlen) ||
         meta_u64(r, "config.watchdog_ps", 0, UINT64_MAX, &watchdog, err, errlen))
         return -1;
     const char *chip = rec_reader_meta(r, "config.chip");
     engine_chip c;
-    if (chip && strcmp(chip, "910B2") == 0) c = CHIP_910B2;
-    else if (chip && strcmp(chip, "910B4") == 0) c = CHIP_910B4;
-    else {
-        snprintf(err, errlen, "the trace header's config.chip '%s' is not 910B2 or 910B4",
-                 chip ? chip : "(missing)");
+    if (engine_chip_parse(chip, &c) != 0) {
+        snprintf(err, errlen, "the trace header's config.chip '%s' is not %s",
+                 chip ? chip : "(missing)", engine_chips_text());
         return -1;
     }
-    const char *jit = rec_reader_meta(r, "config.jitter");
+    const char *jit = rec_reader_meta(r, lj->key);
     char *end = NULL;
     double jitter = jit ? strtod(jit, &end) : -1;
-    if (!jit || end == jit || *end || jitter < 0 || jitter > 0.5) {
-        snprintf(err, errlen, "the trace header's config.jitter '%s' is not a number in 0..0.5",
-                 jit ? jit : "(missing)");
+    if (!jit || end == jit || *end || jitter < lj->lo || jitter > lj->hi) {
+        snprintf(err, errlen, "the trace header's %s '%s' is not a number in %g..%g", lj->key,
+                 jit ? jit : "(missing)", lj->lo, lj->hi);
         return -1;
     }
     cfg->nodes = (int)nodes;

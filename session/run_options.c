@@ -210,16 +210,23 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
             ro->check_races = 1;
             continue;
         }
-        if (strcmp(a, "--nodes") == 0) {
-            if (parse_int(a, v, 1, 1024, &n, err, errlen)) return EXIT_USAGE;
+        const engine_config_limit *lim_nodes = engine_config_limit_get(ENGINE_LIMIT_NODES);
+        const engine_config_limit *lim_npus = engine_config_limit_get(ENGINE_LIMIT_NPUS_PER_NODE);
+        const engine_config_limit *lim_jitter = engine_config_limit_get(ENGINE_LIMIT_JITTER);
+        if (strcmp(a, lim_nodes->option) == 0) {
+            if (parse_int(a, v, (long long)lim_nodes->lo, (long long)lim_nodes->hi, &n, err,
+                          errlen))
+                return EXIT_USAGE;
             ro->config.nodes = (int)n;
-        } else if (strcmp(a, "--npus-per-node") == 0) {
-            if (parse_int(a, v, 1, 8, &n, err, errlen)) return EXIT_USAGE;
+        } else if (strcmp(a, lim_npus->option) == 0) {
+            if (parse_int(a, v, (long long)lim_npus->lo, (long long)lim_npus->hi, &n, err, errlen))
+                return EXIT_USAGE;
             ro->config.npus_per_node = (int)n;
         } else if (strcmp(a, "--chip") == 0) {
-            if (strcasecmp(v, "910B2") == 0) ro->config.chip = CHIP_910B2;
-            else if (strcasecmp(v, "910B4") == 0) ro->config.chip = CHIP_910B4;
-            else { snprintf(err, errlen, "--chip: '%s' is not 910B2 or 910B4", v); return EXIT_USAGE; }
+            if (engine_chip_parse(v, &ro->config.chip) != 0) {
+                snprintf(err, errlen, "--chip: '%s' is not %s", v, engine_chips_text());
+                return EXIT_USAGE;
+            }
         } else if (strcmp(a, "--seed") == 0) {
             char *end = NULL;
             errno = 0;
@@ -229,11 +236,12 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
                 return EXIT_USAGE;
             }
             ro->config.seed = s;
-        } else if (strcmp(a, "--jitter") == 0) {
+        } else if (strcmp(a, lim_jitter->option) == 0) {
             char *end = NULL;
             double j = strtod(v, &end);
-            if (end == v || *end || !isfinite(j) || j < 0 || j > 0.5) {
-                snprintf(err, errlen, "--jitter: '%s' is not a number between 0 and 0.5", v);
+            if (end == v || *end || !isfinite(j) || j < lim_jitter->lo || j > lim_jitter->hi) {
+                snprintf(err, errlen, "--jitter: '%s' is not a number between %g and %g", v,
+                         lim_jitter->lo, lim_jitter->hi);
                 return EXIT_USAGE;
             }
             ro->config.jitter = j;

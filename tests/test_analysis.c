@@ -118,7 +118,7 @@ static int record_scenario(void **state) {
         engine_gm_alloc(e, 0, 8, "ring0 tail", &tail, err, sizeof err) ||
         engine_gm_alloc(e, 0, CAP * SLOT, "ring0 slots", &g_args.slots, err, sizeof err))
         return -1;
-    g_args.ring = engine_declare_ring(e, "ring0", "local", head, tail, 8, CAP, 0, 0);
+    g_args.ring = engine_declare_ring(e, "ring0", RING_LOCAL, head, tail, 8, CAP, 0, 0);
     if (engine_launch(e, "ring", ring_kernel, &g_args, 2, CORE_AIV, err, sizeof err)) return -1;
     return support_record_to_end(e, w, OUTCOME_COMPLETED, g_run);
 }

@@ -108,7 +108,7 @@ static int record_deadlock(void **state) {
         engine_sym_alloc(e, CAP * SLOT, "rdma slots", &g_args.slots, err, sizeof err) ||
         engine_sym_alloc(e, CAP * SLOT, "hccs out", &g_args.out, err, sizeof err))
         return -1;
-    g_args.ring = engine_declare_ring(e, "rdma ch0", "rdma", head, tail, 8, CAP, 0, 2);
+    g_args.ring = engine_declare_ring(e, "rdma ch0", RING_RDMA, head, tail, 8, CAP, 0, 2);
     engine_name_word(e, g_args.consumed, 8, OBJ_WORD, "fwd consumed");
     if (engine_launch(e, "credit", credit_kernel, &g_args, 2, CORE_AIV, err, sizeof err))
         return -1;

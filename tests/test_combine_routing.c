@@ -17,6 +17,7 @@
 #include "engine/kernels/combine.h"
 #include "engine/kernels/kernels.h"
 #include "engine/kernels/routing.h"
+#include "engine/kernels/kit.h"
 
 static void gen(const char *spec, int experts, int topk, int tokens, int rank, uint64_t seed,
                 int32_t *ids, float *w) {
@@ -128,8 +129,8 @@ static void test_pick_topk_respects_ineligible_experts(void **s) {
     (void)s;
     double bias[6] = {0, -INFINITY, 0, -INFINITY, 0, -INFINITY}, keys[4];
     int32_t ids[4];
-    routing_rng r;
-    routing_rng_seed(&r, 5, 0, 0);
+    kit_rng r;
+    kit_rng_seed(&r, 5, 0, 0);
     for (int i = 0; i < 100; i++) {
         routing_pick_topk(&r, bias, 6, 4, ids, keys);
         for (int k = 0; k < 3; k++) assert_int_equal(ids[k] % 2, 0);

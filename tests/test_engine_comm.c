@@ -263,7 +263,7 @@ static void test_ring_named_stores_and_waits(void **state) {
     assert_int_equal(engine_sym_alloc(e, 128, "ring", &p.buf, err, sizeof err), ENGINE_OK);
     gm_t ctl;
     assert_int_equal(engine_sym_alloc(e, 256, "ctl", &ctl, err, sizeof err), ENGINE_OK);
-    p.ring = engine_declare_ring(e, "ring r0->r1", "hccs", gm_on_rank(ctl, 1),
+    p.ring = engine_declare_ring(e, "ring r0->r1", RING_HCCS, gm_on_rank(ctl, 1),
                                  gm_add(gm_on_rank(ctl, 1), 128), 8, 4, 0, 1);
     ring_heads = ring_tails = 0;
     engine_observer obs = {.on_event = ring_observer};

@@ -128,10 +128,10 @@ static void check_windows_after(run *r) {
             gm_t w0 = gm_add(gm_on_rank(a->windows_in, s), (int64_t)((uint64_t)q * a->rank_size_on_win));
             gm_t w1 = gm_add(w0, (int64_t)a->block_stride);
             assert_int_equal(word(r, gm_add(w0, FM_FLAG_OFFSET * 4)), 2 * R - 1);
-            assert_int_equal(word(r, gm_add(w0, (int64_t)fm_align32(FM_STATUS_ROW_BYTES +
-                                                                    (uint64_t)dispatched * a->row_bytes))),
+            assert_int_equal(word(r, gm_add(w0, (int64_t)kit_align_up(FM_STATUS_ROW_BYTES +
+                                                                    (uint64_t)dispatched * a->row_bytes, UB_ALIGN))),
                              2 * R - 1);
-            assert_int_equal(word(r, gm_add(w1, (int64_t)fm_align32((uint64_t)combined * a->row_bytes))),
+            assert_int_equal(word(r, gm_add(w1, (int64_t)kit_align_up((uint64_t)combined * a->row_bytes, UB_ALIGN))),
                              2 * R);
         }
     }

@@ -76,7 +76,7 @@ static int dl_setup(engine *e, int iters, dl_args *args) {
         engine_name_word(e, gm_on_rank(args->flag, r), 4, OBJ_FLAG, "release");
         char name[32];
         snprintf(name, sizeof name, "demo_ring[%d]", r);
-        args->ring[r] = engine_declare_ring(e, name, "hccs", gm_on_rank(ctrl, r),
+        args->ring[r] = engine_declare_ring(e, name, RING_HCCS, gm_on_rank(ctrl, r),
                                             gm_add(gm_on_rank(ctrl, r), 64), 8, 4096, r, r);
     }
     if (engine_launch(e, "deadlock", deadlock_kernel, args, BLOCKS, CORE_AIV, err, sizeof err)) {

@@ -28,12 +28,13 @@
 
 #include "../device.h"
 #include "kernels.h"
+#include "kit.h"
 #include "routing.h"
 
 /* Combine-sender runs inside one node over HCCS: at most 8 ranks. */
 #define COMBINE_MAX_RANKS 8
 /* Bytes after every buffer that must stay as written (out-of-bounds check). */
-#define COMBINE_GUARD_BYTES 64u
+#define COMBINE_GUARD_BYTES KIT_GUARD_BYTES
 #define COMBINE_GUARD_BYTE 0xA5u
 /* Seed 000 s4.1: per-rank control blocks 128 B apart (no false sharing).
  * Decision: the tail (written by the sender) is at byte 0 and the head
@@ -63,8 +64,6 @@
 
 enum { COMBINE_SCHEME_GATHER = 2, COMBINE_SCHEME_INPLACE = 1 };
 
-static inline uint64_t combine_align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-static inline uint64_t combine_align_down(uint64_t v, uint64_t a) { return v / a * a; }
 
 /* ------------------------------------------------------------ kernel args */
 
@@ -111,6 +110,17 @@ void combine_sender_kernel(const void *args);          /* scheme 2 */
 void combine_sender_inplace_kernel(const void *args);  /* scheme 1 */
 void combine_receiver_kernel(const void *args);
 
+/* What both senders hold in UB (seed 000 s5.3): the [L, R] offset and
+ * length tables, loaded once, the two read_temp halves and the staging
+ * buffers. */
+typedef struct combine_sender_ub {
+    local_t offset_ub, length_ub;
+    local_t read_temp_ub[2];
+    local_t staging_ub[COMBINE_STAGING_BUFFERS];
+} combine_sender_ub;
+/* Carves a sender's UB and loads this rank's tables into it. */
+combine_sender_ub combine_sender_begin(const combine_args *a);
+
 /* The sender side of one (source, destination) HCCS ring (seed 000, part 2).
  * local_tail_cache is absolute (never wrapped) and counts every byte put,
  * including the flush whose tail is not committed yet; remote_head_cache is
@@ -153,7 +163,7 @@ void ring_writer_note(const ring_writer *w, int dst);
 typedef struct combine_shape {
     int scheme;
     int num_ranks;
-    int tokens, hidden, topk, experts, local_experts;
+    KIT_MOE_IN_SHAPE;            /* tokens, hidden, topk, experts, local_experts */
     uint32_t row_bytes;
     uint32_t staging_bytes;
     uint64_t ring_bytes;
@@ -205,27 +215,19 @@ int combine_generate_row(engine *e, gm_t at, const combine_shape *sh, int s, int
 /* Decodes a tag; returns 0 if the elements are not a well-formed tag. */
 int combine_decode_tag(const uint16_t *row, int hidden, int *t, int *k, int *p);
 
-/* A region that must hold `value` in every byte after the run. */
-typedef struct combine_guard {
-    gm_t at;
-    uint32_t bytes;
-    uint8_t value;
-    const char *what;
-} combine_guard;
-
 /* Host-side state of one run: plan, args, the guard regions to verify. */
 typedef struct combine_state {
     combine_plan plan;
     combine_args args;
-    combine_guard *guards;
-    int n_guards, cap_guards;
+    kit_guards guards;
 } combine_state;
 
-int combine_setup(engine *e, const kernel_opts *o, int scheme, void **state, char *err,
-                  size_t errlen);
-int combine_check(engine *e, void *state, char *msg, size_t msglen);
+kernel_check_fn combine_check;
+int combine_estimate(const kernel_opts *o, int scheme, int nodes, int npus,
+                     const engine_chip_info *chip, int payload, kernel_estimate *est, char *err,
+                     size_t errlen);
 int combine_layout(const kernel_opts *o, int scheme, int nodes, int npus_per_node, FILE *out,
                    char *err, size_t errlen);
-void combine_destroy(void *state);
+kernel_destroy_fn combine_destroy;
 
 #endif

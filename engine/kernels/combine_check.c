@@ -31,27 +31,6 @@ typedef struct checker {
     uint8_t *got;       /* scratch: a received row, read without materializing */
 } checker;
 
-static int check_guards(const combine_state *st, engine *e, char *msg, size_t msglen) {
-    for (int i = 0; i < st->n_guards; i++) {
-        const combine_guard *g = &st->guards[i];
-        const uint8_t *h = engine_gm_host(e, g->at, g->bytes);
-        if (!h) {
-            snprintf(msg, msglen, "guard of %s on rank %d: no host view", g->what, gm_rank(g->at));
-            return 1;
-        }
-        for (uint32_t b = 0; b < g->bytes; b++)
-            if (h[b] != g->value) {
-                snprintf(msg, msglen,
-                         "%s on rank %d: byte %u of the guard region (GM offset 0x%llx) is 0x%02x, "
-                         "expected 0x%02x: something wrote outside the buffer",
-                         g->what, gm_rank(g->at), b,
-                         (unsigned long long)(gm_offset(g->at) + b), h[b], g->value);
-                return 1;
-            }
-    }
-    return 0;
-}
-
 static int64_t read_word(engine *e, gm_t at) {
     int64_t v = 0;
     const void *h = engine_gm_host(e, at, 8);
@@ -67,7 +46,7 @@ static int check_rings(const checker *c, char *msg, size_t msglen) {
             gm_t block = gm_add(gm_on_rank(c->a->ctrl_base, s), (int64_t)q * COMBINE_CTRL_STRIDE);
             int64_t tail = read_word(c->e, gm_add(block, COMBINE_CTRL_TAIL));
             int64_t head = read_word(c->e, gm_add(block, COMBINE_CTRL_HEAD));
-            int64_t expect = (int64_t)combine_align_up(
+            int64_t expect = (int64_t)kit_align_up(
                 (uint64_t)c->p->recv_rows[s * R + q] * sh->row_bytes, UB_ALIGN);
             if (tail != expect || head != expect) {
                 snprintf(msg, msglen,
@@ -248,7 +227,7 @@ int combine_check(engine *e, void *state, char *msg, size_t msglen) {
     if (!c.row || !c.row2 || !c.got)
         snprintf(msg, msglen, "combine check: out of host memory");
     else
-        rc = check_guards(st, e, msg, msglen) || check_rings(&c, msg, msglen) ||
+        rc = kit_guards_check(e, &st->guards, msg, msglen) || check_rings(&c, msg, msglen) ||
              check_recv(&c, msg, msglen) || check_out(&c, msg, msglen);
     free(c.row);
     free(c.row2);

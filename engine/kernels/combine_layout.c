@@ -17,8 +17,10 @@ static void human(char *buf, size_t n, uint64_t bytes) {
 int combine_layout(const kernel_opts *o, int scheme, int nodes, int npus_per_node, FILE *out,
                    char *err, size_t errlen) {
     combine_shape sh;
-    /* No engine here: validate sender cores against the 910B2's 48 AIV. */
-    if (combine_shape_from_opts(o, scheme, nodes, npus_per_node, 48, &sh, err, errlen)) return -1;
+    /* No engine here: validate sender cores against the default chip's AIV. */
+    if (combine_shape_from_opts(o, scheme, nodes, npus_per_node, engine_chip_get(CHIP_910B2)->aiv,
+                                &sh, err, errlen))
+        return -1;
     combine_plan p;
     if (combine_plan_build(&sh, &p, err, errlen)) return -1;
     int R = sh.num_ranks, L = sh.local_experts, T = sh.tokens, K = sh.topk;
@@ -62,10 +64,30 @@ int combine_layout(const kernel_opts *o, int scheme, int nodes, int npus_per_nod
             "UB per sender core: %u B (staging_ub 2 x %u, read_temp_ub 2 x %u, offset/length tables "
             "2 x %llu)\n",
             combine_sender_ub_bytes(&sh), sh.staging_bytes, COMBINE_READ_TEMP_BYTES,
-            (unsigned long long)combine_align_up((uint64_t)L * R * 4, UB_ALIGN));
+            (unsigned long long)kit_align_up((uint64_t)L * R * 4, UB_ALIGN));
     fprintf(out, "UB per receiver core: %u B (ring chunks 2 x %u, combine buffers, tables)\n",
             combine_receiver_ub_bytes(&sh), COMBINE_RECV_CHUNK_BYTES);
     fprintf(out, "cores per rank: %d sender + %d receiver AIV\n", sh.sender_cores, R);
     combine_plan_free(&p);
+    return 0;
+}
+
+/* The memory estimate (kernels.h, the descriptor's estimate hook): the big
+ * terms of the formulas above over every rank. */
+int combine_estimate(const kernel_opts *o, int scheme, int nodes, int npus,
+                     const engine_chip_info *chip, int payload, kernel_estimate *est,
+                     char *err, size_t errlen) {
+    combine_shape sh;
+    if (combine_shape_from_opts(o, scheme, nodes, npus, chip->aiv, &sh, err, errlen)) return -1;
+    uint64_t R = (uint64_t)sh.num_ranks, T = (uint64_t)sh.tokens, K = (uint64_t)sh.topk;
+    uint64_t row = sh.row_bytes;
+    /* expert-major x (T*K rows on average per rank, twice for the in-place
+     * reorder), the combined output, one ring per peer */
+    est->gm_bytes = payload == PAYLOAD_FULL ? R * (2 * T * K * row + T * row + R * sh.ring_bytes)
+                                            : R * (T * row + R * sh.ring_bytes);
+    est->host_bytes = R * T * K * KIT_PLAN_BYTES_PER_SLOT;
+    snprintf(est->driver, sizeof est->driver,
+             "--tokens %d --hidden %d --topk %d on %d ranks", sh.tokens, sh.hidden, sh.topk,
+             sh.num_ranks);
     return 0;
 }

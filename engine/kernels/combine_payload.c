@@ -10,46 +10,25 @@
  */
 #include "combine.h"
 
-static uint64_t mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
+#include "kit.h"
+
+/* Tag fields: token id (3 bytes), top-k slot, the expert's rank. */
+static const int tag_widths[] = {3, 1, 1};
 
 void combine_fill_row(uint16_t *row, int hidden, uint64_t seed, int s, int t, int k, int p) {
-    uint16_t tag[COMBINE_TAG_ELEMS] = {
-        float_to_bf16((float)(t & 0xff)), float_to_bf16((float)((t >> 8) & 0xff)),
-        float_to_bf16((float)((t >> 16) & 0xff)), float_to_bf16((float)(k & 0xff)),
-        float_to_bf16((float)(p & 0xff)),
-    };
-    uint64_t x = mix64(seed ^ mix64(((uint64_t)(uint32_t)s << 48) ^ ((uint64_t)(uint32_t)t << 12) ^
-                                    (uint64_t)(uint32_t)k) ^ 0x243f6a8885a308d3ULL);
-    for (int j = 0; j < hidden; j++) {
-        if (j < COMBINE_TAG_ELEMS) {
-            row[j] = tag[j];
-            continue;
-        }
-        /* xorshift64*: cheap per element, distinct per row through x */
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        uint64_t r = x * 0x2545f4914f6cdd1dULL;
-        float v = (float)((double)(r >> 40) / 8388608.0 - 1.0); /* [-1, 1) */
-        row[j] = float_to_bf16(v);
-    }
+    uint64_t x = kit_mix64(seed ^ kit_mix64(((uint64_t)(uint32_t)s << 48) ^
+                                            ((uint64_t)(uint32_t)t << 12) ^ (uint64_t)(uint32_t)k) ^
+                           0x243f6a8885a308d3ULL);
+    int tag[] = {t, k, p};
+    kit_fill_tagged_bf16(row, hidden, tag, tag_widths, 3, x);
 }
 
 int combine_decode_tag(const uint16_t *row, int hidden, int *t, int *k, int *p) {
-    if (hidden < COMBINE_TAG_ELEMS) return 0;
-    int b[COMBINE_TAG_ELEMS];
-    for (int j = 0; j < COMBINE_TAG_ELEMS; j++) {
-        float f = bf16_to_float(row[j]);
-        if (!(f >= 0.0f && f <= 255.0f) || (float)(int)f != f) return 0;
-        b[j] = (int)f;
-    }
-    *t = b[0] | (b[1] << 8) | (b[2] << 16);
-    *k = b[3];
-    *p = b[4];
+    int v[3];
+    if (!kit_tag_decode_bf16(row, hidden, tag_widths, 3, v)) return 0;
+    *t = v[0];
+    *k = v[1];
+    *p = v[2];
     return 1;
 }
 

@@ -10,29 +10,32 @@
  */
 #include "combine.h"
 
+#include "kit.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 const kernel_option combine_options[] = {
-    {"tokens", "128", "tokens per rank"},
-    {"hidden", "7168", "hidden size: bf16 elements per row"},
-    {"topk", "8", "experts per token (1..64)"},
-    {"experts", "256", "experts in total; each rank holds experts / ranks"},
+    KIT_OPT_TOKENS("128"),
+    KIT_OPT_HIDDEN("7168", ""),
+    KIT_OPT_TOPK("8"),
+    KIT_OPT_EXPERTS("256", ""),
     {"staging-bytes", "65536",
      "each of the two UB staging buffers = largest flush into a ring (multiple of 32)"},
     {"ring-bytes", "262144",
      "HCCS ring per (source, destination) pair (multiple of 32); smaller than a flush deadlocks"},
-    {"routing", "uniform", "uniform | zipf:S (skewed expert load)"},
-    {"data-seed", "1", "seed of the routing and of the payload"},
-    {"inject", "none",
-     "none | no-mte3-wait (commit the ring tail before the data lands: stale reads)"},
+    KIT_OPT_ROUTING("uniform"),
+    KIT_OPT_DATA_SEED("the routing and of the payload"),
+    KIT_OPT_INJECT("no-mte3-wait (commit the ring tail before the data lands: stale reads)"),
     {"sender-cores", "0", "AIV cores per rank for the sender; 0 = one per destination rank"},
     {NULL, NULL, NULL},
 };
 
+/* In the order of the inject enum (0 = none). */
+static const char *const combine_faults[] = {"none", "no-mte3-wait", NULL};
 
 uint32_t combine_sender_ub_bytes(const combine_shape *sh) {
-    uint64_t table = combine_align_up((uint64_t)sh->local_experts * (uint64_t)sh->num_ranks * 4,
+    uint64_t table = kit_align_up((uint64_t)sh->local_experts * (uint64_t)sh->num_ranks * 4,
                                       UB_ALIGN);
     uint64_t total = 2 * table + 2 * (uint64_t)COMBINE_READ_TEMP_BYTES +
                      COMBINE_STAGING_BUFFERS * (uint64_t)sh->staging_bytes;
@@ -42,9 +45,9 @@ uint32_t combine_sender_ub_bytes(const combine_shape *sh) {
 uint32_t combine_receiver_ub_bytes(const combine_shape *sh) {
     uint64_t hc = (uint64_t)sh->hidden < COMBINE_HIDDEN_TILE ? (uint64_t)sh->hidden
                                                              : COMBINE_HIDDEN_TILE;
-    uint64_t acc = combine_align_up(hc * 4, UB_ALIGN);
-    uint64_t row = combine_align_up(hc * 2, UB_ALIGN);
-    uint64_t ewo = combine_align_up((uint64_t)sh->experts * 4, UB_ALIGN);
+    uint64_t acc = kit_align_up(hc * 4, UB_ALIGN);
+    uint64_t row = kit_align_up(hc * 2, UB_ALIGN);
+    uint64_t ewo = kit_align_up((uint64_t)sh->experts * 4, UB_ALIGN);
     uint64_t total = 2 * (uint64_t)COMBINE_RECV_CHUNK_BYTES + acc + 3 * row + ewo +
                      3 * (uint64_t)COMBINE_META_BYTES;
     return total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
@@ -54,37 +57,16 @@ int combine_shape_from_opts(const kernel_opts *o, int scheme, int nodes, int npu
                             int num_aiv, combine_shape *sh, char *err, size_t errlen) {
     memset(sh, 0, sizeof *sh);
     sh->scheme = scheme;
-    if (nodes != 1) {
-        snprintf(err, errlen,
-                 "combine-sender moves data inside one node over HCCS: --nodes must be 1, got %d",
-                 nodes);
+    if (kit_check_one_node("combine-sender", "moves data inside one node over HCCS", nodes,
+                           npus_per_node, COMBINE_MAX_RANKS, err, errlen))
         return -1;
-    }
-    if (npus_per_node < 1 || npus_per_node > COMBINE_MAX_RANKS) {
-        snprintf(err, errlen, "--npus-per-node %d: combine-sender supports 1..%d ranks",
-                 npus_per_node, COMBINE_MAX_RANKS);
-        return -1;
-    }
     int R = npus_per_node;
     sh->num_ranks = R;
-    int64_t v;
-    if (kopt_i64_range(o, "tokens", 1, 1 << 24, &v, err, errlen)) return -1;
-    sh->tokens = (int)v;
-    if (kopt_i64_range(o, "hidden", 1, 1 << 16, &v, err, errlen)) return -1;
-    sh->hidden = (int)v;
+    static const kit_moe_limits lim = {.tokens = 1 << 24, .hidden = 1 << 16, .topk = 64,
+                                        .experts = 1 << 16, .rows = INT32_MAX / 2};
+    if (kit_read_moe(o, R, &lim, &sh->moe, err, errlen)) return -1;
     sh->row_bytes = (uint32_t)sh->hidden * 2u;
-    if (kopt_i64_range(o, "experts", 1, 1 << 16, &v, err, errlen)) return -1;
-    sh->experts = (int)v;
-    if (routing_check_experts(sh->experts, R, err, errlen)) return -1;
-    sh->local_experts = sh->experts / R;
-    if (kopt_i64_range(o, "topk", 1, 64, &v, err, errlen)) return -1;
-    sh->topk = (int)v;
-    if (routing_check_topk(sh->topk, sh->experts, err, errlen)) return -1;
-    if ((int64_t)sh->tokens * sh->topk * R > INT32_MAX / 2) {
-        snprintf(err, errlen, "--tokens %d x --topk %d x %d ranks: too many rows for int32 tables",
-                 sh->tokens, sh->topk, R);
-        return -1;
-    }
+    int64_t v;
     if (kopt_i64_range(o, "staging-bytes", 64, UB_BYTES, &v, err, errlen)) return -1;
     if (v % UB_ALIGN) {
         snprintf(err, errlen, "--staging-bytes %lld: must be a multiple of 32 (UB blocks)",
@@ -98,24 +80,12 @@ int combine_shape_from_opts(const kernel_opts *o, int scheme, int nodes, int npu
         return -1;
     }
     sh->ring_bytes = (uint64_t)v;
-    const char *s;
-    if (kopt_str(o, "routing", &s) != 0) {
-        snprintf(err, errlen, "--routing: option has no value");
+    int fault;
+    if (kit_read_routing(o, &sh->routing, err, errlen) ||
+        kit_read_seed(o, &sh->data_seed, err, errlen) ||
+        kit_read_inject(o, combine_faults, &fault, err, errlen))
         return -1;
-    }
-    if (routing_parse(s, &sh->routing, err, errlen) != 0) return -1;
-    if (kopt_i64(o, "data-seed", &v, err, errlen)) return -1;
-    sh->data_seed = (uint64_t)v;
-    if (kopt_str(o, "inject", &s) != 0) {
-        snprintf(err, errlen, "--inject: option has no value");
-        return -1;
-    }
-    if (strcmp(s, "none") == 0) sh->inject_no_mte3_wait = 0;
-    else if (strcmp(s, "no-mte3-wait") == 0) sh->inject_no_mte3_wait = 1;
-    else {
-        snprintf(err, errlen, "--inject %s: unknown fault (expected none or no-mte3-wait)", s);
-        return -1;
-    }
+    sh->inject_no_mte3_wait = fault == 1;
     /* The receivers take one AIV per source rank; the senders get the rest. */
     if (kopt_i64_range(o, "sender-cores", 0, num_aiv - R, &v, err, errlen)) return -1;
     sh->sender_cores = v == 0 ? R : (int)v;
@@ -155,14 +125,13 @@ void combine_plan_free(combine_plan *p) {
     memset(p, 0, sizeof *p);
 }
 
-int combine_plan_build(const combine_shape *sh, combine_plan *p, char *err, size_t errlen) {
-    memset(p, 0, sizeof *p);
-    p->sh = *sh;
+static int alloc_tables(combine_plan *p) {
+    const combine_shape *sh = &p->sh;
     size_t R = (size_t)sh->num_ranks, L = (size_t)sh->local_experts, E = (size_t)sh->experts;
-    size_t T = (size_t)sh->tokens, K = (size_t)sh->topk;
-    p->expert_ids = malloc(sizeof(int32_t) * R * T * K);
-    p->topk_weights = malloc(sizeof(float) * R * T * K);
-    p->expand_idx = malloc(sizeof(int32_t) * R * T * K);
+    size_t TK = (size_t)sh->tokens * (size_t)sh->topk;
+    p->expert_ids = malloc(sizeof(int32_t) * R * TK);
+    p->topk_weights = malloc(sizeof(float) * R * TK);
+    p->expand_idx = malloc(sizeof(int32_t) * R * TK);
     p->length_table = calloc(R * L * R, sizeof(int32_t));
     p->offset_table = calloc(R * L * R, sizeof(int32_t));
     p->x_rows = calloc(R, sizeof(int64_t));
@@ -170,42 +139,37 @@ int combine_plan_build(const combine_shape *sh, combine_plan *p, char *err, size
     p->recv_row_offset = calloc(R * R, sizeof(int32_t));
     p->recv_total = calloc(R, sizeof(int64_t));
     p->expert_window_offset = calloc(R * E, sizeof(int32_t));
-    p->recv_owner = malloc(sizeof(int32_t) * (R * T * K + 1));
+    p->recv_owner = malloc(sizeof(int32_t) * (R * TK + 1));
     p->recv_owner_base = calloc(R + 1, sizeof(int64_t));
-    if (!p->expert_ids || !p->topk_weights || !p->expand_idx || !p->length_table ||
-        !p->offset_table || !p->x_rows || !p->recv_rows || !p->recv_row_offset ||
-        !p->recv_total || !p->expert_window_offset || !p->recv_owner || !p->recv_owner_base) {
-        combine_plan_free(p);
-        snprintf(err, errlen, "--tokens %d: out of host memory for the routing tables",
-                 sh->tokens);
-        return -1;
-    }
-    routing_shape rs = {.num_ranks = (int)R, .nodes = 1, .npus_per_node = (int)R,
-                        .experts = (int)E, .topk = (int)K};
-    for (size_t s = 0; s < R; s++) {
-        if (routing_generate(&sh->routing, &rs, sh->data_seed, (int)s, (int)T,
-                             p->expert_ids + s * T * K, p->topk_weights + s * T * K, err,
-                             errlen) != 0) {
-            combine_plan_free(p);
-            return -1;
-        }
-    }
-    /* length_table[p][le][s] and each (t, k)'s index inside its segment:
-     * tokens keep their order within a segment, as a dispatch appends them. */
+    return p->expert_ids && p->topk_weights && p->expand_idx && p->length_table &&
+                   p->offset_table && p->x_rows && p->recv_rows && p->recv_row_offset &&
+                   p->recv_total && p->expert_window_offset && p->recv_owner && p->recv_owner_base
+               ? 0
+               : -1;
+}
+
+/* length_table[p][le][s] and offset_table, as the plan stores them. */
 #define LEN(pp, le, ss) p->length_table[((pp) * L + (le)) * R + (ss)]
 #define OFF(pp, le, ss) p->offset_table[((pp) * L + (le)) * R + (ss)]
+
+/* The dispatch's side: each (t, k)'s index inside its (expert, source)
+ * segment, the segment lengths, and x expert-major, rank-minor. */
+static void layout_x(combine_plan *p) {
+    size_t R = (size_t)p->sh.num_ranks, L = (size_t)p->sh.local_experts;
+    size_t TK = (size_t)p->sh.tokens * (size_t)p->sh.topk;
+    /* Tokens keep their order within a segment, as a dispatch appends them. */
     for (size_t s = 0; s < R; s++)
-        for (size_t i = 0; i < T * K; i++) {
-            int32_t e = p->expert_ids[s * T * K + i];
+        for (size_t i = 0; i < TK; i++) {
+            int32_t e = p->expert_ids[s * TK + i];
             if (e < 0) {
-                p->expand_idx[s * T * K + i] = -1;
+                p->expand_idx[s * TK + i] = -1;
                 continue;
             }
             size_t pp = (size_t)e / L, le = (size_t)e % L;
-            p->expand_idx[s * T * K + i] = LEN(pp, le, s)++;
+            p->expand_idx[s * TK + i] = LEN(pp, le, s)++;
         }
-    /* x is expert-major, rank-minor; offset_table holds global row offsets
-     * (seed 000 s2.2 recommends global offsets to save index arithmetic). */
+    /* offset_table holds global row offsets (seed 000 s2.2 recommends
+     * global offsets to save index arithmetic). */
     for (size_t pp = 0; pp < R; pp++) {
         int64_t row = 0;
         for (size_t le = 0; le < L; le++)
@@ -215,8 +179,14 @@ int combine_plan_build(const combine_shape *sh, combine_plan *p, char *err, size
             }
         p->x_rows[pp] = row;
     }
-    /* Receive layout on s: the stream from each source p, sources in rank
-     * order (seed 002's WinIn windows, packed without per-rank padding). */
+}
+
+/* Receive layout on s: the stream from each source p, sources in rank
+ * order (seed 002's WinIn windows, packed without per-rank padding), and
+ * which (t, k) of s every received row belongs to. */
+static void layout_recv(combine_plan *p) {
+    size_t R = (size_t)p->sh.num_ranks, L = (size_t)p->sh.local_experts;
+    size_t E = (size_t)p->sh.experts, TK = (size_t)p->sh.tokens * (size_t)p->sh.topk;
     int64_t owner_base = 0;
     for (size_t s = 0; s < R; s++) {
         int64_t row = 0;
@@ -236,13 +206,37 @@ int combine_plan_build(const combine_shape *sh, combine_plan *p, char *err, size
     }
     p->recv_owner_base[R] = owner_base;
     for (size_t s = 0; s < R; s++)
-        for (size_t i = 0; i < T * K; i++) {
-            int32_t e = p->expert_ids[s * T * K + i];
+        for (size_t i = 0; i < TK; i++) {
+            int32_t e = p->expert_ids[s * TK + i];
             if (e < 0) continue;
-            int64_t row = p->expert_window_offset[s * E + (size_t)e] + p->expand_idx[s * T * K + i];
+            int64_t row = p->expert_window_offset[s * E + (size_t)e] + p->expand_idx[s * TK + i];
             p->recv_owner[p->recv_owner_base[s] + row] = (int32_t)i;
         }
+}
 #undef LEN
 #undef OFF
+
+int combine_plan_build(const combine_shape *sh, combine_plan *p, char *err, size_t errlen) {
+    memset(p, 0, sizeof *p);
+    p->sh = *sh;
+    if (alloc_tables(p)) {
+        combine_plan_free(p);
+        snprintf(err, errlen, "--tokens %d: out of host memory for the routing tables",
+                 sh->tokens);
+        return -1;
+    }
+    size_t TK = (size_t)sh->tokens * (size_t)sh->topk;
+    routing_shape rs = {.num_ranks = sh->num_ranks, .nodes = 1, .npus_per_node = sh->num_ranks,
+                        .experts = sh->experts, .topk = sh->topk};
+    for (int s = 0; s < sh->num_ranks; s++) {
+        if (routing_generate(&sh->routing, &rs, sh->data_seed, s, sh->tokens,
+                             p->expert_ids + (size_t)s * TK, p->topk_weights + (size_t)s * TK, err,
+                             errlen) != 0) {
+            combine_plan_free(p);
+            return -1;
+        }
+    }
+    layout_x(p);
+    layout_recv(p);
     return 0;
 }

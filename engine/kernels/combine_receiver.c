@@ -36,7 +36,7 @@ static void receive_from(const combine_args *a, int src, const local_t chunk_ub[
     int32_t row_offset = GetValue32(gm_add(a->recv_meta[me], (int64_t)(R + src) * 4));
     uint64_t total = (uint64_t)rows * a->row_bytes;
     /* The sender pads only its last flush to 32 B. */
-    int64_t expect = (int64_t)combine_align_up(total, UB_ALIGN);
+    int64_t expect = (int64_t)kit_align_up(total, UB_ALIGN);
     uint32_t ring_id = a->ring_id[src][me];
     gm_t ring = gm_add(gm_on_rank(a->ring_base, me), (int64_t)((uint64_t)src * a->ring_stride));
     gm_t dst = gm_add(a->recv[me], (int64_t)row_offset * (int64_t)a->row_bytes);
@@ -85,15 +85,15 @@ static void combine_tokens(const combine_args *a) {
     int t_begin = (int)((int64_t)a->tokens * block / blocks);
     int t_end = (int)((int64_t)a->tokens * (block + 1) / blocks);
     uint32_t hc = (uint32_t)H < COMBINE_HIDDEN_TILE ? (uint32_t)H : COMBINE_HIDDEN_TILE;
-    uint32_t ewo_bytes = (uint32_t)combine_align_up((uint64_t)a->num_experts * 4, UB_ALIGN);
+    uint32_t ewo_bytes = (uint32_t)kit_align_up((uint64_t)a->num_experts * 4, UB_ALIGN);
     local_t ewo_ub = AllocUB(ewo_bytes);
     local_t ids_ub = AllocUB(COMBINE_META_BYTES);
     local_t idx_ub = AllocUB(COMBINE_META_BYTES);
     local_t w_ub = AllocUB(COMBINE_META_BYTES);
-    local_t acc_ub = AllocUB(combine_align_up((uint64_t)hc * 4, UB_ALIGN));
-    local_t row_ub[2] = {AllocUB(combine_align_up((uint64_t)hc * 2, UB_ALIGN)),
-                         AllocUB(combine_align_up((uint64_t)hc * 2, UB_ALIGN))};
-    local_t out_ub = AllocUB(combine_align_up((uint64_t)hc * 2, UB_ALIGN));
+    local_t acc_ub = AllocUB(kit_align_up((uint64_t)hc * 4, UB_ALIGN));
+    local_t row_ub[2] = {AllocUB(kit_align_up((uint64_t)hc * 2, UB_ALIGN)),
+                         AllocUB(kit_align_up((uint64_t)hc * 2, UB_ALIGN))};
+    local_t out_ub = AllocUB(kit_align_up((uint64_t)hc * 2, UB_ALIGN));
     DataCopy(ewo_ub, a->expert_window_offset[me], ewo_bytes);
     SetFlag(MTE2_S, 2);
     WaitFlag(MTE2_S, 2);
@@ -107,7 +107,7 @@ static void combine_tokens(const combine_args *a) {
     for (int t0 = t_begin; t0 < t_end; t0 += tokens_per_block) {
         int n = t_end - t0 < tokens_per_block ? t_end - t0 : tokens_per_block;
         uint64_t meta_off = (uint64_t)t0 * (uint64_t)K * 4;
-        uint32_t meta_len = (uint32_t)combine_align_up((uint64_t)n * (uint64_t)K * 4, UB_ALIGN);
+        uint32_t meta_len = (uint32_t)kit_align_up((uint64_t)n * (uint64_t)K * 4, UB_ALIGN);
         DataCopy(ids_ub, gm_add(a->expert_ids[me], (int64_t)meta_off), meta_len);
         DataCopy(idx_ub, gm_add(a->expand_idx[me], (int64_t)meta_off), meta_len);
         DataCopy(w_ub, gm_add(a->topk_weights[me], (int64_t)meta_off), meta_len);
@@ -128,7 +128,7 @@ static void combine_tokens(const combine_args *a) {
                     WaitFlag(V_MTE2, rb);
                     DataCopy(row_ub[rb],
                              gm_add(recv, row * (int64_t)a->row_bytes + (int64_t)c0 * 2),
-                             combine_align_up((uint64_t)hn * 2, UB_ALIGN));
+                             kit_align_up((uint64_t)hn * 2, UB_ALIGN));
                     SetFlag(MTE2_V, rb);
                     WaitFlag(MTE2_V, rb);
                     VecAxpy(acc_ub, row_ub[rb], DT_BF16, weight, hn);

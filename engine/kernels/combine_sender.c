@@ -28,8 +28,8 @@ typedef struct sender {
  * (metadata). combine_ring.c owns MTE2_S 7 and MTE3_S 0. */
 
 static void flush(sender *sd, int is_last) {
-    uint32_t write_len = is_last ? (uint32_t)combine_align_up(sd->staging_offset, UB_ALIGN)
-                                 : (uint32_t)combine_align_down(sd->staging_offset, UB_ALIGN);
+    uint32_t write_len = is_last ? (uint32_t)kit_align_up(sd->staging_offset, UB_ALIGN)
+                                 : (uint32_t)kit_align_down(sd->staging_offset, UB_ALIGN);
     if (write_len == 0) return;
     local_t full = sd->staging_ub[sd->cur];
     SetFlag(V_MTE3, 0);   /* the crops into this buffer have landed */
@@ -92,7 +92,7 @@ static void send_to_rank(const combine_args *a, int dst, local_t offset_ub, loca
                 continue;
             }
             /* Over-read: start at the 32 B boundary below, round the length up. */
-            uint32_t read_len = (uint32_t)combine_align_up(piece + align_rem, UB_ALIGN);
+            uint32_t read_len = (uint32_t)kit_align_up(piece + align_rem, UB_ALIGN);
             WaitFlag(V_MTE2, buf);
             DataCopy(read_temp_ub[buf], gm_add(seg, (int64_t)seg_pos - (int64_t)align_rem),
                      read_len);
@@ -114,22 +114,29 @@ static void send_to_rank(const combine_args *a, int dst, local_t offset_ub, loca
     WaitFlag(V_MTE2, 1);
 }
 
-void combine_sender_kernel(const void *args) {
-    const combine_args *a = args;
+combine_sender_ub combine_sender_begin(const combine_args *a) {
     int me = GetRank();
-    SetRole("CombineSender");
-    local_t offset_ub = AllocUB(a->table_ub_bytes);
-    local_t length_ub = AllocUB(a->table_ub_bytes);
-    local_t read_temp_ub[2] = {AllocUB(COMBINE_READ_TEMP_BYTES), AllocUB(COMBINE_READ_TEMP_BYTES)};
-    local_t staging_ub[COMBINE_STAGING_BUFFERS] = {AllocUB(a->staging_bytes),
-                                                    AllocUB(a->staging_bytes)};
+    combine_sender_ub u;
+    u.offset_ub = AllocUB(a->table_ub_bytes);
+    u.length_ub = AllocUB(a->table_ub_bytes);
+    u.read_temp_ub[0] = AllocUB(COMBINE_READ_TEMP_BYTES);
+    u.read_temp_ub[1] = AllocUB(COMBINE_READ_TEMP_BYTES);
+    u.staging_ub[0] = AllocUB(a->staging_bytes);
+    u.staging_ub[1] = AllocUB(a->staging_bytes);
     /* Seed s6.4: metadata prefetched once. Decision: the whole [L, R]
      * tables rather than one column, because a column is strided in GM and
      * DataCopy moves contiguous bytes; L * R * 4 B is a few KB at most. */
-    DataCopy(offset_ub, a->offset_table[me], a->table_ub_bytes);
-    DataCopy(length_ub, a->length_table[me], a->table_ub_bytes);
+    DataCopy(u.offset_ub, a->offset_table[me], a->table_ub_bytes);
+    DataCopy(u.length_ub, a->length_table[me], a->table_ub_bytes);
     SetFlag(MTE2_S, 0);
     WaitFlag(MTE2_S, 0);
+    return u;
+}
+
+void combine_sender_kernel(const void *args) {
+    const combine_args *a = args;
+    SetRole("CombineSender");
+    combine_sender_ub u = combine_sender_begin(a);
     for (int dst = GetBlockIdx(); dst < a->num_ranks; dst += GetBlockNum())
-        send_to_rank(a, dst, offset_ub, length_ub, read_temp_ub, staging_ub);
+        send_to_rank(a, dst, u.offset_ub, u.length_ub, u.read_temp_ub, u.staging_ub);
 }

@@ -27,7 +27,7 @@ static void copy_segment(gm_t dst, gm_t src, uint64_t bytes, const local_t buf_u
         WaitFlag(MTE3_MTE2, b);
         /* GM side may be any byte; the over-read past the segment end stays
          * inside x (next segment or its guard) and is not written out. */
-        DataCopy(buf_ub[b], gm_add(src, (int64_t)pos), combine_align_up(n, UB_ALIGN));
+        DataCopy(buf_ub[b], gm_add(src, (int64_t)pos), kit_align_up(n, UB_ALIGN));
         SetFlag(MTE2_MTE3, b);
         WaitFlag(MTE2_MTE3, b);
         /* Exact length: neighbouring segments belong to other cores. */
@@ -41,31 +41,13 @@ static void copy_segment(gm_t dst, gm_t src, uint64_t bytes, const local_t buf_u
     }
 }
 
-void combine_sender_inplace_kernel(const void *args) {
-    const combine_args *a = args;
+/* Phase 1: reorder x rank-major into x_sorted, segment i = (le, s) by core
+ * i % blocks; region_row[s] is where destination s's rows start. */
+static void reorder_x(const combine_args *a, local_t offset_ub, local_t length_ub,
+                      local_t read_temp_ub[2], const int64_t *region_row) {
     int me = GetRank(), R = a->num_ranks, L = a->num_local_experts;
     int block = GetBlockIdx(), blocks = GetBlockNum();
     uint64_t row_bytes = a->row_bytes;
-    SetRole("CombineReorder");
-    local_t offset_ub = AllocUB(a->table_ub_bytes);
-    local_t length_ub = AllocUB(a->table_ub_bytes);
-    local_t read_temp_ub[2] = {AllocUB(COMBINE_READ_TEMP_BYTES), AllocUB(COMBINE_READ_TEMP_BYTES)};
-    local_t staging_ub[COMBINE_STAGING_BUFFERS] = {AllocUB(a->staging_bytes),
-                                                    AllocUB(a->staging_bytes)};
-    DataCopy(offset_ub, a->offset_table[me], a->table_ub_bytes);
-    DataCopy(length_ub, a->length_table[me], a->table_ub_bytes);
-    SetFlag(MTE2_S, 0);
-    WaitFlag(MTE2_S, 0);
-
-    /* Rank-major region of each destination: rows of all earlier ranks. */
-    int64_t region_row[COMBINE_MAX_RANKS + 1] = {0};
-    for (int s = 0; s < R; s++) {
-        int64_t rows = 0;
-        for (int le = 0; le < L; le++) rows += UbGet32(length_ub, (uint32_t)(le * R + s) * 4u);
-        region_row[s + 1] = region_row[s] + rows;
-    }
-
-    /* Phase 1: reorder, segment i = (le, s) by core i % blocks. */
     int64_t within[COMBINE_MAX_RANKS] = {0};  /* rows of s before expert le */
     int buf = 0;
     SetFlag(MTE3_MTE2, 0);
@@ -89,12 +71,16 @@ void combine_sender_inplace_kernel(const void *args) {
     WaitFlag(MTE3_MTE2, 1);
     SetFlag(MTE3_S, 1);   /* this core's part of x_sorted has landed */
     WaitFlag(MTE3_S, 1);
-    SyncAll();
+}
 
-    /* Phase 2: each destination's region is contiguous; copy it out in
-     * staging-sized chunks (all 32 B multiples, the last one padded), the
-     * next chunk read into the other staging buffer while this one is put. */
-    SetRole("CombineSender");
+/* Phase 2: each destination's region is contiguous; copy it out in
+ * staging-sized chunks (all 32 B multiples, the last one padded), the
+ * next chunk read into the other staging buffer while this one is put. */
+static void send_regions(const combine_args *a, local_t staging_ub[COMBINE_STAGING_BUFFERS],
+                         const int64_t *region_row) {
+    int me = GetRank(), R = a->num_ranks;
+    int block = GetBlockIdx(), blocks = GetBlockNum();
+    uint64_t row_bytes = a->row_bytes;
     int cur = 0;
     SetFlag(MTE3_MTE2, 3);
     SetFlag(MTE3_MTE2, 4);
@@ -106,7 +92,7 @@ void combine_sender_inplace_kernel(const void *args) {
         uint64_t bytes = (uint64_t)(region_row[dst + 1] - region_row[dst]) * row_bytes;
         for (uint64_t pos = 0; pos < bytes;) {
             uint64_t n = bytes - pos < a->staging_bytes ? bytes - pos : a->staging_bytes;
-            uint32_t len = (uint32_t)combine_align_up(n, UB_ALIGN);
+            uint32_t len = (uint32_t)kit_align_up(n, UB_ALIGN);
             ring_writer_prefetch_head(&w);
             WaitFlag(MTE3_MTE2, 3 + cur);   /* MTE3 is done with this buffer's last put */
             DataCopy(staging_ub[cur], gm_add(region, (int64_t)pos), len);
@@ -121,4 +107,23 @@ void combine_sender_inplace_kernel(const void *args) {
     }
     WaitFlag(MTE3_MTE2, 3);
     WaitFlag(MTE3_MTE2, 4);
+}
+
+void combine_sender_inplace_kernel(const void *args) {
+    const combine_args *a = args;
+    int R = a->num_ranks, L = a->num_local_experts;
+    SetRole("CombineReorder");
+    combine_sender_ub u = combine_sender_begin(a);
+
+    /* Rank-major region of each destination: rows of all earlier ranks. */
+    int64_t region_row[COMBINE_MAX_RANKS + 1] = {0};
+    for (int s = 0; s < R; s++) {
+        int64_t rows = 0;
+        for (int le = 0; le < L; le++) rows += UbGet32(u.length_ub, (uint32_t)(le * R + s) * 4u);
+        region_row[s + 1] = region_row[s] + rows;
+    }
+    reorder_x(a, u.offset_ub, u.length_ub, u.read_temp_ub, region_row);
+    SyncAll();
+    SetRole("CombineSender");
+    send_regions(a, u.staging_ub, region_row);
 }

@@ -17,42 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int add_guard(combine_state *st, gm_t at, uint32_t bytes, uint8_t value, const char *what,
-                     char *err, size_t errlen) {
-    if (st->n_guards == st->cap_guards) {
-        int cap = st->cap_guards ? st->cap_guards * 2 : 64;
-        combine_guard *g = realloc(st->guards, sizeof *g * (size_t)cap);
-        if (!g) {
-            snprintf(err, errlen, "combine setup: out of host memory for guard regions");
-            return -1;
-        }
-        st->guards = g;
-        st->cap_guards = cap;
-    }
-    st->guards[st->n_guards++] = (combine_guard){at, bytes, value, what};
-    return 0;
-}
-
-/* Allocates bytes (room for at least 32, so an empty buffer still exists)
- * plus the guard on one rank. The guard starts right at the end of the data,
- * so a write one byte too far is caught; it covers the alignment padding and
- * COMBINE_GUARD_BYTES more, which also absorbs the kernels' over-reads. */
-static int alloc_guarded(engine *e, combine_state *st, int rank, uint64_t bytes, const char *what,
-                         gm_t *out, char *err, size_t errlen) {
-    uint64_t data = bytes < UB_ALIGN ? UB_ALIGN : combine_align_up(bytes, UB_ALIGN);
-    if (engine_gm_alloc(e, rank, data + COMBINE_GUARD_BYTES, what, out, err, errlen) != ENGINE_OK)
-        return -1;
-    uint32_t guard_bytes = (uint32_t)(data - bytes) + COMBINE_GUARD_BYTES;
-    gm_t guard = gm_add(*out, (int64_t)bytes);
-    uint8_t *h = engine_gm_host(e, guard, guard_bytes);
-    if (!h) {
-        snprintf(err, errlen, "combine setup: no host view of %s on rank %d", what, rank);
-        return -1;
-    }
-    memset(h, COMBINE_GUARD_BYTE, guard_bytes);
-    return add_guard(st, guard, guard_bytes, COMBINE_GUARD_BYTE, what, err, errlen);
-}
-
 static int fill_i32(engine *e, gm_t at, const int32_t *src, size_t n) {
     if (n == 0) return 0;
     void *h = engine_gm_host(e, at, n * 4);
@@ -65,11 +29,11 @@ void combine_destroy(void *state) {
     combine_state *st = state;
     if (!st) return;
     combine_plan_free(&st->plan);
-    free(st->guards);
+    kit_guards_free(&st->guards);
     free(st);
 }
 
-static int setup_buffers(engine *e, combine_state *st, char *err, size_t errlen) {
+static int alloc_per_rank(engine *e, combine_state *st, char *err, size_t errlen) {
     const combine_plan *p = &st->plan;
     const combine_shape *sh = &p->sh;
     combine_args *a = &st->args;
@@ -77,36 +41,59 @@ static int setup_buffers(engine *e, combine_state *st, char *err, size_t errlen)
     size_t T = (size_t)sh->tokens, K = (size_t)sh->topk;
     uint64_t rb = sh->row_bytes;
     for (size_t r = 0; r < R; r++) {
-        int rk = (int)r;
-        if (alloc_guarded(e, st, rk, (uint64_t)p->x_rows[r] * rb, "combine.x", &a->x[r], err,
-                          errlen) ||
-            alloc_guarded(e, st, rk, L * R * 4, "combine.offset_table", &a->offset_table[r], err,
-                          errlen) ||
-            alloc_guarded(e, st, rk, L * R * 4, "combine.length_table", &a->length_table[r], err,
-                          errlen) ||
-            alloc_guarded(e, st, rk, R * 32, "combine.head_mirror", &a->head_mirror[r], err,
-                          errlen) ||
-            alloc_guarded(e, st, rk, (uint64_t)p->recv_total[r] * rb, "combine.recv", &a->recv[r],
-                          err, errlen) ||
-            alloc_guarded(e, st, rk, 2 * R * 4, "combine.recv_meta", &a->recv_meta[r], err,
-                          errlen) ||
-            alloc_guarded(e, st, rk, T * K * 4, "combine.expert_ids", &a->expert_ids[r], err,
-                          errlen) ||
-            alloc_guarded(e, st, rk, T * K * 4, "combine.expand_idx", &a->expand_idx[r], err,
-                          errlen) ||
-            alloc_guarded(e, st, rk, T * K * 4, "combine.topk_weights", &a->topk_weights[r], err,
-                          errlen) ||
-            alloc_guarded(e, st, rk, E * 4, "combine.expert_window_offset",
-                          &a->expert_window_offset[r], err, errlen) ||
-            alloc_guarded(e, st, rk, T * rb, "combine.out", &a->out[r], err, errlen))
-            return -1;
-        if (sh->scheme == COMBINE_SCHEME_INPLACE &&
-            alloc_guarded(e, st, rk, (uint64_t)p->x_rows[r] * rb, "combine.x_sorted",
-                          &a->x_sorted[r], err, errlen))
-            return -1;
+        kit_buffer bufs[] = {
+            {(uint64_t)p->x_rows[r] * rb, "combine.x", 1, &a->x[r]},
+            {L * R * 4, "combine.offset_table", 1, &a->offset_table[r]},
+            {L * R * 4, "combine.length_table", 1, &a->length_table[r]},
+            {R * 32, "combine.head_mirror", 1, &a->head_mirror[r]},
+            {(uint64_t)p->recv_total[r] * rb, "combine.recv", 1, &a->recv[r]},
+            {2 * R * 4, "combine.recv_meta", 1, &a->recv_meta[r]},
+            {T * K * 4, "combine.expert_ids", 1, &a->expert_ids[r]},
+            {T * K * 4, "combine.expand_idx", 1, &a->expand_idx[r]},
+            {T * K * 4, "combine.topk_weights", 1, &a->topk_weights[r]},
+            {E * 4, "combine.expert_window_offset", 1, &a->expert_window_offset[r]},
+            {T * rb, "combine.out", 1, &a->out[r]},
+            /* scheme 1 only: x reordered rank-major */
+            {(uint64_t)p->x_rows[r] * rb, "combine.x_sorted", 1, &a->x_sorted[r]},
+        };
+        size_t n = sizeof bufs / sizeof bufs[0] - (sh->scheme == COMBINE_SCHEME_INPLACE ? 0 : 1);
+        if (kit_alloc_all(e, &st->guards, (int)r, bufs, n, err, errlen)) return -1;
     }
+    return 0;
+}
 
-    /* Rings and control blocks, symmetric. */
+/* The ring from src to s: its guard, the unused bytes of its control block
+ * (never written: zero stays zero) and its declaration to the engine. */
+static int setup_ring(engine *e, combine_state *st, size_t src, size_t s, char *err,
+                      size_t errlen) {
+    combine_args *a = &st->args;
+    gm_t ring_guard = gm_add(gm_on_rank(a->ring_base, (int)s),
+                             (int64_t)(src * a->ring_stride + a->ring_bytes));
+    gm_t block = gm_add(gm_on_rank(a->ctrl_base, (int)s), (int64_t)(src * COMBINE_CTRL_STRIDE));
+    if (kit_guard_fill(e, &st->guards, ring_guard, COMBINE_GUARD_BYTES, "combine.ring", err,
+                       errlen) ||
+        kit_guard_expect(&st->guards, gm_add(block, 8), COMBINE_CTRL_HEAD - 8, 0,
+                         "combine.ctrl (between tail and head)", err, errlen) ||
+        kit_guard_expect(&st->guards, gm_add(block, COMBINE_CTRL_HEAD + 8),
+                         COMBINE_CTRL_STRIDE - COMBINE_CTRL_HEAD - 8, 0,
+                         "combine.ctrl (after head)", err, errlen))
+        return -1;
+    char name[64];
+    snprintf(name, sizeof name, "combine_ring[%zu->%zu]", src, s);
+    a->ring_id[src][s] = engine_declare_ring(e, name, RING_HCCS, gm_add(block, COMBINE_CTRL_HEAD),
+                                             gm_add(block, COMBINE_CTRL_TAIL), 8, a->ring_bytes,
+                                             (int)src, (int)s);
+    if (a->ring_id[src][s] == 0) {
+        snprintf(err, errlen, "combine setup: the engine refused to declare %s", name);
+        return -1;
+    }
+    return 0;
+}
+
+/* Rings and control blocks, symmetric. */
+static int setup_rings(engine *e, combine_state *st, char *err, size_t errlen) {
+    combine_args *a = &st->args;
+    size_t R = (size_t)a->num_ranks;
     uint64_t ring_area = R * a->ring_stride;
     if (engine_sym_alloc(e, ring_area, "combine.rings", &a->ring_base, err, errlen) != ENGINE_OK)
         return -1;
@@ -114,47 +101,12 @@ static int setup_buffers(engine *e, combine_state *st, char *err, size_t errlen)
     if (engine_sym_alloc(e, ctrl_area, "combine.ctrl", &a->ctrl_base, err, errlen) != ENGINE_OK)
         return -1;
     for (size_t s = 0; s < R; s++) {
-        for (size_t src = 0; src < R; src++) {
-            gm_t ring_guard = gm_add(gm_on_rank(a->ring_base, (int)s),
-                                     (int64_t)(src * a->ring_stride + a->ring_bytes));
-            uint8_t *h = engine_gm_host(e, ring_guard, COMBINE_GUARD_BYTES);
-            if (!h) {
-                snprintf(err, errlen, "combine setup: no host view of the rings on rank %zu", s);
-                return -1;
-            }
-            memset(h, COMBINE_GUARD_BYTE, COMBINE_GUARD_BYTES);
-            if (add_guard(st, ring_guard, COMBINE_GUARD_BYTES, COMBINE_GUARD_BYTE,
-                          "combine.ring", err, errlen))
-                return -1;
-            /* The rest of a control block is never written: zero stays zero. */
-            gm_t block = gm_add(gm_on_rank(a->ctrl_base, (int)s),
-                                (int64_t)(src * COMBINE_CTRL_STRIDE));
-            if (add_guard(st, gm_add(block, 8), COMBINE_CTRL_HEAD - 8, 0,
-                          "combine.ctrl (between tail and head)", err, errlen) ||
-                add_guard(st, gm_add(block, COMBINE_CTRL_HEAD + 8),
-                          COMBINE_CTRL_STRIDE - COMBINE_CTRL_HEAD - 8, 0,
-                          "combine.ctrl (after head)", err, errlen))
-                return -1;
-            char name[64];
-            snprintf(name, sizeof name, "combine_ring[%zu->%zu]", src, s);
-            a->ring_id[src][s] = engine_declare_ring(
-                e, name, "hccs", gm_add(block, COMBINE_CTRL_HEAD), gm_add(block, COMBINE_CTRL_TAIL),
-                8, a->ring_bytes, (int)src, (int)s);
-            if (a->ring_id[src][s] == 0) {
-                snprintf(err, errlen, "combine setup: the engine refused to declare %s", name);
-                return -1;
-            }
-        }
+        for (size_t src = 0; src < R; src++)
+            if (setup_ring(e, st, src, s, err, errlen)) return -1;
         gm_t ctrl_guard = gm_add(gm_on_rank(a->ctrl_base, (int)s),
                                  (int64_t)(R * COMBINE_CTRL_STRIDE));
-        uint8_t *h = engine_gm_host(e, ctrl_guard, COMBINE_GUARD_BYTES);
-        if (!h) {
-            snprintf(err, errlen, "combine setup: no host view of the control blocks");
-            return -1;
-        }
-        memset(h, COMBINE_GUARD_BYTE, COMBINE_GUARD_BYTES);
-        if (add_guard(st, ctrl_guard, COMBINE_GUARD_BYTES, COMBINE_GUARD_BYTE, "combine.ctrl",
-                      err, errlen))
+        if (kit_guard_fill(e, &st->guards, ctrl_guard, COMBINE_GUARD_BYTES, "combine.ctrl", err,
+                           errlen))
             return -1;
     }
     return 0;
@@ -206,15 +158,12 @@ static int fill_inputs(engine *e, combine_state *st, char *err, size_t errlen) {
     return 0;
 }
 
-int combine_setup(engine *e, const kernel_opts *o, int scheme, void **state, char *err,
+static int combine_setup(engine *e, const kernel_opts *o, int scheme, void **state, char *err,
                   size_t errlen) {
-    *state = NULL;
     const engine_config *cfg = engine_get_config(e);
-    combine_state *st = calloc(1, sizeof *st);
-    if (!st) {
-        snprintf(err, errlen, "combine setup: out of host memory");
-        return -1;
-    }
+    combine_state *st = kit_state_new(sizeof *st, "combine setup", state, err, errlen);
+    if (!st) return -1;
+    kit_guards_init(&st->guards, "combine setup", COMBINE_GUARD_BYTE);
     combine_shape sh;
     if (combine_shape_from_opts(o, scheme, cfg->nodes, cfg->npus_per_node, engine_num_aiv(e), &sh,
                                 err, errlen) ||
@@ -231,12 +180,13 @@ int combine_setup(engine *e, const kernel_opts *o, int scheme, void **state, cha
     a->hidden = sh.hidden;
     a->row_bytes = sh.row_bytes;
     a->staging_bytes = sh.staging_bytes;
-    a->table_ub_bytes = (uint32_t)combine_align_up(
+    a->table_ub_bytes = (uint32_t)kit_align_up(
         (uint64_t)sh.local_experts * (uint64_t)sh.num_ranks * 4, UB_ALIGN);
     a->ring_bytes = sh.ring_bytes;
     a->ring_stride = sh.ring_bytes + COMBINE_GUARD_BYTES;
     a->inject_no_mte3_wait = sh.inject_no_mte3_wait;
-    if (setup_buffers(e, st, err, errlen) || fill_inputs(e, st, err, errlen)) {
+    if (alloc_per_rank(e, st, err, errlen) || setup_rings(e, st, err, errlen) ||
+        fill_inputs(e, st, err, errlen)) {
         combine_destroy(st);
         return -1;
     }
@@ -271,14 +221,28 @@ static int layout_inplace(const kernel_opts *o, int nodes, int npus, FILE *out, 
     return combine_layout(o, COMBINE_SCHEME_INPLACE, nodes, npus, out, err, errlen);
 }
 
+static int estimate_gather(const kernel_opts *o, int nodes, int npus, const engine_chip_info *chip,
+                           int payload, kernel_estimate *est, char *err, size_t errlen) {
+    return combine_estimate(o, COMBINE_SCHEME_GATHER, nodes, npus, chip, payload, est, err, errlen);
+}
+static int estimate_inplace(const kernel_opts *o, int nodes, int npus, const engine_chip_info *chip,
+                            int payload, kernel_estimate *est, char *err, size_t errlen) {
+    return combine_estimate(o, COMBINE_SCHEME_INPLACE, nodes, npus, chip, payload, est, err,
+                            errlen);
+}
+
 const kernel_desc kernel_combine_sender = {
-    "combine-sender",
-    "MoE combine (seed 000 scheme 2): gather-pack x through UB into HCCS rings, then weighted sum",
-    combine_options, setup_gather, combine_check, layout_gather, combine_destroy, NULL,
+    .name = "combine-sender",
+    .summary = "MoE combine (seed 000 scheme 2): gather-pack x through UB into HCCS rings, then "
+               "weighted sum",
+    .options = combine_options, .setup = setup_gather, .check = combine_check,
+    .layout = layout_gather, .destroy = combine_destroy, .estimate = estimate_gather,
 };
 
 const kernel_desc kernel_combine_sender_inplace = {
-    "combine-sender-inplace",
-    "MoE combine (seed 000 scheme 1): reorder x to rank-major in GM, copy out, then weighted sum",
-    combine_options, setup_inplace, combine_check, layout_inplace, combine_destroy, NULL,
+    .name = "combine-sender-inplace",
+    .summary = "MoE combine (seed 000 scheme 1): reorder x to rank-major in GM, copy out, then "
+               "weighted sum",
+    .options = combine_options, .setup = setup_inplace, .check = combine_check,
+    .layout = layout_inplace, .destroy = combine_destroy, .estimate = estimate_inplace,
 };

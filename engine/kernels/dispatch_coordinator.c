@@ -23,7 +23,7 @@
  * a hang, instead of as a smaller ring in a later dispatch.
  * Device code: device.h only.
  */
-#include "dispatch.h"
+#include "dispatch_device.h"
 
 /* Flags: MTE2_S 0, MTE3_S 0. */
 

@@ -25,7 +25,7 @@
  * the previous one is still being put.
  * Device code: device.h only.
  */
-#include "dispatch.h"
+#include "dispatch_device.h"
 
 /* Flags: MTE2_S 2 (batch loaded), MTE3_MTE2 0-1 (buffer free), MTE3_S 1
  * (records landed before a tail store). */

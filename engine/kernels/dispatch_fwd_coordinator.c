@@ -23,7 +23,7 @@
  * would say so.
  * Device code: device.h only.
  */
-#include "dispatch.h"
+#include "dispatch_device.h"
 
 /* Flags: V_MTE3 2, MTE3_S 2 (clean step). */
 
@@ -127,7 +127,7 @@ void dispatch_fwd_coordinator_clean(const dispatch_args *a, int disp, ub_arena u
     int me = GetRank(), N = sh->nodes, C = sh->channels;
     int k = GetBlockIdx() - sh->senders - sh->coordinators - sh->forwarders;
     local_t zero = ub_take(&ub, DISPATCH_META_BYTES);
-    VecDup(zero, DT_INT32, 0, (uint32_t)dispatch_align(DISPATCH_META_BYTES, UB_ALIGN) / 4);
+    VecDup(zero, DT_INT32, 0, (uint32_t)kit_align_up(DISPATCH_META_BYTES, UB_ALIGN) / 4);
     SetFlag(V_MTE3, 2);
     WaitFlag(V_MTE3, 2);
     for (int ring = k; ring < C * N; ring += sh->fwd_coordinators) {

@@ -15,7 +15,7 @@
  * barrier, as a kernel would.
  * Device code: device.h only.
  */
-#include "dispatch.h"
+#include "dispatch_device.h"
 
 enum { ROLE_SENDER, ROLE_COORDINATOR, ROLE_FORWARDER, ROLE_FWD_COORDINATOR, ROLE_RECEIVER };
 

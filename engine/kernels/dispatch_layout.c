@@ -88,8 +88,10 @@ static uint64_t role_words(const dispatch_shape *sh) {
 int dispatch_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *out, char *err,
                     size_t errlen) {
     dispatch_shape sh;
-    /* No engine here: validate the role core counts against the 910B2's 48 AIV. */
-    if (dispatch_shape_from_opts(o, nodes, npus_per_node, 48, &sh, err, errlen)) return -1;
+    /* No engine here: validate the role core counts against the default chip's AIV. */
+    if (dispatch_shape_from_opts(o, nodes, npus_per_node, engine_chip_get(CHIP_910B2)->aiv, &sh,
+                                 err, errlen))
+        return -1;
     int R = sh.num_ranks;
     int64_t *recv_total = calloc((size_t)R, sizeof *recv_total);
     if (!recv_total) {
@@ -127,7 +129,8 @@ int dispatch_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *ou
         uint64_t T = (uint64_t)sh.tokens[r], n = (uint64_t)recv_total[r];
         uint64_t x = T * (sh.x_row_bytes + (uint64_t)sh.num_scales * 4);
         uint64_t topk = T * K * 8;
-        uint64_t tables = (uint64_t)cl.padded * 4 + (uint64_t)sh.block_dim * dispatch_align((uint64_t)R, 8) * 4 +
+        uint64_t tables = (uint64_t)cl.padded * 4 +
+                          (uint64_t)sh.block_dim * kit_align_up((uint64_t)R, 8) * 4 +
                           T * (uint64_t)R * 5 + 2 * (uint64_t)R * nl.row_stride + (uint64_t)nl.padded * 4;
         uint64_t recv = (uint64_t)sh.dispatches * n *
                         (sh.x_row_bytes + (uint64_t)sh.num_scales * 4 + K * 8 + DISPATCH_RECV_SRC_INTS * 4);
@@ -158,5 +161,35 @@ int dispatch_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *ou
             sh.senders, sh.coordinators, sh.forwarders, sh.fwd_coordinators, sh.receivers,
             sh.block_dim);
     free(recv_total);
+    return 0;
+}
+
+/* The memory estimate (kernels.h, the descriptor's estimate hook): the big
+ * terms of the formulas above over every rank. */
+int dispatch_estimate(const kernel_opts *o, int nodes, int npus, const engine_chip_info *chip,
+                      int payload, kernel_estimate *est, char *err, size_t errlen) {
+    dispatch_shape sh;
+    if (dispatch_shape_from_opts(o, nodes, npus, chip->aiv, &sh, err, errlen)) return -1;
+    uint64_t R = (uint64_t)sh.num_ranks, K = (uint64_t)sh.topk, T = 0;
+    for (int r = 0; r < sh.num_ranks; r++) T += (uint64_t)sh.tokens[r];
+    uint64_t row = sh.x_row_bytes + (uint64_t)sh.num_scales * 4;
+    uint64_t fan = K < R ? K : R;   /* ranks a token reaches at most */
+    uint64_t C = (uint64_t)sh.channels, N = (uint64_t)sh.nodes, P = (uint64_t)sh.npus;
+    uint64_t S = sh.token_bytes;
+    uint64_t rings = 2 * C * N * (uint64_t)sh.rdma_ring_tokens * S +
+                     C * P * (uint64_t)sh.hccs_ring_tokens * S;
+    /* inputs, top-k, received rows of every dispatch, rings of every rank */
+    /* Rings are backed only where written: at least a page per record
+     * (its metadata). Full mode also stores every row of x and recv_x. */
+    uint64_t ring_pages = R * (rings / S) * kit_page_of(S);
+    if (payload == PAYLOAD_FULL)
+        est->gm_bytes = T * (row + K * 8) + (uint64_t)sh.dispatches * T * fan * (row + K * 8 + 16) +
+                        ring_pages;
+    else   /* rows are references */
+        est->gm_bytes = T * K * 8 + (uint64_t)sh.dispatches * T * fan * (K * 8 + 16) + ring_pages;
+    est->host_bytes = T * K * KIT_PLAN_BYTES_PER_SLOT;
+    snprintf(est->driver, sizeof est->driver,
+             "--tokens %d --hidden %d --topk %d on %d ranks", sh.max_tokens, sh.hidden, sh.topk,
+             sh.num_ranks);
     return 0;
 }

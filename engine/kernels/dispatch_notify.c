@@ -21,7 +21,7 @@
  * [num_ranks, num_local_experts] prefix matrix and num_recv_tokens_per_expert.
  * Device code: device.h only.
  */
-#include "dispatch.h"
+#include "dispatch_device.h"
 
 /* Flags: MTE2_S 0, MTE3_S 0, V_S 0. */
 
@@ -53,98 +53,124 @@ static int token_ranks(const dispatch_shape *sh, local_t topk_ub, int i, int *ra
     return n;
 }
 
-void dispatch_notify_layout_phase(const dispatch_args *a, ub_arena ub) {
+/* One core's part of the notify layout: its token range and UB buffers. */
+typedef struct layout_core {
+    const dispatch_args *a;
+    int me, b, B, t_begin, t_end;
+    uint32_t Rp;   /* ranks padded to 8: a row of part_rank */
+    local_t topk_ub, inrank_ub, idx_ub, cnt, part_ub, start_ub;
+} layout_core;
+
+/* Counts this core's tokens per rank, node, expert and channel into cnt and
+ * writes is_token_in_rank for them. */
+static void count_tokens(const layout_core *x) {
+    const dispatch_args *a = x->a;
     const dispatch_shape *sh = &a->sh;
     const dispatch_count_layout *cl = &a->cl;
-    int me = GetRank(), b = GetBlockIdx(), B = GetBlockNum();
-    int T = sh->tokens[me], R = sh->num_ranks, K = sh->topk, P = sh->npus, N = sh->nodes;
-    int TB = sh->notify_block;
-    uint32_t Rp = (uint32_t)dispatch_align((uint64_t)R, 8);
-    int t_begin = (int)((int64_t)T * b / B), t_end = (int)((int64_t)T * (b + 1) / B);
-    local_t topk_ub = ub_take(&ub, (uint64_t)TB * K * 4);
-    local_t inrank_ub = ub_take(&ub, (uint64_t)TB * R);
-    local_t idx_ub = ub_take(&ub, (uint64_t)TB * R * 4);
-    local_t cnt = ub_take(&ub, (uint64_t)cl->padded * 4);
-    local_t part_ub = ub_take(&ub, (uint64_t)B * Rp * 4);
-    local_t start_ub = ub_take(&ub, (uint64_t)R * 4);
+    int R = sh->num_ranks, K = sh->topk, P = sh->npus, N = sh->nodes, TB = sh->notify_block;
     int ranks[DISPATCH_MAX_TOPK];
     uint8_t node_hit[DISPATCH_MAX_RANKS] = {0};
-
-    VecDup(cnt, DT_INT32, 0, cl->padded);
-    SetFlag(V_S, 0);
-    WaitFlag(V_S, 0);
-    for (int t0 = t_begin; t0 < t_end; t0 += TB) {
-        int n = t_end - t0 < TB ? t_end - t0 : TB;
-        DataCopyPadIn(topk_ub, gm_add(a->topk_idx[me], (int64_t)t0 * K * 4), (uint64_t)n * K * 4);
-        VecDup(inrank_ub, DT_INT32, 0, (uint32_t)dispatch_align((uint64_t)n * R, 4) / 4);
+    for (int t0 = x->t_begin; t0 < x->t_end; t0 += TB) {
+        int n = x->t_end - t0 < TB ? x->t_end - t0 : TB;
+        DataCopyPadIn(x->topk_ub, gm_add(a->topk_idx[x->me], (int64_t)t0 * K * 4), (uint64_t)n * K * 4);
+        VecDup(x->inrank_ub, DT_INT32, 0, (uint32_t)kit_align_up((uint64_t)n * R, 4) / 4);
         SetFlag(MTE2_S, 0);
         WaitFlag(MTE2_S, 0);
         SetFlag(V_S, 0);
         WaitFlag(V_S, 0);
         for (int i = 0; i < n; i++) {
             int c = dispatch_token_channel(sh, t0 + i);
-            int nr = token_ranks(sh, topk_ub, i, ranks, cnt, cl, 1);
+            int nr = token_ranks(sh, x->topk_ub, i, ranks, x->cnt, cl, 1);
             for (int j = 0; j < nr; j++) {
                 int r = ranks[j], node = r / P;
-                ub_add32(cnt, cl->per_rank + (uint32_t)r, 1);
-                ub_add32(cnt, cl->ch_rank + (uint32_t)(c * R + r), 1);
-                ub_set_byte(inrank_ub, (uint32_t)(i * R + r), 1);
+                ub_add32(x->cnt, cl->per_rank + (uint32_t)r, 1);
+                ub_add32(x->cnt, cl->ch_rank + (uint32_t)(c * R + r), 1);
+                ub_set_byte(x->inrank_ub, (uint32_t)(i * R + r), 1);
                 if (!node_hit[node]) {
                     node_hit[node] = 1;
-                    ub_add32(cnt, cl->per_node + (uint32_t)node, 1);
-                    ub_add32(cnt, cl->ch_node + (uint32_t)(c * N + node), 1);
+                    ub_add32(x->cnt, cl->per_node + (uint32_t)node, 1);
+                    ub_add32(x->cnt, cl->ch_node + (uint32_t)(c * N + node), 1);
                 }
             }
             for (int j = 0; j < nr; j++) node_hit[ranks[j] / P] = 0;
         }
-        DataCopyPadOut(gm_add(a->is_token_in_rank[me], (int64_t)t0 * R), inrank_ub,
+        DataCopyPadOut(gm_add(a->is_token_in_rank[x->me], (int64_t)t0 * R), x->inrank_ub,
                        (uint64_t)n * R);
         SetFlag(MTE3_S, 0);   /* inrank_ub and topk_ub are rewritten next block */
         WaitFlag(MTE3_S, 0);
     }
-    /* Per-core rank counts for the others' prefixes; totals by atomic add. */
-    DataCopy(gm_add(a->part_rank[me], (int64_t)b * Rp * 4), cnt, (uint64_t)Rp * 4);
-    SetAtomicAdd(DT_INT32);
-    DataCopy(a->layout_counts[me], cnt, (uint64_t)cl->padded * 4);
-    SetAtomicNone();
-    SetFlag(MTE3_S, 0);
-    WaitFlag(MTE3_S, 0);
-    SyncAll();
+}
 
-    /* token_idx_in_rank: this block starts where the blocks before it end. */
-    VecDup(start_ub, DT_INT32, 0, (uint32_t)R);
+/* token_idx_in_rank: this block starts where the blocks before it end. */
+static void index_tokens(const layout_core *x) {
+    const dispatch_args *a = x->a;
+    const dispatch_shape *sh = &a->sh;
+    int R = sh->num_ranks, K = sh->topk, TB = sh->notify_block;
+    int ranks[DISPATCH_MAX_TOPK];
+    VecDup(x->start_ub, DT_INT32, 0, (uint32_t)R);
     SetFlag(V_S, 0);
     WaitFlag(V_S, 0);
-    if (b > 0) {
-        DataCopy(part_ub, a->part_rank[me], (uint64_t)b * Rp * 4);
+    if (x->b > 0) {
+        DataCopy(x->part_ub, a->part_rank[x->me], (uint64_t)x->b * x->Rp * 4);
         SetFlag(MTE2_S, 0);
         WaitFlag(MTE2_S, 0);
-        for (int q = 0; q < b; q++)
+        for (int q = 0; q < x->b; q++)
             for (int r = 0; r < R; r++)
-                ub_add32(start_ub, (uint32_t)r, UbGet32(part_ub, (uint32_t)(q * (int)Rp + r) * 4u));
+                ub_add32(x->start_ub, (uint32_t)r,
+                         UbGet32(x->part_ub, (uint32_t)(q * (int)x->Rp + r) * 4u));
     }
-    for (int t0 = t_begin; t0 < t_end; t0 += TB) {
-        int n = t_end - t0 < TB ? t_end - t0 : TB;
-        DataCopyPadIn(topk_ub, gm_add(a->topk_idx[me], (int64_t)t0 * K * 4), (uint64_t)n * K * 4);
-        VecDup(idx_ub, DT_INT32, -1, (uint32_t)(n * R));
+    for (int t0 = x->t_begin; t0 < x->t_end; t0 += TB) {
+        int n = x->t_end - t0 < TB ? x->t_end - t0 : TB;
+        DataCopyPadIn(x->topk_ub, gm_add(a->topk_idx[x->me], (int64_t)t0 * K * 4), (uint64_t)n * K * 4);
+        VecDup(x->idx_ub, DT_INT32, -1, (uint32_t)(n * R));
         SetFlag(MTE2_S, 0);
         WaitFlag(MTE2_S, 0);
         SetFlag(V_S, 0);
         WaitFlag(V_S, 0);
         for (int i = 0; i < n; i++) {
-            int nr = token_ranks(sh, topk_ub, i, ranks, cnt, cl, 0);
+            int nr = token_ranks(sh, x->topk_ub, i, ranks, x->cnt, &a->cl, 0);
             for (int j = 0; j < nr; j++) {
                 int r = ranks[j];
-                int32_t v = UbGet32(start_ub, (uint32_t)r * 4u);
-                UbSet32(idx_ub, (uint32_t)(i * R + r) * 4u, v);
-                UbSet32(start_ub, (uint32_t)r * 4u, v + 1);
+                int32_t v = UbGet32(x->start_ub, (uint32_t)r * 4u);
+                UbSet32(x->idx_ub, (uint32_t)(i * R + r) * 4u, v);
+                UbSet32(x->start_ub, (uint32_t)r * 4u, v + 1);
             }
         }
-        dispatch_copy_out(gm_add(a->token_idx_in_rank[me], (int64_t)t0 * R * 4), idx_ub,
+        dispatch_copy_out(gm_add(a->token_idx_in_rank[x->me], (int64_t)t0 * R * 4), x->idx_ub,
                           (uint64_t)n * R * 4);
         SetFlag(MTE3_S, 0);
         WaitFlag(MTE3_S, 0);
     }
+}
+
+void dispatch_notify_layout_phase(const dispatch_args *a, ub_arena ub) {
+    const dispatch_shape *sh = &a->sh;
+    const dispatch_count_layout *cl = &a->cl;
+    layout_core x = {.a = a, .me = GetRank(), .b = GetBlockIdx(), .B = GetBlockNum()};
+    int T = sh->tokens[x.me], R = sh->num_ranks, K = sh->topk, TB = sh->notify_block;
+    x.Rp = (uint32_t)kit_align_up((uint64_t)R, 8);
+    x.t_begin = (int)((int64_t)T * x.b / x.B);
+    x.t_end = (int)((int64_t)T * (x.b + 1) / x.B);
+    x.topk_ub = ub_take(&ub, (uint64_t)TB * K * 4);
+    x.inrank_ub = ub_take(&ub, (uint64_t)TB * R);
+    x.idx_ub = ub_take(&ub, (uint64_t)TB * R * 4);
+    x.cnt = ub_take(&ub, (uint64_t)cl->padded * 4);
+    x.part_ub = ub_take(&ub, (uint64_t)x.B * x.Rp * 4);
+    x.start_ub = ub_take(&ub, (uint64_t)R * 4);
+
+    VecDup(x.cnt, DT_INT32, 0, cl->padded);
+    SetFlag(V_S, 0);
+    WaitFlag(V_S, 0);
+    count_tokens(&x);
+    /* Per-core rank counts for the others' prefixes; totals by atomic add. */
+    DataCopy(gm_add(a->part_rank[x.me], (int64_t)x.b * x.Rp * 4), x.cnt, (uint64_t)x.Rp * 4);
+    SetAtomicAdd(DT_INT32);
+    DataCopy(a->layout_counts[x.me], x.cnt, (uint64_t)cl->padded * 4);
+    SetAtomicNone();
+    SetFlag(MTE3_S, 0);
+    WaitFlag(MTE3_S, 0);
+    SyncAll();
+    index_tokens(&x);
 }
 
 void dispatch_notify_exchange_phase(const dispatch_args *a, ub_arena ub) {

@@ -10,15 +10,17 @@
  */
 #include "dispatch.h"
 
+#include "kit.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 const kernel_option dispatch_options[] = {
     {"tokens", "128",
      "tokens per rank: one value, or one comma-separated value per rank (e.g. 64,0,17,...)"},
-    {"hidden", "7168", "hidden size (elements per token)"},
-    {"topk", "8", "experts per token (1..64)"},
-    {"experts", "256", "experts in total; each rank holds experts / ranks"},
+    KIT_OPT_HIDDEN("7168", ""),
+    KIT_OPT_TOPK("8"),
+    KIT_OPT_EXPERTS("256", ""),
     {"dtype", "bf16", "bf16 | fp8 (fp8 rows carry one float scale per 128 elements)"},
     {"channels", "0", "RDMA channels (rings per node pair); 0 = one per RDMASender core"},
     {"rdma-chunk", "32",
@@ -36,27 +38,18 @@ const kernel_option dispatch_options[] = {
     {"forwarders", "0", "RDMA2HCCSForwarder cores per rank; 0 = aivNum/4-1"},
     {"forwarder-coordinators", "0", "ForwarderCoordinator cores per rank; 0 = aivNum/4-1"},
     {"hccs-receivers", "0", "HCCSReceiver cores per rank; 0 = aivNum/4-1"},
-    {"routing", "uniform",
-     "uniform | group-limited[:M] | zipf:S | active-ranks:N | drop:P | npy:PATH ({rank} in PATH: "
-     "one file per rank)"},
-    {"data-seed", "1", "seed of the routing and of the payload"},
+    KIT_OPT_ROUTING("uniform"),
+    KIT_OPT_DATA_SEED("the routing and of the payload"),
     {"dispatches", "2",
      "data phases run with the same layout; every one must give the same bytes (1..4)"},
-    {"inject", "none",
-     "none | credit-leak (last partial credit batch never returned) | lost-tail (one remote "
-     "tail update dropped); in the last dispatch"},
+    KIT_OPT_INJECT("credit-leak (last partial credit batch never returned) | lost-tail (one "
+                   "remote tail update dropped); in the last dispatch"),
     {NULL, NULL, NULL},
 };
 
+/* In the order of DISPATCH_INJECT_*. */
+static const char *const dispatch_faults[] = {"none", "credit-leak", "lost-tail", NULL};
 
-static int get_str(const kernel_opts *o, const char *name, const char **out, char *err,
-                   size_t errlen) {
-    if (kopt_str(o, name, out) != 0 || !*out) {
-        snprintf(err, errlen, "--%s: option has no value", name);
-        return -1;
-    }
-    return 0;
-}
 
 /* "N" for every rank or "N0,N1,..." with exactly one value per rank. */
 static int parse_tokens(const char *v, dispatch_shape *sh, char *err, size_t errlen) {
@@ -105,7 +98,7 @@ void dispatch_count_offsets(const dispatch_shape *sh, dispatch_count_layout *cl)
     cl->ch_rank = cl->per_expert + E;
     cl->ch_node = cl->ch_rank + C * R;
     cl->total = cl->ch_node + C * N;
-    cl->padded = (uint32_t)dispatch_align(cl->total, 8);   /* 32 B for DataCopy */
+    cl->padded = (uint32_t)kit_align_up(cl->total, 8);   /* 32 B for DataCopy */
 }
 
 void dispatch_notify_offsets(const dispatch_shape *sh, dispatch_notify_layout *nl) {
@@ -115,21 +108,21 @@ void dispatch_notify_offsets(const dispatch_shape *sh, dispatch_notify_layout *n
     nl->expert_prefix = nl->rdma_prefix + N;
     nl->per_expert = nl->expert_prefix + R * L;
     nl->total = nl->per_expert + L;
-    nl->padded = (uint32_t)dispatch_align(nl->total, 8);
+    nl->padded = (uint32_t)kit_align_up(nl->total, 8);
     nl->row_ints = 1 + L;
-    nl->row_stride = (uint32_t)dispatch_align((uint64_t)nl->row_ints * 4, UB_ALIGN);
+    nl->row_stride = (uint32_t)kit_align_up((uint64_t)nl->row_ints * 4, UB_ALIGN);
 }
 
 /* ------------------------------------------------------------ UB budgets */
 
-static uint64_t a32(uint64_t v) { return dispatch_align(v ? v : 1, UB_ALIGN); }
+static uint64_t a32(uint64_t v) { return kit_align_up(v ? v : 1, UB_ALIGN); }
 
 static uint64_t notify_layout_bytes(const dispatch_shape *sh, int block) {
     uint64_t R = (uint64_t)sh->num_ranks, K = (uint64_t)sh->topk, B = (uint64_t)block;
     dispatch_count_layout cl;
     dispatch_count_offsets(sh, &cl);
     return a32(B * K * 4) + a32(B * R) + a32(B * R * 4) + a32((uint64_t)cl.padded * 4) +
-           a32((uint64_t)sh->block_dim * dispatch_align(R, 8) * 4) + a32(R * 4);
+           a32((uint64_t)sh->block_dim * kit_align_up(R, 8) * 4) + a32(R * 4);
 }
 
 uint32_t dispatch_ub_notify(const dispatch_shape *sh) {
@@ -277,11 +270,17 @@ static int parse_rings(const kernel_opts *o, dispatch_shape *sh, char *err, size
 }
 
 static int parse_record(const kernel_opts *o, dispatch_shape *sh, char *err, size_t errlen) {
-    int64_t v;
     const char *s;
-    if (kopt_i64_range(o, "hidden", 1, 1 << 16, &v, err, errlen)) return -1;
-    sh->hidden = (int)v;
-    if (get_str(o, "dtype", &s, err, errlen)) return -1;
+    static const kit_moe_limits lim = {.tokens = 0 /* per rank: parse_tokens */,
+                                        .hidden = 1 << 16, .topk = DISPATCH_MAX_TOPK,
+                                        .experts = 1 << 14};
+    kit_moe m;
+    if (kit_read_moe(o, sh->num_ranks, &lim, &m, err, errlen)) return -1;
+    sh->hidden = m.hidden;
+    sh->experts = m.experts;
+    sh->local_experts = m.local_experts;
+    sh->topk = m.topk;
+    if (kit_read_str(o, "dtype", &s, err, errlen)) return -1;
     if (strcmp(s, "bf16") == 0) {
         sh->dtype = DISPATCH_BF16;
         sh->elem_bytes = 2;
@@ -299,21 +298,14 @@ static int parse_record(const kernel_opts *o, dispatch_shape *sh, char *err, siz
         snprintf(err, errlen, "--dtype %s: expected bf16 or fp8", s);
         return -1;
     }
-    if (kopt_i64_range(o, "experts", 1, 1 << 14, &v, err, errlen)) return -1;
-    sh->experts = (int)v;
-    if (routing_check_experts(sh->experts, sh->num_ranks, err, errlen)) return -1;
-    sh->local_experts = sh->experts / sh->num_ranks;
-    if (kopt_i64_range(o, "topk", 1, DISPATCH_MAX_TOPK, &v, err, errlen)) return -1;
-    sh->topk = (int)v;
-    if (routing_check_topk(sh->topk, sh->experts, err, errlen)) return -1;
     sh->x_row_bytes = (uint32_t)sh->hidden * (uint32_t)sh->elem_bytes;
-    sh->hidden_bytes = (uint32_t)dispatch_align(sh->x_row_bytes, 16);
+    sh->hidden_bytes = (uint32_t)kit_align_up(sh->x_row_bytes, 16);
     sh->off_meta = sh->hidden_bytes;
     sh->off_scales = sh->off_meta + DISPATCH_SOURCE_META_BYTES;
     sh->off_topk = sh->off_scales + 4u * (uint32_t)sh->num_scales;
     sh->off_weights = sh->off_topk + 4u * (uint32_t)sh->topk;
     sh->record_end = sh->off_weights + 4u * (uint32_t)sh->topk;
-    sh->token_bytes = (uint32_t)dispatch_align(sh->record_end, UB_ALIGN);
+    sh->token_bytes = (uint32_t)kit_align_up(sh->record_end, UB_ALIGN);
     return 0;
 }
 
@@ -363,7 +355,7 @@ int dispatch_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node,
     sh->num_ranks = nodes * npus_per_node;
     const char *s;
     int64_t v;
-    if (get_str(o, "tokens", &s, err, errlen) || parse_tokens(s, sh, err, errlen)) return -1;
+    if (kit_read_str(o, "tokens", &s, err, errlen) || parse_tokens(s, sh, err, errlen)) return -1;
     if (parse_record(o, sh, err, errlen)) return -1;
     if ((int64_t)sh->max_tokens * sh->num_ranks > INT32_MAX / 2) {
         snprintf(err, errlen, "--tokens %d on %d ranks: too many rows for int32 offsets",
@@ -371,20 +363,13 @@ int dispatch_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node,
         return -1;
     }
     if (parse_roles(o, num_aiv, sh, err, errlen) || parse_rings(o, sh, err, errlen)) return -1;
-    if (get_str(o, "routing", &s, err, errlen) || routing_parse(s, &sh->routing, err, errlen))
+    if (kit_read_routing(o, &sh->routing, err, errlen) ||
+        kit_read_seed(o, &sh->data_seed, err, errlen))
         return -1;
-    if (kopt_i64(o, "data-seed", &v, err, errlen)) return -1;
-    sh->data_seed = (uint64_t)v;
     if (kopt_i64_range(o, "dispatches", 1, DISPATCH_MAX_DISPATCHES, &v, err, errlen)) return -1;
     sh->dispatches = (int)v;
-    if (get_str(o, "inject", &s, err, errlen)) return -1;
-    if (strcmp(s, "none") == 0) sh->inject = DISPATCH_INJECT_NONE;
-    else if (strcmp(s, "credit-leak") == 0) sh->inject = DISPATCH_INJECT_CREDIT_LEAK;
-    else if (strcmp(s, "lost-tail") == 0) sh->inject = DISPATCH_INJECT_LOST_TAIL;
-    else {
-        snprintf(err, errlen, "--inject %s: unknown fault (expected none, credit-leak or lost-tail)",
-                 s);
-        return -1;
-    }
+    int fault;
+    if (kit_read_inject(o, dispatch_faults, &fault, err, errlen)) return -1;
+    sh->inject = fault;
     return choose_ub(sh, err, errlen);
 }

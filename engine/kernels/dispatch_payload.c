@@ -10,31 +10,19 @@
  */
 #include "dispatch.h"
 
+#include "kit.h"
+
 #include <math.h>
 #include <string.h>
 
 #define TAG_ELEMS 5
-
-static uint64_t mix(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
+/* Tag fields: token id (3 bytes), source rank (2 bytes). */
+static const int tag_widths[] = {3, 2};
 
 static uint64_t row_state(uint64_t data_seed, int s, int t, uint64_t stream) {
-    return mix(data_seed * 0x9e3779b97f4a7c15ULL ^ mix((uint64_t)s * 0xd1b54a32d192ed03ULL ^
-                                                          (uint64_t)t * 0x8cb92ba72f3d8dd7ULL ^
-                                                          stream));
-}
-
-static int tag_value(int i, int s, int t) {
-    switch (i) {
-    case 0: return t & 0xff;
-    case 1: return (t >> 8) & 0xff;
-    case 2: return (t >> 16) & 0xff;
-    case 3: return s & 0xff;
-    default: return (s >> 8) & 0xff;
-    }
+    return kit_mix64(data_seed * 0x9e3779b97f4a7c15ULL ^
+                     kit_mix64((uint64_t)s * 0xd1b54a32d192ed03ULL ^
+                               (uint64_t)t * 0x8cb92ba72f3d8dd7ULL ^ stream));
 }
 
 /* What a row of x depends on: the generator's parameters. */
@@ -45,11 +33,12 @@ typedef struct x_params {
 
 static void fill_row(uint8_t *row, const x_params *xp, int s, int t) {
     uint64_t st = row_state(xp->data_seed, s, t, 1), r = 0;
-    int bits = 0;
+    int bits = 0, values[] = {t, s};
+    uint8_t tag[TAG_ELEMS];
+    kit_tag_bytes(values, tag_widths, 2, tag);
     for (int j = 0; j < xp->hidden; j++) {
         if (bits < 16) {
-            st += 0x9e3779b97f4a7c15ULL;
-            r = mix(st);
+            r = kit_splitmix64(&st);
             bits = 64;
         }
         uint16_t v = (uint16_t)r;
@@ -57,12 +46,12 @@ static void fill_row(uint8_t *row, const x_params *xp, int s, int t) {
         bits -= 16;
         if (xp->dtype == DISPATCH_BF16) {
             /* sign, exponent of 0.5..4, random mantissa: finite and readable */
-            uint16_t h = j < TAG_ELEMS ? float_to_bf16((float)tag_value(j, s, t))
+            uint16_t h = j < TAG_ELEMS ? float_to_bf16((float)tag[j])
                                        : (uint16_t)((v & 0x8000) | (0x3f00 + (v & 0x017f)));
             memcpy(row + (size_t)j * 2, &h, 2);
         } else {
             /* e4m3: bit 6 clear keeps the exponent below all-ones (no NaN) */
-            row[j] = j < TAG_ELEMS ? (uint8_t)tag_value(j, s, t) : (uint8_t)(v & 0xbf);
+            row[j] = j < TAG_ELEMS ? tag[j] : (uint8_t)(v & 0xbf);
         }
     }
 }
@@ -91,26 +80,19 @@ int dispatch_x_unchanged(engine *e, gm_t x, const dispatch_shape *sh, int s, int
 void dispatch_fill_scales(float *scales, const dispatch_shape *sh, int s, int t) {
     uint64_t st = row_state(sh->data_seed, s, t, 2);
     for (int j = 0; j < sh->num_scales; j++) {
-        st += 0x9e3779b97f4a7c15ULL;
-        scales[j] = ldexpf(1.0f, -(int)(mix(st) % 16));
+        scales[j] = ldexpf(1.0f, -(int)(kit_splitmix64(&st) % 16));
     }
 }
 
 int dispatch_decode_tag(const uint8_t *row, const dispatch_shape *sh, int *s, int *t) {
     if (sh->hidden < TAG_ELEMS) return 0;
-    int v[TAG_ELEMS];
-    for (int i = 0; i < TAG_ELEMS; i++) {
-        if (sh->dtype == DISPATCH_BF16) {
-            uint16_t h;
-            memcpy(&h, row + (size_t)i * 2, 2);
-            float f = bf16_to_float(h);
-            if (!(f >= 0.0f && f <= 255.0f) || f != floorf(f)) return 0;
-            v[i] = (int)f;
-        } else {
-            v[i] = row[i];
-        }
+    int v[2];
+    if (sh->dtype == DISPATCH_BF16) {
+        if (!kit_tag_decode_bf16(row, sh->hidden, tag_widths, 2, v)) return 0;
+    } else {
+        kit_tag_decode_bytes(row, tag_widths, 2, v);
     }
-    *t = v[0] | v[1] << 8 | v[2] << 16;
-    *s = v[3] | v[4] << 8;
+    *t = v[0];
+    *s = v[1];
     return 1;
 }

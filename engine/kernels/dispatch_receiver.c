@@ -21,7 +21,7 @@
  * they are, as DeepEP's recv_topk_weights (the seeds do not say).
  * Device code: device.h only.
  */
-#include "dispatch.h"
+#include "dispatch_device.h"
 
 /* Flags: MTE3_S 2 (last batch left UB), MTE2_S 3 (batch loaded), V_MTE3 1
  * (scales copied), V_MTE3 2 / MTE3_S 2 (clean step). */
@@ -126,12 +126,12 @@ void dispatch_hccs_receiver(const dispatch_args *a, int disp, ub_arena ub) {
     receiver rv = {.a = a, .sh = sh, .me = GetRank(), .disp = disp};
     int k = GetBlockIdx() - sh->senders - sh->coordinators - sh->forwarders - sh->fwd_coordinators;
     int P = sh->npus, C = sh->channels, N = sh->nodes, R = sh->num_ranks, K = sh->topk;
-    rv.off_weights = (uint32_t)dispatch_align((uint64_t)K * 4, UB_ALIGN);
+    rv.off_weights = (uint32_t)kit_align_up((uint64_t)K * 4, UB_ALIGN);
     rv.off_src = 2 * rv.off_weights;
-    rv.off_scales = rv.off_src + (uint32_t)dispatch_align(DISPATCH_RECV_SRC_INTS * 4, UB_ALIGN);
+    rv.off_scales = rv.off_src + (uint32_t)kit_align_up(DISPATCH_RECV_SRC_INTS * 4, UB_ALIGN);
     rv.scratch_bytes =
         rv.off_scales +
-        (sh->num_scales ? (uint32_t)dispatch_align((uint64_t)sh->num_scales * 4, UB_ALIGN) : 0);
+        (sh->num_scales ? (uint32_t)kit_align_up((uint64_t)sh->num_scales * 4, UB_ALIGN) : 0);
     rv.batch = ub_take(&ub, (uint64_t)sh->receive_batch * sh->token_bytes);
     rv.scratch = ub_take(&ub, (uint64_t)sh->receive_batch * rv.scratch_bytes);
     rv.prefix = ub_take(&ub, (uint64_t)R * 4);
@@ -192,7 +192,7 @@ void dispatch_hccs_receiver_clean(const dispatch_args *a, ub_arena ub) {
     int me = GetRank(), P = sh->npus, C = sh->channels, N = sh->nodes;
     int k = GetBlockIdx() - sh->senders - sh->coordinators - sh->forwarders - sh->fwd_coordinators;
     local_t zero = ub_take(&ub, (uint64_t)N * 4);
-    VecDup(zero, DT_INT32, 0, (uint32_t)dispatch_align((uint64_t)N * 4, UB_ALIGN) / 4);
+    VecDup(zero, DT_INT32, 0, (uint32_t)kit_align_up((uint64_t)N * 4, UB_ALIGN) / 4);
     SetFlag(V_MTE3, 2);
     WaitFlag(V_MTE3, 2);
     for (int ring = k; ring < C * P; ring += sh->receivers) {

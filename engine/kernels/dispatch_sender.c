@@ -26,7 +26,7 @@
  * total, which is exactly when it has something to ship.
  * Device code: device.h only.
  */
-#include "dispatch.h"
+#include "dispatch_device.h"
 
 /* Flags: MTE2_S 0 (metadata block) and 1 (x row), V_S 0 (scales copied),
  * MTE3_S 0 (record written). */

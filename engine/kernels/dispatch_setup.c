@@ -30,13 +30,13 @@ void dispatch_destroy(void *state) {
 
 static int alloc_rank(engine *e, int rank, uint64_t bytes, const char *name, gm_t *out, char *err,
                       size_t errlen) {
-    uint64_t n = dispatch_align(bytes ? bytes : 1, UB_ALIGN);
+    uint64_t n = kit_align_up(bytes ? bytes : 1, UB_ALIGN);
     return engine_gm_alloc(e, rank, n, name, out, err, errlen) == ENGINE_OK ? 0 : -1;
 }
 
 static int alloc_sym(engine *e, uint64_t bytes, const char *name, gm_t *out, char *err,
                      size_t errlen) {
-    uint64_t n = dispatch_align(bytes ? bytes : 1, UB_ALIGN);
+    uint64_t n = kit_align_up(bytes ? bytes : 1, UB_ALIGN);
     return engine_sym_alloc(e, n, name, out, err, errlen) == ENGINE_OK ? 0 : -1;
 }
 
@@ -79,7 +79,7 @@ static int alloc_per_rank(engine *e, dispatch_state *st, char *err, size_t errle
             alloc_rank(e, r, T * K * 4, "topk_weights", &a->topk_weights[r], err, errlen) ||
             alloc_rank(e, r, (uint64_t)a->cl.padded * 4, "layout_counts", &a->layout_counts[r],
                        err, errlen) ||
-            alloc_rank(e, r, (uint64_t)sh->block_dim * dispatch_align(R, 8) * 4, "part_rank",
+            alloc_rank(e, r, (uint64_t)sh->block_dim * kit_align_up(R, 8) * 4, "part_rank",
                        &a->part_rank[r], err, errlen) ||
             alloc_rank(e, r, T * R, "is_token_in_rank", &a->is_token_in_rank[r], err, errlen) ||
             alloc_rank(e, r, T * R * 4, "token_idx_in_rank", &a->token_idx_in_rank[r], err,
@@ -159,7 +159,9 @@ static int name(engine *e, gm_t at, uint32_t width, char *err, size_t errlen, co
 }
 
 /* Rings and the words the roles wait on, on every rank. */
-static int declare(engine *e, dispatch_state *st, char *err, size_t errlen) {
+/* Every RDMA and HCCS ring, to the engine: rdma first, then hccs, so
+ * their object ids follow the order of the tables they index. */
+static int declare_rings(engine *e, dispatch_state *st, char *err, size_t errlen) {
     dispatch_args *a = &st->args;
     const dispatch_shape *sh = &a->sh;
     int R = sh->num_ranks, C = sh->channels, N = sh->nodes, P = sh->npus;
@@ -179,7 +181,7 @@ static int declare(engine *e, dispatch_state *st, char *err, size_t errlen) {
                 uint64_t w = (uint64_t)c * (uint64_t)N;
                 snprintf(buf, sizeof buf, "rdma_channel[c%d][%d->%d]", c, s, f);
                 uint32_t id = engine_declare_ring(
-                    e, buf, "rdma", dispatch_word(a->rdma_channel_head, s, w + (uint64_t)n, 8),
+                    e, buf, RING_RDMA, dispatch_word(a->rdma_channel_head, s, w + (uint64_t)n, 8),
                     dispatch_word(a->rdma_channel_tail, f, w + (uint64_t)(s / P), 8), 8,
                     (uint64_t)sh->rdma_ring_tokens, s, f);
                 if (!id) goto refused;
@@ -192,61 +194,74 @@ static int declare(engine *e, dispatch_state *st, char *err, size_t errlen) {
                 uint64_t w = (uint64_t)c * (uint64_t)P + (uint64_t)l;
                 snprintf(buf, sizeof buf, "hccs_channel[c%d][%d->%d]", c, f, d);
                 uint32_t id = engine_declare_ring(
-                    e, buf, "hccs", dispatch_word(a->hccs_channel_head, d, w, 4),
+                    e, buf, RING_HCCS, dispatch_word(a->hccs_channel_head, d, w, 4),
                     dispatch_word(a->hccs_channel_tail, d, w, 4), 4,
                     (uint64_t)sh->hccs_ring_tokens, f, d);
                 if (!id) goto refused;
                 a->hccs_ring[((size_t)d * (size_t)C + (size_t)c) * (size_t)P + (size_t)l] = id;
             }
-    for (int r = 0; r < R; r++) {
-        for (int c = 0; c < C; c++) {
-            for (int n = 0; n < N; n++) {
-                uint64_t w = (uint64_t)c * (uint64_t)N + (uint64_t)n;
-                gm_t meta_end = gm_add(gm_on_rank(a->rdma_channel_meta, r),
-                                       (int64_t)(w * DISPATCH_META_BYTES + (DISPATCH_META_INTS - 1) * 4));
-                if (name(e, dispatch_word(a->rdma_send_channel_lock, r, w, 4), 4, err, errlen,
-                         "rdma_send_channel_lock[c%d][node%d]@%d", c, n, r) ||
-                    name(e, dispatch_word(a->rdma_send_channel_tail, r, w, 8), 8, err, errlen,
-                         "rdma_send_channel_tail[c%d][node%d]@%d", c, n, r) ||
-                    name(e, meta_end, 4, err, errlen, "rdma_channel_meta[c%d][node%d].end@%d", c, n,
-                         r) ||
-                    name(e, dispatch_word(a->rdma_channel_meta_ack, r, w, 8), 8, err, errlen,
-                         "rdma_channel_meta_ack[c%d][node%d]@%d", c, n, r))
-                    return -1;
-                for (int g = 0; g < P; g++)
-                    if (name(e, dispatch_word(a->forwarder_head, r, w * (uint64_t)P + (uint64_t)g, 8),
-                             8, err, errlen, "forwarder_head[c%d][node%d][g%d]@%d", c, n, g, r))
-                        return -1;
-            }
-            if (name(e, dispatch_word(a->rdma_recv_doorbell, r, (uint64_t)c, 8), 8, err, errlen,
-                     "rdma_recv_doorbell[c%d]@%d", c, r))
-                return -1;
-            for (int l = 0; l < P; l++)
-                for (int n = 0; n < N; n++) {
-                    uint64_t w = ((uint64_t)c * (uint64_t)P + (uint64_t)l) * (uint64_t)N + (uint64_t)n;
-                    if (name(e, dispatch_word(a->hccs_channel_prefix_end, r, w, 4), 4, err, errlen,
-                             "hccs_channel_prefix_end[c%d][%d][node%d]@%d", c, (r / P) * P + l, n,
-                             r))
-                        return -1;
-                }
-        }
-        for (int k = 0; k < sh->coordinators; k++)
-            if (name(e, dispatch_word(a->coord_doorbell, r, (uint64_t)k, 8), 8, err, errlen,
-                     "rdma_coord_doorbell[%d]@%d", k, r))
-                return -1;
-        for (int k = 0; k < sh->fwd_coordinators; k++)
-            if (name(e, dispatch_word(a->fwd_coord_doorbell, r, (uint64_t)k, 8), 8, err, errlen,
-                     "fwd_coord_doorbell[%d]@%d", k, r))
-                return -1;
-        for (int k = 0; k < sh->receivers; k++)
-            if (name(e, dispatch_word(a->hccs_recv_doorbell, r, (uint64_t)k, 8), 8, err, errlen,
-                     "hccs_recv_doorbell[%d]@%d", k, r))
-                return -1;
-    }
     return 0;
 refused:
     snprintf(err, errlen, "dispatch setup: the engine refused to declare ring %s", buf);
     return -1;
+}
+
+/* The words of rank r that waits and reports name: channel locks, tails,
+ * metadata ends and acks, forwarder heads, doorbells. */
+static int name_rank_words(engine *e, const dispatch_args *a, int r, char *err, size_t errlen) {
+    const dispatch_shape *sh = &a->sh;
+    int C = sh->channels, N = sh->nodes, P = sh->npus;
+    for (int c = 0; c < C; c++) {
+        for (int n = 0; n < N; n++) {
+            uint64_t w = (uint64_t)c * (uint64_t)N + (uint64_t)n;
+            gm_t meta_end = gm_add(gm_on_rank(a->rdma_channel_meta, r),
+                                   (int64_t)(w * DISPATCH_META_BYTES + (DISPATCH_META_INTS - 1) * 4));
+            if (name(e, dispatch_word(a->rdma_send_channel_lock, r, w, 4), 4, err, errlen,
+                     "rdma_send_channel_lock[c%d][node%d]@%d", c, n, r) ||
+                name(e, dispatch_word(a->rdma_send_channel_tail, r, w, 8), 8, err, errlen,
+                     "rdma_send_channel_tail[c%d][node%d]@%d", c, n, r) ||
+                name(e, meta_end, 4, err, errlen, "rdma_channel_meta[c%d][node%d].end@%d", c, n,
+                     r) ||
+                name(e, dispatch_word(a->rdma_channel_meta_ack, r, w, 8), 8, err, errlen,
+                     "rdma_channel_meta_ack[c%d][node%d]@%d", c, n, r))
+                return -1;
+            for (int g = 0; g < P; g++)
+                if (name(e, dispatch_word(a->forwarder_head, r, w * (uint64_t)P + (uint64_t)g, 8),
+                         8, err, errlen, "forwarder_head[c%d][node%d][g%d]@%d", c, n, g, r))
+                    return -1;
+        }
+        if (name(e, dispatch_word(a->rdma_recv_doorbell, r, (uint64_t)c, 8), 8, err, errlen,
+                 "rdma_recv_doorbell[c%d]@%d", c, r))
+            return -1;
+        for (int l = 0; l < P; l++)
+            for (int n = 0; n < N; n++) {
+                uint64_t w = ((uint64_t)c * (uint64_t)P + (uint64_t)l) * (uint64_t)N + (uint64_t)n;
+                if (name(e, dispatch_word(a->hccs_channel_prefix_end, r, w, 4), 4, err, errlen,
+                         "hccs_channel_prefix_end[c%d][%d][node%d]@%d", c, (r / P) * P + l, n,
+                         r))
+                    return -1;
+            }
+    }
+    for (int k = 0; k < sh->coordinators; k++)
+        if (name(e, dispatch_word(a->coord_doorbell, r, (uint64_t)k, 8), 8, err, errlen,
+                 "rdma_coord_doorbell[%d]@%d", k, r))
+            return -1;
+    for (int k = 0; k < sh->fwd_coordinators; k++)
+        if (name(e, dispatch_word(a->fwd_coord_doorbell, r, (uint64_t)k, 8), 8, err, errlen,
+                 "fwd_coord_doorbell[%d]@%d", k, r))
+            return -1;
+    for (int k = 0; k < sh->receivers; k++)
+        if (name(e, dispatch_word(a->hccs_recv_doorbell, r, (uint64_t)k, 8), 8, err, errlen,
+                 "hccs_recv_doorbell[%d]@%d", k, r))
+            return -1;
+    return 0;
+}
+
+static int declare(engine *e, dispatch_state *st, char *err, size_t errlen) {
+    if (declare_rings(e, st, err, errlen)) return -1;
+    for (int r = 0; r < st->args.sh.num_ranks; r++)
+        if (name_rank_words(e, &st->args, r, err, errlen)) return -1;
+    return 0;
 }
 
 static int fill_inputs(engine *e, dispatch_state *st, char *err, size_t errlen) {
@@ -309,14 +324,10 @@ static int choose_injection(dispatch_state *st, char *err, size_t errlen) {
     return 0;
 }
 
-int dispatch_setup(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
-    *state = NULL;
+static int dispatch_setup(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
     const engine_config *cfg = engine_get_config(e);
-    dispatch_state *st = calloc(1, sizeof *st);
-    if (!st) {
-        snprintf(err, errlen, "dispatch setup: out of host memory");
-        return -1;
-    }
+    dispatch_state *st = kit_state_new(sizeof *st, "dispatch setup", state, err, errlen);
+    if (!st) return -1;
     dispatch_shape sh;
     if (dispatch_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, engine_num_aiv(e), &sh, err,
                                  errlen) ||
@@ -363,8 +374,10 @@ static int dispatch_progress(engine *e, const void *state, uint64_t *done, uint6
 }
 
 const kernel_desc kernel_dispatch_layered = {
-    "dispatch-layered",
-    "MoE layered normal dispatch (seeds 001/003): RDMA rings between nodes, HCCS rings inside",
-    dispatch_options, dispatch_setup, dispatch_check, dispatch_layout, dispatch_destroy,
-    dispatch_progress,
+    .name = "dispatch-layered",
+    .summary = "MoE layered normal dispatch (seeds 001/003): RDMA rings between nodes, HCCS "
+               "rings inside",
+    .options = dispatch_options, .setup = dispatch_setup, .check = dispatch_check,
+    .layout = dispatch_layout, .destroy = dispatch_destroy, .progress = dispatch_progress,
+    .estimate = dispatch_estimate,
 };

@@ -35,6 +35,7 @@
 
 #include "../device.h"
 #include "kernels.h"
+#include "kit.h"
 #include "routing.h"
 
 /* Seed 002 s2.2.2: sendStatus rows of STATUS_ENTRY_COUNT int32, counts in
@@ -57,7 +58,6 @@
 /* GM->GM copies (window <-> expand_x / expert_out) go through UB in chunks
  * of at least this many bytes. */
 #define FM_COPY_CHUNK 8192u
-#define FM_GUARD_BYTES 64u
 #define FM_GUARD_BYTE 0xC3u
 /* Token tag: the first elements of a token row are small integers (exact in
  * bf16): token bytes 0..1, source rank, round. */
@@ -65,7 +65,6 @@
 
 enum { FM_INJECT_NONE = 0, FM_INJECT_NO_DOUBLE_BUFFER = 1 };
 
-static inline uint64_t fm_align32(uint64_t v) { return (v + 31) / 32 * 32; }
 
 /* ------------------------------------------------------------ kernel args */
 
@@ -157,7 +156,8 @@ void fm_copy_end(fm_core *fc);
 
 typedef struct fm_shape {
     int nodes, npus_per_node, num_ranks;
-    int tokens, hidden, topk, experts, local_experts, rounds, cores;
+    KIT_MOE_IN_SHAPE;         /* tokens, hidden, topk, experts, local_experts */
+    int rounds, cores;
     uint32_t row_bytes;
     uint64_t rank_size_on_win, block_stride;
     int inject;
@@ -193,8 +193,6 @@ int fm_plan_build(const fm_shape *sh, fm_plan *plan, char *err, size_t errlen);
 void fm_plan_free(fm_plan *plan);
 /* UB bytes one core uses for this shape. */
 uint32_t fm_ub_bytes(const fm_shape *sh);
-/* Routing seed of a round. */
-uint64_t fm_round_seed(uint64_t data_seed, int round);
 
 /* fullmesh_payload.c */
 void fm_fill_token(uint16_t *row, int hidden, uint64_t seed, int round, int rank, int token);
@@ -205,23 +203,16 @@ int fm_decode_tag(const uint16_t *row, int hidden, int *round, int *rank, int *t
 /* The emulated expert FFN: row times this scale (exact in f32). */
 float fm_expert_scale(int expert);
 
-typedef struct fm_guard {
-    gm_t at;
-    uint32_t bytes;
-    const char *what;
-} fm_guard;
-
 typedef struct fm_state {
     fm_plan plan;
     fm_args args;
     gm_t *tables;             /* storage behind the args' tables */
-    fm_guard *guards;
-    int n_guards, cap_guards;
+    kit_guards guards;
 } fm_state;
 
-int fm_check(engine *e, void *state, char *msg, size_t msglen);
-int fm_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *out, char *err,
-              size_t errlen);
-void fm_destroy(void *state);
+kernel_check_fn fm_check;
+kernel_estimate_fn fm_estimate;
+kernel_layout_fn fm_layout;
+kernel_destroy_fn fm_destroy;
 
 #endif

@@ -36,26 +36,6 @@ static int fail(checker *c, const char *what) {
     return 1;
 }
 
-static int check_guards(const fm_state *st, engine *e, char *msg, size_t msglen) {
-    for (int i = 0; i < st->n_guards; i++) {
-        const fm_guard *g = &st->guards[i];
-        const uint8_t *h = engine_gm_host(e, g->at, g->bytes);
-        if (!h) {
-            snprintf(msg, msglen, "guard of %s on rank %d: no host view", g->what, gm_rank(g->at));
-            return 1;
-        }
-        for (uint32_t b = 0; b < g->bytes; b++)
-            if (h[b] != FM_GUARD_BYTE) {
-                snprintf(msg, msglen,
-                         "%s on rank %d: byte %u past its end is 0x%02x, expected 0x%02x: "
-                         "something wrote outside the buffer",
-                         g->what, gm_rank(g->at), b, h[b], FM_GUARD_BYTE);
-                return 1;
-            }
-    }
-    return 0;
-}
-
 static int check_metadata(checker *c, int round) {
     const fm_round_plan *rp = &c->p->round[round];
     const fm_args *a = c->a;
@@ -202,7 +182,7 @@ int fm_check(engine *e, void *state, char *msg, size_t msglen) {
     if (!c.row || !c.got || !c.acc) {
         snprintf(msg, msglen, "fullmesh check: out of host memory");
     } else {
-        rc = check_guards(st, e, msg, msglen);
+        rc = kit_guards_check(e, &st->guards, msg, msglen);
         for (int r = 0; !rc && r < st->args.rounds; r++)
             rc = check_metadata(&c, r) || check_recv(&c, r) || check_out(&c, r);
     }

@@ -55,7 +55,7 @@ static void send_expert_outputs(fm_core *fc) {
                        (uint64_t)token_num * a->row_bytes, &rb);
             rank_token_num += token_num;
         }
-        flag_off[dst - fc->first_rank] = fm_align32((uint64_t)rank_token_num * a->row_bytes);
+        flag_off[dst - fc->first_rank] = kit_align_up((uint64_t)rank_token_num * a->row_bytes, UB_ALIGN);
     }
     fm_copy_end(fc);
     fm_post_windows(fc, flag_off);
@@ -69,7 +69,7 @@ static void receive_expert_outputs(fm_core *fc) {
         for (int le = 0; le < a->local_experts; le++)
             n += UbGet32(fc->status_ub, (uint32_t)(src * FM_STATUS_ENTRY_COUNT + le) * 4u);
         CoreNote("wait_src", src);
-        WaitGM32(gm_add(fm_win_in(fc, src), (int64_t)fm_align32((uint64_t)n * a->row_bytes)),
+        WaitGM32(gm_add(fm_win_in(fc, src), (int64_t)kit_align_up((uint64_t)n * a->row_bytes, UB_ALIGN)),
                  COND_EQ, fc->flag);
     }
 }

@@ -138,7 +138,7 @@ static void send_windows(fm_core *fc) {
         uint32_t row = (uint32_t)dst * FM_STATUS_ROW_BYTES;
         UbSet32(fc->status_ub, row + FM_FLAG_OFFSET * 4u, fc->flag);   /* FLAG1 */
         DataCopy(fm_win_out(fc, dst), local_add(fc->status_ub, row), FM_STATUS_ROW_BYTES);
-        flag_off[dst - fc->first_rank] = fm_align32(FM_STATUS_ROW_BYTES + (uint64_t)n * a->row_bytes);
+        flag_off[dst - fc->first_rank] = kit_align_up(FM_STATUS_ROW_BYTES + (uint64_t)n * a->row_bytes, UB_ALIGN);
     }
     fm_post_windows(fc, flag_off);
 }
@@ -158,7 +158,7 @@ static void receive_windows(fm_core *fc) {
         int64_t n = 0;
         for (int le = 0; le < a->local_experts; le++)
             n += UbGet32(fc->recv_ub, row + (uint32_t)le * 4u);
-        WaitGM32(gm_add(w, (int64_t)fm_align32(FM_STATUS_ROW_BYTES + (uint64_t)n * a->row_bytes)),
+        WaitGM32(gm_add(w, (int64_t)kit_align_up(FM_STATUS_ROW_BYTES + (uint64_t)n * a->row_bytes, UB_ALIGN)),
                  COND_EQ, fc->flag);   /* FLAG2 */
         DataCopy(gm_add(recv_status, row), local_add(fc->recv_ub, row), FM_STATUS_ROW_BYTES);
     }

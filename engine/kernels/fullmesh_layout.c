@@ -9,8 +9,10 @@
 int fm_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *out, char *err,
               size_t errlen) {
     fm_shape sh;
-    /* No engine here: validate --cores against the 910B2's 48 AIV. */
-    if (fm_shape_from_opts(o, nodes, npus_per_node, 48, &sh, err, errlen)) return -1;
+    /* No engine here: validate --cores against the default chip's AIV. */
+    if (fm_shape_from_opts(o, nodes, npus_per_node, engine_chip_get(CHIP_910B2)->aiv, &sh, err,
+                           errlen))
+        return -1;
     fm_plan p;
     if (fm_plan_build(&sh, &p, err, errlen)) return -1;
     int W = sh.num_ranks, L = sh.local_experts, T = sh.tokens, K = sh.topk;
@@ -36,5 +38,23 @@ int fm_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *out, cha
                     (unsigned long long)T * rb, (unsigned long long)(4 * sh.block_stride));
     fprintf(out, "UB per core: %u B of %u\n", fm_ub_bytes(&sh), UB_BYTES);
     fm_plan_free(&p);
+    return 0;
+}
+
+/* The memory estimate (kernels.h, the descriptor's estimate hook): the big
+ * terms of the formulas above over every rank. */
+int fm_estimate(const kernel_opts *o, int nodes, int npus, const engine_chip_info *chip,
+                int payload, kernel_estimate *est, char *err, size_t errlen) {
+    fm_shape sh;
+    if (fm_shape_from_opts(o, nodes, npus, chip->aiv, &sh, err, errlen)) return -1;
+    uint64_t R = (uint64_t)sh.num_ranks, T = (uint64_t)sh.tokens, K = (uint64_t)sh.topk;
+    uint64_t row = sh.row_bytes;
+    /* x and the combined output per round, the double-buffered windows */
+    est->gm_bytes = R * ((uint64_t)sh.rounds * (payload == PAYLOAD_FULL ? 2 : 1) * T * row +
+                         2 * sh.block_stride);
+    est->host_bytes = (uint64_t)sh.rounds * R * T * K * KIT_PLAN_BYTES_PER_SLOT;
+    snprintf(est->driver, sizeof est->driver,
+             "--tokens %d --hidden %d --topk %d --rounds %d on %d ranks", sh.tokens, sh.hidden,
+             sh.topk, sh.rounds, sh.num_ranks);
     return 0;
 }

@@ -15,46 +15,28 @@
  */
 #include "fullmesh.h"
 
+#include "kit.h"
+
 #include <string.h>
 
-static uint64_t mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
+/* Tag fields: token id (2 bytes), source rank, round. */
+static const int tag_widths[] = {2, 1, 1};
 
 void fm_fill_token(uint16_t *row, int hidden, uint64_t seed, int round, int rank, int token) {
-    uint16_t tag[FM_TAG_ELEMS] = {
-        float_to_bf16((float)(token & 0xff)), float_to_bf16((float)((token >> 8) & 0xff)),
-        float_to_bf16((float)(rank & 0xff)), float_to_bf16((float)(round & 0xff)),
-    };
-    uint64_t x = mix64(seed ^ mix64(((uint64_t)(uint32_t)round << 48) ^
-                                    ((uint64_t)(uint32_t)rank << 24) ^ (uint64_t)(uint32_t)token) ^
-                       0x6a09e667f3bcc909ULL);
-    for (int j = 0; j < hidden; j++) {
-        if (j < FM_TAG_ELEMS) {
-            row[j] = tag[j];
-            continue;
-        }
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        uint64_t r = x * 0x2545f4914f6cdd1dULL;
-        row[j] = float_to_bf16((float)((double)(r >> 40) / 8388608.0 - 1.0)); /* [-1, 1) */
-    }
+    uint64_t x = kit_mix64(seed ^ kit_mix64(((uint64_t)(uint32_t)round << 48) ^
+                                            ((uint64_t)(uint32_t)rank << 24) ^
+                                            (uint64_t)(uint32_t)token) ^
+                           0x6a09e667f3bcc909ULL);
+    int tag[] = {token, rank, round};
+    kit_fill_tagged_bf16(row, hidden, tag, tag_widths, 3, x);
 }
 
 int fm_decode_tag(const uint16_t *row, int hidden, int *round, int *rank, int *token) {
-    if (hidden < FM_TAG_ELEMS) return 0;
-    int b[FM_TAG_ELEMS];
-    for (int j = 0; j < FM_TAG_ELEMS; j++) {
-        float f = bf16_to_float(row[j]);
-        if (!(f >= 0.0f && f <= 255.0f) || (float)(int)f != f) return 0;
-        b[j] = (int)f;
-    }
-    *token = b[0] | (b[1] << 8);
-    *rank = b[2];
-    *round = b[3];
+    int v[3];
+    if (!kit_tag_decode_bf16(row, hidden, tag_widths, 3, v)) return 0;
+    *token = v[0];
+    *rank = v[1];
+    *round = v[2];
     return 1;
 }
 

@@ -9,37 +9,43 @@
  */
 #include "fullmesh.h"
 
+#include "kit.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 const kernel_option fm_options[] = {
-    {"tokens", "16", "BS: tokens per rank"},
-    {"hidden", "128", "H: bf16 elements per token (1..8192)"},
-    {"topk", "4", "K: experts per token"},
-    {"experts", "32", "experts in total; each rank holds experts / ranks (at most 24)"},
-    {"routing", "uniform", "uniform | zipf:S (skewed expert load)"},
-    {"data-seed", "1", "seed of the routing and of the tokens"},
+    KIT_OPT_TOKENS("16"),
+    KIT_OPT_HIDDEN("128", " (1..8192)"),
+    KIT_OPT_TOPK("4"),
+    KIT_OPT_EXPERTS("32", " (at most 24)"),
+    KIT_OPT_ROUTING("uniform"),
+    KIT_OPT_DATA_SEED("the routing and of the tokens"),
     {"rounds", "2", "dispatch + combine pairs (>= 2 exercises the double buffer)"},
     {"cores", "4", "AIV cores per rank"},
-    {"inject", "none",
-     "none | no-double-buffer (every EP op uses window block 0: a fast rank's combine "
-     "overwrites a slow rank's dispatch data)"},
+    KIT_OPT_INJECT("no-double-buffer (every EP op uses window block 0: a fast rank's combine "
+                   "overwrites a slow rank's dispatch data)"),
     {NULL, NULL, NULL},
 };
 
+/* In the order of the inject enum (0 = none). */
+static const char *const fm_faults[] = {"none", "no-double-buffer", NULL};
 
-uint64_t fm_round_seed(uint64_t data_seed, int round) {
+/* Routing seed of a round. */
+static uint64_t fm_round_seed(uint64_t data_seed, int round) {
     return data_seed + 0x9E3779B97F4A7C15ULL * (uint64_t)round;
 }
 
 uint32_t fm_ub_bytes(const fm_shape *sh) {
     uint64_t W = (uint64_t)sh->num_ranks, L = (uint64_t)sh->local_experts;
-    uint64_t E = (uint64_t)sh->experts, rb = fm_align32(sh->row_bytes);
+    uint64_t E = (uint64_t)sh->experts, rb = kit_align_up(sh->row_bytes, UB_ALIGN);
     uint64_t rows = rb > FM_COPY_CHUNK ? rb : FM_COPY_CHUNK;
-    uint64_t total = 3 * (uint64_t)FM_META_BYTES + 3 * W * FM_STATUS_ROW_BYTES +
-                     fm_align32(E * 4) + fm_align32((E + 1) * 4) + fm_align32(L * W * 4) +
-                     fm_align32(L * 8) + fm_align32(W * sizeof(batch_write_task)) + FM_FLAG_BYTES +
-                     2 * rows + fm_align32((uint64_t)sh->hidden * 4) + rb;
+    uint64_t tables = kit_align_up(E * 4, UB_ALIGN) + kit_align_up((E + 1) * 4, UB_ALIGN) +
+                      kit_align_up(L * W * 4, UB_ALIGN) + kit_align_up(L * 8, UB_ALIGN) +
+                      kit_align_up(W * sizeof(batch_write_task), UB_ALIGN);
+    uint64_t total = 3 * (uint64_t)FM_META_BYTES + 3 * W * FM_STATUS_ROW_BYTES + tables +
+                     FM_FLAG_BYTES + 2 * rows + kit_align_up((uint64_t)sh->hidden * 4, UB_ALIGN) +
+                     rb;
     return total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
 }
 
@@ -55,53 +61,26 @@ int fm_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int n
     sh->npus_per_node = npus_per_node;
     int W = nodes * npus_per_node;
     sh->num_ranks = W;
-    int64_t v;
-    if (kopt_i64_range(o, "tokens", 1, 1 << 16, &v, err, errlen)) return -1;
-    sh->tokens = (int)v;
-    if (kopt_i64_range(o, "hidden", 1, FM_MAX_HIDDEN, &v, err, errlen)) return -1;
-    sh->hidden = (int)v;
+    kit_moe_limits lim = {.tokens = 1 << 16, .hidden = FM_MAX_HIDDEN, .topk = 64,
+                          .experts = (int64_t)W * FM_FLAG_OFFSET, .rows = INT32_MAX / 4};
+    if (kit_read_moe(o, W, &lim, &sh->moe, err, errlen)) return -1;
     sh->row_bytes = (uint32_t)sh->hidden * 2u;
-    if (kopt_i64_range(o, "experts", 1, (int64_t)W * FM_FLAG_OFFSET, &v, err, errlen)) return -1;
-    sh->experts = (int)v;
-    if (routing_check_experts(sh->experts, W, err, errlen)) return -1;
-    sh->local_experts = sh->experts / W;
-    if (kopt_i64_range(o, "topk", 1, 64, &v, err, errlen)) return -1;
-    sh->topk = (int)v;
-    if (routing_check_topk(sh->topk, sh->experts, err, errlen)) return -1;
-    if ((int64_t)sh->tokens * sh->topk * W > INT32_MAX / 4) {
-        snprintf(err, errlen, "--tokens %d x --topk %d x %d ranks: too many rows for int32 counts",
-                 sh->tokens, sh->topk, W);
-        return -1;
-    }
+    int64_t v;
     if (kopt_i64_range(o, "rounds", 1, 64, &v, err, errlen)) return -1;
     sh->rounds = (int)v;
     if (kopt_i64_range(o, "cores", 1, num_aiv, &v, err, errlen)) return -1;
     sh->cores = (int)v;
-    const char *s;
-    if (kopt_str(o, "routing", &s) != 0) {
-        snprintf(err, errlen, "--routing: option has no value");
+    if (kit_read_routing(o, &sh->routing, err, errlen) ||
+        kit_read_seed(o, &sh->data_seed, err, errlen) ||
+        kit_read_inject(o, fm_faults, &sh->inject, err, errlen))
         return -1;
-    }
-    if (routing_parse(s, &sh->routing, err, errlen) != 0) return -1;
-    if (kopt_i64(o, "data-seed", &v, err, errlen)) return -1;
-    sh->data_seed = (uint64_t)v;
-    if (kopt_str(o, "inject", &s) != 0) {
-        snprintf(err, errlen, "--inject: option has no value");
-        return -1;
-    }
-    if (strcmp(s, "none") == 0) sh->inject = FM_INJECT_NONE;
-    else if (strcmp(s, "no-double-buffer") == 0) sh->inject = FM_INJECT_NO_DOUBLE_BUFFER;
-    else {
-        snprintf(err, errlen, "--inject %s: unknown fault (expected none or no-double-buffer)", s);
-        return -1;
-    }
     /* Decision (the seed sizes windows by a fixed HCCL buffer): a window
      * holds the most one rank can send another, every token to min(K, L)
      * of the receiver's experts, plus the count row and FLAG2. */
     int per = sh->topk < sh->local_experts ? sh->topk : sh->local_experts;
-    sh->rank_size_on_win = fm_align32(FM_STATUS_ROW_BYTES +
+    sh->rank_size_on_win = kit_align_up(FM_STATUS_ROW_BYTES +
                                       (uint64_t)sh->tokens * (uint64_t)per * sh->row_bytes +
-                                      FM_FLAG_BYTES);
+                                      FM_FLAG_BYTES, UB_ALIGN);
     sh->block_stride = (uint64_t)W * sh->rank_size_on_win + FM_CTRL_BYTES;
     if (sh->block_stride * 2 > (1ull << 34)) {
         snprintf(err, errlen,

@@ -21,43 +21,8 @@ void fm_destroy(void *state) {
     if (!st) return;
     fm_plan_free(&st->plan);
     free(st->tables);
-    free(st->guards);
+    kit_guards_free(&st->guards);
     free(st);
-}
-
-static int add_guard(fm_state *st, gm_t at, uint32_t bytes, const char *what, char *err,
-                     size_t errlen) {
-    if (st->n_guards == st->cap_guards) {
-        int cap = st->cap_guards ? st->cap_guards * 2 : 64;
-        fm_guard *g = realloc(st->guards, sizeof *g * (size_t)cap);
-        if (!g) {
-            snprintf(err, errlen, "fullmesh setup: out of host memory for guard regions");
-            return -1;
-        }
-        st->guards = g;
-        st->cap_guards = cap;
-    }
-    st->guards[st->n_guards++] = (fm_guard){at, bytes, what};
-    return 0;
-}
-
-/* bytes (at least 32, so an empty output still exists) on one rank; with a
- * guard from the first byte past the data when guarded. */
-static int alloc(engine *e, fm_state *st, int rank, uint64_t bytes, const char *what, int guarded,
-                 gm_t *out, char *err, size_t errlen) {
-    uint64_t data = bytes < UB_ALIGN ? UB_ALIGN : fm_align32(bytes);
-    uint64_t total = data + (guarded ? FM_GUARD_BYTES : 0);
-    if (engine_gm_alloc(e, rank, total, what, out, err, errlen) != ENGINE_OK) return -1;
-    if (!guarded) return 0;
-    uint32_t gb = (uint32_t)(total - bytes);
-    gm_t g = gm_add(*out, (int64_t)bytes);
-    uint8_t *h = engine_gm_host(e, g, gb);
-    if (!h) {
-        snprintf(err, errlen, "fullmesh setup: no host view of %s on rank %d", what, rank);
-        return -1;
-    }
-    memset(h, FM_GUARD_BYTE, gb);
-    return add_guard(st, g, gb, what, err, errlen);
 }
 
 static int fill(engine *e, gm_t at, const void *src, uint64_t bytes, const char *what, int rank,
@@ -103,13 +68,16 @@ static int setup_rank_buffers(engine *e, fm_state *st, char *err, size_t errlen)
     const fm_plan *p = &st->plan;
     int W = a->num_ranks;
     uint64_t ts = sizeof(batch_write_task);
-    for (int r = 0; r < W; r++)
-        if (alloc(e, st, r, 2 * (uint64_t)W * ts, "fullmesh.tasks", 0, &a->tasks[r], err, errlen) ||
-            alloc(e, st, r, (uint64_t)W * FM_STATUS_ROW_BYTES, "fullmesh.recv_status", 1,
-                  &a->recv_status[r], err, errlen) ||
-            alloc(e, st, r, (uint64_t)p->max_recv_rows * a->row_bytes, "fullmesh.expert_out", 1,
-                  &a->expert_out[r], err, errlen))
+    for (int r = 0; r < W; r++) {
+        kit_buffer bufs[] = {
+            {2 * (uint64_t)W * ts, "fullmesh.tasks", 0, &a->tasks[r]},
+            {(uint64_t)W * FM_STATUS_ROW_BYTES, "fullmesh.recv_status", 1, &a->recv_status[r]},
+            {(uint64_t)p->max_recv_rows * a->row_bytes, "fullmesh.expert_out", 1,
+             &a->expert_out[r]},
+        };
+        if (kit_alloc_all(e, &st->guards, r, bufs, sizeof bufs / sizeof bufs[0], err, errlen))
             return -1;
+    }
     return 0;
 }
 
@@ -122,17 +90,17 @@ static int setup_round_buffers(engine *e, fm_state *st, int round, char *err,
     uint64_t tk = (uint64_t)T * (uint64_t)K, rb = a->row_bytes;
     for (int s = 0; s < W; s++) {
         int at = round * W + s;
-        if (alloc(e, st, s, (uint64_t)T * rb, "fullmesh.x", 0, &a->x[at], err, errlen) ||
-            alloc(e, st, s, tk * 4, "fullmesh.expert_ids", 0, &a->expert_ids[at], err, errlen) ||
-            alloc(e, st, s, tk * 4, "fullmesh.topk_weights", 0, &a->topk_weights[at], err, errlen) ||
-            alloc(e, st, s, tk * 4, "fullmesh.expand_idx", 1, &a->expand_idx[at], err, errlen) ||
-            alloc(e, st, s, (uint64_t)rp->recv_rows[s] * rb, "fullmesh.expand_x", 1,
-                  &a->expand_x[at], err, errlen) ||
-            alloc(e, st, s, (uint64_t)L * (uint64_t)W * 4, "fullmesh.ep_recv_count", 1,
-                  &a->ep_recv_count[at], err, errlen) ||
-            alloc(e, st, s, (uint64_t)L * 8, "fullmesh.expert_token_num", 1,
-                  &a->expert_token_num[at], err, errlen) ||
-            alloc(e, st, s, (uint64_t)T * rb, "fullmesh.out", 1, &a->out[at], err, errlen))
+        kit_buffer bufs[] = {
+            {(uint64_t)T * rb, "fullmesh.x", 0, &a->x[at]},
+            {tk * 4, "fullmesh.expert_ids", 0, &a->expert_ids[at]},
+            {tk * 4, "fullmesh.topk_weights", 0, &a->topk_weights[at]},
+            {tk * 4, "fullmesh.expand_idx", 1, &a->expand_idx[at]},
+            {(uint64_t)rp->recv_rows[s] * rb, "fullmesh.expand_x", 1, &a->expand_x[at]},
+            {(uint64_t)L * (uint64_t)W * 4, "fullmesh.ep_recv_count", 1, &a->ep_recv_count[at]},
+            {(uint64_t)L * 8, "fullmesh.expert_token_num", 1, &a->expert_token_num[at]},
+            {(uint64_t)T * rb, "fullmesh.out", 1, &a->out[at]},
+        };
+        if (kit_alloc_all(e, &st->guards, s, bufs, sizeof bufs / sizeof bufs[0], err, errlen))
             return -1;
         if (fill(e, a->expert_ids[at], rp->expert_ids + (size_t)s * tk, tk * 4, "expert_ids", s,
                  err, errlen) ||
@@ -146,13 +114,10 @@ static int setup_round_buffers(engine *e, fm_state *st, int round, char *err,
 }
 
 static int fm_setup(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
-    *state = NULL;
     const engine_config *cfg = engine_get_config(e);
-    fm_state *st = calloc(1, sizeof *st);
-    if (!st) {
-        snprintf(err, errlen, "fullmesh setup: out of host memory");
-        return -1;
-    }
+    fm_state *st = kit_state_new(sizeof *st, "fullmesh setup", state, err, errlen);
+    if (!st) return -1;
+    kit_guards_init(&st->guards, "fullmesh setup", FM_GUARD_BYTE);
     fm_shape sh;
     if (fm_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, engine_num_aiv(e), &sh, err,
                            errlen) ||
@@ -200,8 +165,9 @@ static int fm_setup(engine *e, const kernel_opts *o, void **state, char *err, si
 }
 
 const kernel_desc kernel_fullmesh_dispatch_combine = {
-    "fullmesh-dispatch-combine",
-    "MoE dispatch + combine over the full mesh (seed 002): BatchWrite windows, FLAG1/FLAG2, "
-    "double buffer",
-    fm_options, fm_setup, fm_check, fm_layout, fm_destroy, NULL,
+    .name = "fullmesh-dispatch-combine",
+    .summary = "MoE dispatch + combine over the full mesh (seed 002): BatchWrite windows, "
+               "FLAG1/FLAG2, double buffer",
+    .options = fm_options, .setup = fm_setup, .check = fm_check, .layout = fm_layout,
+    .destroy = fm_destroy, .estimate = fm_estimate,
 };

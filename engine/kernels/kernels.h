@@ -43,25 +43,44 @@ int kopt_f64(const kernel_opts *o, const char *name, double *out, char *err, siz
 int kopt_i64_range(const kernel_opts *o, const char *name, int64_t lo, int64_t hi, int64_t *out,
                    char *err, size_t errlen);
 
+struct kernel_estimate;
+
+/* The hooks of a kernel, as function types so a kernel's header declares
+ * its hooks in one line each (`kernel_check_fn fm_check;`). */
+/* Allocates, fills inputs, declares rings, launches. *state is passed to
+ * check/destroy. Returns 0 or -1 with err naming the bad input. */
+typedef int kernel_setup_fn(engine *e, const kernel_opts *o, void **state, char *err,
+                            size_t errlen);
+/* After the run (completed outcome only): 0 all checks passed; 1 a data
+ * check failed, msg says which token/byte. */
+typedef int kernel_check_fn(engine *e, void *state, char *msg, size_t msglen);
+/* Prints every buffer's size per rank for these options. */
+typedef int kernel_layout_fn(const kernel_opts *o, int nodes, int npus_per_node, FILE *out,
+                             char *err, size_t errlen);
+typedef void kernel_destroy_fn(void *state);
+/* How far a running kernel is, in the unit it names ("tokens received"):
+ * done of total, read from GM without changing the run. Returns 0, or -1
+ * when it cannot say yet. */
+typedef int kernel_progress_fn(engine *e, const void *state, uint64_t *done, uint64_t *total,
+                               const char **unit);
+/* What a run of these options will hold in memory, from the options alone,
+ * after validating them as setup would against the chip's cores (see
+ * kernel_estimate_memory); fills gm_bytes, host_bytes and driver. payload
+ * is an engine_payload. */
+typedef int kernel_estimate_fn(const kernel_opts *o, int nodes, int npus_per_node,
+                               const engine_chip_info *chip, int payload,
+                               struct kernel_estimate *est, char *err, size_t errlen);
+
 typedef struct kernel_desc {
     const char *name;
     const char *summary;                  /* one line for `npurr record --help` */
     const kernel_option *options;         /* terminated by {NULL} */
-    /* Allocates, fills inputs, declares rings, launches. *state is passed to
-     * check/destroy. Returns 0 or -1 with err naming the bad input. */
-    int (*setup)(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen);
-    /* After the run (completed outcome only): 0 all checks passed; 1 a data
-     * check failed, msg says which token/byte. */
-    int (*check)(engine *e, void *state, char *msg, size_t msglen);
-    /* Optional: prints every buffer's size per rank for these options. */
-    int (*layout)(const kernel_opts *o, int nodes, int npus_per_node, FILE *out, char *err,
-                  size_t errlen);
-    void (*destroy)(void *state);
-    /* Optional: how far a running kernel is, in the unit it names ("tokens
-     * received"): done of total, read from GM without changing the run.
-     * Returns 0, or -1 when it cannot say yet. */
-    int (*progress)(engine *e, const void *state, uint64_t *done, uint64_t *total,
-                    const char **unit);
+    kernel_setup_fn *setup;
+    kernel_check_fn *check;
+    kernel_layout_fn *layout;             /* optional */
+    kernel_destroy_fn *destroy;
+    kernel_progress_fn *progress;         /* optional */
+    kernel_estimate_fn *estimate;         /* optional: without it only the engine is counted */
 } kernel_desc;
 
 /* What a run of these options will hold in memory, from the options alone

@@ -30,6 +30,7 @@
 
 #include "../device.h"
 #include "kernels.h"
+#include "kit.h"
 
 /* The workspace is read over HCCS with plain DataCopy: one node, <= 8 ranks. */
 #define MMRS_MAX_RANKS 8
@@ -105,9 +106,8 @@ static inline uint64_t mmrs_workspace_row(const mmrs_args *a, uint32_t stage, ui
 
 /* ------------------------------------------------------------ device code */
 
-/* The MIX kernel: the AIC part (mmrs_aic.c) or the AIV part (mmrs_aiv.c). */
+/* The MIX kernel (mmrs_aic.c): the AIC part, or the AIV part (mmrs_aiv.c). */
 void mmrs_kernel(const void *args);
-void mmrs_aic(const mmrs_args *a);
 void mmrs_aiv(const mmrs_args *a);
 
 /* ------------------------------------------------------------ host side */
@@ -141,8 +141,8 @@ typedef struct mmrs_state {
     mmrs_args args;
 } mmrs_state;
 
-int mmrs_check(engine *e, void *state, char *msg, size_t msglen);
-int mmrs_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *out, char *err,
-                size_t errlen);
+kernel_check_fn mmrs_check;
+kernel_estimate_fn mmrs_estimate;
+kernel_layout_fn mmrs_layout;
 
 #endif

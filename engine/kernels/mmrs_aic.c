@@ -75,7 +75,7 @@ static void block_mmad(const mmrs_args *a, aic_tiles *t, gm_t g_a, gm_t g_b, gm_
     SetFlag(FIX_M, 0);
 }
 
-void mmrs_aic(const mmrs_args *a) {
+static void mmrs_aic(const mmrs_args *a) {
     uint32_t aicore_idx = (uint32_t)GetBlockIdx(), aicore_num = (uint32_t)GetBlockNum();
     int me = GetRank();
     uint32_t R = (uint32_t)a->num_ranks;

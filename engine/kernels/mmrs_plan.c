@@ -10,6 +10,8 @@
  */
 #include "mmrs.h"
 
+#include "kit.h"
+
 #include <string.h>
 
 const kernel_option mmrs_options[] = {
@@ -22,12 +24,13 @@ const kernel_option mmrs_options[] = {
     {"comm-interval", "1", "mmad blocks per AIC between two ReduceScatter rounds"},
     {"stages", "2", "WORKSPACE_STAGES: workspace stages the AIC may run ahead by (1..8)"},
     {"cores", "2", "AIC per rank (MIX block_dim; each brings 2 AIV)"},
-    {"data-seed", "1", "seed of the A and B values"},
-    {"inject", "none",
-     "none | no-stage-wait (the AIC overwrites a stage before the AIVs consumed it)"},
+    KIT_OPT_DATA_SEED("the A and B values"),
+    KIT_OPT_INJECT("no-stage-wait (the AIC overwrites a stage before the AIVs consumed it)"),
     {NULL, NULL, NULL},
 };
 
+/* In the order of MMRS_INJECT_*. */
+static const char *const mmrs_faults[] = {"none", "no-stage-wait", NULL};
 
 static int get_mult16(const kernel_opts *o, const char *name, int64_t hi, uint32_t *out, char *err,
                       size_t errlen) {
@@ -44,40 +47,9 @@ static int get_mult16(const kernel_opts *o, const char *name, int64_t hi, uint32
     return 0;
 }
 
-int mmrs_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int num_aic,
-                         mmrs_shape *sh, char *err, size_t errlen) {
-    memset(sh, 0, sizeof *sh);
-    if (nodes != 1) {
-        snprintf(err, errlen,
-                 "matmul-reduce-scatter reads peers' workspaces over HCCS: --nodes must be 1, "
-                 "got %d",
-                 nodes);
-        return -1;
-    }
-    if (npus_per_node < 1 || npus_per_node > MMRS_MAX_RANKS) {
-        snprintf(err, errlen, "--npus-per-node %d: matmul-reduce-scatter supports 1..%d ranks",
-                 npus_per_node, MMRS_MAX_RANKS);
-        return -1;
-    }
-    int R = npus_per_node;
-    sh->num_ranks = R;
-    int64_t v;
-    if (kopt_i64_range(o, "m", 1, 1 << 20, &v, err, errlen)) return -1;
-    if (v % R) {
-        snprintf(err, errlen,
-                 "--m %lld: must be a multiple of the %d ranks (rank r keeps rows r*M/R.. of D)",
-                 (long long)v, R);
-        return -1;
-    }
-    sh->m = (uint32_t)v;
-    if (get_mult16(o, "n", 1 << 20, &sh->n, err, errlen) ||
-        get_mult16(o, "k", 1 << 20, &sh->k, err, errlen) ||
-        get_mult16(o, "block-m", 4096, &sh->block_m, err, errlen) ||
-        get_mult16(o, "block-n", 4096, &sh->block_n, err, errlen) ||
-        get_mult16(o, "block-k", 4096, &sh->block_k, err, errlen))
-        return -1;
-    if (sh->block_k > sh->k) sh->block_k = sh->k;
-    /* L0A and L0B are ping-ponged (two tiles each), L0C holds one f32 tile. */
+/* The tiles against the cube's buffers: L0A and L0B are ping-ponged (two
+ * tiles each), L0C holds one f32 tile. */
+static int check_tiles_fit(const mmrs_shape *sh, char *err, size_t errlen) {
     uint64_t l0a = 2ull * sh->block_m * sh->block_k * 2, l0b = 2ull * sh->block_k * sh->block_n * 2;
     uint64_t l0c = (uint64_t)sh->block_m * sh->block_n * 4;
     if (l0a > L0A_BYTES) {
@@ -102,25 +74,13 @@ int mmrs_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int
         return -1;
     }
     /* L1 holds two A and two B tiles: at most l0a + l0b, within 512 KiB. */
-    if (kopt_i64_range(o, "comm-interval", 1, 1 << 16, &v, err, errlen)) return -1;
-    sh->comm_interval = (uint32_t)v;
-    if (kopt_i64_range(o, "stages", 1, MMRS_MAX_STAGES, &v, err, errlen)) return -1;
-    sh->stages = (uint32_t)v;
-    if (kopt_i64_range(o, "cores", 1, num_aic, &v, err, errlen)) return -1;
-    sh->cores = (int)v;
-    if (kopt_i64(o, "data-seed", &v, err, errlen)) return -1;
-    sh->data_seed = (uint64_t)v;
-    const char *s;
-    if (kopt_str(o, "inject", &s) != 0) {
-        snprintf(err, errlen, "--inject: option has no value");
-        return -1;
-    }
-    if (strcmp(s, "none") == 0) sh->inject = MMRS_INJECT_NONE;
-    else if (strcmp(s, "no-stage-wait") == 0) sh->inject = MMRS_INJECT_NO_STAGE_WAIT;
-    else {
-        snprintf(err, errlen, "--inject %s: unknown fault (expected none or no-stage-wait)", s);
-        return -1;
-    }
+    return 0;
+}
+
+/* How the AIC blocks are grouped into ReduceScatter rounds, and the
+ * workspace that stages them. */
+static int plan_comm(mmrs_shape *sh, char *err, size_t errlen) {
+    int R = sh->num_ranks;
     /* Decision: the seed's blockPerCommInRank = aicoreNum * commInterval / rankSize
      * truncates, and a blockPerComm that is not a multiple of the ranks would
      * send blocks to a rank >= rankSize; we round blockPerComm down to a
@@ -144,6 +104,43 @@ int mmrs_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int
         return -1;
     }
     return 0;
+}
+
+int mmrs_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int num_aic,
+                         mmrs_shape *sh, char *err, size_t errlen) {
+    memset(sh, 0, sizeof *sh);
+    if (kit_check_one_node("matmul-reduce-scatter", "reads peers' workspaces over HCCS", nodes,
+                           npus_per_node, MMRS_MAX_RANKS, err, errlen))
+        return -1;
+    int R = npus_per_node;
+    sh->num_ranks = R;
+    int64_t v;
+    if (kopt_i64_range(o, "m", 1, 1 << 20, &v, err, errlen)) return -1;
+    if (v % R) {
+        snprintf(err, errlen,
+                 "--m %lld: must be a multiple of the %d ranks (rank r keeps rows r*M/R.. of D)",
+                 (long long)v, R);
+        return -1;
+    }
+    sh->m = (uint32_t)v;
+    if (get_mult16(o, "n", 1 << 20, &sh->n, err, errlen) ||
+        get_mult16(o, "k", 1 << 20, &sh->k, err, errlen) ||
+        get_mult16(o, "block-m", 4096, &sh->block_m, err, errlen) ||
+        get_mult16(o, "block-n", 4096, &sh->block_n, err, errlen) ||
+        get_mult16(o, "block-k", 4096, &sh->block_k, err, errlen))
+        return -1;
+    if (sh->block_k > sh->k) sh->block_k = sh->k;
+    if (check_tiles_fit(sh, err, errlen)) return -1;
+    if (kopt_i64_range(o, "comm-interval", 1, 1 << 16, &v, err, errlen)) return -1;
+    sh->comm_interval = (uint32_t)v;
+    if (kopt_i64_range(o, "stages", 1, MMRS_MAX_STAGES, &v, err, errlen)) return -1;
+    sh->stages = (uint32_t)v;
+    if (kopt_i64_range(o, "cores", 1, num_aic, &v, err, errlen)) return -1;
+    sh->cores = (int)v;
+    if (kit_read_seed(o, &sh->data_seed, err, errlen) ||
+        kit_read_inject(o, mmrs_faults, &sh->inject, err, errlen))
+        return -1;
+    return plan_comm(sh, err, errlen);
 }
 
 void mmrs_args_from_shape(const mmrs_shape *sh, mmrs_args *a) {

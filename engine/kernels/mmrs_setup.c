@@ -11,21 +11,17 @@
  */
 #include "mmrs.h"
 
+#include "kit.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static uint64_t mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 
 /* Values in +-[1/16, 1) with a random 10-bit mantissa, one in eight zero:
  * full-precision fp16 so the cube's rounding is exercised, small enough
  * that sums over K never approach fp16 or f32 limits. */
 uint16_t mmrs_input(uint64_t seed, int which, int rank, uint64_t index) {
-    uint64_t h = mix64(seed ^ mix64(((uint64_t)(uint32_t)which << 56) ^
+    uint64_t h = kit_mix64(seed ^ kit_mix64(((uint64_t)(uint32_t)which << 56) ^
                                     ((uint64_t)(uint32_t)rank << 44) ^ index));
     if ((h & 7) == 0) return 0;
     uint16_t sign = (uint16_t)(((h >> 3) & 1) << 15);
@@ -73,13 +69,9 @@ static int guard(engine *e, gm_t at, const char *what, int rank, char *err, size
 }
 
 static int mmrs_setup(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
-    *state = NULL;
     const engine_config *cfg = engine_get_config(e);
-    mmrs_state *st = calloc(1, sizeof *st);
-    if (!st) {
-        snprintf(err, errlen, "mmrs setup: out of host memory");
-        return -1;
-    }
+    mmrs_state *st = kit_state_new(sizeof *st, "mmrs setup", state, err, errlen);
+    if (!st) return -1;
     mmrs_shape *sh = &st->sh;
     if (mmrs_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, engine_num_aic(e), sh, err,
                              errlen)) {
@@ -127,8 +119,9 @@ static int mmrs_setup(engine *e, const kernel_opts *o, void **state, char *err, 
 }
 
 const kernel_desc kernel_matmul_reduce_scatter = {
-    "matmul-reduce-scatter",
-    "CATCOC matmul + reduce-scatter (seed 004): AIC BlockMmad into staged symmetric workspace, "
-    "AIV atomic-add pull",
-    mmrs_options, mmrs_setup, mmrs_check, mmrs_layout, mmrs_destroy, NULL,
+    .name = "matmul-reduce-scatter",
+    .summary = "CATCOC matmul + reduce-scatter (seed 004): AIC BlockMmad into staged symmetric "
+               "workspace, AIV atomic-add pull",
+    .options = mmrs_options, .setup = mmrs_setup, .check = mmrs_check, .layout = mmrs_layout,
+    .destroy = mmrs_destroy, .estimate = mmrs_estimate,
 };

@@ -1,8 +1,12 @@
 /*
  * registry.c - the list of kernels the CLI knows (`-k NAME`).
  *
- * Adding a kernel is one line in KERNEL_LIST: the descriptor is declared and
- * listed from it. Descriptors live next to their kernels.
+ * Adding a kernel is its own files plus one line in KERNEL_LIST: the
+ * descriptor (kernels.h: name, summary, options, and the setup, check,
+ * layout, destroy, progress and estimate hooks) lives next to the kernel and
+ * is declared and listed from here. Nothing else names a kernel: the CLI,
+ * record, replay, layout and the memory estimate all go through the
+ * descriptor; the build and the tests pick up new files by glob.
  */
 #include "kernels.h"
 

@@ -9,57 +9,24 @@
  */
 #include "routing.h"
 
+#include "kit.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ------------------------------------------------------------------ rng */
-
-static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-void routing_rng_seed(routing_rng *r, uint64_t seed, uint64_t stream, uint64_t rank) {
-    uint64_t x = seed ^ (stream * 0xd1b54a32d192ed03ULL) ^ (rank * 0x8cb92ba72f3d8dd7ULL);
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
-}
-
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-/* xoshiro256** */
-uint64_t routing_rng_next(routing_rng *r) {
-    uint64_t *s = r->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
-double routing_rng_open01(routing_rng *r) {
-    /* 53 random bits, shifted by half an ulp so 0 and 1 are never returned */
-    return ((double)(routing_rng_next(r) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-}
-
 /* ------------------------------------------------------------ building blocks */
 
-void routing_pick_topk(routing_rng *r, const double *log_bias, int n, int topk, int32_t *ids,
+void routing_pick_topk(kit_rng *r, const double *log_bias, int n, int topk, int32_t *ids,
                        double *keys) {
     int filled = 0;
     for (int e = 0; e < n; e++) {
         double bias = log_bias ? log_bias[e] : 0.0;
         /* Draw even for ineligible experts so a kind's eligibility does not
          * shift the random stream of the others. */
-        double g = -log(-log(routing_rng_open01(r)));
+        double g = -log(-log(kit_rng_open01(r)));
         if (isinf(bias) && bias < 0) continue;
         double key = bias + g;
         if (filled == topk && key <= keys[topk - 1]) continue;
@@ -75,11 +42,11 @@ void routing_pick_topk(routing_rng *r, const double *log_bias, int n, int topk, 
     for (int k = filled; k < topk; k++) ids[k] = -1;
 }
 
-void routing_draw_weights(routing_rng *r, const int32_t *ids, int topk, float *weights) {
+void routing_draw_weights(kit_rng *r, const int32_t *ids, int topk, float *weights) {
     double sum = 0.0;
     for (int k = 0; k < topk; k++) {
         /* bounded away from 0 so no kept slot is negligible in the sum */
-        weights[k] = ids[k] >= 0 ? (float)(0.05 + 0.95 * routing_rng_open01(r)) : 0.0f;
+        weights[k] = ids[k] >= 0 ? (float)(0.05 + 0.95 * kit_rng_open01(r)) : 0.0f;
         sum += weights[k];
     }
     for (int k = 0; k < topk; k++) weights[k] = sum > 0 ? (float)(weights[k] / sum) : 0.0f;
@@ -112,8 +79,8 @@ static int generate_biased(const double *log_bias, const routing_shape *shape, u
         snprintf(err, errlen, "routing: out of memory for %d top-k keys", shape->topk);
         return -1;
     }
-    routing_rng r;
-    routing_rng_seed(&r, seed, 0, (uint64_t)rank);
+    kit_rng r;
+    kit_rng_seed(&r, seed, 0, (uint64_t)rank);
     for (int t = 0; t < tokens; t++) {
         int32_t *row = ids + (size_t)t * (size_t)shape->topk;
         routing_pick_topk(&r, log_bias, shape->experts, shape->topk, row, keys);
@@ -157,11 +124,11 @@ static int gen_zipf(const routing_spec *spec, const routing_shape *shape, uint64
     }
     /* The popularity order is global (stream 1, rank 0): a hot expert is hot
      * for every rank's tokens, which is what makes a destination rank hot. */
-    routing_rng g;
-    routing_rng_seed(&g, seed, 1, 0);
+    kit_rng g;
+    kit_rng_seed(&g, seed, 1, 0);
     for (int i = 0; i < n; i++) perm[i] = i;
     for (int i = n - 1; i > 0; i--) {
-        int j = (int)(routing_rng_next(&g) % (uint64_t)(i + 1));
+        int j = (int)(kit_rng_next(&g) % (uint64_t)(i + 1));
         int tmp = perm[i];
         perm[i] = perm[j];
         perm[j] = tmp;
@@ -236,10 +203,10 @@ static int gen_group_limited(const routing_spec *spec, const routing_shape *shap
         snprintf(err, errlen, "routing: out of memory for %d experts", n);
         return -1;
     }
-    routing_rng r;
-    routing_rng_seed(&r, seed, 0, (uint64_t)rank);
+    kit_rng r;
+    kit_rng_seed(&r, seed, 0, (uint64_t)rank);
     for (int t = 0; t < tokens; t++) {
-        for (int e = 0; e < n; e++) key[e] = -log(-log(routing_rng_open01(&r)));
+        for (int e = 0; e < n; e++) key[e] = -log(-log(kit_rng_open01(&r)));
         for (int g = 0; g < groups; g++) {
             double a = -INFINITY, b = -INFINITY;   /* two best keys of the group */
             for (int e = g * per; e < (g + 1) * per; e++) {
@@ -338,14 +305,14 @@ static int gen_drop(const routing_spec *spec, const routing_shape *shape, uint64
         snprintf(err, errlen, "routing: out of memory for %d top-k keys", shape->topk);
         return -1;
     }
-    routing_rng r, drop;
-    routing_rng_seed(&r, seed, 0, (uint64_t)rank);
-    routing_rng_seed(&drop, seed, 3, (uint64_t)rank);
+    kit_rng r, drop;
+    kit_rng_seed(&r, seed, 0, (uint64_t)rank);
+    kit_rng_seed(&drop, seed, 3, (uint64_t)rank);
     for (int t = 0; t < tokens; t++) {
         int32_t *row = ids + (size_t)t * (size_t)shape->topk;
         routing_pick_topk(&r, NULL, shape->experts, shape->topk, row, keys);
         for (int k = 0; k < shape->topk; k++)
-            if (routing_rng_open01(&drop) < spec->param) row[k] = -1;
+            if (kit_rng_open01(&drop) < spec->param) row[k] = -1;
         routing_draw_weights(&r, row, shape->topk, weights + (size_t)t * (size_t)shape->topk);
     }
     free(keys);

@@ -7,7 +7,7 @@
  * dispatch/combine metadata from it and their CPU references check against it.
  *
  * The generator is deterministic: the same spec, shape, seed and rank give the
- * same arrays on every machine (a private splitmix64/xoshiro stream, no libc
+ * same arrays on every machine (the kit's xoshiro stream, kit_rng, no libc
  * rand, no floating point that depends on the platform's libm beyond log()).
  *
  * Spec grammar (`--routing`): KIND[:ARG]. Kinds today:
@@ -25,7 +25,7 @@
  *             "{rank}" in PATH names one file per rank, otherwise one file
  *             holds every rank's rows back to back in rank order
  * Adding a kind is one entry in the table of routing.c plus its generate
- * function; the shared pieces it needs (rng, Gumbel top-k over per-expert
+ * function; the shared pieces it needs (kit_rng, Gumbel top-k over per-expert
  * log-biases, weight normalisation) are exported below. The shape carries
  * the topology those kinds need (nodes, npus per node, ranks).
  */
@@ -114,24 +114,19 @@ int routing_active_rank(const routing_shape *shape, int k);
 
 /* ---- building blocks for new kinds ---- */
 
-typedef struct routing_rng { uint64_t s[4]; } routing_rng;
-
-/* Independent stream per (seed, stream, rank). */
-void routing_rng_seed(routing_rng *r, uint64_t seed, uint64_t stream, uint64_t rank);
-uint64_t routing_rng_next(routing_rng *r);
-/* Uniform in (0, 1): never exactly 0 or 1, so log() is safe. */
-double routing_rng_open01(routing_rng *r);
+/* The kit's random stream (kit.h). */
+typedef struct kit_rng kit_rng;
 
 /* Picks topk distinct experts out of n by the largest log_bias[e] + Gumbel
  * noise (sampling without replacement proportional to exp(log_bias)); an
  * expert with log_bias -INFINITY is never picked. log_bias NULL = all equal,
  * which is "top-k of i.i.d. random scores". Writes topk ids in descending key
  * order; slots that cannot be filled (fewer eligible experts) get -1. */
-void routing_pick_topk(routing_rng *r, const double *log_bias, int n, int topk, int32_t *ids,
+void routing_pick_topk(kit_rng *r, const double *log_bias, int n, int topk, int32_t *ids,
                        double *keys_scratch);
 
 /* Draws random affinities for the kept slots of one token and normalises
  * them to sum to 1 (dropped slots, id -1, get weight 0). */
-void routing_draw_weights(routing_rng *r, const int32_t *ids, int topk, float *weights);
+void routing_draw_weights(kit_rng *r, const int32_t *ids, int topk, float *weights);
 
 #endif

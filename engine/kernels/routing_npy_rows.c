@@ -11,6 +11,8 @@
  */
 #include "routing.h"
 
+#include "kit.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,8 +146,8 @@ int routing_npy_generate_rows(const routing_spec *spec, const routing_shape *sha
         snprintf(err, errlen, "--routing %s: %s: cannot read its rows", spec->text, path);
         goto out;
     }
-    routing_rng r;
-    routing_rng_seed(&r, seed, 0, (uint64_t)rank);
+    kit_rng r;
+    kit_rng_seed(&r, seed, 0, (uint64_t)rank);
     for (int t = 0; t < tokens; t++) {
         if (fread(buf, 1, row_bytes, nf.f) != row_bytes) {
             snprintf(err, errlen, "--routing %s: %s: truncated at row %lld", spec->text, path,

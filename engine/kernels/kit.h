@@ -1,0 +1,202 @@
+/*
+ * kit.h - the kernel kit: what every kernel of engine/kernels/ shares, so a
+ * kernel's own files hold only what is its own.
+ *
+ * Internal to the kernels library (kernels.h stays its public header):
+ *   alignment        kit_align_up, the one rounding helper (this header)
+ *   RNG              kit_mix64 / kit_splitmix64 (this header, inline: the
+ *                    payload generators call them per element) and the
+ *                    xoshiro256** stream the routing draws from (kit_rng.c)
+ *   shared options   the MoE options most kernels take (tokens, hidden,
+ *                    topk, experts, routing, data-seed, inject), declared by
+ *                    the KIT_OPT_* entries below and read by kit_options.c
+ *   guard regions    buffers followed by bytes that must stay as written,
+ *                    allocated, filled and verified by kit_guard.c
+ *   payload tags     the small-integer fields a generated row starts with,
+ *                    so a misplaced row says whose it is (kit_tag.c)
+ *   setup            the host state's allocation and the one-node topology
+ *                    check every setup and shape begins with (kit_setup.c)
+ *   memory estimate  the per-slot plan cost and the page a ring record
+ *                    costs, for the kernels' estimate hooks (this header)
+ */
+#ifndef NPURR_KERNEL_KIT_H
+#define NPURR_KERNEL_KIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../engine.h"
+
+struct kernel_opts;
+struct routing_spec;
+
+/* ------------------------------------------------------------ alignment */
+
+static inline uint64_t kit_align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+static inline uint64_t kit_align_down(uint64_t v, uint64_t a) { return v / a * a; }
+
+/* ------------------------------------------------------------------ RNG */
+
+/* The splitmix64 finalizer: a 64-bit mixing function, the base of every
+ * seeded stream in the kernels (payload rows, routing, matrices). */
+static inline uint64_t kit_mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* splitmix64: the next value of the sequence whose state is *state. */
+static inline uint64_t kit_splitmix64(uint64_t *state) {
+    return kit_mix64(*state += 0x9e3779b97f4a7c15ULL);
+}
+
+/* xorshift64*: one cheap step per element of a generated row. */
+static inline uint64_t kit_xorshift64s(uint64_t *x) {
+    *x ^= *x >> 12;
+    *x ^= *x << 25;
+    *x ^= *x >> 27;
+    return *x * 0x2545f4914f6cdd1dULL;
+}
+
+/* xoshiro256**: the routing's stream, independent per (seed, stream, rank). */
+typedef struct kit_rng { uint64_t s[4]; } kit_rng;
+void kit_rng_seed(kit_rng *r, uint64_t seed, uint64_t stream, uint64_t rank);
+uint64_t kit_rng_next(kit_rng *r);
+/* Uniform in (0, 1): never exactly 0 or 1, so log() is safe. */
+double kit_rng_open01(kit_rng *r);
+
+/* ------------------------------------------------------- shared options */
+
+/* The option entries the MoE kernels share, with their help written once.
+ * A kernel lists the ones it takes in its kernel_option table with its own
+ * default; `inject` also names the kernel's faults ("none | FAULT (...)"). */
+#define KIT_OPT_TOKENS(dflt) {"tokens", dflt, "tokens per rank"}
+#define KIT_OPT_HIDDEN(dflt, more) {"hidden", dflt, "hidden size: elements per token row" more}
+#define KIT_OPT_TOPK(dflt) {"topk", dflt, "experts per token (1..64)"}
+#define KIT_OPT_EXPERTS(dflt, more) \
+    {"experts", dflt, "experts in total; each rank holds experts / ranks" more}
+/* The CLI lists the routing kinds from routing.c's one table. */
+#define KIT_OPT_ROUTING(dflt) {"routing", dflt, "how tokens pick their experts"}
+#define KIT_OPT_DATA_SEED(what) {"data-seed", "1", "seed of " what}
+#define KIT_OPT_INJECT(faults) {"inject", "none", "none | " faults}
+
+/* Upper bounds a kernel puts on the shared shape options (lower bound 1),
+ * and on tokens x topk x ranks, the rows its int32 tables count (0: none). */
+typedef struct kit_moe_limits {
+    int64_t tokens, hidden, topk, experts, rows;
+} kit_moe_limits;
+
+/* The shared MoE shape, validated against the rank count: experts divide
+ * evenly over the ranks, topk <= experts. tokens is 0 when the kernel reads
+ * tokens itself. */
+#define KIT_MOE_FIELDS int tokens, hidden, topk, experts, local_experts
+typedef struct kit_moe { KIT_MOE_FIELDS; } kit_moe;
+/* In a kernel's shape: the shared fields by their own names (sh->tokens)
+ * and, over the same bytes, as the one kit_moe (sh->moe) kit_read_moe fills. */
+#define KIT_MOE_IN_SHAPE union { kit_moe moe; struct { KIT_MOE_FIELDS; }; }
+
+/* Reads --tokens (unless lim->tokens is 0), --hidden, --experts and --topk,
+ * in that order, each against its limit, then the rows. 0, or -1 with err
+ * naming the option. */
+int kit_read_moe(const struct kernel_opts *o, int num_ranks, const kit_moe_limits *lim,
+                 kit_moe *m, char *err, size_t errlen);
+/* A string option that must have a value. */
+int kit_read_str(const struct kernel_opts *o, const char *name, const char **out, char *err,
+                 size_t errlen);
+/* --routing parsed into spec. */
+int kit_read_routing(const struct kernel_opts *o, struct routing_spec *spec, char *err, size_t errlen);
+/* --data-seed. */
+int kit_read_seed(const struct kernel_opts *o, uint64_t *seed, char *err, size_t errlen);
+/* --inject against the kernel's faults: faults[0] is "none", the list ends
+ * with NULL; *which is the index of the named fault. */
+int kit_read_inject(const struct kernel_opts *o, const char *const *faults, int *which, char *err,
+                    size_t errlen);
+
+/* ------------------------------------------------------ memory estimate */
+
+/* The routing plan on the host: ids, weights, expand index per (t, k). */
+#define KIT_PLAN_BYTES_PER_SLOT 16ull
+/* A ring record is backed only where written: at least a page (its
+ * metadata), at most the record. */
+static inline uint64_t kit_page_of(uint64_t record) { return record < 4096 ? record : 4096; }
+
+/* ----------------------------------------------------------- setup */
+
+/* *state = NULL, then a zeroed host state of `bytes`; NULL with err
+ * "OWNER: out of host memory" when there is no memory. */
+void *kit_state_new(size_t bytes, const char *owner, void **state, char *err, size_t errlen);
+/* For kernels that run inside one node: --nodes 1 and 1..max_ranks NPUs,
+ * else -1 with err saying why ("KERNEL WHY: --nodes must be 1"). */
+int kit_check_one_node(const char *kernel, const char *why, int nodes, int npus_per_node,
+                       int max_ranks, char *err, size_t errlen);
+
+/* --------------------------------------------------------- guard regions */
+
+/* Bytes after a buffer that must still hold `value` after the run: a write
+ * past the end of the buffer is caught by kit_guards_check. */
+#define KIT_GUARD_BYTES 64u
+
+typedef struct kit_guard {
+    gm_t at;
+    uint32_t bytes;
+    uint8_t value;
+    const char *what;
+} kit_guard;
+
+/* Every guard region of one run. owner prefixes the setup's messages
+ * ("combine setup"); value is the kernel's guard byte. */
+typedef struct kit_guards {
+    const char *owner;
+    uint8_t value;
+    kit_guard *v;
+    int n, cap;
+} kit_guards;
+
+void kit_guards_init(kit_guards *g, const char *owner, uint8_t value);
+void kit_guards_free(kit_guards *g);
+/* Fills bytes at `at` with the guard byte and remembers the region. */
+int kit_guard_fill(engine *e, kit_guards *g, gm_t at, uint32_t bytes, const char *what,
+                   char *err, size_t errlen);
+/* Remembers a region that must still hold `value` (not the guard byte: the
+ * unused bytes of a zeroed control block) without writing it. */
+int kit_guard_expect(kit_guards *g, gm_t at, uint32_t bytes, uint8_t value, const char *what,
+                     char *err, size_t errlen);
+/* One buffer of a kernel's per-rank list, for kit_alloc_all: bytes (room
+ * for at least UB_ALIGN, so an empty buffer still exists), then
+ * KIT_GUARD_BYTES more when guarded. The guard starts right at the end of
+ * the data, so a write one byte too far is caught; it covers the alignment
+ * padding too, which also absorbs the kernels' 32 B over-reads. */
+typedef struct kit_buffer {
+    uint64_t bytes;
+    const char *what;
+    int guarded;
+    gm_t *out;
+} kit_buffer;
+/* Allocates every buffer of the list on one rank, in order. */
+int kit_alloc_all(engine *e, kit_guards *g, int rank, const kit_buffer *bufs, size_t n,
+                  char *err, size_t errlen);
+/* After the run: 0 when every guard byte is intact, else 1 with msg naming
+ * the buffer, the rank, the byte and its GM offset. */
+int kit_guards_check(engine *e, const kit_guards *g, char *msg, size_t msglen);
+
+/* ---------------------------------------------------------- payload tags */
+
+/* A generated row starts with a tag: a few fields (token id, rank, ...),
+ * each spread over `width` little-endian bytes, one byte per element, so
+ * every element is a small integer, exact in bf16 and a raw fp8 byte. */
+#define KIT_TAG_MAX_ELEMS 8
+
+/* The tag's elements: elems[j] = byte j of the fields in order; returns how
+ * many elements (the sum of the widths). */
+int kit_tag_bytes(const int *values, const int *widths, int nfields, uint8_t *elems);
+/* Reads the fields back from a bf16 row of `hidden` elements; 0 when the
+ * row is too short or its first elements are not a well-formed tag. */
+int kit_tag_decode_bf16(const void *row, int hidden, const int *widths, int nfields, int *values);
+/* The same for a row of raw bytes (fp8): every byte is an element. */
+void kit_tag_decode_bytes(const uint8_t *row, const int *widths, int nfields, int *values);
+/* A bf16 row of `hidden` elements: the tag, then values in [-1, 1) drawn
+ * with kit_xorshift64s from x (the row's own state, mixed from its origin). */
+void kit_fill_tagged_bf16(uint16_t *row, int hidden, const int *values, const int *widths,
+                          int nfields, uint64_t x);
+
+#endif
