@@ -15,13 +15,6 @@
 #define CORO_STACK (1024u * 1024u)
 #endif
 
-static uint64_t splitmix(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
 static uint64_t ns_to_ps(double ns) { return (uint64_t)llround(ns * 1000.0); }
 
 static void derive_timing(engine *e) {
@@ -90,7 +83,7 @@ int engine_create(const engine_config *cfg, engine **out, char *err, size_t errl
             /* Seed 0 keeps the natural (rank, core) order; other seeds
              * permute ties, which is the scheduler's only freedom. */
             c->prio = cfg->seed == 0 ? (uint64_t)(r * e->cores_per_rank + i)
-                                     : (splitmix(&prio_state) >> 40);
+                                     : (eng_splitmix64(&prio_state) >> 40);
         }
     }
     e->rng = cfg->seed ^ 0x6E70757272ULL;
@@ -178,7 +171,7 @@ int eng_same_node(const engine *e, int a, int b) {
 
 uint64_t eng_jitter(engine *e, uint64_t dur) {
     if (e->cfg.jitter <= 0 || dur == 0) return dur;
-    double u = (double)(splitmix(&e->rng) >> 11) / 9007199254740992.0;  /* [0,1) */
+    double u = (double)(eng_splitmix64(&e->rng) >> 11) / 9007199254740992.0;  /* [0,1) */
     double f = 1.0 + e->cfg.jitter * (2.0 * u - 1.0);
     return (uint64_t)llround((double)dur * f);
 }

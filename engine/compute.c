@@ -51,7 +51,7 @@ int eng_dtype_size(int dtype) {
     }
 }
 
-float eng_load_elem(const uint8_t *p, int dtype, uint64_t i) {
+static float eng_load_elem(const uint8_t *p, int dtype, uint64_t i) {
     switch (dtype) {
     case DT_FLOAT: { float v; memcpy(&v, p + 4 * i, 4); return v; }
     case DT_INT32: { int32_t v; memcpy(&v, p + 4 * i, 4); return (float)v; }
@@ -63,7 +63,7 @@ float eng_load_elem(const uint8_t *p, int dtype, uint64_t i) {
     }
 }
 
-void eng_store_elem(uint8_t *p, int dtype, uint64_t i, float v) {
+static void eng_store_elem(uint8_t *p, int dtype, uint64_t i, float v) {
     switch (dtype) {
     case DT_FLOAT: memcpy(p + 4 * i, &v, 4); break;
     case DT_INT32: { int32_t w = (int32_t)lrintf(v); memcpy(p + 4 * i, &w, 4); break; }

@@ -221,8 +221,6 @@ int engine_gm_equal_host(engine *e, gm_t a, const void *want, uint64_t bytes, ui
 int engine_gm_equal_generated(engine *e, gm_t p, uint64_t rows, uint64_t row_bytes,
                               engine_row_fn fn, const void *params, size_t params_size,
                               uint64_t *diff);
-/* Total bytes of GM allocated on all ranks (the logical GM). */
-uint64_t engine_gm_allocated(const engine *e);
 /* How memory is held now: the logical GM (every allocation), the bytes held
  * as references (GM and local memories) in how many extents, and the bytes
  * written literally so far by copies, computations, generators in FULL mode

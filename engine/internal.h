@@ -328,7 +328,6 @@ void eng_wake(engine *e, core *c, uint64_t t, int64_t value, uint64_t seq, uint3
 void eng_push(engine *e, uint64_t time, uint64_t prio, qitem_type type, uint32_t idx);
 uint64_t eng_emit(engine *e, engine_event *ev);
 void eng_fault(core *c, dev_site s, const char *fmt, ...) __attribute__((format(printf, 3, 4), noreturn));
-void eng_stop(engine *e, engine_outcome outcome, const char *msg);
 
 /* hooks.c: checker hooks, no effect on the run (engine.h, engine_hook) */
 void eng_hook_xfer(engine *e, const xfer *x);
@@ -390,16 +389,13 @@ int64_t eng_read_word(const uint8_t *p, int width);
 void eng_write_word(uint8_t *p, int width, int64_t v);
 int eng_cond_holds(int cond, int64_t value, int64_t expected);
 void eng_watch(engine *e, core *c);
-void eng_unwatch(engine *e, core *c);
 
 /* pipes.c */
 xfer *eng_xfer_new(engine *e);
 void eng_xfer_post(engine *e, xfer *x, uint64_t issue_time, uint64_t prio);
-uint64_t eng_pipe_start(core *c, int pipe);
 void eng_xfer_issue_on(core *c, xfer *x, double core_ps_per_byte, uint64_t fixed_ps,
                        resource **res, int n_res, uint64_t latency_ps, dev_site s);
 void eng_xfer_complete(engine *e, xfer *x);
-int eng_pipe_of_event(int hard_event, int consumer);
 /* The scalar unit waits until a time it already knows (a flag's fire time, a
  * pipe draining): begin/end events on the S track, the end naming the last
  * completion on waker's pipe. begin_kind + 1 must be the matching end kind. */
@@ -409,17 +405,24 @@ void eng_wait_until(core *c, uint64_t until, int begin_kind, int sub, int64_t va
 /* dev_sync.c */
 void eng_xcore_deliver(engine *e, xfer *x);
 
+/* The engine's one seeded generator step (splitmix64): the tie order, the
+ * jitter and the delay points. The kernels have their own (kit.h): the
+ * engine does not link them. */
+static inline uint64_t eng_splitmix64(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
 /* compute.c */
 void eng_apply_compute(engine *e, xfer *x);
 float eng_f16_to_f32(uint16_t h);
 uint16_t eng_f32_to_f16(float f);
-float eng_load_elem(const uint8_t *p, int dtype, uint64_t i);
-void eng_store_elem(uint8_t *p, int dtype, uint64_t i, float v);
 int eng_dtype_size(int dtype);
 
 /* report.c */
 const char *eng_space_name(int space);
-void eng_describe_wait(const engine *e, const core *c, char *buf, size_t len);
 
 #define EV_INIT(c, k, p) { .kind = (k), .rank = (uint32_t)(c)->rank, \
     .core = (uint32_t)(c)->index, .pipe = (uint8_t)(p) }

@@ -200,7 +200,8 @@ int engine_gm_equal_generated(engine *e, gm_t p, uint64_t rows, uint64_t row_byt
                                    row_bytes, diff);
 }
 
-uint64_t engine_gm_allocated(const engine *e) {
+/* Total bytes of GM allocated on all ranks (the logical GM). */
+static uint64_t gm_allocated(const engine *e) {
     uint64_t total = 0;
     for (int r = 0; r < e->n_ranks; r++)
         for (int i = 0; i < e->ranks[r].n_allocs; i++) total += e->ranks[r].allocs[i].size;
@@ -209,7 +210,7 @@ uint64_t engine_gm_allocated(const engine *e) {
 
 void engine_memory_get(const engine *e, engine_memory *m) {
     memset(m, 0, sizeof *m);
-    m->logical_gm = engine_gm_allocated(e);
+    m->logical_gm = gm_allocated(e);
     for (int r = 0; r < e->n_ranks; r++)
         for (int i = 0; i < e->ranks[r].n_allocs; i++) {
             const mseg *s = e->ranks[r].allocs[i].seg;

@@ -57,7 +57,7 @@ void eng_xfer_post(engine *e, xfer *x, uint64_t issue_time, uint64_t prio) {
     eng_push(e, x->end, prio, Q_XFER, (uint32_t)(x - e->xfers));
 }
 
-uint64_t eng_pipe_start(core *c, int pipe) {
+static uint64_t eng_pipe_start(core *c, int pipe) {
     pipe_q *p = &c->pipes[pipe];
     uint64_t s = c->now;
     if (p->free_at > s) s = p->free_at;

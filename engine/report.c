@@ -91,7 +91,7 @@ static void track_name(const engine *e, uint32_t track1, char *buf, size_t len) 
              engine_pipe_name((int)pipe));
 }
 
-void eng_describe_wait(const engine *e, const core *c, char *buf, size_t len) {
+static void eng_describe_wait(const engine *e, const core *c, char *buf, size_t len) {
     switch (c->wait) {
     case WAIT_GM: {
         const engine_object *o = engine_object_get(e, c->wait_object);

@@ -175,7 +175,7 @@ static void core_main(void *arg) {
 }
 
 /* ------------------------------------------------------------ faults */
-void eng_stop(engine *e, engine_outcome outcome, const char *msg) {
+static void eng_stop(engine *e, engine_outcome outcome, const char *msg) {
     if (e->outcome != OUTCOME_RUNNING) return;
     e->outcome = outcome;
     snprintf(e->message, sizeof e->message, "%s", msg);

@@ -23,13 +23,6 @@ typedef struct sched_delay {
     uint32_t n, next;
 } sched_delay;
 
-static uint64_t mix(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
@@ -54,7 +47,7 @@ int eng_delay_init(engine *e, char *err, size_t errlen) {
     /* Its own stream, so the tie permutation and jitter of the same seed
      * are the ones a run without delays takes. */
     uint64_t state = cfg->seed ^ 0x706374ULL;
-    for (uint32_t i = 0; i < cfg->pct_points; i++) d->at[i] = 1 + mix(&state) % cfg->pct_span;
+    for (uint32_t i = 0; i < cfg->pct_points; i++) d->at[i] = 1 + eng_splitmix64(&state) % cfg->pct_span;
     qsort(d->at, cfg->pct_points, sizeof *d->at, cmp_u64);
     d->n = cfg->pct_points;
     e->delay = d;

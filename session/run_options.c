@@ -157,6 +157,78 @@ static int find_kernel(int argc, char **argv, run_options *ro, char *err, size_t
     return 0;
 }
 
+/* An engine option (the configuration table's ranges for nodes, NPUs per
+ * node and jitter): 1 when a is one and v was taken, 0 when a is not an
+ * engine option, -1 (err set) when v is bad. */
+static int engine_option(run_options *ro, const char *a, const char *v, char *err,
+                         size_t errlen) {
+    long long n;
+    const engine_config_limit *lim_nodes = engine_config_limit_get(ENGINE_LIMIT_NODES);
+    const engine_config_limit *lim_npus = engine_config_limit_get(ENGINE_LIMIT_NPUS_PER_NODE);
+    const engine_config_limit *lim_jitter = engine_config_limit_get(ENGINE_LIMIT_JITTER);
+    if (strcmp(a, lim_nodes->option) == 0) {
+        if (parse_int(a, v, (long long)lim_nodes->lo, (long long)lim_nodes->hi, &n, err,
+                      errlen))
+            return -1;
+        ro->config.nodes = (int)n;
+    } else if (strcmp(a, lim_npus->option) == 0) {
+        if (parse_int(a, v, (long long)lim_npus->lo, (long long)lim_npus->hi, &n, err, errlen))
+            return -1;
+        ro->config.npus_per_node = (int)n;
+    } else if (strcmp(a, "--chip") == 0) {
+        if (engine_chip_parse(v, &ro->config.chip) != 0) {
+            snprintf(err, errlen, "--chip: '%s' is not %s", v, engine_chips_text());
+            return -1;
+        }
+    } else if (strcmp(a, "--seed") == 0) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long s = strtoull(v, &end, 10);
+        if (errno || end == v || *end || v[0] == '-') {
+            snprintf(err, errlen, "--seed: '%s' is not a non-negative integer", v);
+            return -1;
+        }
+        ro->config.seed = s;
+    } else if (strcmp(a, lim_jitter->option) == 0) {
+        char *end = NULL;
+        double j = strtod(v, &end);
+        if (end == v || *end || !isfinite(j) || j < lim_jitter->lo || j > lim_jitter->hi) {
+            snprintf(err, errlen, "--jitter: '%s' is not a number between %g and %g", v,
+                     lim_jitter->lo, lim_jitter->hi);
+            return -1;
+        }
+        ro->config.jitter = j;
+    } else if (strcmp(a, "--pct-points") == 0) {
+        if (parse_int(a, v, 0, 1000000, &n, err, errlen)) return -1;
+        ro->config.pct_points = (uint32_t)n;
+    } else if (strcmp(a, "--pct-span") == 0) {
+        if (parse_int(a, v, 1, 1LL << 50, &n, err, errlen)) return -1;
+        ro->config.pct_span = (uint64_t)n;
+    } else if (strcmp(a, "--pct-delay-us") == 0) {
+        char *end = NULL;
+        double us = strtod(v, &end);
+        if (end == v || *end || !isfinite(us) || us <= 0 || us > 1e9) {
+            snprintf(err, errlen, "--pct-delay-us: '%s' is not a number of microseconds above 0", v);
+            return -1;
+        }
+        ro->config.pct_delay_ps = (uint64_t)llround(us * 1e6);
+    } else if (strcmp(a, "--hw") == 0) {
+        ro->hw_file = v;
+        if (engine_hw_load(&ro->config.hw, v, err, errlen) != ENGINE_OK) return -1;
+    } else if (strcmp(a, "--payload") == 0) {
+        if (engine_payload_parse(v, &ro->config.payload)) {
+            snprintf(err, errlen, "--payload: '%s' is not ref or full", v);
+            return -1;
+        }
+    } else if (strcmp(a, "--watchdog-us") == 0) {
+        if (parse_int(a, v, 0, 1000000000000LL, &n, err, errlen)) return -1;
+        ro->config.watchdog_ps = (uint64_t)n * 1000000ULL;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *err, size_t errlen) {
     memset(ro, 0, sizeof *ro);
     engine_config_defaults(&ro->config);
@@ -168,7 +240,6 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        long long n;
         /* --opt=VALUE: the name before '=', the value after it. */
         char name[128];
         const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
@@ -210,67 +281,10 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
             ro->check_races = 1;
             continue;
         }
-        const engine_config_limit *lim_nodes = engine_config_limit_get(ENGINE_LIMIT_NODES);
-        const engine_config_limit *lim_npus = engine_config_limit_get(ENGINE_LIMIT_NPUS_PER_NODE);
-        const engine_config_limit *lim_jitter = engine_config_limit_get(ENGINE_LIMIT_JITTER);
-        if (strcmp(a, lim_nodes->option) == 0) {
-            if (parse_int(a, v, (long long)lim_nodes->lo, (long long)lim_nodes->hi, &n, err,
-                          errlen))
-                return EXIT_USAGE;
-            ro->config.nodes = (int)n;
-        } else if (strcmp(a, lim_npus->option) == 0) {
-            if (parse_int(a, v, (long long)lim_npus->lo, (long long)lim_npus->hi, &n, err, errlen))
-                return EXIT_USAGE;
-            ro->config.npus_per_node = (int)n;
-        } else if (strcmp(a, "--chip") == 0) {
-            if (engine_chip_parse(v, &ro->config.chip) != 0) {
-                snprintf(err, errlen, "--chip: '%s' is not %s", v, engine_chips_text());
-                return EXIT_USAGE;
-            }
-        } else if (strcmp(a, "--seed") == 0) {
-            char *end = NULL;
-            errno = 0;
-            unsigned long long s = strtoull(v, &end, 10);
-            if (errno || end == v || *end || v[0] == '-') {
-                snprintf(err, errlen, "--seed: '%s' is not a non-negative integer", v);
-                return EXIT_USAGE;
-            }
-            ro->config.seed = s;
-        } else if (strcmp(a, lim_jitter->option) == 0) {
-            char *end = NULL;
-            double j = strtod(v, &end);
-            if (end == v || *end || !isfinite(j) || j < lim_jitter->lo || j > lim_jitter->hi) {
-                snprintf(err, errlen, "--jitter: '%s' is not a number between %g and %g", v,
-                         lim_jitter->lo, lim_jitter->hi);
-                return EXIT_USAGE;
-            }
-            ro->config.jitter = j;
-        } else if (strcmp(a, "--pct-points") == 0) {
-            if (parse_int(a, v, 0, 1000000, &n, err, errlen)) return EXIT_USAGE;
-            ro->config.pct_points = (uint32_t)n;
-        } else if (strcmp(a, "--pct-span") == 0) {
-            if (parse_int(a, v, 1, 1LL << 50, &n, err, errlen)) return EXIT_USAGE;
-            ro->config.pct_span = (uint64_t)n;
-        } else if (strcmp(a, "--pct-delay-us") == 0) {
-            char *end = NULL;
-            double us = strtod(v, &end);
-            if (end == v || *end || !isfinite(us) || us <= 0 || us > 1e9) {
-                snprintf(err, errlen, "--pct-delay-us: '%s' is not a number of microseconds above 0", v);
-                return EXIT_USAGE;
-            }
-            ro->config.pct_delay_ps = (uint64_t)llround(us * 1e6);
-        } else if (strcmp(a, "--hw") == 0) {
-            ro->hw_file = v;
-            if (engine_hw_load(&ro->config.hw, v, err, errlen) != ENGINE_OK) return EXIT_USAGE;
-        } else if (strcmp(a, "--payload") == 0) {
-            if (engine_payload_parse(v, &ro->config.payload)) {
-                snprintf(err, errlen, "--payload: '%s' is not ref or full", v);
-                return EXIT_USAGE;
-            }
-        } else if (strcmp(a, "--watchdog-us") == 0) {
-            if (parse_int(a, v, 0, 1000000000000LL, &n, err, errlen)) return EXIT_USAGE;
-            ro->config.watchdog_ps = (uint64_t)n * 1000000ULL;
-        } else if (strncmp(a, "--", 2) == 0) {
+        int taken = engine_option(ro, a, v, err, errlen);
+        if (taken < 0) return EXIT_USAGE;
+        if (taken) continue;
+        if (strncmp(a, "--", 2) == 0) {
             if (set_kernel_opt(ro, a + 2, v, err, errlen)) return EXIT_USAGE;
         } else {
             snprintf(err, errlen, "%s: unknown option", a);
