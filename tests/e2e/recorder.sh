@@ -93,6 +93,10 @@ expect_exit 0 "info --help" "$NPURR" info --help
 grep -q '^usage: npurr info RUN' "$tmp/out" || fail "info --help"
 expect_exit 0 "reindex --help" "$NPURR" reindex --help
 grep -q '^usage: npurr reindex RUN' "$tmp/out" || fail "reindex --help"
+# call sites name files relative to the repository, so a run replays in any
+# checkout of the same source
+expect_exit 0 "sites" "$NPURR" sql "$run" "select count(*), sum(file like '/%') from sites"
+grep -qE '^ *[1-9][0-9]* +0 *$' "$tmp/out" || fail "sites with absolute paths: $(cat "$tmp/out")"
 NPURR_CHUNK_EVENTS=12x expect_exit 1 "bad NPURR_CHUNK_EVENTS" "$NPURR" record -k combine-sender -o "$tmp/badchunk"
 grep -q 'NPURR_CHUNK_EVENTS=12x: expected a number of events from 1024 to' "$tmp/err" ||
     fail "bad NPURR_CHUNK_EVENTS: $(cat "$tmp/err")"
