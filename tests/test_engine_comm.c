@@ -246,6 +246,9 @@ static void k_ring(const void *a) {
             if (GetValue64(gm_add(slots, 8 * (head % 4))) != head * 7) SetValue64(gm_add(slots, 64), head + 1);
             RingStoreHead(p->ring, head + 1);
         }
+        /* the ring's words read back by name, into a word named here */
+        NameWord(gm_add(slots, 80), 8, "consumer.done");
+        SetValue64(gm_add(slots, 80), RingLoadHead(p->ring) * 1000 + RingLoadTail(p->ring));
     }
 }
 
@@ -277,6 +280,15 @@ static void test_ring_named_stores_and_waits(void **state) {
     const engine_object *r = engine_object_get(e, p.ring);
     assert_int_equal(engine_word_value(e, r->head), 100);
     assert_int_equal(engine_word_value(e, r->tail), 100);
+    int64_t *done = engine_gm_host(e, gm_add(gm_on_rank(p.buf, 1), 80), 8);
+    assert_int_equal(*done, 100 * 1000 + 100);
+    int named = 0;
+    for (uint32_t id = 1; id <= engine_object_count(e); id++) {
+        const engine_object *o = engine_object_get(e, id);
+        const char *name = o ? engine_string(e, o->name) : NULL;
+        named += name && !strcmp(name, "consumer.done") && o->rank == 1;
+    }
+    assert_int_equal(named, 1);
     engine_destroy(e);
 }
 
