@@ -157,7 +157,7 @@ static int build_table(rec_order *o, const engine_event *evs, size_t n) {
         while (o->hash[h] != UINT64_MAX && o->hash[h] != k) h = (h + 1) & (slots - 1);
         if (o->hash[h] == UINT64_MAX) { o->hash[h] = k; keys[nk++] = k; }
     }
-    qsort(keys, nk, sizeof *keys, cmp_key);
+    if (nk > 1) qsort(keys, nk, sizeof *keys, cmp_key);   /* keys is NULL for an empty chunk */
     if (reserve_cores(o, nk)) return -1;
     o->ncores = (uint32_t)nk;
     for (uint32_t c = 0; c < nk; c++) {
