@@ -188,13 +188,15 @@ static inline int value_is_time(uint8_t kind) {
 }
 static inline int aux_is_time(uint8_t kind) { return kind == EV_FLAG_SET; }
 
-/* Pending XFER_ISSUEs of a chunk, by event position: a copied DONE stores
- * how many pending issues precede its own (the encoder's rank), and the
- * decoder finds the issue with that many before it (select). Queues
+/* Pending XFER_ISSUEs of a chunk, by event position. The encoder asks
+ * whether an issue is still pending (a second DONE of one issue is stored
+ * in full); a format 4 copied DONE stores how many pending issues precede
+ * its own, and the decoder finds the issue with that many before it
+ * (select; format 5 ranks within the core instead, rec_order.c). Queues
  * complete nearly in order, so the pending issues cluster after the oldest
  * one still in flight. A bit per position, a count per block of 512
  * positions and one per group of 16 blocks make add/remove O(1) and
- * rank/select a walk over at most a few group counts, 16 block counts and
+ * select a walk over at most a few group counts, 16 block counts and
  * 8 words, starting at the first group that still holds a pending issue. */
 #define PEND_BLOCK_WORDS 8     /* 512 positions per block */
 #define PEND_GROUP_BLOCKS 16   /* 8192 positions per group */
@@ -245,18 +247,6 @@ static inline void pend_del(rec_codec *c, size_t pos) {
     c->pend_bits[pos >> 6] &= ~(1ull << (pos & 63));
     c->pend_cnt[pos >> 9]--;
     pend_group(c)[pos >> 13]--;
-}
-/* Pending positions below pos. */
-static inline uint64_t pend_rank(rec_codec *c, size_t pos) {
-    const uint32_t *grp = pend_group(c);
-    size_t g = pos >> 13, b = pos >> 9, w = pos >> 6;
-    while (c->pend_first < g && grp[c->pend_first] == 0) c->pend_first++;
-    uint64_t r = 0;
-    for (size_t i = c->pend_first; i < g; i++) r += grp[i];
-    for (size_t i = g * PEND_GROUP_BLOCKS; i < b; i++) r += c->pend_cnt[i];
-    for (size_t i = b * PEND_BLOCK_WORDS; i < w; i++) r += popcount64(c->pend_bits[i]);
-    uint64_t mask = (1ull << (pos & 63)) - 1;
-    return r + popcount64(c->pend_bits[w] & mask);
 }
 /* The pending position with k pending positions below it, or SIZE_MAX. */
 static inline size_t pend_select(rec_codec *c, uint64_t k) {
