@@ -45,6 +45,30 @@ static void derive_timing(engine *e) {
         e->hccs_links[i].ps_per_byte = 1000.0 / hw->hccs_link_gbps;
 }
 
+typedef struct { uint64_t draw; uint32_t core; } prio_draw;
+
+static int cmp_draw(const void *a, const void *b) {
+    const prio_draw *x = a, *y = b;
+    if (x->draw != y->draw) return x->draw < y->draw ? -1 : 1;
+    return (x->core > y->core) - (x->core < y->core);
+}
+
+/* Seed 0 keeps the natural (rank, core) order; other seeds permute it, which
+ * is the scheduler's only freedom. A permutation, not random values: tie
+ * keys must be unique per core (eng_core_key). */
+static int seed_priorities(engine *e) {
+    if (e->cfg.seed == 0) return ENGINE_OK;
+    size_t n = (size_t)e->n_ranks * (size_t)e->cores_per_rank;
+    prio_draw *d = malloc(n * sizeof *d);
+    if (!d) return ENGINE_ERR;
+    uint64_t state = e->cfg.seed;
+    for (size_t i = 0; i < n; i++) d[i] = (prio_draw){eng_splitmix64(&state), (uint32_t)i};
+    qsort(d, n, sizeof *d, cmp_draw);
+    for (size_t i = 0; i < n; i++) e->cores[d[i].core].prio = i;
+    free(d);
+    return ENGINE_OK;
+}
+
 int engine_create(const engine_config *cfg, engine **out, char *err, size_t errlen) {
     *out = NULL;
     if (engine_config_check(cfg, err, errlen) != ENGINE_OK) return ENGINE_ERR;
@@ -64,12 +88,12 @@ int engine_create(const engine_config *cfg, engine **out, char *err, size_t errl
     e->cores = calloc((size_t)e->n_ranks * (size_t)e->cores_per_rank, sizeof *e->cores);
     e->hccs_links = calloc((size_t)e->n_ranks * (size_t)e->n_ranks, sizeof *e->hccs_links);
     e->qp_done_at = calloc((size_t)e->n_ranks * (size_t)e->n_ranks, sizeof *e->qp_done_at);
-    if (!e->ranks || !e->cores || !e->hccs_links || !e->qp_done_at) {
+    e->qp_arrive_at = calloc((size_t)e->n_ranks * (size_t)e->n_ranks, sizeof *e->qp_arrive_at);
+    if (!e->ranks || !e->cores || !e->hccs_links || !e->qp_done_at || !e->qp_arrive_at) {
         engine_destroy(e);
         snprintf(err, errlen, "out of memory for %d ranks", e->n_ranks);
         return ENGINE_ERR;
     }
-    uint64_t prio_state = cfg->seed;
     for (int r = 0; r < e->n_ranks; r++) {
         e->ranks[r].next_off = 4096;  /* offset 0 is never a valid address */
         for (int i = 0; i < e->cores_per_rank; i++) {
@@ -80,13 +104,18 @@ int engine_create(const engine_config *cfg, engine **out, char *err, size_t errl
             c->is_aic = i < e->n_aic;
             c->launch = -1;
             c->group = -1;
-            /* Seed 0 keeps the natural (rank, core) order; other seeds
-             * permute ties, which is the scheduler's only freedom. */
-            c->prio = cfg->seed == 0 ? (uint64_t)(r * e->cores_per_rank + i)
-                                     : (eng_splitmix64(&prio_state) >> 40);
+            c->prio = (uint64_t)(r * e->cores_per_rank + i);
+            /* one jitter stream per core: its draws do not depend on what
+             * other cores (perhaps in other processes) drew before */
+            uint64_t st = cfg->seed ^ 0x6E70757272ULL ^ (c->prio << 24);
+            c->rng = eng_splitmix64(&st);
         }
     }
-    e->rng = cfg->seed ^ 0x6E70757272ULL;
+    if (seed_priorities(e) != ENGINE_OK) {
+        engine_destroy(e);
+        snprintf(err, errlen, "out of memory for the tie order of %d ranks", e->n_ranks);
+        return ENGINE_ERR;
+    }
     e->sym_next = 1ULL << 38;  /* the symmetric heap sits high in every rank's space */
     e->free_xfer = -1;
     derive_timing(e);
@@ -137,6 +166,8 @@ void engine_destroy(engine *e) {
     free(e->obj_last_track);
     free(e->obj_last_time);
     free(e->heap);
+    for (int i = 0; i < e->n_xfers; i++)
+        if (e->xfers[i].in_flight) { eng_seg_free(&e->xfers[i].flight); free(e->xfers[i].flight.host); }
     free(e->xfers);
     free(e->origins);
     free(e->origin_params);
@@ -145,6 +176,7 @@ void engine_destroy(engine *e) {
         for (size_t i = 0; i < (size_t)e->n_ranks * (size_t)e->n_ranks; i++) resource_free(&e->hccs_links[i]);
     free(e->hccs_links);
     free(e->qp_done_at);
+    free(e->qp_arrive_at);
     free(e->cores);
     free(e->ranks);
     free(e);
@@ -169,9 +201,10 @@ int eng_same_node(const engine *e, int a, int b) {
     return a / e->cfg.npus_per_node == b / e->cfg.npus_per_node;
 }
 
-uint64_t eng_jitter(engine *e, uint64_t dur) {
+uint64_t eng_jitter(core *c, uint64_t dur) {
+    engine *e = c->e;
     if (e->cfg.jitter <= 0 || dur == 0) return dur;
-    double u = (double)(eng_splitmix64(&e->rng) >> 11) / 9007199254740992.0;  /* [0,1) */
+    double u = (double)(eng_splitmix64(&c->rng) >> 11) / 9007199254740992.0;  /* [0,1) */
     double f = 1.0 + e->cfg.jitter * (2.0 * u - 1.0);
     return (uint64_t)llround((double)dur * f);
 }

@@ -5,10 +5,11 @@
  *
  * HCCS transfers run on the calling core's MTE queues (as shmem's
  * mte_put/get do), so SetFlag/WaitFlag order them like any DataCopy. RDMA
- * operations are posted to the rank's NIC: their bandwidth is the NIC's,
- * shared by every core of the rank, and operations to one peer complete in
- * posting order (a reliable-connection queue pair), which is what makes "data,
- * then tail atomic" safe. BatchWrite tasks are serialized on the rank's AICPU
+ * operations are posted to the rank's NIC and move in the steps of rdma.c: the
+ * source NIC's tx and the destination NIC's rx are each shared by every core
+ * of their rank, operations to one peer complete in posting order (a
+ * reliable-connection queue pair), which is what makes "data, then tail
+ * atomic" safe, and RdmaQuiet waits for their acks. BatchWrite tasks are serialized on the rank's AICPU
  * with the fixed per-task overhead of seed 002.
  */
 #include "internal.h"
@@ -93,26 +94,10 @@ void dev_hccs_put_ub(gm_t dst, local_t src, uint64_t bytes, dev_site s) {
 
 /* ------------------------------------------------------------ RDMA */
 static void rdma_post(core *c, xfer *x, int dst_rank, dev_site s) {
-    engine *e = c->e;
-    uint64_t start = c->now;
-    uint64_t t1 = resource_reserve(&e->ranks[c->rank].nic_tx, e->now, start, x->bytes);
-    uint64_t t2 = resource_reserve(&e->ranks[dst_rank].nic_rx, e->now, start, x->bytes);
-    uint64_t end = (t1 > t2 ? t1 : t2);
-    end = eng_jitter(e, end - start) + start + e->rdma_latency_ps;
-    uint64_t *qp = &e->qp_done_at[(size_t)c->rank * (size_t)e->n_ranks + (size_t)dst_rank];
-    if (end < *qp) end = *qp;   /* RC ordering: never overtakes an earlier op to this peer */
-    *qp = end;
     x->pipe = PIPE_NIC;
-    x->rank = c->rank;
-    x->core_index = c->index;
-    x->track = eng_track(e, c, PIPE_NIC);
-    x->start = start;
-    x->end = end;
-    x->site = eng_site(e, s);
+    x->site = eng_site(c->e, s);
     x->peer = dst_rank;
-    if (end > c->rdma_done_at) c->rdma_done_at = end;
-    eng_xfer_post(e, x, c->now, c->prio);
-    c->last_seq = x->issue_seq;
+    eng_rdma_post(c, x, c->now);
 }
 
 void dev_rdma_write(gm_t dst, gm_t src, uint64_t bytes, dev_site s) {
@@ -157,8 +142,7 @@ void dev_rdma_quiet(dev_site s) {
     eng_advance(c, e->scalar_ps);
     eng_sync(c);
     eng_hook_sync(c, HOOK_RDMA_QUIET, PIPE_NIC, 0, s);
-    if (c->rdma_done_at <= c->now) return;
-    eng_wait_until(c, c->rdma_done_at, EV_PIPE_WAIT_BEGIN, PIPE_NIC, 0, eng_site(e, s), &c->pipes[PIPE_NIC]);
+    if (c->rdma_outstanding) eng_rdma_wait_acks(c, eng_site(e, s), 1);
 }
 
 /* ------------------------------------------------------------ BatchWrite */
@@ -189,26 +173,21 @@ void dev_batch_write(gm_t tasks, uint32_t count, dev_site s) {
         uint64_t posted = (c->now > aicpu->free_at ? c->now : aicpu->free_at) + e->batch_task_ps;
         aicpu->free_at = posted;
         int dst = gm_rank(remote);
-        uint64_t end;
-        if (eng_same_node(e, c->rank, dst)) {
-            resource *link = &e->hccs_links[(size_t)c->rank * (size_t)e->n_ranks + (size_t)dst];
-            end = resource_reserve(link, e->now, posted, bytes) + e->hccs_latency_ps;
-        } else {
-            uint64_t t1 = resource_reserve(&e->ranks[c->rank].nic_tx, e->now, posted, bytes);
-            uint64_t t2 = resource_reserve(&e->ranks[dst].nic_rx, e->now, posted, bytes);
-            end = (t1 > t2 ? t1 : t2) + e->rdma_latency_ps;
-            uint64_t *qp = &e->qp_done_at[(size_t)c->rank * (size_t)e->n_ranks + (size_t)dst];
-            if (end < *qp) end = *qp;
-            *qp = end;
-        }
         xfer *x = eng_xfer_new(e);
         x->op = OP_BATCH_TASK; x->kind = XFER_BATCHWRITE; x->pipe = PIPE_AICPU;
         x->dst = eng_gm_at(e, remote, bytes, &x->dseg); x->src = eng_gm_at(e, local, bytes, &x->sseg);
         x->dst_raw = remote.a; x->src_raw = local.a; x->bytes = bytes; x->peer = dst;
         x->dst_rank = dst; x->dst_off = gm_offset(remote); x->object = eng_word_object(e, remote);
-        x->rank = c->rank; x->core_index = c->index; x->track = eng_track(e, c, PIPE_AICPU);
-        x->start = posted; x->end = end; x->site = eng_site(e, s);
-        eng_xfer_post(e, x, c->now, c->prio);
-        c->last_seq = x->issue_seq;
+        x->site = eng_site(e, s);
+        if (eng_same_node(e, c->rank, dst)) {
+            resource *link = &e->hccs_links[(size_t)c->rank * (size_t)e->n_ranks + (size_t)dst];
+            x->rank = c->rank; x->core_index = c->index; x->track = eng_track(e, c, PIPE_AICPU);
+            x->start = posted;
+            x->end = resource_reserve(link, e->now, posted, bytes) + e->hccs_latency_ps;
+            eng_xfer_post(e, x, c->now, eng_core_key(c));
+            c->last_seq = x->issue_seq;
+        } else {
+            eng_rdma_post(c, x, posted);   /* to another node: the NIC, as RdmaWrite */
+        }
     }
 }

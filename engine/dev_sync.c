@@ -121,7 +121,7 @@ static void remote_store(core *c, gm_t p, int width, int64_t v, int op, int xkin
     x->start = c->now;
     x->end = c->now + e->hccs_latency_ps;
     x->site = eng_site(e, s);
-    eng_xfer_post(e, x, c->now, c->prio);
+    eng_xfer_post(e, x, c->now, eng_core_key(c));
     c->last_seq = x->issue_seq;
 }
 
@@ -292,7 +292,7 @@ void dev_xcore_set(int pipe, int flag_id, dev_site s) {
         x->issue_seq = c->last_seq;
         x->track = eng_track(e, c, pipe);
         x->end = fire;
-        eng_push(e, fire, c->prio, Q_XFER, (uint32_t)(x - e->xfers));
+        eng_push(e, fire, eng_core_key(c), Q_XFER, (uint32_t)(x - e->xfers));
         eng_hook_sync(c, HOOK_XCORE_POST, flag_id, (uint64_t)t->index, s);
     }
 }

@@ -153,7 +153,8 @@ int IsAic(void);
  * tail atomic posted after the data lands after it (RC QP ordering). */
 #define RdmaWrite(dst_remote, src_local, bytes) dev_rdma_write((dst_remote), (src_local), (uint64_t)(bytes), DEV_SITE)
 #define RdmaAtomicAdd(dst_remote, v) dev_rdma_atomic((dst_remote), (int64_t)(v), DEV_SITE)
-/* Waits until every RDMA op this core posted has completed remotely. */
+/* Waits until every RDMA op this core posted is acknowledged: landed, and its
+ * ack back one wire latency later (rdma.c). */
 #define RdmaQuiet() dev_rdma_quiet(DEV_SITE)
 
 /* ------------------------------------------------------------- BatchWrite (AICPU) */

@@ -45,6 +45,7 @@ typedef struct resource {
 /* Books bytes at the first free gap at or after start; returns its end. now
  * is the engine's current time (nothing can be booked before it). */
 uint64_t resource_reserve(resource *r, uint64_t now, uint64_t start, uint64_t bytes);
+uint64_t resource_duration(const resource *r, uint64_t bytes);   /* what bytes occupy it */
 void resource_free(resource *r);
 
 /* ------------------------------------------------------------ memory */
@@ -108,7 +109,7 @@ typedef enum { CS_IDLE = 0, CS_READY, CS_RUNNING, CS_BLOCKED, CS_FINISHED, CS_FA
 
 /* What a blocked core waits for. Flag, pipe and RDMA-quiet waits end at a
  * time known when they begin, so they advance the clock instead of blocking. */
-typedef enum { WAIT_NONE = 0, WAIT_GM, WAIT_XCORE, WAIT_BARRIER } wait_kind;
+typedef enum { WAIT_NONE = 0, WAIT_GM, WAIT_XCORE, WAIT_BARRIER, WAIT_RDMA } wait_kind;
 
 typedef struct pipe_q {
     uint64_t free_at;     /* next op may start */
@@ -156,7 +157,9 @@ typedef struct core {
     int group;                /* AIC index of the MIX group, -1 otherwise */
     core_status status;
     uint64_t now;             /* local virtual time */
-    uint64_t prio;            /* tie-break priority, seeded */
+    uint64_t prio;            /* tie-break priority, seeded, unique per core */
+    uint64_t counter;         /* its queue items so far: the low bits of their keys */
+    uint64_t rng;             /* its jitter stream */
     coro co;
     pipe_q pipes[PIPE_COUNT];
     flag_slot flags[HARD_EVENT_COUNT][FLAG_IDS];
@@ -170,7 +173,7 @@ typedef struct core {
     uint32_t note_key[NOTES_MAX];
     int64_t note_val[NOTES_MAX];
     int n_notes;
-    uint64_t rdma_done_at;    /* completion of the last RDMA op it posted */
+    uint32_t rdma_outstanding;   /* RDMA ops posted and not yet acked (rdma.c) */
     /* what it is blocked on */
     wait_kind wait;
     int wait_pipe;            /* track pipe of the wait events */
@@ -219,13 +222,19 @@ typedef struct xfer {
     uint32_t site;
     int peer;
     int next_free;
+    /* RDMA (rdma.c) */
+    uint8_t rdma, in_flight;
+    uint64_t key;             /* the posting core's tie key, for every step */
+    uint64_t tx_end, arrive_at;
+    uint64_t done_seq;        /* the done event, for the ack */
+    mseg flight;              /* the bytes the NIC read at tx begin */
 } xfer;
 
 /* ------------------------------------------------------------ event queue */
-typedef enum { Q_CORE = 1, Q_XFER = 2 } qitem_type;
+typedef enum { Q_CORE = 1, Q_XFER, Q_RDMA_TX, Q_RDMA_ARRIVE, Q_RDMA_ACK } qitem_type;
 typedef struct qitem {
     uint64_t time;
-    uint64_t key;             /* priority << 40 | insertion counter */
+    uint64_t key;             /* priority << 41 | the core's item counter (eng_core_key) */
     uint32_t type;
     uint32_t idx;
 } qitem;
@@ -253,8 +262,8 @@ struct engine {
     uint64_t xcore_latency_ps, barrier_latency_ps;
     double mte_ps_per_byte, vec_ps_per_byte, ps_per_mac;
     resource *hccs_links;     /* [src * n_ranks + dst], same node only */
-    uint64_t *qp_done_at;     /* RDMA ordering per (src, dst) */
-    uint64_t rng;             /* jitter PRNG state */
+    uint64_t *qp_arrive_at;   /* RDMA ordering per (src, dst): arrivals, kept by the source */
+    uint64_t *qp_done_at;     /* and completions, kept by the destination */
 
     /* launches */
     launch_info *launches;
@@ -264,7 +273,6 @@ struct engine {
     /* scheduler */
     qitem *heap;
     size_t heap_n, heap_cap;
-    uint64_t counter;
     coro sched_co;
     core *current;
     uint64_t now;
@@ -317,7 +325,7 @@ uint32_t eng_site(engine *e, dev_site s);
 core *eng_core(const engine *e, int rank, int index);
 uint32_t eng_track(const engine *e, const core *c, int pipe);
 int eng_same_node(const engine *e, int a, int b);
-uint64_t eng_jitter(engine *e, uint64_t dur);
+uint64_t eng_jitter(core *c, uint64_t dur);   /* c's own seeded stream */
 
 /* sched.c */
 core *eng_current(const char *api);
@@ -325,7 +333,8 @@ void eng_sync(core *c);                      /* run every earlier event first */
 void eng_advance(core *c, uint64_t ps);      /* local time passes (no sync) */
 void eng_block(core *c);                     /* suspend until eng_wake */
 void eng_wake(engine *e, core *c, uint64_t t, int64_t value, uint64_t seq, uint32_t track1);
-void eng_push(engine *e, uint64_t time, uint64_t prio, qitem_type type, uint32_t idx);
+void eng_push(engine *e, uint64_t time, uint64_t key, qitem_type type, uint32_t idx);
+uint64_t eng_core_key(core *c);                 /* the next tie key of c's items */
 uint64_t eng_emit(engine *e, engine_event *ev);
 void eng_fault(core *c, dev_site s, const char *fmt, ...) __attribute__((format(printf, 3, 4), noreturn));
 
@@ -392,7 +401,9 @@ void eng_watch(engine *e, core *c);
 
 /* pipes.c */
 xfer *eng_xfer_new(engine *e);
-void eng_xfer_post(engine *e, xfer *x, uint64_t issue_time, uint64_t prio);
+void eng_xfer_free(engine *e, xfer *x);
+void eng_xfer_issue_event(engine *e, xfer *x, uint64_t issue_time);   /* and the checker hook */
+void eng_xfer_post(engine *e, xfer *x, uint64_t issue_time, uint64_t key);
 void eng_xfer_issue_on(core *c, xfer *x, double core_ps_per_byte, uint64_t fixed_ps,
                        resource **res, int n_res, uint64_t latency_ps, dev_site s);
 void eng_xfer_complete(engine *e, xfer *x);
@@ -404,6 +415,15 @@ void eng_wait_until(core *c, uint64_t until, int begin_kind, int sub, int64_t va
 
 /* dev_sync.c */
 void eng_xcore_deliver(engine *e, xfer *x);
+
+/* rdma.c: the steps of an RDMA op; x->pipe, dst_rank and the operands set */
+void eng_rdma_post(core *c, xfer *x, uint64_t start);
+void eng_rdma_tx(engine *e, xfer *x);
+void eng_rdma_arrive(engine *e, xfer *x);
+void eng_rdma_land(engine *e, xfer *x);
+void eng_rdma_completed(engine *e, xfer *x, uint64_t done_seq);
+void eng_rdma_ack(engine *e, xfer *x);
+void eng_rdma_wait_acks(core *c, uint32_t site, int emit_events);
 
 /* The engine's one seeded generator step (splitmix64): the tie order, the
  * jitter and the delay points. The kernels have their own (kit.h): the

@@ -36,8 +36,12 @@ xfer *eng_xfer_new(engine *e) {
     return x;
 }
 
-/* Emits the issue event and schedules the completion of a fully timed x. */
-void eng_xfer_post(engine *e, xfer *x, uint64_t issue_time, uint64_t prio) {
+void eng_xfer_free(engine *e, xfer *x) {
+    x->next_free = e->free_xfer;
+    e->free_xfer = (int)(x - e->xfers);
+}
+
+void eng_xfer_issue_event(engine *e, xfer *x, uint64_t issue_time) {
     engine_event ev = {0};
     ev.kind = EV_XFER_ISSUE;
     ev.time = issue_time;
@@ -54,7 +58,12 @@ void eng_xfer_post(engine *e, xfer *x, uint64_t issue_time, uint64_t prio) {
     ev.object = x->object;
     x->issue_seq = eng_emit(e, &ev);
     eng_hook_xfer(e, x);
-    eng_push(e, x->end, prio, Q_XFER, (uint32_t)(x - e->xfers));
+}
+
+/* Emits the issue event and schedules the completion of a fully timed x. */
+void eng_xfer_post(engine *e, xfer *x, uint64_t issue_time, uint64_t key) {
+    eng_xfer_issue_event(e, x, issue_time);
+    eng_push(e, x->end, key, Q_XFER, (uint32_t)(x - e->xfers));
 }
 
 static uint64_t eng_pipe_start(core *c, int pipe) {
@@ -73,7 +82,7 @@ void eng_xfer_issue_on(core *c, xfer *x, double core_ps_per_byte, uint64_t fixed
     pipe_q *p = &c->pipes[x->pipe];
     uint64_t start = eng_pipe_start(c, x->pipe);
     uint64_t busy = fixed_ps + (uint64_t)ceil((double)x->bytes * core_ps_per_byte);
-    busy = eng_jitter(e, busy);
+    busy = eng_jitter(c, busy);
     uint64_t serial_end = start + busy;
     for (int i = 0; i < n_res; i++) {
         uint64_t t = resource_reserve(res[i], e->now, start, x->bytes);
@@ -88,7 +97,7 @@ void eng_xfer_issue_on(core *c, xfer *x, double core_ps_per_byte, uint64_t fixed
     x->start = start;
     x->end = end;
     x->site = eng_site(e, s);
-    eng_xfer_post(e, x, c->now, c->prio);
+    eng_xfer_post(e, x, c->now, eng_core_key(c));
     c->last_seq = x->issue_seq;
 }
 
@@ -171,11 +180,11 @@ void eng_xfer_complete(engine *e, xfer *x) {
     if (x->op == OP_XCORE) {
         /* a cross-core flag reaching its target: not a transfer, no event */
         eng_xcore_deliver(e, x);
-        x->next_free = e->free_xfer;
-        e->free_xfer = (int)(x - e->xfers);
+        eng_xfer_free(e, x);
         return;
     }
-    apply(e, x);
+    if (x->in_flight) eng_rdma_land(e, x);
+    else apply(e, x);
     engine_event ev = {0};
     ev.kind = EV_XFER_DONE;
     ev.time = x->end;
@@ -192,7 +201,7 @@ void eng_xfer_complete(engine *e, xfer *x) {
     ev.site = x->site;
     ev.object = x->object;
     uint64_t seq = eng_emit(e, &ev);
-    if (x->core_index >= 0 && x->pipe < PIPE_COUNT) {
+    if (!x->rdma && x->core_index >= 0 && x->pipe < PIPE_COUNT) {
         core *c = eng_core(e, x->rank, x->core_index);
         c->pipes[x->pipe].last_done_seq = seq;
         c->pipes[x->pipe].last_done_track = x->track + 1;
@@ -200,9 +209,8 @@ void eng_xfer_complete(engine *e, xfer *x) {
     if (x->dst_rank >= 0)
         eng_gm_written(e, x->dst_rank, x->dst_off, x->op == OP_STORE || x->op == OP_ATOMIC_ADD ?
                        (uint64_t)x->width : x->bytes, seq, x->track + 1, x->end);
-    int idx = (int)(x - e->xfers);
-    x->next_free = e->free_xfer;
-    e->free_xfer = idx;
+    if (x->rdma) eng_rdma_completed(e, x, seq);   /* the source learns it from the ack */
+    else eng_xfer_free(e, x);
 }
 
 /* ------------------------------------------------------------ flags */

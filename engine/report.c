@@ -113,6 +113,10 @@ static void eng_describe_wait(const engine *e, const core *c, char *buf, size_t 
         snprintf(buf, len, "%s barrier (%lld cores expected)", c->wait_barrier ? "all-rank" : "rank",
                  (long long)c->wait_expected);
         break;
+    case WAIT_RDMA:
+        snprintf(buf, len, "acks of %u RDMA operation%s", c->rdma_outstanding,
+                 c->rdma_outstanding == 1 ? "" : "s");
+        break;
     default:
         snprintf(buf, len, "%s", "");
         break;

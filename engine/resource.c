@@ -16,8 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+uint64_t resource_duration(const resource *r, uint64_t bytes) {
+    return (uint64_t)ceil((double)bytes * r->ps_per_byte);
+}
+
 uint64_t resource_reserve(resource *r, uint64_t now, uint64_t start, uint64_t bytes) {
-    uint64_t d = (uint64_t)ceil((double)bytes * r->ps_per_byte);
+    uint64_t d = resource_duration(r, bytes);
     if (d == 0) return start;
     uint64_t *b = r->busy;
     uint32_t n = r->n, drop = 0;

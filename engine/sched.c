@@ -3,7 +3,7 @@
  *
  * One binary heap holds everything that will happen: cores ready to resume
  * and transfers about to complete, ordered by (time, key) where key is the
- * issuing core's seeded priority and an insertion counter. A core runs
+ * issuing core's seeded priority and that core's item counter. A core runs
  * ahead without switching as long as its local time is still the earliest
  * thing in the heap; the moment a device call would touch shared state
  * later than some pending event, it yields (eng_sync). So every access
@@ -17,21 +17,28 @@
 
 static _Thread_local core *g_current;
 
-#define KEY_COUNTER_BITS 40
+#define KEY_COUNTER_BITS 41
 #define KEY_COUNTER_MASK ((1ULL << KEY_COUNTER_BITS) - 1)
+
+/* A tie key names its core (the priority is unique per core) and counts that
+ * core's items: which process pushes an item never enters its key, so a run
+ * split over processes orders ties exactly as one process does. */
+uint64_t eng_core_key(core *c) {
+    return (c->prio << KEY_COUNTER_BITS) | (c->counter++ & KEY_COUNTER_MASK);
+}
 
 /* ------------------------------------------------------------ heap */
 static inline int item_less(const qitem *a, const qitem *b) {
     return a->time < b->time || (a->time == b->time && a->key < b->key);
 }
 
-void eng_push(engine *e, uint64_t time, uint64_t prio, qitem_type type, uint32_t idx) {
+void eng_push(engine *e, uint64_t time, uint64_t key, qitem_type type, uint32_t idx) {
     if (e->heap_n == e->heap_cap) {
         e->heap_cap = e->heap_cap ? e->heap_cap * 2 : 1024;
         e->heap = realloc(e->heap, e->heap_cap * sizeof *e->heap);
         if (!e->heap) abort();
     }
-    qitem it = {time, (prio << KEY_COUNTER_BITS) | (e->counter++ & KEY_COUNTER_MASK), type, idx};
+    qitem it = {time, key, type, idx};
     size_t i = e->heap_n++;
     while (i > 0) {
         size_t parent = (i - 1) / 2;
@@ -96,17 +103,17 @@ void eng_sync(core *c) {
     if (e->delay) eng_delay_step(c);
     if (e->heap_n) {
         const qitem *top = &e->heap[0];
-        uint64_t mykey = (c->prio << KEY_COUNTER_BITS) | (e->counter & KEY_COUNTER_MASK);
+        uint64_t mykey = (c->prio << KEY_COUNTER_BITS) | (c->counter & KEY_COUNTER_MASK);
         if (top->time < c->now || (top->time == c->now && top->key < mykey) || e->stop_requested ||
             (e->cfg.watchdog_ps && c->now > e->cfg.watchdog_ps)) {
             c->status = CS_READY;
-            eng_push(e, c->now, c->prio, Q_CORE, (uint32_t)(c - e->cores));
+            eng_push(e, c->now, eng_core_key(c), Q_CORE, (uint32_t)(c - e->cores));
             switch_to_scheduler(c);
             return;
         }
     } else if (e->stop_requested || (e->cfg.watchdog_ps && c->now > e->cfg.watchdog_ps)) {
         c->status = CS_READY;
-        eng_push(e, c->now, c->prio, Q_CORE, (uint32_t)(c - e->cores));
+        eng_push(e, c->now, eng_core_key(c), Q_CORE, (uint32_t)(c - e->cores));
         switch_to_scheduler(c);
         return;
     }
@@ -127,7 +134,7 @@ void eng_wake(engine *e, core *c, uint64_t t, int64_t value, uint64_t seq, uint3
     if (t > c->now) c->now = t;
     c->status = CS_READY;
     c->wait = WAIT_NONE;
-    eng_push(e, c->now, c->prio, Q_CORE, (uint32_t)(c - e->cores));
+    eng_push(e, c->now, eng_core_key(c), Q_CORE, (uint32_t)(c - e->cores));
 }
 
 static void flag_leftovers(core *c) {
@@ -158,9 +165,9 @@ static void core_main(void *arg) {
     uint64_t end = c->now;
     for (int p = 0; p < PIPE_COUNT; p++)
         if (c->pipes[p].done_at > end) end = c->pipes[p].done_at;
-    if (c->rdma_done_at > end) end = c->rdma_done_at;
     c->now = end;
     eng_sync(c);
+    eng_rdma_wait_acks(c, 0, 0);   /* and every RDMA op it posted has been acked */
     eng_hook_sync(c, HOOK_KERNEL_RETURN, 0, 0, (dev_site){"(kernel end)", 0, "kernel"});
     flag_leftovers(c);
     engine_event ee = EV_INIT(c, EV_KERNEL_END, PIPE_S);
@@ -252,7 +259,7 @@ static int start_cores(engine *e, char *err, size_t errlen) {
             return ENGINE_ERR;
         }
         c->status = CS_READY;
-        eng_push(e, 0, c->prio, Q_CORE, (uint32_t)i);
+        eng_push(e, 0, eng_core_key(c), Q_CORE, (uint32_t)i);
     }
     return ENGINE_OK;
 }
@@ -273,12 +280,18 @@ static void run_loop(engine *e) {
                      (double)e->cfg.watchdog_ps / 1e6);
             e->now = e->cfg.watchdog_ps;
             eng_stop(e, OUTCOME_WATCHDOG, msg);
-            eng_push(e, it.time, it.key >> KEY_COUNTER_BITS, (qitem_type)it.type, it.idx);
+            eng_push(e, it.time, it.key, (qitem_type)it.type, it.idx);
             break;
         }
         e->now = it.time;
         if (it.type == Q_XFER) {
             eng_xfer_complete(e, &e->xfers[it.idx]);
+        } else if (it.type == Q_RDMA_TX) {
+            eng_rdma_tx(e, &e->xfers[it.idx]);
+        } else if (it.type == Q_RDMA_ARRIVE) {
+            eng_rdma_arrive(e, &e->xfers[it.idx]);
+        } else if (it.type == Q_RDMA_ACK) {
+            eng_rdma_ack(e, &e->xfers[it.idx]);
         } else {
             core *c = &e->cores[it.idx];
             e->current = c;

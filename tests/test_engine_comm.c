@@ -1,7 +1,8 @@
 /*
  * test_engine_comm.c - communication semantics of the emulated cluster:
  * BatchWrite's per-task overhead and flag-in-window sync (seed 002), RDMA
- * "data then tail atomic" ordering (seed 001), bandwidth shared on one HCCS
+ * "data then tail atomic" ordering (seed 001), the steps of one RDMA op (post,
+ * tx begin, arrival, completion, ack: rdma.c), bandwidth shared on one HCCS
  * link, DataCopyPad, HCCS get, and rings with named head/tail stores.
  */
 #include <setjmp.h>
@@ -144,6 +145,87 @@ static void test_rdma_data_lands_before_tail_atomic(void **state) {
     assert_int_equal(r.outcome, OUTCOME_COMPLETED);
     int64_t *bad = engine_gm_host(e, gm_add(gm_on_rank(p.data, 8), 8192), 8);
     assert_int_equal(*bad, 0);
+    engine_destroy(e);
+}
+
+/* ------------------------------------------------------------ RDMA steps */
+typedef struct { gm_t big, b, c, out; int mode; } steps_args;
+static uint64_t rdma_issue[8], rdma_done[8], quiet_end;
+static int n_rdma_issue, n_rdma_done;
+static void rdma_observer(void *ctx, const engine_event *ev) {
+    (void)ctx;
+    if (ev->sub == XFER_RDMA_WRITE && ev->kind == EV_XFER_ISSUE && n_rdma_issue < 8)
+        rdma_issue[n_rdma_issue++] = ev->time;
+    if (ev->sub == XFER_RDMA_WRITE && ev->kind == EV_XFER_DONE && n_rdma_done < 8)
+        rdma_done[n_rdma_done++] = ev->time;
+    if (ev->kind == EV_PIPE_WAIT_END && ev->sub == PIPE_NIC) quiet_end = ev->time;
+}
+
+/* mode 0: one 1 MiB write, then RdmaQuiet. mode 1: ranks 0 and 1 write
+ * 1 MiB each to rank 8 at once (the destination's rx is shared). mode 2: what
+ * the NIC reads when the transmission begins is what lands. */
+static void k_rdma_steps(const void *a) {
+    const steps_args *p = a;
+    int me = GetRank();
+    if (p->mode == 0 && me == 0) {
+        RdmaWrite(gm_on_rank(p->big, 8), p->big, 1 << 20);
+        RdmaQuiet();
+    } else if (p->mode == 1 && me < 2) {
+        gm_t mine = gm_on_rank(gm_add(p->big, (int64_t)me << 20), me);
+        RdmaWrite(gm_on_rank(mine, 8), mine, 1 << 20);
+    } else if (p->mode == 2 && me == 0) {
+        SetValue64(p->b, 1);
+        SetValue64(p->c, 1);
+        RdmaWrite(gm_on_rank(p->big, 8), p->big, 4 << 20);   /* keeps the NIC busy */
+        RdmaWrite(gm_on_rank(p->out, 8), p->b, 8);            /* leaves after it */
+        SetValue64(p->b, 2);                                   /* before it leaves: lands */
+        RdmaQuiet();
+        RdmaWrite(gm_on_rank(gm_add(p->out, 8), 8), p->c, 8); /* leaves at once */
+        SetValue64(p->c, 2);                                   /* after it left: does not */
+        RdmaQuiet();
+    }
+}
+
+static engine *run_steps(int mode, steps_args *p) {
+    engine *e = make(2, 8, 0, 0);
+    assert_int_equal(engine_sym_alloc(e, 8u << 20, "big", &p->big, err, sizeof err), ENGINE_OK);
+    assert_int_equal(engine_sym_alloc(e, 8, "b", &p->b, err, sizeof err), ENGINE_OK);
+    assert_int_equal(engine_sym_alloc(e, 8, "c", &p->c, err, sizeof err), ENGINE_OK);
+    assert_int_equal(engine_sym_alloc(e, 16, "out", &p->out, err, sizeof err), ENGINE_OK);
+    p->mode = mode;
+    n_rdma_issue = n_rdma_done = 0;
+    quiet_end = 0;
+    engine_observer obs = {.on_event = rdma_observer};
+    engine_set_observer(e, &obs);
+    assert_int_equal(engine_launch(e, "steps", k_rdma_steps, p, 1, CORE_AIV, err, sizeof err), ENGINE_OK);
+    assert_int_equal(run(e).outcome, OUTCOME_COMPLETED);
+    return e;
+}
+
+static void test_rdma_steps(void **state) {
+    (void)state;
+    steps_args p;
+    engine *e = run_steps(0, &p);
+    const engine_hw *hw = &engine_get_config(e)->hw;
+    uint64_t lat = (uint64_t)(hw->rdma_latency_ns * 1000), wire = (uint64_t)((1 << 20) * 1000.0 / hw->roce_gbps + 0.999);
+    /* uncontended: post + bytes at line rate + one latency; the ack one latency later */
+    assert_int_equal(n_rdma_done, 1);
+    assert_int_equal(rdma_done[0], rdma_issue[0] + wire + lat);
+    assert_int_equal(quiet_end, rdma_done[0] + lat);
+    engine_destroy(e);
+
+    e = run_steps(1, &p);
+    /* two senders, one receiver: the second waits for the first at the rx */
+    assert_int_equal(n_rdma_done, 2);
+    assert_int_equal(rdma_issue[0], rdma_issue[1]);
+    assert_int_equal(rdma_done[0], rdma_issue[0] + wire + lat);
+    assert_int_equal(rdma_done[1], rdma_done[0] + wire);
+    engine_destroy(e);
+
+    e = run_steps(2, &p);
+    int64_t *out = engine_gm_host(e, gm_on_rank(p.out, 8), 16);
+    assert_int_equal(out[0], 2);
+    assert_int_equal(out[1], 1);
     engine_destroy(e);
 }
 
@@ -337,6 +419,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batchwrite_overhead_and_flag_sync),
         cmocka_unit_test(test_rdma_data_lands_before_tail_atomic),
+        cmocka_unit_test(test_rdma_steps),
         cmocka_unit_test(test_concurrent_puts_share_a_link),
         cmocka_unit_test(test_datacopypad_pads_with_zeros),
         cmocka_unit_test(test_ring_named_stores_and_waits),
