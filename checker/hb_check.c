@@ -671,7 +671,8 @@ int hb_create(engine *e, const engine_observer *inner, hb_checker **out, char *e
 }
 
 engine_observer hb_observer(hb_checker *h) {
-    engine_observer o = {h, on_string, on_site, on_object, on_event, on_hook};
+    engine_observer o = {.ctx = h, .on_string = on_string, .on_site = on_site, .on_object = on_object,
+                         .on_event = on_event, .on_hook = on_hook};
     return o;
 }
 

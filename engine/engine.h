@@ -400,6 +400,15 @@ typedef struct engine_observer {
     void (*on_object)(void *ctx, const engine_object *obj);
     void (*on_event)(void *ctx, const engine_event *ev);
     void (*on_hook)(void *ctx, const engine_hook *h);
+    /* A scheduling segment begins: the events until the next call come from
+     * the queue item, or the step a core took without a switch, of this
+     * (time, tie key). The key depends on the core and its own count of
+     * items only. Segments come in the order the scheduler pops them: time
+     * never goes back, and at one time a segment may queue work for that
+     * same time with a lower key, which comes next. So event streams of a
+     * run split over processes merge by comparing their next segments' keys,
+     * as a scheduler pops queues, not by sorting. Optional. */
+    void (*on_segment)(void *ctx, uint64_t time, uint64_t key);
 } engine_observer;
 
 /* The pipe a hard event's SetFlag waits for (consumer 0) or WaitFlag holds

@@ -31,8 +31,14 @@ static void tee_hook(void *ctx, const engine_hook *h) {
     if (t->inner.on_hook) t->inner.on_hook(t->inner.ctx, h);
 }
 
+static void tee_segment(void *ctx, uint64_t time, uint64_t key) {
+    engine_tee *t = ctx;
+    t->inner.on_segment(t->inner.ctx, time, key);
+}
+
 engine_observer engine_tee_observer(engine_tee *t) {
     engine_observer o = {t, tee_string, tee_site, tee_object, tee_event,
-                         t->inner.on_hook ? tee_hook : NULL};
+                         t->inner.on_hook ? tee_hook : NULL,
+                         t->inner.on_segment ? tee_segment : NULL};
     return o;
 }

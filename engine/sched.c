@@ -101,22 +101,19 @@ void eng_sync(core *c) {
     engine *e = c->e;
     e->sched_steps++;
     if (e->delay) eng_delay_step(c);
-    if (e->heap_n) {
-        const qitem *top = &e->heap[0];
-        uint64_t mykey = (c->prio << KEY_COUNTER_BITS) | (c->counter & KEY_COUNTER_MASK);
-        if (top->time < c->now || (top->time == c->now && top->key < mykey) || e->stop_requested ||
-            (e->cfg.watchdog_ps && c->now > e->cfg.watchdog_ps)) {
-            c->status = CS_READY;
-            eng_push(e, c->now, eng_core_key(c), Q_CORE, (uint32_t)(c - e->cores));
-            switch_to_scheduler(c);
-            return;
-        }
-    } else if (e->stop_requested || (e->cfg.watchdog_ps && c->now > e->cfg.watchdog_ps)) {
+    uint64_t mykey = (c->prio << KEY_COUNTER_BITS) | (c->counter & KEY_COUNTER_MASK);
+    const qitem *top = e->heap_n ? &e->heap[0] : NULL;
+    if ((top && (top->time < c->now || (top->time == c->now && top->key < mykey))) ||
+        e->stop_requested || (e->cfg.watchdog_ps && c->now > e->cfg.watchdog_ps)) {
         c->status = CS_READY;
         eng_push(e, c->now, eng_core_key(c), Q_CORE, (uint32_t)(c - e->cores));
         switch_to_scheduler(c);
         return;
     }
+    /* Going on without a switch is a segment of its own, keyed as if the
+     * core had been queued and popped here. */
+    c->counter++;
+    if (e->obs.on_segment) e->obs.on_segment(e->obs.ctx, c->now, mykey);
     e->now = c->now;
 }
 
@@ -284,6 +281,7 @@ static void run_loop(engine *e) {
             break;
         }
         e->now = it.time;
+        if (e->obs.on_segment) e->obs.on_segment(e->obs.ctx, it.time, it.key);
         if (it.type == Q_XFER) {
             eng_xfer_complete(e, &e->xfers[it.idx]);
         } else if (it.type == Q_RDMA_TX) {
