@@ -9,8 +9,9 @@
  * source NIC's tx and the destination NIC's rx are each shared by every core
  * of their rank, operations to one peer complete in posting order (a
  * reliable-connection queue pair), which is what makes "data, then tail
- * atomic" safe, and RdmaQuiet waits for their acks. BatchWrite tasks are serialized on the rank's AICPU
- * with the fixed per-task overhead of seed 002.
+ * atomic" safe, and RdmaQuiet waits for their acks. BatchWrite tasks are
+ * serialized on the rank's AICPU with the fixed per-task overhead of seed
+ * 002.
  */
 #include "internal.h"
 
@@ -142,6 +143,7 @@ void dev_rdma_quiet(dev_site s) {
     eng_advance(c, e->scalar_ps);
     eng_sync(c);
     eng_hook_sync(c, HOOK_RDMA_QUIET, PIPE_NIC, 0, s);
+    /* the site is interned only when the core waits, as before */
     if (c->rdma_outstanding) eng_rdma_wait_acks(c, eng_site(e, s), 1);
 }
 

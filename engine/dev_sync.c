@@ -194,16 +194,12 @@ static int64_t gm_wait(core *c, gm_t p, int width, int cond, int64_t v, uint32_t
         eng_advance(c, remote ? e->hccs_latency_ps : e->gm_read_ps);
         return cur;
     }
-    c->wait = WAIT_GM;
-    c->wait_pipe = PIPE_S;
+    eng_wait_on(c, WAIT_GM, site, v);
     c->wait_addr = p;
     c->wait_width = width;
     c->wait_cond = cond;
-    c->wait_expected = v;
     c->wait_object = object;
-    c->wait_site = site;
     c->wait_remote = remote;
-    c->wait_begin_time = c->now;
     engine_event b = EV_INIT(c, EV_GM_WAIT_BEGIN, PIPE_S);
     b.time = c->now; b.addr = p.a; b.len = (uint64_t)width; b.sub = (uint8_t)cond;
     b.aux = v; b.value = cur; b.object = object; b.site = site; b.peer = (uint32_t)gm_rank(p);
@@ -310,15 +306,9 @@ void dev_xcore_wait(int flag_id, dev_site s) {
         return;
     }
     uint32_t site = eng_site(e, s);
-    c->wait = WAIT_XCORE;
-    c->wait_pipe = PIPE_S;
+    eng_wait_on(c, WAIT_XCORE, site, need);
     c->wait_flag = flag_id;
     c->wait_need = need;
-    c->wait_expected = need;
-    c->wait_site = site;
-    c->wait_object = 0;
-    c->wait_addr.a = 0;
-    c->wait_begin_time = c->now;
     engine_event b = EV_INIT(c, EV_XCORE_WAIT_BEGIN, PIPE_S);
     b.time = c->now; b.value = flag_id; b.aux = need; b.site = site;
     c->wait_begin_seq = c->last_seq = eng_emit(e, &b);
@@ -361,13 +351,8 @@ void dev_barrier(int all_ranks, dev_site s) {
     *last_seq = c->last_seq;
     *last_track = eng_track(e, c, PIPE_S) + 1;
     if (*arrived < need) {
-        c->wait = WAIT_BARRIER;
-        c->wait_pipe = PIPE_S;
+        eng_wait_on(c, WAIT_BARRIER, site, need);
         c->wait_barrier = all_ranks;
-        c->wait_expected = need;
-        c->wait_site = site;
-        c->wait_object = 0;
-        c->wait_addr.a = 0;
         eng_block(c);
     } else {
         uint64_t release = *max_time + latency;

@@ -107,8 +107,9 @@ typedef struct rank_state {
 /* ------------------------------------------------------------ cores */
 typedef enum { CS_IDLE = 0, CS_READY, CS_RUNNING, CS_BLOCKED, CS_FINISHED, CS_FAULTED } core_status;
 
-/* What a blocked core waits for. Flag, pipe and RDMA-quiet waits end at a
- * time known when they begin, so they advance the clock instead of blocking. */
+/* What a blocked core waits for. Flag and pipe waits end at a time known
+ * when they begin, so they advance the clock instead of blocking; RdmaQuiet
+ * blocks (WAIT_RDMA) until the acks come back (rdma.c). */
 typedef enum { WAIT_NONE = 0, WAIT_GM, WAIT_XCORE, WAIT_BARRIER, WAIT_RDMA } wait_kind;
 
 typedef struct pipe_q {
@@ -332,6 +333,9 @@ core *eng_current(const char *api);
 void eng_sync(core *c);                      /* run every earlier event first */
 void eng_advance(core *c, uint64_t ps);      /* local time passes (no sync) */
 void eng_block(core *c);                     /* suspend until eng_wake */
+/* What c is about to block on, from now; object and address none (a GM
+ * wait sets its own after). */
+void eng_wait_on(core *c, wait_kind kind, uint32_t site, int64_t expected);
 void eng_wake(engine *e, core *c, uint64_t t, int64_t value, uint64_t seq, uint32_t track1);
 void eng_push(engine *e, uint64_t time, uint64_t key, qitem_type type, uint32_t idx);
 uint64_t eng_core_key(core *c);                 /* the next tie key of c's items */

@@ -119,13 +119,7 @@ void eng_rdma_wait_acks(core *c, uint32_t site, int emit_events) {
         b.site = site;
         c->wait_begin_seq = c->last_seq = eng_emit(e, &b);
     }
-    c->wait = WAIT_RDMA;
-    c->wait_pipe = PIPE_S;
-    c->wait_site = site;
-    c->wait_object = 0;
-    c->wait_addr.a = 0;
-    c->wait_expected = c->rdma_outstanding;
-    c->wait_begin_time = begin;
+    eng_wait_on(c, WAIT_RDMA, site, c->rdma_outstanding);
     eng_block(c);
     if (!emit_events) return;
     e->stall_ps += c->now - begin;

@@ -101,23 +101,32 @@ void eng_sync(core *c) {
     engine *e = c->e;
     e->sched_steps++;
     if (e->delay) eng_delay_step(c);
-    uint64_t mykey = (c->prio << KEY_COUNTER_BITS) | (c->counter & KEY_COUNTER_MASK);
+    /* Yielding queues the core under this key; going on without a switch is
+     * a segment of its own under it, as if queued and popped here. */
+    uint64_t mykey = eng_core_key(c);
     const qitem *top = e->heap_n ? &e->heap[0] : NULL;
     if ((top && (top->time < c->now || (top->time == c->now && top->key < mykey))) ||
         e->stop_requested || (e->cfg.watchdog_ps && c->now > e->cfg.watchdog_ps)) {
         c->status = CS_READY;
-        eng_push(e, c->now, eng_core_key(c), Q_CORE, (uint32_t)(c - e->cores));
+        eng_push(e, c->now, mykey, Q_CORE, (uint32_t)(c - e->cores));
         switch_to_scheduler(c);
         return;
     }
-    /* Going on without a switch is a segment of its own, keyed as if the
-     * core had been queued and popped here. */
-    c->counter++;
     if (e->obs.on_segment) e->obs.on_segment(e->obs.ctx, c->now, mykey);
     e->now = c->now;
 }
 
 void eng_advance(core *c, uint64_t ps) { c->now += ps; }
+
+void eng_wait_on(core *c, wait_kind kind, uint32_t site, int64_t expected) {
+    c->wait = kind;
+    c->wait_pipe = PIPE_S;
+    c->wait_site = site;
+    c->wait_expected = expected;
+    c->wait_object = 0;
+    c->wait_addr.a = 0;
+    c->wait_begin_time = c->now;
+}
 
 void eng_block(core *c) {
     c->status = CS_BLOCKED;
@@ -282,21 +291,19 @@ static void run_loop(engine *e) {
         }
         e->now = it.time;
         if (e->obs.on_segment) e->obs.on_segment(e->obs.ctx, it.time, it.key);
-        if (it.type == Q_XFER) {
-            eng_xfer_complete(e, &e->xfers[it.idx]);
-        } else if (it.type == Q_RDMA_TX) {
-            eng_rdma_tx(e, &e->xfers[it.idx]);
-        } else if (it.type == Q_RDMA_ARRIVE) {
-            eng_rdma_arrive(e, &e->xfers[it.idx]);
-        } else if (it.type == Q_RDMA_ACK) {
-            eng_rdma_ack(e, &e->xfers[it.idx]);
-        } else {
+        switch (it.type) {
+        case Q_XFER: eng_xfer_complete(e, &e->xfers[it.idx]); break;
+        case Q_RDMA_TX: eng_rdma_tx(e, &e->xfers[it.idx]); break;
+        case Q_RDMA_ARRIVE: eng_rdma_arrive(e, &e->xfers[it.idx]); break;
+        case Q_RDMA_ACK: eng_rdma_ack(e, &e->xfers[it.idx]); break;
+        default: {
             core *c = &e->cores[it.idx];
             e->current = c;
             g_current = c;
             coro_switch(&e->sched_co, &c->co);
             g_current = NULL;
             e->current = NULL;
+        }
         }
     }
 }
