@@ -7,7 +7,8 @@
  * scheduler (jitter with a seeded tie order, a deadlock, a fault): segment
  * times never go back, every event but the run's closing ones (blocked
  * cores, run end) is emitted inside a segment, and no event is earlier than
- * its segment. Keys may dip at one time: a segment can queue work for that
+ * its segment, and (seed 0, where priorities are known) every event is in a
+ * segment keyed with its own core's priority. Keys may dip at one time: a segment can queue work for that
  * very time with a lower key (a cross-core flag waking its AIC), which is
  * why per-process streams merge by comparing their next segments, as a
  * scheduler pops queues, and never by sorting. matmul-reduce-scatter shows
@@ -30,7 +31,8 @@
 typedef struct order {
     uint64_t seg_time, seg_key;
     int in_segment;
-    uint64_t segments, events, outside, time_back, before_segment, key_dips;
+    uint64_t segments, events, outside, time_back, before_segment, key_dips, foreign;
+    uint64_t cores_per_rank;   /* seed 0: a key's priority is rank * cores_per_rank + core */
 } order;
 
 static void on_segment(void *ctx, uint64_t time, uint64_t key) {
@@ -49,6 +51,11 @@ static void on_event(void *ctx, const engine_event *ev) {
     if (ev->kind == EV_BLOCKED || ev->kind == EV_RUN_END) return;
     if (!o->in_segment) o->outside++;
     else if (ev->time < o->seg_time) o->before_segment++;
+    /* a core's events come from its own steps and from its transfers'
+     * completions, all keyed with its priority */
+    if (o->in_segment && o->cores_per_rank &&
+        (o->seg_key >> 41) != ev->rank * o->cores_per_rank + ev->core)
+        o->foreign++;
 }
 
 /* Runs kernel with kv options on nodes x npus; returns the outcome. */
@@ -69,6 +76,7 @@ static int run_ordered(const char *kernel, int nodes, int npus, uint64_t seed, d
     void *state = NULL;
     if (k->setup(e, &opts, &state, err, sizeof err) != 0) fail_msg("%s: %s", kernel, err);
     memset(o, 0, sizeof *o);
+    if (seed == 0) o->cores_per_rank = (uint64_t)engine_cores_per_rank(e);
     engine_observer obs = {.ctx = o, .on_event = on_event, .on_segment = on_segment};
     engine_set_observer(e, &obs);
     engine_result res;
@@ -79,6 +87,7 @@ static int run_ordered(const char *kernel, int nodes, int npus, uint64_t seed, d
     assert_int_equal(o->time_back, 0);
     assert_int_equal(o->outside, 0);
     assert_int_equal(o->before_segment, 0);
+    assert_int_equal(o->foreign, 0);
     return res.outcome;
 }
 
