@@ -118,6 +118,9 @@ int engine_create(const engine_config *cfg, engine **out, char *err, size_t errl
     }
     e->sym_next = 1ULL << 38;  /* the symmetric heap sits high in every rank's space */
     e->free_xfer = -1;
+    e->own_first = 0;
+    e->own_end = e->n_ranks;
+    e->window_end = UINT64_MAX;
     derive_timing(e);
     if (eng_delay_init(e, err, errlen) != ENGINE_OK) {
         engine_destroy(e);
@@ -130,6 +133,7 @@ int engine_create(const engine_config *cfg, engine **out, char *err, size_t errl
 void engine_destroy(engine *e) {
     if (!e) return;
     eng_delay_free(e);
+    eng_split_free(e);
     if (e->cores) {
         for (size_t i = 0; i < (size_t)e->n_ranks * (size_t)e->cores_per_rank; i++) {
             core *c = &e->cores[i];

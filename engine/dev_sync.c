@@ -321,6 +321,68 @@ void dev_xcore_wait(int flag_id, dev_site s) {
 }
 
 /* ------------------------------------------------------------ barriers */
+/* The latest arrival by (time, track) is the one the release names: a rule
+ * on the set of arrivals, not on the order they were learnt in, so a split
+ * run, which learns remote arrivals a window late, names the same one. */
+static void barrier_note(uint64_t *max_time, uint64_t *last_seq, uint32_t *last_track,
+                      uint64_t time, uint64_t seq, uint32_t track1) {
+    if (time > *max_time || (time == *max_time && track1 > *last_track)) {
+        *max_time = time;
+        *last_seq = seq;
+        *last_track = track1;
+    }
+}
+
+typedef struct barrier_state {
+    int *arrived;
+    uint64_t *max_time, *last_seq;
+    uint32_t *last_track;
+    int need;
+    uint64_t latency;
+} barrier_state;
+
+static barrier_state barrier_of(engine *e, launch_info *l, int type, int all_ranks, int rank) {
+    barrier_state b;
+    if (all_ranks) {
+        b = (barrier_state){&l->bar_arrived[type], &l->bar_max_time[type], &l->bar_last_seq[type],
+                            &l->bar_last_track[type], l->cores_of_type[type] * e->n_ranks,
+                            e->barrier_latency_ps};
+    } else {
+        size_t k = (size_t)rank * 2 + (size_t)type;
+        b = (barrier_state){&l->sync_arrived[k], &l->sync_max_time[k], &l->sync_last_seq[k],
+                            &l->sync_last_track[k], l->cores_of_type[type], e->xcore_latency_ps};
+    }
+    return b;
+}
+
+/* Everyone has arrived: the blocked participants here (but except) resume
+ * at the latest arrival + the barrier's latency; the barrier is reset. */
+static void barrier_release(engine *e, launch_info *l, int type, int all_ranks, int rank,
+                         const core *except) {
+    barrier_state b = barrier_of(e, l, type, all_ranks, rank);
+    uint64_t release = *b.max_time + b.latency;
+    int launch = (int)(l - e->launches);
+    for (int i = 0; i < e->n_ranks * e->cores_per_rank; i++) {
+        core *t = &e->cores[i];
+        if (t == except || t->launch != launch || t->is_aic != type) continue;
+        if (!all_ranks && t->rank != rank) continue;
+        if (t->status == CS_BLOCKED && t->wait == WAIT_BARRIER && t->wait_barrier == all_ranks)
+            eng_wake(e, t, release, b.need, *b.last_seq, *b.last_track);
+    }
+    *b.arrived = 0;
+    *b.max_time = 0;
+    *b.last_track = 0;
+}
+
+/* A BarrierAll arrival in another process (split runs, partition.c). */
+void eng_barrier_arrival(engine *e, launch_info *l, int type, uint64_t time, uint64_t seq,
+                         uint32_t track1) {
+    barrier_state b = barrier_of(e, l, type, 1, 0);
+    (*b.arrived)++;
+    barrier_note(b.max_time, b.last_seq, b.last_track, time, seq, track1);
+    if (*b.arrived == b.need) barrier_release(e, l, type, 1, 0, NULL);
+}
+
 void dev_barrier(int all_ranks, dev_site s) {
     core *c = eng_current(all_ranks ? "BarrierAll" : "SyncAll");
     engine *e = c->e;
@@ -328,45 +390,28 @@ void dev_barrier(int all_ranks, dev_site s) {
     eng_sync(c);
     launch_info *l = &e->launches[c->launch];
     int type = c->is_aic;
-    int *arrived; uint64_t *max_time, *last_seq; uint32_t *last_track; int need; uint64_t latency;
-    if (all_ranks) {
-        arrived = &l->bar_arrived[type]; max_time = &l->bar_max_time[type];
-        last_seq = &l->bar_last_seq[type]; last_track = &l->bar_last_track[type];
-        need = l->cores_of_type[type] * e->n_ranks;
-        latency = e->barrier_latency_ps;
-    } else {
-        size_t k = (size_t)c->rank * 2 + (size_t)type;
-        arrived = &l->sync_arrived[k]; max_time = &l->sync_max_time[k];
-        last_seq = &l->sync_last_seq[k]; last_track = &l->sync_last_track[k];
-        need = l->cores_of_type[type];
-        latency = e->xcore_latency_ps;
-    }
+    barrier_state b = barrier_of(e, l, type, all_ranks, c->rank);
     uint32_t site = eng_site(e, s);
-    engine_event b = EV_INIT(c, EV_BARRIER_BEGIN, PIPE_S);
-    b.time = c->now; b.value = all_ranks; b.aux = need; b.site = site;
-    c->wait_begin_seq = c->last_seq = eng_emit(e, &b);
+    engine_event ev = EV_INIT(c, EV_BARRIER_BEGIN, PIPE_S);
+    ev.time = c->now; ev.value = all_ranks; ev.aux = b.need; ev.site = site;
+    c->wait_begin_seq = c->last_seq = eng_emit(e, &ev);
     c->wait_begin_time = c->now;
-    (*arrived)++;
-    if (c->now > *max_time) *max_time = c->now;
-    *last_seq = c->last_seq;
-    *last_track = eng_track(e, c, PIPE_S) + 1;
-    if (*arrived < need) {
-        eng_wait_on(c, WAIT_BARRIER, site, need);
+    (*b.arrived)++;
+    barrier_note(b.max_time, b.last_seq, b.last_track, c->now, c->last_seq,
+                     eng_track(e, c, PIPE_S) + 1);
+    if (all_ranks && e->split) eng_split_send_barrier(c);
+    if (*b.arrived < b.need) {
+        /* a split run may learn the last arrivals only at a window's end:
+         * blocked and woken, or released here, a core takes one key at the
+         * release time either way, so the events are the same */
+        eng_wait_on(c, WAIT_BARRIER, site, b.need);
         c->wait_barrier = all_ranks;
         eng_block(c);
     } else {
-        uint64_t release = *max_time + latency;
-        for (int i = 0; i < e->n_ranks * e->cores_per_rank; i++) {
-            core *t = &e->cores[i];
-            if (t == c || t->launch != c->launch || t->is_aic != c->is_aic) continue;
-            if (!all_ranks && t->rank != c->rank) continue;
-            if (t->status == CS_BLOCKED && t->wait == WAIT_BARRIER && t->wait_barrier == all_ranks)
-                eng_wake(e, t, release, need, *last_seq, *last_track);
-        }
-        c->wake_seq = *last_seq;
-        c->wake_track = *last_track;
-        *arrived = 0;
-        *max_time = 0;
+        uint64_t release = *b.max_time + b.latency;
+        c->wake_seq = *b.last_seq;
+        c->wake_track = *b.last_track;
+        barrier_release(e, l, type, all_ranks, c->rank, c);
         c->now = release;
         eng_sync(c);
     }

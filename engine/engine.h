@@ -453,6 +453,52 @@ typedef struct engine_result {
  * itself could be carried out (whatever the outcome). */
 int engine_run(engine *e, engine_result *res, char *err, size_t errlen);
 
+/* ---------------------------------------------------------------- split runs */
+
+/* One run over several processes (engine/partition.c, engine/merge.c). Each
+ * process builds the same engine and kernel setup, then engine_split names
+ * its part: it owns whole nodes, a contiguous block of them, and starts only
+ * their cores. Everything that crosses nodes travels one wire latency or more
+ * (RDMA arrivals and acks, BarrierAll arrivals), so the processes advance in
+ * windows no longer than that lookahead: agree on the earliest pending time
+ * T, run every item before T + lookahead, exchange what crossed, repeat.
+ * Nothing is ever delivered in a process's past and nothing rolls back.
+ * Process 0 merges the parts' event streams window by window, popping the
+ * stream whose next scheduling segment has the smaller (time, tie key), as
+ * one scheduler pops one queue, and renumbers seqs, links, run-time strings
+ * and sites. Its observer sees exactly the stream one process would give
+ * (every field, every seq); the others' observers see nothing. The moving
+ * parts are the transport's: MPI in npurr, threads in the tests. */
+typedef struct engine_buf {
+    uint8_t *p;
+    size_t n, cap;
+} engine_buf;
+void engine_buf_free(engine_buf *b);
+
+enum { ENGINE_REDUCE_MIN = 1, ENGINE_REDUCE_MAX, ENGINE_REDUCE_SUM };
+typedef struct engine_transport {
+    void *ctx;
+    int index, count;         /* this process, how many (count >= 1) */
+    /* Every process: v[0..n) combined over all processes by op. */
+    int (*allreduce)(void *ctx, uint64_t *v, int n, int op, char *err, size_t errlen);
+    /* Every process: out[q] goes to process q, in[q] receives from q
+     * (in[] buffers are reset and filled). */
+    int (*alltoall)(void *ctx, const engine_buf *out, engine_buf *in, char *err, size_t errlen);
+    /* Process 0 receives all[q] = mine of process q; all is NULL elsewhere. */
+    int (*gather)(void *ctx, const engine_buf *mine, engine_buf *all, char *err, size_t errlen);
+} engine_transport;
+
+/* Before engine_run, after the kernel's setup: this engine runs part
+ * t->index of t->count (t must outlive the run). ENGINE_ERR with err when
+ * the run cannot be split: more processes than nodes, --pct-points (its
+ * steps are counted across the whole run), an observer with checker hooks
+ * (--check races), a break point. */
+int engine_split(engine *e, const engine_transport *t, char *err, size_t errlen);
+/* 1 when rank's cores and GM live in this process (always, unsplit). */
+int engine_rank_local(const engine *e, int rank);
+/* The first process's part (the nodes [first, end)) for count processes. */
+void engine_split_nodes(int nodes, int count, int index, int *first, int *end);
+
 /* Asks a running engine to stop at the next event (safe from a signal
  * handler); the outcome becomes OUTCOME_INTERRUPTED. */
 void engine_request_stop(engine *e);

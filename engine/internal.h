@@ -229,6 +229,7 @@ typedef struct xfer {
     uint64_t tx_end, arrive_at;
     uint64_t done_seq;        /* the done event, for the ack */
     mseg flight;              /* the bytes the NIC read at tx begin */
+    int32_t origin_xfer;      /* split runs: the source process's xfer (-1 local) */
 } xfer;
 
 /* ------------------------------------------------------------ event queue */
@@ -313,6 +314,12 @@ struct engine {
     uint64_t *obj_last_seq;   /* last writer of each object */
     uint32_t *obj_last_track;
     uint64_t *obj_last_time;
+
+    /* a run split over processes (partition.c, merge.c) */
+    int own_first, own_end;   /* the ranks this process runs: all, unsplit */
+    int started_cores;        /* launched cores it started */
+    uint64_t window_end;      /* nothing at or past it runs this window; UINT64_MAX unsplit */
+    struct split_state *split;   /* NULL unsplit */
 
     engine_observer obs;
     uint64_t break_seq;
@@ -428,6 +435,37 @@ void eng_rdma_land(engine *e, xfer *x);
 void eng_rdma_completed(engine *e, xfer *x, uint64_t done_seq);
 void eng_rdma_ack(engine *e, xfer *x);
 void eng_rdma_wait_acks(core *c, uint32_t site, int emit_events);
+
+/* partition.c: what crosses processes in a split run. A seq or site id
+ * that came from process q is tagged with q + 1 above the local bits; the
+ * merge turns it into the global one. */
+#define SPLIT_SEQ_SHIFT 48
+#define SPLIT_SITE_SHIFT 24
+static inline int eng_local_rank(const engine *e, int rank) {
+    return rank >= e->own_first && rank < e->own_end;
+}
+void eng_split_send_arrival(engine *e, xfer *x);               /* Q_RDMA_ARRIVE elsewhere */
+void eng_split_send_ack(engine *e, xfer *x, uint64_t done_seq);   /* Q_RDMA_ACK elsewhere */
+/* A BarrierAll arrival of c, told to every other process (which count it
+ * at the window's end, eng_barrier_arrival, and release their waiters if it
+ * was the last). */
+void eng_split_send_barrier(core *c);
+void eng_barrier_arrival(engine *e, launch_info *l, int type, uint64_t time, uint64_t seq,
+                         uint32_t track1);
+void eng_split_free(engine *e);
+/* sched.c: the loop, the end, shared with the window loop */
+void eng_run_loop(engine *e);
+int eng_start_cores(engine *e, char *err, size_t errlen);
+int eng_blocked_count(const engine *e);
+void eng_emit_blocked(engine *e);
+void eng_stop(engine *e, engine_outcome outcome, const char *msg);
+int eng_split_run(engine *e, engine_result *res, char *err, size_t errlen);
+
+/* payload.c: a segment range as pieces (literal bytes or origin
+ * references) to send, and back */
+void eng_seg_pack(const mseg *s, uint64_t off, uint64_t len, engine_buf *out);
+size_t eng_seg_unpack(mseg *d, uint64_t doff, uint64_t len, const uint8_t *in, size_t avail);
+void eng_buf_put(engine_buf *b, const void *p, size_t n);
 
 /* The engine's one seeded generator step (splitmix64): the tie order, the
  * jitter and the delay points. The kernels have their own (kit.h): the

@@ -451,3 +451,57 @@ void eng_seg_stats(const mseg *s, uint64_t *extents, uint64_t *ref_bytes) {
         if (s->blocks[i])
             for (uint32_t k = 0; k < s->blocks[i]->n; k++) *ref_bytes += s->blocks[i]->x[k].len;
 }
+
+/* ------------------------------------------------------------ on the wire */
+/* A range as pieces, for a split run's RDMA: 'L' len bytes (literal), or
+ * 'R' len origin src (a reference; origins are numbered alike everywhere,
+ * since every process runs the same setup). */
+void eng_seg_pack(const mseg *s, uint64_t off, uint64_t len, engine_buf *out) {
+    for (uint64_t done = 0; done < len;) {
+        piece p = piece_at(s, off + done, len - done);
+        uint8_t tag = p.origin ? 'R' : 'L';
+        eng_buf_put(out, &tag, 1);
+        eng_buf_put(out, &p.len, sizeof p.len);
+        if (p.origin) {
+            eng_buf_put(out, &p.origin, sizeof p.origin);
+            eng_buf_put(out, &p.src, sizeof p.src);
+        } else {
+            eng_buf_put(out, s->host + off + done, p.len);
+        }
+        done += p.len;
+    }
+}
+
+/* The pieces of len bytes from in into d at doff; returns the bytes of in
+ * used, 0 if they do not add up (a corrupt message). */
+size_t eng_seg_unpack(mseg *d, uint64_t doff, uint64_t len, const uint8_t *in, size_t avail) {
+    size_t at = 0;
+    uint64_t literal = 0;
+    for (uint64_t done = 0; done < len;) {
+        uint8_t tag;
+        piece p = {0, 0, 0};
+        if (avail - at < 1 + sizeof p.len) return 0;
+        tag = in[at++];
+        memcpy(&p.len, in + at, sizeof p.len);
+        at += sizeof p.len;
+        if (p.len == 0 || p.len > len - done) return 0;
+        if (tag == 'R') {
+            if (avail - at < sizeof p.origin + sizeof p.src) return 0;
+            memcpy(&p.origin, in + at, sizeof p.origin);
+            at += sizeof p.origin;
+            memcpy(&p.src, in + at, sizeof p.src);
+            at += sizeof p.src;
+            seg_put_ref(d, doff + done, p.len, p.origin, p.src);
+        } else if (tag == 'L') {
+            if (avail - at < p.len) return 0;
+            memcpy(d->host + doff + done, in + at, p.len);
+            at += p.len;
+            literal += p.len;
+        } else {
+            return 0;
+        }
+        done += p.len;
+    }
+    if (literal) lit_written(d, literal);
+    return at;
+}

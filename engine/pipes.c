@@ -33,6 +33,7 @@ xfer *eng_xfer_new(engine *e) {
     memset(x, 0, sizeof *x);
     x->dst_rank = -1;
     x->next_free = -1;
+    x->origin_xfer = -1;
     return x;
 }
 

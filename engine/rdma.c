@@ -58,6 +58,10 @@ void eng_rdma_post(core *c, xfer *x, uint64_t start) {
 
 /* The NIC reads the source: what the bytes are at this moment is what lands. */
 void eng_rdma_tx(engine *e, xfer *x) {
+    if (!eng_local_rank(e, x->dst_rank)) {   /* split run: it arrives in another process */
+        eng_split_send_arrival(e, x);
+        return;
+    }
     if (x->op != OP_ATOMIC_ADD && x->bytes) {
         uint8_t *host = malloc(x->bytes);
         if (!host) abort();
@@ -91,6 +95,11 @@ void eng_rdma_land(engine *e, xfer *x) {
 
 /* After the done event: the ack travels back to the source. */
 void eng_rdma_completed(engine *e, xfer *x, uint64_t done_seq) {
+    if (!eng_local_rank(e, x->rank)) {   /* split run: the source is in another process */
+        eng_split_send_ack(e, x, done_seq);
+        eng_xfer_free(e, x);
+        return;
+    }
     x->done_seq = done_seq;
     eng_push(e, x->end + e->rdma_latency_ps, x->key, Q_RDMA_ACK, (uint32_t)(x - e->xfers));
 }

@@ -106,7 +106,8 @@ void eng_sync(core *c) {
     uint64_t mykey = eng_core_key(c);
     const qitem *top = e->heap_n ? &e->heap[0] : NULL;
     if ((top && (top->time < c->now || (top->time == c->now && top->key < mykey))) ||
-        e->stop_requested || (e->cfg.watchdog_ps && c->now > e->cfg.watchdog_ps)) {
+        c->now >= e->window_end || e->stop_requested ||
+        (e->cfg.watchdog_ps && c->now > e->cfg.watchdog_ps)) {
         c->status = CS_READY;
         eng_push(e, c->now, mykey, Q_CORE, (uint32_t)(c - e->cores));
         switch_to_scheduler(c);
@@ -188,7 +189,7 @@ static void core_main(void *arg) {
 }
 
 /* ------------------------------------------------------------ faults */
-static void eng_stop(engine *e, engine_outcome outcome, const char *msg) {
+void eng_stop(engine *e, engine_outcome outcome, const char *msg) {
     if (e->outcome != OUTCOME_RUNNING) return;
     e->outcome = outcome;
     snprintf(e->message, sizeof e->message, "%s", msg);
@@ -232,7 +233,7 @@ uint64_t engine_now(const engine *e) { return e->now; }
 uint64_t engine_seq(const engine *e) { return e->seq; }
 uint64_t engine_sched_steps(const engine *e) { return e->sched_steps; }
 
-static void emit_blocked(engine *e) {
+void eng_emit_blocked(engine *e) {
     int n = e->n_ranks * e->cores_per_rank;
     for (int i = 0; i < n; i++) {
         core *c = &e->cores[i];
@@ -253,27 +254,30 @@ static void emit_blocked(engine *e) {
     }
 }
 
-/* Every launched core becomes a coroutine, ready at time 0. */
-static int start_cores(engine *e, char *err, size_t errlen) {
+/* Every launched core of this process's ranks becomes a coroutine, ready at
+ * time 0. */
+int eng_start_cores(engine *e, char *err, size_t errlen) {
     int n = e->n_ranks * e->cores_per_rank;
     for (int i = 0; i < n; i++) {
         core *c = &e->cores[i];
-        if (c->launch < 0) continue;
+        if (c->launch < 0 || !eng_local_rank(e, c->rank)) continue;
         if (coro_init(&c->co, eng_coro_stack_size(), core_main, c) != 0) {
             snprintf(err, errlen, "cannot map a coroutine stack for rank %d core %d (out of memory?)",
                      c->rank, c->index);
             return ENGINE_ERR;
         }
         c->status = CS_READY;
+        e->started_cores++;
         eng_push(e, 0, eng_core_key(c), Q_CORE, (uint32_t)i);
     }
     return ENGINE_OK;
 }
 
 /* The discrete-event loop: completions and core resumptions in (time, tie
- * key) order until the run ends, stops or passes the watchdog. */
-static void run_loop(engine *e) {
-    while (e->outcome == OUTCOME_RUNNING && e->heap_n) {
+ * key) order until the run ends, stops or passes the watchdog, or (split)
+ * the window ends. */
+void eng_run_loop(engine *e) {
+    while (e->outcome == OUTCOME_RUNNING && e->heap_n && e->heap[0].time < e->window_end) {
         if (e->stop_requested) {
             eng_stop(e, OUTCOME_INTERRUPTED, "the run was stopped on request (Ctrl-C or SIGTERM)");
             break;
@@ -308,24 +312,29 @@ static void run_loop(engine *e) {
     }
 }
 
+int eng_blocked_count(const engine *e) {
+    int n = e->n_ranks * e->cores_per_rank, blocked = 0;
+    for (int i = 0; i < n; i++)
+        if (e->cores[i].launch >= 0 && e->cores[i].status == CS_BLOCKED) blocked++;
+    return blocked;
+}
+
 /* Nothing left to run: completed, or a deadlock naming how many cores are
  * blocked; blocked waits are closed and count up to the end. */
 static void finish_outcome(engine *e) {
     int n = e->n_ranks * e->cores_per_rank;
     if (e->outcome == OUTCOME_RUNNING) {
-        if (e->finished_cores == e->launched_cores) {
+        if (e->finished_cores == e->started_cores) {
             eng_stop(e, OUTCOME_COMPLETED, "completed");
         } else {
-            int blocked = 0;
-            for (int i = 0; i < n; i++)
-                if (e->cores[i].launch >= 0 && e->cores[i].status == CS_BLOCKED) blocked++;
+            int blocked = eng_blocked_count(e);
             char msg[ENGINE_ERRLEN];
             snprintf(msg, sizeof msg, "%d core%s blocked and nothing left to happen at %.3f us",
                      blocked, blocked == 1 ? "" : "s", (double)e->now / 1e6);
             eng_stop(e, OUTCOME_DEADLOCK, msg);
         }
     }
-    if (e->outcome == OUTCOME_DEADLOCK || e->outcome == OUTCOME_WATCHDOG) emit_blocked(e);
+    if (e->outcome == OUTCOME_DEADLOCK || e->outcome == OUTCOME_WATCHDOG) eng_emit_blocked(e);
     for (int i = 0; i < n; i++) {
         core *c = &e->cores[i];
         if (c->launch >= 0 && c->status == CS_BLOCKED && e->now > c->wait_begin_time)
@@ -344,8 +353,9 @@ int engine_run(engine *e, engine_result *res, char *err, size_t errlen) {
         return ENGINE_ERR;
     }
     e->running = 1;
-    if (start_cores(e, err, errlen) != ENGINE_OK) return ENGINE_ERR;
-    run_loop(e);
+    if (e->split) return eng_split_run(e, res, err, errlen);
+    if (eng_start_cores(e, err, errlen) != ENGINE_OK) return ENGINE_ERR;
+    eng_run_loop(e);
     finish_outcome(e);
     engine_event end = {.kind = EV_RUN_END, .time = e->now, .value = e->outcome};
     eng_emit(e, &end);

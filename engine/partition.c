@@ -1,0 +1,468 @@
+/*
+ * partition.c - one run split over processes: who owns what, what crosses,
+ * and the window loop (engine.h, "split runs", says why it is exact).
+ *
+ * A process owns a contiguous block of whole nodes, so HCCS, cross-core
+ * flags, SyncAll and GM waits (all node-local: a GM wait or scalar access to
+ * another node faults, device API rules) never cross. Three things do, each
+ * one wire latency or more after the step that causes it:
+ *
+ *   'A' an RDMA op's arrival at a rank owned elsewhere: the xfer's fields
+ *       and the bytes its NIC read at tx begin, as pieces (payload.c);
+ *   'K' its ack back to the source process, one latency after landing;
+ *   'B' a BarrierAll arrival, to every other process: each counts it and,
+ *       if it was the last, releases its own waiters at the latest arrival
+ *       + barrier_latency.
+ *
+ * So lookahead = min(rdma_latency, barrier_latency). Each window: the
+ * processes agree on the earliest pending time T (allreduce min), run what
+ * is before T + lookahead, hand their window's stream to process 0 (which
+ * merges, merge.c), and swap outboxes. A seq or site id that travels is
+ * tagged with its process (internal.h) until the merge gives it its global
+ * number. The run ends when nothing is pending anywhere (completed or a
+ * deadlock), when the earliest pending time passes the watchdog, or after
+ * the window in which a core faulted or a stop was asked for.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct split_state {
+    const engine_transport *t;
+    uint64_t lookahead;
+    engine_buf *out, *in;         /* [count] outboxes and inboxes */
+    engine_buf stream;            /* this window's records (merge.c) */
+    engine_buf *all;              /* process 0: every process's stream */
+    engine_observer final;        /* process 0: who sees the merged run */
+    struct eng_merger *merge;     /* process 0 */
+    uint32_t n0_strings, n0_sites;
+    char failed[ENGINE_ERRLEN];   /* process 0: the merge failed ("" if not) */
+} split_state;
+
+/* merge.c */
+struct eng_merger *eng_merger_new(const engine_observer *out, int count, uint32_t n0_strings,
+                                  uint32_t n0_sites);
+void eng_merger_free(struct eng_merger *m);
+int eng_merger_window(struct eng_merger *m, const engine_buf *streams, char *err, size_t errlen);
+int eng_merger_cut(const struct eng_merger *m, uint64_t *time, const char **message);
+uint64_t eng_merger_events(const struct eng_merger *m);
+void eng_merger_end(struct eng_merger *m, uint64_t time, engine_outcome outcome);
+engine_observer eng_capture_observer(engine_buf *stream);
+void eng_capture_window_end(engine_buf *stream, int faulted);
+
+/* ------------------------------------------------------------ buffers */
+void eng_buf_put(engine_buf *b, const void *p, size_t n) {
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + n) cap *= 2;
+        uint8_t *np = realloc(b->p, cap);
+        if (!np) abort();
+        b->p = np;
+        b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->n, p, n);
+    b->n += n;
+}
+
+void engine_buf_free(engine_buf *b) {
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+typedef struct reader {
+    const uint8_t *p;
+    size_t n, at;
+    int bad;
+} reader;
+
+static void get(reader *r, void *out, size_t n) {
+    if (r->bad || r->n - r->at < n) {
+        r->bad = 1;
+        memset(out, 0, n);
+        return;
+    }
+    memcpy(out, r->p + r->at, n);
+    r->at += n;
+}
+
+/* ------------------------------------------------------------ ownership */
+void engine_split_nodes(int nodes, int count, int index, int *first, int *end) {
+    *first = (int)((int64_t)index * nodes / count);
+    *end = (int)((int64_t)(index + 1) * nodes / count);
+}
+
+static int owner_of_rank(const engine *e, int rank) {
+    int node = rank / e->cfg.npus_per_node, count = e->split->t->count;
+    for (int q = 0; q < count; q++) {
+        int first, end;
+        engine_split_nodes(e->cfg.nodes, count, q, &first, &end);
+        if (node >= first && node < end) return q;
+    }
+    return 0;
+}
+
+int engine_rank_local(const engine *e, int rank) { return eng_local_rank(e, rank); }
+
+static uint64_t tag_seq(int from, uint64_t seq) {
+    return seq ? ((uint64_t)(from + 1) << SPLIT_SEQ_SHIFT) | seq : 0;
+}
+
+static uint32_t tag_site(int from, uint32_t site) {
+    return site ? ((uint32_t)(from + 1) << SPLIT_SITE_SHIFT) | site : 0;
+}
+
+int engine_split(engine *e, const engine_transport *t, char *err, size_t errlen) {
+    if (e->running || e->split) {
+        snprintf(err, errlen, "engine_split: the engine has already run or is already split");
+        return ENGINE_ERR;
+    }
+    if (t->count < 1 || t->index < 0 || t->index >= t->count || t->count > 255) {
+        snprintf(err, errlen, "process %d of %d: not a valid split (1 to 255 processes)", t->index,
+                 t->count);
+        return ENGINE_ERR;
+    }
+    if (t->count > e->cfg.nodes) {
+        snprintf(err, errlen,
+                 "%d processes for %d node%s: each process owns whole nodes, so run at most %d",
+                 t->count, e->cfg.nodes, e->cfg.nodes == 1 ? "" : "s", e->cfg.nodes);
+        return ENGINE_ERR;
+    }
+    if (e->delay) {
+        snprintf(err, errlen, "--pct-points cannot be split over processes: its delay points "
+                              "count the scheduling steps of the whole run (run it in one process)");
+        return ENGINE_ERR;
+    }
+    if (e->obs.on_hook || e->break_fn) {
+        snprintf(err, errlen, "--check races and break points need the whole run in one process");
+        return ENGINE_ERR;
+    }
+    uint64_t l = e->rdma_latency_ps < e->barrier_latency_ps ? e->rdma_latency_ps
+                                                            : e->barrier_latency_ps;
+    if (l == 0) {
+        snprintf(err, errlen, "rdma_latency_ns and barrier_latency_ns must be above 0 to split a "
+                              "run: the smaller one is how far processes may run ahead");
+        return ENGINE_ERR;
+    }
+    split_state *sp = calloc(1, sizeof *sp);
+    if (!sp) { snprintf(err, errlen, "out of memory splitting the run"); return ENGINE_ERR; }
+    sp->t = t;
+    sp->lookahead = l;
+    sp->out = calloc((size_t)t->count, sizeof *sp->out);
+    sp->in = calloc((size_t)t->count, sizeof *sp->in);
+    sp->all = t->index == 0 ? calloc((size_t)t->count, sizeof *sp->all) : NULL;
+    if (!sp->out || !sp->in || (t->index == 0 && !sp->all)) abort();
+    e->split = sp;
+    int first, end;
+    engine_split_nodes(e->cfg.nodes, t->count, t->index, &first, &end);
+    e->own_first = first * e->cfg.npus_per_node;
+    e->own_end = end * e->cfg.npus_per_node;
+    return ENGINE_OK;
+}
+
+void eng_split_free(engine *e) {
+    split_state *sp = e->split;
+    if (!sp) return;
+    for (int q = 0; q < sp->t->count; q++) {
+        engine_buf_free(&sp->out[q]);
+        engine_buf_free(&sp->in[q]);
+        if (sp->all) engine_buf_free(&sp->all[q]);
+    }
+    free(sp->out);
+    free(sp->in);
+    free(sp->all);
+    engine_buf_free(&sp->stream);
+    if (sp->merge) eng_merger_free(sp->merge);
+    free(sp);
+    e->split = NULL;
+}
+
+/* ------------------------------------------------------------ messages */
+/* An RDMA op as it crosses: what the destination needs to book its rx,
+ * land the bytes, emit the done event and send the ack. */
+typedef struct wire_rdma {
+    int32_t op, kind, rank, core_index, pipe, width, atomic_dtype, dst_rank, peer, src_xfer;
+    uint32_t track, object, site, has_flight;
+    int64_t value;
+    uint64_t dst_raw, src_raw, bytes, dst_off, issue_seq, start, key, tx_end, arrive_at;
+} wire_rdma;
+
+typedef struct wire_ack {
+    uint32_t xfer;
+    uint64_t time, done_seq;
+} wire_ack;
+
+typedef struct wire_barrier {
+    int32_t launch, type;
+    uint32_t track1;
+    uint64_t time, seq;
+} wire_barrier;
+
+void eng_split_send_arrival(engine *e, xfer *x) {
+    engine_buf *b = &e->split->out[owner_of_rank(e, x->dst_rank)];
+    wire_rdma w = {x->op, x->kind, x->rank, x->core_index, x->pipe, x->width, x->atomic_dtype,
+                   x->dst_rank, x->peer, (int32_t)(x - e->xfers), x->track, x->object, x->site,
+                   x->op != OP_ATOMIC_ADD && x->bytes, x->value, x->dst_raw, x->src_raw,
+                   x->bytes, x->dst_off, x->issue_seq, x->start, x->key, x->tx_end, x->arrive_at};
+    uint8_t tag = 'A';
+    eng_buf_put(b, &tag, 1);
+    eng_buf_put(b, &w, sizeof w);
+    /* the NIC reads the source now, at tx begin: these bytes are what lands */
+    if (w.has_flight) eng_seg_pack(x->sseg, eng_seg_off(x->sseg, x->src), x->bytes, b);
+}
+
+void eng_split_send_ack(engine *e, xfer *x, uint64_t done_seq) {
+    engine_buf *b = &e->split->out[owner_of_rank(e, x->rank)];
+    wire_ack w = {(uint32_t)x->origin_xfer, x->end + e->rdma_latency_ps, done_seq};
+    uint8_t tag = 'K';
+    eng_buf_put(b, &tag, 1);
+    eng_buf_put(b, &w, sizeof w);
+}
+
+void eng_split_send_barrier(core *c) {
+    engine *e = c->e;
+    split_state *sp = e->split;
+    wire_barrier w = {c->launch, c->is_aic, eng_track(e, c, PIPE_S) + 1, c->now, c->last_seq};
+    uint8_t tag = 'B';
+    for (int q = 0; q < sp->t->count; q++) {
+        if (q == sp->t->index) continue;
+        eng_buf_put(&sp->out[q], &tag, 1);
+        eng_buf_put(&sp->out[q], &w, sizeof w);
+    }
+}
+
+static int deliver_arrival(engine *e, int from, reader *r) {
+    wire_rdma w;
+    get(r, &w, sizeof w);
+    if (r->bad || !eng_local_rank(e, w.dst_rank)) return -1;
+    xfer *x = eng_xfer_new(e);
+    x->op = w.op; x->kind = w.kind; x->rank = w.rank; x->core_index = w.core_index;
+    x->pipe = w.pipe; x->width = w.width; x->atomic_dtype = w.atomic_dtype;
+    x->dst_rank = w.dst_rank; x->peer = w.peer; x->origin_xfer = w.src_xfer;
+    x->track = w.track; x->object = w.object; x->site = tag_site(from, w.site);
+    x->value = w.value; x->dst_raw = w.dst_raw; x->src_raw = w.src_raw; x->bytes = w.bytes;
+    x->dst_off = w.dst_off; x->issue_seq = tag_seq(from, w.issue_seq); x->start = w.start;
+    x->key = w.key; x->tx_end = w.tx_end; x->arrive_at = w.arrive_at; x->rdma = 1;
+    x->dst = eng_gm_at(e, (gm_t){w.dst_raw}, w.bytes, &x->dseg);
+    if (!x->dst) return -1;
+    x->src = x->dst;   /* never read: what lands is the flight */
+    x->sseg = x->dseg;
+    if (w.has_flight) {
+        uint8_t *host = malloc(w.bytes);
+        if (!host) abort();
+        eng_seg_init(&x->flight, host, w.bytes);
+        size_t used = eng_seg_unpack(&x->flight, 0, w.bytes, r->p + r->at, r->n - r->at);
+        if (!used) return -1;
+        r->at += used;
+        x->in_flight = 1;
+    }
+    eng_push(e, x->arrive_at, x->key, Q_RDMA_ARRIVE, (uint32_t)(x - e->xfers));
+    return 0;
+}
+
+static int deliver_ack(engine *e, int from, reader *r) {
+    wire_ack w;
+    get(r, &w, sizeof w);
+    if (r->bad || w.xfer >= (uint32_t)e->n_xfers) return -1;
+    xfer *x = &e->xfers[w.xfer];
+    if (!x->rdma || !eng_local_rank(e, x->rank)) return -1;
+    x->done_seq = tag_seq(from, w.done_seq);
+    eng_push(e, w.time, x->key, Q_RDMA_ACK, w.xfer);
+    return 0;
+}
+
+static int deliver_barrier(engine *e, int from, reader *r) {
+    wire_barrier w;
+    get(r, &w, sizeof w);
+    if (r->bad || w.launch < 0 || w.launch >= e->n_launches || (w.type != 0 && w.type != 1))
+        return -1;
+    eng_barrier_arrival(e, &e->launches[w.launch], w.type, w.time, tag_seq(from, w.seq), w.track1);
+    return 0;
+}
+
+/* What the other processes sent last window, in process order. */
+static int deliver(engine *e, char *err, size_t errlen) {
+    split_state *sp = e->split;
+    for (int q = 0; q < sp->t->count; q++) {
+        reader r = {sp->in[q].p, sp->in[q].n, 0, 0};
+        while (r.at < r.n) {
+            uint8_t tag = r.p[r.at++];
+            int rc = tag == 'A' ? deliver_arrival(e, q, &r)
+                   : tag == 'K' ? deliver_ack(e, q, &r)
+                   : tag == 'B' ? deliver_barrier(e, q, &r) : -1;
+            if (rc) {
+                snprintf(err, errlen, "a message from process %d is corrupt (tag %u at byte %zu)",
+                         q, tag, r.at - 1);
+                return ENGINE_ERR;
+            }
+        }
+        sp->in[q].n = 0;
+    }
+    return ENGINE_OK;
+}
+
+/* ------------------------------------------------------------ windows */
+/* The window's stream to process 0, merged there into the final observer.
+ * A merge that fails is kept and told to everyone at the next reduction,
+ * so no process is left waiting in a collective. */
+static int hand_in_window(engine *e, char *err, size_t errlen) {
+    split_state *sp = e->split;
+    eng_capture_window_end(&sp->stream, e->outcome == OUTCOME_FAULT);
+    if (sp->t->gather(sp->t->ctx, &sp->stream, sp->all, err, errlen)) return ENGINE_ERR;
+    sp->stream.n = 0;
+    if (sp->merge && !sp->failed[0])
+        (void)eng_merger_window(sp->merge, sp->all, sp->failed, sizeof sp->failed);
+    return ENGINE_OK;
+}
+
+/* After a reduction of `failed` flags: every process returns the error. */
+static int merge_failed(engine *e, uint64_t any, char *err, size_t errlen) {
+    if (!any) return 0;
+    if (e->split->failed[0]) snprintf(err, errlen, "%s", e->split->failed);
+    else snprintf(err, errlen, "process 0 could not merge the event streams");
+    return 1;
+}
+
+static int exchange(engine *e, char *err, size_t errlen) {
+    split_state *sp = e->split;
+    if (sp->t->alltoall(sp->t->ctx, sp->out, sp->in, err, errlen)) return ENGINE_ERR;
+    for (int q = 0; q < sp->t->count; q++) sp->out[q].n = 0;
+    return ENGINE_OK;
+}
+
+static int reduce(engine *e, uint64_t *v, int n, int op, char *err, size_t errlen) {
+    const engine_transport *t = e->split->t;
+    return t->allreduce(t->ctx, v, n, op, err, errlen);
+}
+
+/* Every process must have set up the same run: same declarations. */
+static int same_setup(engine *e, char *err, size_t errlen) {
+    uint64_t lo[4] = {e->n_strings, e->n_sites, e->n_objects, e->n_origins};
+    uint64_t hi[4] = {lo[0], lo[1], lo[2], lo[3]};
+    if (reduce(e, lo, 4, ENGINE_REDUCE_MIN, err, errlen) ||
+        reduce(e, hi, 4, ENGINE_REDUCE_MAX, err, errlen))
+        return ENGINE_ERR;
+    if (memcmp(lo, hi, sizeof lo)) {
+        snprintf(err, errlen, "the processes set up different runs (strings, sites, objects or "
+                              "inputs differ): every process must be given the same command line");
+        return ENGINE_ERR;
+    }
+    return ENGINE_OK;
+}
+
+static int run_windows(engine *e, char *err, size_t errlen) {
+    split_state *sp = e->split;
+    for (;;) {
+        if (deliver(e, err, errlen)) return ENGINE_ERR;
+        uint64_t next[1] = {e->heap_n ? e->heap[0].time : UINT64_MAX};
+        uint64_t flags[3] = {e->outcome == OUTCOME_FAULT,
+                             e->outcome == OUTCOME_INTERRUPTED || e->stop_requested,
+                             sp->failed[0] != 0};
+        if (reduce(e, next, 1, ENGINE_REDUCE_MIN, err, errlen) ||
+            reduce(e, flags, 3, ENGINE_REDUCE_MAX, err, errlen))
+            return ENGINE_ERR;
+        if (merge_failed(e, flags[2], err, errlen)) return ENGINE_ERR;
+        if (flags[0]) {
+            /* the faulting process stopped mid-window, the others ran the
+             * window out; the merge cut the stream at the fault */
+            if (e->outcome == OUTCOME_RUNNING) eng_stop(e, OUTCOME_FAULT, "a core faulted");
+            return ENGINE_OK;
+        }
+        if (flags[1]) {
+            eng_stop(e, OUTCOME_INTERRUPTED, "the run was stopped on request (Ctrl-C or SIGTERM)");
+            return ENGINE_OK;
+        }
+        if (next[0] == UINT64_MAX) return ENGINE_OK;
+        uint64_t wd = e->cfg.watchdog_ps;
+        if (wd && next[0] > wd) {
+            char msg[ENGINE_ERRLEN];
+            snprintf(msg, sizeof msg,
+                     "virtual time passed %.3f us with cores still running (livelock?)",
+                     (double)wd / 1e6);
+            e->now = wd;
+            eng_stop(e, OUTCOME_WATCHDOG, msg);
+            return ENGINE_OK;
+        }
+        uint64_t end = next[0] > UINT64_MAX - sp->lookahead ? UINT64_MAX : next[0] + sp->lookahead;
+        if (wd && end > wd + 1) end = wd + 1;
+        e->window_end = end;
+        eng_run_loop(e);
+        if (hand_in_window(e, err, errlen) || exchange(e, err, errlen)) return ENGINE_ERR;
+    }
+}
+
+/* The ending every process agrees on; the closing events (BLOCKED) go
+ * through the merge in process order, which is core order. */
+static int finish(engine *e, engine_result *res, char *err, size_t errlen) {
+    split_state *sp = e->split;
+    uint64_t mx[1] = {e->now};
+    uint64_t sum[3] = {(uint64_t)e->finished_cores, (uint64_t)e->started_cores,
+                       (uint64_t)eng_blocked_count(e)};
+    if (reduce(e, mx, 1, ENGINE_REDUCE_MAX, err, errlen) ||
+        reduce(e, sum, 3, ENGINE_REDUCE_SUM, err, errlen))
+        return ENGINE_ERR;
+    if (e->outcome == OUTCOME_RUNNING) {
+        e->now = mx[0];
+        if (sum[0] == sum[1]) {
+            eng_stop(e, OUTCOME_COMPLETED, "completed");
+        } else {
+            char msg[ENGINE_ERRLEN];
+            snprintf(msg, sizeof msg, "%llu core%s blocked and nothing left to happen at %.3f us",
+                     (unsigned long long)sum[2], sum[2] == 1 ? "" : "s", (double)e->now / 1e6);
+            eng_stop(e, OUTCOME_DEADLOCK, msg);
+        }
+    } else if (e->outcome == OUTCOME_INTERRUPTED) {
+        e->now = mx[0];
+    }
+    if (e->outcome == OUTCOME_DEADLOCK || e->outcome == OUTCOME_WATCHDOG) eng_emit_blocked(e);
+    int n = e->n_ranks * e->cores_per_rank;
+    for (int i = 0; i < n; i++) {
+        core *c = &e->cores[i];
+        if (c->launch >= 0 && c->status == CS_BLOCKED && e->now > c->wait_begin_time)
+            e->stall_ps += e->now - c->wait_begin_time;
+    }
+    if (hand_in_window(e, err, errlen)) return ENGINE_ERR;
+    uint64_t stall[2] = {e->stall_ps, sp->failed[0] != 0};
+    if (reduce(e, stall, 2, ENGINE_REDUCE_SUM, err, errlen)) return ENGINE_ERR;
+    if (merge_failed(e, stall[1], err, errlen)) return ENGINE_ERR;
+    /* process 0 knows the run's ending; everyone gets its figures */
+    uint64_t end_time = e->now;
+    engine_outcome outcome = e->outcome;
+    if (sp->merge) {
+        uint64_t cut_time;
+        const char *why;
+        if (eng_merger_cut(sp->merge, &cut_time, &why)) {
+            outcome = OUTCOME_FAULT;
+            end_time = cut_time;
+            snprintf(e->message, sizeof e->message, "%s", why);
+        }
+        eng_merger_end(sp->merge, end_time, outcome);
+    }
+    uint64_t fig[3] = {sp->merge ? (uint64_t)outcome : 0, sp->merge ? end_time : 0,
+                       sp->merge ? eng_merger_events(sp->merge) : 0};
+    if (reduce(e, fig, 3, ENGINE_REDUCE_MAX, err, errlen)) return ENGINE_ERR;
+    res->outcome = (engine_outcome)fig[0];
+    res->end_time = fig[1];
+    res->events = fig[2];
+    res->stall_ps = stall[0];
+    e->outcome = res->outcome;
+    e->now = res->end_time;
+    snprintf(res->message, sizeof res->message, "%s", e->message);
+    return ENGINE_OK;
+}
+
+int eng_split_run(engine *e, engine_result *res, char *err, size_t errlen) {
+    split_state *sp = e->split;
+    if (same_setup(e, err, errlen)) return ENGINE_ERR;
+    sp->n0_strings = e->n_strings;
+    sp->n0_sites = e->n_sites;
+    sp->final = e->obs;
+    if (sp->t->index == 0) sp->merge = eng_merger_new(&sp->final, sp->t->count, e->n_strings,
+                                                      e->n_sites);
+    e->obs = eng_capture_observer(&sp->stream);
+    int rc = eng_start_cores(e, err, errlen);
+    if (!rc) rc = run_windows(e, err, errlen);
+    if (!rc) rc = finish(e, res, err, errlen);
+    e->obs = sp->final;
+    return rc;
+}

@@ -1,0 +1,249 @@
+/*
+ * test_engine_split.c - a run split over P parts gives the stream one
+ * process gives: every field of every event (seq, links, string and site
+ * ids), every declaration, every scheduling segment, the outcome, its
+ * message, the end time and the event count, for P = 1 to 4.
+ *
+ * The parts are threads here (tests/split_threads.h); npurr's MPI transport
+ * moves the same buffers. Runs: EP32 dispatch-layered (RDMA both ways,
+ * BarrierAll across nodes), jittered with a seeded tie order, the
+ * credit-leak deadlock, and a watchdog stop. Also: what cannot be split
+ * is refused with a message.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "engine/engine.h"
+#include "engine/kernels/kernels.h"
+#include "tests/split_threads.h"
+#include "tests/support.h"
+
+/* What the observer saw, folded: FNV-1a over every record. */
+typedef struct digest {
+    uint64_t h, events, segments, strings, sites;
+} digest;
+
+static void fold(digest *d, const void *p, size_t n) {
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++) d->h = (d->h ^ b[i]) * 0x100000001B3ULL;
+}
+
+static void d_string(void *ctx, uint32_t id, const char *text) {
+    digest *d = ctx;
+    d->strings++;
+    fold(d, "T", 1);
+    fold(d, &id, sizeof id);
+    fold(d, text, strlen(text));
+}
+
+static void d_site(void *ctx, const engine_site *s) {
+    digest *d = ctx;
+    d->sites++;
+    fold(d, "I", 1);
+    fold(d, &s->id, sizeof s->id);
+    fold(d, &s->line, sizeof s->line);
+    fold(d, s->file, strlen(s->file));
+    fold(d, s->func, strlen(s->func));
+}
+
+static void d_event(void *ctx, const engine_event *ev) {
+    digest *d = ctx;
+    d->events++;
+    fold(d, "E", 1);
+    fold(d, ev, sizeof *ev);
+}
+
+static void d_segment(void *ctx, uint64_t time, uint64_t key) {
+    digest *d = ctx;
+    d->segments++;
+    fold(d, "S", 1);
+    fold(d, &time, sizeof time);
+    fold(d, &key, sizeof key);
+}
+
+typedef struct shape {
+    const char *kernel;
+    int nodes;
+    uint64_t seed;
+    double jitter;
+    uint64_t watchdog_ps;
+    const char *const *kv;
+} shape;
+
+typedef struct part {
+    const shape *s;
+    split_end end;
+    int split;                /* 0: engine_run alone */
+    digest d;
+    engine_result res;
+    int rc;
+    char err[ENGINE_ERRLEN];
+} part;
+
+static engine *build(const shape *s, void **state, const kernel_desc **k) {
+    char err[ENGINE_ERRLEN];
+    engine_config cfg;
+    engine_config_defaults(&cfg);
+    cfg.nodes = s->nodes;
+    cfg.seed = s->seed;
+    cfg.jitter = s->jitter;
+    cfg.watchdog_ps = s->watchdog_ps;
+    engine *e = NULL;
+    if (engine_create(&cfg, &e, err, sizeof err) != ENGINE_OK) fail_msg("%s", err);
+    *k = support_kernel(s->kernel);
+    kernel_opts opts;
+    support_opts(*k, &opts, s->kv);
+    if ((*k)->setup(e, &opts, state, err, sizeof err) != 0) fail_msg("%s: %s", s->kernel, err);
+    return e;
+}
+
+static void *run_part(void *arg) {
+    part *p = arg;
+    void *state = NULL;
+    const kernel_desc *k;
+    engine *e = build(p->s, &state, &k);
+    p->d.h = 0xCBF29CE484222325ULL;
+    engine_observer obs = {.ctx = &p->d, .on_string = d_string, .on_site = d_site,
+                           .on_event = d_event, .on_segment = d_segment};
+    /* setup declarations already went by: every part has the same */
+    engine_set_observer(e, &obs);
+    engine_transport t;
+    p->rc = ENGINE_OK;
+    if (p->split) {
+        t = split_transport(&p->end);
+        if (p->end.index != 0) engine_set_observer(e, NULL);
+        p->rc = engine_split(e, &t, p->err, sizeof p->err);
+    }
+    if (p->rc == ENGINE_OK) p->rc = engine_run(e, &p->res, p->err, sizeof p->err);
+    k->destroy(state);
+    engine_destroy(e);
+    return NULL;
+}
+
+static void run_alone(const shape *s, part *out) {
+    memset(out, 0, sizeof *out);
+    out->s = s;
+    run_part(out);
+    assert_int_equal(out->rc, ENGINE_OK);
+}
+
+static void run_split(const shape *s, int count, part *parts) {
+    split_hub hub = {.count = count};
+    pthread_barrier_init(&hub.meet, NULL, (unsigned)count);
+    pthread_t th[SPLIT_THREADS_MAX];
+    for (int q = 0; q < count; q++) {
+        memset(&parts[q], 0, sizeof parts[q]);
+        parts[q].s = s;
+        parts[q].split = 1;
+        parts[q].end = (split_end){&hub, q};
+        assert_int_equal(pthread_create(&th[q], NULL, run_part, &parts[q]), 0);
+    }
+    for (int q = 0; q < count; q++) pthread_join(th[q], NULL);
+    pthread_barrier_destroy(&hub.meet);
+    for (int q = 0; q < count; q++)
+        if (parts[q].rc != ENGINE_OK) fail_msg("part %d of %d: %s", q, count, parts[q].err);
+}
+
+/* P = 1..4 against one process, on every figure and the whole stream. */
+static int same_for_every_split(const shape *s) {
+    part alone;
+    run_alone(s, &alone);
+    assert_true(alone.d.events > 1000);
+    for (int count = 1; count <= 4 && count <= s->nodes; count++) {
+        part parts[4];
+        run_split(s, count, parts);
+        const part *p = &parts[0];
+        if (p->d.h != alone.d.h || p->d.events != alone.d.events ||
+            p->d.segments != alone.d.segments || p->d.strings != alone.d.strings ||
+            p->d.sites != alone.d.sites)
+            fail_msg("%s, %d parts: stream differs (events %llu vs %llu, segments %llu vs %llu, "
+                     "strings %llu vs %llu, sites %llu vs %llu)", s->kernel, count,
+                     (unsigned long long)p->d.events, (unsigned long long)alone.d.events,
+                     (unsigned long long)p->d.segments, (unsigned long long)alone.d.segments,
+                     (unsigned long long)p->d.strings, (unsigned long long)alone.d.strings,
+                     (unsigned long long)p->d.sites, (unsigned long long)alone.d.sites);
+        for (int q = 0; q < count; q++) {
+            assert_int_equal(parts[q].res.outcome, alone.res.outcome);
+            assert_int_equal(parts[q].res.end_time, alone.res.end_time);
+            assert_int_equal(parts[q].res.events, alone.res.events);
+        }
+        assert_string_equal(p->res.message, alone.res.message);
+        if (alone.res.outcome != OUTCOME_FAULT)
+            assert_int_equal(p->res.stall_ps, alone.res.stall_ps);
+    }
+    return alone.res.outcome;
+}
+
+static const char *const ep32[] = {"tokens", "96", "rdma-senders", "2", "rdma-coordinators", "1",
+                                   "forwarders", "2", "forwarder-coordinators", "1",
+                                   "hccs-receivers", "2", "dispatches", "2", NULL};
+static const char *const ep32_leak[] = {"tokens", "96", "rdma-senders", "2",
+                                        "rdma-coordinators", "1", "forwarders", "2",
+                                        "forwarder-coordinators", "1", "hccs-receivers", "2",
+                                        "inject", "credit-leak", NULL};
+
+static void test_dispatch_ep32_is_the_same_split(void **state) {
+    (void)state;
+    shape s = {"dispatch-layered", 4, 0, 0.0, 0, ep32};
+    assert_int_equal(same_for_every_split(&s), OUTCOME_COMPLETED);
+}
+
+static void test_jitter_and_seeded_ties_are_the_same_split(void **state) {
+    (void)state;
+    shape s = {"dispatch-layered", 4, 7, 0.1, 0, ep32};
+    assert_int_equal(same_for_every_split(&s), OUTCOME_COMPLETED);
+}
+
+static void test_deadlock_is_the_same_split(void **state) {
+    (void)state;
+    shape s = {"dispatch-layered", 4, 0, 0.0, 0, ep32_leak};
+    assert_int_equal(same_for_every_split(&s), OUTCOME_DEADLOCK);
+}
+
+static void test_watchdog_is_the_same_split(void **state) {
+    (void)state;
+    shape s = {"dispatch-layered", 4, 3, 0.0, 20000000, ep32};   /* 20 us */
+    assert_int_equal(same_for_every_split(&s), OUTCOME_WATCHDOG);
+}
+
+static void test_what_cannot_be_split_is_refused(void **state) {
+    (void)state;
+    char err[ENGINE_ERRLEN];
+    engine_config cfg;
+    engine_config_defaults(&cfg);
+    cfg.nodes = 2;
+    engine *e;
+    assert_int_equal(engine_create(&cfg, &e, err, sizeof err), ENGINE_OK);
+    split_hub hub = {.count = 3};
+    split_end end = {&hub, 0};
+    engine_transport t = split_transport(&end);
+    assert_int_equal(engine_split(e, &t, err, sizeof err), ENGINE_ERR);
+    assert_non_null(strstr(err, "3 processes for 2 nodes"));
+    engine_destroy(e);
+    cfg.pct_points = 3;
+    cfg.pct_span = 100;
+    cfg.pct_delay_ps = 1000;
+    assert_int_equal(engine_create(&cfg, &e, err, sizeof err), ENGINE_OK);
+    hub.count = 2;
+    t = split_transport(&end);
+    assert_int_equal(engine_split(e, &t, err, sizeof err), ENGINE_ERR);
+    assert_non_null(strstr(err, "--pct-points"));
+    engine_destroy(e);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dispatch_ep32_is_the_same_split),
+        cmocka_unit_test(test_jitter_and_seeded_ties_are_the_same_split),
+        cmocka_unit_test(test_deadlock_is_the_same_split),
+        cmocka_unit_test(test_watchdog_is_the_same_split),
+        cmocka_unit_test(test_what_cannot_be_split_is_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
