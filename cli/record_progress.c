@@ -65,7 +65,9 @@ void record_progress_event(void *ctx, const engine_event *ev) {
     const char *phase = p->phase_id ? engine_string(p->e, p->phase_id) : NULL;
     uint64_t num = p->ended, den = p->begun;
     const char *unit = "cores finished";
-    if (p->kernel && p->kernel->progress && p->state &&
+    /* a split run's process 0 holds only its own nodes' GM: count cores */
+    int whole = engine_rank_local(p->e, 0) && engine_rank_local(p->e, engine_num_ranks(p->e) - 1);
+    if (p->kernel && p->kernel->progress && p->state && whole &&
         p->kernel->progress(p->e, p->state, &num, &den, &unit) != 0) {
         num = p->ended, den = p->begun, unit = "cores finished";
     }

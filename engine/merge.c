@@ -45,7 +45,7 @@ typedef struct eng_merger {
     uint32_t n_strings, cap_strings;
     engine_site *sites;      /* run-time sites, global id n0_sites + 1 + i */
     uint32_t n_sites, cap_sites;
-    int cut;
+    int cut, ended;
     uint64_t cut_time, last_time;
     const char *fault_text;
 } eng_merger;
@@ -358,9 +358,12 @@ int eng_merger_cut(const eng_merger *m, uint64_t *time, const char **message) {
 }
 
 uint64_t eng_merger_events(const eng_merger *m) { return m->seq; }
+uint64_t eng_merger_last_time(const eng_merger *m) { return m->last_time; }
 
 /* The run's last event, as engine_run emits it. */
 void eng_merger_end(eng_merger *m, uint64_t time, engine_outcome outcome) {
+    if (m->ended) return;
+    m->ended = 1;
     engine_event end = {.kind = EV_RUN_END, .time = time, .value = outcome};
     end.seq = ++m->seq;
     if (m->out.on_event) m->out.on_event(m->out.ctx, &end);

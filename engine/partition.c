@@ -38,6 +38,7 @@ typedef struct split_state {
     struct eng_merger *merge;     /* process 0 */
     uint32_t n0_strings, n0_sites;
     char failed[ENGINE_ERRLEN];   /* process 0: the merge failed ("" if not) */
+    int down;                     /* the transport failed: no collective can follow */
 } split_state;
 
 /* merge.c */
@@ -47,6 +48,7 @@ void eng_merger_free(struct eng_merger *m);
 int eng_merger_window(struct eng_merger *m, const engine_buf *streams, char *err, size_t errlen);
 int eng_merger_cut(const struct eng_merger *m, uint64_t *time, const char **message);
 uint64_t eng_merger_events(const struct eng_merger *m);
+uint64_t eng_merger_last_time(const struct eng_merger *m);
 void eng_merger_end(struct eng_merger *m, uint64_t time, engine_outcome outcome);
 engine_observer eng_capture_observer(engine_buf *stream);
 void eng_capture_window_end(engine_buf *stream, int faulted);
@@ -308,7 +310,10 @@ static int deliver(engine *e, char *err, size_t errlen) {
 static int hand_in_window(engine *e, char *err, size_t errlen) {
     split_state *sp = e->split;
     eng_capture_window_end(&sp->stream, e->outcome == OUTCOME_FAULT);
-    if (sp->t->gather(sp->t->ctx, &sp->stream, sp->all, err, errlen)) return ENGINE_ERR;
+    if (sp->t->gather(sp->t->ctx, &sp->stream, sp->all, err, errlen)) {
+        sp->down = 1;
+        return ENGINE_ERR;
+    }
     sp->stream.n = 0;
     if (sp->merge && !sp->failed[0])
         (void)eng_merger_window(sp->merge, sp->all, sp->failed, sizeof sp->failed);
@@ -325,14 +330,19 @@ static int merge_failed(engine *e, uint64_t any, char *err, size_t errlen) {
 
 static int exchange(engine *e, char *err, size_t errlen) {
     split_state *sp = e->split;
-    if (sp->t->alltoall(sp->t->ctx, sp->out, sp->in, err, errlen)) return ENGINE_ERR;
+    if (sp->t->alltoall(sp->t->ctx, sp->out, sp->in, err, errlen)) {
+        sp->down = 1;
+        return ENGINE_ERR;
+    }
     for (int q = 0; q < sp->t->count; q++) sp->out[q].n = 0;
     return ENGINE_OK;
 }
 
 static int reduce(engine *e, uint64_t *v, int n, int op, char *err, size_t errlen) {
     const engine_transport *t = e->split->t;
-    return t->allreduce(t->ctx, v, n, op, err, errlen);
+    if (t->allreduce(t->ctx, v, n, op, err, errlen) == 0) return 0;
+    e->split->down = 1;
+    return ENGINE_ERR;
 }
 
 /* Every process must have set up the same run: same declarations. */
@@ -463,6 +473,22 @@ int eng_split_run(engine *e, engine_result *res, char *err, size_t errlen) {
     int rc = eng_start_cores(e, err, errlen);
     if (!rc) rc = run_windows(e, err, errlen);
     if (!rc) rc = finish(e, res, err, errlen);
+    if (rc && sp->down) {
+        /* a process died or a signal came while waiting: nothing more can
+         * be agreed, so this process ends the run here as interrupted and
+         * process 0 closes the stream merged so far (its trace stays a
+         * readable, interrupted run) */
+        snprintf(e->message, sizeof e->message, "the run was interrupted: %s", err);
+        e->outcome = OUTCOME_INTERRUPTED;
+        if (sp->merge) eng_merger_end(sp->merge, eng_merger_last_time(sp->merge),
+                                      OUTCOME_INTERRUPTED);
+        res->outcome = OUTCOME_INTERRUPTED;
+        res->end_time = sp->merge ? eng_merger_last_time(sp->merge) : e->now;
+        res->events = sp->merge ? eng_merger_events(sp->merge) : 0;
+        res->stall_ps = e->stall_ps;
+        snprintf(res->message, sizeof res->message, "%s", e->message);
+        rc = ENGINE_OK;
+    }
     e->obs = sp->final;
     return rc;
 }

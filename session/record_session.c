@@ -23,6 +23,7 @@
 #include "session/recording.h"
 #include "session/run_folder.h"
 #include "session/session_signals.h"
+#include "session/split_mpi.h"
 
 static double wall_now(void) {
     struct timespec ts;
@@ -30,13 +31,14 @@ static double wall_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Usage errors, before anything is built. */
-static int check_before_building(const run_options *ro, char *err, size_t errlen) {
+/* Usage errors, before anything is built. Under mpirun only process 0
+ * writes the run folder, so only it checks -o. */
+static int check_before_building(const run_options *ro, int writes, char *err, size_t errlen) {
     if (!ro->out_dir && !ro->no_trace) {
         snprintf(err, errlen, "-o RUN is required (or --no-trace)");
         return SESSION_USAGE;
     }
-    if (!ro->no_trace && run_folder_check_target(ro->out_dir, ro->force, err, errlen))
+    if (writes && !ro->no_trace && run_folder_check_target(ro->out_dir, ro->force, err, errlen))
         return SESSION_USAGE;
     if (session_memory_check(ro, 0, err, errlen)) return SESSION_USAGE;
     return SESSION_OK;
@@ -94,6 +96,16 @@ static int open_trace(recording *rc, char *err, size_t errlen) {
     return 0;
 }
 
+/* Split: each process checked its own nodes; the first failure in process
+ * order is the run's (a run that completed completed everywhere, so every
+ * process is here). */
+static void agree_on_check(recording *rc, int failed) {
+    record_result *r = rc->r;
+    if (!failed) r->check_message[0] = 0;
+    int any = split_mpi_agree(rc->split, failed, r->check_message, sizeof r->check_message);
+    r->check = any ? "failed" : "passed";
+}
+
 static void check_outputs(recording *rc) {
     record_result *r = rc->r;
     const kernel_desc *k = rc->ro->kernel;
@@ -105,6 +117,7 @@ static void check_outputs(recording *rc) {
     }
     int failed = k->check(rc->e, rc->state, r->check_message, sizeof r->check_message) != 0;
     r->check = failed ? "failed" : "passed";
+    if (rc->split) agree_on_check(rc, failed);
 }
 
 static void run(recording *rc) {
@@ -127,30 +140,97 @@ static void run(recording *rc) {
     r->derived = rc->w && !(r->ran && r->run.outcome == OUTCOME_COMPLETED);
 }
 
+/* Under mpirun: what a split run cannot do, refused on every process. */
+static int split_allowed(const recording *rc, char *err, size_t errlen) {
+    const run_options *ro = rc->ro;
+    if (!ro->kernel->check_splits) {
+        snprintf(err, errlen, "-k %s cannot be split over MPI processes yet: its output check "
+                              "reads every rank; record it in one process", ro->kernel->name);
+        return SESSION_USAGE;
+    }
+    if (ro->check_races) {
+        snprintf(err, errlen, "--check races needs the whole run in one process (without mpirun)");
+        return SESSION_USAGE;
+    }
+    return SESSION_OK;
+}
+
+/* The record itself; rc->split set when mpirun started several processes,
+ * whose every step that can fail is agreed (split_mpi_agree), so all of
+ * them go on or stop together with process 0 reporting. */
+static int record_here(recording *rc, char *err, size_t errlen) {
+    split_mpi *sp = rc->split;
+    int writes = !sp || split_mpi_index(sp) == 0;
+    int code = check_before_building(rc->ro, writes, err, errlen);
+    if (!code && sp) code = split_allowed(rc, err, errlen);
+    if (sp) code = split_mpi_agree(sp, code, err, errlen);
+    if (code) return code;
+    code = build(rc, err, errlen) ? SESSION_ERROR : SESSION_OK;
+    if (sp) code = split_mpi_agree(sp, code, err, errlen);
+    if (code) {
+        if (rc->e) discard(rc);
+        return code;
+    }
+    if (rc->hooks->on_start) rc->hooks->on_start(rc->hooks->ctx, rc->e, rc->ro->kernel, rc->state);
+    code = writes && !rc->ro->no_trace && open_trace(rc, err, errlen) ? SESSION_ERROR : SESSION_OK;
+    if (sp) {
+        int q = code;
+        code = split_mpi_agree(sp, code, err, errlen);
+        if (code && !q && rc->w) {   /* another process failed: nothing was recorded */
+            char cerr[ENGINE_ERRLEN];
+            rec_close(rc->w, NULL, "skipped", "another MPI process could not start", cerr,
+                      sizeof cerr);
+            rc->w = NULL;
+            run_folder_remove(rc->r->run_dir);
+            rc->r->run_dir[0] = 0;
+            rc->r->traced = 0;
+        }
+    }
+    if (code) {
+        discard(rc);
+        return code;
+    }
+    if (sp) {
+        code = engine_split(rc->e, split_mpi_transport(sp), err, errlen) ? SESSION_USAGE
+                                                                          : SESSION_OK;
+        code = split_mpi_agree(sp, code, err, errlen);
+    } else if (record_races_attach(rc->e, rc->ro->check_races, &rc->hb, err, errlen)) {
+        code = SESSION_ERROR;
+    }
+    if (code) {
+        char cerr[ENGINE_ERRLEN];
+        if (rc->w) rec_close(rc->w, NULL, "skipped", sp ? "the run could not be split"
+                                                        : "the race checker could not start",
+                             cerr, sizeof cerr);
+        discard(rc);
+        return code;
+    }
+    run(rc);
+    record_finish(rc);
+    return SESSION_OK;
+}
+
 int record_session(const run_spec *spec, const record_hooks *hooks, int catch_signals,
                    record_result *r, char *err, size_t errlen) {
     static const record_hooks no_hooks;
     memset(r, 0, sizeof *r);
     r->check = "skipped";
+    r->split_count = 1;
     recording rc = {.ro = &spec->opts, .command_line = spec->command_line,
                     .hooks = hooks ? hooks : &no_hooks, .catch_signals = catch_signals, .r = r};
-    int code = check_before_building(rc.ro, err, errlen);
-    if (code) return code;
-    if (build(&rc, err, errlen)) return SESSION_ERROR;
-    if (rc.hooks->on_start) rc.hooks->on_start(rc.hooks->ctx, rc.e, rc.ro->kernel, rc.state);
-    if (!rc.ro->no_trace && open_trace(&rc, err, errlen)) {
-        discard(&rc);
-        return SESSION_ERROR;
+    int count = 0;
+    int launched = split_mpi_launched(&count, err, errlen);
+    if (launched < 0) return SESSION_ERROR;
+    if (launched && split_mpi_start(&rc.split, err, errlen)) return SESSION_ERROR;
+    if (rc.split) {
+        r->split_index = split_mpi_index(rc.split);
+        r->split_count = split_mpi_count(rc.split);
     }
-    if (record_races_attach(rc.e, rc.ro->check_races, &rc.hb, err, errlen)) {
-        char cerr[ENGINE_ERRLEN];
-        if (rc.w) rec_close(rc.w, NULL, "skipped", "the race checker could not start", cerr, sizeof cerr);
-        discard(&rc);
-        return SESSION_ERROR;
-    }
-    run(&rc);
-    record_finish(&rc);
-    return SESSION_OK;
+    int code = record_here(&rc, err, errlen);
+    /* a broken job (a process died) cannot finalise MPI: abort it, with
+     * the trace already closed as an interrupted run */
+    if (rc.split) split_mpi_end(rc.split, code ? code : (rc.r->ran ? 0 : 1));
+    return code;
 }
 
 void record_result_free(record_result *r) {

@@ -22,6 +22,7 @@ typedef struct recording {
     rec_writer *w;               /* NULL: no trace */
     engine_tee tee;              /* the recorder, then hooks->on_event */
     hb_checker *hb;
+    struct split_mpi *split;     /* mpirun: this process's part (NULL alone) */
     /* The finishing thread (record_finish.c). */
     pthread_t thread;
     int thread_started;

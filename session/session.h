@@ -124,6 +124,7 @@ typedef struct record_result {
     int derived;                     /* analysis tables derived at once (a run that did not complete) */
     hb_checker *checker;             /* --check races: the reports (record_result_free frees it) */
     uint64_t races, sync_errors;
+    int split_index, split_count;    /* mpirun: this process of how many (0, 1 alone) */
     /* With a trace: */
     int traced;
     int installed;                   /* renamed to -o */

@@ -380,4 +380,5 @@ const kernel_desc kernel_dispatch_layered = {
     .options = dispatch_options, .setup = dispatch_setup, .check = dispatch_check,
     .layout = dispatch_layout, .destroy = dispatch_destroy, .progress = dispatch_progress,
     .estimate = dispatch_estimate,
+    .check_splits = 1,
 };

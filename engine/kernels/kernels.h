@@ -81,6 +81,10 @@ typedef struct kernel_desc {
     kernel_destroy_fn *destroy;
     kernel_progress_fn *progress;         /* optional */
     kernel_estimate_fn *estimate;         /* optional: without it only the engine is counted */
+    /* The check reads only what lives on ranks engine_rank_local names, so
+     * each process of a split run (mpirun) checks its own nodes; a kernel
+     * without it is recorded in one process. */
+    int check_splits;
 } kernel_desc;
 
 /* What a run of these options will hold in memory, from the options alone

@@ -1,0 +1,41 @@
+/*
+ * split_mpi.h - `mpirun -np P npurr record ...`: one run over P MPI
+ * processes (split_mpi.c). Internal to the session library.
+ *
+ * The engine splits the run (engine.h, "split runs"); this moves its
+ * buffers with MPI collectives, non-blocking and polled, so a signal (mpirun
+ * terminating the job because a process died, or Ctrl-C) is seen while a
+ * process waits for the others. Process 0 writes the run folder; the others
+ * write nothing and print nothing (their stdout and stderr go to
+ * /dev/null): every error is gathered to process 0 (split_mpi_agree), which
+ * reports it, and every process exits with the same code.
+ */
+#ifndef NPURR_SESSION_SPLIT_MPI_H
+#define NPURR_SESSION_SPLIT_MPI_H
+
+#include <stddef.h>
+
+#include "engine/engine.h"
+
+typedef struct split_mpi split_mpi;
+
+/* Was this process started by an MPI launcher with more than one process?
+ * 0 no (npurr runs alone); 1 yes, *count processes; -1 yes, but this npurr
+ * was built without MPI (err says how to get it). */
+int split_mpi_launched(int *count, char *err, size_t errlen);
+/* MPI_Init and the transport. SESSION_ERROR-style -1 with err on failure. */
+int split_mpi_start(split_mpi **out, char *err, size_t errlen);
+const engine_transport *split_mpi_transport(split_mpi *m);
+int split_mpi_index(const split_mpi *m);
+int split_mpi_count(const split_mpi *m);
+/* Every process's code combined (the largest); when it is not 0, process
+ * 0's err becomes the first failing process's err ("process q: ..." when
+ * q > 0). Returns the combined code; a broken transport gives 1. */
+int split_mpi_agree(split_mpi *m, int code, char *err, size_t errlen);
+/* The transport failed during the run (a process died, a signal arrived
+ * while waiting): the job cannot end cleanly. */
+int split_mpi_broken(const split_mpi *m);
+/* MPI_Finalize (not when broken: the process just exits); frees m. */
+void split_mpi_end(split_mpi *m, int code);
+
+#endif
