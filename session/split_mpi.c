@@ -197,6 +197,18 @@ static int mpi_gather(void *ctx, const engine_buf *mine, engine_buf *all, char *
     return 0;
 }
 
+/* MPI_Finalize waits for every process: done at exit, after process 0 has
+ * printed, so a process that exits early with an error code (which makes
+ * mpirun end the job) cannot cut process 0's report short. */
+static int finalize_at_exit;
+
+static void finalize_now(void) {
+    if (!finalize_at_exit) return;
+    fflush(stdout);
+    fflush(stderr);
+    MPI_Finalize();
+}
+
 int split_mpi_start(split_mpi **out, char *err, size_t errlen) {
     *out = NULL;
     int provided = 0;
@@ -205,13 +217,14 @@ int split_mpi_start(split_mpi **out, char *err, size_t errlen) {
         return -1;
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    finalize_at_exit = 1;
+    atexit(finalize_now);
     split_mpi *m = calloc(1, sizeof *m);
     if (!m) abort();
     MPI_Comm_rank(MPI_COMM_WORLD, &m->t.index);
     MPI_Comm_size(MPI_COMM_WORLD, &m->t.count);
     if (m->t.count > 255) {
         snprintf(err, errlen, "%d MPI processes: at most 255", m->t.count);
-        MPI_Finalize();
         free(m);
         return -1;
     }
@@ -275,8 +288,8 @@ void split_mpi_end(split_mpi *m, int code) {
     (void)code;
     /* A broken job cannot finalise (the others are gone or stuck in a
      * collective): leave MPI as it is and let the process exit with its
-     * code; mpirun reports and ends the job. */
-    if (!m->broken) MPI_Finalize();
+     * code; mpirun reports and ends the job. Otherwise at exit. */
+    if (m->broken) finalize_at_exit = 0;
     free(m->pack);
     free(m->unpack);
     free(m);

@@ -35,7 +35,8 @@ int split_mpi_agree(split_mpi *m, int code, char *err, size_t errlen);
 /* The transport failed during the run (a process died, a signal arrived
  * while waiting): the job cannot end cleanly. */
 int split_mpi_broken(const split_mpi *m);
-/* MPI_Finalize (not when broken: the process just exits); frees m. */
+/* Frees m; MPI_Finalize follows at exit (after process 0 has printed), not
+ * at all when broken. */
 void split_mpi_end(split_mpi *m, int code);
 
 #endif

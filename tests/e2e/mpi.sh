@@ -1,0 +1,66 @@
+#!/bin/bash
+# mpi.sh - `mpirun -np P npurr record` gives the run one process gives:
+# EP32 dispatch-layered (completed, checked), its credit-leak deadlock and a
+# jittered seeded run, recorded alone and with P = 1, 2, 3 and 4 processes;
+# the events (every column), the ending and `npurr stats` must be identical,
+# the split run folder must replay in one process, and what cannot be
+# split must be refused on every process with one message. Skipped (exit
+# 77) only when this npurr was built without MPI.
+npurr=$1
+source "$(dirname "$0")/lib/kernel_run.bash"
+
+command -v mpirun >/dev/null || { echo "mpirun not installed: skipped"; exit 77; }
+mpi() {
+    local p=$1
+    shift
+    mpirun --allow-run-as-root --oversubscribe -np "$p" "$@"
+}
+# A npurr built without MPI says so under mpirun instead of racing P copies.
+mpi 2 "$npurr" record -k dispatch-layered --nodes 2 --tokens 16 --no-trace >"$work/out" 2>&1
+if grep -q "built without MPI" "$work/out"; then echo "npurr built without MPI: skipped"; exit 77; fi
+
+small=(-k dispatch-layered --nodes 4 --tokens 96 --rdma-senders 2 --rdma-coordinators 1
+       --forwarders 2 --forwarder-coordinators 1 --hccs-receivers 2)
+
+# what a run folder says about its run: every event, the ending, the stats
+signature() {
+    "$npurr" sql "$1" "select * from events" | md5sum | cut -c1-32
+    "$npurr" sql "$1" "select key, value from meta where key in ('outcome', 'outcome_message', 'end_time_ps', 'events', 'check', 'check_message')"
+    "$npurr" stats "$1" | grep -v "^run "
+}
+
+same_for_p() {
+    local name=$1 code=$2
+    shift 2
+    expect "$code" "$npurr" record "$@" -o "$work/$name.alone"
+    signature "$work/$name.alone" >"$work/$name.alone.sig" 2>/dev/null
+    for p in 1 2 3 4; do
+        expect "$code" mpi "$p" "$npurr" record "$@" -o "$work/$name.p$p"
+        [ -d "$work/$name.p$p" ] || fail "$name, P=$p: no run folder"
+        signature "$work/$name.p$p" >"$work/$name.p$p.sig" 2>/dev/null
+        diff "$work/$name.alone.sig" "$work/$name.p$p.sig" >&2 ||
+            fail "$name with $p processes differs from one process"
+    done
+}
+
+same_for_p ep32 0 "${small[@]}"
+grep -q completed "$work/ep32.p4.sig" || fail "ep32 did not complete"
+same_for_p leak 3 "${small[@]}" --inject credit-leak
+grep -q deadlock "$work/leak.p2.sig" || fail "credit-leak did not deadlock"
+same_for_p jitter 0 "${small[@]}" --jitter 0.1 --seed 7
+
+# the folder is one normal run: replay needs one process
+replay 0 "$work/ep32.p2"
+replay 3 "$work/leak.p4"
+
+# refused on every process, one message, exit 2 (usage)
+expect 2 mpi 5 "$npurr" record "${small[@]}" -o "$work/five"
+has "5 processes for 4 nodes"
+[ "$(grep -c "processes for" "$work/out")" = 1 ] || fail "the refusal was printed more than once"
+[ ! -e "$work/five" ] || fail "a refused split left a run folder"
+expect 2 mpi 2 "$npurr" record -k combine-sender -o "$work/combine"
+has "cannot be split over MPI processes"
+# -o onto an existing run: only process 0 checks it, every process stops
+expect 2 mpi 2 "$npurr" record "${small[@]}" -o "$work/ep32.p2"
+has "exists"
+echo "mpi: P = 1..4 identical to one process; refusals clear"
