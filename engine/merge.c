@@ -44,6 +44,7 @@ typedef struct eng_merger {
     char **strings;          /* run-time strings, global id n0_strings + 1 + i */
     uint32_t n_strings, cap_strings;
     engine_site *sites;      /* run-time sites, global id n0_sites + 1 + i */
+    int64_t *site_keys;      /* their file keys (site_file_key) */
     uint32_t n_sites, cap_sites;
     int cut, ended;
     uint64_t cut_time, last_time;
@@ -67,9 +68,20 @@ static void cap_string(void *ctx, uint32_t id, const char *text) {
     put_text(ctx, text);
 }
 
+/* The engine tells sites apart by (file pointer, line), and an unoptimized
+ * build has several copies of one __FILE__ text: the key is the pointer's
+ * distance to a literal of this binary, the same in every process of it. */
+static const char site_anchor[] = "npurr site anchor";
+
+static int64_t site_file_key(const char *file) {
+    return (int64_t)((intptr_t)file - (intptr_t)site_anchor);
+}
+
 static void cap_site(void *ctx, const engine_site *s) {
+    int64_t key = site_file_key(s->file);
     put_rec(ctx, 'I', &s->id, sizeof s->id);
     eng_buf_put(ctx, &s->line, sizeof s->line);
+    eng_buf_put(ctx, &key, sizeof key);
     put_text(ctx, s->file ? s->file : "");
     put_text(ctx, s->func ? s->func : "");
 }
@@ -120,6 +132,7 @@ void eng_merger_free(eng_merger *m) {
         free((char *)m->sites[i].func);
     }
     free(m->sites);
+    free(m->site_keys);
     free(m);
 }
 
@@ -247,7 +260,9 @@ static int merge_string(eng_merger *m, int q, cursor *c) {
 static int merge_site(eng_merger *m, int q, cursor *c) {
     uint32_t id;
     int line;
-    if (take(c, &id, sizeof id) || take(c, &line, sizeof line)) return -1;
+    int64_t key;
+    if (take(c, &id, sizeof id) || take(c, &line, sizeof line) || take(c, &key, sizeof key))
+        return -1;
     char *file = take_text(c), *func = file ? take_text(c) : NULL;
     part_map *pm = &m->parts[q];
     if (!file || !func || id != m->n0_sites + pm->n_site + 1) {
@@ -257,14 +272,18 @@ static int merge_site(eng_merger *m, int q, cursor *c) {
     }
     uint32_t g = 0;
     for (uint32_t i = 0; i < m->n_sites && !g; i++)
-        if (m->sites[i].line == line && !strcmp(m->sites[i].file, file) &&
-            !strcmp(m->sites[i].func, func))
-            g = m->n0_sites + i + 1;
+        if (m->sites[i].line == line && m->site_keys[i] == key) g = m->n0_sites + i + 1;
     if (g) {
         free(file);
         free(func);
     } else {
+        uint32_t cap = m->cap_sites;
         m->sites = grow32(m->sites, m->n_sites, &m->cap_sites, sizeof *m->sites);
+        if (m->cap_sites != cap) {
+            m->site_keys = realloc(m->site_keys, m->cap_sites * sizeof *m->site_keys);
+            if (!m->site_keys) abort();
+        }
+        m->site_keys[m->n_sites] = key;
         g = m->n0_sites + m->n_sites + 1;
         m->sites[m->n_sites++] = (engine_site){g, file, line, func};
         if (m->out.on_site) m->out.on_site(m->out.ctx, &m->sites[m->n_sites - 1]);
