@@ -385,7 +385,6 @@ int engine_launch(engine *e, const char *name, engine_kernel_fn fn, const void *
             }
         }
     }
-    e->launched_cores += (need_aic + need_aiv) * e->n_ranks;
     return ENGINE_OK;
 }
 

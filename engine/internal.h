@@ -270,7 +270,7 @@ struct engine {
     /* launches */
     launch_info *launches;
     int n_launches;
-    int launched_cores, finished_cores;
+    int finished_cores;
 
     /* scheduler */
     qitem *heap;

@@ -36,7 +36,6 @@ typedef struct split_state {
     engine_buf *all;              /* process 0: every process's stream */
     engine_observer final;        /* process 0: who sees the merged run */
     struct eng_merger *merge;     /* process 0 */
-    uint32_t n0_strings, n0_sites;
     char failed[ENGINE_ERRLEN];   /* process 0: the merge failed ("" if not) */
     int down;                     /* the transport failed: no collective can follow */
 } split_state;
@@ -464,8 +463,6 @@ static int finish(engine *e, engine_result *res, char *err, size_t errlen) {
 int eng_split_run(engine *e, engine_result *res, char *err, size_t errlen) {
     split_state *sp = e->split;
     if (same_setup(e, err, errlen)) return ENGINE_ERR;
-    sp->n0_strings = e->n_strings;
-    sp->n0_sites = e->n_sites;
     sp->final = e->obs;
     if (sp->t->index == 0) sp->merge = eng_merger_new(&sp->final, sp->t->count, e->n_strings,
                                                       e->n_sites);

@@ -62,6 +62,18 @@ static void *room(uint8_t **p, size_t *cap, size_t n) {
     return *p;
 }
 
+/* b holds exactly n bytes from p (its storage reused when large enough). */
+static void buf_set(engine_buf *b, const void *p, size_t n) {
+    if (b->cap < n) {
+        free(b->p);
+        b->p = malloc(n);
+        if (!b->p) abort();
+        b->cap = n;
+    }
+    if (n) memcpy(b->p, p, n);
+    b->n = n;
+}
+
 static int fail(split_mpi *m, int rc, const char *what, char *err, size_t errlen) {
     char text[MPI_MAX_ERROR_STRING] = "";
     int len = 0;
@@ -141,20 +153,7 @@ static int mpi_alltoall(void *ctx, const engine_buf *out, engine_buf *in, char *
     rc = MPI_Ialltoallv(send, sc, sd, MPI_BYTE, recv, rc_, rd, MPI_BYTE, MPI_COMM_WORLD, &rq);
     if (rc != MPI_SUCCESS) return fail(m, rc, "alltoall", err, errlen);
     if (finish(m, &rq, "alltoall", err, errlen)) return -1;
-    for (int q = 0; q < P; q++) {
-        in[q].n = 0;
-        if (rc_[q]) {
-            engine_buf *b = &in[q];
-            if (b->cap < (size_t)rc_[q]) {
-                free(b->p);
-                b->p = malloc((size_t)rc_[q]);
-                if (!b->p) abort();
-                b->cap = (size_t)rc_[q];
-            }
-            memcpy(b->p, recv + rd[q], (size_t)rc_[q]);
-            b->n = (size_t)rc_[q];
-        }
-    }
+    for (int q = 0; q < P; q++) buf_set(&in[q], recv + rd[q], (size_t)rc_[q]);
     return 0;
 }
 
@@ -182,18 +181,7 @@ static int mpi_gather(void *ctx, const engine_buf *mine, engine_buf *all, char *
     if (rc != MPI_SUCCESS) return fail(m, rc, "gather", err, errlen);
     if (finish(m, &rq, "gather of the event streams", err, errlen)) return -1;
     if (!root) return 0;
-    for (int q = 0; q < P; q++) {
-        engine_buf *b = &all[q];
-        b->n = 0;
-        if (b->cap < (size_t)counts[q]) {
-            free(b->p);
-            b->p = malloc(counts[q] ? (size_t)counts[q] : 1);
-            if (!b->p) abort();
-            b->cap = (size_t)counts[q];
-        }
-        memcpy(b->p, recv + displs[q], (size_t)counts[q]);
-        b->n = (size_t)counts[q];
-    }
+    for (int q = 0; q < P; q++) buf_set(&all[q], recv + displs[q], (size_t)counts[q]);
     return 0;
 }
 
