@@ -38,6 +38,7 @@ typedef struct split_state {
     struct eng_merger *merge;     /* process 0 */
     char failed[ENGINE_ERRLEN];   /* process 0: the merge failed ("" if not) */
     int down;                     /* the transport failed: no collective can follow */
+    int ship;                     /* process 0 observes: streams are gathered and merged */
 } split_state;
 
 /* merge.c */
@@ -308,6 +309,7 @@ static int deliver(engine *e, char *err, size_t errlen) {
  * so no process is left waiting in a collective. */
 static int hand_in_window(engine *e, char *err, size_t errlen) {
     split_state *sp = e->split;
+    if (!sp->ship) return ENGINE_OK;
     eng_capture_window_end(&sp->stream, e->outcome == OUTCOME_FAULT);
     if (sp->t->gather(sp->t->ctx, &sp->stream, sp->all, err, errlen)) {
         sp->down = 1;
@@ -431,8 +433,9 @@ static int finish(engine *e, engine_result *res, char *err, size_t errlen) {
             e->stall_ps += e->now - c->wait_begin_time;
     }
     if (hand_in_window(e, err, errlen)) return ENGINE_ERR;
-    uint64_t stall[2] = {e->stall_ps, sp->failed[0] != 0};
-    if (reduce(e, stall, 2, ENGINE_REDUCE_SUM, err, errlen)) return ENGINE_ERR;
+    /* events: each process counted its own (seq is local until merged) */
+    uint64_t stall[3] = {e->stall_ps, sp->failed[0] != 0, e->seq};
+    if (reduce(e, stall, 3, ENGINE_REDUCE_SUM, err, errlen)) return ENGINE_ERR;
     if (merge_failed(e, stall[1], err, errlen)) return ENGINE_ERR;
     /* process 0 knows the run's ending; everyone gets its figures */
     uint64_t end_time = e->now;
@@ -449,6 +452,14 @@ static int finish(engine *e, engine_result *res, char *err, size_t errlen) {
     }
     uint64_t fig[3] = {sp->merge ? (uint64_t)outcome : 0, sp->merge ? end_time : 0,
                        sp->merge ? eng_merger_events(sp->merge) : 0};
+    if (!sp->ship) {
+        /* nobody observes (--no-trace): the same figures without a merge,
+         * every event once plus the run's end; a fault ends at the latest
+         * process's time, not cut at the faulting segment */
+        fig[0] = (uint64_t)e->outcome;
+        fig[1] = e->outcome == OUTCOME_FAULT ? mx[0] : e->now;
+        fig[2] = stall[2] + 1;
+    }
     if (reduce(e, fig, 3, ENGINE_REDUCE_MAX, err, errlen)) return ENGINE_ERR;
     res->outcome = (engine_outcome)fig[0];
     res->end_time = fig[1];
@@ -464,9 +475,17 @@ int eng_split_run(engine *e, engine_result *res, char *err, size_t errlen) {
     split_state *sp = e->split;
     if (same_setup(e, err, errlen)) return ENGINE_ERR;
     sp->final = e->obs;
-    if (sp->t->index == 0) sp->merge = eng_merger_new(&sp->final, sp->t->count, e->n_strings,
-                                                      e->n_sites);
-    e->obs = eng_capture_observer(&sp->stream);
+    /* Streams cross only when process 0 has someone to show them to: a run
+     * without a trace sends nothing but the messages and the reductions. */
+    const engine_observer *f = &sp->final;
+    uint64_t ship[1] = {sp->t->index == 0 && (f->on_event || f->on_segment || f->on_string ||
+                                               f->on_site || f->on_object)};
+    if (reduce(e, ship, 1, ENGINE_REDUCE_MAX, err, errlen)) return ENGINE_ERR;
+    sp->ship = ship[0] != 0;
+    if (sp->t->index == 0 && sp->ship)
+        sp->merge = eng_merger_new(&sp->final, sp->t->count, e->n_strings, e->n_sites);
+    if (sp->ship) e->obs = eng_capture_observer(&sp->stream);
+    else memset(&e->obs, 0, sizeof e->obs);
     int rc = eng_start_cores(e, err, errlen);
     if (!rc) rc = run_windows(e, err, errlen);
     if (!rc) rc = finish(e, res, err, errlen);

@@ -69,9 +69,18 @@ has "5 processes for 4 nodes"
 expect 2 mpi 2 "$npurr" record -k combine-sender -o "$work/combine"
 has "cannot be split over MPI processes"
 # -o onto an existing run: only process 0 checks it; every process stops
-# and the run is untouched. (Its message can be cut: a process that exits
-# early with 2 makes mpirun end the job before process 0 prints; see the
-# session note.)
-mpi 2 "$npurr" record "${small[@]}" -o "$work/ep32.p2" >"$work/out" 2>&1 && fail "-o onto a run: exit 0"
+# with the usage code, process 0 says why, and the run is untouched
+expect 2 mpi 2 "$npurr" record "${small[@]}" -o "$work/ep32.p2"
+has "already holds a run"
 [ -f "$work/ep32.p2/index.db" ] || fail "-o onto a run touched the run"
+# without a trace no event stream crosses: the same ending and count
+"$npurr" record "${small[@]}" --no-trace >"$work/alone.txt" 2>&1 || fail "--no-trace alone"
+for p in $counts; do
+    mpi "$p" "$npurr" record "${small[@]}" --no-trace >"$work/split.txt" 2>&1 ||
+        fail "--no-trace with P = $p"
+    for what in "^outcome" "^check" "^virtual"; do
+        [ "$(grep "$what" "$work/alone.txt")" = "$(grep "$what" "$work/split.txt")" ] ||
+            fail "--no-trace P = $p: '$what' line differs: $(grep "$what" "$work/split.txt")"
+    done
+done
 echo "mpi: P = $counts identical to one process; refusals clear"
