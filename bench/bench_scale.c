@@ -146,7 +146,14 @@ static void print_result(const char *label, const char *payload, const result *r
     fflush(stdout);
 }
 
+static const char usage[] =
+    "usage: bench_scale [--only LABEL] [--max-nodes N] [--full-max-nodes N] [--dir DIR]\n"
+    "  records the production shapes with npurr (next to this benchmark) and prints\n"
+    "  peak RSS, host time, events/s and run-folder bytes per event\n";
+
 int main(int argc, char **argv) {
+    static const char *const names[] = {"--only", "--max-nodes", "--full-max-nodes", "--dir", NULL};
+    bench_check_args(argc, argv, usage, names);
     const char *only = arg_value(argc, argv, "--only", "");
     int max_nodes = atoi(arg_value(argc, argv, "--max-nodes", "8"));
     int full_max = atoi(arg_value(argc, argv, "--full-max-nodes", "2"));

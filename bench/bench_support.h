@@ -1,7 +1,8 @@
 /*
  * bench_support.h - what the benchmarks share: a monotonic wall clock,
  * process CPU time, peak RSS, the memory the machine has free, and
- * "--name value" lookups on the command line.
+ * "--name value" lookups on the command line (with a check of them for
+ * benchmarks that take nothing else).
  *
  * Header-only, static inline: every bench/bench_*.c is its own executable
  * and each uses only some of these.
@@ -11,6 +12,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -51,6 +53,28 @@ static inline const char *arg_value(int argc, char **argv, const char *name, con
     for (int i = 1; i + 1 < argc; i++)
         if (strcmp(argv[i], name) == 0) return argv[i + 1];
     return def;
+}
+
+/* For a benchmark whose options are all "--name value" pairs from names
+ * (NULL-terminated): --help or -h prints usage and exits 0; anything else
+ * not in names, or a name without its value, is named with the usage on
+ * stderr, exit 2. A long benchmark must not start on a typo. */
+static inline void bench_check_args(int argc, char **argv, const char *usage,
+                                    const char *const *names) {
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(usage, stdout);
+            exit(0);
+        }
+        int known = 0;
+        for (const char *const *n = names; *n; n++) known |= strcmp(argv[i], *n) == 0;
+        if (!known || i + 1 >= argc) {
+            fprintf(stderr, "%s: %s '%s'\n%s", argv[0],
+                    known ? "no value after" : "unknown option", argv[i], usage);
+            exit(2);
+        }
+        i++;
+    }
 }
 
 #endif
