@@ -83,4 +83,35 @@ for p in $counts; do
             fail "--no-trace P = $p: '$what' line differs: $(grep "$what" "$work/split.txt")"
     done
 done
+# A process that dies mid-run (kill -9 of process 1 once the trace holds
+# some 200 KB of events): mpirun stops the job with SIGTERM, process 0 stops
+# waiting and closes the trace as an interrupted run. mpirun's default of
+# 1 s before SIGKILL is too short for a large index; 5 s is ample here (it
+# waits that long per process, see README).
+OMPI_MCA_odls_base_sigkill_timeout=5 mpirun --allow-run-as-root --oversubscribe -np 2 \
+    "$npurr" record -k dispatch-layered --nodes 4 --tokens 512 -o "$work/died" >"$work/out" 2>&1 &
+job=$!
+victim=""
+for _ in $(seq 1200); do
+    if [ -z "$victim" ]; then
+        for pid in $(pgrep -f "npurr record -k dispatch-layered --nodes 4 --tokens 512 -o $work/died"); do
+            tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" &&
+                victim=$pid
+        done
+    fi
+    trace=$(ls "$work"/.died.recording.*/trace.zst 2>/dev/null | head -1)
+    [ -n "$victim" ] && [ -n "$trace" ] && [ "$(stat -c %s "$trace" 2>/dev/null || echo 0)" -gt 200000 ] && break
+    kill -0 $job 2>/dev/null || break
+    sleep 0.1
+done
+[ -n "$victim" ] || fail "process 1 of the job to kill was not found"
+kill -0 $job 2>/dev/null || fail "the run ended before a process could be killed"
+kill -9 "$victim"
+wait $job && fail "a job whose process died exited 0"
+has "interrupted"
+[ -d "$work/died" ] || { ls -a "$work" >&2; fail "the interrupted split run was not installed"; }
+"$npurr" info "$work/died" >"$work/info" || fail "info on the interrupted split run"
+grep -q "^outcome *interrupted" "$work/info" || fail "the index does not say interrupted"
+kept=$("$npurr" sql "$work/died" "select count(*) from events" | tail -1)
+[ "$kept" -gt 10000 ] 2>/dev/null || fail "the interrupted run kept $kept events, not the ones recorded before the death"
 echo "mpi: P = $counts identical to one process; refusals clear"
