@@ -57,7 +57,7 @@ int cmd_layout(int argc, char **argv) {
         run_options_help(stdout, ro.kernel, 0);
         return EXIT_DONE;
     }
-    if (session_memory_check(&ro, 1, err, sizeof err)) {
+    if (session_memory_check(&ro, 1, 1, 1, err, sizeof err)) {
         fprintf(stderr, "npurr layout: %s\n", err);
         return EXIT_USAGE;
     }

@@ -7,6 +7,12 @@
  * needs more memory than the machine has available, ends in milliseconds
  * with a usage error (exit 2) naming the options, the memory they need and
  * the machine's (MemTotal / MemAvailable of /proc/meminfo, else sysconf).
+ *
+ * A split run (mpirun) backs only the GM of the nodes each process owns;
+ * every process builds the whole plan and engine tables. So a machine
+ * holding `here` of the `processes` needs here x (plan + engine + the GM
+ * of the largest block of nodes): a run too big for one machine is
+ * accepted when spread over enough of them.
  */
 #include <stdio.h>
 #include <string.h>
@@ -39,7 +45,8 @@ static void machine_memory(uint64_t *total, uint64_t *avail) {
     }
 }
 
-int session_memory_check(const run_options *ro, int host_only, char *err, size_t errlen) {
+int session_memory_check(const run_options *ro, int host_only, int processes, int here,
+                         char *err, size_t errlen) {
     kernel_estimate est;
     char why[ENGINE_ERRLEN];
     if (kernel_estimate_memory(ro->kernel, &ro->kopts, ro->config.nodes,
@@ -49,6 +56,12 @@ int session_memory_check(const run_options *ro, int host_only, char *err, size_t
         return -1;
     }
     uint64_t need = host_only ? est.host_bytes : est.total_bytes;
+    int nodes = ro->config.nodes;
+    if (!host_only && processes > 1 && nodes > 0) {
+        uint64_t block = (uint64_t)(nodes + processes - 1) / (uint64_t)processes;
+        uint64_t one = est.host_bytes + est.engine_bytes + est.gm_bytes / (uint64_t)nodes * block;
+        need = one * (uint64_t)(here > 0 ? here : 1);
+    }
     uint64_t total, avail;
     machine_memory(&total, &avail);
     uint64_t limit = avail ? avail : total;
@@ -57,12 +70,17 @@ int session_memory_check(const run_options *ro, int host_only, char *err, size_t
     human(n, sizeof n, need);
     human(t, sizeof t, total);
     human(a, sizeof a, avail);
+    char split[96] = "";
+    if (!host_only && processes > 1)
+        snprintf(split, sizeof split, ", for the %d of its %d MPI processes on this machine", here,
+                 processes);
     snprintf(err, errlen,
-             "-k %s %s: needs at least %s of memory (%s), more than this machine has "
-             "(%s total, %s available); use a smaller shape",
+             "-k %s %s: needs at least %s of memory (%s%s), more than this machine has "
+             "(%s total, %s available); use a smaller shape%s",
              ro->kernel->name, est.driver, n,
              host_only ? "the routing plan the layout is computed from"
                        : "emulated GM by the layout formulas, routing plan, engine state",
-             t, avail ? a : "?");
+             split, t, avail ? a : "?",
+             processes > 1 ? " or spread the processes over more machines" : "");
     return -1;
 }

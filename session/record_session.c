@@ -32,15 +32,20 @@ static double wall_now(void) {
 }
 
 /* Usage errors, before anything is built. Under mpirun only process 0
- * writes the run folder, so only it checks -o. */
-static int check_before_building(const run_options *ro, int writes, char *err, size_t errlen) {
+ * writes the run folder, so only it checks -o, and each process checks
+ * the memory its machine needs for the processes it holds. */
+static int check_before_building(const run_options *ro, const split_mpi *sp, char *err,
+                                 size_t errlen) {
+    int writes = !sp || split_mpi_index(sp) == 0;
     if (!ro->out_dir && !ro->no_trace) {
         snprintf(err, errlen, "-o RUN is required (or --no-trace)");
         return SESSION_USAGE;
     }
     if (writes && !ro->no_trace && run_folder_check_target(ro->out_dir, ro->force, err, errlen))
         return SESSION_USAGE;
-    if (session_memory_check(ro, 0, err, errlen)) return SESSION_USAGE;
+    if (session_memory_check(ro, 0, sp ? split_mpi_count(sp) : 1,
+                             sp ? split_mpi_on_this_machine(sp) : 1, err, errlen))
+        return SESSION_USAGE;
     return SESSION_OK;
 }
 
@@ -161,7 +166,7 @@ static int split_allowed(const recording *rc, char *err, size_t errlen) {
 static int record_here(recording *rc, char *err, size_t errlen) {
     split_mpi *sp = rc->split;
     int writes = !sp || split_mpi_index(sp) == 0;
-    int code = check_before_building(rc->ro, writes, err, errlen);
+    int code = check_before_building(rc->ro, sp, err, errlen);
     if (!code && sp) code = split_allowed(rc, err, errlen);
     if (sp) code = split_mpi_agree(sp, code, err, errlen);
     if (code) return code;

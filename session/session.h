@@ -77,9 +77,13 @@ void run_options_help(FILE *out, const kernel_desc *k, int allow);
 /* Before an engine or plan is built: the kernel's options validated
  * against the topology and its memory estimate (kernel_estimate_memory)
  * against the machine's available memory; host_only compares only the
- * host-side plan (what `layout` allocates). -1 with err naming the options
- * and both sizes (a usage error). memory_check.c. */
-int session_memory_check(const run_options *ro, int host_only, char *err, size_t errlen);
+ * host-side plan (what `layout` allocates). A run split over `processes`
+ * MPI processes (1: alone), `here` of them on this machine, is compared by
+ * what those hold: each its share of the nodes' GM, and a whole plan.
+ * -1 with err naming the options and both sizes (a usage error).
+ * memory_check.c. */
+int session_memory_check(const run_options *ro, int host_only, int processes, int here,
+                         char *err, size_t errlen);
 
 /* Joins argv with POSIX shell quoting (the recorded command_line);
  * malloc'd, NULL when out of memory. */

@@ -39,6 +39,7 @@ static int launcher_size(void) {
 
 struct split_mpi {
     engine_transport t;
+    int here;                 /* processes of the job on this machine (this one included) */
     int broken;
     uint8_t *pack;            /* send side of alltoall / gather */
     size_t pack_cap;
@@ -216,6 +217,14 @@ int split_mpi_start(split_mpi **out, char *err, size_t errlen) {
         free(m);
         return -1;
     }
+    /* the processes that share this machine's memory (MPI-3) */
+    MPI_Comm local;
+    m->here = 1;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) ==
+        MPI_SUCCESS) {
+        MPI_Comm_size(local, &m->here);
+        MPI_Comm_free(&local);
+    }
     m->t.ctx = m;
     m->t.allreduce = mpi_allreduce;
     m->t.alltoall = mpi_alltoall;
@@ -238,6 +247,7 @@ int split_mpi_start(split_mpi **out, char *err, size_t errlen) {
 const engine_transport *split_mpi_transport(split_mpi *m) { return &m->t; }
 int split_mpi_index(const split_mpi *m) { return m->t.index; }
 int split_mpi_count(const split_mpi *m) { return m->t.count; }
+int split_mpi_on_this_machine(const split_mpi *m) { return m->here; }
 int split_mpi_broken(const split_mpi *m) { return m->broken; }
 
 int split_mpi_agree(split_mpi *m, int code, char *err, size_t errlen) {
@@ -306,6 +316,7 @@ int split_mpi_start(split_mpi **out, char *err, size_t errlen) {
 const engine_transport *split_mpi_transport(split_mpi *m) { (void)m; return NULL; }
 int split_mpi_index(const split_mpi *m) { (void)m; return 0; }
 int split_mpi_count(const split_mpi *m) { (void)m; return 1; }
+int split_mpi_on_this_machine(const split_mpi *m) { (void)m; return 1; }
 int split_mpi_broken(const split_mpi *m) { (void)m; return 0; }
 int split_mpi_agree(split_mpi *m, int code, char *err, size_t errlen) {
     (void)m; (void)err; (void)errlen;

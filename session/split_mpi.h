@@ -28,6 +28,9 @@ int split_mpi_start(split_mpi **out, char *err, size_t errlen);
 const engine_transport *split_mpi_transport(split_mpi *m);
 int split_mpi_index(const split_mpi *m);
 int split_mpi_count(const split_mpi *m);
+/* How many of the job's processes run on this machine (this one included):
+ * they share its memory. */
+int split_mpi_on_this_machine(const split_mpi *m);
 /* Every process's code combined (the largest); when it is not 0, process
  * 0's err becomes the first failing process's err ("process q: ..." when
  * q > 0). Returns the combined code; a broken transport gives 1. */

@@ -12,7 +12,8 @@
  * reads the copies after the originals are gone; --check races counts and
  * writes the races, with or without a trace; and every error is a
  * value whose message names what is wrong: a bad option or value, an
- * unusable -o, a folder that is not a run.
+ * unusable -o, a folder that is not a run; the memory check of a run
+ * split over MPI processes counts what each machine holds.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -299,6 +300,44 @@ static void test_bad_options_are_named(void **state) {
     run_spec_free(&spec);
 }
 
+/* "needs at least 1.9 TiB" in a memory refusal, in bytes. */
+static double needed_bytes(const char *err) {
+    const char *at = strstr(err, "needs at least ");
+    assert_non_null(at);
+    double v;
+    char unit[4];
+    assert_int_equal(sscanf(at, "needs at least %lf %3s", &v, unit), 2);
+    if (strcmp(unit, "TiB") == 0) return v * 1099511627776.0;
+    if (strcmp(unit, "GiB") == 0) return v * 1073741824.0;
+    return v * 1048576.0;
+}
+
+/* A run split over MPI processes is checked by what this machine holds:
+ * one process of 32 needs about a 32nd of the GM; all 32 on one machine
+ * need at least the whole run. The shape (EP256, a million tokens per
+ * rank, every byte stored: 60 TiB) is refused on any machine either way. */
+static void test_split_memory_is_checked_per_machine(void **state) {
+    (void)state;
+    char err[ENGINE_ERRLEN];
+    char *argv[24];
+    run_spec spec;
+    const char *words[] = {"npurr", "record", "-k", "dispatch-layered", "--nodes", "32",
+                           "--tokens", "1048576", "--payload", "full", "--no-trace", NULL};
+    int argc = make_argv(argv, 24, words);
+    assert_int_equal(run_spec_from_argv(argc, argv, &spec, err, sizeof err), SESSION_OK);
+    assert_int_equal(session_memory_check(&spec.opts, 0, 1, 1, err, sizeof err), -1);
+    double whole = needed_bytes(err);
+    assert_null(strstr(err, "MPI"));
+    assert_int_equal(session_memory_check(&spec.opts, 0, 32, 1, err, sizeof err), -1);
+    double one = needed_bytes(err);
+    assert_non_null(strstr(err, "for the 1 of its 32 MPI processes on this machine"));
+    assert_non_null(strstr(err, "more machines"));
+    assert_true(one < whole / 30 && one > whole / 34);
+    assert_int_equal(session_memory_check(&spec.opts, 0, 32, 32, err, sizeof err), -1);
+    assert_true(needed_bytes(err) >= whole);
+    run_spec_free(&spec);
+}
+
 static void test_bad_output_folders_are_named(void **state) {
     (void)state;
     char tmp[] = "/tmp/npurr_session_XXXXXX", dir[4200], err[ENGINE_ERRLEN];
@@ -352,6 +391,7 @@ int main(void) {
         cmocka_unit_test(test_npy_inputs_travel_with_the_run),
         cmocka_unit_test(test_races_are_counted_and_written),
         cmocka_unit_test(test_bad_options_are_named),
+        cmocka_unit_test(test_split_memory_is_checked_per_machine),
         cmocka_unit_test(test_bad_output_folders_are_named),
         cmocka_unit_test(test_bad_run_folders_are_named),
     };

@@ -73,6 +73,10 @@ has "cannot be split over MPI processes"
 expect 2 mpi 2 "$npurr" record "${small[@]}" -o "$work/ep32.p2"
 has "already holds a run"
 [ -f "$work/ep32.p2/index.db" ] || fail "-o onto a run touched the run"
+# the memory check counts what this machine holds: both processes here
+expect 2 mpi 2 "$npurr" record -k dispatch-layered --nodes 32 --tokens 1048576 --payload full --no-trace
+has "for the 2 of its 2 MPI processes on this machine"
+[ "$(grep -c "needs at least" "$work/out")" = 1 ] || fail "the memory refusal was printed more than once"
 # without a trace no event stream crosses: the same ending and count
 "$npurr" record "${small[@]}" --no-trace >"$work/alone.txt" 2>&1 || fail "--no-trace alone"
 for p in $counts; do
