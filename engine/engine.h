@@ -225,7 +225,9 @@ int engine_gm_equal_generated(engine *e, gm_t p, uint64_t rows, uint64_t row_byt
  * as references (GM and local memories) in how many extents, and the bytes
  * written literally so far by copies, computations, generators in FULL mode
  * and host views, capped at each memory's size (scalar stores of a few
- * bytes are not counted): what the host's pages hold beyond references. */
+ * bytes are not counted): what the host's pages hold beyond references.
+ * A split process counts the ranks it owns; once a split run has ended,
+ * every process's figures summed. */
 typedef struct engine_memory {
     uint64_t logical_gm;
     uint64_t reference_bytes, reference_extents;
@@ -511,7 +513,10 @@ void engine_set_break(engine *e, uint64_t seq, engine_break_fn fn, void *ctx);
 
 /* The deadlock / watchdog / fault report: every blocked core, what it waits
  * for (object, expected vs current value), who last wrote it, and the notes
- * its kernel published (role, channel, cached head, credits, ...). */
+ * its kernel published (role, channel, cached head, credits, ...). After a
+ * split run's deadlock or watchdog stop, process 0 writes every process's
+ * cores (gathered at the run's end), each writer by its merged seq, or by
+ * its time alone when nothing was merged (no trace). */
 void engine_write_report(const engine *e, FILE *out);
 
 /* Introspection, for the replayer's gdb commands. */

@@ -460,6 +460,22 @@ int eng_blocked_count(const engine *e);
 void eng_emit_blocked(engine *e);
 void eng_stop(engine *e, engine_outcome outcome, const char *msg);
 int eng_split_run(engine *e, engine_result *res, char *err, size_t errlen);
+/* report.c: the report's entries of this process's unfinished cores, and
+ * their text with each writer named by roles (per core index; NULL: e's
+ * own) and its seq passed through global_seq (NULL: as is; 0 back:
+ * unknown, the seq is left out). Returns the entries shown, -1 if entries
+ * is cut. The roles of this process's cores are packed and read back into
+ * roles[core] (texts[core] owns each, malloc'd) for a split run. */
+void eng_report_pack(const engine *e, engine_buf *b);
+void eng_report_pack_roles(const engine *e, engine_buf *b);
+int eng_report_roles(const engine *e, const engine_buf *packed, const char **roles, char **texts);
+int eng_report_format(const engine *e, const char *const *roles, const engine_buf *entries,
+                      uint64_t (*global_seq)(void *, uint64_t), void *ctx, engine_buf *out);
+/* partition.c: a split run's report text (every process's cores, gathered
+ * to process 0 at a deadlock or watchdog stop), NULL elsewhere; and its
+ * memory figures summed over the processes (0 if not summed yet). */
+const engine_buf *eng_split_report(const engine *e);
+int eng_split_memory(const engine *e, engine_memory *m);
 
 /* payload.c: a segment range as pieces (literal bytes or origin
  * references) to send, and back */

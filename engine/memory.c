@@ -209,15 +209,19 @@ static uint64_t gm_allocated(const engine *e) {
 }
 
 void engine_memory_get(const engine *e, engine_memory *m) {
+    if (eng_split_memory(e, m)) return;   /* a split run's end: every process's */
     memset(m, 0, sizeof *m);
     m->logical_gm = gm_allocated(e);
-    for (int r = 0; r < e->n_ranks; r++)
+    /* a split process counts the ranks it owns (the setup made every
+     * rank's inputs everywhere): the sum over processes is the run's */
+    for (int r = e->own_first; r < e->own_end; r++)
         for (int i = 0; i < e->ranks[r].n_allocs; i++) {
             const mseg *s = e->ranks[r].allocs[i].seg;
             eng_seg_stats(s, &m->reference_extents, &m->reference_bytes);
             m->literal_bytes += s->literal_bytes < s->size ? s->literal_bytes : s->size;
         }
-    for (size_t i = 0; i < (size_t)e->n_ranks * (size_t)e->cores_per_rank; i++)
+    for (size_t i = (size_t)e->own_first * (size_t)e->cores_per_rank;
+         i < (size_t)e->own_end * (size_t)e->cores_per_rank; i++)
         for (int sp = 0; sp <= LM_L0C; sp++) {
             const mseg *s = &e->cores[i].local[sp];
             eng_seg_stats(s, &m->reference_extents, &m->reference_bytes);

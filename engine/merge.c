@@ -377,6 +377,10 @@ int eng_merger_cut(const eng_merger *m, uint64_t *time, const char **message) {
 }
 
 uint64_t eng_merger_events(const eng_merger *m) { return m->seq; }
+uint64_t eng_merger_seq(const eng_merger *m, int q, uint64_t local) {
+    uint64_t g;
+    return remap_seq(m, q, local, &g) ? 0 : g;
+}
 uint64_t eng_merger_last_time(const eng_merger *m) { return m->last_time; }
 
 /* The run's last event, as engine_run emits it. */

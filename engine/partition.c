@@ -39,6 +39,10 @@ typedef struct split_state {
     char failed[ENGINE_ERRLEN];   /* process 0: the merge failed ("" if not) */
     int down;                     /* the transport failed: no collective can follow */
     int ship;                     /* process 0 observes: streams are gathered and merged */
+    engine_buf report;            /* process 0: every process's cores, at a deadlock or watchdog */
+    int reported;
+    engine_memory memory;         /* summed over the processes at the end */
+    int memory_summed;
 } split_state;
 
 /* merge.c */
@@ -50,6 +54,7 @@ int eng_merger_cut(const struct eng_merger *m, uint64_t *time, const char **mess
 uint64_t eng_merger_events(const struct eng_merger *m);
 uint64_t eng_merger_last_time(const struct eng_merger *m);
 void eng_merger_end(struct eng_merger *m, uint64_t time, engine_outcome outcome);
+uint64_t eng_merger_seq(const struct eng_merger *m, int q, uint64_t local);
 engine_observer eng_capture_observer(engine_buf *stream);
 void eng_capture_window_end(engine_buf *stream, int faulted);
 
@@ -173,6 +178,7 @@ void eng_split_free(engine *e) {
     free(sp->out);
     free(sp->in);
     free(sp->all);
+    engine_buf_free(&sp->report);
     engine_buf_free(&sp->stream);
     if (sp->merge) eng_merger_free(sp->merge);
     free(sp);
@@ -402,6 +408,86 @@ static int run_windows(engine *e, char *err, size_t errlen) {
     }
 }
 
+/* What `record` prints about the run is the whole run's: the memory held
+ * is summed, and at a deadlock or watchdog stop every process packs its
+ * unfinished cores for process 0, which names each writer by its merged
+ * seq (in process order, which is core order). */
+static int sum_memory(engine *e, char *err, size_t errlen) {
+    split_state *sp = e->split;
+    engine_memory m;
+    engine_memory_get(e, &m);
+    uint64_t v[3] = {m.reference_bytes, m.reference_extents, m.literal_bytes};
+    if (reduce(e, v, 3, ENGINE_REDUCE_SUM, err, errlen)) return ENGINE_ERR;
+    sp->memory = m;
+    sp->memory.reference_bytes = v[0];
+    sp->memory.reference_extents = v[1];
+    sp->memory.literal_bytes = v[2];
+    sp->memory_summed = 1;
+    return ENGINE_OK;
+}
+
+typedef struct seq_of_part {
+    const struct eng_merger *merge;
+    int q;
+} seq_of_part;
+
+static uint64_t merged_seq(void *ctx, uint64_t local) {
+    const seq_of_part *p = ctx;
+    return p->merge ? eng_merger_seq(p->merge, p->q, local) : 0;
+}
+
+/* Gathers one packed buffer from every process to process 0 (all[q]). */
+static int gather_packed(engine *e, void (*pack)(const engine *, engine_buf *), char *err,
+                         size_t errlen) {
+    split_state *sp = e->split;
+    engine_buf mine = {0};
+    pack(e, &mine);
+    int rc = sp->t->gather(sp->t->ctx, &mine, sp->all, err, errlen);
+    engine_buf_free(&mine);
+    if (rc) sp->down = 1;
+    return rc ? ENGINE_ERR : ENGINE_OK;
+}
+
+static void report_cut(engine_buf *report, const char *what, int q) {
+    char cut[96];
+    int n = snprintf(cut, sizeof cut, "  (process %d's %s arrived cut)\n", q, what);
+    eng_buf_put(report, cut, (size_t)n);
+}
+
+/* A writer may be a core of another process: its role comes from there. */
+static int gather_report(engine *e, engine_outcome outcome, char *err, size_t errlen) {
+    split_state *sp = e->split;
+    if (outcome != OUTCOME_DEADLOCK && outcome != OUTCOME_WATCHDOG) return ENGINE_OK;
+    if (gather_packed(e, eng_report_pack_roles, err, errlen)) return ENGINE_ERR;
+    size_t n = (size_t)e->n_ranks * (size_t)e->cores_per_rank;
+    const char **roles = sp->all ? calloc(n, sizeof *roles) : NULL;
+    char **texts = sp->all ? calloc(n, sizeof *texts) : NULL;
+    if (sp->all && (!roles || !texts)) abort();
+    for (int q = 0; sp->all && q < sp->t->count; q++)
+        if (eng_report_roles(e, &sp->all[q], roles, texts)) report_cut(&sp->report, "roles", q);
+    int rc = gather_packed(e, eng_report_pack, err, errlen);
+    for (int q = 0; !rc && sp->all && q < sp->t->count; q++) {
+        seq_of_part part = {sp->merge, q};
+        if (eng_report_format(e, roles, &sp->all[q], merged_seq, &part, &sp->report) < 0)
+            report_cut(&sp->report, "report", q);
+    }
+    for (size_t i = 0; texts && i < n; i++) free(texts[i]);
+    free(texts);
+    free(roles);
+    sp->reported = !rc && sp->all;
+    return rc;
+}
+
+const engine_buf *eng_split_report(const engine *e) {
+    return e->split && e->split->reported ? &e->split->report : NULL;
+}
+
+int eng_split_memory(const engine *e, engine_memory *m) {
+    if (!e->split || !e->split->memory_summed) return 0;
+    *m = e->split->memory;
+    return 1;
+}
+
 /* The ending every process agrees on; the closing events (BLOCKED) go
  * through the merge in process order, which is core order. */
 static int finish(engine *e, engine_result *res, char *err, size_t errlen) {
@@ -468,6 +554,7 @@ static int finish(engine *e, engine_result *res, char *err, size_t errlen) {
     e->outcome = res->outcome;
     e->now = res->end_time;
     snprintf(res->message, sizeof res->message, "%s", e->message);
+    if (sum_memory(e, err, errlen) || gather_report(e, res->outcome, err, errlen)) return ENGINE_ERR;
     return ENGINE_OK;
 }
 

@@ -7,6 +7,8 @@
  */
 #include "internal.h"
 
+#include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *engine_event_kind_name(int kind) {
@@ -79,7 +81,10 @@ static void core_name(const engine *e, const core *c, char *buf, size_t len) {
              c->is_aic ? c->index : c->index - e->n_aic);
 }
 
-static void track_name(const engine *e, uint32_t track1, char *buf, size_t len) {
+/* roles: every core's role by core index when the cores live in other
+ * processes (a split run's report), NULL to read them from e. */
+static void track_name(const engine *e, const char *const *roles, uint32_t track1, char *buf,
+                       size_t len) {
     if (!track1) { snprintf(buf, len, "unknown"); return; }
     uint32_t t = track1 - 1;
     uint32_t pipe = t % PIPE_COUNT, ci = t / PIPE_COUNT;
@@ -87,7 +92,8 @@ static void track_name(const engine *e, uint32_t track1, char *buf, size_t len) 
     const core *c = eng_core(e, rank, idx);
     char cn[64];
     core_name(e, c, cn, sizeof cn);
-    snprintf(buf, len, "%s%s%s %s", cn, c->role ? " " : "", c->role ? engine_string(e, c->role) : "",
+    const char *role = roles ? roles[ci] : c->role ? engine_string(e, c->role) : NULL;
+    snprintf(buf, len, "%s%s%s %s", cn, role ? " " : "", role ? role : "",
              engine_pipe_name((int)pipe));
 }
 
@@ -123,50 +129,167 @@ static void eng_describe_wait(const engine *e, const core *c, char *buf, size_t 
     }
 }
 
+/* The report is written in two steps so that a split run can gather it:
+ * each core's entry is packed (its lines, then who last wrote the word it
+ * waits on: the writer's track and that event's seq as the writing process
+ * numbered it), and the entries are printed with the writer named by its
+ * role and the seq made global (eng_report_format). Alone the two steps
+ * run back to back with roles and seqs as they are. */
+enum { WRITER_NONE, WRITER_SEEN, WRITER_NEVER };
+
+static void put_u32(engine_buf *b, uint32_t v) { eng_buf_put(b, &v, sizeof v); }
+static void put_u64(engine_buf *b, uint64_t v) { eng_buf_put(b, &v, sizeof v); }
+
+static void put_line(engine_buf *b, const char *fmt, ...) {
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    eng_buf_put(b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+static void pack_core(const engine *e, const core *c, engine_buf *b) {
+    engine_buf text = {0};
+    char cn[64], what[320];
+    core_name(e, c, cn, sizeof cn);
+    eng_describe_wait(e, c, what, sizeof what);
+    const char *role = c->role ? engine_string(e, c->role) : e->launches[c->launch].name;
+    put_line(&text, "  %-16s %-22s %s", cn, role,
+             c->status == CS_BLOCKED ? "blocked on " : "still running");
+    if (c->status == CS_BLOCKED) put_line(&text, "%s", what);
+    if (c->status == CS_BLOCKED && c->wait_site) {
+        const site_entry *se = &e->sites[c->wait_site - 1];
+        put_line(&text, " at %s:%d", se->file, se->line);
+    }
+    put_line(&text, "\n");
+    if (c->n_notes) {
+        put_line(&text, "  %-16s %-22s  ", "", "");
+        for (int k = 0; k < c->n_notes; k++)
+            put_line(&text, "%s%s=%lld", k ? " " : "", engine_string(e, c->note_key[k]),
+                     (long long)c->note_val[k]);
+        put_line(&text, "\n");
+    }
+    put_u32(b, (uint32_t)text.n);
+    eng_buf_put(b, text.p, text.n);
+    engine_buf_free(&text);
+    uint8_t writer = WRITER_NONE;
+    uint32_t id = c->wait_object;
+    if (c->status == CS_BLOCKED && c->wait == WAIT_GM && id)
+        writer = e->obj_last_seq[id - 1] ? WRITER_SEEN : WRITER_NEVER;
+    eng_buf_put(b, &writer, 1);
+    if (writer != WRITER_SEEN) return;
+    put_u64(b, e->obj_last_seq[id - 1]);
+    put_u64(b, e->obj_last_time[id - 1]);
+    put_u32(b, e->obj_last_track[id - 1]);
+}
+
+void eng_report_pack_roles(const engine *e, engine_buf *b) {
+    for (uint32_t i = (uint32_t)(e->own_first * e->cores_per_rank);
+         i < (uint32_t)(e->own_end * e->cores_per_rank); i++) {
+        const core *c = &e->cores[i];
+        if (!c->role) continue;
+        const char *role = engine_string(e, c->role);
+        put_u32(b, i);
+        put_u32(b, (uint32_t)strlen(role));
+        eng_buf_put(b, role, strlen(role));
+    }
+}
+
+void eng_report_pack(const engine *e, engine_buf *b) {
+    int n = e->n_ranks * e->cores_per_rank;
+    for (int i = 0; i < n; i++) {
+        const core *c = &e->cores[i];
+        if (c->launch < 0 || c->status == CS_FINISHED || c->status == CS_IDLE) continue;
+        pack_core(e, c, b);
+    }
+}
+
+static int take(const engine_buf *b, size_t *at, void *out, size_t n) {
+    if (*at + n > b->n) return -1;
+    memcpy(out, b->p + *at, n);
+    *at += n;
+    return 0;
+}
+
+int eng_report_roles(const engine *e, const engine_buf *packed, const char **roles,
+                     char **texts) {
+    size_t at = 0;
+    uint32_t n = (uint32_t)(e->n_ranks * e->cores_per_rank);
+    while (at < packed->n) {
+        uint32_t i, len;
+        if (take(packed, &at, &i, sizeof i) || take(packed, &at, &len, sizeof len) || i >= n ||
+            at + len > packed->n)
+            return -1;
+        free(texts[i]);
+        texts[i] = malloc((size_t)len + 1);
+        if (!texts[i]) abort();
+        memcpy(texts[i], packed->p + at, len);
+        texts[i][len] = 0;
+        roles[i] = texts[i];
+        at += len;
+    }
+    return 0;
+}
+
+int eng_report_format(const engine *e, const char *const *roles, const engine_buf *entries,
+                      uint64_t (*global_seq)(void *, uint64_t), void *ctx, engine_buf *out) {
+    int shown = 0;
+    size_t at = 0;
+    while (at < entries->n) {
+        uint32_t len;
+        uint8_t writer;
+        if (take(entries, &at, &len, sizeof len) || at + len > entries->n) return -1;
+        eng_buf_put(out, entries->p + at, len);
+        at += len;
+        if (take(entries, &at, &writer, 1)) return -1;
+        if (writer == WRITER_NEVER) put_line(out, "  %-16s %-22s  never written during the run\n", "", "");
+        if (writer == WRITER_SEEN) {
+            uint64_t seq, time;
+            uint32_t track1;
+            if (take(entries, &at, &seq, sizeof seq) || take(entries, &at, &time, sizeof time) ||
+                take(entries, &at, &track1, sizeof track1) ||
+                track1 > (uint32_t)(e->n_ranks * e->cores_per_rank * PIPE_COUNT))
+                return -1;
+            uint64_t g = global_seq ? global_seq(ctx, seq) : seq;
+            char tn[160];
+            track_name(e, roles, track1, tn, sizeof tn);
+            put_line(out, "  %-16s %-22s  last written by %s", "", "", tn);
+            /* a split run without a trace has no global seq to name */
+            if (g) put_line(out, " at seq %llu, %.3f us\n", (unsigned long long)g, (double)time / 1e6);
+            else put_line(out, " at %.3f us\n", (double)time / 1e6);
+        }
+        shown++;
+    }
+    return shown;
+}
+
 void engine_write_report(const engine *e, FILE *out) {
     fprintf(out, "outcome: %s\n", engine_outcome_name(e->outcome));
     if (e->message[0]) fprintf(out, "%s\n", e->message);
     if (e->outcome != OUTCOME_DEADLOCK && e->outcome != OUTCOME_WATCHDOG &&
         e->outcome != OUTCOME_INTERRUPTED)
         return;
-    int n = e->n_ranks * e->cores_per_rank, shown = 0;
-    for (int i = 0; i < n; i++) {
-        const core *c = &e->cores[i];
-        if (c->launch < 0 || c->status == CS_FINISHED || c->status == CS_IDLE) continue;
-        char cn[64], what[320];
-        core_name(e, c, cn, sizeof cn);
-        eng_describe_wait(e, c, what, sizeof what);
-        const char *role = c->role ? engine_string(e, c->role) : e->launches[c->launch].name;
-        fprintf(out, "  %-16s %-22s %s", cn, role,
-                c->status == CS_BLOCKED ? "blocked on " : "still running");
-        if (c->status == CS_BLOCKED) fprintf(out, "%s", what);
-        if (c->status == CS_BLOCKED && c->wait_site) {
-            const site_entry *se = &e->sites[c->wait_site - 1];
-            fprintf(out, " at %s:%d", se->file, se->line);
-        }
-        fprintf(out, "\n");
-        if (c->n_notes) {
-            fprintf(out, "  %-16s %-22s  ", "", "");
-            for (int k = 0; k < c->n_notes; k++)
-                fprintf(out, "%s%s=%lld", k ? " " : "", engine_string(e, c->note_key[k]),
-                        (long long)c->note_val[k]);
-            fprintf(out, "\n");
-        }
-        if (c->status == CS_BLOCKED && c->wait == WAIT_GM && c->wait_object) {
-            uint32_t id = c->wait_object;
-            if (e->obj_last_seq[id - 1]) {
-                char tn[160];
-                track_name(e, e->obj_last_track[id - 1], tn, sizeof tn);
-                fprintf(out, "  %-16s %-22s  last written by %s at seq %llu, %.3f us\n", "", "", tn,
-                        (unsigned long long)e->obj_last_seq[id - 1],
-                        (double)e->obj_last_time[id - 1] / 1e6);
-            } else {
-                fprintf(out, "  %-16s %-22s  never written during the run\n", "", "");
-            }
-        }
-        shown++;
+    engine_buf text = {0};
+    int shown = -1;
+    const engine_buf *gathered = e->split ? eng_split_report(e) : NULL;
+    if (gathered) {
+        eng_buf_put(&text, gathered->p, gathered->n);
+        shown = gathered->n > 0;
+    } else if (e->split) {
+        fprintf(out, "  (each process's cores are reported by process 0 only for a deadlock or a "
+                     "watchdog stop)\n");
+        return;
+    } else {
+        engine_buf entries = {0};
+        eng_report_pack(e, &entries);
+        shown = eng_report_format(e, NULL, &entries, NULL, NULL, &text);
+        engine_buf_free(&entries);
     }
-    if (!shown) fprintf(out, "  (no core was left blocked)\n");
+    if (text.n) fwrite(text.p, 1, text.n, out);
+    engine_buf_free(&text);
+    if (shown == 0) fprintf(out, "  (no core was left blocked)\n");
 }
 
 int engine_core_count(const engine *e) { return e->n_ranks * e->cores_per_rank; }
