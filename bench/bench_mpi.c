@@ -76,24 +76,6 @@ static int wrap(const char *fig, char **cmd) {
 }
 
 /* ------------------------------------------------------------ one run */
-static void parse_summary(const char *path, result *r) {
-    FILE *f = fopen(path, "r");
-    if (!f) return;
-    char line[1024];
-    while (fgets(line, sizeof line, f)) {
-        unsigned long long ev;
-        if (strncmp(line, "virtual ", 8) == 0) {
-            const char *c = strchr(line, ',');
-            if (c && sscanf(c + 1, " %llu events", &ev) == 1) r->events = ev;
-        }
-        if (strncmp(line, "check ", 6) == 0) {
-            char word[64] = "";
-            if (sscanf(line + 6, " %63s", word) == 1) snprintf(r->check, sizeof r->check, "%s", word);
-        }
-    }
-    fclose(f);
-}
-
 static void read_figures(const char *fig, result *r) {
     for (int q = 0; q < r->procs; q++) {
         char path[4400];
@@ -168,7 +150,7 @@ static void run_one(const char *self, const char *npurr, const shape *s, int pro
     read_figures(fig, r);
     r->ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     for (int q = 0; q < procs; q++) r->ok = r->ok && r->p[q].seen && r->p[q].exit_code == 0;
-    parse_summary(log, r);
+    bench_read_summary(log, &r->events, r->check, sizeof r->check);
     snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", run, log);
     if (system(cmd) != 0) fprintf(stderr, "bench_mpi: could not remove %s\n", run);
 }

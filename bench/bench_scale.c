@@ -65,26 +65,6 @@ static uint64_t file_size(const char *dir, const char *name) {
     return stat(p, &st) == 0 ? (uint64_t)st.st_size : 0;
 }
 
-/* Events and the check from the record summary ("virtual ..., N events"). */
-static void parse_summary(const char *path, result *r) {
-    FILE *f = fopen(path, "r");
-    if (!f) return;
-    char line[1024];
-    while (fgets(line, sizeof line, f)) {
-        unsigned long long ev;
-        const char *v = strstr(line, "virtual ");
-        if (v == line) {
-            const char *c = strchr(line, ',');
-            if (c && sscanf(c + 1, " %llu events", &ev) == 1) r->events = ev;
-        }
-        if (strncmp(line, "check ", 6) == 0) {
-            char word[64] = "";
-            if (sscanf(line + 6, " %63s", word) == 1) snprintf(r->check, sizeof r->check, "%s", word);
-        }
-    }
-    fclose(f);
-}
-
 static void run_row(const char *npurr, const row *rw, const char *payload, const char *dir,
                     result *r) {
     memset(r, 0, sizeof *r);
@@ -125,7 +105,7 @@ static void run_row(const char *npurr, const row *rw, const char *payload, const
     r->rss_gib = (double)ru.ru_maxrss / (1024.0 * 1024.0);
     r->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     r->ok = r->exit_code == 0;
-    parse_summary(log, r);
+    bench_read_summary(log, &r->events, r->check, sizeof r->check);
     r->trace_bytes = file_size(run, "trace.zst");
     r->index_bytes = file_size(run, "index.db");
     snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", run, log);

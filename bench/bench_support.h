@@ -2,7 +2,8 @@
  * bench_support.h - what the benchmarks share: a monotonic wall clock,
  * process CPU time, peak RSS, the memory the machine has free, and
  * "--name value" lookups on the command line (with a check of them for
- * benchmarks that take nothing else).
+ * benchmarks that take nothing else), and what a `npurr record` they ran
+ * printed (events, check).
  *
  * Header-only, static inline: every bench/bench_*.c is its own executable
  * and each uses only some of these.
@@ -53,6 +54,26 @@ static inline const char *arg_value(int argc, char **argv, const char *name, con
     for (int i = 1; i + 1 < argc; i++)
         if (strcmp(argv[i], name) == 0) return argv[i + 1];
     return def;
+}
+
+/* From the summary `npurr record` printed to path: the run's events (the
+ * "virtual" line) and the check's first word; left as they are if absent. */
+static inline void bench_read_summary(const char *path, uint64_t *events, char *check,
+                                      size_t check_len) {
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long ev;
+        if (strncmp(line, "virtual ", 8) == 0) {
+            const char *c = strchr(line, ',');
+            if (c && sscanf(c + 1, " %llu events", &ev) == 1) *events = ev;
+        }
+        char word[64] = "";
+        if (strncmp(line, "check ", 6) == 0 && sscanf(line + 6, " %63s", word) == 1)
+            snprintf(check, check_len, "%s", word);
+    }
+    fclose(f);
 }
 
 /* For a benchmark whose options are all "--name value" pairs from names
