@@ -135,15 +135,9 @@ static void run_one(const char *self, const char *npurr, const shape *s, int pro
         args[n++] = "--no-trace";
     }
     args[n] = NULL;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     double t0 = now_s();
     pid_t pid;
-    int rc = posix_spawnp(&pid, args[0], &fa, NULL, (char *const *)args, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) return;
+    if (bench_spawn_logged(args, log, &pid) != 0) return;
     int status;
     if (waitpid(pid, &status, 0) != pid) return;
     r->wall_s = now_s() - t0;

@@ -76,7 +76,7 @@ static void run_row(const char *npurr, const row *rw, const char *payload, const
     if (system(cmd) != 0) return;
     const char *args[40];
     int n = 0;
-    args[n++] = npurr;
+    args[n++] = npurr;   /* a path: spawned as it is */
     args[n++] = "record";
     args[n++] = "-k";
     args[n++] = rw->kernel;
@@ -87,15 +87,9 @@ static void run_row(const char *npurr, const row *rw, const char *payload, const
     args[n++] = "-o";
     args[n++] = run;
     args[n] = NULL;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     double t0 = now_s();
     pid_t pid;
-    int rc = posix_spawn(&pid, npurr, &fa, NULL, (char *const *)args, NULL);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) return;
+    if (bench_spawn_logged(args, log, &pid) != 0) return;
     int status;
     struct rusage ru;
     if (wait4(pid, &status, 0, &ru) != pid) return;

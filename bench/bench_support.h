@@ -11,6 +11,8 @@
 #ifndef NPURR_BENCH_SUPPORT_H
 #define NPURR_BENCH_SUPPORT_H
 
+#include <fcntl.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +56,19 @@ static inline const char *arg_value(int argc, char **argv, const char *name, con
     for (int i = 1; i + 1 < argc; i++)
         if (strcmp(argv[i], name) == 0) return argv[i + 1];
     return def;
+}
+
+/* Starts args (args[0] looked up in PATH) with this environment, stdout to
+ * the file log and stderr to /dev/null; 0 and *pid, or an errno. */
+static inline int bench_spawn_logged(const char *const *args, const char *log, pid_t *pid) {
+    extern char **environ;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    int rc = posix_spawnp(pid, args[0], &fa, NULL, (char *const *)args, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    return rc;
 }
 
 /* From the summary `npurr record` printed to path: the run's events (the
