@@ -101,6 +101,18 @@ static int open_trace(recording *rc, char *err, size_t errlen) {
     return 0;
 }
 
+/* The run stops before its first event: the trace opened for it holds
+ * nothing, so its hidden folder goes (no run is left to trust or find). */
+static void drop_trace(recording *rc, const char *why) {
+    if (!rc->w) return;
+    char cerr[ENGINE_ERRLEN];
+    rec_close(rc->w, NULL, "skipped", why, cerr, sizeof cerr);
+    rc->w = NULL;
+    run_folder_remove(rc->r->run_dir);
+    rc->r->run_dir[0] = 0;
+    rc->r->traced = 0;
+}
+
 /* Split: each process checked its own nodes; the first failure in process
  * order is the run's (a run that completed completed everywhere, so every
  * process is here). */
@@ -157,6 +169,14 @@ static int split_allowed(const recording *rc, char *err, size_t errlen) {
         snprintf(err, errlen, "--check races needs the whole run in one process (without mpirun)");
         return SESSION_USAGE;
     }
+    /* engine_split says the same, but only once the engine is built */
+    int count = split_mpi_count(rc->split);
+    if (count > ro->config.nodes) {
+        snprintf(err, errlen,
+                 "%d processes for %d node%s: each process owns whole nodes, so run at most %d",
+                 count, ro->config.nodes, ro->config.nodes == 1 ? "" : "s", ro->config.nodes);
+        return SESSION_USAGE;
+    }
     return SESSION_OK;
 }
 
@@ -181,15 +201,7 @@ static int record_here(recording *rc, char *err, size_t errlen) {
     if (sp) {
         int q = code;
         code = split_mpi_agree(sp, code, err, errlen);
-        if (code && !q && rc->w) {   /* another process failed: nothing was recorded */
-            char cerr[ENGINE_ERRLEN];
-            rec_close(rc->w, NULL, "skipped", "another MPI process could not start", cerr,
-                      sizeof cerr);
-            rc->w = NULL;
-            run_folder_remove(rc->r->run_dir);
-            rc->r->run_dir[0] = 0;
-            rc->r->traced = 0;
-        }
+        if (code && !q) drop_trace(rc, "another MPI process could not start");
     }
     if (code) {
         discard(rc);
@@ -203,10 +215,7 @@ static int record_here(recording *rc, char *err, size_t errlen) {
         code = SESSION_ERROR;
     }
     if (code) {
-        char cerr[ENGINE_ERRLEN];
-        if (rc->w) rec_close(rc->w, NULL, "skipped", sp ? "the run could not be split"
-                                                        : "the race checker could not start",
-                             cerr, sizeof cerr);
+        drop_trace(rc, sp ? "the run could not be split" : "the race checker could not start");
         discard(rc);
         return code;
     }

@@ -83,8 +83,13 @@ expect 2 mpi 5 "$npurr" record "${small[@]}" -o "$work/five"
 has "5 processes for 4 nodes"
 [ "$(grep -c "processes for" "$work/out")" = 1 ] || fail "the refusal was printed more than once"
 [ ! -e "$work/five" ] || fail "a refused split left a run folder"
+ls -a "$work" | grep -q "^\.five" && fail "a refused split left a hidden folder: $(ls -a "$work")"
 expect 2 mpi 2 "$npurr" record -k combine-sender -o "$work/combine"
 has "cannot be split over MPI processes"
+# refused once the engine is built (the trace is open): nothing stays
+expect 2 mpi 2 "$npurr" record "${small[@]}" --pct-points 3 --pct-span 1000 --pct-delay-us 1 -o "$work/pct"
+has "--pct-points cannot be split"
+ls -a "$work" | grep -q "pct" && fail "a refused split left a folder: $(ls -a "$work")"
 # -o onto an existing run: only process 0 checks it; every process stops
 # with the usage code, process 0 says why, and the run is untouched
 expect 2 mpi 2 "$npurr" record "${small[@]}" -o "$work/ep32.p2"
