@@ -43,6 +43,8 @@ typedef struct split_state {
     int reported;
     engine_memory memory;         /* summed over the processes at the end */
     int memory_summed;
+    int faulted_here;             /* a core of this process faulted, at fault_time */
+    uint64_t fault_time;
 } split_state;
 
 /* merge.c */
@@ -382,6 +384,8 @@ static int run_windows(engine *e, char *err, size_t errlen) {
         if (flags[0]) {
             /* the faulting process stopped mid-window, the others ran the
              * window out; the merge cut the stream at the fault */
+            sp->faulted_here = e->outcome == OUTCOME_FAULT;
+            sp->fault_time = e->now;
             if (e->outcome == OUTCOME_RUNNING) eng_stop(e, OUTCOME_FAULT, "a core faulted");
             return ENGINE_OK;
         }
@@ -488,6 +492,34 @@ int eng_split_memory(const engine *e, engine_memory *m) {
     return 1;
 }
 
+static void pack_fault(const engine *e, engine_buf *b) {
+    const split_state *sp = e->split;
+    uint64_t t = sp->faulted_here ? sp->fault_time : UINT64_MAX;
+    eng_buf_put(b, &t, sizeof t);
+    eng_buf_put(b, e->message, strlen(e->message));
+}
+
+/* Without a merge: the earliest fault's time for everyone, and its message
+ * for process 0 (at equal times the lower process, whose cores come first). */
+static int first_fault(engine *e, uint64_t *time, char *err, size_t errlen) {
+    split_state *sp = e->split;
+    uint64_t t[1] = {sp->faulted_here ? sp->fault_time : UINT64_MAX};
+    if (reduce(e, t, 1, ENGINE_REDUCE_MIN, err, errlen) ||
+        gather_packed(e, pack_fault, err, errlen))
+        return ENGINE_ERR;
+    *time = t[0];
+    for (int q = 0; sp->all && q < sp->t->count; q++) {
+        const engine_buf *b = &sp->all[q];
+        uint64_t tq;
+        if (b->n < sizeof tq) continue;
+        memcpy(&tq, b->p, sizeof tq);
+        if (tq != t[0]) continue;
+        snprintf(e->message, sizeof e->message, "%.*s", (int)(b->n - sizeof tq), b->p + sizeof tq);
+        break;
+    }
+    return ENGINE_OK;
+}
+
 /* The ending every process agrees on; the closing events (BLOCKED) go
  * through the merge in process order, which is core order. */
 static int finish(engine *e, engine_result *res, char *err, size_t errlen) {
@@ -540,11 +572,13 @@ static int finish(engine *e, engine_result *res, char *err, size_t errlen) {
                        sp->merge ? eng_merger_events(sp->merge) : 0};
     if (!sp->ship) {
         /* nobody observes (--no-trace): the same figures without a merge,
-         * every event once plus the run's end; a fault ends at the latest
-         * process's time, not cut at the faulting segment */
+         * every event once plus the run's end. A fault ends at the first
+         * fault's time with its message, but is not cut: the events the
+         * others ran past it in its window are counted */
         fig[0] = (uint64_t)e->outcome;
-        fig[1] = e->outcome == OUTCOME_FAULT ? mx[0] : e->now;
+        fig[1] = e->now;
         fig[2] = stall[2] + 1;
+        if (e->outcome == OUTCOME_FAULT && first_fault(e, &fig[1], err, errlen)) return ENGINE_ERR;
     }
     if (reduce(e, fig, 3, ENGINE_REDUCE_MAX, err, errlen)) return ENGINE_ERR;
     res->outcome = (engine_outcome)fig[0];
