@@ -31,9 +31,14 @@ if grep -q "built without MPI" "$work/out"; then echo "npurr built without MPI: 
 small=(-k dispatch-layered --nodes 4 --tokens 96 --rdma-senders 2 --rdma-coordinators 1
        --forwarders 2 --forwarder-coordinators 1 --hccs-receivers 2)
 
-# what a run folder says about its run: every event, the ending, the stats
+# what a run folder says about its run: every event, the stall tables, the
+# ending, the stats
 signature() {
     "$npurr" sql "$1" "select * from events" | md5sum | cut -c1-32
+    # the stall tables: every wait with its cause and waker, and the summary
+    "$npurr" sql "$1" "select * from waits" | md5sum | cut -c1-32
+    "$npurr" sql "$1" "select * from wait_causes" | md5sum | cut -c1-32
+    "$npurr" sql "$1" "select * from stall_summary"
     "$npurr" sql "$1" "select key, value from meta where key in ('outcome', 'outcome_message', 'end_time_ps', 'events', 'check', 'check_message')"
     "$npurr" stats "$1" | grep -v "^run "
 }
