@@ -4,8 +4,9 @@
  * P = 1 and 2, without a trace and with one, at the production shape
  * (dispatch-layered, DeepSeek-V3: 256 experts, top-8, hidden 7168, 4096
  * tokens per rank, group-limited routing), then a larger cluster at P = 2.
- * The speedup is a ratio of two runs of this one benchmark; from the
- * figures it prints what a 32-node (EP256) run would need.
+ * The speedup is a ratio of two runs of this one benchmark, printed with
+ * the most this machine allows (the processes' CPU time over its cores);
+ * from the figures it prints what a 32-node (EP256) run would need.
  *
  * Each process's figures come from its own rusage: mpirun starts this
  * benchmark again (--wrap) as every process, which starts npurr with the
@@ -164,6 +165,15 @@ static void print_result(const shape *s, const result *r, const result *one) {
     printf("%-26s P=%d %8.1f %8s %9.1f %8.2f  %s%s\n", label, r->procs, r->wall_s, speed,
            ev / 1e6, r->wall_s > 0 ? ev / r->wall_s / 1e6 : 0, r->check,
            r->ok ? "" : " (a process exited above 0)");
+    /* what the machine allows: no run is shorter than its processes' CPU
+     * time (recorder threads included) spread over every core */
+    double total_cpu = 0;
+    for (int q = 0; q < r->procs; q++) total_cpu += r->p[q].cpu_s;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (one && one->ok && r->ok && cores > 0 && total_cpu > 0)
+        printf("%-26s      total CPU %.1f s on %ld cores: host time >= %.1f s, speedup <= %.2fx\n",
+               "", total_cpu, cores, total_cpu / (double)cores,
+               one->wall_s / (total_cpu / (double)cores));
     for (int q = 0; q < r->procs; q++) {
         const proc_fig *p = &r->p[q];
         if (!p->seen) {
@@ -195,8 +205,8 @@ static void project(const shape *s, const result *r) {
            per_node, ev_per_rank / 1e6, us_per_event);
     double ev256 = ev_per_rank * 256;
     double gib = per_node * 32, minutes = ev256 * us_per_event / 1e6 / 60;
-    printf("  EP256 (32 nodes): about %.0f M events, %.1f GiB and %.0f CPU-minutes in all; "
-           "over 4 processes with a core each: %.1f GiB and %.0f minutes each\n",
+    printf("  EP256 (32 nodes): about %.0f M events, %.1f GiB and %.1f CPU-minutes in all; "
+           "over 4 processes with a core each: %.1f GiB and %.1f minutes each\n",
            ev256 / 1e6, gib, minutes, gib / 4, minutes / 4);
 }
 
