@@ -498,6 +498,8 @@ typedef struct engine_transport {
 int engine_split(engine *e, const engine_transport *t, char *err, size_t errlen);
 /* 1 when rank's cores and GM live in this process (always, unsplit). */
 int engine_rank_local(const engine *e, int rank);
+/* ENGINE_ERR with err when count processes cannot each own whole nodes. */
+int engine_split_fits(int nodes, int count, char *err, size_t errlen);
 /* The first process's part (the nodes [first, end)) for count processes. */
 void engine_split_nodes(int nodes, int count, int index, int *first, int *end);
 

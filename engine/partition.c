@@ -96,6 +96,14 @@ static void get(reader *r, void *out, size_t n) {
 }
 
 /* ------------------------------------------------------------ ownership */
+int engine_split_fits(int nodes, int count, char *err, size_t errlen) {
+    if (count <= nodes) return ENGINE_OK;
+    snprintf(err, errlen,
+             "%d processes for %d node%s: each process owns whole nodes, so run at most %d", count,
+             nodes, nodes == 1 ? "" : "s", nodes);
+    return ENGINE_ERR;
+}
+
 void engine_split_nodes(int nodes, int count, int index, int *first, int *end) {
     *first = (int)((int64_t)index * nodes / count);
     *end = (int)((int64_t)(index + 1) * nodes / count);
@@ -131,12 +139,7 @@ int engine_split(engine *e, const engine_transport *t, char *err, size_t errlen)
                  t->count);
         return ENGINE_ERR;
     }
-    if (t->count > e->cfg.nodes) {
-        snprintf(err, errlen,
-                 "%d processes for %d node%s: each process owns whole nodes, so run at most %d",
-                 t->count, e->cfg.nodes, e->cfg.nodes == 1 ? "" : "s", e->cfg.nodes);
-        return ENGINE_ERR;
-    }
+    if (engine_split_fits(e->cfg.nodes, t->count, err, errlen)) return ENGINE_ERR;
     if (e->delay) {
         snprintf(err, errlen, "--pct-points cannot be split over processes: its delay points "
                               "count the scheduling steps of the whole run (run it in one process)");
@@ -588,7 +591,8 @@ static int finish(engine *e, engine_result *res, char *err, size_t errlen) {
     e->outcome = res->outcome;
     e->now = res->end_time;
     snprintf(res->message, sizeof res->message, "%s", e->message);
-    if (sum_memory(e, err, errlen) || gather_report(e, res->outcome, err, errlen)) return ENGINE_ERR;
+    if (sum_memory(e, err, errlen) || gather_report(e, res->outcome, err, errlen))
+        return ENGINE_ERR;
     return ENGINE_OK;
 }
 

@@ -278,7 +278,7 @@ void engine_write_report(const engine *e, FILE *out) {
         eng_buf_put(&text, gathered->p, gathered->n);
         shown = gathered->n > 0;
     } else if (e->split) {
-        fprintf(out, "  (each process's cores are reported by process 0 only for a deadlock or a "
+        fprintf(out, "  (a split run's cores are reported by process 0, after a deadlock or a "
                      "watchdog stop)\n");
         return;
     } else {

@@ -169,14 +169,9 @@ static int split_allowed(const recording *rc, char *err, size_t errlen) {
         snprintf(err, errlen, "--check races needs the whole run in one process (without mpirun)");
         return SESSION_USAGE;
     }
-    /* engine_split says the same, but only once the engine is built */
-    int count = split_mpi_count(rc->split);
-    if (count > ro->config.nodes) {
-        snprintf(err, errlen,
-                 "%d processes for %d node%s: each process owns whole nodes, so run at most %d",
-                 count, ro->config.nodes, ro->config.nodes == 1 ? "" : "s", ro->config.nodes);
+    /* engine_split checks it too, but only once the engine is built */
+    if (engine_split_fits(ro->config.nodes, split_mpi_count(rc->split), err, errlen))
         return SESSION_USAGE;
-    }
     return SESSION_OK;
 }
 
