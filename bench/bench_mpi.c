@@ -23,7 +23,6 @@
  */
 #include "bench/bench_support.h"
 
-#include <fcntl.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <sys/stat.h>

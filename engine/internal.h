@@ -465,10 +465,10 @@ int eng_split_run(engine *e, engine_result *res, char *err, size_t errlen);
  * own) and its seq passed through global_seq (NULL: as is; 0 back:
  * unknown, the seq is left out). Returns the entries shown, -1 if entries
  * is cut. The roles of this process's cores are packed and read back into
- * roles[core] (texts[core] owns each, malloc'd) for a split run. */
+ * roles[core] (malloc'd, freed by the caller) for a split run. */
 void eng_report_pack(const engine *e, engine_buf *b);
 void eng_report_pack_roles(const engine *e, engine_buf *b);
-int eng_report_roles(const engine *e, const engine_buf *packed, const char **roles, char **texts);
+int eng_report_roles(const engine *e, const engine_buf *packed, char **roles);
 int eng_report_format(const engine *e, const char *const *roles, const engine_buf *entries,
                       uint64_t (*global_seq)(void *, uint64_t), void *ctx, engine_buf *out);
 /* partition.c: a split run's report text (every process's cores, gathered

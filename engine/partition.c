@@ -467,19 +467,18 @@ static int gather_report(engine *e, engine_outcome outcome, char *err, size_t er
     if (outcome != OUTCOME_DEADLOCK && outcome != OUTCOME_WATCHDOG) return ENGINE_OK;
     if (gather_packed(e, eng_report_pack_roles, err, errlen)) return ENGINE_ERR;
     size_t n = (size_t)e->n_ranks * (size_t)e->cores_per_rank;
-    const char **roles = sp->all ? calloc(n, sizeof *roles) : NULL;
-    char **texts = sp->all ? calloc(n, sizeof *texts) : NULL;
-    if (sp->all && (!roles || !texts)) abort();
+    char **roles = sp->all ? calloc(n, sizeof *roles) : NULL;
+    if (sp->all && !roles) abort();
     for (int q = 0; sp->all && q < sp->t->count; q++)
-        if (eng_report_roles(e, &sp->all[q], roles, texts)) report_cut(&sp->report, "roles", q);
+        if (eng_report_roles(e, &sp->all[q], roles)) report_cut(&sp->report, "roles", q);
     int rc = gather_packed(e, eng_report_pack, err, errlen);
     for (int q = 0; !rc && sp->all && q < sp->t->count; q++) {
         seq_of_part part = {sp->merge, q};
-        if (eng_report_format(e, roles, &sp->all[q], merged_seq, &part, &sp->report) < 0)
+        if (eng_report_format(e, (const char *const *)roles, &sp->all[q], merged_seq, &part,
+                              &sp->report) < 0)
             report_cut(&sp->report, "report", q);
     }
-    for (size_t i = 0; texts && i < n; i++) free(texts[i]);
-    free(texts);
+    for (size_t i = 0; roles && i < n; i++) free(roles[i]);
     free(roles);
     sp->reported = !rc && sp->all;
     return rc;

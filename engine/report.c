@@ -198,8 +198,7 @@ void eng_report_pack_roles(const engine *e, engine_buf *b) {
 }
 
 void eng_report_pack(const engine *e, engine_buf *b) {
-    int n = e->n_ranks * e->cores_per_rank;
-    for (int i = 0; i < n; i++) {
+    for (int i = e->own_first * e->cores_per_rank; i < e->own_end * e->cores_per_rank; i++) {
         const core *c = &e->cores[i];
         if (c->launch < 0 || c->status == CS_FINISHED || c->status == CS_IDLE) continue;
         pack_core(e, c, b);
@@ -213,8 +212,7 @@ static int take(const engine_buf *b, size_t *at, void *out, size_t n) {
     return 0;
 }
 
-int eng_report_roles(const engine *e, const engine_buf *packed, const char **roles,
-                     char **texts) {
+int eng_report_roles(const engine *e, const engine_buf *packed, char **roles) {
     size_t at = 0;
     uint32_t n = (uint32_t)(e->n_ranks * e->cores_per_rank);
     while (at < packed->n) {
@@ -222,12 +220,11 @@ int eng_report_roles(const engine *e, const engine_buf *packed, const char **rol
         if (take(packed, &at, &i, sizeof i) || take(packed, &at, &len, sizeof len) || i >= n ||
             at + len > packed->n)
             return -1;
-        free(texts[i]);
-        texts[i] = malloc((size_t)len + 1);
-        if (!texts[i]) abort();
-        memcpy(texts[i], packed->p + at, len);
-        texts[i][len] = 0;
-        roles[i] = texts[i];
+        free(roles[i]);
+        roles[i] = malloc((size_t)len + 1);
+        if (!roles[i]) abort();
+        memcpy(roles[i], packed->p + at, len);
+        roles[i][len] = 0;
         at += len;
     }
     return 0;
@@ -244,7 +241,8 @@ int eng_report_format(const engine *e, const char *const *roles, const engine_bu
         eng_buf_put(out, entries->p + at, len);
         at += len;
         if (take(entries, &at, &writer, 1)) return -1;
-        if (writer == WRITER_NEVER) put_line(out, "  %-16s %-22s  never written during the run\n", "", "");
+        if (writer == WRITER_NEVER)
+            put_line(out, "  %-16s %-22s  never written during the run\n", "", "");
         if (writer == WRITER_SEEN) {
             uint64_t seq, time;
             uint32_t track1;
@@ -257,8 +255,10 @@ int eng_report_format(const engine *e, const char *const *roles, const engine_bu
             track_name(e, roles, track1, tn, sizeof tn);
             put_line(out, "  %-16s %-22s  last written by %s", "", "", tn);
             /* a split run without a trace has no global seq to name */
-            if (g) put_line(out, " at seq %llu, %.3f us\n", (unsigned long long)g, (double)time / 1e6);
-            else put_line(out, " at %.3f us\n", (double)time / 1e6);
+            if (g)
+                put_line(out, " at seq %llu, %.3f us\n", (unsigned long long)g, (double)time / 1e6);
+            else
+                put_line(out, " at %.3f us\n", (double)time / 1e6);
         }
         shown++;
     }
@@ -271,25 +271,24 @@ void engine_write_report(const engine *e, FILE *out) {
     if (e->outcome != OUTCOME_DEADLOCK && e->outcome != OUTCOME_WATCHDOG &&
         e->outcome != OUTCOME_INTERRUPTED)
         return;
-    engine_buf text = {0};
-    int shown = -1;
-    const engine_buf *gathered = e->split ? eng_split_report(e) : NULL;
-    if (gathered) {
-        eng_buf_put(&text, gathered->p, gathered->n);
-        shown = gathered->n > 0;
-    } else if (e->split) {
-        fprintf(out, "  (a split run's cores are reported by process 0, after a deadlock or a "
-                     "watchdog stop)\n");
+    if (e->split) {
+        const engine_buf *gathered = eng_split_report(e);
+        if (!gathered)
+            fprintf(out, "  (a split run's cores are reported by process 0, after a deadlock or "
+                         "a watchdog stop)\n");
+        else if (gathered->n)
+            fwrite(gathered->p, 1, gathered->n, out);
+        else
+            fprintf(out, "  (no core was left blocked)\n");
         return;
-    } else {
-        engine_buf entries = {0};
-        eng_report_pack(e, &entries);
-        shown = eng_report_format(e, NULL, &entries, NULL, NULL, &text);
-        engine_buf_free(&entries);
     }
+    engine_buf entries = {0}, text = {0};
+    eng_report_pack(e, &entries);
+    int shown = eng_report_format(e, NULL, &entries, NULL, NULL, &text);
     if (text.n) fwrite(text.p, 1, text.n, out);
-    engine_buf_free(&text);
     if (shown == 0) fprintf(out, "  (no core was left blocked)\n");
+    engine_buf_free(&entries);
+    engine_buf_free(&text);
 }
 
 int engine_core_count(const engine *e) { return e->n_ranks * e->cores_per_rank; }
