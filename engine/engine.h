@@ -545,5 +545,18 @@ int engine_site_get(const engine *e, uint32_t id, engine_site *out);
  * engine/coro_x86_64.S: control words, r15, r14, r13, r12, rbx, rbp, return
  * address), so a debugger can unwind it; NULL if it never ran or is running. */
 void *engine_core_saved_sp(const engine *e, int index);
+/* Where a debugger finds a core's live context while the process is
+ * stopped, with no code run in it (the gdb extension of `npurr replay`
+ * reads these; gdb cannot call functions on every CPU). The addresses stay
+ * valid for the engine's lifetime; what they hold changes as cores run. */
+typedef struct engine_core_slots {
+    void *const *saved_sp;       /* the stack pointer its last switch saved */
+    void *const *stack;          /* its mmap'd stack (guard page first); NULL until it runs */
+    const size_t *stack_size;    /* bytes of that mapping */
+} engine_core_slots;
+void engine_core_debug_slots(const engine *e, int index, engine_core_slots *out);
+/* The seq the engine stops before (engine_set_break); a debugger writes it
+ * to move the break while the process is stopped. */
+uint64_t *engine_break_seq_slot(engine *e);
 
 #endif
