@@ -93,6 +93,7 @@ typedef struct engine_hw_param {
     const char *unit;
     const char *what;         /* what it models */
     const char *source;       /* where the default comes from */
+    int fit;                  /* 1: fitted to measurements (npurr calibrate, tools/fit_timing.sh) */
 } engine_hw_param;
 size_t engine_hw_count(void);
 const engine_hw_param *engine_hw_param_at(size_t i);
@@ -512,6 +513,12 @@ void engine_request_stop(engine *e);
  * backtrace shows the kernel source line. */
 typedef void (*engine_break_fn)(void *ctx, const engine_event *ev);
 void engine_set_break(engine *e, uint64_t seq, engine_break_fn fn, void *ctx);
+
+/* When the cores holding role first took it and last left it (SetRole, or
+ * their kernel's end), in virtual ps: the span of a kernel phase
+ * (kernels.h kernel_phase). 1, or 0 if no core held it. In a split run,
+ * the roles of this process's cores only. */
+int engine_role_span(const engine *e, const char *role, uint64_t *begin, uint64_t *end);
 
 /* The deadlock / watchdog / fault report: every blocked core, what it waits
  * for (object, expected vs current value), who last wrote it, and the notes

@@ -250,6 +250,12 @@ typedef struct site_entry {
 } site_entry;
 
 /* ------------------------------------------------------------ engine */
+/* Earliest time a core took the role, latest a core left it (role_spans.c). */
+typedef struct role_span {
+    uint32_t role;            /* string id */
+    uint64_t begin, end;
+} role_span;
+
 struct engine {
     engine_config cfg;
     int n_ranks, n_aic, n_aiv, cores_per_rank;
@@ -321,11 +327,19 @@ struct engine {
     uint64_t window_end;      /* nothing at or past it runs this window; UINT64_MAX unsplit */
     struct split_state *split;   /* NULL unsplit */
 
+    role_span *role_spans;    /* role_spans.c */
+    int n_role_spans, cap_role_spans;
+
     engine_observer obs;
     uint64_t break_seq;
     engine_break_fn break_fn;
     void *break_ctx;
 };
+
+/* role_spans.c: a core takes a role (closing the one it held) or leaves
+ * its role at its kernel's end. */
+void eng_role_enter(core *c, uint32_t role);
+void eng_role_leave(core *c);
 
 /* cluster.c */
 uint32_t eng_intern(engine *e, const char *text);
