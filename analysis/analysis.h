@@ -38,7 +38,7 @@
 #include <sqlite3.h>
 
 /* Bumped when the derived tables change shape (meta key analysis.version). */
-#define ANA_VERSION 3
+#define ANA_VERSION 4
 
 /* ------------------------------------------------------------ derive/open */
 
