@@ -335,9 +335,8 @@ static int choose_ub(dispatch_shape *sh, char *err, size_t errlen) {
 int dispatch_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int num_aiv,
                              dispatch_shape *sh, char *err, size_t errlen) {
     memset(sh, 0, sizeof *sh);
-    if (nodes < 2) {
-        snprintf(err, errlen,
-                 "--nodes %d: dispatch-layered sends between nodes over RDMA; use at least 2", nodes);
+    if (nodes < 1) {
+        snprintf(err, errlen, "--nodes %d: at least one node", nodes);
         return -1;
     }
     if (npus_per_node < 1 || npus_per_node > DISPATCH_MAX_NVL_PEERS) {
