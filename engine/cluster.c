@@ -38,6 +38,7 @@ static void derive_timing(engine *e) {
     for (int r = 0; r < e->n_ranks; r++) {
         e->ranks[r].hbm.ps_per_byte = 1000.0 / hw->hbm_gbps;
         e->ranks[r].nic_tx.ps_per_byte = 1000.0 / hw->roce_gbps;
+        e->ranks[r].nic_tx.ps_per_op = ns_to_ps(hw->nic_message_ns);
         e->ranks[r].nic_rx.ps_per_byte = 1000.0 / hw->roce_gbps;
         e->ranks[r].aicpu.ps_per_byte = 0;
     }

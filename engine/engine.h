@@ -69,7 +69,8 @@ typedef struct engine_hw {
     double roce_gbps;               /* RoCE NIC bandwidth per NPU (each way) */
     double rdma_latency_ns;         /* one-way latency between nodes */
     double rdma_post_ns;            /* scalar cost of posting one RDMA op */
-    double batchwrite_task_ns;      /* AICPU overhead per BatchWrite task */
+    double batchwrite_task_ns;      /* AICPU time per task: a BatchWrite item or an RDMA op */
+    double nic_message_ns;          /* NIC time per RDMA message beyond its bytes */
     double crosscore_latency_ns;    /* AIC<->AIV flag propagation */
     double barrier_latency_ns;      /* added by a cross-rank barrier */
 } engine_hw;

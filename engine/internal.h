@@ -37,6 +37,7 @@ void coro_entered(coro *from);
  * free_at serves resources that work strictly in posting order (the AICPU). */
 typedef struct resource {
     double ps_per_byte;
+    uint64_t ps_per_op;   /* fixed occupancy of each booking (a NIC's per-message cost) */
     uint64_t free_at;
     uint64_t *busy;       /* [start, end) pairs, sorted, disjoint */
     uint32_t n, cap;

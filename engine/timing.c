@@ -73,7 +73,15 @@ static const engine_hw_param params[] = {
       "scalar cost of posting one RDMA operation",
       "estimate: building and ringing one RDMA work request"),
     F("batchwrite_task_ns", NULL, batchwrite_task_ns, 1500.0, NS_MIN, NS_MAX, "ns",
-      "AICPU overhead per BatchWrite task", "seed 002 s2.3.1: BatchWrite 1-2 us per task"),
+      "AICPU time per communication task, one after another per NPU: a BatchWrite item, or an "
+      "RDMA write or atomic an AI core asks for (on A2 the AICPU's HCCL server posts every RDMA "
+      "operation)",
+      "seed 002 s2.3.1: BatchWrite 1-2 us per task; A2 kernels cross nodes only through "
+      "Hccl<HCCL_SERVER_TYPE_AICPU>::BatchWrite (sgl-kernel-npu csrc/deepep/ops2/op_kernel)"),
+    F("nic_message_ns", NULL, nic_message_ns, 100.0, NS_MIN, NS_MAX, "ns",
+      "time one RDMA message holds the sending NIC beyond its bytes (work request, doorbell, "
+      "headers): 1/message rate",
+      "estimate: 10 M messages/s for a 200GE RoCE NIC"),
     P("crosscore_latency_ns", NULL, crosscore_latency_ns, 100.0, NS_MIN, NS_MAX, "ns",
       "AIC<->AIV cross-core flag propagation", "estimate: AIC<->AIV cross-core flag"),
     P("barrier_latency_ns", NULL, barrier_latency_ns, 2000.0, NS_MIN, NS_MAX, "ns",
