@@ -32,6 +32,7 @@ static void derive_timing(engine *e) {
     e->xcore_latency_ps = ns_to_ps(hw->crosscore_latency_ns);
     e->barrier_latency_ps = ns_to_ps(hw->barrier_latency_ns);
     e->mte_ps_per_byte = e->ps_per_cycle / hw->mte_bytes_per_cycle;
+    e->mte_hccs_ps_per_byte = e->ps_per_cycle / hw->mte_hccs_bytes_per_cycle;
     e->vec_ps_per_byte = e->ps_per_cycle / hw->ub_vector_bytes_per_cycle;
     e->ps_per_mac = e->ps_per_cycle / hw->cube_macs_per_cycle;
     /* GB/s = bytes per ns = 1e-3 bytes per ps */

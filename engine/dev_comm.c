@@ -28,7 +28,7 @@ static void hccs(core *c, xfer *x, int src_rank, int dst_rank, dev_site s) {
     res[n++] = &e->ranks[src_rank].hbm;
     if (src_rank != dst_rank) res[n++] = &e->hccs_links[(size_t)src_rank * (size_t)e->n_ranks + (size_t)dst_rank];
     uint64_t lat = e->mte_latency_ps + (src_rank != dst_rank ? e->hccs_latency_ps : 0);
-    eng_xfer_issue_on(c, x, e->mte_ps_per_byte, 0, res, n, lat, s);
+    eng_xfer_issue_on(c, x, eng_mte_rate(c, src_rank != dst_rank ? -1 : c->rank), 0, res, n, lat, s);
 }
 
 void dev_hccs_put(gm_t dst, gm_t src, uint64_t bytes, dev_site s) {
@@ -90,7 +90,7 @@ void dev_hccs_put_ub(gm_t dst, local_t src, uint64_t bytes, dev_site s) {
         res[n++] = &e->hccs_links[(size_t)c->rank * (size_t)e->n_ranks + (size_t)gm_rank(dst)];
         lat += e->hccs_latency_ps;
     }
-    eng_xfer_issue_on(c, x, e->mte_ps_per_byte, 0, res, n, lat, s);
+    eng_xfer_issue_on(c, x, eng_mte_rate(c, gm_rank(dst)), 0, res, n, lat, s);
 }
 
 /* ------------------------------------------------------------ RDMA */

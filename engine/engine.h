@@ -57,6 +57,7 @@ typedef struct engine_hw {
     double aicore_clock_ghz;        /* scalar/vector/cube clock */
     double hbm_gbps;                /* HBM bandwidth per NPU, shared by its cores */
     double mte_bytes_per_cycle;     /* one core's MTE2/MTE3 queue bandwidth */
+    double mte_hccs_bytes_per_cycle; /* the same when the GM end is a peer's, over HCCS */
     double mte_latency_ns;          /* fixed cost of one GM<->local transfer */
     double ub_vector_bytes_per_cycle; /* vector unit throughput on UB */
     double vector_latency_cycles;   /* fixed cost of one vector instruction */

@@ -270,6 +270,7 @@ struct engine {
     uint64_t hccs_latency_ps, rdma_latency_ps, rdma_post_ps, batch_task_ps;
     uint64_t xcore_latency_ps, barrier_latency_ps;
     double mte_ps_per_byte, vec_ps_per_byte, ps_per_mac;
+    double mte_hccs_ps_per_byte;   /* one core's MTE rate to or from a peer's GM */
     resource *hccs_links;     /* [src * n_ranks + dst], same node only */
     uint64_t *qp_arrive_at;   /* RDMA ordering per (src, dst): arrivals, kept by the source */
     uint64_t *qp_done_at;     /* and completions, kept by the destination */
@@ -341,6 +342,14 @@ struct engine {
  * its role at its kernel's end. */
 void eng_role_enter(core *c, uint32_t role);
 void eng_role_leave(core *c);
+
+/* One core's MTE rate (ps per byte) for a transfer whose GM end is on
+ * rank gm_rank (-1: a peer's): a peer's HBM is reached over HCCS, where
+ * the queue's outstanding requests over the link's latency bound it
+ * (mte_hccs_bytes_per_cycle), else mte_bytes_per_cycle. */
+static inline double eng_mte_rate(const core *c, int gm_rank) {
+    return gm_rank == c->rank ? c->e->mte_ps_per_byte : c->e->mte_hccs_ps_per_byte;
+}
 
 /* cluster.c */
 uint32_t eng_intern(engine *e, const char *text);

@@ -38,9 +38,13 @@ static const engine_hw_param params[] = {
     P("hbm_gbytes_per_s", "hbm_gbps", hbm_gbps, 1600.0, BW_MIN, BW_MAX, "GB/s",
       "HBM bandwidth of one NPU, shared by its cores",
       "DESIGN.md: HBM about 1.6 TB/s per NPU"),
-    F("mte_bytes_per_cycle", NULL, mte_bytes_per_cycle, 64.0, 1e-3, 1e9, "B/cycle",
+    P("mte_bytes_per_cycle", NULL, mte_bytes_per_cycle, 64.0, 1e-3, 1e9, "B/cycle",
       "one core's MTE2/MTE3 queue bandwidth",
       "estimate: one core's MTE queue, ~118 GB/s at 1.85 GHz"),
+    F("mte_hccs_bytes_per_cycle", NULL, mte_hccs_bytes_per_cycle, 64.0, 1e-3, 1e9, "B/cycle",
+      "one core's MTE2/MTE3 queue bandwidth when the GM at the other end is a peer NPU's, "
+      "over HCCS (its outstanding requests over the link's latency)",
+      "fitted on T1-T3 (tools/fit_timing.sh)"),
     P("mte_latency_ns", NULL, mte_latency_ns, 200.0, NS_MIN, NS_MAX, "ns",
       "fixed cost of one GM<->local transfer",
       "estimate: GM access latency, a few hundred cycles (seed 000 s4.3)"),
@@ -78,7 +82,7 @@ static const engine_hw_param params[] = {
       "operation)",
       "seed 002 s2.3.1: BatchWrite 1-2 us per task; A2 kernels cross nodes only through "
       "Hccl<HCCL_SERVER_TYPE_AICPU>::BatchWrite (sgl-kernel-npu csrc/deepep/ops2/op_kernel)"),
-    F("nic_message_ns", NULL, nic_message_ns, 100.0, NS_MIN, NS_MAX, "ns",
+    P("nic_message_ns", NULL, nic_message_ns, 100.0, NS_MIN, NS_MAX, "ns",
       "time one RDMA message holds the sending NIC beyond its bytes (work request, doorbell, "
       "headers): 1/message rate",
       "estimate: 10 M messages/s for a 200GE RoCE NIC"),
