@@ -39,10 +39,25 @@ int cmd_explore(int argc, char **argv);
 struct sqlite3;
 int sql_shell(struct sqlite3 *db, const char *run, int csv, FILE *in, FILE *out);
 
-/* Closes an output opened with ana_output_open after the work that wrote it
- * returned rc (0 ok, err filled otherwise): a failed or unclosable output is
- * removed, unless it is standard output. Returns 0, or -1 with err. */
-int cli_output_finish(FILE *out, const char *path, int rc, char *err, size_t errlen);
+/* An output file of a command (output_path.c): "-" is standard output; an
+ * existing device, FIFO or socket is written in place; anything else is
+ * written to a temporary file npurr creates beside the target (a symlink's
+ * target, so the link stays) and renamed over it by cli_output_finish.
+ * Returns the stream, or NULL with err. */
+typedef struct cli_output {
+    FILE *f;
+    const char *path;      /* as the user gave it */
+    char target[4096];     /* the file replaced on success */
+    char tmp[4200];        /* the temporary file, "" when writing in place */
+    unsigned mode;         /* the mode the output gets */
+} cli_output;
+FILE *cli_output_open(cli_output *o, const char *path, char *err, size_t errlen);
+/* Closes o after the work that wrote it returned rc (0 ok, err filled
+ * otherwise). On success the temporary file replaces the target; on a
+ * failure only the temporary file is removed, never the path the user
+ * gave (a device, a FIFO, a pre-existing file stay as they were). Returns
+ * 0, or -1 with err. */
+int cli_output_finish(cli_output *o, int rc, char *err, size_t errlen);
 
 /* 0 if a command reading run_dir may write out (option names it in the
  * message): not inside the run folder, not a hard link to its files, not a

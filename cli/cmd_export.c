@@ -183,7 +183,8 @@ int cmd_export(int argc, char **argv) {
     /* A .gz file is compressed as a whole: its packets need no bundles. */
     size_t plen = strlen(x.outpath);
     x.o.raw_packets = plen > 3 && !strcmp(x.outpath + plen - 3, ".gz");
-    FILE *out = ana_output_open(x.outpath, err, sizeof err);
+    cli_output co;
+    FILE *out = cli_output_open(&co, x.outpath, err, sizeof err);
     if (!out) {
         fprintf(stderr, "npurr export: %s\n", err);
         sqlite3_close(db);
@@ -194,7 +195,7 @@ int cmd_export(int argc, char **argv) {
     rc = x.perfetto ? ana_export_perfetto(db, &x.o, out, &n, err, sizeof err)
                     : ana_export_chrome(db, &x.o, out, &n, err, sizeof err);
     sqlite3_close(db);
-    if (cli_output_finish(out, x.outpath, rc, err, sizeof err)) {
+    if (cli_output_finish(&co, rc, err, sizeof err)) {
         fprintf(stderr, "npurr export: %s\n", err);
         return 1;
     }

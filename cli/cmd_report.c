@@ -68,7 +68,8 @@ int cmd_report(int argc, char **argv) {
         fprintf(stderr, "npurr report: %s\n", err);
         return EXIT_ERROR;
     }
-    FILE *out = ana_output_open(outpath, err, sizeof err);
+    cli_output co;
+    FILE *out = cli_output_open(&co, outpath, err, sizeof err);
     if (!out) {
         fprintf(stderr, "npurr report: %s\n", err);
         sqlite3_close(db);
@@ -79,7 +80,7 @@ int cmd_report(int argc, char **argv) {
     int to_stdout = out == stdout;
     int rc = ana_report_html(db, name, out, err, sizeof err);
     sqlite3_close(db);
-    if (cli_output_finish(out, outpath, rc, err, sizeof err)) {
+    if (cli_output_finish(&co, rc, err, sizeof err)) {
         fprintf(stderr, "npurr report: %s\n", err);
         return EXIT_ERROR;
     }
