@@ -58,16 +58,7 @@ static void copy_str(char *out, size_t len, const char *src) {
 }
 
 static int open_ro(const char *path, sqlite3 **db, char *err, size_t errlen) {
-    *db = NULL;
-    if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
-        SQLITE_OK) {
-        ana_err(err, errlen, "%s: %s", path, *db ? sqlite3_errmsg(*db) : "cannot open");
-        sqlite3_close(*db);
-        *db = NULL;
-        return -1;
-    }
-    sqlite3_busy_timeout(*db, 5000);
-    return 0;
+    return rec_index_open_ro(path, db, err, errlen);
 }
 
 /* Derives into the database at path (read-write), reading run_dir's trace. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "recorder/recorder.h"
 #include "cli.h"
 
 static void export_usage(FILE *out) {
@@ -60,7 +61,8 @@ static int ranks_outside_run(const char *run, const char *ranks_text, char *err,
     char path[4200];
     if (snprintf(path, sizeof path, "%s/index.db", run) >= (int)sizeof path) return 0;
     sqlite3 *db = NULL;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    char oerr[1024];
+    if (rec_index_open_ro(path, &db, oerr, sizeof oerr) != 0) {
         sqlite3_close(db);
         return 0;
     }

@@ -139,6 +139,11 @@ static int open_index(const char *run_dir, rec_run_summary *s, sqlite3 **db, rec
         return -1;
     }
     struct stat ts, is;
+    char why[200];
+    if (stat(trace, &ts) == 0 && engine_check_input(trace, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s: %s", trace, why);
+        return -1;
+    }
     if (stat(trace, &ts) != 0 || !rec_trace_is_npurr(trace)) {
         snprintf(err, errlen, "%s is not an npurr run (no npurr trace.zst)", run_dir);
         return -1;
@@ -147,10 +152,9 @@ static int open_index(const char *run_dir, rec_run_summary *s, sqlite3 **db, rec
     s->trace_bytes = (int64_t)ts.st_size;
     s->index_bytes = (int64_t)is.st_size;
 
-    if (sqlite3_open_v2(index, db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "cannot open %s: %s", index, *db ? sqlite3_errmsg(*db) : "?");
-        sqlite3_close(*db);
-        *db = NULL;
+    char oerr[1024];
+    if (rec_index_open_ro(index, db, oerr, sizeof oerr) != 0) {
+        snprintf(err, errlen, "cannot open %s", oerr);
         return -1;
     }
     sqlite3_stmt *q;
