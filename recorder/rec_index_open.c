@@ -82,3 +82,9 @@ int rec_index_open_ro(const char *path, sqlite3 **db, char *err, size_t errlen) 
     sqlite3_busy_timeout(*db, 5000);
     return 0;
 }
+
+uint64_t rec_run_identity(const char *run_dir) {
+    struct stat st;
+    if (stat(run_dir, &st) != 0) return 0;
+    return (uint64_t)st.st_ino * 0x9E3779B97F4A7C15ull ^ (uint64_t)st.st_dev;
+}

@@ -310,6 +310,10 @@ int rec_frame_decompress(void *dctx, const uint8_t *src, size_t len, rec_buf *ou
 int rec_trace_check_version(const rec_trace *t, const char *path, char *err, size_t errlen);
 /* True if path's first frame decodes to an npurr header (an npurr run). */
 int rec_trace_is_npurr(const char *path);
+/* The chunks table of index db in file order must cover seqs 1..events
+ * without a gap, an overlap or a step back; out says what is wrong ("" when
+ * whole). `info` and the events table both check it. */
+void rec_index_chunk_gaps(sqlite3 *db, uint64_t events, char *out, size_t len);
 
 /* ---------------------------------------------------------------- reader */
 

@@ -147,6 +147,18 @@ static int load_chunks(ev_vtab *vt, const char *run_dir, char **pzErr) {
         r->kind_mask = (uint64_t)sqlite3_column_int64(st, 12);
     }
     sqlite3_finalize(st);
+    /* What `info` checks: chunks that do not cover every event (an emptied
+     * or edited chunks table) would make events answer with rows missing. */
+    char events[32], gap[400];
+    rec_index_meta_text(db, "events", events, sizeof events);
+    if (rc == SQLITE_OK) {
+        rec_index_chunk_gaps(db, strtoull(events, NULL, 10), gap, sizeof gap);
+        if (gap[0]) {
+            *pzErr = sqlite3_mprintf("events: %s: %s; run `npurr reindex %s`", path, gap,
+                                     run_dir);
+            rc = SQLITE_ERROR;
+        }
+    }
     sqlite3_close(db);
     return rc;
 }
