@@ -16,7 +16,8 @@
 
 /* Exit codes (DESIGN.md); a session's error codes are numbered the same. */
 enum { EXIT_DONE = 0, EXIT_ERROR = SESSION_ERROR, EXIT_USAGE = SESSION_USAGE, EXIT_DEADLOCK = 3,
-       EXIT_CHECK = 4, EXIT_DIVERGED = SESSION_DIVERGED, EXIT_RACES = 6 };
+       EXIT_CHECK = 4, EXIT_DIVERGED = SESSION_DIVERGED, EXIT_RACES = 6,
+       EXIT_INTERRUPTED = 130 /* replay stopped by Ctrl-C or SIGTERM (128 + SIGINT) */ };
 
 /* Each takes its subcommand's argv (argv[0] the subcommand's name), inside
  * the whole command line: argv[-1] is the program, which `record` keeps in

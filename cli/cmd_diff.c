@@ -110,8 +110,9 @@ int cmd_diff(int argc, char **argv) {
     }
     char err[2048];
     sqlite3 *db[2] = {NULL, NULL};
+    ana_source src[2];
     for (int s = 0; s < 2; s++)
-        if (ana_open_derived(runs[s], &db[s], err, sizeof err)) {
+        if (ana_open_fresh(runs[s], 0, &db[s], &src[s], err, sizeof err)) {
             fprintf(stderr, "npurr diff: %s\n", err);
             sqlite3_close(db[0]);
             return EXIT_ERROR;
@@ -134,5 +135,12 @@ int cmd_diff(int argc, char **argv) {
     }
     sqlite3_close(db[0]);
     sqlite3_close(db[1]);
+    /* A truncated run is compared as far as it goes, and said so. */
+    for (int s = 0; s < 2; s++)
+        if (src[s].partial) {
+            fflush(stdout);
+            fprintf(stderr, "npurr diff: %s: %s\n", runs[s], src[s].partial_note);
+            if (rc == EXIT_DONE) rc = EXIT_ERROR;
+        }
     return rc;
 }

@@ -193,6 +193,12 @@ int cmd_replay(int argc, char **argv) {
     } else {
         if (!rr.ran) fprintf(stderr, "npurr replay: %s\n", rr.error);
         status = print_verdict(s, &rr, &c);
+        /* Stopped by the user: neither a divergence nor a verdict. */
+        if (rr.interrupted) {
+            fflush(stdout);
+            fprintf(stderr, "npurr replay: interrupted (Ctrl-C or SIGTERM)\n");
+            status = EXIT_INTERRUPTED;
+        }
     }
     replay_session_close(s);
     return status;

@@ -64,7 +64,8 @@ int cmd_report(int argc, char **argv) {
         return EXIT_USAGE;
     }
     sqlite3 *db = NULL;
-    if (ana_open_derived(run, &db, err, sizeof err)) {
+    ana_source src;
+    if (ana_open_fresh(run, 0, &db, &src, err, sizeof err)) {
         fprintf(stderr, "npurr report: %s\n", err);
         return EXIT_ERROR;
     }
@@ -85,5 +86,9 @@ int cmd_report(int argc, char **argv) {
         return EXIT_ERROR;
     }
     if (!to_stdout) fprintf(stderr, "npurr report: wrote %s\n", outpath);
+    if (src.partial) {
+        fprintf(stderr, "npurr report: %s\n", src.partial_note);
+        return EXIT_ERROR;
+    }
     return EXIT_DONE;
 }

@@ -275,6 +275,10 @@ int rec_ix_chunk(rec_index *ix, const uint8_t *decls, size_t decl_len, const eng
     return ix->oom ? -1 : 0;
 }
 
+uint64_t rec_ix_last_time(const rec_index *ix) {
+    return ix->max_time;
+}
+
 int rec_ix_finish(rec_index *ix, const rec_kv *trailer, const rec_fingerprint *trace) {
     for (size_t i = 0; i < trailer->n; i++)
         if (rec_kv_set(&ix->meta, trailer->keys[i], trailer->values[i])) ix->oom = 1;

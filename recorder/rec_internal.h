@@ -341,6 +341,8 @@ int rec_ix_chunk(rec_index *ix, const uint8_t *decls, size_t decl_len,
 /* Ends the run: trailer meta (outcome, end_time_ps, events, check...), and
  * the trace's size and fingerprint. Waits still open end at end_time_ps. */
 int rec_ix_finish(rec_index *ix, const rec_kv *trailer, const rec_fingerprint *trace);
+/* The time of the latest event fed so far (0 before any). */
+uint64_t rec_ix_last_time(const rec_index *ix);
 /* Writes the whole index to path (through path.tmp, renamed at the end). */
 int rec_ix_write_db(rec_index *ix, const char *path, char *err, size_t errlen);
 /* Starts index.db.tmp for path early, so that rec_ix_db_flush can write the

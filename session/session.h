@@ -181,6 +181,7 @@ typedef struct replay_run {
     engine_result run;
     char error[ENGINE_ERRLEN];
     double wall;                     /* seconds in engine_run */
+    int interrupted;                 /* Ctrl-C or SIGTERM stopped the replay */
     const char *check;               /* "passed" | "failed" | "skipped" */
     char check_message[1024];
 } replay_run;
