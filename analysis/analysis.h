@@ -228,7 +228,7 @@ void ana_format_ps(double ps, char *buf, size_t len);
 /* Accepts "12345" (ps), "10ps", "1.5ns", "10us", "2ms", "1s". */
 int ana_parse_time(const char *text, uint64_t *ps, char *err, size_t errlen);
 /* "0,3-5" -> bitmap over ranks [0, nbits); -1 with err on a malformed list
- * or a rank >= nbits. */
+ * or a rank >= nbits. A NULL bitmap checks the syntax only (any rank). */
 int ana_parse_ranks(const char *text, uint8_t *bitmap, size_t nbits, char *err,
                     size_t errlen);
 

@@ -66,6 +66,11 @@ int cli_output_finish(cli_output *o, int rc, char *err, size_t errlen);
 int cli_output_check(const char *run_dir, const char *out, const char *option, char *err,
                      size_t errlen);
 
+/* An integer option's value v (numbers.c): decimal digits only, within
+ * lo..hi, no overflow. 0 with *out, or -1 (the caller names the option). */
+int cli_parse_uint(const char *v, unsigned long long lo, unsigned long long hi,
+                   unsigned long long *out);
+
 /* The exit code of a run that ended as o (`record`, `explore`): 0, 3 for a
  * deadlock or watchdog, 4 for a failed data check, 1 otherwise. */
 int cli_outcome_status(engine_outcome o, int check_failed);

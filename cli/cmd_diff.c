@@ -81,12 +81,11 @@ int cmd_diff(int argc, char **argv) {
             }
             by = v;
         } else if (is_opt(a, "--top")) {
-            char *end = NULL;
             v = opt_value(argc, argv, &i, "--top");
-            long n = v ? strtol(v, &end, 10) : -1;
-            if (!v || *end || n <= 0) {
-                fprintf(stderr, "npurr diff: --top needs a positive number (got '%s')\n",
-                        v ? v : "");
+            unsigned long long n;
+            if (cli_parse_uint(v, 1, SIZE_MAX / 2, &n)) {
+                fprintf(stderr, "npurr diff: --top needs a positive number below 2^63 (got "
+                        "'%s')\n", v ? v : "");
                 return EXIT_USAGE;
             }
             top = (size_t)n;

@@ -154,11 +154,15 @@ static int check_export(const export_args *x) {
         fprintf(stderr, "npurr export: %s\n", err);
         return 2;
     }
+    if (x->o.to_ps && x->o.to_ps < x->o.from_ps) {
+        fprintf(stderr, "npurr export: --to (%llu ps) is before --from (%llu ps)\n",
+                (unsigned long long)x->o.to_ps, (unsigned long long)x->o.from_ps);
+        return 2;
+    }
     if (x->o.ranks) {
         /* The syntax is checked before anything is derived; whether the
          * ranks exist, once the run is open. */
-        static uint8_t any[(1u << 16) / 8];
-        if (ana_parse_ranks(x->o.ranks, any, 1u << 16, err, sizeof err)) {
+        if (ana_parse_ranks(x->o.ranks, NULL, 0, err, sizeof err)) {
             fprintf(stderr, "npurr export: --ranks: %s\n", err);
             return 2;
         }

@@ -46,9 +46,8 @@ static void print_help(void) {
 }
 
 static int parse_count(const char *opt, const char *v, uint64_t *out) {
-    char *end = NULL;
-    unsigned long long x = v ? strtoull(v, &end, 10) : 0;
-    if (!v || end == v || *end || v[0] == '-' || x == 0) {
+    unsigned long long x;
+    if (cli_parse_uint(v, 1, UINT64_MAX, &x)) {
         fprintf(stderr, "npurr replay: %s: '%s' is not a positive integer\n", opt, v ? v : "");
         return -1;
     }
