@@ -124,6 +124,11 @@ FILE *cli_output_open(cli_output *o, const char *path, char *err, size_t errlen)
 
 int cli_output_finish(cli_output *o, int rc, char *err, size_t errlen) {
     char cerr[1024];
+    if (rc && o->f && ferror(o->f)) {
+        /* the writer failed on the output itself: name it */
+        snprintf(cerr, sizeof cerr, "%s", err);
+        snprintf(err, errlen, "%s: %s", o->path, cerr);
+    }
     if (ana_output_close(o->f, o->path, cerr, sizeof cerr) && rc == 0) {
         snprintf(err, errlen, "%s", cerr);
         rc = -1;
