@@ -305,18 +305,21 @@ int ana_ensure_fresh(const char *run_dir, ana_source *src, char *err, size_t err
     return ana_ensure_fresh_flags(run_dir, 0, src, err, errlen);
 }
 
+/* `record --force` swaps a whole run folder in by rename while a reader
+ * opens index.db and trace.zst by name, one after the other: a reader
+ * caught between them sees an index and a trace of two runs. When the
+ * folder was replaced while a step ran, the step is run again on the run
+ * now in place (a few times: each retry needs another swap). */
+enum { SWAP_RETRIES = 3 };
+
 int ana_ensure_fresh_flags(const char *run_dir, int flags, ana_source *src, char *err,
                            size_t errlen) {
-    /* `record --force` swaps a whole run folder in by rename while this
-     * reads index.db and trace.zst by name, one after the other: a reader
-     * caught between them sees an index and a trace of two runs. When the
-     * folder was replaced during the check, the check is run again, once,
-     * on the run now in place. */
-    uint64_t before = rec_run_identity(run_dir);
-    int rc = ensure_fresh(run_dir, flags, src, err, errlen);
-    if (rc && before && rec_run_identity(run_dir) != before)
-        rc = ensure_fresh(run_dir, flags, src, err, errlen);
-    return rc;
+    for (int attempt = 0;; attempt++) {
+        uint64_t before = rec_run_identity(run_dir);
+        int rc = ensure_fresh(run_dir, flags, src, err, errlen);
+        if (!rc || attempt == SWAP_RETRIES || !before || rec_run_identity(run_dir) == before)
+            return rc;
+    }
 }
 
 /* Connection policy of `npurr sql`: nothing a query does may write a file
@@ -330,17 +333,40 @@ static int deny_outside(void *ctx, int action, const char *a, const char *b, con
     return SQLITE_OK;
 }
 
+/* Opens what ana_ensure_fresh found, and checks it is still that: the
+ * index served must be the one whose trace and tables were checked. */
+static int open_checked(const char *run_dir, int flags, sqlite3 **out, ana_source *src,
+                        char *err, size_t errlen) {
+    if (ana_ensure_fresh_flags(run_dir, flags, src, err, errlen)) return -1;
+    sqlite3 *db = NULL;
+    if (open_ro(src->db_path, &db, err, errlen)) return -1;
+    char stored[160];
+    rec_index_meta_text(db, "trace_fingerprint", stored, sizeof stored);
+    if (strcmp(stored, src->trace_fingerprint) != 0 ||
+        !analysis_fresh(db, src->trace_fingerprint)) {
+        ana_err(err, errlen, "%s changed while it was opened (another record --force?): run "
+                "the command again", run_dir);
+        sqlite3_close(db);
+        return -1;
+    }
+    if (rec_register_events_vtab(db, run_dir, err, errlen)) {
+        sqlite3_close(db);
+        return -1;
+    }
+    *out = db;
+    return 0;
+}
+
 int ana_open_fresh(const char *run_dir, int flags, sqlite3 **out, ana_source *src, char *err,
                    size_t errlen) {
     *out = NULL;
     ana_source local;
     if (!src) src = &local;
-    if (ana_ensure_fresh_flags(run_dir, flags, src, err, errlen)) return -1;
     sqlite3 *db = NULL;
-    if (open_ro(src->db_path, &db, err, errlen)) return -1;
-    if (rec_register_events_vtab(db, run_dir, err, errlen)) {
-        sqlite3_close(db);
-        return -1;
+    for (int attempt = 0;; attempt++) {
+        uint64_t before = rec_run_identity(run_dir);
+        if (open_checked(run_dir, flags, &db, src, err, errlen) == 0) break;
+        if (attempt == SWAP_RETRIES || !before || rec_run_identity(run_dir) == before) return -1;
     }
     if (flags & ANA_OPEN_QUERY_ONLY) {
         if (ana_exec(db, "PRAGMA query_only = 1", err, errlen)) {

@@ -84,7 +84,16 @@ int rec_index_open_ro(const char *path, sqlite3 **db, char *err, size_t errlen) 
 }
 
 uint64_t rec_run_identity(const char *run_dir) {
+    /* The trace file, not the folder: a folder's inode is soon reused after
+     * record --force removes the old run, and its times change whenever a
+     * reader's derive makes a journal in it; a new run always brings a new
+     * trace.zst, which nothing else ever modifies. */
+    char path[4200];
     struct stat st;
-    if (stat(run_dir, &st) != 0) return 0;
-    return (uint64_t)st.st_ino * 0x9E3779B97F4A7C15ull ^ (uint64_t)st.st_dev;
+    if (rec_path(path, sizeof path, run_dir, "trace.zst") || stat(path, &st) != 0) return 0;
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    uint64_t parts[5] = {(uint64_t)st.st_ino, (uint64_t)st.st_dev, (uint64_t)st.st_size,
+                         (uint64_t)st.st_mtim.tv_sec, (uint64_t)st.st_mtim.tv_nsec};
+    for (int i = 0; i < 5; i++) h = (h ^ parts[i]) * 0x100000001B3ull;
+    return h ? h : 1;
 }

@@ -212,12 +212,13 @@ static int summary_read(const char *run_dir, rec_run_summary *s, char *err, size
 
 int rec_run_summary_read(const char *run_dir, rec_run_summary *s, char *err, size_t errlen) {
     /* A run swapped in by `record --force` between reading index.db and
-     * trace.zst looks like a mismatch: read the run now in place once more. */
-    uint64_t before = rec_run_identity(run_dir);
-    int status = summary_read(run_dir, s, err, errlen);
-    if (status != 0 && before && rec_run_identity(run_dir) != before) {
+     * trace.zst looks like a mismatch: read the run now in place again
+     * (each retry needs another swap). */
+    for (int attempt = 0;; attempt++) {
+        uint64_t before = rec_run_identity(run_dir);
+        int status = summary_read(run_dir, s, err, errlen);
+        if (status == 0 || attempt == 3 || !before || rec_run_identity(run_dir) == before)
+            return status;
         if (status > 0) rec_run_summary_free(s);
-        status = summary_read(run_dir, s, err, errlen);
     }
-    return status;
 }
