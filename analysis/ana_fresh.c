@@ -168,19 +168,21 @@ static int cache_fresh(const char *path, const char *fp) {
     return ok;
 }
 
-/* Temporary copies of killed derives (".derive-PID-XXXXXX", made by npurr
- * in its own cache directory) whose process is gone: removed, so kill -9
- * does not fill the cache. Nothing else is ever touched. */
+/* Temporary copies of killed derives (".derive-PID-XXXXXX" and their
+ * journals, made by npurr in its own cache directory) whose process is
+ * gone: removed, so kill -9 does not fill the cache. Nothing else is ever
+ * touched. */
 static void remove_stale_derives(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *e;
     while ((e = readdir(d))) {
+        /* .derive-PID-XXXXXX, or its journal .derive-PID-XXXXXX-journal */
         long pid;
-        char rest[16];
-        if (sscanf(e->d_name, ".derive-%ld-%15s", &pid, rest) != 2 || pid <= 0 ||
-            strlen(rest) != 6)
-            continue;
+        int at = 0;
+        if (sscanf(e->d_name, ".derive-%ld-%n", &pid, &at) != 1 || pid <= 0 || !at) continue;
+        const char *rest = e->d_name + at;
+        if (strlen(rest) < 6 || (rest[6] && strcmp(rest + 6, "-journal") != 0)) continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
         char path[4400];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
