@@ -76,9 +76,10 @@ static int derive_into(const char *path, const char *run_dir, char *err, size_t 
     return rc;
 }
 
-/* A private directory for derived copies of read-only runs: created 0700,
- * and used only if it is ours and nobody else can write into it. */
-static int cache_dir(char *out, size_t len, char *err, size_t errlen) {
+/* A private directory for derived copies of read-only runs: created 0700
+ * (unless create is 0: only looking for an existing entry), and used only
+ * if it is ours and nobody else can write into it. */
+static int cache_dir(int create, char *out, size_t len, char *err, size_t errlen) {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     const char *tmp = getenv("TMPDIR");
     char cand[3][4096];
@@ -92,11 +93,11 @@ static int cache_dir(char *out, size_t len, char *err, size_t errlen) {
         char parent[4096];
         copy_str(parent, sizeof parent, cand[i]);
         char *slash = strrchr(parent, '/');
-        if (slash && slash != parent) {
+        if (create && slash && slash != parent) {
             *slash = 0;
             if (mkdir(parent, 0700) != 0 && errno != EEXIST) continue;
         }
-        if (mkdir(cand[i], 0700) != 0 && errno != EEXIST) continue;
+        if (create && mkdir(cand[i], 0700) != 0 && errno != EEXIST) continue;
         struct stat st;
         if (lstat(cand[i], &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
             (st.st_mode & 077) || access(cand[i], W_OK | X_OK) != 0)
@@ -145,9 +146,9 @@ static int copy_file(const char *from, const char *to_tmpl, char *to, size_t tol
 }
 
 /* The cache entry for a trace: named by its fingerprint and ANA_VERSION. */
-static int cache_path(const rec_fingerprint *f, char *dir, size_t dirlen, char *path,
-                      size_t pathlen, char *err, size_t errlen) {
-    if (cache_dir(dir, dirlen, err, errlen)) return -1;
+static int cache_path(int create, const rec_fingerprint *f, char *dir, size_t dirlen,
+                      char *path, size_t pathlen, char *err, size_t errlen) {
+    if (cache_dir(create, dir, dirlen, err, errlen)) return -1;
     snprintf(path, pathlen, "%s/%016llx-%llu-a%d.db", dir, (unsigned long long)f->hash,
              (unsigned long long)f->bytes, ANA_VERSION);
     return 0;
@@ -197,7 +198,7 @@ static void remove_stale_derives(const char *dir) {
 static int derive_cached(const char *run_dir, const char *index, const rec_fingerprint *f,
                          const char *why, ana_source *src, char *err, size_t errlen) {
     char dir[4096], inner[1024];
-    if (cache_path(f, dir, sizeof dir, src->db_path, sizeof src->db_path, inner, sizeof inner)) {
+    if (cache_path(1, f, dir, sizeof dir, src->db_path, sizeof src->db_path, inner, sizeof inner)) {
         ana_err(err, errlen, "%s %s and its analysis tables are not derived: %s", run_dir, why,
                 inner);
         return -1;
@@ -275,7 +276,7 @@ static int ensure_fresh(const char *run_dir, int flags, ana_source *src, char *e
     if (rec_trace_fingerprint(trace, &f, err, errlen)) return -1;
     /* Derived before into the cache (the run read-only or its disk full
      * then): served from there. */
-    if (cache_path(&f, dir, sizeof dir, cached, sizeof cached, inner, sizeof inner) == 0 &&
+    if (cache_path(0, &f, dir, sizeof dir, cached, sizeof cached, inner, sizeof inner) == 0 &&
         cache_fresh(cached, src->trace_fingerprint)) {
         snprintf(src->db_path, sizeof src->db_path, "%s", cached);
         src->cached = 1;

@@ -131,8 +131,8 @@ int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen) {
     char why[200];
     FILE *f = engine_fopen_input(path, why, sizeof why);
     if (!f) {
-        snprintf(err, errlen, "--hw %s: %s (give a key=value file; `npurr hw --file` prints "
-                 "one)", path, why);
+        snprintf(err, errlen, "--hw %s: cannot open: %s (give a key=value file; `npurr hw "
+                 "--file` prints one)", path, why);
         return ENGINE_ERR;
     }
     char line[512];

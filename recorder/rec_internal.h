@@ -341,6 +341,11 @@ int rec_ix_chunk(rec_index *ix, const uint8_t *decls, size_t decl_len,
 /* Ends the run: trailer meta (outcome, end_time_ps, events, check...), and
  * the trace's size and fingerprint. Waits still open end at end_time_ps. */
 int rec_ix_finish(rec_index *ix, const rec_kv *trailer, const rec_fingerprint *trace);
+/* Whether end_ps can be the end time of the events fed: the time of their
+ * RUN_END event (the engine stamps both from one clock), or, in a trace
+ * without one (a run cut before its end), at or after the latest event and
+ * within the signed 64-bit range readers compute in. */
+int rec_ix_end_time_fits(const rec_index *ix, uint64_t end_ps);
 /* The time of the latest event fed so far (0 before any). */
 uint64_t rec_ix_last_time(const rec_index *ix);
 /* Writes the whole index to path (through path.tmp, renamed at the end). */

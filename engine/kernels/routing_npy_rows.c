@@ -50,7 +50,7 @@ static int npy_open(const char *path, const char *spec_text, npy_file *nf, char 
     char open_why[200];
     nf->f = engine_fopen_input(path, open_why, sizeof open_why);
     if (!nf->f) {
-        snprintf(err, errlen, "--routing %s: %s: %s", spec_text, path, open_why);
+        snprintf(err, errlen, "--routing %s: cannot open %s: %s", spec_text, path, open_why);
         return -1;
     }
     struct stat st;
