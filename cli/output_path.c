@@ -105,6 +105,13 @@ FILE *cli_output_open(cli_output *o, const char *path, char *err, size_t errlen)
         return NULL;
     }
     int fd = mkstemps(o->tmp, (int)strlen(base) + 1);
+    if (fd < 0 && exists && (errno == EACCES || errno == EROFS || errno == EPERM)) {
+        /* A file the user may write in a folder they may not: written in
+         * place, and, not being npurr's, never removed. */
+        o->tmp[0] = 0;
+        o->f = ana_output_open(path, err, errlen);
+        return o->f;
+    }
     if (fd < 0) {
         snprintf(err, errlen, "%s: cannot create a file in %s: %s", path, dir, strerror(errno));
         o->tmp[0] = 0;
