@@ -27,8 +27,8 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <signal.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,7 +198,8 @@ static void remove_stale_derives(const char *dir) {
 static int derive_cached(const char *run_dir, const char *index, const rec_fingerprint *f,
                          const char *why, ana_source *src, char *err, size_t errlen) {
     char dir[4096], inner[1024];
-    if (cache_path(1, f, dir, sizeof dir, src->db_path, sizeof src->db_path, inner, sizeof inner)) {
+    if (cache_path(1, f, dir, sizeof dir, src->db_path, sizeof src->db_path, inner,
+                   sizeof inner)) {
         ana_err(err, errlen, "%s %s and its analysis tables are not derived: %s", run_dir, why,
                 inner);
         return -1;

@@ -17,8 +17,8 @@
  * wait_causes and waits.cause are then there on a run no npurr command
  * touched. On a read-only connection it derives nothing (missing tables
  * are an error naming `npurr stats RUN`), and a truncated run is refused
- * with the warning every other reader prints. The derivation cannot run on the user's connection: hosts open
- * it serialized (Python does) and hold its mutex during the load, while the
+ * with the warning every other reader prints. The derivation cannot run on
+ * the user's connection: hosts open it serialized (Python does) and hold its mutex during the load, while the
  * derivation's bulk inserts step statements from a worker thread.
  *
  * The static libraries are linked in (built position-independent); SQLite

@@ -118,7 +118,9 @@ static int load_chunks(ev_vtab *vt, const char *run_dir, char **pzErr) {
                            -1, &st, NULL) != SQLITE_OK) {
         *pzErr = sqlite3_mprintf("events: cannot read the chunk index %s (%s); run `npurr "
                                  "reindex %s`",
-                                 path, oerr[0] ? oerr : db ? sqlite3_errmsg(db) : "out of memory", run_dir);
+                                 path,
+                                 oerr[0] ? oerr : db ? sqlite3_errmsg(db) : "out of memory",
+                                 run_dir);
         sqlite3_close(db);
         return SQLITE_ERROR;
     }

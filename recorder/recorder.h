@@ -158,9 +158,10 @@ int rec_index_matches_trace(sqlite3 *db, const char *run_dir, char *fp_out, size
  * err naming path; close *db with sqlite3_close either way. */
 int rec_index_open_ro(const char *path, sqlite3 **db, char *err, size_t errlen);
 /* The identity of the run run_dir names now (its trace.zst's inode,
- * device, size and modification time mixed), 0 if it cannot be read: a reader that found index and trace
- * disagreeing compares it with the identity before it began, to tell a
- * run swapped in by `record --force` from a damaged one. */
+ * device, size and modification time mixed), 0 if it cannot be read: a
+ * reader that found index and trace disagreeing compares it with the
+ * identity before it began, to tell a run swapped in by `record --force`
+ * from a damaged one. */
 uint64_t rec_run_identity(const char *run_dir);
 /* The message for an index SQLite cannot read (sqlite_msg): names a
  * leftover index.db-journal when there is one (a rollback journal SQLite

@@ -304,9 +304,9 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
     }
     /* The three PCT options make one schedule: points alone cannot run. */
     if (ro->config.pct_points && (!ro->config.pct_span || !ro->config.pct_delay_ps)) {
+        int no_delay = !ro->config.pct_delay_ps && ro->config.pct_span;
         snprintf(err, errlen, "--pct-points %u needs --pct-span STEPS and --pct-delay-us US too%s",
-                 ro->config.pct_points,
-                 !ro->config.pct_delay_ps && ro->config.pct_span ? " (no --pct-delay-us given)" : "");
+                 ro->config.pct_points, no_delay ? " (no --pct-delay-us given)" : "");
         return EXIT_USAGE;
     }
     return 0;
