@@ -79,6 +79,17 @@ typedef struct engine_hw {
 void engine_hw_defaults(engine_hw *hw);
 /* Parse key=value lines ('#' comments) over *hw. Unknown keys are errors. */
 int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen);
+
+/* The one check of every file npurr reads (input_file.c): opens path for
+ * reading without ever blocking (a FIFO is refused, not waited on) and
+ * returns the descriptor only when it is a regular file; else -1 with why
+ * ("is a FIFO, not a regular file", or the errno text), to be prefixed
+ * with the path by the caller. engine_fopen_input is the same as a FILE *
+ * ("rb"); engine_check_input only checks (for files another library opens
+ * by name, such as SQLite's). */
+int engine_open_input(const char *path, char *why, size_t whylen);
+FILE *engine_fopen_input(const char *path, char *why, size_t whylen);
+int engine_check_input(const char *path, char *why, size_t whylen);
 int engine_hw_set(engine_hw *hw, const char *key, const char *value, char *err, size_t errlen);
 /* Writes every parameter as key=value lines, in a fixed order. */
 void engine_hw_write(const engine_hw *hw, FILE *out);

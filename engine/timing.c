@@ -143,18 +143,12 @@ int engine_hw_set(engine_hw *hw, const char *key, const char *value, char *err, 
 }
 
 int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen) {
-    FILE *f = fopen(path, "r");
+    /* A directory would read as an empty file, a FIFO would hang. */
+    char why[200];
+    FILE *f = engine_fopen_input(path, why, sizeof why);
     if (!f) {
-        snprintf(err, errlen, "--hw %s: cannot open: %s", path, strerror(errno));
-        return ENGINE_ERR;
-    }
-    /* fopen succeeds on a directory; reading it fails with EISDIR, which a
-     * silent empty file would hide. */
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        snprintf(err, errlen, "--hw %s: not a regular file (give a key=value file; "
-                 "`npurr hw` prints one)", path);
-        fclose(f);
+        snprintf(err, errlen, "--hw %s: cannot open: %s (give a key=value file; `npurr hw "
+                 "--file` prints one)", path, why);
         return ENGINE_ERR;
     }
     char line[512];

@@ -124,6 +124,16 @@ static void on_event(void *ctx, const engine_event *ev) {
             decide(rp, REPLAY_INTERRUPTED, want.seq);
             return;
         }
+        /* The replay itself stopped by Ctrl-C or SIGTERM: its interrupted
+         * RUN_END is where the user stopped it, not a divergence. */
+        if (ev->kind == EV_RUN_END && ev->value == OUTCOME_INTERRUPTED) {
+            snprintf(rp->v.what, sizeof rp->v.what,
+                     "the replay was stopped (Ctrl-C or SIGTERM) at seq %llu; every event "
+                     "before it matched the trace", (unsigned long long)ev->seq);
+            rp->v.has_expected = rp->v.has_actual = 0;
+            decide(rp, REPLAY_INTERRUPTED, ev->seq);
+            return;
+        }
         decide(rp, REPLAY_DIVERGED, ev->seq);
         return;
     }
