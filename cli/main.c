@@ -26,6 +26,7 @@ static const command commands[] = {
     {"diff", cmd_diff, "compare two runs of one kernel: time, stalls, link bandwidth"},
     {"hw", cmd_hw, "print every timing parameter: value, unit, what it models, source"},
     {"explore", cmd_explore, "run many schedules of one configuration until one fails"},
+    {"critical", cmd_critical, "the critical path of a recorded run: what bounded its end time"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
