@@ -93,6 +93,9 @@ typedef struct ana_crit_seg {
  * instance merged. malloc'd into *segs. */
 int ana_crit_walk(const ana_crit_run *run, ana_crit_seg **segs, size_t *nsegs, char *err,
                   size_t errlen);
+/* The event the walk started from: the last kernel end, or for a run that
+ * did not complete the wait that blocked last (0 if neither). */
+uint64_t ana_crit_ending(const ana_crit_run *run);
 
 /* ana_derive's step (ana_critical.c): loads, walks and writes critical_path. */
 int ana_critical_derive(sqlite3 *db, const char *run_dir, char *err, size_t errlen);

@@ -246,9 +246,7 @@ static void latency_back(walk *w, uint64_t done) {
 
 enum { AT_EVENT, AT_START };
 
-/* The event that ended the run, with the interval after it emitted. */
-static uint64_t ending(walk *w) {
-    const ana_crit_run *r = w->run;
+uint64_t ana_crit_ending(const ana_crit_run *r) {
     uint64_t best = 0;
     if (r->outcome != OUTCOME_COMPLETED && r->open_wait) {
         for (size_t c = 0; c < r->ncores; c++) {
@@ -257,10 +255,7 @@ static uint64_t ending(walk *w) {
                       (r->ev[s].time == r->ev[best].time && s > best)))
                 best = s;
         }
-        if (best) {
-            emit(w, r->ev[best].time, CRIT_BLOCKED, 0, &r->ev[best], best, 1);
-            return best;
-        }
+        if (best) return best;
     }
     for (uint64_t s = r->n; s-- > 1;) {
         const ana_crit_ev *e = &r->ev[s];
@@ -271,7 +266,18 @@ static uint64_t ending(walk *w) {
             int k = r->ev[s].kind;
             if (k && k != EV_RUN_END && k != EV_BLOCKED && k != EV_XFER_DONE) best = s;
         }
-    if (best) emit(w, r->ev[best].time, CRIT_IDLE, 0, &r->ev[best], best, 0);
+    return best;
+}
+
+/* The event that ended the run, with the interval after it emitted. */
+static uint64_t ending(walk *w) {
+    const ana_crit_run *r = w->run;
+    uint64_t best = ana_crit_ending(r);
+    if (!best) return 0;
+    const ana_crit_ev *e = &r->ev[best];
+    int blocked = e->kind != EV_KERNEL_END && e->kind != EV_FAULT && r->outcome != OUTCOME_COMPLETED &&
+                  r->open_wait && r->open_wait[core_of(r, e)] == best;
+    emit(w, e->time, blocked ? CRIT_BLOCKED : CRIT_IDLE, 0, e, best, blocked);
     return best;
 }
 

@@ -16,12 +16,55 @@
 #include "analysis/ana_crit.h"
 #include "analysis/ana_internal.h"
 #include "analysis/analysis.h"
+#include "recorder/recorder.h"
 
 static const char *const create_sql =
     "DROP TABLE IF EXISTS critical_path;"
     "CREATE TABLE critical_path(seg INTEGER PRIMARY KEY, start_ps INT, end_ps INT, dur_ps INT,"
     " class TEXT, resource TEXT, rank INT, core INT, core_name TEXT, role TEXT, seq INT,"
     " site INT);";
+
+/* "the last kernel end, seq 9 at 1.20 us on r3 AIV5 (HCCSReceiver)" */
+static void describe_ending(sqlite3 *db, const ana_crit_run *run, uint64_t seq, char *out,
+                            size_t len) {
+    const ana_crit_ev *e = &run->ev[seq];
+    char core[48], when[32], role[128] = "";
+    ana_crit_core_name(e->rank, e->core, run->m.num_aic, core, sizeof core);
+    ana_format_ps((double)e->time, when, sizeof when);
+    sqlite3_stmt *st = NULL;
+    if (ana_has_table(db, "cores") &&
+        sqlite3_prepare_v2(db, "SELECT role FROM cores WHERE rank = ? AND core = ?", -1, &st,
+                           NULL) == SQLITE_OK) {
+        sqlite3_bind_int(st, 1, e->rank);
+        sqlite3_bind_int(st, 2, e->core);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+            snprintf(role, sizeof role, " (%s)", (const char *)sqlite3_column_text(st, 0));
+    }
+    sqlite3_finalize(st);
+    const char *what = e->kind == EV_KERNEL_END ? "the last kernel end"
+                       : e->kind == EV_FAULT    ? "the fault"
+                       : run->outcome != OUTCOME_COMPLETED && run->open_wait &&
+                               run->open_wait[(size_t)e->rank * (size_t)run->cores_per_rank + e->core] == seq
+                           ? "the wait that blocked last"
+                           : "the last step of a core";
+    snprintf(out, len, "%s, seq %llu at %s on %s%s", what, (unsigned long long)seq, when, core,
+             role);
+}
+
+static int set_meta(sqlite3 *db, const char *key, const char *value, char *err, size_t errlen) {
+    sqlite3_stmt *st = NULL;
+    const char *sql = "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)";
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        ana_err(err, errlen, "index.db: %s (in: %s)", sqlite3_errmsg(db), sql);
+        return -1;
+    }
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    if (rc) ana_err(err, errlen, "index.db: setting meta %s: %s", key, sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    return rc;
+}
 
 int ana_critical_derive(sqlite3 *db, const char *run_dir, char *err, size_t errlen) {
     ana_crit_run run;
@@ -33,9 +76,13 @@ int ana_critical_derive(sqlite3 *db, const char *run_dir, char *err, size_t errl
     if (end >= 0 && (uint64_t)end >= run.end_time) run.end_time = (uint64_t)end;
     int rc = ana_crit_walk(&run, &seg, &n, err, errlen);
     int num_aic = run.m.num_aic;
+    char ending[400] = "";
+    uint64_t end_seq = rc ? 0 : ana_crit_ending(&run);
+    if (end_seq) describe_ending(db, &run, end_seq, ending, sizeof ending);
     ana_crit_run_free(&run);
     if (rc) return -1;
     rc = ana_exec(db, create_sql, err, errlen);
+    if (!rc) rc = set_meta(db, "critical.ending", ending, err, errlen);
     sqlite3_stmt *st = NULL;
     const char *ins = "INSERT INTO critical_path(seg, start_ps, end_ps, dur_ps, class, resource,"
                       " rank, core, core_name, seq, site) VALUES (?,?,?,?,?,?,?,?,?,?,?)";
@@ -149,6 +196,8 @@ int ana_crit_table_get(sqlite3 *db, ana_crit_by by, size_t top, ana_crit_table *
     memset(t, 0, sizeof *t);
     t->by = by;
     t->end_ps = (uint64_t)ana_meta_i64(db, "end_time_ps", 0);
+    rec_index_meta_text(db, "critical.ending", t->ending, sizeof t->ending);
+    rec_index_meta_text(db, "outcome", t->outcome, sizeof t->outcome);
     if (!ana_has_table(db, "critical_path")) {
         ana_err(err, errlen, "the index has no critical_path table (derive it: npurr critical RUN)");
         return -1;
@@ -205,6 +254,9 @@ void ana_crit_table_print(const ana_crit_table *t, FILE *out) {
     fprintf(out, "critical path by %s: %llu segments, %s of the run's %s (end_time_ps = %llu)\n",
             ana_crit_by_name(t->by), (unsigned long long)t->segments, sum, end,
             (unsigned long long)t->end_ps);
+    if (t->ending[0])
+        fprintf(out, "outcome %s; the path ends at %s\n", t->outcome[0] ? t->outcome : "?",
+                t->ending);
     fprintf(out, "share = time on the path / the run's virtual time; shares add up to 100%%\n");
     if (t->n < t->groups) fprintf(out, "showing the top %zu of %zu groups\n", t->n, t->groups);
     int with_class = t->by == ANA_CRIT_BY_RESOURCE;

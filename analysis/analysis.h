@@ -179,6 +179,8 @@ typedef struct ana_crit_table {
     uint64_t end_ps;      /* meta end_time_ps */
     uint64_t total_ps;    /* sum over every group: end_ps */
     uint64_t segments;
+    char outcome[32];     /* meta outcome */
+    char ending[400];     /* the event the path ends at, in words */
 } ana_crit_table;
 
 /* From a derived index (ana_open_fresh). top 0 = every group. */
