@@ -1,8 +1,10 @@
 /*
  * cli_opts.c - option values as every subcommand takes them: `--opt VALUE`
- * or `--opt=VALUE`, counts that must be positive. Shared by the commands
- * that came with the critical path (critical, whatif, sweep).
+ * or `--opt=VALUE`, counts that must be positive; a CSV field as RFC 4180
+ * quotes it. Shared by the commands that came with the critical path
+ * (critical, whatif, sweep).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,4 +31,18 @@ int cli_opt_count(const char *v, long *out) {
     if (!v || !*v || *end || n <= 0) return -1;
     *out = n;
     return 0;
+}
+
+void cli_csv_field(FILE *out, const char *s) {
+    if (!s) return;
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, out);
+        return;
+    }
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', out);
+        fputc(*s, out);
+    }
+    fputc('"', out);
 }

@@ -27,6 +27,7 @@ static const command commands[] = {
     {"hw", cmd_hw, "print every timing parameter: value, unit, what it models, source"},
     {"explore", cmd_explore, "run many schedules of one configuration until one fails"},
     {"critical", cmd_critical, "the critical path of a recorded run: what bounded its end time"},
+    {"whatif", cmd_whatif, "re-run a recorded run with each top critical resource 2x as fast"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
