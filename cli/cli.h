@@ -35,6 +35,7 @@ int cmd_hw(int argc, char **argv);
 int cmd_explore(int argc, char **argv);
 int cmd_critical(int argc, char **argv);
 int cmd_whatif(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
 
 
 /* Options (cli_opts.c): arg is `name` or `name=...`; the value of argv[*i]
