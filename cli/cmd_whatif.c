@@ -244,7 +244,11 @@ int cmd_whatif(int argc, char **argv) {
                p->done && !p->status ? end : "-", speed, st, change);
     }
     if (!csv && !m) printf("(no resource class on the critical path)\n");
-    if (base->done && base->status && status == EXIT_DONE) status = EXIT_ERROR;
+    /* a baseline that could not run is an error; one that hangs or fails
+     * its check as recorded is a finding like the rows */
+    if (base->done && (base->status == EXIT_ERROR || base->status == EXIT_USAGE) &&
+        status == EXIT_DONE)
+        status = EXIT_ERROR;
     free(res);
     run_spec_free(&w.spec);
     ana_crit_table_free(&t);
