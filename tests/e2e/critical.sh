@@ -111,6 +111,35 @@ has "showing the top 2 of"
 expect 0 "$npurr" critical "$work/dl" --csv --by site
 head -n 1 "$work/out" | grep -qx 'by,group,class,segments,total_ps,share' || fail "CSV header"
 
+# The report has the section; both exports have the path as a track.
+expect 0 "$npurr" report "$work/dl" -o "$work/dl.html"
+grep -q 'id="critical"' "$work/dl.html" || fail "report lacks the critical path section"
+grep -q 'id="critical-bar"' "$work/dl.html" || fail "report lacks the stacked bar"
+[ "$(grep -c '<tr><td class="num">' "$work/dl.html")" -ge 1 ] || fail "report lists no segment"
+expect 0 "$npurr" sql "$work/dl" --csv "SELECT COUNT(*), SUM(dur_ps) FROM critical_path"
+IFS=, read -r nseg sumps <<<"$(tail -n 1 "$work/out")"
+expect 0 "$npurr" export "$work/dl" --chrome "$work/dl.json"
+python3 - "$work/dl.json" "$nseg" <<'PY' || fail "the Chrome export's critical path track"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"] if isinstance(d, dict) else d
+crit = [e for e in ev if e.get("cat") == "critical"]
+assert len(crit) == int(sys.argv[2]), "%d critical slices, %s segments" % (len(crit), sys.argv[2])
+procs = [e for e in ev if e.get("ph") == "M" and e["args"].get("name") == "critical path"
+         and e["name"] == "process_name"]
+assert len(procs) == 1 and all(e["pid"] == procs[0]["pid"] for e in crit), "not one process"
+assert all(e["args"]["class"] for e in crit), "a slice without its class"
+PY
+if command -v protoc >/dev/null; then
+    expect 0 "$npurr" export "$work/dl" --perfetto "$work/dl.pftrace"
+    python3 "$(dirname "$0")/lib/pftrace_check.py" "$work/dl.pftrace" \
+        "$(dirname "$0")/../data" >"$work/pf" 2>&1 || { cat "$work/pf" >&2; fail "pftrace check"; }
+    expect 0 "$npurr" sql "$work/dl" --csv "SELECT (SELECT COUNT(*) FROM waits WHERE end_seq IS NOT NULL)
+        + (SELECT COUNT(*) FROM transfers) + (SELECT COUNT(*) FROM critical_path)"
+    want=$(tail -n 1 "$work/out")
+    grep -q "slices=$want " "$work/pf" || { cat "$work/pf" >&2; fail "perfetto slices are not waits + transfers + $nseg segments ($want)"; }
+fi
+
 # Bad input: named, with the exit code DESIGN.md gives it.
 expect 2 "$npurr" critical "$work/dl" --by colour
 has "--by needs one of resource"
