@@ -28,7 +28,9 @@ typedef struct ana_crit_ev {
     uint64_t len;         /* transfers: bytes */
     uint32_t prev;        /* the previous event this core emitted itself (0 none);
                              a transfer's completion is not one of them */
-    uint32_t prev_track;  /* XFER_ISSUE: the previous issue on the same (rank, core, pipe) */
+    uint32_t prev_track;  /* XFER_ISSUE: the previous issue on the same (rank, core, pipe);
+                             of an RDMA op: the op that held the source NIC until this
+                             one could begin sending (0: it began at its post) */
     uint32_t site;
     uint16_t rank, core, peer;
     uint8_t kind, pipe, sub;

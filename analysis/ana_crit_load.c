@@ -82,42 +82,53 @@ static int is_wait_end(int kind) {
            kind == EV_BARRIER_END || kind == EV_PIPE_WAIT_END;
 }
 
-/* One rank's NIC tx calendar: busy intervals [b, e) in time order. */
+/* One rank's NIC tx calendar: busy intervals [b, e) in time order, each
+ * with the op (issue seq) that booked it. Adjacent intervals are kept
+ * apart, not merged as the engine merges them: first fit finds the same
+ * gaps either way, and each op's interval says who held the NIC. */
 typedef struct calendar {
-    uint64_t *busy;
+    uint64_t *busy;      /* b, e, seq per interval */
     size_t n, cap;
 } calendar;
 
-/* First fit of d ps at or after start, as resource_reserve books it;
- * intervals that ended by `now` can never be booked again and go. */
-static int calendar_book(calendar *c, uint64_t now, uint64_t start, uint64_t d, uint64_t *end) {
+/* First fit of d ps at or after start, as resource_reserve books it; the
+ * op whose interval ended where this one begins, if it had to wait, in
+ * *after (0 none). Intervals that ended by `now` can never be booked again
+ * and go. */
+static int calendar_book(calendar *c, uint64_t now, uint64_t start, uint64_t d, uint64_t seq,
+                         uint64_t *end, uint64_t *after) {
     size_t drop = 0;
-    while (drop < c->n && c->busy[2 * drop + 1] <= now) drop++;
+    while (drop < c->n && c->busy[3 * drop + 1] <= now) drop++;
     if (drop) {
-        memmove(c->busy, c->busy + 2 * drop, (c->n - drop) * 2 * sizeof *c->busy);
+        memmove(c->busy, c->busy + 3 * drop, (c->n - drop) * 3 * sizeof *c->busy);
         c->n -= drop;
     }
     uint64_t t = start;
     size_t i = 0;
+    *after = 0;
     if (d == 0) {
         *end = start;
         return 0;
     }
-    while (i < c->n && c->busy[2 * i + 1] <= t) i++;
-    while (i < c->n && c->busy[2 * i] < t + d) {
-        if (c->busy[2 * i + 1] > t) t = c->busy[2 * i + 1];
+    while (i < c->n && c->busy[3 * i + 1] <= t) i++;
+    while (i < c->n && c->busy[3 * i] < t + d) {
+        if (c->busy[3 * i + 1] > t) {
+            t = c->busy[3 * i + 1];
+            *after = c->busy[3 * i + 2];
+        }
         i++;
     }
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 16;
-        uint64_t *b = realloc(c->busy, cap * 2 * sizeof *b);
+        uint64_t *b = realloc(c->busy, cap * 3 * sizeof *b);
         if (!b) return -1;
         c->busy = b;
         c->cap = cap;
     }
-    memmove(c->busy + 2 * (i + 1), c->busy + 2 * i, (c->n - i) * 2 * sizeof *c->busy);
-    c->busy[2 * i] = t;
-    c->busy[2 * i + 1] = t + d;
+    memmove(c->busy + 3 * (i + 1), c->busy + 3 * i, (c->n - i) * 3 * sizeof *c->busy);
+    c->busy[3 * i] = t;
+    c->busy[3 * i + 1] = t + d;
+    c->busy[3 * i + 2] = seq;
     c->n++;
     *end = t + d;
     return 0;
@@ -129,7 +140,9 @@ static int rdma_kind(const ana_crit_run *run, const ana_crit_ev *e) {
            (e->sub == XFER_BATCHWRITE && e->rank / per != e->peer / per);
 }
 
-/* Fills the start of every RDMA issue with the end of its tx booking. */
+/* Fills every RDMA issue's start with the end of its tx booking and its
+ * prev_track with the op that held the NIC until this one could begin (0
+ * when it began at its post). */
 static int replay_nic_tx(ana_crit_run *run, size_t ranks) {
     calendar *cal = calloc(ranks ? ranks : 1, sizeof *cal);
     if (!cal) return -1;
@@ -141,7 +154,9 @@ static int replay_nic_tx(ana_crit_run *run, size_t ranks) {
         if (e->kind != EV_XFER_ISSUE || !rdma_kind(run, e) || e->rank >= ranks) continue;
         uint64_t post = e->link ? run->ev[e->link].start : e->time;
         uint64_t d = (uint64_t)ceil((double)e->len * run->m.nic_ppb);
-        rc = calendar_book(&cal[e->rank], now, post, d, &e->start);
+        uint64_t after = 0;
+        rc = calendar_book(&cal[e->rank], now, post, d, s, &e->start, &after);
+        e->prev_track = (uint32_t)after;
     }
     for (size_t r = 0; r < ranks; r++) free(cal[r].busy);
     free(cal);

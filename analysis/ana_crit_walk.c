@@ -184,14 +184,13 @@ static void serial_back(walk *w, uint64_t done) {
         break;
     }
     if (is_rdma(r, d)) {
-        /* the source NIC until it had sent the op (queued behind earlier
-         * ops and sending it, as its booking replayed says), then the
-         * destination: rx, or behind an earlier op to the same peer */
+        /* after its source NIC had sent it, the op waited at the
+         * destination (rx, or behind an earlier op to the same peer); the
+         * NIC's part is nic_back's */
         uint64_t sent = d->link && r->ev[d->link].kind == EV_XFER_ISSUE ? r->ev[d->link].start : 0;
-        (void)m;
+        (void)len;
         if (sent > s && sent < w->t)
             emit_at(w, sent, CRIT_NIC, CRIT_SUB_RX, d, done, d->peer, d->peer);
-        emit_at(w, s, CRIT_NIC, CRIT_SUB_TX, d, done, d->rank, d->rank);
         return;
     }
     if (d->sub == XFER_BATCHWRITE) {   /* inside a node: the HCCS link */
@@ -242,6 +241,33 @@ static void latency_back(walk *w, uint64_t done) {
                 reads ? d->rank : d->peer);
     }
     emit(w, se, CRIT_MTE, 0, d, done, 1);
+}
+
+/* An RDMA op's time at its source NIC (w->t is when the NIC had sent it):
+ * sending it, and before that the ops that held the NIC, one after the
+ * other, back to one that began at its post. Returns that op's issue; w->t
+ * is then its post. */
+static uint64_t nic_back(walk *w, uint64_t issue) {
+    const ana_crit_run *r = w->run;
+    for (uint64_t hops = 0; hops < r->n; hops++) {
+        const ana_crit_ev *i = &r->ev[issue];
+        uint64_t done = i->link;
+        if (!done) return issue;
+        const ana_crit_ev *d = &r->ev[done];
+        uint64_t post = d->start, d_ps = nominal(r->m.nic_ppb, d->len);
+        uint64_t begin = i->start > d_ps ? i->start - d_ps : 0;
+        if (begin < post) begin = post;
+        emit_at(w, begin, CRIT_NIC, CRIT_SUB_TX, d, done, d->rank, d->rank);
+        uint64_t held = i->prev_track;
+        if (w->t > post && held && r->ev[held].kind == EV_XFER_ISSUE && r->ev[held].start == w->t &&
+            r->ev[held].link) {
+            issue = held;   /* the NIC was sending that one until this one began */
+            continue;
+        }
+        emit_at(w, post, CRIT_NIC, CRIT_SUB_TX, d, done, d->rank, d->rank);
+        return issue;
+    }
+    return issue;
 }
 
 enum { AT_EVENT, AT_START };
@@ -405,6 +431,7 @@ int ana_crit_walk(const ana_crit_run *r, ana_crit_seg **segs, size_t *nsegs, cha
             latency_back(&w, at);
             serial_back(&w, at);
             at = e->link;
+            if (is_rdma(r, e) && r->ev[at].kind == EV_XFER_ISSUE) at = nic_back(&w, at);
             at = start_step(&w, at, &mode);
         } else {
             at = core_step(&w, at, &mode);
@@ -429,8 +456,9 @@ int ana_crit_walk(const ana_crit_run *r, ana_crit_seg **segs, size_t *nsegs, cha
         if (n) {
             ana_crit_seg *p = &out[n - 1];
             if (p->cls == s->cls && p->sub == s->sub && p->rank == s->rank &&
-                p->peer == s->peer && p->core == s->core && p->has_core == s->has_core &&
-                (!s->has_core || p->pipe == s->pipe) && p->end == s->start) {
+                p->peer == s->peer && p->has_core == s->has_core &&
+                (!s->has_core || (p->core == s->core && p->pipe == s->pipe)) &&
+                p->end == s->start) {
                 p->end = s->end;
                 p->seq = s->seq;
                 p->site = s->site;

@@ -233,6 +233,34 @@ static void test_rdma_queued_at_source_nic(void **state) {
     finish(&b, s);
 }
 
+/* Core 1 posts 1000 B at 0, core 2 posts 1000 B at 500 on the same NIC:
+ * the second begins sending at 1000, when the first is sent. Its path
+ * stays on the NIC back to the first op and that op's poster; core 2's
+ * 500 ps before its post are not on it. */
+static void test_rdma_chain_through_the_nic(void **state) {
+    (void)state;
+    built b;
+    start_run(&b, 3);
+    add(&b, EV_KERNEL_BEGIN, 0, 0, 1);
+    add(&b, EV_KERNEL_BEGIN, 0, 0, 2);
+    uint32_t i1, i2;
+    xfer(&b, XFER_RDMA_WRITE, PIPE_NIC, 0, 0, 0, 1000, 0, 1, 2, &i1);
+    xfer(&b, XFER_RDMA_WRITE, PIPE_NIC, 500, 500, 0, 1000, 0, 2, 2, &i2);
+    done(&b, i1, 2000);
+    uint32_t d2 = done(&b, i2, 3000);
+    add(&b, EV_KERNEL_BEGIN, 0, 2, 1);
+    add(&b, EV_GM_WAIT_BEGIN, 0, 2, 1);
+    uint32_t we = add(&b, EV_GM_WAIT_END, 3000, 2, 1);
+    b.ev[we].link = d2;
+    add(&b, EV_KERNEL_END, 3000, 2, 1);
+    size_t n;
+    ana_crit_seg *s = walk(&b, 3000, &n);
+    assert_int_equal(class_total(s, n, CRIT_NIC), 2000);
+    assert_int_equal(class_total(s, n, CRIT_SCALAR), 0);
+    assert_int_equal(class_total(s, n, CRIT_RDMA_LATENCY), 1000);
+    finish(&b, s);
+}
+
 /* Ranks 0 and 1 each send 1000 B to rank 2 at 0: both leave their NICs at
  * 1000, arrive at 1000 (tx begin + latency) and rank 2's rx takes them one
  * after the other, so the second completes at 3000 instead of 2000. Its
@@ -297,6 +325,7 @@ int main(void) {
         cmocka_unit_test(test_wait_released_by_other_core),
         cmocka_unit_test(test_rdma_queued_at_source_nic),
         cmocka_unit_test(test_rdma_waits_at_destination_rx),
+        cmocka_unit_test(test_rdma_chain_through_the_nic),
         cmocka_unit_test(test_deadlock_ends_in_blocked_wait),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
