@@ -22,6 +22,8 @@
  *   wait_groups      waits summed per (role, rank, core, kind, site, object,
  *                    cause): what `stats` and the stall views read
  *   last_writers     the last write to every named word and who made it
+ *   critical_path    what bounded the end time: segments tiling [0, end_time_ps],
+ *                    each on one resource (ana_critical.c)
  *   views            stall_summary, wait_causes, ring_occupancy,
  *                    link_bandwidth
  * None of the views reference `events`, so `sqlite3 RUN/index.db` runs them.
