@@ -95,8 +95,9 @@ typedef struct ana_crit_seg {
  * instance merged. malloc'd into *segs. */
 int ana_crit_walk(const ana_crit_run *run, ana_crit_seg **segs, size_t *nsegs, char *err,
                   size_t errlen);
-/* The event the walk started from: the last kernel end, or for a run that
- * did not complete the wait that blocked last (0 if neither). */
+/* The event the walk started from: the last kernel end; for a fault the
+ * fault; for another run that did not complete the wait that blocked last
+ * (0 if none of them). */
 uint64_t ana_crit_ending(const ana_crit_run *run);
 
 /* ana_derive's step (ana_critical.c): loads, walks and writes critical_path. */

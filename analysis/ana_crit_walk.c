@@ -274,6 +274,10 @@ enum { AT_EVENT, AT_START };
 
 uint64_t ana_crit_ending(const ana_crit_run *r) {
     uint64_t best = 0;
+    if (r->outcome == OUTCOME_FAULT)   /* the fault stopped the run */
+        for (uint64_t s = r->n; s-- > 1 && !best;)
+            if (r->ev[s].kind == EV_FAULT) best = s;
+    if (best) return best;
     if (r->outcome != OUTCOME_COMPLETED && r->open_wait) {
         for (size_t c = 0; c < r->ncores; c++) {
             uint64_t s = r->open_wait[c];

@@ -53,10 +53,12 @@ static void whatif_usage(FILE *out) {
           out);
 }
 
+#define WHATIF_MAX 32   /* more than there are resource classes */
+
 typedef struct whatif {
     run_spec spec;                    /* the recorded configuration */
-    const char *cls[ANA_CRIT_BY_COUNT + 16];
-    double share[ANA_CRIT_BY_COUNT + 16];
+    const char *cls[WHATIF_MAX];
+    double share[WHATIF_MAX];
     size_t n;                         /* classes; job 0 is the baseline, job k class k-1 */
     int quiet;
 } whatif;
@@ -189,9 +191,9 @@ int cmd_whatif(int argc, char **argv) {
     }
     const point_result *base = &res[0];
     /* best first: the shortest end time of the runs that completed */
-    size_t order[64];
+    size_t order[WHATIF_MAX];
     size_t m = 0;
-    for (size_t i = 0; i < w.n && m < 64; i++) order[m++] = i;
+    for (size_t i = 0; i < w.n; i++) order[m++] = i;
     for (size_t a = 1; a < m; a++)
         for (size_t b = a; b > 0; b--) {
             const point_result *x = &res[order[b] + 1], *y = &res[order[b - 1] + 1];

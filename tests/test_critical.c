@@ -318,6 +318,27 @@ static void test_deadlock_ends_in_blocked_wait(void **state) {
     finish(&b, s);
 }
 
+/* A kernel fault: the path ends at the fault, not at another core's wait. */
+static void test_fault_ends_the_path(void **state) {
+    (void)state;
+    built b;
+    start_run(&b, 1);
+    b.run.outcome = OUTCOME_FAULT;
+    add(&b, EV_KERNEL_BEGIN, 0, 0, 1);
+    add(&b, EV_KERNEL_BEGIN, 0, 0, 2);
+    add(&b, EV_GM_WAIT_BEGIN, 90, 0, 2);
+    uint32_t f = add(&b, EV_FAULT, 80, 0, 1);
+    size_t n;
+    ana_crit_seg *s = walk(&b, 100, &n);
+    assert_int_equal(ana_crit_ending(&b.run), f);
+    assert_int_equal(n, 2);
+    assert_int_equal(s[0].cls, CRIT_SCALAR);
+    assert_int_equal(s[0].core, 1);
+    assert_int_equal(s[0].end, 80);
+    assert_int_equal(s[1].cls, CRIT_IDLE);
+    finish(&b, s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_transfer_and_flag_wait),
@@ -327,6 +348,7 @@ int main(void) {
         cmocka_unit_test(test_rdma_waits_at_destination_rx),
         cmocka_unit_test(test_rdma_chain_through_the_nic),
         cmocka_unit_test(test_deadlock_ends_in_blocked_wait),
+        cmocka_unit_test(test_fault_ends_the_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
