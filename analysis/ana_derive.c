@@ -32,6 +32,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/ana_internal.h"
+#include "analysis/ana_crit.h"
 
 /* The run folder of db's main database: the directory of RUN/index.db. */
 static int run_dir_of(sqlite3 *db, char *dir, size_t len, char *err, size_t errlen) {
@@ -84,6 +85,8 @@ static int derive_steps(sqlite3 *db, const ana_run *run, const char *dir, char *
                       " WHERE end_seq IS NULL;",
                       err, errlen);
     if (!rc) rc = ana_create_views(db, run, err, errlen), t = ana_step_clock("views", t);
+    /* last: it names the cores' roles from the cores table the views step made */
+    if (!rc) rc = ana_critical_derive(db, dir, err, errlen), t = ana_step_clock("critical", t);
     return rc;
 }
 

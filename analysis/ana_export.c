@@ -50,9 +50,14 @@ static void write_metadata(exporter *x) {
         if (named && !named[t->rank]) {
             named[t->rank] = 1;
             begin_event(x);
-            fprintf(x->out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%lld,\"tid\":0,"
-                    "\"args\":{\"name\":\"rank %d (node %lld)\"}}", pid_of(t), t->rank,
-                    (long long)(t->rank / (tl->run.npus_per_node > 0 ? tl->run.npus_per_node : 1)));
+            if (t->pipe == TL_CRITICAL)   /* its own process, after the ranks */
+                fprintf(x->out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%lld,"
+                        "\"tid\":0,\"args\":{\"name\":\"critical path\"}}", pid_of(t));
+            else
+                fprintf(x->out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%lld,"
+                        "\"tid\":0,\"args\":{\"name\":\"rank %d (node %lld)\"}}", pid_of(t),
+                        t->rank, (long long)(t->rank / (tl->run.npus_per_node > 0
+                                                            ? tl->run.npus_per_node : 1)));
             begin_event(x);
             fprintf(x->out, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%lld,"
                     "\"tid\":0,\"args\":{\"sort_index\":%d}}", pid_of(t), t->rank);

@@ -40,7 +40,8 @@
 
 static const char *const derived_tables[] = {
     "cores", "wait_groups", "wait_labels", "word_writes", "wake_events",
-    "ring_counters", "link_bytes", "last_writers", "stall_summary", "ring_occupancy"};
+    "ring_counters", "link_bytes", "last_writers", "stall_summary", "ring_occupancy",
+    "critical_path"};
 
 /* Whether db's analysis tables were derived, by this ANA_VERSION, from the
  * trace whose fingerprint is fp. */

@@ -17,6 +17,7 @@
  *                             its transfers; lanes are siblings of the same
  *                             name, which Perfetto merges into one track
  *   counter tracks per rank   ring occupancy, "<link> GB/s", NIC queue depth
+ *   "critical path"           a top-level track: the critical path's segments
  * Events: one TracePacket each, on sequence 1, time in ns. Names,
  * categories, argument names and values and kernel call sites are interned:
  * the packet that first uses one carries it in interned_data. A flow is a
@@ -161,6 +162,8 @@ static int write_descriptors(writer *w) {
             pb_uint(&w->tmp, THD_TID, (uint64_t)(t->rank + 1) * 1000 + (uint64_t)t->core);
             pb_str(&w->tmp, THD_NAME, tl_str(tl, t->name));
             pb_msg(&w->te, TD_THREAD, &w->tmp);
+        } else if (t->pipe == TL_CRITICAL) {   /* a top-level track of its own */
+            pb_str(&w->te, TD_NAME, tl_str(tl, t->name));
         } else if (t->pipe == TL_COUNTER) {
             pb_uint(&w->te, TD_PARENT, (uint64_t)t->rank + 1);
             pb_str(&w->te, TD_NAME, tl_str(tl, t->name));

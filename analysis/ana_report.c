@@ -6,6 +6,8 @@
  *   wait-for      for a run that hung, the wait-for graph (ana_waitfor.c)
  *   stalls        a heat map of stall share by rank x role; the top stall
  *                 sites with kernel file:line
+ *   critical path the end time by resource class, the path over time, its
+ *                 longest segments (ana_report_critical.c)
  *   activity      per rank, the share of its cores waiting, by cause, on
  *                 one time axis (not waiting is the pale background)
  *   rings         occupancy over time of the most stalled rings
@@ -654,6 +656,7 @@ int ana_report_html(sqlite3 *db, const char *run_name, FILE *out, char *err, siz
     if (!rc) rc = ana_report_waitfor(db, &r.run, out, err, errlen);
     if (!rc) rc = write_heatmap(&r);
     if (!rc) rc = write_sites(&r);
+    if (!rc) rc = ana_report_critical(db, &r.run, out, err, errlen);
     if (!rc) rc = write_activity(&r);
     if (!rc) rc = write_rings(&r);
     if (!rc) rc = write_links(&r);

@@ -21,4 +21,9 @@
  * Writes nothing when no wait is blocked. */
 int ana_report_waitfor(sqlite3 *db, const ana_run *run, FILE *out, char *err, size_t errlen);
 
+/* The critical-path section (ana_report_critical.c): the end time by
+ * resource class, the path over time, its longest segments. Writes nothing
+ * when the index has no critical_path table. */
+int ana_report_critical(sqlite3 *db, const ana_run *run, FILE *out, char *err, size_t errlen);
+
 #endif

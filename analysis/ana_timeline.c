@@ -348,6 +348,51 @@ nomem:
     return oom(b);
 }
 
+/* The critical path: one track, its segments in the time window (every
+ * rank's: the path crosses them). */
+static int load_critical(builder *b) {
+    ana_timeline *tl = b->tl;
+    if (!ana_has_table(b->db, "critical_path")) return 0;
+    const char *sql = "SELECT start_ps, end_ps, class, resource, role, seq, site FROM critical_path"
+                      " WHERE end_ps >= ?1 AND start_ps <= ?2 ORDER BY seg";
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(b->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(b, sql);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)b->from);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)(b->to > INT64_MAX ? INT64_MAX : b->to));
+    uint32_t track = TL_NONE;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (track == TL_NONE) {
+            tl_track t = {.rank = (int32_t)tl->run.ranks, .core = 0, .pipe = TL_CRITICAL,
+                          .parent = TL_NONE, .next_lane = TL_NONE};
+            t.name = t.label = intern(tl, "critical path");
+            if (!t.name || (track = add_track(b, &t)) == TL_NONE) goto nomem;
+        }
+        tl_slice *s = new_slice(b);
+        if (!s) goto nomem;
+        s->b_ps = (uint64_t)sqlite3_column_int64(st, 0);
+        s->e_ps = (uint64_t)sqlite3_column_int64(st, 1);
+        s->track = track;
+        s->cat = TL_CAT_CRITICAL;
+        const char *cls = col_text(st, 2), *res = col_text(st, 3), *role = col_text(st, 4);
+        char name[240];
+        snprintf(name, sizeof name, "%s%s%s", res ? res : "?", role ? " " : "", role ? role : "");
+        s->name = intern(tl, name);
+        if (!s->name || arg_str(b, s, "class", cls) || arg_str(b, s, "resource", res) ||
+            (sqlite3_column_type(st, 5) != SQLITE_NULL &&
+             arg_int(b, s, "seq", sqlite3_column_int64(st, 5))))
+            goto nomem;
+        s->site = sqlite3_column_type(st, 6) == SQLITE_NULL ? 0
+                  : (uint32_t)sqlite3_column_int64(st, 6) + 1;
+        tl->critical++;
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : sql_fail(b, sql);
+nomem:
+    sqlite3_finalize(st);
+    return oom(b);
+}
+
 static int load_sites(builder *b) {
     ana_timeline *tl = b->tl;
     const char *sql = "SELECT id, file, line, function FROM sites ORDER BY id";
@@ -717,12 +762,14 @@ int ana_timeline_build(sqlite3 *db, const ana_export_opts *opts, ana_timeline *t
     tl->str_cat[TL_CAT_WAIT] = intern(tl, "wait");
     tl->str_cat[TL_CAT_TRANSFER] = intern(tl, "transfer");
     tl->str_cat[TL_CAT_WAKE] = tl->str_wake;
-    if (!tl->str_wake || !tl->str_woken || !tl->str_cat[1] || !tl->str_cat[2]) {
+    tl->str_cat[TL_CAT_CRITICAL] = intern(tl, "critical");
+    if (!tl->str_wake || !tl->str_woken || !tl->str_cat[1] || !tl->str_cat[2] ||
+        !tl->str_cat[TL_CAT_CRITICAL]) {
         oom(&b);
         goto done;
     }
     rc = load_sites(&b) || load_waits(&b, ci) || load_transfers(&b, ci) || load_rings(&b) ||
-         load_links(&b) || load_nic(&b) || order_events(&b) ? -1 : 0;
+         load_links(&b) || load_nic(&b) || load_critical(&b) || order_events(&b) ? -1 : 0;
 done:
     if (ci) {
         for (int64_t i = 0; i < tl->run.ranks * tl->run.cores_per_rank; i++) {

@@ -25,7 +25,9 @@
  *     before its wait's end). Perfetto sorts by time and keeps the file
  *     order of ties, so this order is what it reads.
  *   - counters: ring occupancy, link bandwidth (link_bandwidth) and NIC
- *     queue depth (RDMA operations issued and not yet landed, per rank).
+ *     queue depth (RDMA operations issued and not yet landed, per rank);
+ *   - the critical path (critical_path) as one track of adjacent slices,
+ *     "critical path", in a process of its own after the ranks.
  */
 #ifndef NPURR_ANA_TIMELINE_H
 #define NPURR_ANA_TIMELINE_H
@@ -33,8 +35,10 @@
 #include "analysis/ana_internal.h"
 #include "analysis/analysis.h"
 
-enum { TL_CORE = -1, TL_COUNTER = -2 };   /* tl_track.pipe besides engine pipes */
-enum { TL_CAT_WAIT = 1, TL_CAT_TRANSFER, TL_CAT_WAKE };
+enum { TL_CORE = -1, TL_COUNTER = -2,
+       TL_CRITICAL = -3 };   /* tl_track.pipe besides engine pipes; the critical path's
+                                track has rank = run.ranks (a process of its own) */
+enum { TL_CAT_WAIT = 1, TL_CAT_TRANSFER, TL_CAT_WAKE, TL_CAT_CRITICAL };
 enum { TL_ARG_STR = 0, TL_ARG_INT };
 #define TL_MAX_ARGS 5
 #define TL_NONE UINT32_MAX
@@ -105,7 +109,8 @@ typedef struct ana_timeline {
     tl_event *ev;             /* every event in the order a viewer reads */
     uint32_t nev;
     uint64_t flows, transfers, waits;
-    uint32_t str_wake, str_woken, str_cat[4];
+    uint32_t str_wake, str_woken, str_cat[5];
+    uint64_t critical;        /* critical path segments (one track) */
 } ana_timeline;
 
 /* Builds the timeline of db (analysis tables needed) for opts. */

@@ -22,6 +22,8 @@
  *   wait_groups      waits summed per (role, rank, core, kind, site, object,
  *                    cause): what `stats` and the stall views read
  *   last_writers     the last write to every named word and who made it
+ *   critical_path    what bounded the end time: segments tiling [0, end_time_ps],
+ *                    each on one resource (ana_critical.c)
  *   views            stall_summary, wait_causes, ring_occupancy,
  *                    link_bandwidth
  * None of the views reference `events`, so `sqlite3 RUN/index.db` runs them.
@@ -155,6 +157,59 @@ void ana_stall_table_print(const ana_stall_table *t, FILE *out);
  * line if header: table (all|blocked), by, group, cores, count, total_ps,
  * mean_ps, max_ps, share. */
 void ana_stall_table_print_csv(const ana_stall_table *t, int header, FILE *out);
+
+/* ------------------------------------------------------------ critical path */
+
+/* The critical_path table (derived with the others; ana_critical.c) says
+ * what bounded the run's end time: segments that tile [0, end_time_ps],
+ * each on one resource class (hbm, mte, hccs, hccs_latency, nic,
+ * rdma_latency, scalar, vector, cube, aicpu, sync, jitter, launch, blocked,
+ * idle) and instance ("HCCS r0->r3", "scalar r3 AIV5"). */
+typedef enum {
+    ANA_CRIT_BY_RESOURCE = 0, ANA_CRIT_BY_CLASS, ANA_CRIT_BY_ROLE, ANA_CRIT_BY_RANK,
+    ANA_CRIT_BY_SITE, ANA_CRIT_BY_COUNT
+} ana_crit_by;
+int ana_crit_by_parse(const char *name, ana_crit_by *out);
+const char *ana_crit_by_name(ana_crit_by by);
+
+typedef struct ana_crit_row {
+    char *group;          /* "NIC r3 tx", "RDMASender", "r3", "file:line function" */
+    char *cls;            /* by resource and class: the class; "" otherwise */
+    uint64_t segments;
+    uint64_t total_ps;
+    double share;         /* total_ps / end_time_ps */
+} ana_crit_row;
+
+typedef struct ana_crit_table {
+    ana_crit_by by;
+    ana_crit_row *rows;   /* largest total first */
+    size_t n, groups;     /* rows kept (--top), groups in all */
+    uint64_t end_ps;      /* meta end_time_ps */
+    uint64_t total_ps;    /* sum over every group: end_ps */
+    uint64_t segments;
+    char outcome[32];     /* meta outcome */
+    char ending[400];     /* the event the path ends at, in words */
+} ana_crit_table;
+
+/* From a derived index (ana_open_fresh). top 0 = every group. */
+int ana_crit_table_get(sqlite3 *db, ana_crit_by by, size_t top, ana_crit_table *t, char *err,
+                       size_t errlen);
+void ana_crit_table_free(ana_crit_table *t);
+void ana_crit_table_print(const ana_crit_table *t, FILE *out);
+/* by,group,class,segments,total_ps,share */
+void ana_crit_table_print_csv(const ana_crit_table *t, int header, FILE *out);
+
+/* What makes a class of the path twice as fast: hw keys and the factor
+ * each is multiplied by (2 for a bandwidth, 0.5 for a latency or a cost),
+ * ended by a NULL key. NULL for the classes that are no resource (jitter,
+ * launch, blocked, idle) or unknown (ana_crit_classes.c). */
+typedef struct ana_whatif_knob {
+    const char *key;
+    double factor;
+} ana_whatif_knob;
+const ana_whatif_knob *ana_crit_class_knobs(const char *cls);
+/* One line saying what the class is ("HBM bandwidth of a rank"), "" if unknown. */
+const char *ana_crit_class_what(const char *cls);
 
 /* ------------------------------------------------------------ diff */
 

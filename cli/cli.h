@@ -34,6 +34,19 @@ int cmd_replay(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_hw(int argc, char **argv);
 int cmd_explore(int argc, char **argv);
+int cmd_critical(int argc, char **argv);
+int cmd_whatif(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+
+
+/* Options (cli_opts.c): arg is `name` or `name=...`; the value of argv[*i]
+ * as `--opt VALUE` (advancing *i) or `--opt=VALUE`, NULL if missing; a
+ * positive count, -1 if v is not one. */
+int cli_opt_is(const char *arg, const char *name);
+const char *cli_opt_value(int argc, char **argv, int *i, const char *name);
+int cli_opt_count(const char *v, long *out);
+/* s as one CSV field (quoted when it holds a comma, quote or newline). */
+void cli_csv_field(FILE *out, const char *s);
 
 /* `npurr sql RUN` with no query: the sqlite3-shell-like prompt on db
  * (sql_shell.c). Returns the exit status. */

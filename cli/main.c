@@ -27,6 +27,9 @@ static const command commands[] = {
     {"diff", cmd_diff, "compare two runs of one kernel: time, stalls, link bandwidth"},
     {"hw", cmd_hw, "print every timing parameter: value, unit, what it models, source"},
     {"explore", cmd_explore, "run many schedules of one configuration until one fails"},
+    {"critical", cmd_critical, "the critical path of a recorded run: what bounded its end time"},
+    {"whatif", cmd_whatif, "re-run a recorded run with each top critical resource 2x as fast"},
+    {"sweep", cmd_sweep, "run a kernel over a grid of options and hw keys: CSV and plots"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

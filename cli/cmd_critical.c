@@ -1,0 +1,110 @@
+/*
+ * cmd_critical.c - `npurr critical RUN [--by ...] [--top N] [--csv]`: what
+ * bounded a recorded run's end time (analysis/ana_critical.c does the work;
+ * the critical_path table is derived on first use like the others).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+#include "cli.h"
+
+static void critical_usage(FILE *out) {
+    fputs("usage: npurr critical RUN [--by resource|class|role|rank|site] [--top N] [--csv]\n"
+          "\n"
+          "Prints the critical path of a recorded run: from the event that ended it (the\n"
+          "last kernel end; for a deadlock or watchdog stop the wait that blocked last)\n"
+          "back through what gated each step (a wait to the write that released it, a\n"
+          "transfer to its issue and the queue or link it waited for, a core's step to\n"
+          "its previous one) to time 0. Every picosecond of the run's end time belongs to\n"
+          "exactly one resource, so the shares add up to 100%. Stall time summed over\n"
+          "cores (npurr stats) says who waited; this says what bounded the run.\n"
+          "\n"
+          "Classes: hbm, mte (a core's MTE queue and GM latency), hccs (a link's\n"
+          "bandwidth), hccs_latency, nic (RoCE tx/rx), rdma_latency, scalar, vector,\n"
+          "cube (a named core's work), aicpu (BatchWrite posting), sync (flags,\n"
+          "barriers, cross-core flags, the hop from a write to its waiter), jitter,\n"
+          "launch, blocked (a wait that never ended), idle. `npurr whatif RUN` re-runs\n"
+          "the run with the top classes twice as fast.\n"
+          "\n"
+          "  --by resource  class and instance: \"HCCS r0->r3\", \"scalar r3 AIV5\" (default)\n"
+          "  --by class     per class\n"
+          "  --by role      the role of the core a segment is on; (class) for links,\n"
+          "                 HBM and NICs\n"
+          "  --by rank      per rank (a link's source rank)\n"
+          "  --by site      the call site of the event each segment explains\n"
+          "  --top N        only the N largest groups\n"
+          "  --csv          CSV: by, group, class, segments, total_ps, share (a fraction)\n"
+          "  -h, --help     this text\n"
+          "\n"
+          "The segments are in the critical_path table (npurr sql RUN).\n"
+          "Exit status: 0 ok, 1 the run cannot be read or is damaged (a truncated\n"
+          "trace: printed with a warning), 2 usage.\n",
+          out);
+}
+
+int cmd_critical(int argc, char **argv) {
+    const char *run = NULL;
+    ana_crit_by by = ANA_CRIT_BY_RESOURCE;
+    long top = 0;
+    int csv = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            critical_usage(stdout);
+            return EXIT_DONE;
+        } else if (cli_opt_is(a, "--by")) {
+            if (!(v = cli_opt_value(argc, argv, &i, "--by")) || ana_crit_by_parse(v, &by)) {
+                fprintf(stderr, "npurr critical: --by needs one of resource, class, role, rank, "
+                        "site (got '%s')\n", v ? v : "");
+                return EXIT_USAGE;
+            }
+        } else if (cli_opt_is(a, "--top")) {
+            v = cli_opt_value(argc, argv, &i, "--top");
+            if (cli_opt_count(v, &top)) {
+                fprintf(stderr, "npurr critical: --top needs a positive number (got '%s')\n",
+                        v ? v : "");
+                return EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--csv")) {
+            csv = 1;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "npurr critical: unknown option '%s'\n", a);
+            critical_usage(stderr);
+            return EXIT_USAGE;
+        } else if (!run) {
+            run = a;
+        } else {
+            fprintf(stderr, "npurr critical: unexpected argument '%s' (one RUN only)\n", a);
+            return EXIT_USAGE;
+        }
+    }
+    if (!run) {
+        critical_usage(stderr);
+        return EXIT_USAGE;
+    }
+    char err[1024];
+    sqlite3 *db = NULL;
+    ana_source src;
+    if (ana_open_fresh(run, 0, &db, &src, err, sizeof err)) {
+        fprintf(stderr, "npurr critical: %s\n", err);
+        return EXIT_ERROR;
+    }
+    ana_crit_table t;
+    int rc = ana_crit_table_get(db, by, (size_t)top, &t, err, sizeof err);
+    sqlite3_close(db);
+    if (rc) {
+        fprintf(stderr, "npurr critical: %s: %s\n", run, err);
+        return EXIT_ERROR;
+    }
+    if (csv) ana_crit_table_print_csv(&t, 1, stdout);
+    else ana_crit_table_print(&t, stdout);
+    ana_crit_table_free(&t);
+    if (src.partial) {
+        fflush(stdout);
+        fprintf(stderr, "npurr critical: %s\n", src.partial_note);
+        return EXIT_ERROR;
+    }
+    return EXIT_DONE;
+}

@@ -1,0 +1,258 @@
+/*
+ * cmd_whatif.c - `npurr whatif RUN [--top N] [-j J] [--csv]`: exact
+ * what-ifs on the resources of a run's critical path.
+ *
+ * The critical path (critical_path, derived on first use) ranks resource
+ * classes by their share of the end time; for each of the top N that is a
+ * resource (ana_crit_class_knobs says which hw keys make it twice as fast)
+ * the recorded configuration is rebuilt from the trace header, as replay
+ * rebuilds it (run_spec_from_run), with those keys scaled, and run without
+ * a trace. The engine is deterministic, so each new end time is what that
+ * change gives, not an estimate. The recorded configuration itself runs
+ * too: its end time must be the recorded one, or the timing model changed
+ * since the run was recorded and the speedups are against the re-run.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+#include "run_pool.h"
+
+static void whatif_usage(FILE *out) {
+    fputs("usage: npurr whatif RUN [--top N] [-j J] [--csv]\n"
+          "\n"
+          "For each of the top N resource classes on the run's critical path (npurr\n"
+          "critical RUN --by class), re-runs the recorded configuration (from the trace\n"
+          "header, as replay does) with that resource twice as fast, without a trace,\n"
+          "and prints the new end time and the speedup, best first. Twice as fast means\n"
+          "bandwidths doubled and latencies or per-operation costs halved:\n"
+          "  hbm           hbm_gbytes_per_s x2\n"
+          "  mte           mte_bytes_per_cycle x2, mte_latency_ns /2\n"
+          "  hccs          hccs_link_gbytes_per_s x2\n"
+          "  hccs_latency  hccs_latency_ns /2\n"
+          "  nic           roce_gbytes_per_s x2\n"
+          "  rdma_latency  rdma_latency_ns /2\n"
+          "  scalar        scalar_op_cycles, gm_read_ns, gm_write_ns, rdma_post_ns /2\n"
+          "  vector        ub_vector_bytes_per_cycle x2, vector_latency_cycles /2\n"
+          "  cube          cube_macs_per_cycle x2\n"
+          "  aicpu         batchwrite_task_ns /2\n"
+          "  sync          crosscore_latency_ns, barrier_latency_ns /2\n"
+          "(jitter, launch, blocked and idle are no resource and are skipped). The\n"
+          "recorded configuration is re-run too, as the baseline of the speedups.\n"
+          "\n"
+          "  --top N       how many resource classes (default 5)\n"
+          "  -j J          runs at a time, each in its own process (default: the core\n"
+          "                count)\n"
+          "  --csv         CSV: class, share, change, end_ps, speedup, status\n"
+          "  -h, --help    this text\n"
+          "\n"
+          "Exit status: 0 ok, 1 the run cannot be read or a re-run failed to start,\n"
+          "2 usage. A re-run that deadlocks or fails its check is a row with its exit\n"
+          "code (3, 4), not an error.\n",
+          out);
+}
+
+#define WHATIF_MAX 32   /* more than there are resource classes */
+
+typedef struct whatif {
+    run_spec spec;                    /* the recorded configuration */
+    const char *cls[WHATIF_MAX];
+    double share[WHATIF_MAX];
+    size_t n;                         /* classes; job 0 is the baseline, job k class k-1 */
+    int quiet;
+} whatif;
+
+/* Scales cls's knobs in hw; text says what changed. */
+static void scale_hw(engine_hw *hw, const char *cls, char *text, size_t len) {
+    const ana_whatif_knob *k = ana_crit_class_knobs(cls);
+    size_t used = 0;
+    text[0] = 0;
+    for (; k && k->key; k++) {
+        const engine_hw_param *p = engine_hw_find(k->key);
+        if (!p) continue;
+        double *f = (double *)(void *)((char *)hw + p->offset);
+        double was = *f, now = was * k->factor;
+        if (now < p->min) now = p->min;
+        if (now > p->max) now = p->max;
+        *f = now;
+        int w = snprintf(text + used, len - used, "%s%s %g->%g", used ? ", " : "", p->key, was, now);
+        if (w < 0 || (size_t)w >= len - used) break;
+        used += (size_t)w;
+    }
+}
+
+static void job(void *ctx, size_t i, point_result *r) {
+    whatif *w = ctx;
+    char text[256];
+    if (i > 0) scale_hw(&w->spec.opts.config.hw, w->cls[i - 1], text, sizeof text);
+    run_point(&w->spec, r);
+}
+
+static void progress(void *ctx, size_t i, const point_result *r, size_t done, size_t total) {
+    whatif *w = ctx;
+    if (w->quiet) return;
+    char t[32];
+    ana_format_ps((double)r->end_ps, t, sizeof t);
+    fprintf(stderr, "npurr whatif: %zu/%zu %s: %s\n", done, total, i ? w->cls[i - 1] : "baseline",
+            r->status == 0 ? t : r->what);
+}
+
+int cmd_whatif(int argc, char **argv) {
+    const char *run = NULL;
+    long top = 5, jobs = pool_default_jobs();
+    int csv = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            whatif_usage(stdout);
+            return EXIT_DONE;
+        } else if (cli_opt_is(a, "--top")) {
+            v = cli_opt_value(argc, argv, &i, "--top");
+            if (cli_opt_count(v, &top)) {
+                fprintf(stderr, "npurr whatif: --top needs a positive number (got '%s')\n", v ? v : "");
+                return EXIT_USAGE;
+            }
+        } else if (cli_opt_is(a, "-j")) {
+            v = cli_opt_value(argc, argv, &i, "-j");
+            if (cli_opt_count(v, &jobs)) {
+                fprintf(stderr, "npurr whatif: -j needs a positive number (got '%s')\n", v ? v : "");
+                return EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--csv")) {
+            csv = 1;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "npurr whatif: unknown option '%s'\n", a);
+            whatif_usage(stderr);
+            return EXIT_USAGE;
+        } else if (!run) {
+            run = a;
+        } else {
+            fprintf(stderr, "npurr whatif: unexpected argument '%s' (one RUN only)\n", a);
+            return EXIT_USAGE;
+        }
+    }
+    if (!run) {
+        whatif_usage(stderr);
+        return EXIT_USAGE;
+    }
+    char err[ENGINE_ERRLEN * 2];
+    sqlite3 *db = NULL;
+    if (ana_open_fresh(run, 0, &db, NULL, err, sizeof err)) {
+        fprintf(stderr, "npurr whatif: %s\n", err);
+        return EXIT_ERROR;
+    }
+    ana_crit_table t;
+    int rc = ana_crit_table_get(db, ANA_CRIT_BY_CLASS, 0, &t, err, sizeof err);
+    sqlite3_close(db);
+    if (rc) {
+        fprintf(stderr, "npurr whatif: %s: %s\n", run, err);
+        return EXIT_ERROR;
+    }
+    whatif w;
+    memset(&w, 0, sizeof w);
+    w.quiet = csv;
+    for (size_t i = 0; i < t.n && w.n < (size_t)top && w.n < sizeof w.cls / sizeof w.cls[0]; i++)
+        if (ana_crit_class_knobs(t.rows[i].cls)) {
+            w.cls[w.n] = t.rows[i].group;   /* by class: the group is the class */
+            w.share[w.n++] = t.rows[i].share;
+        }
+    rec_reader *r = NULL;
+    char note[512] = "";
+    if (rec_reader_open(run, &r, err, sizeof err)) {
+        fprintf(stderr, "npurr whatif: %s\n", err);
+        ana_crit_table_free(&t);
+        return EXIT_ERROR;
+    }
+    rc = run_spec_from_run(r, run, &w.spec, note, sizeof note, err, sizeof err);
+    rec_reader_close(r);
+    if (rc) {
+        fprintf(stderr, "npurr whatif: %s\n", err);
+        run_spec_free(&w.spec);
+        ana_crit_table_free(&t);
+        return EXIT_ERROR;
+    }
+    if (note[0]) fprintf(stderr, "npurr whatif: %s\n", note);
+    point_result *res = calloc(w.n + 1, sizeof *res);
+    if (!res) {
+        fprintf(stderr, "npurr whatif: out of memory\n");
+        run_spec_free(&w.spec);
+        ana_crit_table_free(&t);
+        return EXIT_ERROR;
+    }
+    int prc = run_pool(w.n + 1, (int)jobs, job, progress, &w, res, err, sizeof err);
+    int status = EXIT_DONE;
+    if (prc < 0) {
+        fprintf(stderr, "npurr whatif: %s\n", err);
+        status = EXIT_ERROR;
+    } else if (prc > 0) {
+        fprintf(stderr, "npurr whatif: interrupted; the runs that finished are below\n");
+        status = EXIT_ERROR;
+    }
+    const point_result *base = &res[0];
+    /* best first: the shortest end time of the runs that completed */
+    size_t order[WHATIF_MAX];
+    size_t m = 0;
+    for (size_t i = 0; i < w.n; i++) order[m++] = i;
+    for (size_t a = 1; a < m; a++)
+        for (size_t b = a; b > 0; b--) {
+            const point_result *x = &res[order[b] + 1], *y = &res[order[b - 1] + 1];
+            uint64_t xe = x->done && !x->status ? x->end_ps : UINT64_MAX;
+            uint64_t ye = y->done && !y->status ? y->end_ps : UINT64_MAX;
+            if (xe >= ye) break;
+            size_t s = order[b];
+            order[b] = order[b - 1];
+            order[b - 1] = s;
+        }
+    char rec_t[32], base_t[32];
+    ana_format_ps((double)t.end_ps, rec_t, sizeof rec_t);
+    ana_format_ps((double)base->end_ps, base_t, sizeof base_t);
+    if (!csv) {
+        printf("what-if on %s: recorded end time %s; the recorded configuration re-run: %s%s\n",
+               run, rec_t, base->done ? (base->status ? base->what : base_t) : "did not finish",
+               base->done && !base->status && base->end_ps != t.end_ps
+                   ? " (differs: the timing model changed since the recording; speedups are "
+                     "against the re-run)"
+                   : "");
+        printf("each row: the run with one resource class of the critical path twice as fast\n");
+    } else {
+        printf("class,share,change,end_ps,speedup,status\n");
+        printf("baseline,,,%llu,1.000000,%d\n", (unsigned long long)base->end_ps, base->status);
+    }
+    if (!csv && m)
+        printf("%-13s %8s %11s %8s  %-7s %s\n", "class", "on path", "end time", "speedup",
+               "status", "2x faster");
+    for (size_t k = 0; k < m; k++) {
+        size_t i = order[k];
+        const point_result *p = &res[i + 1];
+        char change[256], end[32], speed[32], st[64];
+        engine_hw hw = w.spec.opts.config.hw;
+        scale_hw(&hw, w.cls[i], change, sizeof change);
+        double sp = p->done && !p->status && p->end_ps && base->end_ps
+                        ? (double)base->end_ps / (double)p->end_ps : 0;
+        if (csv) {
+            printf("%s,%.6f,", w.cls[i], w.share[i]);
+            cli_csv_field(stdout, change);
+            printf(",%llu,%.6f,%d\n", (unsigned long long)p->end_ps, sp, p->done ? p->status : -1);
+            continue;
+        }
+        ana_format_ps((double)p->end_ps, end, sizeof end);
+        if (sp > 0) snprintf(speed, sizeof speed, "%.3fx", sp);
+        else snprintf(speed, sizeof speed, "-");
+        if (!p->done) snprintf(st, sizeof st, "not run");
+        else if (p->status) snprintf(st, sizeof st, "exit %d", p->status);
+        else snprintf(st, sizeof st, "ok");
+        printf("%-13s %7.2f%% %11s %8s  %-7s %s\n", w.cls[i], 100.0 * w.share[i],
+               p->done && !p->status ? end : "-", speed, st, change);
+    }
+    if (!csv && !m) printf("(no resource class on the critical path)\n");
+    /* a baseline that could not run is an error; one that hangs or fails
+     * its check as recorded is a finding like the rows */
+    if (base->done && (base->status == EXIT_ERROR || base->status == EXIT_USAGE) &&
+        status == EXIT_DONE)
+        status = EXIT_ERROR;
+    free(res);
+    run_spec_free(&w.spec);
+    ana_crit_table_free(&t);
+    return status;
+}

@@ -1,0 +1,249 @@
+/*
+ * sweep_out.c - a sweep's results as DIR/sweep.csv and DIR/sweep.html.
+ *
+ * The CSV has one row per point that ran, in grid order: the varied values,
+ * how it ended (exit code, outcome, check), the end time, the stall share
+ * (summed stalls over cores x end time), the end time of each role (the
+ * cores' SetRole names: when the last core of that role finished, the
+ * phases of the kernel) and the message of a point that failed. The page is
+ * self-contained (inline SVG, no script): per varied key, end time against
+ * that key, one line per combination of the other keys' values; points
+ * that failed are red crosses on the axis with their exit code.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sweep.h"
+
+size_t sweep_value_index(const sweep *s, size_t p, size_t k) {
+    size_t stride = 1;
+    for (size_t j = s->nkeys; j-- > k + 1;) stride *= s->keys[j].nvalues;
+    return (p / stride) % s->keys[k].nvalues;
+}
+
+static const char *outcome_text(const point_result *r) {
+    if (!r->outcome) return "not run";
+    return engine_outcome_name(r->outcome);
+}
+
+/* The union of the points' role names, in first-seen order. */
+static size_t role_columns(const sweep *s, char (*names)[40], size_t cap) {
+    size_t n = 0;
+    for (size_t p = 0; p < s->npoints; p++) {
+        const point_result *r = &s->res[p];
+        for (int i = 0; r->done && i < r->nroles; i++) {
+            size_t k = 0;
+            while (k < n && strcmp(names[k], r->role[i])) k++;
+            if (k == n && n < cap) memcpy(names[n++], r->role[i], sizeof names[0]);
+        }
+    }
+    return n;
+}
+
+int sweep_write_csv(const sweep *s, FILE *out) {
+    char roles[64][40];
+    size_t nr = role_columns(s, roles, 64);
+    fputs("point", out);
+    for (size_t k = 0; k < s->nkeys; k++) {
+        fputc(',', out);
+        cli_csv_field(out, s->keys[k].name);
+    }
+    fputs(",exit_code,outcome,check,end_ps,stall_share,events,wall_s", out);
+    for (size_t i = 0; i < nr; i++) {
+        char col[64];
+        snprintf(col, sizeof col, "end_%.39s_ps", roles[i]);
+        fputc(',', out);
+        cli_csv_field(out, col);
+    }
+    fputs(",message\n", out);
+    for (size_t p = 0; p < s->npoints; p++) {
+        const point_result *r = &s->res[p];
+        if (!r->done) continue;
+        fprintf(out, "%zu", p + 1);
+        for (size_t k = 0; k < s->nkeys; k++) {
+            fputc(',', out);
+            cli_csv_field(out, s->keys[k].values[sweep_value_index(s, p, k)]);
+        }
+        fprintf(out, ",%d,%s,%s,", r->status, outcome_text(r), r->check);
+        if (r->outcome) fprintf(out, "%llu,%.6f,%llu,%.3f", (unsigned long long)r->end_ps,
+                                r->stall_share, (unsigned long long)r->events, r->wall);
+        else fputs(",,,", out);
+        for (size_t i = 0; i < nr; i++) {
+            fputc(',', out);
+            for (int j = 0; j < r->nroles; j++)
+                if (!strcmp(r->role[j], roles[i])) fprintf(out, "%llu", (unsigned long long)r->role_end[j]);
+        }
+        fputc(',', out);
+        cli_csv_field(out, r->status ? r->what : "");
+        fputc('\n', out);
+    }
+    return ferror(out) ? -1 : 0;
+}
+
+static void html_text(FILE *out, const char *s) {
+    for (; s && *s; s++) {
+        if (*s == '<') fputs("&lt;", out);
+        else if (*s == '>') fputs("&gt;", out);
+        else if (*s == '&') fputs("&amp;", out);
+        else if (*s == '"') fputs("&quot;", out);
+        else fputc(*s, out);
+    }
+}
+
+static int all_numbers(const sweep_key *k, double *x) {
+    for (size_t i = 0; i < k->nvalues; i++) {
+        char *end = NULL;
+        x[i] = strtod(k->values[i], &end);
+        if (!end || end == k->values[i] || *end || !isfinite(x[i])) return 0;
+    }
+    return 1;
+}
+
+static const char *const colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b",
+                                     "#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#393b79"};
+#define NCOLORS (sizeof colors / sizeof colors[0])
+
+enum { W = 640, H = 300, L = 70, R = 20, T = 20, B = 50 };
+
+/* One plot: end time against key k. */
+static void plot(const sweep *s, size_t k, FILE *out) {
+    const sweep_key *key = &s->keys[k];
+    double *xv = calloc(key->nvalues, sizeof *xv);
+    if (!xv) return;
+    int numeric = all_numbers(key, xv) && key->nvalues > 1;
+    double xmin = 0, xmax = (double)(key->nvalues > 1 ? key->nvalues - 1 : 1);
+    if (numeric) {
+        xmin = xmax = xv[0];
+        for (size_t i = 1; i < key->nvalues; i++) {
+            if (xv[i] < xmin) xmin = xv[i];
+            if (xv[i] > xmax) xmax = xv[i];
+        }
+        if (xmax == xmin) xmax = xmin + 1;
+    }
+    double ymax = 0;
+    for (size_t p = 0; p < s->npoints; p++)
+        if (s->res[p].done && !s->res[p].status && (double)s->res[p].end_ps > ymax)
+            ymax = (double)s->res[p].end_ps;
+    if (ymax <= 0) ymax = 1;
+    ymax *= 1.1;
+#define PX(i) (L + (double)(W - L - R) * ((numeric ? xv[i] : (double)(i)) - xmin) / (xmax - xmin))
+#define PY(ps) (T + (double)(H - T - B) * (1.0 - (double)(ps) / ymax))
+    fprintf(out, "<h2>end time against ");
+    html_text(out, key->name);
+    fprintf(out, "</h2>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "viewBox=\"0 0 %d %d\" class=\"plot\">\n", W, H, W, H);
+    fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#333\"/>\n", L, H - B,
+            W - R, H - B);
+    fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#333\"/>\n", L, T, L, H - B);
+    for (int i = 0; i <= 4; i++) {   /* y ticks in us */
+        double ps = ymax * i / 4;
+        fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%.4g us</text>\n",
+                L, PY(ps), W - R, PY(ps), L - 4, PY(ps) + 4, ps / 1e6);
+    }
+    for (size_t i = 0; i < key->nvalues; i++) {
+        fprintf(out, "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">", PX(i),
+                H - B + 16);
+        html_text(out, key->values[i]);
+        fprintf(out, "</text>\n");
+    }
+    fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">", (L + W - R) / 2,
+            H - 8);
+    html_text(out, key->name);
+    fprintf(out, "</text>\n");
+    /* series: the points sharing every other key's value */
+    size_t nseries = s->npoints / key->nvalues, drawn = 0;
+    size_t *members = calloc(key->nvalues, sizeof *members);
+    char legend[SWEEP_MAX_KEYS * 80];
+    for (size_t p = 0; members && p < s->npoints; p++) {
+        if (sweep_value_index(s, p, k) != 0) continue;   /* each series once, from its first point */
+        size_t stride = 1;
+        for (size_t j = s->nkeys; j-- > k + 1;) stride *= s->keys[j].nvalues;
+        for (size_t i = 0; i < key->nvalues; i++) members[i] = p + i * stride;
+        const char *c = colors[drawn % NCOLORS];
+        fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", c);
+        for (size_t i = 0; i < key->nvalues; i++) {
+            const point_result *r = &s->res[members[i]];
+            if (r->done && !r->status) fprintf(out, "%.1f,%.1f ", PX(i), PY(r->end_ps));
+        }
+        fprintf(out, "\"/>\n");
+        for (size_t i = 0; i < key->nvalues; i++) {
+            const point_result *r = &s->res[members[i]];
+            if (!r->done) continue;
+            if (!r->status) {
+                fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"><title>%.3f us"
+                        "</title></circle>\n", PX(i), PY(r->end_ps), c, (double)r->end_ps / 1e6);
+            } else {
+                double x = PX(i), y = H - B;
+                fprintf(out, "<path d=\"M%.1f %.1f l8 8 m0 -8 l-8 8\" transform=\"translate(-4 -4)\" "
+                        "stroke=\"#d62728\" stroke-width=\"2\"><title>exit %d: ", x, y, r->status);
+                html_text(out, r->what);
+                fprintf(out, "</title></path><text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
+                        "fill=\"#d62728\" text-anchor=\"middle\">exit %d</text>\n", x, y - 8,
+                        r->status);
+            }
+        }
+        /* legend entry: the other keys' values */
+        size_t used = 0;
+        legend[0] = 0;
+        for (size_t j = 0; j < s->nkeys; j++) {
+            if (j == k) continue;
+            int w = snprintf(legend + used, sizeof legend - used, "%s%s=%s", used ? ", " : "",
+                             s->keys[j].name, s->keys[j].values[sweep_value_index(s, p, j)]);
+            if (w < 0 || (size_t)w >= sizeof legend - used) break;
+            used += (size_t)w;
+        }
+        if (nseries > 1 || used) {
+            fprintf(out, "<rect x=\"%d\" y=\"%zu\" width=\"10\" height=\"10\" fill=\"%s\"/>"
+                    "<text x=\"%d\" y=\"%zu\" font-size=\"11\">", W - R - 230, T + 4 + 14 * drawn, c,
+                    W - R - 216, T + 13 + 14 * drawn);
+            html_text(out, legend);
+            fprintf(out, "</text>\n");
+        }
+        drawn++;
+    }
+#undef PX
+#undef PY
+    fprintf(out, "</svg>\n");
+    free(members);
+    free(xv);
+}
+
+int sweep_write_html(const sweep *s, const char *title, FILE *out) {
+    fprintf(out, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>");
+    html_text(out, title);
+    fprintf(out, "</title><style>body{font-family:sans-serif;margin:20px;color:#222}"
+            "h1{font-size:20px}h2{font-size:16px}table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;"
+            "padding:2px 6px;text-align:right}.plot{background:#fff;border:1px solid #eee}"
+            "</style></head><body>\n<h1>");
+    html_text(out, title);
+    size_t ok = 0, ran = 0;
+    for (size_t p = 0; p < s->npoints; p++) ran += s->res[p].done, ok += s->res[p].done && !s->res[p].status;
+    fprintf(out, "</h1>\n<p>%zu points, %zu ran, %zu completed with their check passed; failed "
+            "points are red crosses with their exit code (3 deadlock or watchdog, 4 data check "
+            "failed, 2 refused options, 1 error).</p>\n", s->npoints, ran, ok);
+    for (size_t k = 0; k < s->nkeys; k++) plot(s, k, out);
+    fprintf(out, "<h2>points</h2>\n<table><tr><th>point</th>");
+    for (size_t k = 0; k < s->nkeys; k++) {
+        fprintf(out, "<th>");
+        html_text(out, s->keys[k].name);
+        fprintf(out, "</th>");
+    }
+    fprintf(out, "<th>exit</th><th>end time</th><th>stall share</th></tr>\n");
+    for (size_t p = 0; p < s->npoints; p++) {
+        const point_result *r = &s->res[p];
+        if (!r->done) continue;
+        fprintf(out, "<tr><td>%zu</td>", p + 1);
+        for (size_t k = 0; k < s->nkeys; k++) {
+            fprintf(out, "<td>");
+            html_text(out, s->keys[k].values[sweep_value_index(s, p, k)]);
+            fprintf(out, "</td>");
+        }
+        if (r->outcome) fprintf(out, "<td>%d</td><td>%.3f us</td><td>%.1f%%</td></tr>\n", r->status,
+                                (double)r->end_ps / 1e6, 100 * r->stall_share);
+        else fprintf(out, "<td>%d</td><td>-</td><td>-</td></tr>\n", r->status);
+    }
+    fprintf(out, "</table>\n</body></html>\n");
+    return ferror(out) ? -1 : 0;
+}
