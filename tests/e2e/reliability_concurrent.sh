@@ -31,10 +31,23 @@ echo "reliability_concurrent: $n reads during record --force, none failed"
 # --- Ctrl-C during replay
 "$npurr" record -k combine-sender --tokens 8192 --hidden 256 --topk 8 -o "$work/big" --quiet \
     >/dev/null 2>&1 || fail "recording the replay run"
+# A background job of a script starts with SIGINT ignored: wait until the
+# replay catches it (its handler is in /proc's SigCgt), i.e. it is running.
 "$npurr" replay "$work/big" >"$work/out" 2>&1 &
 pid=$!
-sleep 1.5
-kill -0 $pid 2>/dev/null || fail "the replay ended before it could be interrupted"
+caught() {
+    local mask
+    mask=$(awk '/^SigCgt:/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
+    [ -n "$mask" ] && [ $(( 0x$mask & 2 )) != 0 ]
+}
+for _ in $(seq 1 1200); do
+    caught && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.05
+done
+sleep 0.3
+kill -0 $pid 2>/dev/null || { cat "$work/out"; fail "the replay ended before it could be interrupted"; }
+caught || fail "the replay never caught SIGINT"
 kill -INT $pid
 wait $pid
 code=$?
