@@ -26,6 +26,7 @@ static const command commands[] = {
     {"diff", cmd_diff, "compare two runs of one kernel: time, stalls, link bandwidth"},
     {"hw", cmd_hw, "print every timing parameter: value, unit, what it models, source"},
     {"explore", cmd_explore, "run many schedules of one configuration until one fails"},
+    {"calibrate", cmd_calibrate, "fit the timing model to measured kernel times, write a --hw file"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -36,7 +37,7 @@ static void usage(FILE *out) {
             "usage: npurr COMMAND [options]    (npurr COMMAND --help for its options)\n\n"
             "commands:\n", ENGINE_VERSION);
     for (size_t i = 0; i < N_COMMANDS; i++)
-        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\nexit codes: 0 done, 1 error, 2 usage, 3 deadlock, 4 data check failed,\n"
                  "5 replay diverged, 6 races or sync errors (--check races)\n");
 }
