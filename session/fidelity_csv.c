@@ -119,10 +119,10 @@ static int known_phase(const kernel_desc *k, const char *phase) {
     return 0;
 }
 
-/* The options as record takes them: parsed, and none of the options a
- * measured row must not carry (the file names the kernel, the command the
- * timing parameters and where output goes). */
-static int check_options(const fidelity_row *r, char *err, size_t errlen) {
+/* None of the options a measured row must not carry (the file names the
+ * kernel, the command the timing parameters, and rows run without a
+ * trace); with parse, the options as record takes them. */
+static int check_options(const fidelity_row *r, int parse, char *err, size_t errlen) {
     char **words = NULL;
     int n = shell_split(r->options, &words);
     if (n < 0) {
@@ -146,6 +146,10 @@ static int check_options(const fidelity_row *r, char *err, size_t errlen) {
                 return -1;
             }
         }
+    }
+    if (!parse) {   /* the run reports them */
+        free(words);
+        return 0;
     }
     char **argv = calloc((size_t)n + 6, sizeof *argv);
     if (!argv) { free(words); snprintf(err, errlen, "out of memory"); return -1; }
@@ -176,7 +180,7 @@ static int check_options(const fidelity_row *r, char *err, size_t errlen) {
 
 /* ---------------------------------------------------------------- npurr's CSV */
 
-static int read_rows(FILE *f, const char *path, char **head, int nhead, int *lineno,
+static int read_rows(FILE *f, const char *path, char **head, int nhead, int *lineno, int flags,
                      fidelity_table *t, char *err, size_t errlen) {
     int c_kernel = column(head, nhead, "kernel"), c_opts = column(head, nhead, "options");
     int c_phase = column(head, nhead, "phase"), c_us = column(head, nhead, "measured_us");
@@ -214,19 +218,30 @@ static int read_rows(FILE *f, const char *path, char **head, int nhead, int *lin
         snprintf(r.where, sizeof r.where, "%s:%d", path, *lineno);
         if (c_id >= 0) snprintf(r.id, sizeof r.id, "%s", fld[c_id]);
         if (c_src >= 0) snprintf(r.source, sizeof r.source, "%s", fld[c_src]);
-        const kernel_desc *k = kernels_find(fld[c_kernel]);
-        if (!k) {
+        if (strcmp(fld[c_kernel], "-") == 0) {   /* no npurr kernel stands for it */
+            snprintf(r.kernel, sizeof r.kernel, "-");
+            snprintf(r.options, sizeof r.options, "%s", fld[c_opts]);
+            snprintf(r.phase, sizeof r.phase, "%s", fld[c_phase]);
+            if (!r.options[0]) {
+                snprintf(err, errlen, "%s: kernel '-' (no npurr kernel stands for the row): say "
+                         "why in the options column", r.where);
+                return -1;
+            }
+        }
+        const kernel_desc *k = r.kernel[0] ? NULL : kernels_find(fld[c_kernel]);
+        if (!r.kernel[0] && !k) {
             snprintf(err, errlen, "%s: kernel '%s': no such kernel (npurr record --help lists them)",
                      r.where, fld[c_kernel]);
             return -1;
         }
-        snprintf(r.kernel, sizeof r.kernel, "%s", k->name);
+        r.covered = k != NULL;
+        if (k) snprintf(r.kernel, sizeof r.kernel, "%s", k->name);
         if (strlen(fld[c_opts]) >= sizeof r.options) {
             snprintf(err, errlen, "%s: options longer than %zu bytes", r.where, sizeof r.options - 1);
             return -1;
         }
         snprintf(r.options, sizeof r.options, "%s", fld[c_opts]);
-        if (!known_phase(k, fld[c_phase])) {
+        if (k && !known_phase(k, fld[c_phase])) {
             char list[256];
             phase_list(k, list, sizeof list);
             snprintf(err, errlen, "%s: phase '%s': not a phase of %s (its phases: %s)", r.where,
@@ -248,7 +263,7 @@ static int read_rows(FILE *f, const char *path, char **head, int nhead, int *lin
                 return -1;
             }
         }
-        if (check_options(&r, err, errlen)) return -1;
+        if (k && check_options(&r, !(flags & FIDELITY_LATE_OPTIONS), err, errlen)) return -1;
         if (add_row(t, &r)) { snprintf(err, errlen, "out of memory"); return -1; }
     }
     return 0;
@@ -314,7 +329,7 @@ static int read_op_summary(FILE *f, const char *path, char **head, int nhead, in
         snprintf(proto.kernel, sizeof proto.kernel, "%s", k->name);
         snprintf(proto.options, sizeof proto.options, "%s", joined);
         snprintf(proto.where, sizeof proto.where, "--kernel-options");
-        bad = check_options(&proto, err, errlen) != 0;
+        bad = check_options(&proto, 1, err, errlen) != 0;
     }
     free(joined);
     free(rest);
@@ -363,6 +378,7 @@ static int read_op_summary(FILE *f, const char *path, char **head, int nhead, in
         snprintf(r.where, sizeof r.where, "%s (op %s, %d row%s)", path, sums[i].op, sums[i].count,
                  sums[i].count == 1 ? "" : "s");
         snprintf(r.id, sizeof r.id, "%s", sums[i].op);
+        r.covered = 1;
         snprintf(r.phase, sizeof r.phase, "%s", p->name);
         r.measured_us = sums[i].sum / sums[i].count;
         r.train = 1;
@@ -385,8 +401,8 @@ static int read_op_summary(FILE *f, const char *path, char **head, int nhead, in
     return 0;
 }
 
-int fidelity_table_read(const char *path, const char *kernel_options, fidelity_table *t,
-                        char *err, size_t errlen) {
+int fidelity_table_read(const char *path, const char *kernel_options, int flags,
+                        fidelity_table *t, char *err, size_t errlen) {
     memset(t, 0, sizeof *t);
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -422,7 +438,7 @@ int fidelity_table_read(const char *path, const char *kernel_options, fidelity_t
                  "and options of each row", path);
         rc = -1;
     } else {
-        rc = read_rows(f, path, head, nhead, &lineno, t, err, errlen);
+        rc = read_rows(f, path, head, nhead, &lineno, flags, t, err, errlen);
     }
     if (!rc && ferror(f)) {
         snprintf(err, errlen, "%s: read error", path);

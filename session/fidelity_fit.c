@@ -122,9 +122,9 @@ int fidelity_fit(const fidelity_table *t, const engine_hw *start, const fidelity
     f.train = calloc((size_t)t->n + 1, sizeof *f.train);
     if (!f.train) { snprintf(err, errlen, "out of memory"); return SESSION_ERROR; }
     for (int i = 0; i < t->n; i++)
-        if (t->rows[i].train) f.train[f.ntrain++] = &t->rows[i];
+        if (t->rows[i].train && t->rows[i].covered) f.train[f.ntrain++] = &t->rows[i];
     if (!f.ntrain) {
-        snprintf(err, errlen, "%s: no training rows (every row has use=validate)",
+        snprintf(err, errlen, "%s: no training rows (every row has use=validate or no kernel)",
                  t->n ? t->rows[0].where : "the table");
         free(f.train);
         return SESSION_ERROR;

@@ -72,6 +72,10 @@ static void select_phase(const fidelity_row *row, fidelity_result *res) {
 
 void fidelity_run(const fidelity_row *row, const engine_hw *hw, fidelity_result *res) {
     memset(res, 0, sizeof *res);
+    if (!row->covered) {
+        snprintf(res->error, sizeof res->error, "not covered: %s", row->options);
+        return;
+    }
     char **words = NULL;
     int n = shell_split(row->options, &words);
     if (n < 0) {

@@ -203,11 +203,14 @@ void replay_session_close(replay_session *s);
  *      (fidelity_csv.c reads them, fidelity_run.c runs a row, fidelity_fit.c fits) ---- */
 
 /* One measured time: a kernel at a shape, the phase the measurement timed
- * (a kernel_phase name, or "total": the whole run) and its duration. */
+ * (a kernel_phase name, or "total": the whole run) and its duration. A row
+ * whose kernel is "-" is a measurement no npurr kernel stands for: listed
+ * with its reason (the options column), never run or fitted. */
 typedef struct fidelity_row {
     char where[320];          /* "FILE:LINE" (or FILE and the op), for messages */
     char id[64];              /* the id column, or the msprof op name; "" if none */
     char kernel[64];
+    int covered;              /* 0: kernel "-", options holds why no kernel stands for it */
     char options[2048];       /* the kernel's options as one shell line, without -k */
     char phase[32];
     double measured_us;
@@ -227,9 +230,13 @@ typedef struct fidelity_table {
  * names match (kernel_phase.op_names, substrings of "Op Name" or "OP
  * Type"); its shape is kernel_options ("-k KERNEL --nodes 2 ..."), which
  * only that format takes. Every row is checked (kernel, phase, options,
- * number). SESSION_OK, or SESSION_ERROR with err naming FILE:LINE. */
-int fidelity_table_read(const char *path, const char *kernel_options, fidelity_table *t,
-                        char *err, size_t errlen);
+ * number). SESSION_OK, or SESSION_ERROR with err naming FILE:LINE.
+ * FIDELITY_LATE_OPTIONS in flags: options the kernel refuses are left for
+ * the row's run to report (bench_fidelity lists such a row as not runnable
+ * and goes on). */
+enum { FIDELITY_LATE_OPTIONS = 1 };
+int fidelity_table_read(const char *path, const char *kernel_options, int flags,
+                        fidelity_table *t, char *err, size_t errlen);
 void fidelity_table_free(fidelity_table *t);
 
 #define FIDELITY_MAX_PHASES 8
@@ -246,7 +253,8 @@ typedef struct fidelity_result {
 
 /* Runs row without a trace under hw: the phase's span is the last of its
  * roles' cores out minus the first in (engine_role_span), "total" the
- * run's end. Fills res; res->ok 0 with res->error naming row->where. */
+ * run's end. Fills res; res->ok 0 with res->error naming row->where (a row
+ * not covered: "not covered: " and its reason, nothing run). */
 void fidelity_run(const fidelity_row *row, const engine_hw *hw, fidelity_result *res);
 /* rows[i] under hws[i] for i < n, up to jobs at once (forked processes
  * when jobs > 1); every res[i] filled as fidelity_run would. */
