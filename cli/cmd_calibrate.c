@@ -7,12 +7,14 @@
  *
  * Every row is run once at the start parameters first: a row that cannot
  * run there (a refused shape, a deadlock) is an error naming it before any
- * fitting starts, and nothing is written.
+ * fitting starts, and nothing is written. A validation row that fails under
+ * the fitted values is an error too, after the file is written.
  */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -162,6 +164,11 @@ int cmd_calibrate(int argc, char **argv) {
         calibrate_usage(stderr);
         return EXIT_USAGE;
     }
+    struct stat a, b;
+    if (stat(file, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+        fprintf(stderr, "npurr calibrate: -o %s is the measured file itself\n", out);
+        return EXIT_USAGE;
+    }
     fidelity_table t;
     engine_hw start;
     int rc = measured_load("calibrate", file, kernel_options, hw_file, &t, &start);
@@ -197,7 +204,7 @@ int cmd_calibrate(int argc, char **argv) {
         goto done;
     }
     if (pr.tty) fputc('\n', stderr);
-    measured_run_all(&t, &fr.hw, jobs, after);
+    int after_failed = measured_run_all(&t, &fr.hw, jobs, after);
     if (write_hw(out, file, &fr.hw, &fr, hw_file, err, sizeof err)) {
         fprintf(stderr, "npurr calibrate: %s\n", err);
         rc = EXIT_ERROR;
@@ -216,6 +223,14 @@ int cmd_calibrate(int argc, char **argv) {
            "after\n", fr.error_start, fr.error_fit);
     measured_print(stdout, &t, before, after);
     printf("wrote %s (npurr record --hw %s ...)\n", out, out);
+    if (after_failed) {   /* a validation row the fitted values break: written, but an error */
+        for (int i = 0; i < t.n; i++)
+            if (t.rows[i].covered && !after[i].ok) {
+                fprintf(stderr, "npurr calibrate: under the fitted values %s\n", after[i].error);
+                break;
+            }
+        rc = EXIT_ERROR;
+    }
 done:
     free(before);
     free(after);

@@ -18,7 +18,8 @@ static void hw_usage(FILE *out) {
           "\n"
           "Prints every timing parameter of the emulated 910B: key, default value,\n"
           "unit, accepted range, what it models and the source of the default\n"
-          "(a document, a datasheet figure or an estimate). Override any of them\n"
+          "(a document, a datasheet figure or an estimate), and which of them\n"
+          "`npurr calibrate` fits to measured times. Override any of them\n"
           "with `npurr record --hw FILE` (key=value lines, '#' comments); `npurr\n"
           "info RUN` shows the values a run used and which came from --hw.\n"
           "\n"
@@ -54,6 +55,7 @@ static int compare(const char *file, const char *hw_file, const char *kernel_opt
         fprintf(stderr, "npurr hw: out of memory\n");
         return EXIT_ERROR;
     }
+    fprintf(stderr, "npurr hw: running %d row%s, %d at once\n", t.n, t.n == 1 ? "" : "s", jobs);
     int failed = measured_run_all(&t, &hw, jobs, res);
     printf("npurr hw --compare %s: %d row%s, timing parameters %s\n", file, t.n,
            t.n == 1 ? "" : "s", hw_file ? hw_file : "the defaults");
@@ -129,6 +131,7 @@ int cmd_hw(int argc, char **argv) {
         else
             printf("    accepted: > 0, up to %g %s", p->max, p->unit);
         printf("%s%s\n", p->old_key ? "; old name " : "", p->old_key ? p->old_key : "");
+        if (p->fit) printf("    fitted:   by npurr calibrate to measured times (tools/fit_timing.sh)\n");
     }
     return EXIT_DONE;
 }

@@ -113,6 +113,8 @@ expect 1 "$npurr" hw --compare "$work/dead.csv"
 has "error: $work/dead.csv:3"
 
 # usage
+expect 2 "$npurr" calibrate "$work/measured.csv" -o "$work/measured.csv"
+has "is the measured file itself"
 expect 2 "$npurr" calibrate "$work/measured.csv"
 has "-o OUT.hw is required"
 expect 2 "$npurr" calibrate "$work/measured.csv" -o "$work/x.hw" -j 0
@@ -123,4 +125,6 @@ expect 0 "$npurr" calibrate --help
 has "log(npurr/measured)^2"
 expect 0 "$npurr" hw --help
 has "--compare"
+expect 0 "$npurr" hw
+has "fitted:   by npurr calibrate"
 echo "calibrate: ok"
