@@ -118,8 +118,9 @@ int main(int argc, char **argv) {
             not_run++;
         } else {
             double ratio = x->us / r->measured_us;
-            printf("    phase %s: npurr %.2f us, measured %.2f us, ratio %.3f, %s of %.2f..%.2f\n",
-                   r->phase, x->us, r->measured_us, ratio, verdict(ratio), LO, HI);
+            printf("    phase %s: npurr %.2f us, measured %.2f us, ratio %.3f, %s %.2f..%.2f\n",
+                   r->phase, x->us, r->measured_us, ratio,
+                   ratio >= LO && ratio <= HI ? "inside" : "OUTSIDE", LO, HI);
             printf("    split:");
             for (int p = 0; p < x->nphases; p++) {
                 if (x->phase_us[p] < 0)
