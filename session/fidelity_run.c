@@ -14,9 +14,9 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -120,9 +120,8 @@ void fidelity_run(const fidelity_row *row, const engine_hw *hw, fidelity_result 
     record_hooks hooks = {.ctx = &pc, .on_ran = on_ran_phases};
     record_result r;
     rc = record_session(&spec, &hooks, 0, &r, err, sizeof err);
-    if (rc) {
-        snprintf(res->error, sizeof res->error, "%s: -k %s %s: %s", row->where, row->kernel,
-                 row->options, err);
+    if (rc) {   /* a refused shape: err names the option */
+        snprintf(res->error, sizeof res->error, "%s: %s", row->where, err);
     } else if (!r.ran) {
         snprintf(res->error, sizeof res->error, "%s: -k %s %s: %s", row->where, row->kernel,
                  row->options, r.error);
