@@ -47,6 +47,23 @@ const char *cli_opt_value(int argc, char **argv, int *i, const char *name);
 int cli_opt_count(const char *v, long *out);
 /* s as one CSV field (quoted when it holds a comma, quote or newline). */
 void cli_csv_field(FILE *out, const char *s);
+int cmd_calibrate(int argc, char **argv);
+
+/* Measured rows for `hw --compare` and `calibrate` (measured.c). Loads the
+ * timing parameters (defaults, then hw_file if not NULL) and the rows of
+ * file (kernel_options: the shape of an msprof op_summary); errors printed
+ * as "npurr CMD: ...". EXIT_DONE or EXIT_ERROR. */
+int measured_load(const char *cmd, const char *file, const char *kernel_options,
+                  const char *hw_file, fidelity_table *t, engine_hw *hw);
+/* -j's value into *out (1..256); -1 with the error printed. */
+int measured_jobs(const char *cmd, const char *v, int *out);
+/* Every row of t under hw, jobs at once; 1 if a row failed (res says why). */
+int measured_run_all(const fidelity_table *t, const engine_hw *hw, int jobs,
+                     fidelity_result *res);
+/* One line per row: measured time, npurr's and the ratio (before; and
+ * after a fit when after is not NULL), a failed row's error under it. */
+void measured_print(FILE *out, const fidelity_table *t, const fidelity_result *before,
+                    const fidelity_result *after);
 
 /* `npurr sql RUN` with no query: the sqlite3-shell-like prompt on db
  * (sql_shell.c). Returns the exit status. */

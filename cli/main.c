@@ -30,6 +30,7 @@ static const command commands[] = {
     {"critical", cmd_critical, "the critical path of a recorded run: what bounded its end time"},
     {"whatif", cmd_whatif, "re-run a recorded run with each top critical resource 2x as fast"},
     {"sweep", cmd_sweep, "run a kernel over a grid of options and hw keys: CSV and plots"},
+    {"calibrate", cmd_calibrate, "fit the timing model to measured kernel times, write a --hw file"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -40,7 +41,7 @@ static void usage(FILE *out) {
             "usage: npurr COMMAND [options]    (npurr COMMAND --help for its options)\n\n"
             "commands:\n", ENGINE_VERSION);
     for (size_t i = 0; i < N_COMMANDS; i++)
-        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\nexit codes: 0 done, 1 error, 2 usage, 3 deadlock, 4 data check failed,\n"
                  "5 replay diverged, 6 races or sync errors (--check races)\n");
 }

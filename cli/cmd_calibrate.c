@@ -1,0 +1,239 @@
+/*
+ * cmd_calibrate.c - `npurr calibrate MEASURED.csv -o OUT.hw`: the timing
+ * parameters engine/timing.c flags as fitted, fitted to the training rows
+ * of a measured-times file (session fidelity_fit), written as a complete
+ * --hw file, with every row's ratio before and after (validation rows are
+ * run, never fitted on).
+ *
+ * Every row is run once at the start parameters first: a row that cannot
+ * run there (a refused shape, a deadlock) is an error naming it before any
+ * fitting starts, and nothing is written. A validation row that fails under
+ * the fitted values is an error too, after the file is written.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define DEFAULT_EVALS 150
+
+static void calibrate_usage(FILE *out) {
+    fprintf(out,
+          "usage: npurr calibrate MEASURED.csv -o OUT.hw [--hw START] [-j J]\n"
+          "                       [--max-evals N] [--kernel-options OPTS]\n"
+          "\n"
+          "Fits the timing parameters `npurr hw` marks as fitted to measured kernel\n"
+          "times and writes every parameter as a --hw file for `npurr record --hw`.\n"
+          "MEASURED.csv has the header kernel,options,phase,measured_us and\n"
+          "optionally id, use (train|validate) and source, one row per measured\n"
+          "phase, e.g.\n"
+          "  dispatch-layered,\"--nodes 2 --tokens 4096 --dispatches 1\",dispatch,13092\n"
+          "(phase: one of the kernel's phases or total; README: Calibrating on your\n"
+          "own hardware). Only train rows are fitted (all rows without a use\n"
+          "column); validate rows are run before and after and printed. msprof's\n"
+          "op_summary CSV is read too: its ops matched to the kernel's phases by\n"
+          "name, several rows of one op averaged, the shape from --kernel-options.\n"
+          "\n"
+          "The fit minimizes the sum over train rows of log(npurr/measured)^2 by a\n"
+          "compass search in the logarithm of each parameter, inside its accepted\n"
+          "range. Each evaluation runs every train row once.\n"
+          "\n"
+          "  -o OUT.hw              the fitted set (every key, with a comment header)\n"
+          "  --hw START             start from these values (default: the defaults)\n"
+          "  -j J                   rows run at once, in forked processes (default 1)\n"
+          "  --max-evals N          parameter sets tried at most (default %d)\n"
+          "  --kernel-options OPTS  an op_summary's shape: \"-k KERNEL --nodes N ...\"\n"
+          "  -h, --help             this text\n"
+          "\n"
+          "Exit status: 0 fitted and written, 1 a bad file or a row that fails, 2 usage.\n",
+          DEFAULT_EVALS);
+}
+
+typedef struct progress {
+    int tty;
+    int last;
+} progress;
+
+static void on_progress(void *ctx, int k, int max, double best) {
+    progress *p = ctx;
+    if (p->tty) {
+        fprintf(stderr, "\rcalibrate: evaluation %d of at most %d, best error %.6g   ", k, max,
+                best);
+    } else if (k == 1 || k - p->last >= 10) {
+        fprintf(stderr, "calibrate: evaluation %d of at most %d, best error %.6g\n", k, max, best);
+        p->last = k;
+    }
+    fflush(stderr);
+}
+
+/* The fitted set as a --hw file: a header naming the input and the fit,
+ * then every parameter with what it models and where its value comes from. */
+static int write_hw(const char *path, const char *input, const engine_hw *hw,
+                    const fidelity_fit_result *fr, const char *start_file, char *err,
+                    size_t errlen) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        snprintf(err, errlen, "-o %s: cannot write: %s", path, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "# npurr calibrate: timing parameters fitted on %s (%d training row%s)\n", input,
+            fr->train_rows, fr->train_rows == 1 ? "" : "s");
+    fprintf(f, "# fit error, sum of log(npurr/measured)^2 over the training rows: %.6g at the "
+               "start, %.6g fitted (%d evaluations)\n", fr->error_start, fr->error_fit, fr->evals);
+    fprintf(f, "# start: %s; fitted:", start_file ? start_file : "the defaults");
+    for (int i = 0; i < fr->nparams; i++) fprintf(f, " %s", fr->params[i]->key);
+    fprintf(f, "\n# load with: npurr record --hw %s ...\n", path);
+    for (size_t i = 0; i < engine_hw_count(); i++) {
+        const engine_hw_param *p = engine_hw_param_at(i);
+        int fitted = 0;
+        for (int j = 0; j < fr->nparams; j++) fitted |= fr->params[j] == p;
+        double v = *(const double *)((const char *)hw + p->offset);
+        if (fitted)
+            fprintf(f, "# %s (%s); fitted by npurr calibrate on %s (default %g)\n", p->what,
+                    p->unit, input, p->def);
+        else
+            fprintf(f, "# %s (%s); %s\n", p->what, p->unit,
+                    v == p->def ? p->source : "from the start file");
+        fprintf(f, "%s=%.17g\n", p->key, v);
+    }
+    if (fflush(f) != 0 || ferror(f)) {
+        snprintf(err, errlen, "-o %s: write error: %s", path, strerror(errno));
+        fclose(f);
+        unlink(tmp);
+        return -1;
+    }
+    fclose(f);
+    if (rename(tmp, path) != 0) {
+        snprintf(err, errlen, "-o %s: cannot write: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_calibrate(int argc, char **argv) {
+    const char *file = NULL, *out = NULL, *hw_file = NULL, *kernel_options = NULL;
+    int jobs = 1, max_evals = DEFAULT_EVALS;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            calibrate_usage(stdout);
+            return EXIT_DONE;
+        }
+        int takes = !strcmp(a, "-o") || !strcmp(a, "--hw") || !strcmp(a, "-j") ||
+                    !strcmp(a, "--max-evals") || !strcmp(a, "--kernel-options");
+        if (takes && i + 1 >= argc) {
+            fprintf(stderr, "npurr calibrate: %s needs a value\n", a);
+            calibrate_usage(stderr);
+            return EXIT_USAGE;
+        }
+        if (!strcmp(a, "-o")) out = argv[++i];
+        else if (!strcmp(a, "--hw")) hw_file = argv[++i];
+        else if (!strcmp(a, "--kernel-options")) kernel_options = argv[++i];
+        else if (!strcmp(a, "-j")) {
+            if (measured_jobs("calibrate", argv[++i], &jobs)) return EXIT_USAGE;
+        } else if (!strcmp(a, "--max-evals")) {
+            char *end = NULL;
+            long v = strtol(argv[++i], &end, 10);
+            if (end == argv[i] || *end || v < 3 || v > 100000) {
+                fprintf(stderr, "npurr calibrate: --max-evals: '%s' is not a number between 3 "
+                        "and 100000\n", argv[i]);
+                return EXIT_USAGE;
+            }
+            max_evals = (int)v;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "npurr calibrate: unknown option '%s'\n", a);
+            calibrate_usage(stderr);
+            return EXIT_USAGE;
+        } else if (!file) {
+            file = a;
+        } else {
+            fprintf(stderr, "npurr calibrate: one measured file only ('%s' and '%s')\n", file, a);
+            return EXIT_USAGE;
+        }
+    }
+    if (!file || !out) {
+        fprintf(stderr, "npurr calibrate: %s\n", !file ? "give the measured-times CSV"
+                                                         : "-o OUT.hw is required");
+        calibrate_usage(stderr);
+        return EXIT_USAGE;
+    }
+    struct stat a, b;
+    if (stat(file, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+        fprintf(stderr, "npurr calibrate: -o %s is the measured file itself\n", out);
+        return EXIT_USAGE;
+    }
+    fidelity_table t;
+    engine_hw start;
+    int rc = measured_load("calibrate", file, kernel_options, hw_file, &t, &start);
+    if (rc) return rc;
+    fidelity_result *before = calloc((size_t)t.n, sizeof *before);
+    fidelity_result *after = calloc((size_t)t.n, sizeof *after);
+    char err[2048];
+    if (!before || !after) {
+        fprintf(stderr, "npurr calibrate: out of memory\n");
+        rc = EXIT_ERROR;
+        goto done;
+    }
+    fprintf(stderr, "calibrate: running the %d row%s at the start parameters\n", t.n,
+            t.n == 1 ? "" : "s");
+    if (measured_run_all(&t, &start, jobs, before)) {
+        measured_print(stdout, &t, before, NULL);
+        for (int i = 0; i < t.n; i++)
+            if (t.rows[i].covered && !before[i].ok) {
+                fprintf(stderr, "npurr calibrate: %s\n", before[i].error);
+                break;
+            }
+        rc = EXIT_ERROR;
+        goto done;
+    }
+    progress pr = {isatty(2), 0};
+    fidelity_fit_opts fo = {.jobs = jobs, .max_evals = max_evals, .progress = on_progress,
+                            .ctx = &pr};
+    fidelity_fit_result fr;
+    if (fidelity_fit(&t, &start, &fo, &fr, err, sizeof err) != SESSION_OK) {
+        if (pr.tty) fputc('\n', stderr);
+        fprintf(stderr, "npurr calibrate: %s\n", err);
+        rc = EXIT_ERROR;
+        goto done;
+    }
+    if (pr.tty) fputc('\n', stderr);
+    int after_failed = measured_run_all(&t, &fr.hw, jobs, after);
+    if (write_hw(out, file, &fr.hw, &fr, hw_file, err, sizeof err)) {
+        fprintf(stderr, "npurr calibrate: %s\n", err);
+        rc = EXIT_ERROR;
+        goto done;
+    }
+    printf("npurr calibrate %s: %d training row%s, %d evaluation%s\n", file, fr.train_rows,
+           fr.train_rows == 1 ? "" : "s", fr.evals, fr.evals == 1 ? "" : "s");
+    printf("%-28s %14s %14s %8s\n", "fitted parameter", "start", "fitted", "factor");
+    for (int i = 0; i < fr.nparams; i++) {
+        const engine_hw_param *p = fr.params[i];
+        double a = *(const double *)((const char *)&start + p->offset);
+        double b = *(const double *)((const char *)&fr.hw + p->offset);
+        printf("%-28s %14.6g %14.6g %8.3f  %s\n", p->key, a, b, b / a, p->unit);
+    }
+    printf("error (sum of log(npurr/measured)^2 over the training rows): %.6g before, %.6g "
+           "after\n", fr.error_start, fr.error_fit);
+    measured_print(stdout, &t, before, after);
+    printf("wrote %s (npurr record --hw %s ...)\n", out, out);
+    if (after_failed) {   /* a validation row the fitted values break: written, but an error */
+        for (int i = 0; i < t.n; i++)
+            if (t.rows[i].covered && !after[i].ok) {
+                fprintf(stderr, "npurr calibrate: under the fitted values %s\n", after[i].error);
+                break;
+            }
+        rc = EXIT_ERROR;
+    }
+done:
+    free(before);
+    free(after);
+    fidelity_table_free(&t);
+    return rc;
+}
