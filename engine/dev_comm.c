@@ -111,7 +111,7 @@ static void rdma_post(core *c, xfer *x, int dst_rank, dev_site s) {
     x->pipe = PIPE_NIC;
     x->site = eng_site(c->e, s);
     x->peer = dst_rank;
-    eng_rdma_post(c, x, aicpu_slot(c));
+    eng_rdma_post(c, x, c->e->cfg.rdma_posted_by_core ? c->now : aicpu_slot(c));
 }
 
 void dev_rdma_write(gm_t dst, gm_t src, uint64_t bytes, dev_site s) {

@@ -138,6 +138,10 @@ typedef struct engine_config {
     uint64_t pct_span;
     uint64_t pct_delay_ps;
     engine_hw hw;
+    /* Replay of a run recorded before the AICPU posted RDMA operations
+     * (no hw.nic_message_ns in its header): the core rings the NIC itself,
+     * as the engine that recorded it did. Never set for a new run. */
+    int rdma_posted_by_core;
 } engine_config;
 
 const char *engine_payload_name(engine_payload p);

@@ -48,6 +48,13 @@ static char *hw_keys(const engine_hw *hw, char *err, size_t errlen) {
     return text;
 }
 
+/* Keys whose absence from a header says exactly how the run behaved: set
+ * after the loop (replay_config_from_meta's end), not warned about. */
+static int legacy_value(const engine_config *cfg, const char *key) {
+    (void)cfg;
+    return !strcmp(key, "nic_message_ns") || !strcmp(key, "mte_hccs_bytes_per_cycle");
+}
+
 int replay_config_from_meta(rec_reader *r, engine_config *cfg, char *note, size_t notelen,
                             char *err, size_t errlen) {
     if (note && notelen) note[0] = 0;
@@ -108,6 +115,7 @@ int replay_config_from_meta(rec_reader *r, engine_config *cfg, char *note, size_
             snprintf(name, sizeof name, "hw.%s", param->old_key);
             v = rec_reader_meta(r, name);
         }
+        if (!v && legacy_value(cfg, line)) continue;   /* reproduced exactly, below */
         if (!v) {
             /* A parameter added after the recording: the recorded run used
              * no such figure, so the default is the best reconstruction;
@@ -126,5 +134,14 @@ int replay_config_from_meta(rec_reader *r, engine_config *cfg, char *note, size_
         }
     }
     free(keys);
+    if (rc == 0 && !rec_reader_meta(r, "hw.nic_message_ns")) {
+        /* Recorded before the NIC's message cost and the AICPU's posting of
+         * RDMA existed, and before a core's rate over HCCS had its own key:
+         * set them so the run behaves as that engine did. */
+        cfg->hw.nic_message_ns = 0;
+        cfg->rdma_posted_by_core = 1;
+        if (!rec_reader_meta(r, "hw.mte_hccs_bytes_per_cycle"))
+            cfg->hw.mte_hccs_bytes_per_cycle = cfg->hw.mte_bytes_per_cycle;
+    }
     return rc;
 }

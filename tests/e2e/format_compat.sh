@@ -24,8 +24,14 @@ cp "$here/../data/format4_combine/trace.zst" "$old/"
 grep -q '^versions     format 4,' "$tmp/info" || fail "info does not say format 4: $(cat "$tmp/info")"
 
 new=$tmp/new
+# The same run now, under the timing values the fixture was recorded with
+# (its header's hw.*; the keys added since, as that engine behaved: no NIC
+# message cost, a core's rate over HCCS its local rate).
+"$NPURR" sql "$old" --csv "SELECT substr(key, 4) || '=' || value FROM meta WHERE key LIKE 'hw.%'" |
+    tail -n +2 >"$tmp/old.hw"
+printf 'nic_message_ns=1e-9\nmte_hccs_bytes_per_cycle=64\n' >>"$tmp/old.hw"
 "$NPURR" record -k combine-sender --npus-per-node 2 --tokens 64 --hidden 1024 --topk 2 \
-    --experts 8 --staging-bytes 65536 --ring-bytes 65536 -o "$new" >"$tmp/out" 2>&1 ||
+    --experts 8 --staging-bytes 65536 --ring-bytes 65536 --hw "$tmp/old.hw" -o "$new" >"$tmp/out" 2>&1 ||
     fail "record: $(cat "$tmp/out")"
 "$NPURR" info "$new" | grep -q '^versions     format 5,' || fail "a new run is not format 5"
 for r in old new; do

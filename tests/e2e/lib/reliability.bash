@@ -11,6 +11,14 @@ small_run() {
         >"$work/rec.out" 2>&1 || { cat "$work/rec.out" >&2; fail "recording $1 failed"; }
 }
 
+# How many wake_events a small_run has when derived as usual: the derived
+# tables follow the timing model, so the scripts compare with this count
+# rather than with a number written down once.
+small_run_wakes() {
+    small_run "$work/wakes_ref"
+    "$npurr" sql "$work/wakes_ref" --csv "SELECT count(*) FROM wake_events" 2>/dev/null | tail -1
+}
+
 # frame_bounds RUN: "offset length" of every chunk frame, in file order.
 frame_bounds() {
     python3 - "$1/index.db" <<'PY'
