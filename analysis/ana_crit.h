@@ -40,7 +40,9 @@ typedef struct ana_crit_ev {
  * (engine/cluster.c): transfers' latencies and nominal durations. */
 typedef struct ana_crit_model {
     uint64_t mte_lat, hccs_lat, rdma_lat, xcore_lat, barrier_lat;
-    double mte_ppb, hbm_ppb, hccs_ppb, nic_ppb;   /* ps per byte */
+    double mte_ppb, mte_hccs_ppb;                  /* ps per byte: a core's MTE queue to
+                                                      its own GM, to a peer's */
+    double hbm_ppb, hccs_ppb, nic_ppb;
     double jitter;                                  /* config.jitter */
     int npus_per_node;
     int num_aic;                                    /* for core names */

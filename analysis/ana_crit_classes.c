@@ -21,8 +21,10 @@ typedef struct class_info {
 
 static const class_info classes[] = {
     {"hbm", "HBM bandwidth of a rank", {{"hbm_gbytes_per_s", 2}, {NULL, 0}}},
-    {"mte", "a core's MTE queue: its bandwidth and the GM access latency",
-     {{"mte_bytes_per_cycle", 2}, {"mte_latency_ns", 0.5}, {NULL, 0}}},
+    {"mte", "a core's MTE queue: its bandwidth (to its own GM and to a peer's) and the GM "
+     "access latency",
+     {{"mte_bytes_per_cycle", 2}, {"mte_hccs_bytes_per_cycle", 2}, {"mte_latency_ns", 0.5},
+      {NULL, 0}}},
     {"hccs", "an HCCS peer link's bandwidth", {{"hccs_link_gbytes_per_s", 2}, {NULL, 0}}},
     {"hccs_latency", "HCCS one-way latency", {{"hccs_latency_ns", 0.5}, {NULL, 0}}},
     {"nic", "a RoCE NIC's bandwidth (tx or rx)", {{"roce_gbytes_per_s", 2}, {NULL, 0}}},

@@ -54,6 +54,7 @@ static void load_model(rec_reader *r, ana_crit_model *m) {
     m->xcore_lat = ns_to_ps(hw.crosscore_latency_ns);
     m->barrier_lat = ns_to_ps(hw.barrier_latency_ns);
     m->mte_ppb = ps_per_cycle / hw.mte_bytes_per_cycle;
+    m->mte_hccs_ppb = ps_per_cycle / hw.mte_hccs_bytes_per_cycle;
     m->hbm_ppb = 1000.0 / hw.hbm_gbps;
     m->hccs_ppb = 1000.0 / hw.hccs_link_gbps;
     m->nic_ppb = 1000.0 / hw.roce_gbps;

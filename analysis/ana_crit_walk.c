@@ -201,7 +201,8 @@ static void serial_back(walk *w, uint64_t done) {
      * (peer) and, to a peer, the HCCS link in the direction of the data. */
     int remote = d->peer != d->rank;
     int reads = d->sub == XFER_MTE2 || d->sub == XFER_HCCS_GET;
-    uint64_t b = nominal(m->mte_ppb, d->len), h = nominal(m->hbm_ppb, d->len);
+    uint64_t b = nominal(remote ? m->mte_hccs_ppb : m->mte_ppb, d->len);
+    uint64_t h = nominal(m->hbm_ppb, d->len);
     uint64_t l = remote ? nominal(m->hccs_ppb, d->len) : 0;
     int shared_cls = remote && l >= h ? CRIT_HCCS : CRIT_HBM;
     uint64_t shared = shared_cls == CRIT_HCCS ? l : h;

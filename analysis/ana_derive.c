@@ -11,12 +11,20 @@
  * Speed: derive runs inside every `npurr record`, so it is built to write
  * millions of rows fast: the events pass reads the trace directly, rows go
  * out in multi-row INSERTs, indexes are made after their tables are full,
- * and the connection runs without a rollback journal or fsync while it
- * writes (index.db is derived data; the recorder's own tables are only
- * touched by the causes' UPDATE). Without a journal a failure cannot roll
- * back, so the first thing derive does is remove meta analysis.version and
- * the last is to set it: an index whose derive failed half-way says it is
- * not derived, and the next `stats`, `sql` or `export` derives it again.
+ * and the transaction is one, with a large page cache.
+ *
+ * Safety: derive writes into RUN/index.db in place, which readers share,
+ * so it keeps a rollback journal (index.db-journal, synced before the
+ * index is overwritten) and rolls the whole transaction back on any
+ * failure. A derive killed half-way (kill -9, a crash) leaves a hot
+ * journal that the next connection able to write rolls back
+ * (rec_index_open_ro does it for readers); a full disk fails the
+ * transaction and SQLite's rollback truncates what it appended. Either way
+ * index.db is the index it was before, never half a derive. Most of what
+ * derive writes is new pages past the old end of the file, which need no
+ * journal, so the journal stays a fraction of the index. Belt and braces:
+ * the first thing derive does is remove meta analysis.version and the last
+ * is to set it, inside the transaction.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,8 +102,12 @@ int ana_derive_db_from(sqlite3 *db, const char *dir, char *err, size_t errlen) {
     char journal[32], sync[32];
     pragma_text(db, "PRAGMA journal_mode", journal, sizeof journal);
     pragma_text(db, "PRAGMA synchronous", sync, sizeof sync);
-    sqlite3_exec(db, "PRAGMA cache_size = -65536; PRAGMA journal_mode = OFF;"
-                 " PRAGMA synchronous = OFF", NULL, NULL, NULL);
+    char inner[256];
+    if (ana_exec(db, "PRAGMA cache_size = -65536; PRAGMA journal_mode = DELETE;"
+                 " PRAGMA synchronous = NORMAL", inner, sizeof inner)) {
+        ana_err(err, errlen, "cannot set up a rollback journal: %s", inner);
+        return -1;
+    }
     int rc = ana_exec(db, "BEGIN IMMEDIATE;"
                       "DELETE FROM meta WHERE key IN ('analysis.version', 'analysis.trace_fingerprint');",
                       err, errlen);
@@ -112,17 +124,18 @@ int ana_derive_db_from(sqlite3 *db, const char *dir, char *err, size_t errlen) {
                           "'analysis.trace_fingerprint', value FROM meta "
                           "WHERE key = 'trace_fingerprint'", err, errlen);
     }
-    /* Without a journal there is nothing to roll back to: commit what was
-     * written, which lacks analysis.version if a step failed. */
+    /* All or nothing: a failed step (a full disk among them, where SQLite
+     * may already have rolled back) leaves the index as it was. */
     if (sqlite3_get_autocommit(db) == 0) {
-        char inner[256];
-        if (ana_exec(db, "COMMIT", inner, sizeof inner) && !rc) {
+        if (!rc && ana_exec(db, "COMMIT", inner, sizeof inner)) {
             ana_err(err, errlen, "%s", inner);
             rc = -1;
         }
+        if (rc && sqlite3_get_autocommit(db) == 0)
+            sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
     }
     char restore[128];
-    if (journal[0] && strcmp(journal, "off") != 0) {
+    if (journal[0] && strcmp(journal, "delete") != 0) {
         snprintf(restore, sizeof restore, "PRAGMA journal_mode = %s", journal);
         sqlite3_exec(db, restore, NULL, NULL, NULL);
     }

@@ -11,9 +11,12 @@
  *      ANA_VERSION and analysis.trace_fingerprint equals the index's
  *      trace_fingerprint (ana_derive_db stamps it); then they are used.
  *   3. Otherwise they are derived: into RUN/index.db itself when the run
- *      folder is writable, else into a private per-user cache database, a
- *      copy of RUN/index.db with the derived tables added, so a read-only
- *      run (another user's, a shared folder) can still be queried. The
+ *      folder is writable (in one transaction with a rollback journal, so
+ *      a kill or a full disk leaves the index as it was: ana_derive.c),
+ *      else, or when the disk has no room for them, into a private
+ *      per-user cache database, a copy of RUN/index.db with the derived
+ *      tables added, so a read-only run (another user's, a shared folder)
+ *      or a run on a full disk can still be queried. The
  *      cache file is named by the trace's fingerprint, so a cache entry can
  *      never be served for another trace; it lives in
  *      $XDG_CACHE_HOME/npurr, else $HOME/.cache/npurr, else
@@ -22,8 +25,10 @@
  * Every reader (stats, sql, export, record's summary, the SQLite extension)
  * goes through ana_ensure_fresh, so none can bypass these checks.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,16 +64,7 @@ static void copy_str(char *out, size_t len, const char *src) {
 }
 
 static int open_ro(const char *path, sqlite3 **db, char *err, size_t errlen) {
-    *db = NULL;
-    if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
-        SQLITE_OK) {
-        ana_err(err, errlen, "%s: %s", path, *db ? sqlite3_errmsg(*db) : "cannot open");
-        sqlite3_close(*db);
-        *db = NULL;
-        return -1;
-    }
-    sqlite3_busy_timeout(*db, 5000);
-    return 0;
+    return rec_index_open_ro(path, db, err, errlen);
 }
 
 /* Derives into the database at path (read-write), reading run_dir's trace. */
@@ -81,9 +77,10 @@ static int derive_into(const char *path, const char *run_dir, char *err, size_t 
     return rc;
 }
 
-/* A private directory for derived copies of read-only runs: created 0700,
- * and used only if it is ours and nobody else can write into it. */
-static int cache_dir(char *out, size_t len, char *err, size_t errlen) {
+/* A private directory for derived copies of read-only runs: created 0700
+ * (unless create is 0: only looking for an existing entry), and used only
+ * if it is ours and nobody else can write into it. */
+static int cache_dir(int create, char *out, size_t len, char *err, size_t errlen) {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     const char *tmp = getenv("TMPDIR");
     char cand[3][4096];
@@ -97,11 +94,11 @@ static int cache_dir(char *out, size_t len, char *err, size_t errlen) {
         char parent[4096];
         copy_str(parent, sizeof parent, cand[i]);
         char *slash = strrchr(parent, '/');
-        if (slash && slash != parent) {
+        if (create && slash && slash != parent) {
             *slash = 0;
             if (mkdir(parent, 0700) != 0 && errno != EEXIST) continue;
         }
-        if (mkdir(cand[i], 0700) != 0 && errno != EEXIST) continue;
+        if (create && mkdir(cand[i], 0700) != 0 && errno != EEXIST) continue;
         struct stat st;
         if (lstat(cand[i], &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
             (st.st_mode & 077) || access(cand[i], W_OK | X_OK) != 0)
@@ -149,34 +146,72 @@ static int copy_file(const char *from, const char *to_tmpl, char *to, size_t tol
     return rc;
 }
 
-/* Derived tables of a read-only run: a copy of its index, derived once per
- * trace fingerprint, in the user's cache. */
-static int ensure_cached(const char *run_dir, const char *index, const char *fp,
-                         const rec_fingerprint *f, ana_source *src, char *err, size_t errlen) {
+/* The cache entry for a trace: named by its fingerprint and ANA_VERSION. */
+static int cache_path(int create, const rec_fingerprint *f, char *dir, size_t dirlen,
+                      char *path, size_t pathlen, char *err, size_t errlen) {
+    if (cache_dir(create, dir, dirlen, err, errlen)) return -1;
+    snprintf(path, pathlen, "%s/%016llx-%llu-a%d.db", dir, (unsigned long long)f->hash,
+             (unsigned long long)f->bytes, ANA_VERSION);
+    return 0;
+}
+
+/* 1 when the cache entry at path holds fresh tables of the trace fp. */
+static int cache_fresh(const char *path, const char *fp) {
+    sqlite3 *db = NULL;
+    char inner[512];
+    if (access(path, R_OK) != 0 || open_ro(path, &db, inner, sizeof inner) != 0) {
+        sqlite3_close(db);
+        return 0;
+    }
+    char stored[160];
+    rec_index_meta_text(db, "trace_fingerprint", stored, sizeof stored);
+    int ok = strcmp(stored, fp) == 0 && analysis_fresh(db, fp);
+    sqlite3_close(db);
+    return ok;
+}
+
+/* Temporary copies of killed derives (".derive-PID-XXXXXX" and their
+ * journals, made by npurr in its own cache directory) whose process is
+ * gone: removed, so kill -9 does not fill the cache. Nothing else is ever
+ * touched. */
+static void remove_stale_derives(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        /* .derive-PID-XXXXXX, or its journal .derive-PID-XXXXXX-journal */
+        long pid;
+        int at = 0;
+        if (sscanf(e->d_name, ".derive-%ld-%n", &pid, &at) != 1 || pid <= 0 || !at) continue;
+        const char *rest = e->d_name + at;
+        if (strlen(rest) < 6 || (rest[6] && strcmp(rest + 6, "-journal") != 0)) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+}
+
+/* Derived tables of a run whose index.db cannot take them (a read-only
+ * run, a full disk): a copy of its index, derived once per trace
+ * fingerprint, in the user's cache. why says which, for the message. */
+static int derive_cached(const char *run_dir, const char *index, const rec_fingerprint *f,
+                         const char *why, ana_source *src, char *err, size_t errlen) {
     char dir[4096], inner[1024];
-    if (cache_dir(dir, sizeof dir, inner, sizeof inner)) {
-        ana_err(err, errlen, "%s is read-only and its analysis tables are not derived: %s",
-                run_dir, inner);
+    if (cache_path(1, f, dir, sizeof dir, src->db_path, sizeof src->db_path, inner,
+                   sizeof inner)) {
+        ana_err(err, errlen, "%s %s and its analysis tables are not derived: %s", run_dir, why,
+                inner);
         return -1;
     }
-    snprintf(src->db_path, sizeof src->db_path, "%s/%016llx-%llu-a%d.db", dir,
-             (unsigned long long)f->hash, (unsigned long long)f->bytes, ANA_VERSION);
-    sqlite3 *db = NULL;
-    if (access(src->db_path, R_OK) == 0 && open_ro(src->db_path, &db, inner, sizeof inner) == 0) {
-        char stored[160];
-        rec_index_meta_text(db, "trace_fingerprint", stored, sizeof stored);
-        int ok = strcmp(stored, fp) == 0 && analysis_fresh(db, fp);
-        sqlite3_close(db);
-        if (ok) {
-            src->cached = 1;
-            return 0;
-        }
-    }
-    fprintf(stderr, "npurr: %s is read-only: deriving its analysis tables into %s\n", run_dir,
+    remove_stale_derives(dir);
+    fprintf(stderr, "npurr: %s %s: deriving its analysis tables into %s\n", run_dir, why,
             src->db_path);
     char tmpl[4200], tmp[4200];
-    snprintf(tmpl, sizeof tmpl, "%s/.derive-XXXXXX", dir);
+    snprintf(tmpl, sizeof tmpl, "%s/.derive-%ld-XXXXXX", dir, (long)getpid());
     if (copy_file(index, tmpl, tmp, sizeof tmp, err, errlen)) return -1;
+    inner[0] = 0;
     if (derive_into(tmp, run_dir, inner, sizeof inner) || rename(tmp, src->db_path) != 0) {
         if (!inner[0]) copy_str(inner, sizeof inner, strerror(errno));
         ana_err(err, errlen, "%s: deriving analysis tables into %s: %s", run_dir, src->db_path,
@@ -188,7 +223,13 @@ static int ensure_cached(const char *run_dir, const char *index, const char *fp,
     return 0;
 }
 
-int ana_ensure_fresh(const char *run_dir, ana_source *src, char *err, size_t errlen) {
+/* SQLite's words for a write that found no room. */
+static int no_room(const char *msg) {
+    return strstr(msg, "database or disk is full") || strstr(msg, "No space left");
+}
+
+static int ensure_fresh(const char *run_dir, int flags, ana_source *src, char *err,
+                        size_t errlen) {
     memset(src, 0, sizeof *src);
     char index[4096], inner[1400];
     if (snprintf(index, sizeof index, "%s/index.db", run_dir) >= (int)sizeof index) {
@@ -231,21 +272,59 @@ int ana_ensure_fresh(const char *run_dir, ana_source *src, char *err, size_t err
     sqlite3_close(db);
     if (fresh) return 0;
 
+    rec_fingerprint f;
+    char trace[4200], dir[4096], cached[4200];
+    snprintf(trace, sizeof trace, "%s/trace.zst", run_dir);
+    if (rec_trace_fingerprint(trace, &f, err, errlen)) return -1;
+    /* Derived before into the cache (the run read-only or its disk full
+     * then): served from there. */
+    if (cache_path(0, &f, dir, sizeof dir, cached, sizeof cached, inner, sizeof inner) == 0 &&
+        cache_fresh(cached, src->trace_fingerprint)) {
+        snprintf(src->db_path, sizeof src->db_path, "%s", cached);
+        src->cached = 1;
+        return 0;
+    }
+    if (flags & ANA_OPEN_NO_DERIVE) {
+        ana_err(err, errlen, "%s: its analysis tables are not derived yet, and this connection "
+                "may not write them (a read-only connection); run `npurr stats %s` once, or "
+                "open index.db read-write", run_dir, run_dir);
+        return -1;
+    }
     if (access(index, W_OK) == 0 && access(run_dir, W_OK) == 0) {
         /* Seconds at tens of millions of events: say what the wait is for. */
         fprintf(stderr, "npurr: deriving the analysis tables of %s (first use, %lld events)\n",
                 run_dir, (long long)events);
-        if (derive_into(index, run_dir, inner, sizeof inner)) {
+        if (derive_into(index, run_dir, inner, sizeof inner) == 0) return 0;
+        if (!no_room(inner)) {
             ana_err(err, errlen, "%s: deriving analysis tables: %s", run_dir, inner);
             return -1;
         }
-        return 0;
+        /* The transaction was rolled back: index.db is as it was. */
+        return derive_cached(run_dir, index, &f, "has no room for its analysis tables", src,
+                             err, errlen);
     }
-    rec_fingerprint f;
-    char trace[4200];
-    snprintf(trace, sizeof trace, "%s/trace.zst", run_dir);
-    if (rec_trace_fingerprint(trace, &f, err, errlen)) return -1;
-    return ensure_cached(run_dir, index, src->trace_fingerprint, &f, src, err, errlen);
+    return derive_cached(run_dir, index, &f, "is read-only", src, err, errlen);
+}
+
+int ana_ensure_fresh(const char *run_dir, ana_source *src, char *err, size_t errlen) {
+    return ana_ensure_fresh_flags(run_dir, 0, src, err, errlen);
+}
+
+/* `record --force` swaps a whole run folder in by rename while a reader
+ * opens index.db and trace.zst by name, one after the other: a reader
+ * caught between them sees an index and a trace of two runs. When the
+ * folder was replaced while a step ran, the step is run again on the run
+ * now in place (a few times: each retry needs another swap). */
+enum { SWAP_RETRIES = 3 };
+
+int ana_ensure_fresh_flags(const char *run_dir, int flags, ana_source *src, char *err,
+                           size_t errlen) {
+    for (int attempt = 0;; attempt++) {
+        uint64_t before = rec_run_identity(run_dir);
+        int rc = ensure_fresh(run_dir, flags, src, err, errlen);
+        if (!rc || attempt == SWAP_RETRIES || !before || rec_run_identity(run_dir) == before)
+            return rc;
+    }
 }
 
 /* Connection policy of `npurr sql`: nothing a query does may write a file
@@ -259,17 +338,40 @@ static int deny_outside(void *ctx, int action, const char *a, const char *b, con
     return SQLITE_OK;
 }
 
+/* Opens what ana_ensure_fresh found, and checks it is still that: the
+ * index served must be the one whose trace and tables were checked. */
+static int open_checked(const char *run_dir, int flags, sqlite3 **out, ana_source *src,
+                        char *err, size_t errlen) {
+    if (ana_ensure_fresh_flags(run_dir, flags, src, err, errlen)) return -1;
+    sqlite3 *db = NULL;
+    if (open_ro(src->db_path, &db, err, errlen)) return -1;
+    char stored[160];
+    rec_index_meta_text(db, "trace_fingerprint", stored, sizeof stored);
+    if (strcmp(stored, src->trace_fingerprint) != 0 ||
+        !analysis_fresh(db, src->trace_fingerprint)) {
+        ana_err(err, errlen, "%s changed while it was opened (another record --force?): run "
+                "the command again", run_dir);
+        sqlite3_close(db);
+        return -1;
+    }
+    if (rec_register_events_vtab(db, run_dir, err, errlen)) {
+        sqlite3_close(db);
+        return -1;
+    }
+    *out = db;
+    return 0;
+}
+
 int ana_open_fresh(const char *run_dir, int flags, sqlite3 **out, ana_source *src, char *err,
                    size_t errlen) {
     *out = NULL;
     ana_source local;
     if (!src) src = &local;
-    if (ana_ensure_fresh(run_dir, src, err, errlen)) return -1;
     sqlite3 *db = NULL;
-    if (open_ro(src->db_path, &db, err, errlen)) return -1;
-    if (rec_register_events_vtab(db, run_dir, err, errlen)) {
-        sqlite3_close(db);
-        return -1;
+    for (int attempt = 0;; attempt++) {
+        uint64_t before = rec_run_identity(run_dir);
+        if (open_checked(run_dir, flags, &db, src, err, errlen) == 0) break;
+        if (attempt == SWAP_RETRIES || !before || rec_run_identity(run_dir) == before) return -1;
     }
     if (flags & ANA_OPEN_QUERY_ONLY) {
         if (ana_exec(db, "PRAGMA query_only = 1", err, errlen)) {

@@ -77,7 +77,7 @@ static int parse_uint(const char **p, unsigned long *out) {
 
 int ana_parse_ranks(const char *text, uint8_t *bitmap, size_t nbits, char *err,
                     size_t errlen) {
-    memset(bitmap, 0, (nbits + 7) / 8);
+    if (bitmap) memset(bitmap, 0, (nbits + 7) / 8);
     const char *p = text ? text : "";
     if (!*p) {
         ana_err(err, errlen, "empty rank list: expected e.g. 0,3-5");
@@ -91,12 +91,15 @@ int ana_parse_ranks(const char *text, uint8_t *bitmap, size_t nbits, char *err,
             p++;
             if (parse_uint(&p, &hi) != 0 || hi < lo) goto bad;
         }
-        if (hi >= nbits) {
+        if (!bitmap) {
+            /* syntax only: which ranks exist is the run's to say */
+        } else if (hi >= nbits) {
             ana_err(err, errlen, "rank %lu in '%s' does not exist: the run has %zu ranks (0-%zu)",
                     hi, text, nbits, nbits ? nbits - 1 : 0);
             return -1;
         }
-        for (unsigned long r = lo; r <= hi; r++) bitmap[r / 8] |= (uint8_t)(1u << (r % 8));
+        for (unsigned long r = lo; bitmap && r <= hi; r++)
+            bitmap[r / 8] |= (uint8_t)(1u << (r % 8));
         if (*p == '\0') return 0;
         if (*p != ',') goto bad;
         p++;

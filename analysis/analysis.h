@@ -40,7 +40,7 @@
 #include <sqlite3.h>
 
 /* Bumped when the derived tables change shape (meta key analysis.version). */
-#define ANA_VERSION 4
+#define ANA_VERSION 5
 
 /* ------------------------------------------------------------ derive/open */
 
@@ -91,7 +91,13 @@ int ana_ensure_fresh(const char *run_dir, ana_source *src, char *err, size_t err
  * vtab registered over RUN/trace.zst. ANA_OPEN_QUERY_ONLY (npurr sql) also
  * sets PRAGMA query_only and refuses ATTACH, DETACH and PRAGMA assignments.
  * src may be NULL. */
-enum { ANA_OPEN_QUERY_ONLY = 1 };
+enum { ANA_OPEN_QUERY_ONLY = 1, ANA_OPEN_NO_DERIVE = 2 };
+/* ana_ensure_fresh with ANA_OPEN_NO_DERIVE in flags: fresh tables (in the
+ * index or the cache) are served, missing ones are an error instead of
+ * being derived (a reader that must not write, such as the extension on a
+ * read-only connection). */
+int ana_ensure_fresh_flags(const char *run_dir, int flags, ana_source *src, char *err,
+                           size_t errlen);
 int ana_open_fresh(const char *run_dir, int flags, sqlite3 **db, ana_source *src, char *err,
                    size_t errlen);
 /* ana_open_fresh(run_dir, 0, db, NULL, ...). */
@@ -277,7 +283,7 @@ void ana_format_ps(double ps, char *buf, size_t len);
 /* Accepts "12345" (ps), "10ps", "1.5ns", "10us", "2ms", "1s". */
 int ana_parse_time(const char *text, uint64_t *ps, char *err, size_t errlen);
 /* "0,3-5" -> bitmap over ranks [0, nbits); -1 with err on a malformed list
- * or a rank >= nbits. */
+ * or a rank >= nbits. A NULL bitmap checks the syntax only (any rank). */
 int ana_parse_ranks(const char *text, uint8_t *bitmap, size_t nbits, char *err,
                     size_t errlen);
 

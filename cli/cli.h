@@ -16,7 +16,8 @@
 
 /* Exit codes (DESIGN.md); a session's error codes are numbered the same. */
 enum { EXIT_DONE = 0, EXIT_ERROR = SESSION_ERROR, EXIT_USAGE = SESSION_USAGE, EXIT_DEADLOCK = 3,
-       EXIT_CHECK = 4, EXIT_DIVERGED = SESSION_DIVERGED, EXIT_RACES = 6 };
+       EXIT_CHECK = 4, EXIT_DIVERGED = SESSION_DIVERGED, EXIT_RACES = 6,
+       EXIT_INTERRUPTED = 130 /* replay stopped by Ctrl-C or SIGTERM (128 + SIGINT) */ };
 
 /* Each takes its subcommand's argv (argv[0] the subcommand's name), inside
  * the whole command line: argv[-1] is the program, which `record` keeps in
@@ -52,16 +53,36 @@ void cli_csv_field(FILE *out, const char *s);
 struct sqlite3;
 int sql_shell(struct sqlite3 *db, const char *run, int csv, FILE *in, FILE *out);
 
-/* Closes an output opened with ana_output_open after the work that wrote it
- * returned rc (0 ok, err filled otherwise): a failed or unclosable output is
- * removed, unless it is standard output. Returns 0, or -1 with err. */
-int cli_output_finish(FILE *out, const char *path, int rc, char *err, size_t errlen);
+/* An output file of a command (output_path.c): "-" is standard output; an
+ * existing device, FIFO or socket is written in place; anything else is
+ * written to a temporary file npurr creates beside the target (a symlink's
+ * target, so the link stays) and renamed over it by cli_output_finish.
+ * Returns the stream, or NULL with err. */
+typedef struct cli_output {
+    FILE *f;
+    const char *path;      /* as the user gave it */
+    char target[4096];     /* the file replaced on success */
+    char tmp[4200];        /* the temporary file, "" when writing in place */
+    unsigned mode;         /* the mode the output gets */
+} cli_output;
+FILE *cli_output_open(cli_output *o, const char *path, char *err, size_t errlen);
+/* Closes o after the work that wrote it returned rc (0 ok, err filled
+ * otherwise). On success the temporary file replaces the target; on a
+ * failure only the temporary file is removed, never the path the user
+ * gave (a device, a FIFO, a pre-existing file stay as they were). Returns
+ * 0, or -1 with err. */
+int cli_output_finish(cli_output *o, int rc, char *err, size_t errlen);
 
 /* 0 if a command reading run_dir may write out (option names it in the
  * message): not inside the run folder, not a hard link to its files, not a
  * directory; "-" (stdout) is always fine. -1 with err: a usage error. */
 int cli_output_check(const char *run_dir, const char *out, const char *option, char *err,
                      size_t errlen);
+
+/* An integer option's value v (numbers.c): decimal digits only, within
+ * lo..hi, no overflow. 0 with *out, or -1 (the caller names the option). */
+int cli_parse_uint(const char *v, unsigned long long lo, unsigned long long hi,
+                   unsigned long long *out);
 
 /* The exit code of a run that ended as o (`record`, `explore`): 0, 3 for a
  * deadlock or watchdog, 4 for a failed data check, 1 otherwise. */

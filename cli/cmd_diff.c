@@ -81,12 +81,11 @@ int cmd_diff(int argc, char **argv) {
             }
             by = v;
         } else if (is_opt(a, "--top")) {
-            char *end = NULL;
             v = opt_value(argc, argv, &i, "--top");
-            long n = v ? strtol(v, &end, 10) : -1;
-            if (!v || *end || n <= 0) {
-                fprintf(stderr, "npurr diff: --top needs a positive number (got '%s')\n",
-                        v ? v : "");
+            unsigned long long n;
+            if (cli_parse_uint(v, 1, SIZE_MAX / 2, &n)) {
+                fprintf(stderr, "npurr diff: --top needs a positive number below 2^63 (got "
+                        "'%s')\n", v ? v : "");
                 return EXIT_USAGE;
             }
             top = (size_t)n;
@@ -110,8 +109,9 @@ int cmd_diff(int argc, char **argv) {
     }
     char err[2048];
     sqlite3 *db[2] = {NULL, NULL};
+    ana_source src[2];
     for (int s = 0; s < 2; s++)
-        if (ana_open_derived(runs[s], &db[s], err, sizeof err)) {
+        if (ana_open_fresh(runs[s], 0, &db[s], &src[s], err, sizeof err)) {
             fprintf(stderr, "npurr diff: %s\n", err);
             sqlite3_close(db[0]);
             return EXIT_ERROR;
@@ -134,5 +134,12 @@ int cmd_diff(int argc, char **argv) {
     }
     sqlite3_close(db[0]);
     sqlite3_close(db[1]);
+    /* A truncated run is compared as far as it goes, and said so. */
+    for (int s = 0; s < 2; s++)
+        if (src[s].partial) {
+            fflush(stdout);
+            fprintf(stderr, "npurr diff: %s: %s\n", runs[s], src[s].partial_note);
+            if (rc == EXIT_DONE) rc = EXIT_ERROR;
+        }
     return rc;
 }

@@ -219,9 +219,7 @@ static int parse_explore(int argc, char **argv, explore_opts *xo, words *base, c
             xo->out_dir = v;
             i++;
         } else if (strcmp(a, "--seed") == 0) {
-            char *end = NULL;
-            xo->base_seed = v ? strtoull(v, &end, 10) : 0;
-            if (!v || end == v || *end || v[0] == '-') {
+            if (cli_parse_uint(v, 0, UINT64_MAX, &xo->base_seed)) {
                 snprintf(err, errlen, "--seed: '%s' is not a non-negative integer", v ? v : "");
                 return EXIT_USAGE;
             }

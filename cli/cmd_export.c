@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "recorder/recorder.h"
 #include "cli.h"
 
 static void export_usage(FILE *out) {
@@ -60,7 +61,8 @@ static int ranks_outside_run(const char *run, const char *ranks_text, char *err,
     char path[4200];
     if (snprintf(path, sizeof path, "%s/index.db", run) >= (int)sizeof path) return 0;
     sqlite3 *db = NULL;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    char oerr[1024];
+    if (rec_index_open_ro(path, &db, oerr, sizeof oerr) != 0) {
         sqlite3_close(db);
         return 0;
     }
@@ -152,11 +154,15 @@ static int check_export(const export_args *x) {
         fprintf(stderr, "npurr export: %s\n", err);
         return 2;
     }
+    if (x->o.to_ps && x->o.to_ps < x->o.from_ps) {
+        fprintf(stderr, "npurr export: --to (%llu ps) is before --from (%llu ps)\n",
+                (unsigned long long)x->o.to_ps, (unsigned long long)x->o.from_ps);
+        return 2;
+    }
     if (x->o.ranks) {
         /* The syntax is checked before anything is derived; whether the
          * ranks exist, once the run is open. */
-        static uint8_t any[(1u << 16) / 8];
-        if (ana_parse_ranks(x->o.ranks, any, 1u << 16, err, sizeof err)) {
+        if (ana_parse_ranks(x->o.ranks, NULL, 0, err, sizeof err)) {
             fprintf(stderr, "npurr export: --ranks: %s\n", err);
             return 2;
         }
@@ -183,7 +189,8 @@ int cmd_export(int argc, char **argv) {
     /* A .gz file is compressed as a whole: its packets need no bundles. */
     size_t plen = strlen(x.outpath);
     x.o.raw_packets = plen > 3 && !strcmp(x.outpath + plen - 3, ".gz");
-    FILE *out = ana_output_open(x.outpath, err, sizeof err);
+    cli_output co;
+    FILE *out = cli_output_open(&co, x.outpath, err, sizeof err);
     if (!out) {
         fprintf(stderr, "npurr export: %s\n", err);
         sqlite3_close(db);
@@ -194,7 +201,7 @@ int cmd_export(int argc, char **argv) {
     rc = x.perfetto ? ana_export_perfetto(db, &x.o, out, &n, err, sizeof err)
                     : ana_export_chrome(db, &x.o, out, &n, err, sizeof err);
     sqlite3_close(db);
-    if (cli_output_finish(out, x.outpath, rc, err, sizeof err)) {
+    if (cli_output_finish(&co, rc, err, sizeof err)) {
         fprintf(stderr, "npurr export: %s\n", err);
         return 1;
     }

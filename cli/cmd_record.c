@@ -183,12 +183,12 @@ int cmd_record(int argc, char **argv) {
     run_spec spec;
     int rc = run_spec_from_argv(argc + 1, argv - 1, &spec, err, sizeof err);
     if (rc) {
-        fprintf(stderr, "npurr record: %s\n", err);
+        if (session_process_speaks()) fprintf(stderr, "npurr record: %s\n", err);
         run_spec_free(&spec);
         return rc;
     }
     if (spec.opts.help) {
-        print_help(&spec.opts);
+        if (session_process_speaks()) print_help(&spec.opts);
         run_spec_free(&spec);
         return EXIT_DONE;
     }

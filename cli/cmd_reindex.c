@@ -41,7 +41,8 @@ static int run_completed(const char *run) {
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
     int done = 0;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+    char err[1024];
+    if (rec_index_open_ro(path, &db, err, sizeof err) == 0 &&
         sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'outcome'", -1, &st,
                            NULL) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))

@@ -12,8 +12,12 @@
  */
 #include "cli.h"
 
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include "recorder/recorder.h"
 
 static void print_help(void) {
     printf("usage: npurr replay RUN [--break-at SEQ] [--checkpoint-every N [--max-checkpoints N]]\n"
@@ -46,9 +50,8 @@ static void print_help(void) {
 }
 
 static int parse_count(const char *opt, const char *v, uint64_t *out) {
-    char *end = NULL;
-    unsigned long long x = v ? strtoull(v, &end, 10) : 0;
-    if (!v || end == v || *end || v[0] == '-' || x == 0) {
+    unsigned long long x;
+    if (cli_parse_uint(v, 1, UINT64_MAX, &x)) {
         fprintf(stderr, "npurr replay: %s: '%s' is not a positive integer\n", opt, v ? v : "");
         return -1;
     }
@@ -160,6 +163,26 @@ static int print_verdict(replay_session *s, const replay_run *rr, const replay_c
     return status;
 }
 
+/* Replay needs only trace.zst, the run's source of truth, and checks every
+ * event against it. But an index.db left from another trace (the trace
+ * replaced by another run's) would make every other reader refuse the run,
+ * so an "identical" verdict alone would mislead: say so. */
+static void warn_index_mismatch(const char *run) {
+    char path[4200], err[2048];
+    struct stat st;
+    if (snprintf(path, sizeof path, "%s/index.db", run) >= (int)sizeof path ||
+        stat(path, &st) != 0)
+        return;   /* no index (a recording killed before it): the trace is enough */
+    sqlite3 *db = NULL;
+    if (rec_index_open_ro(path, &db, err, sizeof err) == 0 &&
+        rec_index_matches_trace(db, run, NULL, 0, err, sizeof err) == 0) {
+        sqlite3_close(db);
+        return;
+    }
+    sqlite3_close(db);
+    fprintf(stderr, "npurr replay: warning: %s; the replay below checks trace.zst alone\n", err);
+}
+
 int cmd_replay(int argc, char **argv) {
     replay_cli c;
     int prc = parse_args(argc, argv, &c);
@@ -177,6 +200,7 @@ int cmd_replay(int argc, char **argv) {
         fprintf(stderr, "npurr replay: %s\n", err);
         return EXIT_ERROR;
     }
+    warn_index_mismatch(c.run);
     if (replay_session_note(s)[0])
         fprintf(stderr, "npurr replay: warning: the trace has no value for %s: using this "
                         "build's defaults (timing may differ)\n", replay_session_note(s));
@@ -193,6 +217,12 @@ int cmd_replay(int argc, char **argv) {
     } else {
         if (!rr.ran) fprintf(stderr, "npurr replay: %s\n", rr.error);
         status = print_verdict(s, &rr, &c);
+        /* Stopped by the user: neither a divergence nor a verdict. */
+        if (rr.interrupted) {
+            fflush(stdout);
+            fprintf(stderr, "npurr replay: interrupted (Ctrl-C or SIGTERM)\n");
+            status = EXIT_INTERRUPTED;
+        }
     }
     replay_session_close(s);
     return status;

@@ -64,11 +64,13 @@ int cmd_report(int argc, char **argv) {
         return EXIT_USAGE;
     }
     sqlite3 *db = NULL;
-    if (ana_open_derived(run, &db, err, sizeof err)) {
+    ana_source src;
+    if (ana_open_fresh(run, 0, &db, &src, err, sizeof err)) {
         fprintf(stderr, "npurr report: %s\n", err);
         return EXIT_ERROR;
     }
-    FILE *out = ana_output_open(outpath, err, sizeof err);
+    cli_output co;
+    FILE *out = cli_output_open(&co, outpath, err, sizeof err);
     if (!out) {
         fprintf(stderr, "npurr report: %s\n", err);
         sqlite3_close(db);
@@ -79,10 +81,14 @@ int cmd_report(int argc, char **argv) {
     int to_stdout = out == stdout;
     int rc = ana_report_html(db, name, out, err, sizeof err);
     sqlite3_close(db);
-    if (cli_output_finish(out, outpath, rc, err, sizeof err)) {
+    if (cli_output_finish(&co, rc, err, sizeof err)) {
         fprintf(stderr, "npurr report: %s\n", err);
         return EXIT_ERROR;
     }
     if (!to_stdout) fprintf(stderr, "npurr report: wrote %s\n", outpath);
+    if (src.partial) {
+        fprintf(stderr, "npurr report: %s\n", src.partial_note);
+        return EXIT_ERROR;
+    }
     return EXIT_DONE;
 }

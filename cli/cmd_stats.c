@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "cli.h"
 #include "stats_races.h"
 
 static void stats_usage(FILE *out) {
@@ -73,12 +74,11 @@ static int parse_stats(int argc, char **argv, stats_args *x) {
                 return 2;
             }
         } else if (!strncmp(a, "--top", 5) && (a[5] == 0 || a[5] == '=')) {
-            char *end = NULL;
             v = opt_value(argc, argv, &i, "--top");
-            long n = v ? strtol(v, &end, 10) : -1;
-            if (!v || *end || n <= 0) {
-                fprintf(stderr, "npurr stats: --top needs a positive number (got '%s')\n",
-                        v ? v : "");
+            unsigned long long n;
+            if (cli_parse_uint(v, 1, SIZE_MAX / 2, &n)) {
+                fprintf(stderr, "npurr stats: --top needs a positive number below 2^63 (got "
+                        "'%s')\n", v ? v : "");
                 return 2;
             }
             x->top = (size_t)n;

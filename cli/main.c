@@ -2,6 +2,7 @@
  * main.c - the `npurr` executable: one table of subcommands, each a thin
  * layer over a library (engine, recorder, replayer, analysis).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,7 +45,22 @@ static void usage(FILE *out) {
                  "5 replay diverged, 6 races or sync errors (--check races)\n");
 }
 
-int main(int argc, char **argv) {
+/* Every command's stdout ends here: a table piped into a full disk or
+ * /dev/full must not end in exit 0 with a cut file. stdio reports a failed
+ * write only at the flush that makes it, so the one check is at the end:
+ * the command's own status stands unless it claimed success. */
+static int finish_stdout(const char *name, int rc) {
+    errno = 0;
+    int bad = fflush(stdout) != 0 || ferror(stdout);
+    int why = errno;
+    if (fclose(stdout) != 0 && !bad) bad = 1, why = errno;
+    if (!bad) return rc;
+    fprintf(stderr, "npurr %s: standard output: write failed: %s\n", name,
+            why ? strerror(why) : "I/O error");
+    return rc == EXIT_DONE ? EXIT_ERROR : rc;
+}
+
+static int run(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;
@@ -71,4 +87,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "npurr: '%s' is not a command\n\n", name);
     usage(stderr);
     return EXIT_USAGE;
+}
+
+int main(int argc, char **argv) {
+    return finish_stdout(argc > 1 ? argv[1] : "", run(argc, argv));
 }

@@ -8,6 +8,11 @@
  * it reads (after resolving symlinks and `..`), not a hard link to one of
  * the run's files, not a directory. The check is a usage error (exit 2),
  * made before anything is read or derived.
+ *
+ * And what a writer may remove: only a file npurr itself created. A
+ * failed export once removed its output path whatever it was, /dev/full
+ * included; now outputs go through cli_output_open/cli_output_finish, the
+ * one policy for every file a command writes.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -16,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -58,13 +64,89 @@ int cli_output_check(const char *run_dir, const char *out, const char *option, c
     return 0;
 }
 
-int cli_output_finish(FILE *out, const char *path, int rc, char *err, size_t errlen) {
-    int to_stdout = out == stdout;
+/* An output that exists and is not a regular file (a device such as
+ * /dev/full or /dev/stdout, a FIFO, a socket) is written in place and is
+ * never removed; anything else (a new name, a regular file, a symlink to
+ * one) is written to a temporary file npurr creates beside the target and
+ * renamed over it only when complete, so a failure leaves the old file as
+ * it was and removes only what npurr made. */
+FILE *cli_output_open(cli_output *o, const char *path, char *err, size_t errlen) {
+    memset(o, 0, sizeof *o);
+    o->path = path;
+    if (!strcmp(path, "-")) return o->f = stdout;
+    struct stat st, lst;
+    int exists = stat(path, &st) == 0;
+    if (exists && !S_ISREG(st.st_mode)) {
+        o->f = ana_output_open(path, err, errlen);
+        return o->f;
+    }
+    const char *target = path;
+    char real[PATH_MAX];
+    if (!exists && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+        snprintf(err, errlen, "%s: is a symlink to nothing; give a file name", path);
+        return NULL;
+    }
+    if (exists && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+        if (!realpath(path, real)) {
+            snprintf(err, errlen, "%s: %s", path, strerror(errno));
+            return NULL;
+        }
+        target = real;   /* the link stays; the file it names is replaced */
+    }
+    snprintf(o->target, sizeof o->target, "%s", target);
+    char copy[PATH_MAX], copy2[PATH_MAX];
+    snprintf(copy, sizeof copy, "%s", target);
+    snprintf(copy2, sizeof copy2, "%s", target);
+    const char *dir = dirname(copy), *base = basename(copy2);
+    /* The target's name ends the temporary one, so ".gz" still selects gzip. */
+    int n = snprintf(o->tmp, sizeof o->tmp, "%s/.npurr-XXXXXX-%s", dir, base);
+    if (n < 0 || (size_t)n >= sizeof o->tmp) {
+        snprintf(err, errlen, "%s: path too long", path);
+        return NULL;
+    }
+    int fd = mkstemps(o->tmp, (int)strlen(base) + 1);
+    if (fd < 0 && exists && (errno == EACCES || errno == EROFS || errno == EPERM)) {
+        /* A file the user may write in a folder they may not: written in
+         * place, and, not being npurr's, never removed. */
+        o->tmp[0] = 0;
+        o->f = ana_output_open(path, err, errlen);
+        return o->f;
+    }
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot create a file in %s: %s", path, dir, strerror(errno));
+        o->tmp[0] = 0;
+        return NULL;
+    }
+    close(fd);
+    mode_t mask = umask(0);
+    umask(mask);
+    o->mode = exists ? (st.st_mode & 07777) : (0666 & ~mask);
+    o->f = ana_output_open(o->tmp, err, errlen);
+    if (!o->f) {
+        unlink(o->tmp);
+        o->tmp[0] = 0;
+    }
+    return o->f;
+}
+
+int cli_output_finish(cli_output *o, int rc, char *err, size_t errlen) {
     char cerr[1024];
-    if (ana_output_close(out, path, cerr, sizeof cerr) && rc == 0) {
+    if (rc && o->f && ferror(o->f)) {
+        /* the writer failed on the output itself: name it */
+        snprintf(cerr, sizeof cerr, "%s", err);
+        snprintf(err, errlen, "%s: %s", o->path, cerr);
+    }
+    if (ana_output_close(o->f, o->path, cerr, sizeof cerr) && rc == 0) {
         snprintf(err, errlen, "%s", cerr);
         rc = -1;
     }
-    if (rc && !to_stdout) remove(path);
+    o->f = NULL;
+    if (!o->tmp[0]) return rc ? -1 : 0;   /* stdout or a device: never removed */
+    if (!rc && (chmod(o->tmp, o->mode) != 0 || rename(o->tmp, o->target) != 0)) {
+        snprintf(err, errlen, "%s: cannot put the output in place: %s", o->path, strerror(errno));
+        rc = -1;
+    }
+    if (rc) unlink(o->tmp);   /* the temporary file npurr created, nothing else */
+    o->tmp[0] = 0;
     return rc ? -1 : 0;
 }

@@ -9,6 +9,8 @@
 #include <sqlite3.h>
 #include <stdio.h>
 
+#include "recorder/recorder.h"
+
 static void side(sqlite3_stmt *st, int col, const char *label) {
     if (sqlite3_column_type(st, col) == SQLITE_NULL) return;
     printf("  %-7s rank %d %s %-5s %-6s %s  seq %lld\n", label, sqlite3_column_int(st, col),
@@ -23,9 +25,9 @@ int stats_races(const char *run, size_t top) {
     char path[4096];
     snprintf(path, sizeof path, "%s/index.db", run);
     sqlite3 *db = NULL;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        fprintf(stderr, "npurr stats: %s: %s\n", path, db ? sqlite3_errmsg(db) : "cannot open");
-        sqlite3_close(db);
+    char err[1024];
+    if (rec_index_open_ro(path, &db, err, sizeof err) != 0) {
+        fprintf(stderr, "npurr stats: %s\n", err);
         return 1;
     }
     sqlite3_stmt *st = NULL;

@@ -32,12 +32,14 @@ static void derive_timing(engine *e) {
     e->xcore_latency_ps = ns_to_ps(hw->crosscore_latency_ns);
     e->barrier_latency_ps = ns_to_ps(hw->barrier_latency_ns);
     e->mte_ps_per_byte = e->ps_per_cycle / hw->mte_bytes_per_cycle;
+    e->mte_hccs_ps_per_byte = e->ps_per_cycle / hw->mte_hccs_bytes_per_cycle;
     e->vec_ps_per_byte = e->ps_per_cycle / hw->ub_vector_bytes_per_cycle;
     e->ps_per_mac = e->ps_per_cycle / hw->cube_macs_per_cycle;
     /* GB/s = bytes per ns = 1e-3 bytes per ps */
     for (int r = 0; r < e->n_ranks; r++) {
         e->ranks[r].hbm.ps_per_byte = 1000.0 / hw->hbm_gbps;
         e->ranks[r].nic_tx.ps_per_byte = 1000.0 / hw->roce_gbps;
+        e->ranks[r].nic_tx.ps_per_op = ns_to_ps(hw->nic_message_ns);
         e->ranks[r].nic_rx.ps_per_byte = 1000.0 / hw->roce_gbps;
         e->ranks[r].aicpu.ps_per_byte = 0;
     }
@@ -160,6 +162,7 @@ void engine_destroy(engine *e) {
         free(e->launches[i].sync_last_track);
     }
     free(e->launches);
+    free(e->role_spans);
     for (uint32_t i = 0; i < e->n_strings; i++) free(e->strings[i]);
     free(e->strings);
     free(e->str_hash);

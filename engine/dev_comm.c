@@ -28,7 +28,7 @@ static void hccs(core *c, xfer *x, int src_rank, int dst_rank, dev_site s) {
     res[n++] = &e->ranks[src_rank].hbm;
     if (src_rank != dst_rank) res[n++] = &e->hccs_links[(size_t)src_rank * (size_t)e->n_ranks + (size_t)dst_rank];
     uint64_t lat = e->mte_latency_ps + (src_rank != dst_rank ? e->hccs_latency_ps : 0);
-    eng_xfer_issue_on(c, x, e->mte_ps_per_byte, 0, res, n, lat, s);
+    eng_xfer_issue_on(c, x, eng_mte_rate(c, src_rank != dst_rank ? -1 : c->rank), 0, res, n, lat, s);
 }
 
 void dev_hccs_put(gm_t dst, gm_t src, uint64_t bytes, dev_site s) {
@@ -90,15 +90,28 @@ void dev_hccs_put_ub(gm_t dst, local_t src, uint64_t bytes, dev_site s) {
         res[n++] = &e->hccs_links[(size_t)c->rank * (size_t)e->n_ranks + (size_t)gm_rank(dst)];
         lat += e->hccs_latency_ps;
     }
-    eng_xfer_issue_on(c, x, e->mte_ps_per_byte, 0, res, n, lat, s);
+    eng_xfer_issue_on(c, x, eng_mte_rate(c, gm_rank(dst)), 0, res, n, lat, s);
 }
 
 /* ------------------------------------------------------------ RDMA */
+/* On A2 an AI core does not ring the NIC itself: the AICPU's HCCL server
+ * posts the work request (sgl-kernel-npu's A2 kernels cross nodes only
+ * through Hccl<HCCL_SERVER_TYPE_AICPU>). So an RDMA op waits for the
+ * rank's AICPU, which takes tasks one after another, each for
+ * batchwrite_task_ns, as BatchWrite items do. */
+static uint64_t aicpu_slot(core *c) {
+    engine *e = c->e;
+    resource *aicpu = &e->ranks[c->rank].aicpu;
+    uint64_t posted = (c->now > aicpu->free_at ? c->now : aicpu->free_at) + e->batch_task_ps;
+    aicpu->free_at = posted;
+    return posted;
+}
+
 static void rdma_post(core *c, xfer *x, int dst_rank, dev_site s) {
     x->pipe = PIPE_NIC;
     x->site = eng_site(c->e, s);
     x->peer = dst_rank;
-    eng_rdma_post(c, x, c->now);
+    eng_rdma_post(c, x, aicpu_slot(c));
 }
 
 void dev_rdma_write(gm_t dst, gm_t src, uint64_t bytes, dev_site s) {
@@ -158,7 +171,6 @@ void dev_batch_write(gm_t tasks, uint32_t count, dev_site s) {
     eng_sync(c);
     const batch_write_task *t = (const batch_write_task *)(void *)eng_gm_ptr(
         e, tasks, (uint64_t)count * sizeof(batch_write_task));
-    resource *aicpu = &e->ranks[c->rank].aicpu;
     for (uint32_t i = 0; i < count; i++) {
         batch_write_task task = t[i];
         int esz = eng_dtype_size((int)task.data_type);
@@ -171,9 +183,7 @@ void dev_batch_write(gm_t tasks, uint32_t count, dev_site s) {
         if (gm_rank(local) != c->rank) eng_fault(c, s, "BatchWrite task %u: localBuf is not this rank's GM", i);
         eng_gm_check(c, local, bytes, s, "BatchWrite localBuf");
         eng_gm_check(c, remote, bytes, s, "BatchWrite remoteBuf");
-        /* The AICPU posts tasks one after another, each with its fixed cost. */
-        uint64_t posted = (c->now > aicpu->free_at ? c->now : aicpu->free_at) + e->batch_task_ps;
-        aicpu->free_at = posted;
+        uint64_t posted = aicpu_slot(c);
         int dst = gm_rank(remote);
         xfer *x = eng_xfer_new(e);
         x->op = OP_BATCH_TASK; x->kind = XFER_BATCHWRITE; x->pipe = PIPE_AICPU;

@@ -58,7 +58,7 @@ void dev_copy_gm_to_local(local_t dst, gm_t src, uint64_t bytes, dev_site s) {
     x->dst_raw = local_raw(dst); x->src_raw = src.a; x->bytes = bytes; x->peer = gm_rank(src);
     resource *res[2]; uint64_t lat;
     int n = gm_path(c, src, 0, res, &lat, s, "DataCopy GM->local");
-    eng_xfer_issue_on(c, x, e->mte_ps_per_byte, 0, res, n, lat, s);
+    eng_xfer_issue_on(c, x, eng_mte_rate(c, gm_rank(src)), 0, res, n, lat, s);
 }
 
 void dev_copy_gm_to_local_pad(local_t dst, gm_t src, uint64_t bytes, dev_site s) {
@@ -78,7 +78,7 @@ void dev_copy_gm_to_local_pad(local_t dst, gm_t src, uint64_t bytes, dev_site s)
     x->dst_raw = local_raw(dst); x->src_raw = src.a; x->bytes = bytes; x->peer = gm_rank(src);
     resource *res[2]; uint64_t lat;
     int n = gm_path(c, src, 0, res, &lat, s, "DataCopyPad GM->local");
-    eng_xfer_issue_on(c, x, e->mte_ps_per_byte, 0, res, n, lat, s);
+    eng_xfer_issue_on(c, x, eng_mte_rate(c, gm_rank(src)), 0, res, n, lat, s);
 }
 
 static void copy_out(local_t src, gm_t dst, uint64_t bytes, dev_site s, int pad, const char *api) {
@@ -101,7 +101,7 @@ static void copy_out(local_t src, gm_t dst, uint64_t bytes, dev_site s, int pad,
     x->object = eng_word_object(e, dst);
     resource *res[2]; uint64_t lat;
     int n = gm_path(c, dst, 1, res, &lat, s, api);
-    eng_xfer_issue_on(c, x, e->mte_ps_per_byte, 0, res, n, lat, s);
+    eng_xfer_issue_on(c, x, eng_mte_rate(c, gm_rank(dst)), 0, res, n, lat, s);
 }
 
 void dev_copy_local_to_gm(gm_t dst, local_t src, uint64_t bytes, dev_site s) {
@@ -262,7 +262,7 @@ void dev_fixpipe(gm_t dst, local_t src, int dtype, uint64_t elems, dev_site s) {
     x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst);
     resource *res[2]; uint64_t lat;
     int n = gm_path(c, dst, 1, res, &lat, s, "Fixpipe");
-    eng_xfer_issue_on(c, x, e->mte_ps_per_byte, 0, res, n, lat, s);
+    eng_xfer_issue_on(c, x, eng_mte_rate(c, gm_rank(dst)), 0, res, n, lat, s);
 }
 
 void dev_set_atomic(int dtype, dev_site s) {

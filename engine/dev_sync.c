@@ -24,7 +24,7 @@ void dev_set_role(const char *name, dev_site s) {
     core *c = eng_current("SetRole");
     engine *e = c->e;
     eng_sync(c);
-    c->role = eng_intern(e, name);
+    eng_role_enter(c, eng_intern(e, name));
     engine_event ev = EV_INIT(c, EV_ROLE, PIPE_S);
     ev.time = c->now;
     ev.value = c->role;

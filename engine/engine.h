@@ -57,6 +57,7 @@ typedef struct engine_hw {
     double aicore_clock_ghz;        /* scalar/vector/cube clock */
     double hbm_gbps;                /* HBM bandwidth per NPU, shared by its cores */
     double mte_bytes_per_cycle;     /* one core's MTE2/MTE3 queue bandwidth */
+    double mte_hccs_bytes_per_cycle; /* the same when the GM end is a peer's, over HCCS */
     double mte_latency_ns;          /* fixed cost of one GM<->local transfer */
     double ub_vector_bytes_per_cycle; /* vector unit throughput on UB */
     double vector_latency_cycles;   /* fixed cost of one vector instruction */
@@ -69,7 +70,8 @@ typedef struct engine_hw {
     double roce_gbps;               /* RoCE NIC bandwidth per NPU (each way) */
     double rdma_latency_ns;         /* one-way latency between nodes */
     double rdma_post_ns;            /* scalar cost of posting one RDMA op */
-    double batchwrite_task_ns;      /* AICPU overhead per BatchWrite task */
+    double batchwrite_task_ns;      /* AICPU time per task: a BatchWrite item or an RDMA op */
+    double nic_message_ns;          /* NIC time per RDMA message beyond its bytes */
     double crosscore_latency_ns;    /* AIC<->AIV flag propagation */
     double barrier_latency_ns;      /* added by a cross-rank barrier */
 } engine_hw;
@@ -77,6 +79,17 @@ typedef struct engine_hw {
 void engine_hw_defaults(engine_hw *hw);
 /* Parse key=value lines ('#' comments) over *hw. Unknown keys are errors. */
 int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen);
+
+/* The one check of every file npurr reads (input_file.c): opens path for
+ * reading without ever blocking (a FIFO is refused, not waited on) and
+ * returns the descriptor only when it is a regular file; else -1 with why
+ * ("is a FIFO, not a regular file", or the errno text), to be prefixed
+ * with the path by the caller. engine_fopen_input is the same as a FILE *
+ * ("rb"); engine_check_input only checks (for files another library opens
+ * by name, such as SQLite's). */
+int engine_open_input(const char *path, char *why, size_t whylen);
+FILE *engine_fopen_input(const char *path, char *why, size_t whylen);
+int engine_check_input(const char *path, char *why, size_t whylen);
 int engine_hw_set(engine_hw *hw, const char *key, const char *value, char *err, size_t errlen);
 /* Writes every parameter as key=value lines, in a fixed order. */
 void engine_hw_write(const engine_hw *hw, FILE *out);
@@ -93,6 +106,7 @@ typedef struct engine_hw_param {
     const char *unit;
     const char *what;         /* what it models */
     const char *source;       /* where the default comes from */
+    int fit;                  /* 1: fitted to measurements (npurr calibrate, tools/fit_timing.sh) */
 } engine_hw_param;
 size_t engine_hw_count(void);
 const engine_hw_param *engine_hw_param_at(size_t i);
@@ -513,6 +527,12 @@ void engine_request_stop(engine *e);
 typedef void (*engine_break_fn)(void *ctx, const engine_event *ev);
 void engine_set_break(engine *e, uint64_t seq, engine_break_fn fn, void *ctx);
 
+/* When the cores holding role first took it and last left it (SetRole, or
+ * their kernel's end), in virtual ps: the span of a kernel phase
+ * (kernels.h kernel_phase). 1, or 0 if no core held it. In a split run,
+ * the roles of this process's cores only. */
+int engine_role_span(const engine *e, const char *role, uint64_t *begin, uint64_t *end);
+
 /* The deadlock / watchdog / fault report: every blocked core, what it waits
  * for (object, expected vs current value), who last wrote it, and the notes
  * its kernel published (role, channel, cached head, credits, ...). After a
@@ -545,5 +565,18 @@ int engine_site_get(const engine *e, uint32_t id, engine_site *out);
  * engine/coro_x86_64.S: control words, r15, r14, r13, r12, rbx, rbp, return
  * address), so a debugger can unwind it; NULL if it never ran or is running. */
 void *engine_core_saved_sp(const engine *e, int index);
+/* Where a debugger finds a core's live context while the process is
+ * stopped, with no code run in it (the gdb extension of `npurr replay`
+ * reads these; gdb cannot call functions on every CPU). The addresses stay
+ * valid for the engine's lifetime; what they hold changes as cores run. */
+typedef struct engine_core_slots {
+    void *const *saved_sp;       /* the stack pointer its last switch saved */
+    void *const *stack;          /* its mmap'd stack (guard page first); NULL until it runs */
+    const size_t *stack_size;    /* bytes of that mapping */
+} engine_core_slots;
+void engine_core_debug_slots(const engine *e, int index, engine_core_slots *out);
+/* The seq the engine stops before (engine_set_break); a debugger writes it
+ * to move the break while the process is stopped. */
+uint64_t *engine_break_seq_slot(engine *e);
 
 #endif

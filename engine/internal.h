@@ -37,6 +37,7 @@ void coro_entered(coro *from);
  * free_at serves resources that work strictly in posting order (the AICPU). */
 typedef struct resource {
     double ps_per_byte;
+    uint64_t ps_per_op;   /* fixed occupancy of each booking (a NIC's per-message cost) */
     uint64_t free_at;
     uint64_t *busy;       /* [start, end) pairs, sorted, disjoint */
     uint32_t n, cap;
@@ -250,6 +251,12 @@ typedef struct site_entry {
 } site_entry;
 
 /* ------------------------------------------------------------ engine */
+/* Earliest time a core took the role, latest a core left it (role_spans.c). */
+typedef struct role_span {
+    uint32_t role;            /* string id */
+    uint64_t begin, end;
+} role_span;
+
 struct engine {
     engine_config cfg;
     int n_ranks, n_aic, n_aiv, cores_per_rank;
@@ -263,6 +270,7 @@ struct engine {
     uint64_t hccs_latency_ps, rdma_latency_ps, rdma_post_ps, batch_task_ps;
     uint64_t xcore_latency_ps, barrier_latency_ps;
     double mte_ps_per_byte, vec_ps_per_byte, ps_per_mac;
+    double mte_hccs_ps_per_byte;   /* one core's MTE rate to or from a peer's GM */
     resource *hccs_links;     /* [src * n_ranks + dst], same node only */
     uint64_t *qp_arrive_at;   /* RDMA ordering per (src, dst): arrivals, kept by the source */
     uint64_t *qp_done_at;     /* and completions, kept by the destination */
@@ -321,11 +329,27 @@ struct engine {
     uint64_t window_end;      /* nothing at or past it runs this window; UINT64_MAX unsplit */
     struct split_state *split;   /* NULL unsplit */
 
+    role_span *role_spans;    /* role_spans.c */
+    int n_role_spans, cap_role_spans;
+
     engine_observer obs;
     uint64_t break_seq;
     engine_break_fn break_fn;
     void *break_ctx;
 };
+
+/* role_spans.c: a core takes a role (closing the one it held) or leaves
+ * its role at its kernel's end. */
+void eng_role_enter(core *c, uint32_t role);
+void eng_role_leave(core *c);
+
+/* One core's MTE rate (ps per byte) for a transfer whose GM end is on
+ * rank gm_rank (-1: a peer's): a peer's HBM is reached over HCCS, where
+ * the queue's outstanding requests over the link's latency bound it
+ * (mte_hccs_bytes_per_cycle), else mte_bytes_per_cycle. */
+static inline double eng_mte_rate(const core *c, int gm_rank) {
+    return gm_rank == c->rank ? c->e->mte_ps_per_byte : c->e->mte_hccs_ps_per_byte;
+}
 
 /* cluster.c */
 uint32_t eng_intern(engine *e, const char *text);

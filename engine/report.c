@@ -324,3 +324,12 @@ void *engine_core_saved_sp(const engine *e, int index) {
     if (c->launch < 0 || c->status == CS_RUNNING || c->status == CS_IDLE || !c->co.stack) return NULL;
     return c->co.sp;
 }
+
+void engine_core_debug_slots(const engine *e, int index, engine_core_slots *out) {
+    const core *c = &e->cores[index];
+    out->saved_sp = &c->co.sp;
+    out->stack = &c->co.stack;
+    out->stack_size = &c->co.stack_size;
+}
+
+uint64_t *engine_break_seq_slot(engine *e) { return &e->break_seq; }

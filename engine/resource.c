@@ -2,8 +2,9 @@
  * resource.c - shared bandwidth resources (a rank's HBM, an HCCS link, a NIC
  * direction) as booking calendars.
  *
- * A transfer books the resource for bytes / bandwidth in the first free gap
- * at or after its real start. Booking in issue order instead would let a
+ * A transfer books the resource for bytes / bandwidth (plus a fixed cost per
+ * booking where the resource has one: a NIC's per-message work) in the
+ * first free gap at or after its real start. Booking in issue order instead would let a
  * transfer that is queued behind a WaitFlag, and so starts much later, push
  * every transfer issued after it behind that future slot, although the link
  * is idle meanwhile. Aggregate bandwidth is exact; transfers are not
@@ -17,7 +18,7 @@
 #include <string.h>
 
 uint64_t resource_duration(const resource *r, uint64_t bytes) {
-    return (uint64_t)ceil((double)bytes * r->ps_per_byte);
+    return (uint64_t)ceil((double)bytes * r->ps_per_byte) + (bytes ? r->ps_per_op : 0);
 }
 
 uint64_t resource_reserve(resource *r, uint64_t now, uint64_t start, uint64_t bytes) {

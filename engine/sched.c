@@ -177,6 +177,7 @@ static void core_main(void *arg) {
     eng_rdma_wait_acks(c, 0, 0);   /* and every RDMA op it posted has been acked */
     eng_hook_sync(c, HOOK_KERNEL_RETURN, 0, 0, (dev_site){"(kernel end)", 0, "kernel"});
     flag_leftovers(c);
+    eng_role_leave(c);
     engine_event ee = EV_INIT(c, EV_KERNEL_END, PIPE_S);
     ee.time = c->now;
     ee.value = l->name_id;

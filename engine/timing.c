@@ -27,7 +27,10 @@
 #define NS_MAX 1e9    /* one second */
 
 #define P(k, old, field, value, lo, hi, unit, what, src) \
-    { k, old, offsetof(engine_hw, field), value, lo, hi, unit, what, src }
+    { k, old, offsetof(engine_hw, field), value, lo, hi, unit, what, src, 0 }
+/* A parameter `npurr calibrate` fits to measured times. */
+#define F(k, old, field, value, lo, hi, unit, what, src) \
+    { k, old, offsetof(engine_hw, field), value, lo, hi, unit, what, src, 1 }
 static const engine_hw_param params[] = {
     P("aicore_clock_ghz", NULL, aicore_clock_ghz, 1.85, 0.01, 100.0, "GHz",
       "AI core clock: scalar, vector and cube cycles",
@@ -38,6 +41,10 @@ static const engine_hw_param params[] = {
     P("mte_bytes_per_cycle", NULL, mte_bytes_per_cycle, 64.0, 1e-3, 1e9, "B/cycle",
       "one core's MTE2/MTE3 queue bandwidth",
       "estimate: one core's MTE queue, ~118 GB/s at 1.85 GHz"),
+    F("mte_hccs_bytes_per_cycle", NULL, mte_hccs_bytes_per_cycle, 64.0, 1e-3, 1e9, "B/cycle",
+      "one core's MTE2/MTE3 queue bandwidth when the GM at the other end is a peer NPU's, "
+      "over HCCS (its outstanding requests over the link's latency)",
+      "fitted on T1-T3 (tools/fit_timing.sh)"),
     P("mte_latency_ns", NULL, mte_latency_ns, 200.0, NS_MIN, NS_MAX, "ns",
       "fixed cost of one GM<->local transfer",
       "estimate: GM access latency, a few hundred cycles (seed 000 s4.3)"),
@@ -47,7 +54,7 @@ static const engine_hw_param params[] = {
       "fixed cost of one vector instruction", "estimate: vector instruction issue-to-result"),
     P("cube_macs_per_cycle", NULL, cube_macs_per_cycle, 4096.0, 1e-3, 1e12, "MAC/cycle",
       "cube unit throughput", "cube unit: one 16x16x16 fp16 fractal per cycle"),
-    P("scalar_op_cycles", NULL, scalar_op_cycles, 4.0, 0, 1e9, "cycles",
+    F("scalar_op_cycles", NULL, scalar_op_cycles, 4.0, 0, 1e9, "cycles",
       "issue cost of one device API call on the scalar unit",
       "estimate: scalar issue cost of one device API call"),
     P("gm_read_ns", NULL, gm_read_ns, 160.0, NS_MIN, NS_MAX, "ns",
@@ -55,12 +62,12 @@ static const engine_hw_param params[] = {
       "seed 000 s4.3: reading Remote_Head costs hundreds of cycles (~300)"),
     P("gm_write_ns", NULL, gm_write_ns, 50.0, NS_MIN, NS_MAX, "ns",
       "scalar SetValue or atomic on GM", "estimate: posted scalar store to GM"),
-    P("hccs_link_gbytes_per_s", "hccs_link_gbps", hccs_link_gbps, 56.0, BW_MIN, BW_MAX, "GB/s",
+    F("hccs_link_gbytes_per_s", "hccs_link_gbps", hccs_link_gbps, 56.0, BW_MIN, BW_MAX, "GB/s",
       "one HCCS peer link (full mesh inside a node), each way",
       "DESIGN.md: HCCS full mesh of 8, 56 GB/s per peer link"),
     P("hccs_latency_ns", NULL, hccs_latency_ns, 800.0, NS_MIN, NS_MAX, "ns",
       "one-way latency of an HCCS access", "estimate: one-way HCCS access inside a node"),
-    P("roce_gbytes_per_s", "roce_gbps", roce_gbps, 25.0, BW_MIN, BW_MAX, "GB/s",
+    F("roce_gbytes_per_s", "roce_gbps", roce_gbps, 25.0, BW_MIN, BW_MAX, "GB/s",
       "RoCE NIC of one NPU, each way (25 GB/s = 200 Gb/s)",
       "DESIGN.md: RoCE 200 Gb/s per NPU"),
     P("rdma_latency_ns", NULL, rdma_latency_ns, 3000.0, NS_MIN, NS_MAX, "ns",
@@ -69,8 +76,16 @@ static const engine_hw_param params[] = {
     P("rdma_post_ns", NULL, rdma_post_ns, 200.0, NS_MIN, NS_MAX, "ns",
       "scalar cost of posting one RDMA operation",
       "estimate: building and ringing one RDMA work request"),
-    P("batchwrite_task_ns", NULL, batchwrite_task_ns, 1500.0, NS_MIN, NS_MAX, "ns",
-      "AICPU overhead per BatchWrite task", "seed 002 s2.3.1: BatchWrite 1-2 us per task"),
+    F("batchwrite_task_ns", NULL, batchwrite_task_ns, 1500.0, NS_MIN, NS_MAX, "ns",
+      "AICPU time per communication task, one after another per NPU: a BatchWrite item, or an "
+      "RDMA write or atomic an AI core asks for (on A2 the AICPU's HCCL server posts every RDMA "
+      "operation)",
+      "seed 002 s2.3.1: BatchWrite 1-2 us per task; A2 kernels cross nodes only through "
+      "Hccl<HCCL_SERVER_TYPE_AICPU>::BatchWrite (sgl-kernel-npu csrc/deepep/ops2/op_kernel)"),
+    P("nic_message_ns", NULL, nic_message_ns, 100.0, NS_MIN, NS_MAX, "ns",
+      "time one RDMA message holds the sending NIC beyond its bytes (work request, doorbell, "
+      "headers): 1/message rate",
+      "estimate: 10 M messages/s for a 200GE RoCE NIC"),
     P("crosscore_latency_ns", NULL, crosscore_latency_ns, 100.0, NS_MIN, NS_MAX, "ns",
       "AIC<->AIV cross-core flag propagation", "estimate: AIC<->AIV cross-core flag"),
     P("barrier_latency_ns", NULL, barrier_latency_ns, 2000.0, NS_MIN, NS_MAX, "ns",
@@ -78,6 +93,7 @@ static const engine_hw_param params[] = {
       "estimate: an all-rank barrier's last-arrival-to-release"),
 };
 #undef P
+#undef F
 #define N_PARAMS (sizeof params / sizeof params[0])
 
 static double *field(engine_hw *hw, const engine_hw_param *p) {
@@ -127,18 +143,12 @@ int engine_hw_set(engine_hw *hw, const char *key, const char *value, char *err, 
 }
 
 int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen) {
-    FILE *f = fopen(path, "r");
+    /* A directory would read as an empty file, a FIFO would hang. */
+    char why[200];
+    FILE *f = engine_fopen_input(path, why, sizeof why);
     if (!f) {
-        snprintf(err, errlen, "--hw %s: cannot open: %s", path, strerror(errno));
-        return ENGINE_ERR;
-    }
-    /* fopen succeeds on a directory; reading it fails with EISDIR, which a
-     * silent empty file would hide. */
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        snprintf(err, errlen, "--hw %s: not a regular file (give a key=value file; "
-                 "`npurr hw` prints one)", path);
-        fclose(f);
+        snprintf(err, errlen, "--hw %s: cannot open: %s (give a key=value file; `npurr hw "
+                 "--file` prints one)", path, why);
         return ENGINE_ERR;
     }
     char line[512];

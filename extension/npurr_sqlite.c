@@ -15,8 +15,10 @@
  * RUN/trace.zst on the user's connection (rec_register_events_vtab,
  * recorder/rec_vtab.c; kind, pipe and sub_name are names). Views,
  * wait_causes and waits.cause are then there on a run no npurr command
- * touched. The derivation cannot run on the user's connection: hosts open
- * it serialized (Python does) and hold its mutex during the load, while the
+ * touched. On a read-only connection it derives nothing (missing tables
+ * are an error naming `npurr stats RUN`), and a truncated run is refused
+ * with the warning every other reader prints. The derivation cannot run on
+ * the user's connection: hosts open it serialized (Python does) and hold its mutex during the load, while the
  * derivation's bulk inserts step statements from a worker thread.
  *
  * The static libraries are linked in (built position-independent); SQLite
@@ -53,8 +55,24 @@ int sqlite3_npurrsqlite_init(sqlite3 *db, char **pzErrMsg, const void *pApi) {
     char err[2048];
     int rc = SQLITE_OK;
     sqlite3 *own = NULL;
-    if (ana_open_derived(run_dir, &own, err, sizeof err) != 0)
+    ana_source src;
+    /* A read-only connection (sqlite3 -readonly, Python's mode=ro) says
+     * nothing may be written: tables already derived are served, missing
+     * ones are refused rather than written into index.db. */
+    int flags = sqlite3_db_readonly(db, "main") == 1 ? ANA_OPEN_NO_DERIVE : 0;
+    if (ana_open_fresh(run_dir, flags, &own, &src, err, sizeof err) != 0)
         rc = fail(pzErrMsg, "npurr: %s%s", err, "");
+    else if (src.partial)
+        /* What every reader does with a truncated run: say so and fail.
+         * `npurr sql RUN` serves it with the same warning and exit 1. */
+        rc = fail(pzErrMsg, "npurr: %s: %s (npurr sql shows it with this warning)", run_dir,
+                  src.partial_note);
+    else if (src.cached)
+        /* The tables went into the private cache (a read-only run, or no
+         * room on its disk): this connection's index.db does not have them. */
+        rc = fail(pzErrMsg, "npurr: the analysis tables of this run are not in its index.db "
+                  "(read-only run or no room on its disk); they were derived into %s: open "
+                  "that file and load the extension there%s", src.db_path, "");
     else if (rec_register_events_vtab(db, run_dir, err, sizeof err) != 0)
         rc = fail(pzErrMsg, "npurr: %s: %s", run_dir, err);
     sqlite3_close(own);

@@ -298,6 +298,12 @@ static int64_t addr_rank(uint64_t raw, uint32_t own) {
 
 void rec_transfer_ranks(int sub, uint32_t rank, uint64_t src_addr, uint64_t dst_addr,
                         int64_t *src_rank, int64_t *dst_rank) {
+    /* A vector or cube op works on its own core's buffers (VecDup and its
+     * kind have no source address at all: 0 read as GM would be rank 0). */
+    if (sub == XFER_VEC || sub == XFER_CUBE) {
+        *src_rank = *dst_rank = rank;
+        return;
+    }
     /* A remote atomic or store carries its operand, not a source buffer. */
     *src_rank = sub == XFER_RDMA_ATOMIC || sub == XFER_REMOTE_STORE ? (int64_t)rank
                                                                    : addr_rank(src_addr, rank);

@@ -124,3 +124,34 @@ void rec_index_unreadable(const char *run_dir, const char *sqlite_msg, char *err
         snprintf(err, errlen, "%s/index.db is not an npurr index (%s); run `npurr reindex %s`",
                  run_dir, sqlite_msg, run_dir);
 }
+
+/* The chunks table in file order must cover seqs 1..events without a gap,
+ * an overlap or a step back; out says what is missing ("" when whole). */
+void rec_index_chunk_gaps(sqlite3 *db, uint64_t events, char *out, size_t len) {
+    sqlite3_stmt *st;
+    out[0] = 0;
+    if (sqlite3_prepare_v2(db, "SELECT offset, first_seq, last_seq, events FROM chunks "
+                           "ORDER BY offset", -1, &st, NULL) != SQLITE_OK)
+        return;
+    uint64_t end = 0, total = 0;
+    while (!out[0] && sqlite3_step(st) == SQLITE_ROW) {
+        uint64_t off = (uint64_t)sqlite3_column_int64(st, 0);
+        uint64_t first = (uint64_t)sqlite3_column_int64(st, 1);
+        uint64_t last = (uint64_t)sqlite3_column_int64(st, 2);
+        total += (uint64_t)sqlite3_column_int64(st, 3);
+        if (first > end + 1)
+            snprintf(out, len, "events %llu..%llu are missing (the chunk at byte %llu starts at "
+                     "seq %llu)", (unsigned long long)end + 1, (unsigned long long)first - 1,
+                     (unsigned long long)off, (unsigned long long)first);
+        else if (first <= end)
+            snprintf(out, len, "the chunk at byte %llu starts at seq %llu, at or before the end "
+                     "of the previous one (seq %llu): chunks duplicated or out of order",
+                     (unsigned long long)off, (unsigned long long)first,
+                     (unsigned long long)end);
+        end = last;
+    }
+    sqlite3_finalize(st);
+    if (!out[0] && total != events)
+        snprintf(out, len, "the run had %llu events but its chunks hold %llu",
+                 (unsigned long long)events, (unsigned long long)total);
+}

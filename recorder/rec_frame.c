@@ -64,9 +64,10 @@ int rec_frame_compress_cut(void *cctx, const rec_buf *payload, const size_t *cut
 
 int rec_trace_map(const char *path, rec_trace *t, char *err, size_t errlen) {
     memset(t, 0, sizeof *t);
-    t->fd = open(path, O_RDONLY | O_CLOEXEC);
+    char why[200];
+    t->fd = engine_open_input(path, why, sizeof why);
     if (t->fd < 0) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        snprintf(err, errlen, "cannot open %s: %s", path, why);
         t->fd = -1;
         return -1;
     }

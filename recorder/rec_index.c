@@ -236,6 +236,7 @@ static void consume(rec_index *ix, const engine_event *ev) {
     ix->events++;
     ix->last_seq = ev->seq;
     if (ev->time > ix->max_time) ix->max_time = ev->time;
+    if (ev->kind == EV_RUN_END) ix->ended = 1, ix->end_event_time = ev->time;
     switch (ev->kind) {
     case EV_FLAG_WAIT_BEGIN: case EV_XCORE_WAIT_BEGIN: case EV_GM_WAIT_BEGIN:
     case EV_BARRIER_BEGIN: case EV_PIPE_WAIT_BEGIN:
@@ -273,6 +274,15 @@ int rec_ix_chunk(rec_index *ix, const uint8_t *decls, size_t decl_len, const eng
         if (r) *r = *row;
     }
     return ix->oom ? -1 : 0;
+}
+
+uint64_t rec_ix_last_time(const rec_index *ix) {
+    return ix->max_time;
+}
+
+int rec_ix_end_time_fits(const rec_index *ix, uint64_t end_ps) {
+    if (ix->ended) return end_ps == ix->end_event_time;
+    return end_ps >= ix->max_time && end_ps <= (uint64_t)INT64_MAX;
 }
 
 int rec_ix_finish(rec_index *ix, const rec_kv *trailer, const rec_fingerprint *trace) {

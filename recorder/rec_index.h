@@ -53,6 +53,8 @@ struct rec_index {
 
     uint64_t kind_count[64];
     uint64_t events, max_time, last_seq;
+    int ended;                  /* a RUN_END was fed (the engine's own ending) */
+    uint64_t end_event_time;    /* its time */
 };
 
 /* Appends row to one of the ended_* lists (sets oom on failure). */

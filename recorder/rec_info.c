@@ -73,37 +73,6 @@ static const char *meta_str(const rec_kv *m, const char *key) {
     return v ? v : "";
 }
 
-/* The chunks table in file order must cover seqs 1..events without a gap,
- * an overlap or a step back; out says what is missing ("" when whole). */
-static void chunk_gaps(sqlite3 *db, uint64_t events, char *out, size_t len) {
-    sqlite3_stmt *st;
-    out[0] = 0;
-    if (sqlite3_prepare_v2(db, "SELECT offset, first_seq, last_seq, events FROM chunks "
-                           "ORDER BY offset", -1, &st, NULL) != SQLITE_OK)
-        return;
-    uint64_t end = 0, total = 0;
-    while (!out[0] && sqlite3_step(st) == SQLITE_ROW) {
-        uint64_t off = (uint64_t)sqlite3_column_int64(st, 0);
-        uint64_t first = (uint64_t)sqlite3_column_int64(st, 1);
-        uint64_t last = (uint64_t)sqlite3_column_int64(st, 2);
-        total += (uint64_t)sqlite3_column_int64(st, 3);
-        if (first > end + 1)
-            snprintf(out, len, "events %llu..%llu are missing (the chunk at byte %llu starts at "
-                     "seq %llu)", (unsigned long long)end + 1, (unsigned long long)first - 1,
-                     (unsigned long long)off, (unsigned long long)first);
-        else if (first <= end)
-            snprintf(out, len, "the chunk at byte %llu starts at seq %llu, at or before the end "
-                     "of the previous one (seq %llu): chunks duplicated or out of order",
-                     (unsigned long long)off, (unsigned long long)first,
-                     (unsigned long long)end);
-        end = last;
-    }
-    sqlite3_finalize(st);
-    if (!out[0] && total != events)
-        snprintf(out, len, "the run had %llu events but its chunks hold %llu",
-                 (unsigned long long)events, (unsigned long long)total);
-}
-
 /* index.db is missing: read the trace to say how far it is complete. */
 static int no_index(const char *run_dir, char *err, size_t errlen) {
     rec_reader *r;
@@ -139,6 +108,11 @@ static int open_index(const char *run_dir, rec_run_summary *s, sqlite3 **db, rec
         return -1;
     }
     struct stat ts, is;
+    char why[200];
+    if (stat(trace, &ts) == 0 && engine_check_input(trace, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s: %s", trace, why);
+        return -1;
+    }
     if (stat(trace, &ts) != 0 || !rec_trace_is_npurr(trace)) {
         snprintf(err, errlen, "%s is not an npurr run (no npurr trace.zst)", run_dir);
         return -1;
@@ -147,10 +121,9 @@ static int open_index(const char *run_dir, rec_run_summary *s, sqlite3 **db, rec
     s->trace_bytes = (int64_t)ts.st_size;
     s->index_bytes = (int64_t)is.st_size;
 
-    if (sqlite3_open_v2(index, db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "cannot open %s: %s", index, *db ? sqlite3_errmsg(*db) : "?");
-        sqlite3_close(*db);
-        *db = NULL;
+    char oerr[1024];
+    if (rec_index_open_ro(index, db, oerr, sizeof oerr) != 0) {
+        snprintf(err, errlen, "cannot open %s", oerr);
         return -1;
     }
     sqlite3_stmt *q;
@@ -206,7 +179,7 @@ static int index_doubts(const char *run_dir, sqlite3 *db, const rec_run_summary 
     if (rec_index_matches_trace(db, run_dir, NULL, 0, mismatch, sizeof mismatch) != 0 &&
         !mismatch[0])
         snprintf(mismatch, sizeof mismatch, "%s: cannot compare index and trace", run_dir);
-    chunk_gaps(db, s->events, gap, sizeof gap);
+    rec_index_chunk_gaps(db, s->events, gap, sizeof gap);
     if (mismatch[0]) {
         snprintf(err, errlen, "%s", mismatch);
         return 1;
@@ -224,7 +197,7 @@ static int index_doubts(const char *run_dir, sqlite3 *db, const rec_run_summary 
     return 0;
 }
 
-int rec_run_summary_read(const char *run_dir, rec_run_summary *s, char *err, size_t errlen) {
+static int summary_read(const char *run_dir, rec_run_summary *s, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
     sqlite3 *db = NULL;
     rec_kv m = {0};
@@ -235,4 +208,17 @@ int rec_run_summary_read(const char *run_dir, rec_run_summary *s, char *err, siz
     rec_kv_free(&m);
     if (status < 0) rec_run_summary_free(s);
     return status;
+}
+
+int rec_run_summary_read(const char *run_dir, rec_run_summary *s, char *err, size_t errlen) {
+    /* A run swapped in by `record --force` between reading index.db and
+     * trace.zst looks like a mismatch: read the run now in place again
+     * (each retry needs another swap). */
+    for (int attempt = 0;; attempt++) {
+        uint64_t before = rec_run_identity(run_dir);
+        int status = summary_read(run_dir, s, err, errlen);
+        if (status == 0 || attempt == 3 || !before || rec_run_identity(run_dir) == before)
+            return status;
+        if (status > 0) rec_run_summary_free(s);
+    }
 }

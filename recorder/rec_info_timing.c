@@ -47,10 +47,10 @@ int rec_run_timing(const char *run_dir, rec_hw_value *vals, size_t n, char *err,
     }
     sqlite3 *db = NULL;
     sqlite3_stmt *q = NULL;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1", -1, &q, NULL) !=
+    if (rec_index_open_ro(path, &db, err, errlen) != 0) return -1;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1", -1, &q, NULL) !=
             SQLITE_OK) {
-        snprintf(err, errlen, "%s: %s", path, db ? sqlite3_errmsg(db) : "cannot open");
+        snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(db));
         sqlite3_finalize(q);
         sqlite3_close(db);
         return -1;

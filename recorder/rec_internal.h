@@ -310,6 +310,10 @@ int rec_frame_decompress(void *dctx, const uint8_t *src, size_t len, rec_buf *ou
 int rec_trace_check_version(const rec_trace *t, const char *path, char *err, size_t errlen);
 /* True if path's first frame decodes to an npurr header (an npurr run). */
 int rec_trace_is_npurr(const char *path);
+/* The chunks table of index db in file order must cover seqs 1..events
+ * without a gap, an overlap or a step back; out says what is wrong ("" when
+ * whole). `info` and the events table both check it. */
+void rec_index_chunk_gaps(sqlite3 *db, uint64_t events, char *out, size_t len);
 
 /* ---------------------------------------------------------------- reader */
 
@@ -337,6 +341,13 @@ int rec_ix_chunk(rec_index *ix, const uint8_t *decls, size_t decl_len,
 /* Ends the run: trailer meta (outcome, end_time_ps, events, check...), and
  * the trace's size and fingerprint. Waits still open end at end_time_ps. */
 int rec_ix_finish(rec_index *ix, const rec_kv *trailer, const rec_fingerprint *trace);
+/* Whether end_ps can be the end time of the events fed: the time of their
+ * RUN_END event (the engine stamps both from one clock), or, in a trace
+ * without one (a run cut before its end), at or after the latest event and
+ * within the signed 64-bit range readers compute in. */
+int rec_ix_end_time_fits(const rec_index *ix, uint64_t end_ps);
+/* The time of the latest event fed so far (0 before any). */
+uint64_t rec_ix_last_time(const rec_index *ix);
 /* Writes the whole index to path (through path.tmp, renamed at the end). */
 int rec_ix_write_db(rec_index *ix, const char *path, char *err, size_t errlen);
 /* Starts index.db.tmp for path early, so that rec_ix_db_flush can write the

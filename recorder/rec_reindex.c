@@ -7,7 +7,9 @@
  * the outcome becomes "truncated" and its message says how far the trace
  * is complete.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "recorder/rec_internal.h"
@@ -53,6 +55,24 @@ int rec_reindex(const char *run_dir, char *err, size_t errlen) {
         }
     }
     const rec_kv *trailer = rec_reader_trailer(r);
+    if (status == 0) {
+        /* The run ends with its run_end event, stamped with the end time
+         * the trailer repeats: an end time elsewhere is not this run's, and
+         * every figure measured against it (shares, bandwidths) would be
+         * wrong, or overflow. */
+        const char *end = rec_kv_get(trailer, "end_time_ps");
+        char *stop = NULL;
+        errno = 0;
+        unsigned long long t = end ? strtoull(end, &stop, 10) : 0;
+        if (end && (errno || stop == end || *stop || !rec_ix_end_time_fits(ix, t))) {
+            snprintf(err, errlen, "%s/trace.zst: the trailer's end time (end_time_ps %s) "
+                     "disagrees with the events (the run_end event, or the last event at %llu "
+                     "ps): the trailer does not belong to them", run_dir, end,
+                     (unsigned long long)rec_ix_last_time(ix));
+            status = -1;
+            goto out;
+        }
+    }
     if (status == 1) {
         /* The outcome the run really had is lost with the trailer: say what
          * is known, and how far the trace can be trusted. */

@@ -109,7 +109,8 @@ static int load_chunks(ev_vtab *vt, const char *run_dir, char **pzErr) {
     }
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+    char oerr[512] = "";
+    if (rec_index_open_ro(path, &db, oerr, sizeof oerr) != 0 ||
         sqlite3_prepare_v2(db,
                            "SELECT first_seq, last_seq, first_time, last_time, offset,"
                            " compressed_bytes, raw_bytes, events, rank_min, rank_max, core_min,"
@@ -117,7 +118,9 @@ static int load_chunks(ev_vtab *vt, const char *run_dir, char **pzErr) {
                            -1, &st, NULL) != SQLITE_OK) {
         *pzErr = sqlite3_mprintf("events: cannot read the chunk index %s (%s); run `npurr "
                                  "reindex %s`",
-                                 path, db ? sqlite3_errmsg(db) : "out of memory", run_dir);
+                                 path,
+                                 oerr[0] ? oerr : db ? sqlite3_errmsg(db) : "out of memory",
+                                 run_dir);
         sqlite3_close(db);
         return SQLITE_ERROR;
     }
@@ -146,6 +149,18 @@ static int load_chunks(ev_vtab *vt, const char *run_dir, char **pzErr) {
         r->kind_mask = (uint64_t)sqlite3_column_int64(st, 12);
     }
     sqlite3_finalize(st);
+    /* What `info` checks: chunks that do not cover every event (an emptied
+     * or edited chunks table) would make events answer with rows missing. */
+    char events[32], gap[400];
+    rec_index_meta_text(db, "events", events, sizeof events);
+    if (rc == SQLITE_OK) {
+        rec_index_chunk_gaps(db, strtoull(events, NULL, 10), gap, sizeof gap);
+        if (gap[0]) {
+            *pzErr = sqlite3_mprintf("events: %s: %s; run `npurr reindex %s`", path, gap,
+                                     run_dir);
+            rc = SQLITE_ERROR;
+        }
+    }
     sqlite3_close(db);
     return rc;
 }

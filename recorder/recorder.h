@@ -151,6 +151,18 @@ void rec_index_meta_text(sqlite3 *db, const char *key, char *out, size_t len);
 int rec_index_matches_trace(sqlite3 *db, const char *run_dir, char *fp_out, size_t fp_len,
                             char *err, size_t errlen);
 
+/* Opens an index (RUN/index.db) read-only, as every reader must
+ * (rec_index_open.c): refuses what is not a regular file, rolls back a hot
+ * journal left by a killed derive when it can, and opens immutable when a
+ * stray index.db-wal would make SQLite create index.db-shm. 0, or -1 with
+ * err naming path; close *db with sqlite3_close either way. */
+int rec_index_open_ro(const char *path, sqlite3 **db, char *err, size_t errlen);
+/* The identity of the run run_dir names now (its trace.zst's inode,
+ * device, size and modification time mixed), 0 if it cannot be read: a
+ * reader that found index and trace disagreeing compares it with the
+ * identity before it began, to tell a run swapped in by `record --force`
+ * from a damaged one. */
+uint64_t rec_run_identity(const char *run_dir);
 /* The message for an index SQLite cannot read (sqlite_msg): names a
  * leftover index.db-journal when there is one (a rollback journal SQLite
  * must apply first, or garbage), else says the index is not npurr's. */

@@ -22,9 +22,16 @@
 #   npurr goto SEQ        re-execute to just before event SEQ
 #   npurr checkpoints     the replay snapshots `npurr goto` can resume
 #
-# The commands call small C functions of the replayer library in the
-# stopped process (replayer/replay_gdb.c) and print the text they return,
-# so what they show is exactly the engine's own state.
+# The commands never call a function in the stopped process: gdb cannot on
+# some machines (AMX CPUs with Debian 12's gdb 13.1 fail to write the XSAVE
+# state back), and `set may-call-functions off` forbids it anywhere. The
+# replayer keeps a versioned view of the run in its own memory
+# (`npurr_gdb_view`, replayer/replay_gdb.c): the clock after the last
+# event, every core's state, role, local time and open wait, every ring's
+# head and tail, the snapshot table, and at a break the text of `npurr
+# when`. This file only reads that memory and formats it; `npurr goto`
+# writes the target seq into the engine's break word and continues. The
+# running core is the one whose stack holds the stack pointer.
 #
 # Snapshots: with `npurr replay --checkpoint-every N` the replay forks a
 # snapshot every N events. This file sets `detach-on-fork off`, so gdb keeps
@@ -46,15 +53,138 @@ _snapshots = {}    # pid -> seq of the event after which it was taken
 _consumed = set()  # snapshot pids already resumed (no longer at their seq)
 
 
-def _text(call):
-    """Evaluates a replayer function returning const char * in the inferior."""
-    if gdb.selected_inferior().pid == 0:
+_VIEW_VERSION = 1  # replayer/replay_gdb.c NPURR_GDB_VIEW_VERSION
+
+
+def _inferior():
+    inf = gdb.selected_inferior()
+    if inf.pid == 0:
         raise gdb.GdbError("npurr: the program is not running (run `npurr replay RUN ...` first)")
+    return inf
+
+
+def _view():
+    """The replayer's view (replay_gdb.c), checked: a live replay of our version."""
+    inf = _inferior()
     try:
-        return gdb.parse_and_eval("(const char *) %s" % call).string()
-    except gdb.error as err:
-        raise gdb.GdbError("npurr: cannot call %s in this program (%s); is it `npurr replay`?"
-                           % (call, err))
+        view = gdb.parse_and_eval("npurr_gdb_view")
+        magic = bytes(inf.read_memory(int(view.address), 8))
+    except (gdb.error, gdb.MemoryError) as err:
+        raise gdb.GdbError("npurr: this program has no npurr view (%s); is it `npurr replay`, "
+                           "built with debug information?" % err)
+    if magic != b"npurrgdb":
+        raise gdb.GdbError("npurr: npurr_gdb_view in this program is not a view (magic %r)"
+                           % magic)
+    if int(view["version"]) != _VIEW_VERSION:
+        raise gdb.GdbError("npurr: the program keeps view version %d, this npurr_gdb.py reads "
+                           "version %d: load the npurr_gdb.py built with the program"
+                           % (int(view["version"]), _VIEW_VERSION))
+    if not int(view["live"]):
+        raise gdb.GdbError("no replay in this process: run `npurr replay RUN [--break-at SEQ]` "
+                           "under gdb")
+    return view
+
+
+_strings = {}  # address -> text (the engine's strings do not move or change)
+
+
+def _string(addr):
+    if not addr:
+        return None
+    text = _strings.get(addr)
+    if text is None:
+        ptr = gdb.Value(addr).cast(gdb.lookup_type("char").pointer())
+        text = ptr.string(length=-1) if addr else ""
+        _strings[addr] = text
+    return text
+
+
+def _records(array, count, typename, fields):
+    """Reads count structs of typename at array in one read and unpacks the
+    named fields (name -> struct format; dotted names reach nested structs)."""
+    kind = gdb.lookup_type(typename).strip_typedefs()
+    offsets = {}
+    for name in fields:
+        t, off = kind, 0
+        for part in name.split("."):
+            field = next(f for f in t.fields() if f.name == part)
+            off += field.bitpos // 8
+            t = field.type.strip_typedefs()
+        offsets[name] = off
+    size = kind.sizeof
+    raw = bytes(_inferior().read_memory(array, size * count)) if count else b""
+    out = []
+    for i in range(count):
+        base = i * size
+        rec = {}
+        for name, fmt in fields.items():
+            (rec[name],) = struct.unpack_from("<" + fmt, raw, base + offsets[name])
+        out.append(rec)
+    return out
+
+
+_CORE_FIELDS = {
+    "started": "B", "finished": "B", "faulted": "B", "launched": "B", "blocked": "B",
+    "wait_seq": "Q", "wait_site": "I", "rank": "i", "core": "i", "now": "Q", "role": "Q",
+    "wait_what": "Q", "wait_file": "Q", "wait_func": "Q", "wait_line": "i",
+    "described_seq": "Q", "waiting_on": "256s", "slots.saved_sp": "Q", "slots.stack": "Q",
+    "slots.stack_size": "Q",
+}
+
+
+def _cores(view):
+    return _records(int(view["cores"]), int(view["ncores"]), "replay_core", _CORE_FIELDS)
+
+
+def _read_u64(addr):
+    return struct.unpack("<Q", bytes(_inferior().read_memory(addr, 8)))[0]
+
+
+def _running_index(cores):
+    """The core whose coroutine stack holds the stack pointer, or -1."""
+    sp = int(gdb.newest_frame().read_register("rsp")) & (2**64 - 1)
+    for i, c in enumerate(cores):
+        if not c["launched"] or not c["slots.stack"]:
+            continue
+        base = _read_u64(c["slots.stack"])
+        if base and base <= sp < base + _read_u64(c["slots.stack_size"]):
+            return i
+    return -1
+
+
+def _core_name(view, rank, core):
+    aic = int(view["num_aic"])
+    return "rank %d AIC%d" % (rank, core) if core < aic else "rank %d AIV%d" % (rank, core - aic)
+
+
+def _site(c):
+    if c["wait_line"] or c["wait_file"]:
+        return "%s:%d (%s)" % (_string(c["wait_file"]) or "", c["wait_line"],
+                               _string(c["wait_func"]) or "?")
+    if c["wait_site"]:
+        return "site %d (not declared in this run)" % c["wait_site"]
+    return "no kernel line"
+
+
+def _state(i, c, running):
+    if i == running:
+        return "running"
+    if c["faulted"]:
+        return "faulted"
+    if c["finished"]:
+        return "finished"
+    if c["blocked"]:
+        return "blocked"
+    return "ready"
+
+
+def _staleness(view):
+    """Between two events of the replayer's own breaks, say what is not exact."""
+    seq, refreshed = int(view["seq"]), int(view["refreshed_seq"])
+    if int(view["at_break"]) or seq == refreshed:
+        return ""
+    return ("(stopped after seq %d, not at an npurr break: states follow the events; the "
+            "engine's wait texts are from seq %d)\n" % (seq, refreshed))
 
 
 def _value(expr):
@@ -158,7 +288,22 @@ At a break point: the event about to execute and the kernel line issuing it."""
         super().__init__("npurr when", gdb.COMMAND_USER)
 
     def invoke(self, arg, from_tty):
-        print(_text("npurr_gdb_when()"), end="")
+        view = _view()
+        if int(view["at_break"]):
+            print(view["when"].string(), end="")
+            return
+        print("seq %d (last executed), virtual time %.6f us"
+              % (int(view["seq"]), int(view["time"]) / 1e6))
+        cores = _cores(view)
+        running = _running_index(cores)
+        if running >= 0:
+            c = cores[running]
+            print("  running: %s %s, local time %.6f us"
+                  % (_core_name(view, c["rank"], c["core"]), _string(c["role"]) or "",
+                     c["now"] / 1e6))
+        else:
+            print("  no core is running (the scheduler has control)")
+        print("  replay: %d events matched the trace so far" % int(view["matched"]))
 
 
 def _parse_listing_args(cmd, arg, flags, takes_role):
@@ -187,16 +332,6 @@ def _parse_listing_args(cmd, arg, flags, takes_role):
     return opts
 
 
-def _set_arg(text):
-    """Writes text into npurr_gdb_arg (no malloc in the stopped process)."""
-    data = text.encode()[:255] + b"\0"
-    try:
-        addr = int(gdb.parse_and_eval("(unsigned long) &npurr_gdb_arg"))
-    except gdb.error as err:
-        raise gdb.GdbError("npurr: cannot find npurr_gdb_arg (%s); is it `npurr replay`?" % err)
-    gdb.selected_inferior().write_memory(addr, data)
-
-
 class NpurrCores(gdb.Command):
     """Cores of the replay: a summary first (per state, per role with its blocked count).
 
@@ -212,11 +347,62 @@ Filters combine (--blocked --rank 3)."""
 
     def invoke(self, arg, from_tty):
         o = _parse_listing_args("cores", arg, ("blocked", "all"), True)
-        if gdb.selected_inferior().pid == 0:
-            raise gdb.GdbError("npurr: the program is not running (run `npurr replay RUN ...` first)")
-        _set_arg(o["role"])
-        print(_text("npurr_gdb_cores_filtered(%d, %d, %d)" % (o["all"], o["blocked"], o["rank"])),
-              end="")
+        view = _view()
+        cores = _cores(view)
+        running = _running_index(cores)
+        states = {}
+        roles = []     # (role, cores, blocked) in first-seen order, as the C dump
+        by_role = {}
+        launched = 0
+        for i, c in enumerate(cores):
+            if not c["launched"]:
+                continue
+            launched += 1
+            st = _state(i, c, running)
+            states[st] = states.get(st, 0) + 1
+            role = _string(c["role"]) or ""
+            if role not in by_role:
+                by_role[role] = len(roles)
+                roles.append([role, 0, 0])
+            roles[by_role[role]][1] += 1
+            roles[by_role[role]][2] += st == "blocked"
+        out = [_staleness(view)]
+        out.append("%d cores: %d running, %d ready, %d blocked, %d finished, %d faulted\n"
+                   % (launched, states.get("running", 0), states.get("ready", 0),
+                      states.get("blocked", 0), states.get("finished", 0),
+                      states.get("faulted", 0)))
+        for role, n, blocked in roles:
+            out.append("  %-24s %5d cores, %5d blocked\n" % (role, n, blocked))
+        filtered = o["blocked"] or o["rank"] >= 0 or o["role"]
+        if not filtered and not o["all"]:
+            out.append("(npurr cores --blocked | --rank R | --role NAME lists cores; --all "
+                       "lists every one)\n")
+            print("".join(out), end="")
+            return
+        shown = 0
+        for i, c in enumerate(cores):
+            if not c["launched"]:
+                continue
+            st = _state(i, c, running)
+            role = _string(c["role"]) or ""
+            if ((o["blocked"] and st != "blocked") or (o["rank"] >= 0 and c["rank"] != o["rank"])
+                    or (o["role"] and role != o["role"])):
+                continue
+            shown += 1
+            text = "ready (not started)" if st == "ready" and not c["started"] else st
+            line = "  %-14s %-20s %-9s t=%.6f us" % (_core_name(view, c["rank"], c["core"]),
+                                                     role, text, c["now"] / 1e6)
+            if st == "blocked":
+                what = c["waiting_on"].split(b"\0", 1)[0].decode(errors="replace")
+                if not what or c["described_seq"] < c["wait_seq"]:
+                    what = _string(c["wait_what"]) or "its own pipes"
+                line += "  on %s" % what
+                if c["wait_seq"]:
+                    line += " since seq %d at %s" % (c["wait_seq"], _site(c))
+            out.append(line + "\n")
+        if filtered:
+            out.append("  (%d of %d cores match)\n" % (shown, launched))
+        print("".join(out), end="")
 
 
 class NpurrRings(gdb.Command):
@@ -232,8 +418,52 @@ npurr rings --all           and every ring"""
 
     def invoke(self, arg, from_tty):
         o = _parse_listing_args("rings", arg, ("full", "all"), False)
-        print(_text("npurr_gdb_rings_filtered(%d, %d, %d)" % (o["all"], o["full"], o["rank"])),
-              end="")
+        view = _view()
+        rings = _records(int(view["rings"]), int(view["nrings"]), "replay_ring",
+                         {"name": "Q", "level": "Q", "producer": "i", "consumer": "i",
+                          "capacity": "Q", "head": "q", "tail": "q"})
+        if not rings:
+            print("  (no ring was declared)")
+            return
+        levels = []
+        by_level = {}
+        for r in rings:
+            level = _string(r["level"]) or ""
+            if level not in by_level:
+                by_level[level] = len(levels)
+                levels.append([level, 0, 0, 0])
+            occ = r["tail"] - r["head"]
+            lv = levels[by_level[level]]
+            lv[1] += 1
+            lv[2] += occ == 0
+            lv[3] += bool(r["capacity"]) and occ >= r["capacity"]
+        out = [_staleness(view), "%d rings\n" % len(rings)]
+        for level, n, empty, full in levels:
+            out.append("  %-8s %5d rings: %5d empty, %5d partly filled, %5d full\n"
+                       % (level or "(none)", n, empty, n - empty - full, full))
+        filtered = o["full"] or o["rank"] >= 0
+        if not filtered and not o["all"]:
+            out.append("(npurr rings --full | --rank R lists rings; --all lists every one)\n")
+            print("".join(out), end="")
+            return
+        shown = 0
+        for r in rings:
+            occ = r["tail"] - r["head"]
+            cap = r["capacity"]
+            if o["full"] and not (cap and occ >= cap):
+                continue
+            if o["rank"] >= 0 and o["rank"] not in (r["producer"], r["consumer"]):
+                continue
+            shown += 1
+            out.append("  %-24s %-5s rank %d -> %d  head %d  tail %d  capacity %d  "
+                       "occupancy %d (%.1f%%)%s\n"
+                       % (_string(r["name"]) or "?", _string(r["level"]) or "", r["producer"],
+                          r["consumer"], r["head"], r["tail"], cap, occ,
+                          100.0 * occ / cap if cap else 0.0,
+                          "  (inconsistent)" if occ < 0 or (cap and occ > cap) else ""))
+        if filtered:
+            out.append("  (%d of %d rings match)\n" % (shown, len(rings)))
+        print("".join(out), end="")
 
 
 # Layout popped by npurr_ctx_swap (engine/coro_x86_64.S), low to high.
@@ -257,24 +487,27 @@ into the registers for the backtrace and restored afterwards."""
         if len(words) != 2 or not words[0].isdigit() or not (named or words[1].isdigit()):
             raise gdb.GdbError("usage: npurr bt RANK CORE   (CORE: AIVn, AICn or an index)")
         rank = int(words[0])
+        view = _view()
         if named:
             core = int(named.group(2))
             if named.group(1).lower() == "aiv":
-                core += _value("npurr_gdb_num_aic()")
+                core += int(view["num_aic"])
         else:
             core = int(words[1])
-        if gdb.selected_inferior().pid == 0:
-            raise gdb.GdbError("npurr: the program is not running")
-        running = _value("npurr_gdb_core_running(%d, %d)" % (rank, core))
-        if running < 0:
+        per_rank = int(view["cores_per_rank"])
+        cores = _cores(view)
+        index = rank * per_rank + core
+        if core >= per_rank or index >= len(cores):
             raise gdb.GdbError("npurr bt: there is no core %d on rank %d in this replay"
                                % (core, rank))
-        if running == 1:
+        if _running_index(cores) == index:
             print("rank %d core %d is the running core: its stack is the current one" % (rank, core))
             gdb.execute("bt")
             return
-        sp = _value("(unsigned long) npurr_gdb_core_sp(%d, %d)" % (rank, core))
-        if sp == 0:
+        c = cores[index]
+        stack = _read_u64(c["slots.stack"]) if c["slots.stack"] else 0
+        sp = _read_u64(c["slots.saved_sp"]) if c["slots.saved_sp"] else 0
+        if not c["launched"] or not c["started"] or not stack or not sp:
             raise gdb.GdbError("npurr bt: rank %d core %d has no suspended stack (not launched, "
                                "or the run has not begun)" % (rank, core))
         raw = bytes(gdb.selected_inferior().read_memory(sp, 8 * len(_SAVED)))
@@ -299,16 +532,18 @@ into the registers for the backtrace and restored afterwards."""
 
 
 def _refresh_snapshots():
-    inf = gdb.selected_inferior()
-    if inf.pid == 0:
+    if gdb.selected_inferior().pid == 0:
         return
     try:
-        listing = gdb.parse_and_eval("(const char *) npurr_gdb_checkpoints()").string()
-    except gdb.error:
+        view = _view()
+    except gdb.GdbError:
         return
-    for line in listing.splitlines():
-        seq, pid = line.split()
-        _snapshots[int(pid)] = int(seq)
+    if not int(view["ck"]):
+        return
+    ck = view["ck"].dereference()
+    for i in range(int(ck["n"])):
+        snap = ck["v"][i]
+        _snapshots[int(snap["pid"])] = int(snap["seq"])
 
 
 def _program_args():
@@ -361,13 +596,16 @@ runs the replay again from the first event with --break-at SEQ."""
         target = int(arg)
         inf = gdb.selected_inferior()
         if inf.pid != 0:
-            current = _value("npurr_gdb_seq()")
-            at_break = _value("npurr_gdb_break_seq") != 0
+            view = _view()
+            at_break = int(view["at_break"]) != 0
+            # At a break the event about to execute; elsewhere the last executed.
+            current = _value("npurr_gdb_break_seq") if at_break else int(view["seq"])
             if target == current and at_break:
                 print("npurr: already stopped before event %d" % target)
                 return
             if target > current:
-                _value("npurr_gdb_set_break(%d)" % target)
+                slot = int(view["break_seq_slot"])
+                inf.write_memory(slot, struct.pack("<Q", target))
                 gdb.execute("continue")
                 return
             _refresh_snapshots()

@@ -94,7 +94,7 @@ static void replay_on_break(void *ctx, const engine_event *ev) {
         /* Continued: the replay goes on (the debugger may have moved the
          * break with `npurr goto`). */
         rp->at_break = 0;
-        npurr_gdb_break_seq = 0;
+        replay_gdb_note_resume();
         return;
     }
     print_break(rp, ev, on_stack);
@@ -107,6 +107,8 @@ static void replay_on_break(void *ctx, const engine_event *ev) {
     replay_stop(rp);
 }
 
+/* The callback stays installed with seq 0 (no event has it): a debugger
+ * that writes the engine's break seq (`npurr goto`) then stops there. */
 void replay_set_break(replay *rp, uint64_t seq) {
-    engine_set_break(rp->e, seq, seq ? replay_on_break : NULL, rp);
+    engine_set_break(rp->e, seq, replay_on_break, rp);
 }

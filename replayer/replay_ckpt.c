@@ -120,7 +120,7 @@ static void snapshot_resume_under_gdb(replay *rp, uint64_t at_seq) {
         if (copy != 0) {
             forget_inherited(rp);
             if (copy > 0) {
-                /* Listed by npurr_gdb_checkpoints so `npurr goto` finds it;
+                /* Listed in the view's snapshot table so `npurr goto` finds it;
                  * no pipes: the debugger drives it. */
                 if (rp->ck.n == rp->ck.cap) {
                     int cap = rp->ck.cap ? 2 * rp->ck.cap : 16;

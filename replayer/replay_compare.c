@@ -14,7 +14,7 @@
  *
  * The observer is on the engine's hot path: one decoded event copied out of
  * the reader's chunk, fifteen integer comparisons, a little per-core
- * bookkeeping for the reports and the gdb commands.
+ * bookkeeping for the reports and the gdb view (replay_gdb.c).
  */
 #include "replayer/replay_internal.h"
 
@@ -91,33 +91,6 @@ static void trace_error(replay *rp) {
     decide(rp, REPLAY_TRACE_ERROR, rec_reader_complete_seq(rp->r));
 }
 
-static void track_core(replay *rp, const engine_event *ev) {
-    int i = replay_core_index(rp, ev->rank, ev->core);
-    if (i < 0 || ev->kind == EV_RUN_END) return;
-    replay_core *c = &rp->cores[i];
-    c->last_seq = ev->seq;
-    switch (ev->kind) {
-    case EV_KERNEL_BEGIN: c->started = 1; break;
-    case EV_KERNEL_END: c->finished = 1; c->wait_seq = 0; break;
-    case EV_FAULT: c->faulted = 1; break;
-    case EV_FLAG_WAIT_BEGIN: case EV_XCORE_WAIT_BEGIN: case EV_GM_WAIT_BEGIN:
-    case EV_BARRIER_BEGIN: case EV_PIPE_WAIT_BEGIN:
-        c->wait_seq = ev->seq;
-        c->wait_site = ev->site;
-        c->wait_kind = ev->kind;
-        break;
-    case EV_FLAG_WAIT_END: case EV_XCORE_WAIT_END: case EV_GM_WAIT_END:
-    case EV_BARRIER_END: case EV_PIPE_WAIT_END:
-        c->wait_seq = 0;
-        break;
-    case EV_BLOCKED:
-        if (!rp->v.blocked) rp->v.first_blocked_seq = ev->seq;
-        rp->v.blocked++;
-        break;
-    default: break;
-    }
-}
-
 static void on_event(void *ctx, const engine_event *ev) {
     replay *rp = ctx;
     if (rp->done) return;
@@ -151,11 +124,21 @@ static void on_event(void *ctx, const engine_event *ev) {
             decide(rp, REPLAY_INTERRUPTED, want.seq);
             return;
         }
+        /* The replay itself stopped by Ctrl-C or SIGTERM: its interrupted
+         * RUN_END is where the user stopped it, not a divergence. */
+        if (ev->kind == EV_RUN_END && ev->value == OUTCOME_INTERRUPTED) {
+            snprintf(rp->v.what, sizeof rp->v.what,
+                     "the replay was stopped (Ctrl-C or SIGTERM) at seq %llu; every event "
+                     "before it matched the trace", (unsigned long long)ev->seq);
+            rp->v.has_expected = rp->v.has_actual = 0;
+            decide(rp, REPLAY_INTERRUPTED, ev->seq);
+            return;
+        }
         decide(rp, REPLAY_DIVERGED, ev->seq);
         return;
     }
     rp->v.matched++;
-    track_core(rp, ev);
+    replay_view_event(rp, ev);
     if (ev->kind == EV_RUN_END) {
         rp->t_end = replay_wall();
         if (rp->child_reply_fd >= 0) {
@@ -204,10 +187,16 @@ int replay_attach(engine *e, rec_reader *r, const replay_opts *o, replay **out, 
     rp->ck.every = rp->opts.checkpoint_every;
     rp->ck.max = rp->opts.max_checkpoints > 0 ? rp->opts.max_checkpoints : 32;
     rp->ck.owner = getpid();
+    if (replay_view_attach(rp)) {
+        replay_view_detach(rp);
+        free(rp->cores);
+        free(rp);
+        snprintf(err, errlen, "replay_attach: out of memory");
+        return -1;
+    }
     engine_observer obs = {.ctx = rp, .on_event = on_event};
     engine_set_observer(e, &obs);
-    if (rp->opts.break_at) replay_set_break(rp, rp->opts.break_at);
-    npurr_gdb_replay = rp;
+    replay_set_break(rp, rp->opts.break_at);
     rp->t_start = replay_wall();
     *out = rp;
     return 0;
@@ -374,7 +363,7 @@ double replay_seconds_to_end(const replay *rp) {
 void replay_free(replay *rp) {
     if (!rp) return;
     replay_ckpt_free(rp);
-    if (npurr_gdb_replay == rp) npurr_gdb_replay = NULL;
+    replay_view_detach(rp);
     free(rp->cores);
     free(rp);
 }

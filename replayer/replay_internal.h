@@ -5,9 +5,9 @@
  *   replay_compare.c  the comparing observer, the ending, the verdict
  *   replay_break.c    break points: SIGTRAP under a debugger, else a dump
  *   replay_ckpt.c     fork-based snapshots and replay_goto
- *   replay_text.c     events, cores and rings as text (CLI, gdb, reports)
+ *   replay_text.c     events, cores and rings as text (CLI, break dumps)
  *   replay_report.c   the verdict as a report and an exit code
- *   replay_gdb.c      functions the gdb extension calls in the inferior
+ *   replay_gdb.c      the state the gdb extension reads (no calls into us)
  */
 #ifndef NPURR_REPLAY_INTERNAL_H
 #define NPURR_REPLAY_INTERNAL_H
@@ -32,14 +32,36 @@ void rout_printf(replay_out *o, const char *fmt, ...) __attribute__((format(prin
 
 /* What the observer learns about each core from the events it sees: the
  * engine's introspection says blocked/finished, the events say since when
- * and where. */
+ * and where. The gdb extension reads this array as it is (replay_gdb.c):
+ * every field is plain data or a pointer to a string the engine owns. */
 typedef struct replay_core {
     uint8_t started, finished, faulted;
+    uint8_t launched;          /* a kernel was launched on it */
+    uint8_t blocked;           /* a wait is open (the engine's word at a refresh) */
     uint8_t wait_kind;         /* kind of the open *_WAIT_BEGIN */
     uint64_t wait_seq;         /* seq of the open *_WAIT_BEGIN, 0 none */
     uint32_t wait_site;
     uint64_t last_seq;         /* last event on one of its tracks */
+    int32_t rank, core;
+    uint64_t now;              /* virtual time of its last event (ps) */
+    const char *role;          /* its role, else its kernel's name */
+    const char *wait_what;     /* the open wait's event kind, by name */
+    const char *wait_file, *wait_func;
+    int32_t wait_line;
+    uint64_t described_seq;    /* waiting_on is the engine's text as of this seq */
+    char waiting_on[256];
+    engine_core_slots slots;   /* its live context, for npurr bt */
 } replay_core;
+
+/* A ring as `npurr rings` shows it; head and tail follow every event that
+ * names one of its words, and all rings are read again at a break. */
+typedef struct replay_ring {
+    const char *name, *level;
+    int32_t producer, consumer;
+    uint64_t capacity;
+    int64_t head, tail;
+    uint32_t head_obj, tail_obj;
+} replay_ring;
 
 /* ------------------------------------------------------------ snapshots */
 
@@ -88,6 +110,10 @@ struct replay {
 
     int ncores, num_aic, cores_per_rank;
     replay_core *cores;
+    replay_ring *rings;        /* the declared rings, for the gdb view */
+    int nrings;
+    int32_t *ring_of_object;   /* object id -> index in rings of its ring, -1 none */
+    uint32_t nobjects;
 
     /* break point */
     int at_break;
@@ -131,25 +157,22 @@ void replay_child_finish(replay *rp, replay_status st, uint64_t seq, const char 
 void replay_fmt_event(const replay *rp, const engine_event *ev, char *buf, size_t len);
 void replay_fmt_core_name(const replay *rp, uint32_t rank, uint32_t core, char *buf, size_t len);
 void replay_fmt_site(const replay *rp, uint32_t site, char *buf, size_t len);
-/* Which cores or rings a listing shows (npurr cores/rings under gdb). */
-typedef struct replay_filter {
-    int all;            /* list everything (the summary comes first anyway) */
-    int blocked_only;   /* cores: only blocked ones */
-    int full_only;      /* rings: only full ones */
-    int rank;           /* -1 any; cores of that rank, rings it produces or consumes */
-    const char *role;   /* cores: only this role (NULL or "" any) */
-} replay_filter;
-void replay_text_cores_filtered(const replay *rp, replay_out *o, const replay_filter *f);
-void replay_text_rings_filtered(const replay *rp, replay_out *o, const replay_filter *f);
+/* At a break only: the event about to execute. */
 void replay_text_when(const replay *rp, replay_out *o);
-void replay_text_checkpoints(const replay *rp, replay_out *o);
 /* The running core (on whose stack a break fires), -1 if none. */
 int replay_running_core(const replay *rp);
 
-/* replay_gdb.c */
-extern replay *volatile npurr_gdb_replay;
+/* replay_gdb.c: the state the gdb extension reads without calling into
+ * the process. */
 extern volatile uint64_t npurr_gdb_break_seq;
 extern volatile uint64_t npurr_gdb_resume_seq;
-void replay_gdb_note_break(const replay *rp, const engine_event *ev, int on_core_stack);
+int replay_view_attach(replay *rp);
+void replay_view_detach(replay *rp);
+/* After each matched event: the cores' and rings' records, the clock. */
+void replay_view_event(replay *rp, const engine_event *ev);
+/* At a break: everything read again from the engine, and `npurr when`. */
+void replay_gdb_note_break(replay *rp, const engine_event *ev, int on_core_stack);
+/* Continued after a break: the view is no longer at one. */
+void replay_gdb_note_resume(void);
 
 #endif

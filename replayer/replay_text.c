@@ -1,9 +1,9 @@
 /*
- * replay_text.c - events, cores and rings as text.
+ * replay_text.c - events and cores as text.
  *
- * One formatter serves the CLI (a FILE), the break dump and the gdb
- * commands (a fixed buffer in the inferior: no allocation while it is
- * stopped at an arbitrary point, see replay_gdb.c). Core names follow the
+ * One formatter serves the CLI (a FILE) and the break dump without a
+ * debugger, and renders `npurr when` into the gdb view at a break (a fixed
+ * buffer: no allocation on the way to a stop). Core names follow the
  * engine's report ("rank 1 AIV3"), times are microseconds of virtual time.
  */
 #include "replayer/replay_internal.h"
@@ -106,21 +106,10 @@ static void core_line(const replay *rp, replay_out *o, int i, int state,
     rout_printf(o, "\n");
 }
 
-static int core_selected(const replay_filter *f, int state, const engine_core_state *st) {
-    if (f->blocked_only && state != ST_BLOCKED) return 0;
-    if (f->rank >= 0 && st->rank != f->rank) return 0;
-    if (f->role && f->role[0]) {
-        const char *role = st->role && st->role[0] ? st->role : st->kernel;
-        if (!role || strcmp(role, f->role) != 0) return 0;
-    }
-    return 1;
-}
-
-/* Summary first (per state, then per role with its blocked count), then the
- * cores the filter selects; with no filter and not `all`, only the summary:
- * 768 lines are no use in a debugger. No allocation: gdb may have stopped
- * the process anywhere, malloc included. */
-void replay_text_cores_filtered(const replay *rp, replay_out *o, const replay_filter *f) {
+/* Summary first (per state, then per role with its blocked count), then
+ * every launched core: the break dump without a debugger. The gdb
+ * extension formats the same listing from the view (npurr_gdb.py). */
+static void replay_text_cores(const replay *rp, replay_out *o) {
     int running = replay_running_core(rp);
     int n[ST_COUNT] = {0}, launched = 0;
     enum { MAX_ROLES = 64 };
@@ -151,139 +140,36 @@ void replay_text_cores_filtered(const replay *rp, replay_out *o, const replay_fi
     for (int r = 0; r < nroles; r++)
         rout_printf(o, "  %-24s %5d cores, %5d blocked\n", roles[r], role_n[r], role_blocked[r]);
     if (other) rout_printf(o, "  (%d cores of further roles)\n", other);
-    int filtered = f->blocked_only || f->rank >= 0 || (f->role && f->role[0]);
-    if (!filtered && !f->all) {
-        rout_printf(o, "(npurr cores --blocked | --rank R | --role NAME lists cores; --all "
-                       "lists every one)\n");
-        return;
-    }
-    int shown = 0;
     for (int i = 0; i < rp->ncores; i++) {
         engine_core_state st;
         engine_core_state_get(rp->e, i, &st);
         if (!st.launched) continue;
         int state = core_state(rp, i, running, &st);
-        if (!core_selected(f, state, &st)) continue;
         core_line(rp, o, i, state, &st);
-        shown++;
     }
-    if (filtered) rout_printf(o, "  (%d of %d cores match)\n", shown, launched);
 }
 
-static void replay_text_cores(const replay *rp, replay_out *o) {
-    replay_filter all = {.rank = -1, .all = 1};
-    replay_text_cores_filtered(rp, o, &all);
-}
-
-static void ring_line(const replay *rp, replay_out *o, const engine_object *r, int64_t head,
-                      int64_t tail) {
-    int64_t occ = tail - head;
-    const char *name = engine_string(rp->e, r->name);
-    const char *level = r->role ? engine_string(rp->e, r->role) : "";
-    rout_printf(o, "  %-24s %-5s rank %d -> %d  head %lld  tail %lld  capacity %llu  "
-                "occupancy %lld (%.1f%%)%s\n",
-                name ? name : "?", level ? level : "", r->producer_rank, r->consumer_rank,
-                (long long)head, (long long)tail, (unsigned long long)r->size, (long long)occ,
-                r->size ? 100.0 * (double)occ / (double)r->size : 0.0,
-                occ < 0 || (r->size && (uint64_t)occ > r->size) ? "  (inconsistent)" : "");
-}
-
-/* Summary per level (rings, empty, partly filled, full), then the rings the
- * filter selects: --full the full ones, --rank R those R produces or
- * consumes, --all every one; with none of them, only the summary. */
-void replay_text_rings_filtered(const replay *rp, replay_out *o, const replay_filter *f) {
-    uint32_t count = engine_object_count(rp->e);
-    enum { MAX_LEVELS = 16 };
-    const char *levels[MAX_LEVELS];
-    int lv_n[MAX_LEVELS], lv_empty[MAX_LEVELS], lv_full[MAX_LEVELS], nlevels = 0, total = 0;
-    for (uint32_t id = 1; id <= count; id++) {
-        const engine_object *r = engine_object_get(rp->e, id);
-        if (!r || r->kind != OBJ_RING) continue;
-        int64_t occ = engine_word_value(rp->e, r->tail) - engine_word_value(rp->e, r->head);
-        const char *level = r->role ? engine_string(rp->e, r->role) : NULL;
-        if (!level) level = "";
-        int l = 0;
-        while (l < nlevels && strcmp(levels[l], level) != 0) l++;
-        if (l == nlevels) {
-            if (nlevels == MAX_LEVELS) l = MAX_LEVELS - 1;
-            else {
-                levels[nlevels] = level;
-                lv_n[nlevels] = lv_empty[nlevels] = lv_full[nlevels] = 0;
-                nlevels++;
-            }
-        }
-        lv_n[l]++;
-        lv_empty[l] += occ == 0;
-        lv_full[l] += r->size && occ >= (int64_t)r->size;
-        total++;
-    }
-    if (!total) {
-        rout_printf(o, "  (no ring was declared)\n");
-        return;
-    }
-    rout_printf(o, "%d rings\n", total);
-    for (int l = 0; l < nlevels; l++)
-        rout_printf(o, "  %-8s %5d rings: %5d empty, %5d partly filled, %5d full\n",
-                    levels[l][0] ? levels[l] : "(none)", lv_n[l], lv_empty[l],
-                    lv_n[l] - lv_empty[l] - lv_full[l], lv_full[l]);
-    int filtered = f->full_only || f->rank >= 0;
-    if (!filtered && !f->all) {
-        rout_printf(o, "(npurr rings --full | --rank R lists rings; --all lists every one)\n");
-        return;
-    }
-    int shown = 0;
-    for (uint32_t id = 1; id <= count; id++) {
-        const engine_object *r = engine_object_get(rp->e, id);
-        if (!r || r->kind != OBJ_RING) continue;
-        int64_t head = engine_word_value(rp->e, r->head);
-        int64_t tail = engine_word_value(rp->e, r->tail);
-        if (f->full_only && !(r->size && tail - head >= (int64_t)r->size)) continue;
-        if (f->rank >= 0 && r->producer_rank != f->rank && r->consumer_rank != f->rank) continue;
-        ring_line(rp, o, r, head, tail);
-        shown++;
-    }
-    if (filtered) rout_printf(o, "  (%d of %d rings match)\n", shown, total);
-}
-
+/* `npurr when` at a break: the event about to execute and who issues it
+ * (replay_gdb.c renders it into the view before raising SIGTRAP). */
 void replay_text_when(const replay *rp, replay_out *o) {
     char text[600], name[48], site[400];
-    if (rp->at_break) {
-        const engine_event *ev = &rp->break_ev;
-        replay_fmt_event(rp, ev, text, sizeof text);
-        replay_fmt_site(rp, ev->site, site, sizeof site);
-        rout_printf(o, "seq %llu (about to execute), virtual time %.6f us\n",
-                    (unsigned long long)ev->seq, (double)ev->time / 1e6);
-        if (ev->kind == EV_RUN_END) {
-            rout_printf(o, "  the end of the run, emitted by the scheduler\n");
-        } else {
-            replay_fmt_core_name(rp, ev->rank, ev->core, name, sizeof name);
-            if (rp->break_on_stack)
-                rout_printf(o, "  issued by %s at %s\n", name, site);
-            else
-                rout_printf(o, "  emitted by the scheduler for %s (kernel line %s)\n", name, site);
-        }
-        rout_printf(o, "  event: %s\n", text);
+    const engine_event *ev = &rp->break_ev;
+    replay_fmt_event(rp, ev, text, sizeof text);
+    replay_fmt_site(rp, ev->site, site, sizeof site);
+    rout_printf(o, "seq %llu (about to execute), virtual time %.6f us\n",
+                (unsigned long long)ev->seq, (double)ev->time / 1e6);
+    if (ev->kind == EV_RUN_END) {
+        rout_printf(o, "  the end of the run, emitted by the scheduler\n");
     } else {
-        rout_printf(o, "seq %llu (last executed), virtual time %.6f us\n",
-                    (unsigned long long)engine_seq(rp->e), (double)engine_now(rp->e) / 1e6);
-        int c = replay_running_core(rp);
-        if (c >= 0) {
-            engine_core_state st;
-            engine_core_state_get(rp->e, c, &st);
-            replay_fmt_core_name(rp, (uint32_t)st.rank, (uint32_t)st.core, name, sizeof name);
-            rout_printf(o, "  running: %s %s, local time %.6f us\n", name,
-                        st.role && st.role[0] ? st.role : st.kernel, (double)st.now / 1e6);
-        } else {
-            rout_printf(o, "  no core is running (the scheduler has control)\n");
-        }
+        replay_fmt_core_name(rp, ev->rank, ev->core, name, sizeof name);
+        if (rp->break_on_stack)
+            rout_printf(o, "  issued by %s at %s\n", name, site);
+        else
+            rout_printf(o, "  emitted by the scheduler for %s (kernel line %s)\n", name, site);
     }
+    rout_printf(o, "  event: %s\n", text);
     rout_printf(o, "  replay: %llu events matched the trace so far\n",
                 (unsigned long long)rp->v.matched);
-}
-
-void replay_text_checkpoints(const replay *rp, replay_out *o) {
-    for (int i = 0; i < rp->ck.n; i++)
-        rout_printf(o, "%llu %d\n", (unsigned long long)rp->ck.v[i].seq, (int)rp->ck.v[i].pid);
 }
 
 void replay_write_cores(const replay *rp, FILE *out) {

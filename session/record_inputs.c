@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "engine/engine.h"
 #include "engine/kernels/kernels.h"
 
 /* Where a run folder's path goes in a replay.opt value. */
@@ -43,9 +44,10 @@ int record_inputs_plan(const run_options *ro, record_inputs *in) {
 }
 
 static int copy_file(const char *from, const char *to, char *err, size_t errlen) {
-    FILE *in = fopen(from, "rb");
+    char why[200];
+    FILE *in = engine_fopen_input(from, why, sizeof why);
     if (!in) {
-        snprintf(err, errlen, "input file %s: %s", from, strerror(errno));
+        snprintf(err, errlen, "input file %s: %s", from, why);
         return -1;
     }
     FILE *out = fopen(to, "wb");

@@ -91,7 +91,10 @@ int replay_session_run(replay_session *s, const replay_opts *o, int catch_signal
     double t0 = wall_now();
     rr->ran = engine_run(s->e, &rr->run, rr->error, sizeof rr->error) == ENGINE_OK;
     rr->wall = wall_now() - t0;
-    if (catch_signals) session_signals_release();
+    if (catch_signals) {
+        rr->interrupted = session_signals_seen();
+        session_signals_release();
+    }
     const kernel_desc *k = s->spec.opts.kernel;
     if (rr->ran && rr->run.outcome == OUTCOME_COMPLETED && k->check) {
         int failed = k->check(s->e, s->state, rr->check_message, sizeof rr->check_message) != 0;

@@ -23,6 +23,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
@@ -104,10 +105,44 @@ static void note_leftovers(const char *parent, const char *name) {
     closedir(d);
 }
 
+/* The run folder that holds dir (dir itself or an ancestor, symlinks and
+ * `..` resolved), copied into run; 0 when none does. */
+static int enclosing_run(const char *dir, char *run, size_t len) {
+    char real[PATH_MAX], near[PATH_MAX];
+    snprintf(near, sizeof near, "%s", dir);
+    /* -o may name folders still to be made: start at the nearest that exists. */
+    while (!realpath(near, real)) {
+        char *slash = strrchr(near, '/');
+        if (!slash) {
+            if (!realpath(".", real)) return 0;
+            break;
+        }
+        if (slash == near) slash[1] = 0; else *slash = 0;
+    }
+    for (;;) {
+        if (is_run(real)) {
+            snprintf(run, len, "%s", real);
+            return 1;
+        }
+        char *slash = strrchr(real, '/');
+        if (!slash || slash == real) return 0;
+        *slash = 0;
+    }
+}
+
 int run_folder_check_target(const char *target, int force, char *err, size_t errlen) {
     char parent[4096], name[256];
     if (split(target, parent, sizeof parent, name, sizeof name)) {
         snprintf(err, errlen, "-o %s: not a usable run folder name", target);
+        return -1;
+    }
+    /* A run folder holds only its run (trace.zst, index.db, inputs/): a
+     * run written inside another would be lost by the next --force and
+     * looks like a damaged run to every reader. */
+    char outer[PATH_MAX];
+    if (enclosing_run(parent, outer, sizeof outer)) {
+        snprintf(err, errlen, "-o %s: is inside the run folder %s, which holds only its own "
+                 "run; choose another -o", target, outer);
         return -1;
     }
     switch (state_of(target)) {

@@ -145,6 +145,10 @@ static int find_kernel(int argc, char **argv, run_options *ro, char *err, size_t
             name = argv[i + 1];
         } else if (strncmp(argv[i], "--kernel=", 9) == 0) {
             name = argv[i] + 9;
+        } else if (strncmp(argv[i], "-k=", 3) == 0) {
+            snprintf(err, errlen, "%s: a short option takes its value as the next argument: "
+                     "-k %s (or --kernel=%s)", argv[i], argv[i] + 3, argv[i] + 3);
+            return EXIT_USAGE;
         }
         if (name) {
             ro->kernel = kernels_find(name);
@@ -261,6 +265,13 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
         if (strcmp(a, "--quiet") == 0 && !eq) { ro->quiet = 1; continue; }
         if (strcmp(a, "--progress") == 0 && (allow & RUN_OPT_OUTPUT) && !eq) { ro->progress = 1; continue; }
         if (strcmp(a, "--force") == 0 && (allow & RUN_OPT_OUTPUT) && !eq) { ro->force = 1; continue; }
+        /* A flag of another command: say so, rather than "missing value". */
+        if (!eq && (strcmp(a, "--no-trace") == 0 || strcmp(a, "--progress") == 0 ||
+                    strcmp(a, "--force") == 0)) {
+            snprintf(err, errlen, "%s: not an option of this command (`npurr record` takes it)",
+                     a);
+            return EXIT_USAGE;
+        }
         if (strncmp(a, "-", 1) != 0) {
             snprintf(err, errlen, "unexpected argument '%s'", a);
             return EXIT_USAGE;
@@ -290,6 +301,13 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
             snprintf(err, errlen, "%s: unknown option", a);
             return EXIT_USAGE;
         }
+    }
+    /* The three PCT options make one schedule: points alone cannot run. */
+    if (ro->config.pct_points && (!ro->config.pct_span || !ro->config.pct_delay_ps)) {
+        int no_delay = !ro->config.pct_delay_ps && ro->config.pct_span;
+        snprintf(err, errlen, "--pct-points %u needs --pct-span STEPS and --pct-delay-us US too%s",
+                 ro->config.pct_points, no_delay ? " (no --pct-delay-us given)" : "");
+        return EXIT_USAGE;
     }
     return 0;
 }

@@ -158,6 +158,10 @@ typedef struct record_hooks {
  * failed inside (r says how it ended and where the run folder is); or,
  * before anything was recorded, SESSION_USAGE (a bad -o, a run too large)
  * or SESSION_ERROR, with err. */
+/* 0 in a process of an MPI job (mpirun) other than process 0: what it
+ * would print before the split starts (a refused option), process 0
+ * prints too, so it keeps quiet; 1 otherwise. */
+int session_process_speaks(void);
 int record_session(const run_spec *spec, const record_hooks *hooks, int catch_signals,
                    record_result *r, char *err, size_t errlen);
 void record_result_free(record_result *r);
@@ -181,6 +185,7 @@ typedef struct replay_run {
     engine_result run;
     char error[ENGINE_ERRLEN];
     double wall;                     /* seconds in engine_run */
+    int interrupted;                 /* Ctrl-C or SIGTERM stopped the replay */
     const char *check;               /* "passed" | "failed" | "skipped" */
     char check_message[1024];
 } replay_run;

@@ -29,6 +29,23 @@ static int launcher_size(void) {
     return 0;
 }
 
+/* This process's number in the launcher's job, -1 outside one. */
+static int launcher_rank(void) {
+    const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", NULL};
+    for (int i = 0; vars[i]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return atoi(v);
+    }
+    return -1;
+}
+
+/* Before MPI is up (a refused option), every process of the job would print
+ * the same refusal: they all parse the same command line. Only process 0
+ * speaks, as after split_mpi_start; the others exit with the same code. */
+int session_process_speaks(void) {
+    return launcher_size() <= 1 || launcher_rank() <= 0;
+}
+
 #ifdef NPURR_HAVE_MPI
 #include <limits.h>
 #include <mpi.h>

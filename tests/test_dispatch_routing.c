@@ -271,7 +271,7 @@ static void expect_error(int nodes, int npus, const char *const *kv, const char 
 
 static void test_bad_options(void **s) {
     (void)s;
-    expect_error(1, 8, NULL, "--nodes 1");
+    expect_error(0, 8, NULL, "--nodes 0");
     const char *tokens[] = {"tokens", "1,2,3", NULL};
     expect_error(2, 2, tokens, "--tokens 1,2,3: 3 values given; give one for every rank or exactly 4");
     const char *neg[] = {"tokens", "4,x", NULL};

@@ -180,7 +180,8 @@ static void k_rdma_steps(const void *a) {
         RdmaWrite(gm_on_rank(p->out, 8), p->b, 8);            /* leaves after it */
         SetValue64(p->b, 2);                                   /* before it leaves: lands */
         RdmaQuiet();
-        RdmaWrite(gm_on_rank(gm_add(p->out, 8), 8), p->c, 8); /* leaves at once */
+        RdmaWrite(gm_on_rank(gm_add(p->out, 8), 8), p->c, 8); /* leaves once the AICPU posts it */
+        ScalarCycles(40000);                                   /* ~20 us: well after that */
         SetValue64(p->c, 2);                                   /* after it left: does not */
         RdmaQuiet();
     }
@@ -208,9 +209,11 @@ static void test_rdma_steps(void **state) {
     engine *e = run_steps(0, &p);
     const engine_hw *hw = &engine_get_config(e)->hw;
     uint64_t lat = (uint64_t)(hw->rdma_latency_ns * 1000), wire = (uint64_t)((1 << 20) * 1000.0 / hw->roce_gbps + 0.999);
-    /* uncontended: post + bytes at line rate + one latency; the ack one latency later */
+    uint64_t aicpu = (uint64_t)(hw->batchwrite_task_ns * 1000), msg = (uint64_t)(hw->nic_message_ns * 1000);
+    /* uncontended: the AICPU posts it (one task), the NIC sends the bytes at
+     * line rate plus its per-message cost, one latency; the ack one later */
     assert_int_equal(n_rdma_done, 1);
-    assert_int_equal(rdma_done[0], rdma_issue[0] + wire + lat);
+    assert_int_equal(rdma_done[0], rdma_issue[0] + aicpu + wire + msg + lat);
     assert_int_equal(quiet_end, rdma_done[0] + lat);
     engine_destroy(e);
 
@@ -218,8 +221,9 @@ static void test_rdma_steps(void **state) {
     /* two senders, one receiver: the second waits for the first at the rx */
     assert_int_equal(n_rdma_done, 2);
     assert_int_equal(rdma_issue[0], rdma_issue[1]);
-    assert_int_equal(rdma_done[0], rdma_issue[0] + wire + lat);
-    assert_int_equal(rdma_done[1], rdma_done[0] + wire);
+    assert_int_equal(rdma_done[0], rdma_issue[0] + aicpu + wire + msg + lat);
+    /* the rx (no message cost) takes the second right after the first's bytes */
+    assert_int_equal(rdma_done[1], rdma_issue[1] + aicpu + lat + 2 * wire);
     engine_destroy(e);
 
     e = run_steps(2, &p);

@@ -11,7 +11,11 @@
  * for the event), `npurr cores` must list every core already blocked,
  * `npurr bt` must unwind a suspended core's own stack, `npurr rings` must
  * show the ring the releaser advanced, and `npurr goto` must get to an
- * earlier event, both by re-running and by resuming a snapshot. gdb -batch
+ * earlier event, both by re-running and by resuming a snapshot; at a
+ * breakpoint the user set, the commands still answer. Every run of gdb has
+ * `set may-call-functions off`: the extension must never call into the
+ * process (gdb cannot on some CPUs), so a call fails these tests anywhere.
+ * gdb -batch
  * kills what it started; the test checks that no process of it is left.
  *
  * npurr_gdb.py is the copy CMake puts next to the binaries (the build dir).
@@ -240,13 +244,17 @@ static int teardown(void **state) {
 
 /* Runs gdb -batch on this program in --replay-child mode with the given
  * commands; returns gdb's whole output (malloc'd). */
-static char *run_gdb(const char *run, int iters, uint64_t seq, uint64_t every,
-                     const char *const *cmds) {
+static char *run_gdb_with(const char *run, int iters, uint64_t seq, uint64_t every,
+                          const char *const *before_run, const char *const *cmds) {
     char line[8192];
     int k = snprintf(line, sizeof line,
                      "ASAN_OPTIONS=detect_leaks=0 timeout 300 gdb -nx -batch -q "
-                     "-iex 'set auto-load safe-path /nonexistent' -x '%s' -ex run",
+                     "-iex 'set auto-load safe-path /nonexistent' "
+                     "-iex 'set may-call-functions off' -x '%s'",
                      g_script);
+    for (; before_run && *before_run; before_run++)
+        k += snprintf(line + k, sizeof line - (size_t)k, " -ex '%s'", *before_run);
+    k += snprintf(line + k, sizeof line - (size_t)k, " -ex run");
     for (; *cmds; cmds++) k += snprintf(line + k, sizeof line - (size_t)k, " -ex '%s'", *cmds);
     k += snprintf(line + k, sizeof line - (size_t)k,
                   " --args '%s' --replay-child '%s' %d --break-at %llu", g_self, run, iters,
@@ -267,6 +275,11 @@ static char *run_gdb(const char *run, int iters, uint64_t seq, uint64_t every,
     out[len] = 0;
     pclose(p);
     return out;
+}
+
+static char *run_gdb(const char *run, int iters, uint64_t seq, uint64_t every,
+                     const char *const *cmds) {
+    return run_gdb_with(run, iters, seq, every, NULL, cmds);
 }
 
 /* Every process whose command line mentions run: none may survive gdb. */
@@ -459,6 +472,40 @@ static void test_goto_back_twice_resumes_snapshots_both_times(void **state) {
     free(rec.v);
 }
 
+/* A stop the user made (a gdb breakpoint in the kernel), not an npurr
+ * break: the commands still read the view, which follows the events, and
+ * `npurr goto` forwards moves the engine's break from there. */
+static void test_commands_at_a_breakpoint_of_the_user(void **state) {
+    (void)state;
+    char run[300], want[200];
+    snprintf(run, sizeof run, "%s/dl_user", g_tmp);
+    recorded rec;
+    record(run, 2, &rec);
+    char go[64];
+    uint64_t target = rec.target - 1;
+    snprintf(go, sizeof go, "npurr goto %llu", (unsigned long long)target);
+    const char *before[] = {"break waiter_wait_for_release", NULL};
+    const char *cmds[] = {"npurr when", "npurr cores --role Waiter", "npurr rings --all",
+                          "delete", go, "npurr when", NULL};
+    /* --break-at past the end: only the user's breakpoint stops the run. */
+    char *out = run_gdb_with(run, 2, rec.n + 10, 0, before, cmds);
+    expect(out, "Breakpoint 1, waiter_wait_for_release");
+    const char *when = after(out, "(last executed), virtual time");
+    expect(when, "  running: rank ");
+    expect(when, " Waiter, local time ");
+    /* The waiter stopped in its kernel is the running core. */
+    const char *cores = after(when, "cores: 1 running");
+    expect(cores, "Waiter ");
+    expect(cores, "running");
+    expect(cores, "demo_ring[0]");
+    snprintf(want, sizeof want, "seq %llu (about to execute)", (unsigned long long)target);
+    expect(after(cores, "demo_ring[0]"), want);
+    if (strstr(out, "cannot")) fail_msg("a command failed:\n%s", out);
+    free(out);
+    assert_int_equal(processes_of(run), 0);
+    free(rec.v);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--replay-child") == 0) return replay_child(argc, argv);
     const struct CMUnitTest tests[] = {
@@ -466,6 +513,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_goto_reruns_to_an_earlier_event),
         cmocka_unit_test(test_goto_resumes_a_snapshot),
         cmocka_unit_test(test_goto_back_twice_resumes_snapshots_both_times),
+        cmocka_unit_test(test_commands_at_a_breakpoint_of_the_user),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

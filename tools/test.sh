@@ -1,12 +1,29 @@
 #!/bin/sh
-# Runs every test twice: in build/ (warnings are errors) and in build-asan/
-# (AddressSanitizer + UndefinedBehaviorSanitizer). Run tools/setup.sh first.
+# Runs the tests. Run tools/setup.sh first.
+#   sh tools/test.sh          the full suite, twice: in build/ (warnings are
+#                             errors) and in build-asan/ (AddressSanitizer +
+#                             UndefinedBehaviorSanitizer). What .ci/run runs.
+#   sh tools/test.sh --quick  for iterating: build/ only, the tests labelled
+#                             quick (every unit test, every e2e script but the
+#                             slow ones CMakeLists.txt names); a few minutes
 set -eu
 cd "$(dirname "$0")/.."
 jobs=2
+quick=0
+case "${1:-}" in
+    "") ;;
+    --quick) quick=1 ;;
+    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "usage: sh tools/test.sh [--quick]" >&2; exit 2 ;;
+esac
 echo "== normal build (-Werror): build/"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNPURR_WERROR=ON >/dev/null
 cmake --build build -j$jobs
+if [ "$quick" = 1 ]; then
+    echo "== quick tier: ctest -L quick (the full suite: sh tools/test.sh)"
+    ctest --test-dir build --output-on-failure -j$jobs -L quick
+    exit 0
+fi
 ctest --test-dir build --output-on-failure -j$jobs
 echo "== ASan+UBSan build: build-asan/"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DNPURR_WERROR=ON -DNPURR_SANITIZE=ON \

@@ -81,7 +81,7 @@ int combine_shape_from_opts(const kernel_opts *o, int scheme, int nodes, int npu
     }
     sh->ring_bytes = (uint64_t)v;
     int fault;
-    if (kit_read_routing(o, &sh->routing, err, errlen) ||
+    if (kit_read_routing(o, R, &sh->routing, err, errlen) ||
         kit_read_seed(o, &sh->data_seed, err, errlen) ||
         kit_read_inject(o, combine_faults, &fault, err, errlen))
         return -1;

@@ -231,12 +231,19 @@ static int estimate_inplace(const kernel_opts *o, int nodes, int npus, const eng
                             errlen);
 }
 
+/* Sender and receiver run side by side: one phase. */
+static const kernel_phase combine_phases[] = {
+    {"combine", {"CombineReorder", "CombineSender", "CombineReceiver", "CombineSum", NULL}, {NULL}},
+    {NULL, {NULL}, {NULL}},
+};
+
 const kernel_desc kernel_combine_sender = {
     .name = "combine-sender",
     .summary = "MoE combine (seed 000 scheme 2): gather-pack x through UB into HCCS rings, then "
                "weighted sum",
     .options = combine_options, .setup = setup_gather, .check = combine_check,
     .layout = layout_gather, .destroy = combine_destroy, .estimate = estimate_gather,
+    .phases = combine_phases,
 };
 
 const kernel_desc kernel_combine_sender_inplace = {
@@ -245,4 +252,5 @@ const kernel_desc kernel_combine_sender_inplace = {
                "weighted sum",
     .options = combine_options, .setup = setup_inplace, .check = combine_check,
     .layout = layout_inplace, .destroy = combine_destroy, .estimate = estimate_inplace,
+    .phases = combine_phases,
 };

@@ -34,7 +34,7 @@ const kernel_option dispatch_options[] = {
     {"credit-batch", "0",
      "tokens of RDMA credit returned per remote atomic; 0 = --rdma-send-chunk (seed 001 s6.1)"},
     {"rdma-senders", "0", "RDMASender cores per rank; 0 = aivNum/4-1"},
-    {"rdma-coordinators", "4", "RDMACoordinator cores per rank"},
+    {"rdma-coordinators", "4", "RDMACoordinator cores per rank, 1..aivNum"},
     {"forwarders", "0", "RDMA2HCCSForwarder cores per rank; 0 = aivNum/4-1"},
     {"forwarder-coordinators", "0", "ForwarderCoordinator cores per rank; 0 = aivNum/4-1"},
     {"hccs-receivers", "0", "HCCSReceiver cores per rank; 0 = aivNum/4-1"},
@@ -199,16 +199,18 @@ static int parse_roles(const kernel_opts *o, int num_aiv, dispatch_shape *sh, ch
                        size_t errlen) {
     int def = num_aiv / 4 - 1;
     int64_t v;
-    struct { const char *name; int *field; int def; } roles[] = {
-        {"rdma-senders", &sh->senders, def},
-        {"rdma-coordinators", &sh->coordinators, 4},
-        {"forwarders", &sh->forwarders, def},
-        {"forwarder-coordinators", &sh->fwd_coordinators, def},
-        {"hccs-receivers", &sh->receivers, def},
+    /* lo 0: 0 asks for the default (aivNum/4-1, as the help says); the
+     * coordinators' default is a plain 4, so 0 is no value of theirs. */
+    struct { const char *name; int *field; int def, lo; } roles[] = {
+        {"rdma-senders", &sh->senders, def, 0},
+        {"rdma-coordinators", &sh->coordinators, 4, 1},
+        {"forwarders", &sh->forwarders, def, 0},
+        {"forwarder-coordinators", &sh->fwd_coordinators, def, 0},
+        {"hccs-receivers", &sh->receivers, def, 0},
     };
     sh->block_dim = 0;
     for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++) {
-        if (kopt_i64_range(o, roles[i].name, 0, num_aiv, &v, err, errlen)) return -1;
+        if (kopt_i64_range(o, roles[i].name, roles[i].lo, num_aiv, &v, err, errlen)) return -1;
         *roles[i].field = v == 0 ? roles[i].def : (int)v;
         if (*roles[i].field < 1) {
             snprintf(err, errlen, "--%s: a %d-AIV chip leaves no core for this role", roles[i].name,
@@ -335,9 +337,8 @@ static int choose_ub(dispatch_shape *sh, char *err, size_t errlen) {
 int dispatch_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int num_aiv,
                              dispatch_shape *sh, char *err, size_t errlen) {
     memset(sh, 0, sizeof *sh);
-    if (nodes < 2) {
-        snprintf(err, errlen,
-                 "--nodes %d: dispatch-layered sends between nodes over RDMA; use at least 2", nodes);
+    if (nodes < 1) {
+        snprintf(err, errlen, "--nodes %d: at least one node", nodes);
         return -1;
     }
     if (npus_per_node < 1 || npus_per_node > DISPATCH_MAX_NVL_PEERS) {
@@ -363,7 +364,7 @@ int dispatch_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node,
         return -1;
     }
     if (parse_roles(o, num_aiv, sh, err, errlen) || parse_rings(o, sh, err, errlen)) return -1;
-    if (kit_read_routing(o, &sh->routing, err, errlen) ||
+    if (kit_read_routing(o, sh->num_ranks, &sh->routing, err, errlen) ||
         kit_read_seed(o, &sh->data_seed, err, errlen))
         return -1;
     if (kopt_i64_range(o, "dispatches", 1, DISPATCH_MAX_DISPATCHES, &v, err, errlen)) return -1;

@@ -373,6 +373,16 @@ static int dispatch_progress(engine *e, const void *state, uint64_t *done, uint6
     return *total ? 0 : -1;
 }
 
+/* The notify phase and the data phase, as sgl-kernel-npu's A2 layered
+ * dispatch runs them: two operators, NotifyDispatchA2 then DispatchNormalA2. */
+static const kernel_phase dispatch_phases[] = {
+    {"notify", {"NotifyDispatch", NULL}, {"NotifyDispatch", NULL}},
+    {"dispatch", {"RDMASender", "RDMACoordinator", "RDMA2HCCSForwarder", "ForwarderCoordinator",
+                  "HCCSReceiver", NULL},
+     {"DispatchNormalA2", "CamMoeDispatchNormal", NULL}},
+    {NULL, {NULL}, {NULL}},
+};
+
 const kernel_desc kernel_dispatch_layered = {
     .name = "dispatch-layered",
     .summary = "MoE layered normal dispatch (seeds 001/003): RDMA rings between nodes, HCCS "
@@ -381,4 +391,5 @@ const kernel_desc kernel_dispatch_layered = {
     .layout = dispatch_layout, .destroy = dispatch_destroy, .progress = dispatch_progress,
     .estimate = dispatch_estimate,
     .check_splits = 1,
+    .phases = dispatch_phases,
 };

@@ -70,7 +70,7 @@ int fm_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int n
     sh->rounds = (int)v;
     if (kopt_i64_range(o, "cores", 1, num_aiv, &v, err, errlen)) return -1;
     sh->cores = (int)v;
-    if (kit_read_routing(o, &sh->routing, err, errlen) ||
+    if (kit_read_routing(o, W, &sh->routing, err, errlen) ||
         kit_read_seed(o, &sh->data_seed, err, errlen) ||
         kit_read_inject(o, fm_faults, &sh->inject, err, errlen))
         return -1;

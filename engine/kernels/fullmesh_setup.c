@@ -164,10 +164,20 @@ static int fm_setup(engine *e, const kernel_opts *o, void **state, char *err, si
     return 0;
 }
 
+/* Dispatch and combine, as MoeDistributeDispatch(V2) and
+ * MoeDistributeCombine(V2) run on the chip; the expert FFN between them is
+ * the caller's. */
+static const kernel_phase fullmesh_phases[] = {
+    {"dispatch", {"Dispatch", "DispatchRecv", NULL}, {"MoeDistributeDispatch", NULL}},
+    {"combine", {"Combine", "CombineRecv", "CombineSum", NULL}, {"MoeDistributeCombine", NULL}},
+    {NULL, {NULL}, {NULL}},
+};
+
 const kernel_desc kernel_fullmesh_dispatch_combine = {
     .name = "fullmesh-dispatch-combine",
     .summary = "MoE dispatch + combine over the full mesh (seed 002): BatchWrite windows, "
                "FLAG1/FLAG2, double buffer",
     .options = fm_options, .setup = fm_setup, .check = fm_check, .layout = fm_layout,
     .destroy = fm_destroy, .estimate = fm_estimate,
+    .phases = fullmesh_phases,
 };

@@ -71,6 +71,18 @@ typedef int kernel_estimate_fn(const kernel_opts *o, int nodes, int npus_per_nod
                                const engine_chip_info *chip, int payload,
                                struct kernel_estimate *est, char *err, size_t errlen);
 
+/* A phase of a kernel as the chip's profilers time it (sgl-kernel-npu's
+ * tests time NotifyDispatchA2 apart from DispatchNormalA2): the roles
+ * whose cores run it, its span from the first of them taking one of these
+ * roles to the last leaving one (engine_role_span), and the operator names
+ * msprof's op_summary gives the kernel that runs this phase on the chip,
+ * matched as substrings. Both lists end at the first NULL. */
+typedef struct kernel_phase {
+    const char *name;                     /* "notify", "dispatch", "combine", ... */
+    const char *roles[8];
+    const char *op_names[6];
+} kernel_phase;
+
 typedef struct kernel_desc {
     const char *name;
     const char *summary;                  /* one line for `npurr record --help` */
@@ -85,6 +97,7 @@ typedef struct kernel_desc {
      * each process of a split run (mpirun) checks its own nodes; a kernel
      * without it is recorded in one process. */
     int check_splits;
+    const kernel_phase *phases;           /* optional: terminated by {NULL} */
 } kernel_desc;
 
 /* What a run of these options will hold in memory, from the options alone

@@ -104,7 +104,10 @@ int kit_read_moe(const struct kernel_opts *o, int num_ranks, const kit_moe_limit
 int kit_read_str(const struct kernel_opts *o, const char *name, const char **out, char *err,
                  size_t errlen);
 /* --routing parsed into spec. */
-int kit_read_routing(const struct kernel_opts *o, struct routing_spec *spec, char *err, size_t errlen);
+/* --routing, parsed and checked against the run's num_ranks (a routing that
+ * names ranks the run does not have is a usage error, found before the run). */
+int kit_read_routing(const struct kernel_opts *o, int num_ranks, struct routing_spec *spec,
+                     char *err, size_t errlen);
 /* --data-seed. */
 int kit_read_seed(const struct kernel_opts *o, uint64_t *seed, char *err, size_t errlen);
 /* --inject against the kernel's faults: faults[0] is "none", the list ends

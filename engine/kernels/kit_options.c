@@ -47,10 +47,12 @@ int kit_read_moe(const kernel_opts *o, int num_ranks, const kit_moe_limits *lim,
     return 0;
 }
 
-int kit_read_routing(const kernel_opts *o, routing_spec *spec, char *err, size_t errlen) {
+int kit_read_routing(const kernel_opts *o, int num_ranks, routing_spec *spec, char *err,
+                     size_t errlen) {
     const char *s;
     if (kit_read_str(o, "routing", &s, err, errlen)) return -1;
-    return routing_parse(s, spec, err, errlen);
+    return routing_parse(s, spec, err, errlen) || routing_check_ranks(spec, num_ranks, err, errlen)
+               ? -1 : 0;
 }
 
 int kit_read_seed(const kernel_opts *o, uint64_t *seed, char *err, size_t errlen) {

@@ -118,10 +118,17 @@ static int mmrs_setup(engine *e, const kernel_opts *o, void **state, char *err, 
     return 0;
 }
 
+static const kernel_phase mmrs_phases[] = {
+    {"matmul", {"MmadAIC", NULL}, {NULL}},
+    {"reduce-scatter", {"ReduceScatterAIV", "ReduceScatterAIV1", NULL}, {NULL}},
+    {NULL, {NULL}, {NULL}},
+};
+
 const kernel_desc kernel_matmul_reduce_scatter = {
     .name = "matmul-reduce-scatter",
     .summary = "CATCOC matmul + reduce-scatter (seed 004): AIC BlockMmad into staged symmetric "
                "workspace, AIV atomic-add pull",
     .options = mmrs_options, .setup = mmrs_setup, .check = mmrs_check, .layout = mmrs_layout,
     .destroy = mmrs_destroy, .estimate = mmrs_estimate,
+    .phases = mmrs_phases,
 };

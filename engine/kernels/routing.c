@@ -430,6 +430,13 @@ int routing_generate_at(const routing_spec *spec, const routing_shape *shape, ui
                                       err, errlen);
 }
 
+int routing_check_ranks(const routing_spec *spec, int num_ranks, char *err, size_t errlen) {
+    if (strcmp(kinds[spec->kind].name, "active-ranks") != 0 || (int)spec->param <= num_ranks)
+        return 0;
+    snprintf(err, errlen, "--routing %s: the run has only %d ranks", spec->text, num_ranks);
+    return -1;
+}
+
 int routing_check_experts(int experts, int num_ranks, char *err, size_t errlen) {
     if (num_ranks > 0 && experts % num_ranks == 0) return 0;
     snprintf(err, errlen, "--experts %d: must be a multiple of the %d ranks", experts, num_ranks);

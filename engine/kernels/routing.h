@@ -58,6 +58,8 @@ typedef struct routing_shape {
  * --experts / --topk: experts split evenly over the ranks; top-k at most
  * the number of experts. Return 0, or -1 with err. */
 int routing_check_experts(int experts, int num_ranks, char *err, size_t errlen);
+/* What a routing needs of the run's size (active-ranks:N at most num_ranks). */
+int routing_check_ranks(const routing_spec *spec, int num_ranks, char *err, size_t errlen);
 int routing_check_topk(int topk, int experts, char *err, size_t errlen);
 
 /* Parses a --routing value. On error fills err with a sentence naming

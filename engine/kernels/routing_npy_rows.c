@@ -12,6 +12,7 @@
 #include "routing.h"
 
 #include "kit.h"
+#include "engine/engine.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -46,15 +47,15 @@ typedef struct npy_file {
 static int npy_open(const char *path, const char *spec_text, npy_file *nf, char *err,
                     size_t errlen) {
     memset(nf, 0, sizeof *nf);
-    nf->f = fopen(path, "rb");
+    char open_why[200];
+    nf->f = engine_fopen_input(path, open_why, sizeof open_why);
     if (!nf->f) {
-        snprintf(err, errlen, "--routing %s: cannot open %s: %s", spec_text, path,
-                 strerror(errno));
+        snprintf(err, errlen, "--routing %s: cannot open %s: %s", spec_text, path, open_why);
         return -1;
     }
     struct stat st;
-    if (fstat(fileno(nf->f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "--routing %s: %s is not a regular file", spec_text, path);
+    if (fstat(fileno(nf->f), &st) != 0) {
+        snprintf(err, errlen, "--routing %s: %s: %s", spec_text, path, strerror(errno));
         goto fail;
     }
     /* The header: 12 bytes of preamble and a dict NumPy keeps short. */

@@ -248,4 +248,10 @@ expect 0 "$npurr" sql "$work/leak" - < "$work/q.sql"
 has "ForwarderCoordinator" "the deadlock query names the coordinator"
 expect 0 "$npurr" export "$work/leak" --chrome "$work/leak.json"
 check_chrome "$work/leak.json"
+# A vector op (VecDup has no source address) is local: its own rank both ways.
+expect 0 "$npurr" sql "$work/leak" --csv \
+    "SELECT count(*) AS n, sum(src_rank <> rank OR dst_rank <> rank) AS off FROM transfers WHERE kind = 'vector'"
+n_off=$(tail -1 "$work/out")
+[ "${n_off%%,*}" -gt 0 ] && [ "${n_off##*,}" = 0 ] ||
+    { cat "$work/out" >&2; fail "vector transfers not on their own rank (count,off = $n_off)"; }
 echo "analysis e2e: ok"

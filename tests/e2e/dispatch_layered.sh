@@ -79,9 +79,16 @@ else
     echo "dispatch_layered: no python3 to write a .npy file: npy step skipped"
 fi
 
+# One node: the intranode dispatch (the own node's RDMA ring needs no copy),
+# HCCS only, as the single-server A2 measurements run it.
+expect 0 "$npurr" record -k dispatch-layered --nodes 1 --tokens 64 -o "$work/one"
+has "check     passed"
+expect 0 "$npurr" sql "$work/one" --csv "SELECT count(*) FROM transfers WHERE kind LIKE 'rdma%'"
+[ "$(tail -1 "$work/out")" = 0 ] || { cat "$work/out" >&2; fail "a one-node dispatch used RDMA"; }
+
 # Bad input is refused with a message naming the option (exit 2, a usage error).
-expect 2 "$npurr" record -k dispatch-layered --nodes 1 --tokens 4 -o "$work/bad1"
-has "--nodes 1"
+expect 2 "$npurr" record -k dispatch-layered --nodes 0 --tokens 4 -o "$work/bad1"
+has "--nodes"
 expect 2 "$npurr" record -k dispatch-layered --nodes 2 --routing drop:2 -o "$work/bad2"
 has "--routing drop:2"
 expect 2 "$npurr" record -k dispatch-layered --nodes 2 --npus-per-node 2 --tokens 1,2,3 -o "$work/bad3"

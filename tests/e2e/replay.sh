@@ -10,7 +10,8 @@
 #   - --break-at without a debugger prints every core and exits 0;
 #   - under gdb -batch, --break-at stops in the kernel function that issues
 #     the event, at the file:line the replay names, and `npurr cores` lists
-#     the blocked cores;
+#     the blocked cores; on the README's sample, when / cores / rings / goto
+#     answer with no call into the process (may-call-functions off);
 #   - --checkpoint-every reports the time to reach the last event;
 #   - a missing folder, a truncated trace (saying how far it is complete)
 #     and a trace of another format version exit 1; bad options exit 2;
@@ -92,7 +93,8 @@ has "blocked"
 has "stopped before event $target"
 
 # --- under gdb: stops in the kernel function, npurr cores lists the blocked
-gdb -nx -batch -q -x "$build/npurr_gdb.py" -ex run -ex "npurr when" -ex "npurr cores --blocked" \
+gdb -nx -batch -q -iex 'set may-call-functions off' -x "$build/npurr_gdb.py" -ex run \
+    -ex "npurr when" -ex "npurr cores --blocked" \
     --args "$npurr" replay "$work/dead" --break-at "$target" </dev/null >"$work/out" 2>&1
 has "npurr: stopped before event $target, issued by $func at $file_line:"
 grep -qE "^#[0-9]+ .*$func \(.*\) at (.*/)?$file_line\$" "$work/out" ||
@@ -102,6 +104,27 @@ nblocked=$(wc -l <"$work/rec_blocked")
 grep -cE '^  rank [0-9]+ AIV[0-9]+ .* blocked ' "$work/out" >"$work/n"
 [ "$(cat "$work/n")" -eq $((nblocked - 1)) ] ||
     { cat "$work/out" >&2; fail "npurr cores lists $(cat "$work/n") blocked cores, not $((nblocked - 1))"; }
+
+# --- the README's gdb session on the README's sample, as the gdb issue ran it:
+# with may-call-functions off (no call into the process: gdb cannot make one
+# on AMX CPUs), when / cores / rings at a break, goto backwards twice.
+expect 0 "$npurr" record -k dispatch-layered --nodes 2 --tokens 256 -o "$work/sample"
+gdb -nx -batch -q -iex 'set may-call-functions off' -x "$build/npurr_gdb.py" -ex run \
+    -ex 'npurr when' -ex 'npurr cores' -ex 'npurr rings' -ex 'npurr goto 20000' \
+    -ex 'npurr when' -ex 'npurr goto 5000' -ex 'npurr when' \
+    --args "$npurr" replay "$work/sample" --break-at 30000 </dev/null >"$work/out" 2>&1
+! grep -qiE 'cannot call|may-call-functions|Python Exception|Error occurred' "$work/out" ||
+    { cat "$work/out" >&2; fail "an npurr gdb command failed"; }
+for s in 30000 20000 5000; do
+    grep -qE "^seq $s \(about to execute\), virtual time [0-9.]+ us\$" "$work/out" ||
+        { cat "$work/out" >&2; fail "npurr when did not stop before seq $s"; }
+done
+has "  issued by rank "
+grep -qE '^768 cores: 1 running, [0-9]+ ready, [0-9]+ blocked, [0-9]+ finished, 0 faulted$' \
+    "$work/out" || { cat "$work/out" >&2; fail "npurr cores printed no summary of 768 cores"; }
+grep -qE '^[0-9]+ rings$' "$work/out" || { cat "$work/out" >&2; fail "npurr rings printed no summary"; }
+has "  hccs "
+has "re-running from the first event to seq 5000"
 
 # --- checkpoints: time to reach the last event from a snapshot
 expect 0 "$npurr" replay "$work/ok" --checkpoint-every 1000

@@ -40,3 +40,17 @@ PY
 
 # sum_of FILE: a checksum to show a file was left untouched.
 sum_of() { sha256sum "$1" | cut -d' ' -f1; }
+
+# tmpfs_at DIR SIZE: a tmpfs of SIZE (e.g. 2m) mounted at DIR, unmounted on
+# exit before the scratch folder is removed. Returns 1 when mounting is not
+# permitted here (not root, a container without CAP_SYS_ADMIN).
+tmpfs_at() {
+    mkdir -p "$1"
+    mount -t tmpfs -o size="$2" tmpfs "$1" 2>/dev/null || return 1
+    mounts="${mounts:-} $1"
+    trap 'for m in $mounts; do umount -l "$m"; done; rm -rf "$work"' EXIT
+}
+
+# in_time SECONDS CMD...: CMD, killed after SECONDS (exit 124): a reader that
+# would hang on a FIFO fails the test instead of hanging it.
+in_time() { timeout -k 2 "$@"; }

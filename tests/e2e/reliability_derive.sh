@@ -1,0 +1,74 @@
+#!/bin/bash
+# The first reader of a run derives its analysis tables into index.db; that
+# must never damage the index. kill -9 at 20 points during a first `stats`
+# on a copy of a run, and the same on a 2 MB tmpfs (where the tables do not
+# fit, so the derive also runs out of disk), each leave an index that
+# SQLite's integrity check calls ok and that `stats` then answers from; a
+# full disk makes `stats` derive into the private cache instead, leaving
+# index.db byte for byte as it was.
+set -u
+npurr=$1
+. "$(dirname "$0")/lib/reliability.bash"
+command -v sqlite3 >/dev/null || fail "the sqlite3 shell is not installed (tools/setup.sh installs it)"
+export XDG_CACHE_HOME="$work/cache"
+
+small_run "$work/base"      # recorded, not yet derived: its first stats derives
+
+# A first stats on a fresh copy in DIR (the cache's finished entries gone,
+# so it derives again; what killed derives left there stays, for the next
+# derive to clear).
+fresh_copy() {
+    rm -rf "$1/run"
+    rm -f "$work/cache/npurr/"*.db
+    cp -r "$work/base" "$1/run"
+}
+
+# kill_points DIR LABEL: 20 first stats on copies of the run in DIR, each
+# killed (SIGKILL) at its point, spread over how long a first stats takes
+# there; the index must be whole after every one.
+kill_points() {
+    local dir=$1 label=$2 landed=0
+    fresh_copy "$dir"
+    local t0 span_us
+    t0=$(date +%s%N)
+    expect 0 "$npurr" stats "$dir/run"
+    span_us=$(( ($(date +%s%N) - t0) / 1000 ))
+    for i in $(seq 1 20); do
+        fresh_copy "$dir"
+        "$npurr" stats "$dir/run" >/dev/null 2>&1 &
+        local pid=$!
+        sleep "$(awk -v s="$span_us" -v i="$i" 'BEGIN { printf "%.6f", s * i / 21 / 1e6 }')"
+        kill -0 $pid 2>/dev/null && landed=$((landed + 1))
+        kill -9 $pid 2>/dev/null
+        wait $pid 2>/dev/null
+        # a reader first (it must cope with what the kill left), then SQLite's check
+        expect 0 "$npurr" info "$dir/run"
+        local check
+        check=$(sqlite3 "$dir/run/index.db" 'pragma integrity_check' 2>&1)
+        [ "$check" = ok ] || fail "$label: kill -9 at point $i left index.db: $check"
+        expect 0 "$npurr" stats "$dir/run"; has "stalls by role"
+    done
+    [ $landed -ge 10 ] || fail "$label: only $landed of 20 kills landed during the derive"
+    echo "reliability_derive: $label: $landed of 20 kills landed mid-derive, every index whole"
+}
+
+mkdir "$work/disk"
+kill_points "$work/disk" "copy on disk"
+
+if tmpfs_at "$work/tmpfs" 2m; then
+    kill_points "$work/tmpfs" "2 MB tmpfs"
+    # a full disk, without a kill: the index stays as it was, the cache serves
+    fresh_copy "$work/tmpfs"
+    sum=$(sum_of "$work/tmpfs/run/index.db")
+    expect 0 "$npurr" stats "$work/tmpfs/run"; has "no room"; has "stalls by role"
+    [ "$(sum_of "$work/tmpfs/run/index.db")" = "$sum" ] || fail "a derive that found no room changed index.db"
+    [ "$(ls -A "$work/tmpfs/run" | tr '\n' ' ')" = "index.db trace.zst " ] || \
+        { ls -A "$work/tmpfs/run"; fail "a derive that found no room left files in the run"; }
+    expect 0 "$npurr" sql "$work/tmpfs/run" "SELECT count(*) FROM wake_events"
+    grep -qx " *2332" "$work/out" || { cat "$work/out"; fail "wake_events from the cache"; }
+    ! ls -A "$work/cache/npurr" | grep -q '^\.derive-' || \
+        { ls -A "$work/cache/npurr"; fail "killed derives left their copies in the cache"; }
+else
+    echo "reliability_derive: SKIP the 2 MB tmpfs cases (mount -t tmpfs not permitted here)"
+fi
+echo "reliability_derive: all checks passed"
