@@ -32,7 +32,7 @@ static void whatif_usage(FILE *out) {
           "                mte_latency_ns /2\n"
           "  hccs          hccs_link_gbytes_per_s x2\n"
           "  hccs_latency  hccs_latency_ns /2\n"
-          "  nic           roce_gbytes_per_s x2\n"
+          "  nic           roce_gbytes_per_s x2, nic_message_ns /2\n"
           "  rdma_latency  rdma_latency_ns /2\n"
           "  scalar        scalar_op_cycles, gm_read_ns, gm_write_ns, rdma_post_ns /2\n"
           "  vector        ub_vector_bytes_per_cycle x2, vector_latency_cycles /2\n"
