@@ -68,8 +68,10 @@ typedef struct ana_crit_run {
     ana_crit_model m;
 } ana_crit_run;
 
-/* Reads RUN/trace.zst into *run (ana_crit_load.c). */
-int ana_crit_load(const char *run_dir, ana_crit_run *run, char *err, size_t errlen);
+/* Reads RUN/trace.zst into *run (ana_crit_load.c). events: how many the
+ * index says the trace holds (0 unknown), so the array is allocated once. */
+int ana_crit_load(const char *run_dir, uint64_t events, ana_crit_run *run, char *err,
+                  size_t errlen);
 /* Builds done_seq/done_first/open_wait from ev (the loader calls it; so do
  * the tests, after filling ev by hand). */
 int ana_crit_index(ana_crit_run *run, char *err, size_t errlen);
