@@ -17,7 +17,7 @@
 #include "analysis/analysis.h"
 #include "recorder/recorder.h"
 
-/* One event as the walk needs it (56 bytes; the run holds one per seq). */
+/* One event as the walk needs it (64 bytes; the run holds one per seq). */
 typedef struct ana_crit_ev {
     uint64_t time;
     uint64_t link;        /* XFER_DONE: issue seq; *_WAIT_END: waker seq; 0 none */
@@ -32,6 +32,8 @@ typedef struct ana_crit_ev {
                              of an RDMA op: the op that held the source NIC until this
                              one could begin sending (0: it began at its post) */
     uint32_t site;
+    uint32_t prev_aicpu;  /* XFER_ISSUE posted by the AICPU (RDMA ops, BatchWrite items):
+                             the previous op its rank's AICPU posted */
     uint16_t rank, core, peer;
     uint8_t kind, pipe, sub;
 } ana_crit_ev;
@@ -40,7 +42,11 @@ typedef struct ana_crit_ev {
  * (engine/cluster.c): transfers' latencies and nominal durations. */
 typedef struct ana_crit_model {
     uint64_t mte_lat, hccs_lat, rdma_lat, xcore_lat, barrier_lat;
-    double mte_ppb, hbm_ppb, hccs_ppb, nic_ppb;   /* ps per byte */
+    uint64_t aicpu_task;                            /* the AICPU's cost per posted op */
+    uint64_t nic_msg;                               /* a NIC's cost per message (tx) */
+    double mte_ppb, mte_hccs_ppb;                  /* ps per byte: a core's MTE queue to
+                                                      its own GM, to a peer's */
+    double hbm_ppb, hccs_ppb, nic_ppb;
     double jitter;                                  /* config.jitter */
     int npus_per_node;
     int num_aic;                                    /* for core names */
@@ -62,8 +68,10 @@ typedef struct ana_crit_run {
     ana_crit_model m;
 } ana_crit_run;
 
-/* Reads RUN/trace.zst into *run (ana_crit_load.c). */
-int ana_crit_load(const char *run_dir, ana_crit_run *run, char *err, size_t errlen);
+/* Reads RUN/trace.zst into *run (ana_crit_load.c). events: how many the
+ * index says the trace holds (0 unknown), so the array is allocated once. */
+int ana_crit_load(const char *run_dir, uint64_t events, ana_crit_run *run, char *err,
+                  size_t errlen);
 /* Builds done_seq/done_first/open_wait from ev (the loader calls it; so do
  * the tests, after filling ev by hand). */
 int ana_crit_index(ana_crit_run *run, char *err, size_t errlen);

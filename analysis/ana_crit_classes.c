@@ -21,11 +21,14 @@ typedef struct class_info {
 
 static const class_info classes[] = {
     {"hbm", "HBM bandwidth of a rank", {{"hbm_gbytes_per_s", 2}, {NULL, 0}}},
-    {"mte", "a core's MTE queue: its bandwidth and the GM access latency",
-     {{"mte_bytes_per_cycle", 2}, {"mte_latency_ns", 0.5}, {NULL, 0}}},
+    {"mte", "a core's MTE queue: its bandwidth (to its own GM and to a peer's) and the GM "
+     "access latency",
+     {{"mte_bytes_per_cycle", 2}, {"mte_hccs_bytes_per_cycle", 2}, {"mte_latency_ns", 0.5},
+      {NULL, 0}}},
     {"hccs", "an HCCS peer link's bandwidth", {{"hccs_link_gbytes_per_s", 2}, {NULL, 0}}},
     {"hccs_latency", "HCCS one-way latency", {{"hccs_latency_ns", 0.5}, {NULL, 0}}},
-    {"nic", "a RoCE NIC's bandwidth (tx or rx)", {{"roce_gbytes_per_s", 2}, {NULL, 0}}},
+    {"nic", "a RoCE NIC (tx or rx): its bandwidth and its cost per message",
+     {{"roce_gbytes_per_s", 2}, {"nic_message_ns", 0.5}, {NULL, 0}}},
     {"rdma_latency", "RDMA wire latency (writes and their acks)",
      {{"rdma_latency_ns", 0.5}, {NULL, 0}}},
     {"scalar", "a core's scalar work: API issue, GM reads and writes, RDMA posts",
@@ -34,7 +37,8 @@ static const class_info classes[] = {
     {"vector", "a core's vector unit",
      {{"ub_vector_bytes_per_cycle", 2}, {"vector_latency_cycles", 0.5}, {NULL, 0}}},
     {"cube", "a core's cube unit", {{"cube_macs_per_cycle", 2}, {NULL, 0}}},
-    {"aicpu", "the AICPU posting BatchWrite tasks", {{"batchwrite_task_ns", 0.5}, {NULL, 0}}},
+    {"aicpu", "a rank's AICPU posting RDMA operations and BatchWrite tasks",
+     {{"batchwrite_task_ns", 0.5}, {NULL, 0}}},
     {"sync", "sync latency: cross-core flags, barriers, the hop from a write to its waiter",
      {{"crosscore_latency_ns", 0.5}, {"barrier_latency_ns", 0.5}, {NULL, 0}}},
     {"jitter", "seeded jitter on transfer durations (--jitter)", {{NULL, 0}}},

@@ -3,7 +3,7 @@
  *
  * The walk goes backwards and jumps (a wait to its waker, a completion to
  * its issue), so it needs every event by seq: one pass of the recorder's
- * sequential reader fills a 56-byte record per event (about 1 GB at 18 M
+ * sequential reader fills a 64-byte record per event (about 1.1 GB at 17 M
  * events, an EP16 x 4096 dispatch), linking each core's events to its
  * previous one and each issue to the previous issue on its pipe and to its
  * completion. An RDMA operation's record does not say how long it queued
@@ -53,7 +53,10 @@ static void load_model(rec_reader *r, ana_crit_model *m) {
     m->rdma_lat = ns_to_ps(hw.rdma_latency_ns);
     m->xcore_lat = ns_to_ps(hw.crosscore_latency_ns);
     m->barrier_lat = ns_to_ps(hw.barrier_latency_ns);
+    m->aicpu_task = ns_to_ps(hw.batchwrite_task_ns);
+    m->nic_msg = ns_to_ps(hw.nic_message_ns);
     m->mte_ppb = ps_per_cycle / hw.mte_bytes_per_cycle;
+    m->mte_hccs_ppb = ps_per_cycle / hw.mte_hccs_bytes_per_cycle;
     m->hbm_ppb = 1000.0 / hw.hbm_gbps;
     m->hccs_ppb = 1000.0 / hw.hccs_link_gbps;
     m->nic_ppb = 1000.0 / hw.roce_gbps;
@@ -153,7 +156,8 @@ static int replay_nic_tx(ana_crit_run *run, size_t ranks) {
         if (e->kind == EV_XFER_DONE && e->time > now) now = e->time;
         if (e->kind != EV_XFER_ISSUE || !rdma_kind(run, e) || e->rank >= ranks) continue;
         uint64_t post = e->link ? run->ev[e->link].start : e->time;
-        uint64_t d = (uint64_t)ceil((double)e->len * run->m.nic_ppb);
+        uint64_t d = (uint64_t)ceil((double)e->len * run->m.nic_ppb) +
+                     (e->len ? run->m.nic_msg : 0);
         uint64_t after = 0;
         rc = calendar_book(&cal[e->rank], now, post, d, s, &e->start, &after);
         e->prev_track = (uint32_t)after;
@@ -180,9 +184,11 @@ int ana_crit_index(ana_crit_run *run, char *err, size_t errlen) {
     run->open_wait = calloc(nc + 1, sizeof *run->open_wait);
     uint32_t *last = calloc(nc + 1, sizeof *last);                 /* core's last own event */
     uint32_t *track = calloc((nc + 1) * PIPE_COUNT, sizeof *track); /* last issue per pipe */
+    size_t nranks = run->cores_per_rank > 0 ? nc / (size_t)run->cores_per_rank : 0;
+    uint32_t *aicpu = calloc(nranks + 1, sizeof *aicpu);   /* last op each AICPU posted */
     size_t ndone = 0;
     run->done_seq = NULL;
-    if (!run->done_first || !run->open_wait || !last || !track) goto oom;
+    if (!run->done_first || !run->open_wait || !last || !track || !aicpu) goto oom;
     for (size_t s = 1; s < run->n; s++) {
         ana_crit_ev *e = &run->ev[s];
         size_t c = (size_t)e->rank * (size_t)run->cores_per_rank + e->core;
@@ -202,6 +208,11 @@ int ana_crit_index(ana_crit_run *run, char *err, size_t errlen) {
             e->prev_track = track[t];
             track[t] = (uint32_t)s;
             e->link = 0;
+            if ((e->sub == XFER_RDMA_WRITE || e->sub == XFER_RDMA_ATOMIC ||
+                 e->sub == XFER_BATCHWRITE) && e->rank < nranks) {
+                e->prev_aicpu = aicpu[e->rank];
+                aicpu[e->rank] = (uint32_t)s;
+            }
         }
         if (is_wait_begin(e->kind)) run->open_wait[c] = (uint32_t)s;
         else if (is_wait_end(e->kind)) run->open_wait[c] = 0;
@@ -226,6 +237,7 @@ int ana_crit_index(ana_crit_run *run, char *err, size_t errlen) {
     free(fill);
     free(last);
     free(track);
+    free(aicpu);
     if (run->cores_per_rank > 0 && replay_nic_tx(run, nc / (size_t)run->cores_per_rank)) {
         ana_err(err, errlen, "out of memory replaying the NICs' bookings");
         return -1;
@@ -234,11 +246,13 @@ int ana_crit_index(ana_crit_run *run, char *err, size_t errlen) {
 oom:
     free(last);
     free(track);
+    free(aicpu);
     ana_err(err, errlen, "out of memory indexing the events for the critical path");
     return -1;
 }
 
-int ana_crit_load(const char *run_dir, ana_crit_run *run, char *err, size_t errlen) {
+int ana_crit_load(const char *run_dir, uint64_t events, ana_crit_run *run, char *err,
+                  size_t errlen) {
     memset(run, 0, sizeof *run);
     rec_reader *r = NULL;
     char rerr[1024];
@@ -255,7 +269,7 @@ int ana_crit_load(const char *run_dir, ana_crit_run *run, char *err, size_t errl
         return -1;
     }
     run->ncores = (size_t)ranks * (size_t)run->cores_per_rank;
-    size_t cap = 1u << 16;
+    size_t cap = events && events < UINT32_MAX ? (size_t)events + 2 : 1u << 16;
     run->ev = calloc(cap, sizeof *run->ev);
     run->n = 1;
     engine_event ev;
@@ -270,7 +284,7 @@ int ana_crit_load(const char *run_dir, ana_crit_run *run, char *err, size_t errl
         }
         if (ev.seq >= cap) {
             size_t nc = cap;
-            while (nc <= ev.seq) nc *= 2;
+            while (nc <= ev.seq) nc += nc / 2;
             ana_crit_ev *p = realloc(run->ev, nc * sizeof *p);
             if (!p) goto oom;
             memset(p + cap, 0, (nc - cap) * sizeof *p);

@@ -201,7 +201,8 @@ static void serial_back(walk *w, uint64_t done) {
      * (peer) and, to a peer, the HCCS link in the direction of the data. */
     int remote = d->peer != d->rank;
     int reads = d->sub == XFER_MTE2 || d->sub == XFER_HCCS_GET;
-    uint64_t b = nominal(m->mte_ppb, d->len), h = nominal(m->hbm_ppb, d->len);
+    uint64_t b = nominal(remote ? m->mte_hccs_ppb : m->mte_ppb, d->len);
+    uint64_t h = nominal(m->hbm_ppb, d->len);
     uint64_t l = remote ? nominal(m->hccs_ppb, d->len) : 0;
     int shared_cls = remote && l >= h ? CRIT_HCCS : CRIT_HBM;
     uint64_t shared = shared_cls == CRIT_HCCS ? l : h;
@@ -254,7 +255,8 @@ static uint64_t nic_back(walk *w, uint64_t issue) {
         uint64_t done = i->link;
         if (!done) return issue;
         const ana_crit_ev *d = &r->ev[done];
-        uint64_t post = d->start, d_ps = nominal(r->m.nic_ppb, d->len);
+        uint64_t post = d->start;
+        uint64_t d_ps = nominal(r->m.nic_ppb, d->len) + (d->len ? r->m.nic_msg : 0);
         uint64_t begin = i->start > d_ps ? i->start - d_ps : 0;
         if (begin < post) begin = post;
         emit_at(w, begin, CRIT_NIC, CRIT_SUB_TX, d, done, d->rank, d->rank);
@@ -265,6 +267,29 @@ static uint64_t nic_back(walk *w, uint64_t issue) {
             continue;
         }
         emit_at(w, post, CRIT_NIC, CRIT_SUB_TX, d, done, d->rank, d->rank);
+        return issue;
+    }
+    return issue;
+}
+
+/* An op the rank's AICPU posted (w->t is when it had posted it): the
+ * AICPU's task, and before it the ops it posted first, one after the
+ * other, back to one it began when its core issued it. Returns that op's
+ * issue; w->t is then its issue time. */
+static uint64_t aicpu_back(walk *w, uint64_t issue) {
+    const ana_crit_run *r = w->run;
+    uint64_t task = r->m.aicpu_task;
+    for (uint64_t hops = 0; hops < r->n; hops++) {
+        const ana_crit_ev *i = &r->ev[issue];
+        uint64_t from = w->t > task ? w->t - task : 0;
+        if (from < i->time) from = i->time;
+        emit_at(w, from, CRIT_AICPU, 0, i, issue, i->rank, i->rank);
+        uint64_t prev = i->prev_aicpu;
+        if (w->t > i->time && prev && r->ev[prev].link && r->ev[r->ev[prev].link].start == w->t) {
+            issue = prev;   /* the AICPU was posting that one until then */
+            continue;
+        }
+        emit_at(w, i->time, CRIT_AICPU, 0, i, issue, i->rank, i->rank);
         return issue;
     }
     return issue;
@@ -384,10 +409,8 @@ static uint64_t start_step(walk *w, uint64_t issue, int *mode) {
     uint64_t s = w->t;
     *mode = AT_EVENT;
     if (s <= i->time) return issue;
-    if (i->sub == XFER_BATCHWRITE) {   /* the AICPU posted it */
-        emit(w, i->time, CRIT_AICPU, 0, i, issue, 0);
-        return issue;
-    }
+    if (i->sub == XFER_BATCHWRITE || i->sub == XFER_RDMA_WRITE || i->sub == XFER_RDMA_ATOMIC)
+        return aicpu_back(w, issue);
     uint64_t prev = i->prev_track;
     if (prev && r->ev[prev].link) {
         uint64_t pd = r->ev[prev].link;

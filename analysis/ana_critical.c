@@ -70,7 +70,8 @@ int ana_critical_derive(sqlite3 *db, const char *run_dir, char *err, size_t errl
     ana_crit_run run;
     ana_crit_seg *seg = NULL;
     size_t n = 0;
-    if (ana_crit_load(run_dir, &run, err, errlen)) return -1;
+    int64_t events = ana_meta_i64(db, "events", 0);
+    if (ana_crit_load(run_dir, events > 0 ? (uint64_t)events : 0, &run, err, errlen)) return -1;
     /* the index's end time is the one every table and share uses */
     int64_t end = ana_meta_i64(db, "end_time_ps", -1);
     if (end >= 0 && (uint64_t)end >= run.end_time) run.end_time = (uint64_t)end;

@@ -40,7 +40,7 @@
 #include <sqlite3.h>
 
 /* Bumped when the derived tables change shape (meta key analysis.version). */
-#define ANA_VERSION 4
+#define ANA_VERSION 5
 
 /* ------------------------------------------------------------ derive/open */
 

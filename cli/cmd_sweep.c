@@ -255,21 +255,19 @@ static int check_options(sweep_cli *c, char *err, size_t errlen) {
     return 0;
 }
 
+/* DIR/name through the shared output policy (output_path.c): written to a
+ * temporary file and renamed into place, so a failed write leaves the
+ * previous file, never half a one. */
 static int write_file(const sweep *s, const char *dir, const char *name, const char *title,
                       char *err, size_t errlen) {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        snprintf(err, errlen, "%.4200s: %s", path, strerror(errno));
-        return -1;
-    }
+    cli_output o;
+    FILE *f = cli_output_open(&o, path, err, errlen);
+    if (!f) return -1;
     int rc = strstr(name, ".csv") ? sweep_write_csv(s, f) : sweep_write_html(s, title, f);
-    if (fclose(f) != 0 || rc) {
-        snprintf(err, errlen, "%.4200s: write failed", path);
-        return -1;
-    }
-    return 0;
+    if (rc) snprintf(err, errlen, "%.4200s: write failed", path);
+    return cli_output_finish(&o, rc, err, errlen);
 }
 
 int cmd_sweep(int argc, char **argv) {

@@ -318,6 +318,36 @@ static void test_deadlock_ends_in_blocked_wait(void **state) {
     finish(&b, s);
 }
 
+/* The rank's AICPU posts every RDMA op, one task (100 ps) after another:
+ * core 1's op at 0 is posted at 100, core 2's (issued at 10) at 200. The
+ * second op's path runs through the AICPU's whole busy stretch to core 1's
+ * issue; core 2's 10 ps before its issue are not on it. */
+static void test_aicpu_chain(void **state) {
+    (void)state;
+    built b;
+    start_run(&b, 3);
+    b.run.m.aicpu_task = 100;
+    add(&b, EV_KERNEL_BEGIN, 0, 0, 1);
+    add(&b, EV_KERNEL_BEGIN, 0, 0, 2);
+    uint32_t i1, i2;
+    xfer(&b, XFER_RDMA_WRITE, PIPE_NIC, 0, 100, 0, 10, 0, 1, 2, &i1);
+    xfer(&b, XFER_RDMA_WRITE, PIPE_NIC, 10, 200, 0, 10, 0, 2, 2, &i2);
+    done(&b, i1, 1110);
+    uint32_t d2 = done(&b, i2, 1210);
+    add(&b, EV_KERNEL_BEGIN, 0, 2, 1);
+    add(&b, EV_GM_WAIT_BEGIN, 0, 2, 1);
+    uint32_t we = add(&b, EV_GM_WAIT_END, 1210, 2, 1);
+    b.ev[we].link = d2;
+    add(&b, EV_KERNEL_END, 1210, 2, 1);
+    size_t n;
+    ana_crit_seg *s = walk(&b, 1210, &n);
+    assert_int_equal(class_total(s, n, CRIT_AICPU), 200);
+    assert_int_equal(class_total(s, n, CRIT_NIC), 10);
+    assert_int_equal(class_total(s, n, CRIT_RDMA_LATENCY), 1000);
+    assert_int_equal(class_total(s, n, CRIT_SCALAR), 0);
+    finish(&b, s);
+}
+
 /* A kernel fault: the path ends at the fault, not at another core's wait. */
 static void test_fault_ends_the_path(void **state) {
     (void)state;
@@ -349,6 +379,7 @@ int main(void) {
         cmocka_unit_test(test_rdma_chain_through_the_nic),
         cmocka_unit_test(test_deadlock_ends_in_blocked_wait),
         cmocka_unit_test(test_fault_ends_the_path),
+        cmocka_unit_test(test_aicpu_chain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

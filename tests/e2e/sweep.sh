@@ -42,12 +42,13 @@ want=$(tail -n 1 "$work/out")
 got=$(awk -F, 'NR == 4 { print $7 }' "$csv")
 [ "$got" = "$want" ] || fail "point 3 ends at $got ps in the sweep, $want ps recorded"
 
-# Failed points are rows: a hang (3) and a refused routing (2).
-expect 0 "$npurr" sweep "${dl[@]}" --vary inject=none,credit-leak --vary --routing=drop:2,uniform -o "$work/bad" -j 2
+# Failed points are rows: a hang (3) and a shape the kernel refuses (2:
+# 7 experts over 4 ranks).
+expect 0 "$npurr" sweep "${dl[@]}" --vary inject=none,credit-leak --vary --experts=7,8 -o "$work/bad" -j 2
 has "4 of 4 points ran, 1 completed"
 codes=$(awk -F, 'NR > 1 { printf "%s ", $4 }' "$work/bad/sweep.csv")
 [ "$codes" = "2 0 2 3 " ] || { cat "$work/bad/sweep.csv" >&2; fail "exit codes '$codes', want '2 0 2 3 '"; }
-grep -q "routing drop:2" "$work/bad/sweep.csv" || fail "the refused point's message is not in its row"
+grep -q 'multiple of the 4 ranks' "$work/bad/sweep.csv" || fail "the refused point's message is not in its row"
 grep -q 'exit 3' "$work/bad/sweep.html" || fail "the page does not mark the hung point"
 
 # The page: one plot per key, rendered by a browser.
