@@ -212,8 +212,6 @@ int ana_grid_set_head(ana_grid *g, size_t col, const char *name);
 int ana_grid_add(ana_grid *g, const char *const *cells, const unsigned char *is_number);
 void ana_grid_print(const ana_grid *g, FILE *out);
 void ana_grid_free(ana_grid *g);
-/* One CSV field (quoted when it holds a comma, quote or newline). */
-void ana_csv_field(FILE *out, const char *s);
 
 /* ---------------------------------------------------------- JSON output */
 

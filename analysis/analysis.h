@@ -287,4 +287,8 @@ int ana_parse_time(const char *text, uint64_t *ps, char *err, size_t errlen);
 int ana_parse_ranks(const char *text, uint8_t *bitmap, size_t nbits, char *err,
                     size_t errlen);
 
+/* s as one CSV field: quoted when it holds a comma, quote or newline
+ * (npurr sql --csv, stats --csv, the CLI's own CSV files). */
+void ana_csv_field(FILE *out, const char *s);
+
 #endif

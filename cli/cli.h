@@ -45,8 +45,6 @@ int cmd_sweep(int argc, char **argv);
 int cli_opt_is(const char *arg, const char *name);
 const char *cli_opt_value(int argc, char **argv, int *i, const char *name);
 int cli_opt_count(const char *v, long *out);
-/* s as one CSV field (quoted when it holds a comma, quote or newline). */
-void cli_csv_field(FILE *out, const char *s);
 int cmd_calibrate(int argc, char **argv);
 
 /* Measured rows for `hw --compare` and `calibrate` (measured.c). Loads the

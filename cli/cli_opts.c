@@ -4,6 +4,7 @@
  * quotes it. Shared by the commands that came with the critical path
  * (critical, whatif, sweep).
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,23 +27,8 @@ const char *cli_opt_value(int argc, char **argv, int *i, const char *name) {
 }
 
 int cli_opt_count(const char *v, long *out) {
-    char *end = NULL;
-    long n = v && *v ? strtol(v, &end, 10) : -1;
-    if (!v || !*v || *end || n <= 0) return -1;
-    *out = n;
+    unsigned long long n;
+    if (!v || cli_parse_uint(v, 1, LONG_MAX, &n)) return -1;
+    *out = (long)n;
     return 0;
-}
-
-void cli_csv_field(FILE *out, const char *s) {
-    if (!s) return;
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, out);
-        return;
-    }
-    fputc('"', out);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', out);
-        fputc(*s, out);
-    }
-    fputc('"', out);
 }

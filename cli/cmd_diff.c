@@ -36,13 +36,6 @@ static void diff_usage(FILE *out) {
           out);
 }
 
-static const char *opt_value(int argc, char **argv, int *i, const char *name) {
-    size_t n = strlen(name);
-    if (!strncmp(argv[*i], name, n) && argv[*i][n] == '=') return argv[*i] + n + 1;
-    if (*i + 1 >= argc) return NULL;
-    return argv[++*i];
-}
-
 static int is_opt(const char *a, const char *name) {
     size_t n = strlen(name);
     return !strncmp(a, name, n) && (a[n] == 0 || a[n] == '=');
@@ -73,7 +66,7 @@ int cmd_diff(int argc, char **argv) {
             csv = 1;
         } else if (is_opt(a, "--by")) {
             ana_group_by g;
-            if (!(v = opt_value(argc, argv, &i, "--by")) ||
+            if (!(v = cli_opt_value(argc, argv, &i, "--by")) ||
                 (strcmp(v, "link") && ana_group_by_parse(v, &g))) {
                 fprintf(stderr, "npurr diff: --by needs one of role, site, rank, kind, object, "
                         "cause, link (got '%s')\n", v ? v : "");
@@ -81,7 +74,7 @@ int cmd_diff(int argc, char **argv) {
             }
             by = v;
         } else if (is_opt(a, "--top")) {
-            v = opt_value(argc, argv, &i, "--top");
+            v = cli_opt_value(argc, argv, &i, "--top");
             unsigned long long n;
             if (cli_parse_uint(v, 1, SIZE_MAX / 2, &n)) {
                 fprintf(stderr, "npurr diff: --top needs a positive number below 2^63 (got "

@@ -42,16 +42,6 @@ static void stats_usage(FILE *out) {
           out);
 }
 
-static const char *opt_value(int argc, char **argv, int *i, const char *name) {
-    size_t n = strlen(name);
-    if (!strncmp(argv[*i], name, n) && argv[*i][n] == '=') return argv[*i] + n + 1;
-    if (!strcmp(argv[*i], name)) {
-        if (*i + 1 >= argc) return NULL;
-        return argv[++*i];
-    }
-    return NULL;
-}
-
 typedef struct stats_args {
     const char *run;
     ana_group_by by;
@@ -68,13 +58,13 @@ static int parse_stats(int argc, char **argv, stats_args *x) {
             stats_usage(stdout);
             return -1;
         } else if (!strncmp(a, "--by", 4) && (a[4] == 0 || a[4] == '=')) {
-            if (!(v = opt_value(argc, argv, &i, "--by")) || ana_group_by_parse(v, &x->by)) {
+            if (!(v = cli_opt_value(argc, argv, &i, "--by")) || ana_group_by_parse(v, &x->by)) {
                 fprintf(stderr, "npurr stats: --by needs one of role, site, rank, kind, object, "
                         "cause (got '%s')\n", v ? v : "");
                 return 2;
             }
         } else if (!strncmp(a, "--top", 5) && (a[5] == 0 || a[5] == '=')) {
-            v = opt_value(argc, argv, &i, "--top");
+            v = cli_opt_value(argc, argv, &i, "--top");
             unsigned long long n;
             if (cli_parse_uint(v, 1, SIZE_MAX / 2, &n)) {
                 fprintf(stderr, "npurr stats: --top needs a positive number below 2^63 (got "

@@ -233,7 +233,7 @@ int cmd_whatif(int argc, char **argv) {
                         ? (double)base->end_ps / (double)p->end_ps : 0;
         if (csv) {
             printf("%s,%.6f,", w.cls[i], w.share[i]);
-            cli_csv_field(stdout, change);
+            ana_csv_field(stdout, change);
             printf(",%llu,%.6f,%d\n", (unsigned long long)p->end_ps, sp, p->done ? p->status : -1);
             continue;
         }

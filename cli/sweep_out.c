@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/analysis.h"
 #include "sweep.h"
 
 size_t sweep_value_index(const sweep *s, size_t p, size_t k) {
@@ -47,14 +48,14 @@ int sweep_write_csv(const sweep *s, FILE *out) {
     fputs("point", out);
     for (size_t k = 0; k < s->nkeys; k++) {
         fputc(',', out);
-        cli_csv_field(out, s->keys[k].name);
+        ana_csv_field(out, s->keys[k].name);
     }
     fputs(",exit_code,outcome,check,end_ps,stall_share,events,wall_s", out);
     for (size_t i = 0; i < nr; i++) {
         char col[64];
         snprintf(col, sizeof col, "end_%.39s_ps", roles[i]);
         fputc(',', out);
-        cli_csv_field(out, col);
+        ana_csv_field(out, col);
     }
     fputs(",message\n", out);
     for (size_t p = 0; p < s->npoints; p++) {
@@ -63,7 +64,7 @@ int sweep_write_csv(const sweep *s, FILE *out) {
         fprintf(out, "%zu", p + 1);
         for (size_t k = 0; k < s->nkeys; k++) {
             fputc(',', out);
-            cli_csv_field(out, s->keys[k].values[sweep_value_index(s, p, k)]);
+            ana_csv_field(out, s->keys[k].values[sweep_value_index(s, p, k)]);
         }
         fprintf(out, ",%d,%s,%s,", r->status, outcome_text(r), r->check);
         if (r->outcome) fprintf(out, "%llu,%.6f,%llu,%.3f", (unsigned long long)r->end_ps,
@@ -75,7 +76,7 @@ int sweep_write_csv(const sweep *s, FILE *out) {
                 if (!strcmp(r->role[j], roles[i])) fprintf(out, "%llu", (unsigned long long)r->role_end[j]);
         }
         fputc(',', out);
-        cli_csv_field(out, r->status ? r->what : "");
+        ana_csv_field(out, r->status ? r->what : "");
         fputc('\n', out);
     }
     return ferror(out) ? -1 : 0;

@@ -79,6 +79,29 @@ static int blank_or_comment(const char *s) {
     return !*s || *s == '#';
 }
 
+/* The next record of f into buf, split into fld[0..*n): blank lines and
+ * '#' comments skipped. 1, 0 at the end, -1 with err naming path:line. */
+static int next_record(FILE *f, const char *path, int *lineno, char *buf, size_t cap,
+                       char **fld, int *n, char *err, size_t errlen) {
+    while (fgets(buf, (int)cap, f)) {
+        ++*lineno;
+        if (!strchr(buf, '\n') && !feof(f)) {
+            snprintf(err, errlen, "%s:%d: line longer than %zu bytes", path, *lineno, cap - 1);
+            return -1;
+        }
+        char *line = chomp(buf, *lineno);
+        if (blank_or_comment(line)) continue;
+        const char *why = NULL;
+        *n = split_csv(line, fld, MAX_FIELDS, &why);
+        if (*n < 0) {
+            snprintf(err, errlen, "%s:%d: %s", path, *lineno, why);
+            return -1;
+        }
+        return 1;
+    }
+    return 0;
+}
+
 static int column(char **names, int n, const char *want) {
     for (int i = 0; i < n; i++)
         if (strcasecmp(names[i], want) == 0) return i;
@@ -194,20 +217,9 @@ static int read_rows(FILE *f, const char *path, char **head, int nhead, int *lin
                  "msprof's op_summary CSV)", path, *lineno, missing);
         return -1;
     }
-    char buf[8192];
-    while (fgets(buf, sizeof buf, f)) {
-        ++*lineno;
-        if (!strchr(buf, '\n') && !feof(f)) {
-            snprintf(err, errlen, "%s:%d: line longer than %zu bytes", path, *lineno,
-                     sizeof buf - 1);
-            return -1;
-        }
-        char *line = chomp(buf, *lineno);
-        if (blank_or_comment(line)) continue;
-        char *fld[MAX_FIELDS];
-        const char *why = NULL;
-        int n = split_csv(line, fld, MAX_FIELDS, &why);
-        if (n < 0) { snprintf(err, errlen, "%s:%d: %s", path, *lineno, why); return -1; }
+    char buf[8192], *fld[MAX_FIELDS];
+    int n, got;
+    while ((got = next_record(f, path, lineno, buf, sizeof buf, fld, &n, err, errlen)) > 0) {
         if (n != nhead) {
             snprintf(err, errlen, "%s:%d: %d field%s, the header has %d (quote options that "
                      "hold commas)", path, *lineno, n, n == 1 ? "" : "s", nhead);
@@ -266,7 +278,7 @@ static int read_rows(FILE *f, const char *path, char **head, int nhead, int *lin
         if (k && check_options(&r, !(flags & FIDELITY_LATE_OPTIONS), err, errlen)) return -1;
         if (add_row(t, &r)) { snprintf(err, errlen, "out of memory"); return -1; }
     }
-    return 0;
+    return got < 0 ? -1 : 0;
 }
 
 /* ---------------------------------------------------------------- msprof op_summary */
@@ -340,20 +352,9 @@ static int read_op_summary(FILE *f, const char *path, char **head, int nhead, in
     int c_type = column(head, nhead, "OP Type");
     op_sum sums[FIDELITY_MAX_PHASES];
     memset(sums, 0, sizeof sums);
-    char buf[16384];
-    while (fgets(buf, sizeof buf, f)) {
-        ++*lineno;
-        if (!strchr(buf, '\n') && !feof(f)) {
-            snprintf(err, errlen, "%s:%d: line longer than %zu bytes", path, *lineno,
-                     sizeof buf - 1);
-            return -1;
-        }
-        char *line = chomp(buf, *lineno);
-        if (blank_or_comment(line)) continue;
-        char *fld[MAX_FIELDS];
-        const char *why = NULL;
-        int n = split_csv(line, fld, MAX_FIELDS, &why);
-        if (n < 0) { snprintf(err, errlen, "%s:%d: %s", path, *lineno, why); return -1; }
+    char buf[16384], *fld[MAX_FIELDS];
+    int n, got;
+    while ((got = next_record(f, path, lineno, buf, sizeof buf, fld, &n, err, errlen)) > 0) {
         if (n <= c_name || n <= c_dur) {
             snprintf(err, errlen, "%s:%d: %d fields, too few for the header's Op Name and Task "
                      "Duration(us)", path, *lineno, n);
@@ -371,6 +372,7 @@ static int read_op_summary(FILE *f, const char *path, char **head, int nhead, in
         sums[ph].sum += us;
         sums[ph].count++;
     }
+    if (got < 0) return -1;
     int i = 0, added = 0;
     for (const kernel_phase *p = k->phases; p && p->name && i < FIDELITY_MAX_PHASES; p++, i++) {
         if (!sums[i].count) continue;
