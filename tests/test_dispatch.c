@@ -383,6 +383,73 @@ static void test_lost_tail_hangs(void **s) {
     }
 }
 
+/* ------------------------------------------------------------ --notify a2 */
+
+static int32_t read32(engine *e, gm_t p) {
+    int32_t v = 0;
+    assert_int_equal(engine_gm_read(e, p, &v, 4), 0);
+    return v;
+}
+
+/* Every rank ends up with every rank's blob (its expert counts), the data
+ * phase still passes the check (its prefixes came from the blobs), and the
+ * per-row index pass wrote A2's destination offsets: for this rank's local
+ * expert le and source s, the rows of the experts before it, then of the
+ * sources before s, then the token's place. */
+static void test_a2_notify_all_gathers_the_padded_blob(void **s) {
+    (void)s;
+    const char *kv[] = {"tokens", "40", "hidden", "64", "topk", "3", "experts", "16",
+                        "notify", "a2", "dispatches", "1", "rdma-senders", "3",
+                        "forwarders", "3", "hccs-receivers", "4", NULL};
+    run r;
+    run_passing(&r, 2, 4, kv);
+    const dispatch_args *a = &r.st->args;
+    const dispatch_a2_layout *al = &a->al;
+    int R = 8, E = 16, L = 2, M = DISPATCH_A2_MAX_BS;
+    for (int d = 0; d < R; d++)
+        for (int src = 0; src < R; src++)
+            for (int e = 0; e < E; e++)
+                assert_int_equal(read32(r.e, dispatch_a2_blob(a, d, src, al->per_expert + (uint32_t)e)),
+                                 read32(r.e, gm_add(a->a2_send[src], (int64_t)e * 4)));
+    int d = 5, rows = 0;
+    for (int le = 0; le < L; le++) {
+        int e = d * L + le;
+        for (int src = 0; src < R; src++) {
+            int n = read32(r.e, dispatch_a2_blob(a, d, src, al->per_expert + (uint32_t)e));
+            for (int t = 0; t < n; t++) {
+                uint64_t at = ((uint64_t)e * R + src) * M + (uint64_t)t;
+                assert_int_equal(read32(r.e, gm_add(a->a2_scratch[d], (int64_t)(al->dst_off + at * 4))),
+                                 rows + t);
+            }
+            rows += n;
+        }
+    }
+    assert_true(rows > 0);
+    finish(&r);
+}
+
+static void test_a2_notify_refuses_what_a2_does_not_run(void **s) {
+    (void)s;
+    static const struct {
+        int nodes;
+        const char *tokens, *notify, *needle;
+    } cases[] = {
+        {1, "16", "a2", "--notify a2 with --nodes 1"},
+        {4, "16", "a2", "--notify a2 with --nodes 4"},
+        {2, "4097", "a2", "--notify a2 with --tokens 4097"},
+        {2, "16", "nccl", "--notify nccl: expected deepep or a2"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *kv[] = {"tokens", cases[i].tokens, "notify", cases[i].notify, NULL};
+        kernel_opts o;
+        make_opts(&o, kv);
+        dispatch_shape sh;
+        char err[512] = "";
+        assert_int_equal(dispatch_shape_from_opts(&o, cases[i].nodes, 8, 48, &sh, err, sizeof err), -1);
+        if (!strstr(err, cases[i].needle)) fail_msg("case %zu: %s", i, err);
+    }
+}
+
 /* ------------------------------------------------------------ the check itself */
 
 static void test_check_catches_corruption(void **s) {
@@ -450,6 +517,8 @@ int main(void) {
         cmocka_unit_test(test_credit_leak_hangs),
         cmocka_unit_test(test_lost_tail_hangs),
         cmocka_unit_test(test_check_catches_corruption),
+        cmocka_unit_test(test_a2_notify_all_gathers_the_padded_blob),
+        cmocka_unit_test(test_a2_notify_refuses_what_a2_does_not_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

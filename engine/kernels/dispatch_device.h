@@ -101,6 +101,7 @@ typedef struct dispatch_shape {
     int forward_batch;          /* records per forwarder UB buffer */
     int receive_batch;          /* records per receiver UB batch */
     int notify_block;           /* tokens per layout-phase block */
+    int notify_a2;              /* --notify a2: NotifyDispatchA2's all-gather (dispatch_notify_a2.c) */
 } dispatch_shape;
 
 /* Token -> channel: RDMASender core token_idx % senders (seed 001 s5.1).
@@ -142,6 +143,45 @@ typedef struct dispatch_notify_layout {
     uint32_t row_ints, row_stride;   /* one notify row: tokens, then L expert counts */
 } dispatch_notify_layout;
 void dispatch_notify_offsets(const dispatch_shape *sh, dispatch_notify_layout *nl);
+/* The prefix step reads one row per source rank into UB: a notify row, or
+ * with --notify a2 the source's token count (32 B) then its counts of this
+ * rank's experts, gathered from its blob (UB addresses are 32 B aligned). */
+static inline uint32_t dispatch_prefix_row_stride(const dispatch_shape *sh,
+                                                  const dispatch_notify_layout *nl) {
+    if (!sh->notify_a2) return nl->row_stride;
+    return 32u + (uint32_t)kit_align_up((uint64_t)sh->local_experts * 4, 32);
+}
+
+/* --notify a2: the notify of sgl-kernel-npu's A2 layered dispatch
+ * (csrc/deepep/ops2/op_kernel/notify_dispatch_a2.h and deep_ep.cpp at
+ * 3a90dfa1). Every rank all-gathers one metadata blob padded to MAX_BS
+ * tokens, then index passes over [experts, ranks, MAX_BS] tables build the
+ * offsets DispatchNormalA2 reads. */
+#define DISPATCH_A2_MAX_BS 4096        /* MAX_BATCH_SIZE of deep_ep.cpp */
+#define DISPATCH_A2_STATUS_BYTES 32    /* STATUS_ENTRY_SIZE: before and after a blob */
+#define DISPATCH_A2_FLAG_BYTES 32      /* one IPC flag (8 B used), 32 B apart */
+#define DISPATCH_A2_WITHIN_CORES 20    /* MAX_CORE_NUM of the within-server pulls */
+#define DISPATCH_A2_COPY_CHUNK (95u * 1024u)   /* CpGM2GMPingPong: UB_SINGLE_DMA_SIZE_MAX / 2 */
+/* The blob, in int32 units: A2's sections (per-expert counts [E], tokens
+ * per server [N], then the MAX_BS-padded per-token sections), A2's length
+ * num_experts*4097 + N + 4096*(1 + 2N + E), then npurr's addition: tokens
+ * to each rank [R], which A2 derives from the per-token sections and npurr's
+ * data phase reads directly. The per-token sections travel at their real
+ * size; npurr's receivers place tokens by SourceMeta and never read them.
+ * Index outputs (bytes into one per-rank scratch buffer): what the passes
+ * of SplitAndCalcData write, at A2's sizes. */
+typedef struct dispatch_a2_layout {
+    uint32_t len;                     /* blob ints */
+    uint32_t per_expert, per_server;  /* count sections, ints */
+    uint32_t token_expert;            /* [MAX_BS][E] token's order per expert, ints */
+    uint32_t expert_src;              /* [E][MAX_BS] expertMaxBsSrc, ints */
+    uint32_t per_rank;                /* npurr's [R] tokens per rank, ints */
+    uint64_t slot_bytes;              /* one blob with its status entries, 32 B aligned */
+    uint64_t g_rank_ep, g_exp_src, ep_rank, local_ep, total_recv, token_server_idx,
+        count_outer, unique_server, expand_idx, offset_inner, src_off, dst_off, scratch_bytes;
+} dispatch_a2_layout;
+void dispatch_a2_offsets(const dispatch_shape *sh, dispatch_a2_layout *al);
+uint32_t dispatch_ub_notify_a2(const dispatch_shape *sh);
 
 /* ------------------------------------------------------------ kernel args */
 
@@ -166,6 +206,17 @@ typedef struct dispatch_args {
     gm_t *notify_send;       /* [R][row_stride] */
     gm_t *notify_recv;       /* [R][row_stride] */
     gm_t *notify_out;        /* dispatch_notify_layout */
+    /* per rank, --notify a2 */
+    dispatch_a2_layout al;
+    gm_t *a2_send;           /* [len] int32: this rank's blob */
+    gm_t *a2_recv;           /* [R][len] int32: every rank's blob (recv_data) */
+    gm_t *a2_scratch;        /* the index passes' outputs (dispatch_a2_layout) */
+    gm_t *a2_tasks;          /* [N] batch_write_task */
+    /* symmetric, --notify a2: windowOut and the IPC share window, [R] slots
+     * of slot_bytes each, and the share window's flags [N][R] */
+    gm_t a2_window_out;
+    gm_t a2_share;
+    gm_t a2_flags;
     /* per dispatch, per rank outputs */
     gm_t *recv_x[DISPATCH_MAX_DISPATCHES];            /* [n_recv][hidden] */
     gm_t *recv_x_scales[DISPATCH_MAX_DISPATCHES];     /* [n_recv][num_scales] */
@@ -265,6 +316,7 @@ void dispatch_kernel(const void *args);
 void dispatch_notify_layout_phase(const dispatch_args *a, ub_arena ub);
 void dispatch_notify_exchange_phase(const dispatch_args *a, ub_arena ub);
 void dispatch_notify_prefix_phase(const dispatch_args *a, ub_arena ub);
+void dispatch_notify_a2_phase(const dispatch_args *a, ub_arena ub);
 void dispatch_rdma_sender(const dispatch_args *a, int disp, ub_arena ub);
 void dispatch_rdma_coordinator(const dispatch_args *a, int disp, ub_arena ub);
 void dispatch_forwarder(const dispatch_args *a, int disp, ub_arena ub);
@@ -274,6 +326,11 @@ void dispatch_hccs_receiver(const dispatch_args *a, int disp, ub_arena ub);
  * the core that owns them once every reader has read them. */
 void dispatch_fwd_coordinator_clean(const dispatch_args *a, int disp, ub_arena ub);
 void dispatch_hccs_receiver_clean(const dispatch_args *a, ub_arena ub);
+
+/* Int int_off of rank s's blob in rank me's recv_data (--notify a2). */
+static inline gm_t dispatch_a2_blob(const dispatch_args *a, int me, int s, uint32_t int_off) {
+    return gm_add(a->a2_recv[me], (int64_t)(((uint64_t)s * a->al.len + int_off) * 4));
+}
 
 /* DataCopy when the length is a multiple of 32 B, else DataCopyPad. */
 static inline void dispatch_copy_out(gm_t dst, local_t src, uint64_t bytes) {

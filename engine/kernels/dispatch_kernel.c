@@ -62,7 +62,8 @@ void dispatch_kernel(const void *args) {
     ub_arena ub = {AllocUB(UB_BYTES), 0};
     SetRole("NotifyDispatch");
     dispatch_notify_layout_phase(a, ub);
-    dispatch_notify_exchange_phase(a, ub);
+    if (sh->notify_a2) dispatch_notify_a2_phase(a, ub);
+    else dispatch_notify_exchange_phase(a, ub);
     dispatch_notify_prefix_phase(a, ub);
 
     int role = role_of(sh, GetBlockIdx());

@@ -148,6 +148,19 @@ int dispatch_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *ou
     char hsum[32];
     human(hsum, sizeof hsum, sum);
     fprintf(out, "total GM over all ranks: %s (rings are backed only where written)\n", hsum);
+    if (sh.notify_a2) {
+        dispatch_a2_layout al;
+        dispatch_a2_offsets(&sh, &al);
+        char hb[32], hr[32], hi[32], hw[32];
+        human(hb, sizeof hb, (uint64_t)al.len * 4);
+        human(hr, sizeof hr, (uint64_t)R * al.len * 4);
+        human(hi, sizeof hi, al.scratch_bytes);
+        human(hw, sizeof hw, 2 * (uint64_t)R * al.slot_bytes);
+        fprintf(out,
+                "--notify a2, per rank besides: blob %s (%u ints, padded to %d tokens), recv_data "
+                "%s, index outputs %s, windowOut + share window %s (symmetric)\n",
+                hb, al.len, DISPATCH_A2_MAX_BS, hr, hi, hw);
+    }
     fprintf(out,
             "UB per core: notify %u B, RDMASender %u B (%d tokens of metadata at once), "
             "RDMACoordinator %u B, forwarder %u B (2 x %d records), ForwarderCoordinator %u B, "

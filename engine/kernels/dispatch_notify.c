@@ -206,14 +206,35 @@ void dispatch_notify_exchange_phase(const dispatch_args *a, ub_arena ub) {
     BarrierAll();
 }
 
+/* Every source's row: copied at once from notify_recv, or with --notify a2
+ * gathered from the blobs (its tokens to this rank, its counts of this
+ * rank's experts). Returns the byte offset of the expert counts in a row. */
+static uint32_t load_rows(const dispatch_args *a, int me, local_t rows, uint32_t stride) {
+    const dispatch_shape *sh = &a->sh;
+    int R = sh->num_ranks, L = sh->local_experts;
+    if (!sh->notify_a2) {
+        DataCopy(rows, a->notify_recv[me], (uint64_t)R * stride);
+        return 4;
+    }
+    for (int s = 0; s < R; s++) {
+        local_t row = local_add(rows, (uint32_t)s * stride);
+        DataCopyPadIn(row, dispatch_a2_blob(a, me, s, a->al.per_rank + (uint32_t)me), 4);
+        dispatch_copy_in(local_add(row, 32),
+                         dispatch_a2_blob(a, me, s, a->al.per_expert + (uint32_t)(me * L)),
+                         (uint64_t)L * 4);
+    }
+    return 32;
+}
+
 void dispatch_notify_prefix_phase(const dispatch_args *a, ub_arena ub) {
     const dispatch_shape *sh = &a->sh;
     const dispatch_notify_layout *nl = &a->nl;
     int me = GetRank(), R = sh->num_ranks, L = sh->local_experts, P = sh->npus;
     if (GetBlockIdx() == 0) {
-        local_t rows = ub_take(&ub, (uint64_t)R * nl->row_stride);
+        uint32_t stride = dispatch_prefix_row_stride(sh, nl);
+        local_t rows = ub_take(&ub, (uint64_t)R * stride);
         local_t out = ub_take(&ub, (uint64_t)nl->padded * 4);
-        DataCopy(rows, a->notify_recv[me], (uint64_t)R * nl->row_stride);
+        uint32_t exp_off = load_rows(a, me, rows, stride);
         VecDup(out, DT_INT32, 0, nl->padded);
         SetFlag(MTE2_S, 0);
         WaitFlag(MTE2_S, 0);
@@ -221,7 +242,7 @@ void dispatch_notify_prefix_phase(const dispatch_args *a, ub_arena ub) {
         WaitFlag(V_S, 0);
         int32_t acc = 0;
         for (int s = 0; s < R; s++) {
-            acc += UbGet32(rows, (uint32_t)s * nl->row_stride);
+            acc += UbGet32(rows, (uint32_t)s * stride);
             UbSet32(out, (nl->rank_prefix + (uint32_t)s) * 4u, acc);
             if (s % P == P - 1)
                 UbSet32(out, (nl->rdma_prefix + (uint32_t)(s / P)) * 4u, acc);
@@ -229,7 +250,7 @@ void dispatch_notify_prefix_phase(const dispatch_args *a, ub_arena ub) {
         for (int le = 0; le < L; le++) {
             int32_t e_acc = 0;
             for (int s = 0; s < R; s++) {
-                e_acc += UbGet32(rows, (uint32_t)s * nl->row_stride + (uint32_t)(1 + le) * 4u);
+                e_acc += UbGet32(rows, (uint32_t)s * stride + exp_off + (uint32_t)le * 4u);
                 UbSet32(out, (nl->expert_prefix + (uint32_t)(s * L + le)) * 4u, e_acc);
             }
             UbSet32(out, (nl->per_expert + (uint32_t)le) * 4u, e_acc);

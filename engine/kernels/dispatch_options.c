@@ -42,6 +42,9 @@ const kernel_option dispatch_options[] = {
     KIT_OPT_DATA_SEED("the routing and of the payload"),
     {"dispatches", "2",
      "data phases run with the same layout; every one must give the same bytes (1..4)"},
+    {"notify", "deepep",
+     "deepep | a2 (a2: NotifyDispatchA2 of sgl-kernel-npu, all-gather of a metadata blob padded "
+     "to 4096 tokens, then its index passes; --nodes 2 and at most 4096 tokens, as on A2)"},
     KIT_OPT_INJECT("credit-leak (last partial credit batch never returned) | lost-tail (one "
                    "remote tail update dropped); in the last dispatch"),
     {NULL, NULL, NULL},
@@ -113,6 +116,36 @@ void dispatch_notify_offsets(const dispatch_shape *sh, dispatch_notify_layout *n
     nl->row_stride = (uint32_t)kit_align_up((uint64_t)nl->row_ints * 4, UB_ALIGN);
 }
 
+void dispatch_a2_offsets(const dispatch_shape *sh, dispatch_a2_layout *al) {
+    uint64_t E = (uint64_t)sh->experts, N = (uint64_t)sh->nodes, R = (uint64_t)sh->num_ranks;
+    uint64_t L = (uint64_t)sh->local_experts, M = DISPATCH_A2_MAX_BS;
+    memset(al, 0, sizeof *al);
+    /* deep_ep.cpp get_dispatch_layout: E * (1 + MAX_BS) + N + MAX_BS * (1 + 2N + E). */
+    uint64_t a2_len = E * (1 + M) + N + M * (1 + 2 * N + E);
+    al->per_expert = 0;
+    al->per_server = (uint32_t)E;
+    /* notify_dispatch_a2.h: tokens per server [M][N], token server count [M],
+     * token server index [M][N], then the token-expert order [M][E], then
+     * expertMaxBsSrc [E][M]. */
+    al->token_expert = (uint32_t)(E + N + M * N + M + M * N);
+    al->expert_src = (uint32_t)(al->token_expert + M * E);
+    al->per_rank = (uint32_t)a2_len;
+    al->len = (uint32_t)(a2_len + R);
+    al->slot_bytes = kit_align_up((uint64_t)al->len * 4 + 2 * DISPATCH_A2_STATUS_BYTES, UB_ALIGN);
+    uint64_t at = 0;
+    uint64_t *outs[] = {&al->g_rank_ep, &al->g_exp_src, &al->ep_rank, &al->local_ep,
+                        &al->total_recv, &al->token_server_idx, &al->count_outer,
+                        &al->unique_server, &al->expand_idx, &al->offset_inner, &al->src_off,
+                        &al->dst_off};
+    uint64_t sizes[] = {R * E * 4, R * E * M * 4, E * R * 4, L * 8, 4, N * M * 4, M * 4, N * 4,
+                        E * M * 4, 2 * M * E * 4, E * R * M * 4, E * R * M * 4};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        *outs[i] = at;
+        at += kit_align_up(sizes[i], UB_ALIGN);
+    }
+    al->scratch_bytes = at;
+}
+
 /* ------------------------------------------------------------ UB budgets */
 
 static uint64_t a32(uint64_t v) { return kit_align_up(v ? v : 1, UB_ALIGN); }
@@ -125,6 +158,16 @@ static uint64_t notify_layout_bytes(const dispatch_shape *sh, int block) {
            a32((uint64_t)sh->block_dim * kit_align_up(R, 8) * 4) + a32(R * 4);
 }
 
+uint32_t dispatch_ub_notify_a2(const dispatch_shape *sh) {
+    uint64_t copy = 2 * (uint64_t)DISPATCH_A2_COPY_CHUNK + 2 * UB_ALIGN;
+    uint64_t M4 = (uint64_t)DISPATCH_A2_MAX_BS * 4, E4 = a32((uint64_t)sh->experts * 4);
+    uint64_t RL4 = a32((uint64_t)sh->num_ranks * (uint64_t)sh->local_experts * 4);
+    uint64_t ints = E4 > RL4 ? E4 : RL4;
+    uint64_t calc = 3 * M4 + 3 * ints + E4 + UB_ALIGN;
+    uint64_t m = copy > calc ? copy : calc;
+    return m > UINT32_MAX ? UINT32_MAX : (uint32_t)m;
+}
+
 uint32_t dispatch_ub_notify(const dispatch_shape *sh) {
     dispatch_count_layout cl;
     dispatch_notify_layout nl;
@@ -132,7 +175,9 @@ uint32_t dispatch_ub_notify(const dispatch_shape *sh) {
     dispatch_notify_offsets(sh, &nl);
     uint64_t layout = notify_layout_bytes(sh, sh->notify_block);
     uint64_t exchange = a32((uint64_t)cl.padded * 4) + a32(nl.row_stride);
-    uint64_t prefix = a32((uint64_t)sh->num_ranks * nl.row_stride) + a32((uint64_t)nl.padded * 4);
+    uint64_t prefix = a32((uint64_t)sh->num_ranks * dispatch_prefix_row_stride(sh, &nl)) +
+                      a32((uint64_t)nl.padded * 4);
+    if (sh->notify_a2) exchange = dispatch_ub_notify_a2(sh);
     uint64_t m = layout > exchange ? layout : exchange;
     m = m > prefix ? m : prefix;
     return m > UINT32_MAX ? UINT32_MAX : (uint32_t)m;
@@ -311,6 +356,37 @@ static int parse_record(const kernel_opts *o, dispatch_shape *sh, char *err, siz
     return 0;
 }
 
+/* A2's notify is written for what A2 runs: exactly two servers (it takes
+ * the other server's same-numbered rank as its only RDMA peer) and batches
+ * of at most MAX_BS tokens (its sections are padded to that). */
+static int parse_notify(const kernel_opts *o, dispatch_shape *sh, char *err, size_t errlen) {
+    const char *s;
+    if (kit_read_str(o, "notify", &s, err, errlen)) return -1;
+    if (strcmp(s, "deepep") == 0) {
+        sh->notify_a2 = 0;
+        return 0;
+    }
+    if (strcmp(s, "a2") != 0) {
+        snprintf(err, errlen, "--notify %s: expected deepep or a2", s);
+        return -1;
+    }
+    if (sh->nodes != 2) {
+        snprintf(err, errlen,
+                 "--notify a2 with --nodes %d: A2's NotifyDispatchA2 runs on exactly 2 nodes (its "
+                 "RDMA peer is the other node's same-numbered rank)",
+                 sh->nodes);
+        return -1;
+    }
+    if (sh->max_tokens > DISPATCH_A2_MAX_BS) {
+        snprintf(err, errlen,
+                 "--notify a2 with --tokens %d: A2 pads its notify to %d tokens a rank, at most",
+                 sh->max_tokens, DISPATCH_A2_MAX_BS);
+        return -1;
+    }
+    sh->notify_a2 = 1;
+    return 0;
+}
+
 static int choose_ub(dispatch_shape *sh, char *err, size_t errlen) {
     sh->sender_meta_tokens = fit(sh, 16, sender_bytes);
     sh->forward_batch = fit(sh, 64, forwarder_bytes);
@@ -372,5 +448,6 @@ int dispatch_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node,
     int fault;
     if (kit_read_inject(o, dispatch_faults, &fault, err, errlen)) return -1;
     sh->inject = fault;
+    if (parse_notify(o, sh, err, errlen)) return -1;
     return choose_ub(sh, err, errlen);
 }

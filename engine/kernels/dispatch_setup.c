@@ -46,7 +46,8 @@ static int carve_tables(dispatch_state *st, char *err, size_t errlen) {
     size_t R = (size_t)a->sh.num_ranks;
     gm_t **fixed[] = {&a->x, &a->x_scales, &a->topk_idx, &a->topk_weights, &a->layout_counts,
                       &a->part_rank, &a->is_token_in_rank, &a->token_idx_in_rank,
-                      &a->notify_send, &a->notify_recv, &a->notify_out};
+                      &a->notify_send, &a->notify_recv, &a->notify_out,
+                      &a->a2_send, &a->a2_recv, &a->a2_scratch, &a->a2_tasks};
     size_t nfixed = sizeof fixed / sizeof fixed[0];
     size_t count = (nfixed + 5 * DISPATCH_MAX_DISPATCHES) * R;
     st->tables = calloc(count, sizeof(gm_t));
@@ -64,6 +65,29 @@ static int carve_tables(dispatch_state *st, char *err, size_t errlen) {
         a->recv_src_meta[d] = next; next += R;
     }
     return 0;
+}
+
+/* Zeros: deep_ep.cpp allocates the notify blob with at::zeros, and npurr
+ * fills only its count sections (dispatch_notify_a2.c). Generated, the
+ * padded sections move as references instead of pages. */
+static void zero_row(const void *params, uint64_t row, uint8_t *out) {
+    (void)params;
+    (void)row;
+    memset(out, 0, 4);
+}
+
+/* --notify a2: the blob, recv_data, the index outputs and the task list. */
+static int alloc_a2_rank(engine *e, dispatch_args *a, int r, char *err, size_t errlen) {
+    const dispatch_a2_layout *al = &a->al;
+    uint64_t R = (uint64_t)a->sh.num_ranks, blob = (uint64_t)al->len * 4;
+    return alloc_rank(e, r, blob, "notify_a2_send", &a->a2_send[r], err, errlen) ||
+           engine_gm_generate(e, a->a2_send[r], al->len, 4, zero_row, NULL, 0, err, errlen) !=
+               ENGINE_OK ||
+           alloc_rank(e, r, R * blob, "notify_a2_recv", &a->a2_recv[r], err, errlen) ||
+           alloc_rank(e, r, al->scratch_bytes, "notify_a2_index", &a->a2_scratch[r], err,
+                      errlen) ||
+           alloc_rank(e, r, (uint64_t)a->sh.nodes * sizeof(batch_write_task), "notify_a2_tasks",
+                      &a->a2_tasks[r], err, errlen);
 }
 
 static int alloc_per_rank(engine *e, dispatch_state *st, char *err, size_t errlen) {
@@ -91,6 +115,7 @@ static int alloc_per_rank(engine *e, dispatch_state *st, char *err, size_t errle
             alloc_rank(e, r, (uint64_t)a->nl.padded * 4, "notify_out", &a->notify_out[r], err,
                        errlen))
             return -1;
+        if (sh->notify_a2 && alloc_a2_rank(e, a, r, err, errlen)) return -1;
         for (int d = 0; d < sh->dispatches; d++)
             if (alloc_rank(e, r, n * sh->x_row_bytes, "recv_x", &a->recv_x[d][r], err, errlen) ||
                 alloc_rank(e, r, n * S4, "recv_x_scales", &a->recv_x_scales[d][r], err, errlen) ||
@@ -105,8 +130,20 @@ static int alloc_per_rank(engine *e, dispatch_state *st, char *err, size_t errle
     return 0;
 }
 
+/* --notify a2: windowOut and the IPC share window, one blob slot per
+ * rank each, and the share window's flags. */
+static int alloc_a2_symmetric(engine *e, dispatch_args *a, char *err, size_t errlen) {
+    uint64_t R = (uint64_t)a->sh.num_ranks, N = (uint64_t)a->sh.nodes;
+    return alloc_sym(e, R * a->al.slot_bytes, "notify_a2_window_out", &a->a2_window_out, err,
+                     errlen) ||
+           alloc_sym(e, R * a->al.slot_bytes, "notify_a2_share", &a->a2_share, err, errlen) ||
+           alloc_sym(e, N * R * DISPATCH_A2_FLAG_BYTES, "notify_a2_flags", &a->a2_flags, err,
+                     errlen);
+}
+
 static int alloc_symmetric(engine *e, dispatch_args *a, char *err, size_t errlen) {
     const dispatch_shape *sh = &a->sh;
+    if (sh->notify_a2 && alloc_a2_symmetric(e, a, err, errlen)) return -1;
     uint64_t C = (uint64_t)sh->channels, N = (uint64_t)sh->nodes, P = (uint64_t)sh->npus;
     uint64_t S = sh->token_bytes;
     uint64_t rdma = C * N * (uint64_t)sh->rdma_ring_tokens * S;
@@ -339,6 +376,7 @@ static int dispatch_setup(engine *e, const kernel_opts *o, void **state, char *e
     a->sh = sh;
     dispatch_count_offsets(&sh, &a->cl);
     dispatch_notify_offsets(&sh, &a->nl);
+    dispatch_a2_offsets(&sh, &a->al);
     if (choose_injection(st, err, errlen) || carve_tables(st, err, errlen) ||
         alloc_per_rank(e, st, err, errlen) || alloc_symmetric(e, a, err, errlen) ||
         declare(e, st, err, errlen) || fill_inputs(e, st, err, errlen) ||
