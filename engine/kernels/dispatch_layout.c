@@ -200,6 +200,13 @@ int dispatch_estimate(const kernel_opts *o, int nodes, int npus, const engine_ch
                         ring_pages;
     else   /* rows are references */
         est->gm_bytes = T * K * 8 + (uint64_t)sh.dispatches * T * fan * (K * 8 + 16) + ring_pages;
+    if (sh.notify_a2) {
+        /* --notify a2 writes as bytes the vector passes' [MAX_BS][E] outputs;
+         * the blobs and the sections copied from them stay references to the
+         * zero blob. */
+        uint64_t M = DISPATCH_A2_MAX_BS, E = (uint64_t)sh.experts;
+        est->gm_bytes += R * (3 * M * E * 4 + N * M * 4);
+    }
     est->host_bytes = T * K * KIT_PLAN_BYTES_PER_SLOT;
     snprintf(est->driver, sizeof est->driver,
              "--tokens %d --hidden %d --topk %d on %d ranks", sh.max_tokens, sh.hidden, sh.topk,
