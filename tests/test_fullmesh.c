@@ -509,6 +509,25 @@ static void test_int8_check_catches_a_wrong_scale(void **s) {
     finish(&r);
 }
 
+static void test_int8_estimate_counts_its_computed_rows(void **s) {
+    (void)s;
+    kernel_opts o;
+    kernel_estimate bf, i8;
+    char err[512];
+    const engine_chip_info *chip = engine_chip_get(CHIP_910B2);
+    const char *bkv[] = {"tokens", "64", "hidden", "1024", "topk", "4", "experts", "32", NULL};
+    make_opts(&o, bkv);
+    assert_int_equal(desc()->estimate(&o, 1, 4, chip, PAYLOAD_REF, &bf, err, sizeof err), 0);
+    const char *ikv[] = {"tokens", "64", "hidden", "1024", "topk", "4", "experts", "32", "dtype",
+                         "int8", NULL};
+    make_opts(&o, ikv);
+    assert_int_equal(desc()->estimate(&o, 1, 4, chip, PAYLOAD_REF, &i8, err, sizeof err), 0);
+    /* 4 ranks x 2 rounds x 64 x 4 pairs of 1024 int8 + 8 scales held as
+     * bytes; the combine's bf16 rows size the windows, 128 B (no count
+     * row) under the bf16 dispatch's: 4 ranks x 2 blocks x 4 windows */
+    assert_int_equal(i8.gm_bytes - bf.gm_bytes, 4ull * 2 * 64 * 4 * (1024 + 32) - 4 * 2 * 4 * 128);
+}
+
 /* ------------------------------------------------------------ bad input */
 
 static void expect_setup_error(int nodes, int npus, const char *const *kv, const char *needle) {
@@ -576,6 +595,7 @@ int main(void) {
         cmocka_unit_test(test_quant_needs_whole_blocks),
         cmocka_unit_test(test_int8_runs_pass_the_check),
         cmocka_unit_test(test_int8_check_catches_a_wrong_scale),
+        cmocka_unit_test(test_int8_estimate_counts_its_computed_rows),
         cmocka_unit_test(test_bad_options),
         cmocka_unit_test(test_layout),
     };

@@ -1,6 +1,7 @@
 /*
  * fullmesh_layout.c - `npurr layout -k fullmesh-dispatch-combine`: the
- * window layout and every buffer's size per rank for the given options,
+ * window layout, the dispatched row (bf16, or INT8 with its scales) and
+ * every buffer's size per rank for the given options,
  * from the same shape and plan setup builds (received rows depend on the
  * routing, so they are those of the run these options would record).
  */
@@ -73,6 +74,11 @@ int fm_estimate(const kernel_opts *o, int nodes, int npus, const engine_chip_inf
     /* x and the combined output per round, the double-buffered windows */
     est->gm_bytes = R * ((uint64_t)sh.rounds * (payload == PAYLOAD_FULL ? 2 : 1) * T * row +
                          2 * sh.block_stride);
+    /* INT8 rows are computed, so bytes even with payload references: at
+     * most every token-expert pair's int8 values and scales in expand_x */
+    if (sh.dtype == FM_INT8)
+        est->gm_bytes += R * (uint64_t)sh.rounds * T * K *
+                         dev_quant_int8_bytes((uint32_t)sh.hidden, FM_QUANT_BLOCK);
     est->host_bytes = (uint64_t)sh.rounds * R * T * K * KIT_PLAN_BYTES_PER_SLOT;
     snprintf(est->driver, sizeof est->driver,
              "--tokens %d --hidden %d --topk %d --rounds %d on %d ranks", sh.tokens, sh.hidden,
