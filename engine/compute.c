@@ -1,7 +1,8 @@
 /*
  * compute.c - what vector and cube operations do to local memory when they
  * complete: element conversions (bf16/fp16/f32/int), VecDup, VecAxpy,
- * VecAdd, VecCast, Mmad and the Fixpipe conversion to GM.
+ * VecAdd, VecCast, the per-block INT8 quant pair, Mmad and the Fixpipe
+ * conversion to GM.
  *
  * Arithmetic is done in float, like the vector unit's f32 path; bf16 and
  * fp16 are rounded to nearest even when stored.
@@ -75,6 +76,41 @@ static void eng_store_elem(uint8_t *p, int dtype, uint64_t i, float v) {
     }
 }
 
+/* Per block: inv = 127 / absmax in f32, q = rint(x * inv) saturated, the
+ * scale stored is 1 / inv, as the A2 dispatch's QuantProcess does. A NaN
+ * makes the block's scale NaN and its values 0 (C leaves converting NaN to
+ * an integer undefined). */
+static void quant_int8(xfer *x) {
+    uint32_t n = x->n, block = x->k;
+    uint8_t *scales = x->dst + n;
+    for (uint32_t b0 = 0; b0 < n; b0 += block) {
+        float amax = 0.0f;
+        for (uint32_t i = b0; i < b0 + block; i++) {
+            float a = fabsf(eng_load_elem(x->src, x->dtype2, i));
+            if (!(a <= amax)) amax = a;   /* NaN wins, as Max does */
+        }
+        float inv = 127.0f / amax, scale = amax == 0.0f ? 0.0f : 1.0f / inv;
+        for (uint32_t i = b0; i < b0 + block; i++) {
+            float v = amax == 0.0f ? 0.0f : rintf(eng_load_elem(x->src, x->dtype2, i) * inv);
+            v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
+            x->dst[i] = (uint8_t)(int8_t)(v == v ? v : 0.0f);
+        }
+        memcpy(scales + (size_t)(b0 / block) * 4, &scale, 4);
+    }
+}
+
+static void dequant_int8(xfer *x) {
+    uint32_t n = x->n, block = x->k;
+    float w = (float)x->scalar;
+    const uint8_t *scales = x->src + n;
+    for (uint32_t i = 0; i < n; i++) {
+        float scale;
+        memcpy(&scale, scales + (size_t)(i / block) * 4, 4);
+        float v = w * ((float)(int8_t)x->src[i] * scale);
+        memcpy(x->dst + (size_t)i * 4, &v, 4);
+    }
+}
+
 static void mmad(xfer *x) {
     /* L0C is f32 [m, n]; L0A [m, k] and L0B [k, n] in the input dtype.
      * Operands are converted once, then the i-k-j loop adds each product in
@@ -122,6 +158,10 @@ static void operand_bytes(const xfer *x, uint64_t *dst, int *dst_read, uint64_t 
     case OP_FIXPIPE:
         *dst = n * (uint64_t)eng_dtype_size(x->dtype); *dst_read = x->atomic_dtype != 0; *src = n * 4;
         break;
+    case OP_VEC_QUANT_I8:
+        *dst = dev_quant_int8_bytes((uint32_t)n, x->k); *src = n * (uint64_t)eng_dtype_size(x->dtype2);
+        break;
+    case OP_VEC_DEQUANT_I8: *dst = n * 4; *src = dev_quant_int8_bytes((uint32_t)n, x->k); break;
     default: *dst = 0; break;
     }
 }
@@ -183,6 +223,12 @@ void eng_apply_compute(engine *e, xfer *x) {
         }
         for (uint64_t i = 0; i < n; i++)
             eng_store_elem(x->dst, x->dtype, i, eng_load_elem(x->src, x->dtype2, i));
+        break;
+    case OP_VEC_QUANT_I8:
+        quant_int8(x);
+        break;
+    case OP_VEC_DEQUANT_I8:
+        dequant_int8(x);
         break;
     case OP_MMAD:
         mmad(x);

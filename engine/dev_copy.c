@@ -217,6 +217,44 @@ void dev_vec_cast(local_t dst, int dst_dtype, local_t src, int src_dtype, uint32
     vec_issue(c, x, s);
 }
 
+/* The INT8 quant pair is a sequence of vector instructions on the chip
+ * (the A2 dispatch's QuantProcess, ops-transformer
+ * moe_distribute_dispatch_a2.h: Cast to f32, Abs, ReduceMax, Muls, Cast
+ * f32 -> int32 -> half -> int8, a PipeBarrier<PIPE_V> between each), so it
+ * costs the bytes every instruction streams and one vector latency each. */
+static void check_quant_shape(core *c, uint32_t n, uint32_t block, dev_site s, const char *api) {
+    if (block == 0 || block % UB_ALIGN || n % block)
+        eng_fault(c, s, "%s: block %u must be a multiple of 32 that divides n = %u", api, block, n);
+}
+
+void dev_vec_quant_int8(local_t dst, local_t src, int src_dtype, uint32_t n, uint32_t block, dev_site s) {
+    core *c = eng_current("VecQuantInt8");
+    if (src_dtype != DT_BF16 && src_dtype != DT_FP16 && src_dtype != DT_FLOAT)
+        eng_fault(c, s, "VecQuantInt8: source must be bf16, fp16 or f32");
+    check_quant_shape(c, n, block, s, "VecQuantInt8");
+    if (src.space != LM_UB) eng_fault(c, s, "VecQuantInt8: source must be UB");
+    uint64_t sb = (uint64_t)n * (uint64_t)eng_dtype_size(src_dtype), f = (uint64_t)n * 4;
+    mseg *sp_seg; uint8_t *sp = eng_local_at(c, src, sb, s, "VecQuantInt8", &sp_seg);
+    int up = src_dtype != DT_FLOAT;   /* the Cast to f32 */
+    uint64_t work = (up ? f : 0) + 5 * f + (uint64_t)n * 2;
+    xfer *x = vec_op(c, OP_VEC_QUANT_I8, dst, dev_quant_int8_bytes(n, block), work, s, "VecQuantInt8");
+    x->src = sp; x->sseg = sp_seg; x->src_raw = local_raw(src); x->dtype2 = src_dtype; x->n = n; x->k = block;
+    eng_xfer_issue_on(c, x, c->e->vec_ps_per_byte, (uint64_t)(6 + up) * c->e->vec_latency_ps, NULL, 0, 0, s);
+}
+
+void dev_vec_dequant_int8(local_t dst, local_t src, float w, uint32_t n, uint32_t block, dev_site s) {
+    core *c = eng_current("VecDequantInt8");
+    check_quant_shape(c, n, block, s, "VecDequantInt8");
+    if (src.space != LM_UB) eng_fault(c, s, "VecDequantInt8: source must be UB");
+    mseg *sp_seg;
+    uint8_t *sp = eng_local_at(c, src, dev_quant_int8_bytes(n, block), s, "VecDequantInt8", &sp_seg);
+    /* Cast int8 -> half -> f32, Mul by the block's scale, Muls by w */
+    uint64_t f = (uint64_t)n * 4, work = (uint64_t)n * 2 + 3 * f;
+    xfer *x = vec_op(c, OP_VEC_DEQUANT_I8, dst, f, work, s, "VecDequantInt8");
+    x->src = sp; x->sseg = sp_seg; x->src_raw = local_raw(src); x->scalar = w; x->n = n; x->k = block;
+    eng_xfer_issue_on(c, x, c->e->vec_ps_per_byte, 4 * c->e->vec_latency_ps, NULL, 0, 0, s);
+}
+
 /* ------------------------------------------------------------ cube */
 void dev_mmad(local_t cm, local_t a, local_t b, int dtype, uint32_t m, uint32_t n, uint32_t k,
               int accumulate, dev_site s) {

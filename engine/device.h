@@ -134,6 +134,19 @@ int IsAic(void);
 #define VecAdd(dst, a, b, dtype, n) dev_vec_add((dst), (a), (b), (dtype), (uint32_t)(n), DEV_SITE)
 /* dst[i] = convert(src[i]); e.g. f32 -> bf16 with round-to-nearest-even. */
 #define VecCast(dst, dst_dtype, src, src_dtype, n) dev_vec_cast((dst), (dst_dtype), (src), (src_dtype), (uint32_t)(n), DEV_SITE)
+/* Dynamic INT8 quantization per block of `block` elements (the A2
+ * dispatch's quant step): per block inv = 127 / absmax, q[i] = rint(x[i] *
+ * inv) saturated to [-127, 127], scale = 1 / inv (an all-zero block: q 0,
+ * scale 0). dst receives the n int8 values, then n / block float scales.
+ * src is bf16, fp16 or f32; block a multiple of 32 that divides n. */
+#define VecQuantInt8(dst_q, src, src_dtype, n, block) dev_vec_quant_int8((dst_q), (src), (src_dtype), (uint32_t)(n), (uint32_t)(block), DEV_SITE)
+/* Its inverse times w: dst_f32[i] = w * (q[i] * scale[i / block]), src laid
+ * out as VecQuantInt8 writes it. */
+#define VecDequantInt8(dst_f32, src_q, w, n, block) dev_vec_dequant_int8((dst_f32), (src_q), (float)(w), (uint32_t)(n), (uint32_t)(block), DEV_SITE)
+/* Bytes of a quantized row of n elements: n int8, then the scales. */
+static inline uint32_t dev_quant_int8_bytes(uint32_t n, uint32_t block) {
+    return n + n / block * 4u;
+}
 
 /* ------------------------------------------------------------- cube (AIC) */
 /* L0C_f32[m,n] (+)= L0A[m,k] * L0B[k,n], row-major, fp16/bf16 inputs. */
@@ -213,6 +226,8 @@ void dev_vec_dup(local_t dst, int dtype, double value, uint32_t n, dev_site s);
 void dev_vec_axpy(local_t dst, local_t src, int src_dtype, float w, uint32_t n, dev_site s);
 void dev_vec_add(local_t dst, local_t a, local_t b, int dtype, uint32_t n, dev_site s);
 void dev_vec_cast(local_t dst, int dst_dtype, local_t src, int src_dtype, uint32_t n, dev_site s);
+void dev_vec_quant_int8(local_t dst, local_t src, int src_dtype, uint32_t n, uint32_t block, dev_site s);
+void dev_vec_dequant_int8(local_t dst, local_t src, float w, uint32_t n, uint32_t block, dev_site s);
 void dev_mmad(local_t c, local_t a, local_t b, int dtype, uint32_t m, uint32_t n, uint32_t k,
               int accumulate, dev_site s);
 void dev_fixpipe(gm_t dst, local_t src, int dtype, uint64_t elems, dev_site s);

@@ -74,6 +74,14 @@ void eng_hook_xfer(engine *e, const xfer *x) {
         range(e, x, x->src_raw, n * (uint64_t)eng_dtype_size(x->dtype2), 0, 0);
         range(e, x, x->dst_raw, n * (uint64_t)eng_dtype_size(x->dtype), 1, 0);
         break;
+    case OP_VEC_QUANT_I8:
+        range(e, x, x->src_raw, n * (uint64_t)eng_dtype_size(x->dtype2), 0, 0);
+        range(e, x, x->dst_raw, dev_quant_int8_bytes((uint32_t)n, x->k), 1, 0);
+        break;
+    case OP_VEC_DEQUANT_I8:
+        range(e, x, x->src_raw, dev_quant_int8_bytes((uint32_t)n, x->k), 0, 0);
+        range(e, x, x->dst_raw, n * 4, 1, 0);
+        break;
     case OP_MMAD:
         range(e, x, x->src_raw, (uint64_t)x->m * x->k * 2, 0, 0);
         range(e, x, local_raw_of(c, x->src2), (uint64_t)x->k * x->n * 2, 0, 0);

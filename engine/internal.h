@@ -199,7 +199,8 @@ typedef struct core {
 
 /* ------------------------------------------------------------ transfers */
 typedef enum { OP_COPY = 1, OP_COPY_PAD_IN, OP_VEC_DUP, OP_VEC_AXPY, OP_VEC_ADD, OP_VEC_CAST,
-               OP_MMAD, OP_FIXPIPE, OP_STORE, OP_ATOMIC_ADD, OP_BATCH_TASK, OP_XCORE } xfer_op;
+               OP_MMAD, OP_FIXPIPE, OP_STORE, OP_ATOMIC_ADD, OP_BATCH_TASK, OP_XCORE,
+               OP_VEC_QUANT_I8, OP_VEC_DEQUANT_I8 } xfer_op;
 
 typedef struct xfer {
     int op;

@@ -71,11 +71,11 @@ static void test_quoting_comments_bom_and_uncovered(void **state) {
 static void test_late_options_are_reported_by_the_run(void **state) {
     (void)state;
     write_file("kernel,options,phase,measured_us\n"
-               "fullmesh-dispatch-combine,\"--nodes 1 --dtype int3\",combine,3\n");
+               "fullmesh-dispatch-combine,\"--nodes 1 --quant int3\",combine,3\n");
     fidelity_table t;
     char err[2048];
     assert_int_equal(fidelity_table_read(path, NULL, 0, &t, err, sizeof err), SESSION_ERROR);
-    assert_non_null(strstr(err, ":2: options '--nodes 1 --dtype int3'"));
+    assert_non_null(strstr(err, ":2: options '--nodes 1 --quant int3'"));
     assert_int_equal(fidelity_table_read(path, NULL, FIDELITY_LATE_OPTIONS, &t, err, sizeof err),
                      SESSION_OK);
     fidelity_result r;
@@ -83,7 +83,7 @@ static void test_late_options_are_reported_by_the_run(void **state) {
     engine_hw_defaults(&hw);
     fidelity_run(&t.rows[0], &hw, &r);
     assert_false(r.ok);
-    assert_non_null(strstr(r.error, ":2: options '--nodes 1 --dtype int3'"));
+    assert_non_null(strstr(r.error, ":2: options '--nodes 1 --quant int3'"));
     fidelity_table_free(&t);
     unlink(path);
 }

@@ -6,7 +6,9 @@
  * experts and rank pairs with no tokens, rows that are not 32 B multiples,
  * fewer and more cores than ranks; the no-double-buffer fault caught both
  * ways the seed predicts (wrong data, lost flag); the check catching
- * corrupted outputs; bad options; layout.
+ * corrupted outputs; bad options; layout. --dtype int8: the device's
+ * quantize/dequantize pair against the CPU reference, int8 runs on 1 and
+ * 2 nodes with smaller dispatched rows, the check catching a wrong scale.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,12 +29,14 @@ typedef struct tally {
     int npus_per_node;
     int64_t batch_tasks;        /* BatchWrite tasks issued */
     int64_t batch_tasks_rdma;   /* of which to another node */
+    uint64_t batch_bytes;       /* bytes they moved */
 } tally;
 
 static void on_event(void *ctx, const engine_event *ev) {
     tally *t = ctx;
     if (ev->kind != EV_XFER_ISSUE || ev->sub != XFER_BATCHWRITE) return;
     t->batch_tasks++;
+    t->batch_bytes += ev->len;
     if ((int)ev->peer / t->npus_per_node != (int)ev->rank / t->npus_per_node) t->batch_tasks_rdma++;
 }
 
@@ -129,7 +133,7 @@ static void check_windows_after(run *r) {
             gm_t w1 = gm_add(w0, (int64_t)a->block_stride);
             assert_int_equal(word(r, gm_add(w0, FM_FLAG_OFFSET * 4)), 2 * R - 1);
             assert_int_equal(word(r, gm_add(w0, (int64_t)kit_align_up(FM_STATUS_ROW_BYTES +
-                                                                    (uint64_t)dispatched * a->row_bytes, UB_ALIGN))),
+                                                                    (uint64_t)dispatched * a->win_row_bytes, UB_ALIGN))),
                              2 * R - 1);
             assert_int_equal(word(r, gm_add(w1, (int64_t)kit_align_up((uint64_t)combined * a->row_bytes, UB_ALIGN))),
                              2 * R);
@@ -329,6 +333,201 @@ static void test_check_catches_corruption(void **s) {
     finish(&r);
 }
 
+/* ------------------------------------------------------------ --dtype int8 */
+
+/* The device's quant pair on one core: x (n bf16 or f32) quantized into
+ * q (n int8 + n / 128 scales), then dequantized times w into y (f32). */
+typedef struct quant_args {
+    gm_t x, q, y;
+    int dtype;
+    uint32_t n;
+    float w;
+} quant_args;
+
+static void k_quant(const void *p) {
+    const quant_args *a = p;
+    uint32_t xb = a->n * (a->dtype == DT_FLOAT ? 4u : 2u), qb = dev_quant_int8_bytes(a->n, 128);
+    local_t x = AllocUB(xb), q = AllocUB((qb + 31) / 32 * 32), y = AllocUB(a->n * 4);
+    DataCopy(x, a->x, xb);
+    SetFlag(MTE2_V, 0);
+    WaitFlag(MTE2_V, 0);
+    VecQuantInt8(q, x, a->dtype, a->n, 128);
+    VecDequantInt8(y, q, a->w, a->n, 128);
+    SetFlag(V_MTE3, 0);
+    WaitFlag(V_MTE3, 0);
+    DataCopyPadOut(a->q, q, qb);
+    DataCopy(a->y, y, a->n * 4);
+}
+
+typedef struct vec_len {
+    uint64_t quant, dequant;   /* bytes of the first two vector ops */
+    int seen;
+} vec_len;
+
+static void on_vec(void *ctx, const engine_event *ev) {
+    vec_len *v = ctx;
+    if (ev->kind != EV_XFER_ISSUE || ev->sub != XFER_VEC) return;
+    if (v->seen == 0) v->quant = ev->len;
+    if (v->seen == 1) v->dequant = ev->len;
+    v->seen++;
+}
+
+/* Runs k_quant on x; returns 0 or the fault message in msg. */
+static int run_quant(const uint16_t *x, int n, float w, int8_t *q, float *scales, float *y,
+                     vec_len *vl, char *msg, size_t msglen) {
+    engine_config cfg;
+    engine_config_defaults(&cfg);
+    cfg.npus_per_node = 1;
+    engine *e;
+    char err[512];
+    assert_int_equal(engine_create(&cfg, &e, err, sizeof err), ENGINE_OK);
+    quant_args a = {.dtype = DT_BF16, .n = (uint32_t)n, .w = w};
+    uint32_t qb = dev_quant_int8_bytes((uint32_t)n, 128);
+    assert_int_equal(engine_gm_alloc(e, 0, (uint64_t)n * 2, "x", &a.x, err, sizeof err), ENGINE_OK);
+    assert_int_equal(engine_gm_alloc(e, 0, qb, "q", &a.q, err, sizeof err), ENGINE_OK);
+    assert_int_equal(engine_gm_alloc(e, 0, (uint64_t)n * 4, "y", &a.y, err, sizeof err), ENGINE_OK);
+    memcpy(engine_gm_host(e, a.x, (uint64_t)n * 2), x, (size_t)n * 2);
+    assert_int_equal(engine_launch(e, "quant", k_quant, &a, 1, CORE_AIV, err, sizeof err), ENGINE_OK);
+    engine_observer obs = {.ctx = vl, .on_event = on_vec};
+    engine_set_observer(e, &obs);
+    engine_result res;
+    assert_int_equal(engine_run(e, &res, err, sizeof err), ENGINE_OK);
+    int rc = res.outcome == OUTCOME_COMPLETED ? 0 : 1;
+    snprintf(msg, msglen, "%s", res.message);
+    if (!rc) {
+        const uint8_t *hq = engine_gm_host(e, a.q, qb);
+        memcpy(q, hq, (size_t)n);
+        memcpy(scales, hq + n, (size_t)n / 128 * 4);
+        memcpy(y, engine_gm_host(e, a.y, (uint64_t)n * 4), (size_t)n * 4);
+    }
+    engine_destroy(e);
+    return rc;
+}
+
+static void test_quant_ops_match_the_reference(void **s) {
+    (void)s;
+    enum { N = 512 };
+    uint16_t x[N];
+    uint64_t r = 12345;
+    /* block 0 arbitrary values (rounding everywhere), block 1 all zero,
+     * block 2 one large value, block 3 the exact payload of --dtype int8 */
+    for (int i = 0; i < N; i++) {
+        r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+        float v = (float)((double)(r >> 40) / 8388608.0 - 1.0) * 3.7f;
+        x[i] = float_to_bf16(i < 128 ? v : i < 256 ? 0.0f : i < 384 ? v * 1e-3f : 0.0f);
+    }
+    x[300] = float_to_bf16(-1000.0f);
+    int tag[] = {5, 3, 1};
+    uint16_t exact[FM_QUANT_BLOCK * 2];
+    fm_fill_token_int8(exact, FM_QUANT_BLOCK * 2, tag, 99);
+    memcpy(x + 384, exact + FM_QUANT_BLOCK, FM_QUANT_BLOCK * 2);
+    int8_t q[N], want_q[N];
+    float scales[N / 128], want_s[N / 128], y[N];
+    vec_len vl = {0};
+    char msg[512];
+    assert_int_equal(run_quant(x, N, 0.625f, q, scales, y, &vl, msg, sizeof msg), 0);
+    fm_quantize_ref(x, N, want_q, want_s);
+    assert_memory_equal(q, want_q, N);
+    assert_memory_equal(scales, want_s, sizeof scales);
+    assert_true(scales[1] == 0.0f);   /* the zero block */
+    assert_int_equal(q[300], -127);
+    for (int i = 384; i < N; i++)   /* the exact payload round-trips */
+        assert_true(y[i] == 0.625f * bf16_to_float(x[i]));
+    for (int i = 0; i < N; i++) assert_true(y[i] == 0.625f * ((float)q[i] * scales[i / 128]));
+    /* vector time: the quant's seven instructions stream 26 B an element,
+     * the dequant's four 14 B */
+    assert_int_equal(vl.quant, 26u * N);
+    assert_int_equal(vl.dequant, 14u * N);
+}
+
+static void test_quant_needs_whole_blocks(void **s) {
+    (void)s;
+    uint16_t x[192] = {0};
+    int8_t q[192];
+    float sc[2], y[192];
+    vec_len vl = {0};
+    char msg[512];
+    assert_int_equal(run_quant(x, 192, 1.0f, q, sc, y, &vl, msg, sizeof msg), 1);
+    if (!strstr(msg, "VecQuantInt8: block 128 must be a multiple of 32 that divides n = 192"))
+        fail_msg("message: %s", msg);
+}
+
+static const char *const int8_kv[] = {"tokens", "12", "hidden", "256", "topk", "4", "experts", "16",
+                                      "rounds", "2", "dtype", "int8", NULL};
+
+static void test_int8_runs_pass_the_check(void **s) {
+    (void)s;
+    const char *bf16_kv[16];
+    int i = 0;
+    for (; int8_kv[i + 2]; i++) bf16_kv[i] = int8_kv[i];
+    bf16_kv[i] = NULL;
+    int nodes[] = {1, 2}, npus[] = {4, 2};
+    for (int c = 0; c < 2; c++) {
+        run r, b;
+        assert_int_equal(run_checked(&r, nodes[c], npus[c], int8_kv), 0);
+        const fm_args *a = &r.st->args;
+        /* 256 int8 + 2 scales in a 32 B aligned row, half the bf16 one */
+        assert_int_equal(a->dtype, FM_INT8);
+        assert_int_equal(a->win_row_bytes, 288);
+        assert_int_equal(a->row_bytes, 512);
+        check_windows_after(&r);
+        assert_int_equal(run_checked(&b, nodes[c], npus[c], bf16_kv), 0);
+        assert_int_equal(b.st->args.win_row_bytes, 512);
+        /* the same rows go both ways; the dispatch's are 224 B smaller */
+        int64_t rows = 0;
+        for (int round = 0; round < 2; round++)
+            for (int p = 0; p < 4; p++) rows += r.st->plan.round[round].recv_rows[p];
+        assert_int_equal(b.tl.batch_bytes - r.tl.batch_bytes, (uint64_t)rows * 224);
+        finish(&r);
+        finish(&b);
+    }
+}
+
+static void test_int8_check_catches_a_wrong_scale(void **s) {
+    (void)s;
+    run r;
+    assert_int_equal(run_checked(&r, 1, 2, int8_kv), 0);
+    const fm_args *a = &r.st->args;
+    int at = 1 * 2 + 1;   /* round 1, rank 1 */
+    assert_true(r.st->plan.round[1].recv_rows[1] >= 2);
+    float *sc = engine_gm_host(r.e, gm_add(a->dynamic_scales[at], 8), 4);   /* row 1, block 0 */
+    assert_non_null(sc);
+    float v = *sc;
+    *sc = v * 2.0f;
+    assert_int_equal(fm_check(r.e, r.st, r.msg, sizeof r.msg), 1);
+    if (!strstr(r.msg, "round 1 rank 1 dynamic_scales row 1 block 0 is 2, expected 1"))
+        fail_msg("message: %s", r.msg);
+    *sc = v;
+    int8_t *q = engine_gm_host(r.e, gm_add(a->expand_x[at], 256 + 9), 1);   /* row 1 */
+    *q ^= 1;
+    assert_int_equal(fm_check(r.e, r.st, r.msg, sizeof r.msg), 1);
+    if (!strstr(r.msg, "round 1 rank 1 expand_x row 1 should be token") ||
+        !strstr(r.msg, "quantized to int8: it holds token"))
+        fail_msg("message: %s", r.msg);
+    *q ^= 1;
+    assert_int_equal(fm_check(r.e, r.st, r.msg, sizeof r.msg), 0);
+    finish(&r);
+}
+
+static void test_int8_estimate_counts_its_computed_rows(void **s) {
+    (void)s;
+    kernel_opts o;
+    kernel_estimate bf, i8;
+    char err[512];
+    const engine_chip_info *chip = engine_chip_get(CHIP_910B2);
+    const char *bkv[] = {"tokens", "64", "hidden", "1024", "topk", "4", "experts", "32", NULL};
+    make_opts(&o, bkv);
+    assert_int_equal(desc()->estimate(&o, 1, 4, chip, PAYLOAD_REF, &bf, err, sizeof err), 0);
+    const char *ikv[] = {"tokens", "64", "hidden", "1024", "topk", "4", "experts", "32", "dtype",
+                         "int8", NULL};
+    make_opts(&o, ikv);
+    assert_int_equal(desc()->estimate(&o, 1, 4, chip, PAYLOAD_REF, &i8, err, sizeof err), 0);
+    /* 4 ranks x 2 rounds x 64 x 4 pairs of 1024 int8 + 8 scales held as
+     * bytes; the combine's bf16 rows size the windows, 128 B (no count
+     * row) under the bf16 dispatch's: 4 ranks x 2 blocks x 4 windows */
+    assert_int_equal(i8.gm_bytes - bf.gm_bytes, 4ull * 2 * 64 * 4 * (1024 + 32) - 4 * 2 * 4 * 128);
+}
+
 /* ------------------------------------------------------------ bad input */
 
 static void expect_setup_error(int nodes, int npus, const char *const *kv, const char *needle) {
@@ -351,6 +550,10 @@ static void test_bad_options(void **s) {
     expect_setup_error(1, 2, inject, "--inject single-buffer");
     const char *rounds[] = {"rounds", "0", NULL};
     expect_setup_error(1, 2, rounds, "--rounds 0");
+    const char *dtype[] = {"dtype", "fp8", NULL};
+    expect_setup_error(1, 2, dtype, "--dtype fp8: expected bf16 or int8");
+    const char *blocks[] = {"dtype", "int8", "hidden", "200", NULL};
+    expect_setup_error(1, 2, blocks, "--hidden 200: --dtype int8 needs a multiple of 128");
 }
 
 static void test_layout(void **s) {
@@ -366,6 +569,15 @@ static void test_layout(void **s) {
     assert_non_null(strstr(buf, "rankSizeOnWin"));
     assert_non_null(strstr(buf, "\n3     1 "));   /* rank 3, round 1 */
     free(buf);
+    const char *kv[] = {"dtype", "int8", "hidden", "256", NULL};
+    make_opts(&o, kv);
+    f = open_memstream(&buf, &len);
+    assert_int_equal(desc()->layout(&o, 2, 2, f, err, sizeof err), 0);
+    fclose(f);
+    if (!strstr(buf, "dtype int8: a dispatched row is 288 B (256 int8 + 2 float scales") ||
+        !strstr(buf, "dynamic_scales"))
+        fail_msg("layout: %s", buf);
+    free(buf);
 }
 
 int main(void) {
@@ -379,6 +591,11 @@ int main(void) {
         cmocka_unit_test(test_no_double_buffer_overwrites_data),
         cmocka_unit_test(test_no_double_buffer_loses_a_flag),
         cmocka_unit_test(test_check_catches_corruption),
+        cmocka_unit_test(test_quant_ops_match_the_reference),
+        cmocka_unit_test(test_quant_needs_whole_blocks),
+        cmocka_unit_test(test_int8_runs_pass_the_check),
+        cmocka_unit_test(test_int8_check_catches_a_wrong_scale),
+        cmocka_unit_test(test_int8_estimate_counts_its_computed_rows),
         cmocka_unit_test(test_bad_options),
         cmocka_unit_test(test_layout),
     };

@@ -21,12 +21,20 @@
  * after them and posts one task per rank; token ranks poll the FLAGs and
  * compute the weighted sum over top-k rows found at TokenAddr(i, j).
  *
+ * --dtype int8 (the A2 low-latency MoeDistributeDispatchV2 with dynamic
+ * quant): the dispatch quantizes each token row in UB to INT8 with one f32
+ * scale per 128 elements and sends that (fm_args.win_row_bytes, about half
+ * the bf16 row); receivers split it into INT8 expand_x and dynamic_scales;
+ * the FFN dequantizes; combine stays bf16.
+ *
  * Files: fullmesh_plan.c (options -> shape, the CPU plan every check uses),
- * fullmesh_payload.c (token rows, expert scales), fullmesh_setup.c
- * (buffers, launch, descriptor), fullmesh_check.c, fullmesh_layout.c;
- * device code: fullmesh_kernel.c (rounds, op boundaries, FFN),
- * fullmesh_dispatch.c, fullmesh_combine.c, fullmesh_window.c (window
- * addresses, flags, BatchWrite tasks, GM->GM copies through UB).
+ * fullmesh_payload.c (token rows, expert scales), fullmesh_quant.c (the
+ * INT8 rows on the CPU: exact payload, tag, reference quantization),
+ * fullmesh_setup.c (buffers, launch, descriptor), fullmesh_check.c,
+ * fullmesh_layout.c; device code: fullmesh_kernel.c (rounds, op
+ * boundaries, FFN), fullmesh_dispatch.c, fullmesh_combine.c,
+ * fullmesh_window.c (window addresses, flags, BatchWrite tasks, GM->GM
+ * copies through UB), fullmesh_int8.c (the INT8 dispatch's device steps).
  */
 #ifndef NPURR_FULLMESH_H
 #define NPURR_FULLMESH_H
@@ -65,6 +73,15 @@
 
 enum { FM_INJECT_NONE = 0, FM_INJECT_NO_DOUBLE_BUFFER = 1 };
 
+/* --dtype: what the dispatch sends. */
+enum { FM_BF16 = 0, FM_INT8 = 1 };
+/* INT8 rows carry one f32 scale per block of this many elements. */
+#define FM_QUANT_BLOCK 128
+/* The INT8 tag: 7-bit digits (token 3, rank 1, round 1), so every digit is
+ * an int8 value >= 0 that survives quantization; the next element is 127,
+ * which makes block 0's scale exactly 1. */
+#define FM_I8_TAG_ELEMS 5
+
 
 /* ------------------------------------------------------------ kernel args */
 
@@ -76,7 +93,10 @@ typedef struct fm_args {
     int topk;                 /* K */
     int hidden;               /* H, bf16 elements */
     int rounds;
-    uint32_t row_bytes;       /* H * 2: the seed's "H" in TokenAddr */
+    int dtype;                /* FM_BF16 / FM_INT8: what the dispatch sends */
+    uint32_t row_bytes;       /* H * 2: the seed's "H" in TokenAddr (combine, x, out) */
+    uint32_t win_row_bytes;   /* a dispatched row in the windows: row_bytes, or
+                               * INT8: H int8 + H / 128 f32 scales, 32 B aligned */
     uint64_t rank_size_on_win;/* bytes of one rank's window */
     uint64_t block_stride;    /* one WindowsIn/Out block: W windows + ctrl */
     int inject;
@@ -92,7 +112,8 @@ typedef struct fm_args {
     gm_t *expert_ids;         /* [BS, K] int32 */
     gm_t *topk_weights;       /* [BS, K] float */
     gm_t *expand_idx;         /* out [BS, K] int32 */
-    gm_t *expand_x;           /* out [recv rows, H] bf16, expert-contiguous */
+    gm_t *expand_x;           /* out [recv rows, H] bf16 (INT8: int8), expert-contiguous */
+    gm_t *dynamic_scales;     /* out, INT8 only: [recv rows, H / 128] f32 */
     gm_t *ep_recv_count;      /* out [L, W] int32 */
     gm_t *expert_token_num;   /* out [L] int64 */
     gm_t *out;                /* out [BS, H] bf16: the combined tokens */
@@ -127,6 +148,7 @@ typedef struct fm_core {
     local_t row_ub[2];               /* token rows / copy chunks */
     uint32_t row_ub_bytes;
     local_t acc_ub, out_ub;          /* f32 accumulator, bf16 result */
+    local_t q_ub[2];                 /* INT8: quantized rows (win_row_bytes) */
 } fm_core;
 
 void fm_dispatch(fm_core *fc);
@@ -152,13 +174,27 @@ void fm_copy_gm(fm_core *fc, gm_t dst, gm_t src, uint64_t bytes, int *buf);
 void fm_copy_begin(fm_core *fc);
 void fm_copy_end(fm_core *fc);
 
+/* fullmesh_int8.c */
+/* The token row in row_ub[b] (bf16, just loaded by MTE2) quantized into
+ * q_ub[b]; returns when the vector unit is done and MTE3 may send it. */
+void fm_quantize_row(fm_core *fc, int b);
+/* Bytes of q_ub[b] a window row takes (the scales end it). */
+uint32_t fm_quant_bytes(const fm_args *a);
+/* Received window rows [first, first + n) of src's window from in_window
+ * on, split into expand_x and dynamic_scales rows from `first` on. */
+void fm_split_received(fm_core *fc, gm_t window_rows, int64_t first, int64_t n, int *buf);
+/* The FFN of one expand_x row: its int8 values and scales into row_ub[b],
+ * dequantized times `scale` into acc_ub. */
+void fm_dequantize_row(fm_core *fc, int64_t row, float scale, int b);
+
 /* ------------------------------------------------------------ host side */
 
 typedef struct fm_shape {
     int nodes, npus_per_node, num_ranks;
     KIT_MOE_IN_SHAPE;         /* tokens, hidden, topk, experts, local_experts */
     int rounds, cores;
-    uint32_t row_bytes;
+    int dtype;
+    uint32_t row_bytes, win_row_bytes;
     uint64_t rank_size_on_win, block_stride;
     int inject;
     uint64_t data_seed;
@@ -195,11 +231,25 @@ void fm_plan_free(fm_plan *plan);
 uint32_t fm_ub_bytes(const fm_shape *sh);
 
 /* fullmesh_payload.c */
-void fm_fill_token(uint16_t *row, int hidden, uint64_t seed, int round, int rank, int token);
+/* Token row of (seed, round, rank, token); FM_INT8 rows are exact in INT8
+ * (fullmesh_quant.c). */
+void fm_fill_token(uint16_t *row, int hidden, int dtype, uint64_t seed, int round, int rank,
+                   int token);
 /* x of rank `rank` in `round` as a generated input (references in REF mode). */
-int fm_generate_x(engine *e, gm_t x, int tokens, uint64_t row_bytes, int hidden, uint64_t seed,
-                  int round, int rank, char *err, size_t errlen);
+int fm_generate_x(engine *e, gm_t x, int tokens, uint64_t row_bytes, int hidden, int dtype,
+                  uint64_t seed, int round, int rank, char *err, size_t errlen);
 int fm_decode_tag(const uint16_t *row, int hidden, int *round, int *rank, int *token);
+
+/* fullmesh_quant.c */
+/* A bf16 token row whose every 128-block is m * 2^e, |m| <= 127 integers
+ * with one |m| = 127: the dynamic quantization is exact (scale 2^e). */
+void fm_fill_token_int8(uint16_t *row, int hidden, const int *tag, uint64_t x);
+/* The reference quantization of a bf16 row, as the A2 kernel computes it
+ * (per block inv = 127 / absmax, q = rint(x * inv), scale = 1 / inv), on
+ * the CPU and without the device's code. */
+void fm_quantize_ref(const uint16_t *row, int hidden, int8_t *q, float *scales);
+/* The tag of a received INT8 row (1: well formed). */
+int fm_decode_tag_int8(const int8_t *q, int hidden, int *round, int *rank, int *token);
 /* The emulated expert FFN: row times this scale (exact in f32). */
 float fm_expert_scale(int expert);
 

@@ -9,10 +9,13 @@
  *   4. expand_x: every received row equals, byte for byte, the token it
  *      should carry (rows are tagged, so a wrong row says whose it is, or
  *      that it is no token at all: the window was overwritten before the row
- *      was read);
+ *      was read); INT8: its int8 values and its dynamic_scales row equal,
+ *      bit for bit, the CPU quantization of that token (fm_quantize_ref;
+ *      the payload quantizes exactly, fullmesh_quant.c);
  *   5. the combined tokens: the weighted sum over top-k of the expert
- *      outputs (token times the expert's scale, rounded to bf16), in f32
- *      and rounded to bf16, within 2 bf16 ulps, no NaN.
+ *      outputs (token times the expert's scale, rounded to bf16; INT8: the
+ *      dequantized token, q * scale, times the expert's scale), in f32 and
+ *      rounded to bf16, within 2 bf16 ulps, no NaN.
  */
 #include "fullmesh.h"
 
@@ -27,6 +30,10 @@ typedef struct checker {
     uint16_t *row;
     uint8_t *got;       /* a received row, read without materializing */
     float *acc;
+    float *val;         /* the token as the experts see it (INT8: dequantized) */
+    int8_t *q;          /* INT8: the reference quantization of a row */
+    float *scales;      /* and its block scales */
+    float *got_scales;
     char *msg;
     size_t msglen;
 } checker;
@@ -92,6 +99,66 @@ static const char *what_row_holds(const checker *c, const uint16_t *got, int rou
                   "(another EP op's data in the same block?)";
 }
 
+/* What the experts receive of a token row: the bf16 values, or INT8's
+ * reference quantization (into c->q, c->scales) dequantized. */
+static void token_values(checker *c, const uint16_t *row) {
+    int H = c->a->hidden;
+    if (c->a->dtype != FM_INT8) {
+        for (int j = 0; j < H; j++) c->val[j] = bf16_to_float(row[j]);
+        return;
+    }
+    fm_quantize_ref(row, H, c->q, c->scales);
+    for (int j = 0; j < H; j++) c->val[j] = (float)c->q[j] * c->scales[j / FM_QUANT_BLOCK];
+}
+
+/* INT8 expand_x row `row` of rank p against token t of rank s: values,
+ * then scales. 0 equal, 1 differs (the message when `report`), -1 error. */
+static int check_recv_int8(checker *c, int round, int p, int64_t row, int s, int t, int k,
+                           int32_t expert, int report) {
+    const fm_args *a = c->a;
+    int H = a->hidden, nb = H / FM_QUANT_BLOCK, W = a->num_ranks;
+    fm_fill_token(c->row, H, a->dtype, c->p->sh.data_seed, round, s, t);
+    fm_quantize_ref(c->row, H, c->q, c->scales);
+    if (engine_gm_read(c->e, gm_add(a->expand_x[round * W + p], row * (int64_t)H), c->got, (uint64_t)H) ||
+        engine_gm_read(c->e, gm_add(a->dynamic_scales[round * W + p], row * (int64_t)nb * 4),
+                       c->got_scales, (uint64_t)nb * 4)) {
+        fail(c, "fullmesh check: expand_x or dynamic_scales row outside its allocation");
+        return -1;
+    }
+    if (memcmp(c->got, c->q, (size_t)H) != 0) {
+        if (!report) return 1;
+        int r2, q2, t2;
+        char buf[160];
+        if (fm_decode_tag_int8((const int8_t *)c->got, H, &r2, &q2, &t2))
+            snprintf(buf, sizeof buf, "it holds token %d of rank %d from round %d%s", t2, q2, r2,
+                     r2 != round ? " (a row of another round)" : " (the wrong position)");
+        else {
+            int zero = 1;
+            for (int j = 0; j < H; j++) zero &= c->got[j] == 0;
+            snprintf(buf, sizeof buf, "%s",
+                     zero ? "it is zeros: never written"
+                          : "it is no token row: the window was overwritten before the row was "
+                            "read (another EP op's data in the same block?)");
+        }
+        snprintf(c->msg, c->msglen,
+                 "round %d rank %d expand_x row %lld should be token %d of rank %d (slot %d, "
+                 "expert %d) quantized to int8: %s",
+                 round, p, (long long)row, t, s, k, expert, buf);
+        return 1;
+    }
+    for (int b = 0; b < nb; b++)
+        if (memcmp(&c->got_scales[b], &c->scales[b], 4) != 0) {
+            if (!report) return 1;
+            snprintf(c->msg, c->msglen,
+                     "round %d rank %d dynamic_scales row %lld block %d is %.9g, expected %.9g "
+                     "(the block's scale in token %d of rank %d, slot %d, expert %d)",
+                     round, p, (long long)row, b, (double)c->got_scales[b], (double)c->scales[b], t,
+                     s, k, expert);
+            return 1;
+        }
+    return 0;
+}
+
 static int check_recv(checker *c, int round) {
     const fm_round_plan *rp = &c->p->round[round];
     const fm_args *a = c->a;
@@ -106,7 +173,13 @@ static int check_recv(checker *c, int round) {
         for (int64_t row = 0; row < rows; row++) {
             int32_t owner = rp->owner[rp->owner_base[p] + row];
             int s = owner / (T * K), t = (owner / K) % T, k = owner % K;
-            fm_fill_token(c->row, a->hidden, c->p->sh.data_seed, round, s, t);
+            if (a->dtype == FM_INT8) {
+                int rc = check_recv_int8(c, round, p, row, s, t, k, rp->expert_ids[owner], bad == 0);
+                if (rc < 0) return 1;
+                bad += rc;
+                continue;
+            }
+            fm_fill_token(c->row, a->hidden, a->dtype, c->p->sh.data_seed, round, s, t);
             const uint8_t *got = c->got;
             if (engine_gm_read(c->e, gm_add(x, row * (int64_t)rb), c->got, rb))
                 return fail(c, "fullmesh check: expand_x row outside its allocation");
@@ -138,7 +211,8 @@ static int check_out(checker *c, int round) {
         const uint16_t *out = engine_gm_host(c->e, a->out[round * W + s], (uint64_t)T * a->row_bytes);
         if (!out) return fail(c, "fullmesh check: no host view of the combined tokens");
         for (int t = 0; t < T; t++) {
-            fm_fill_token(c->row, H, c->p->sh.data_seed, round, s, t);
+            fm_fill_token(c->row, H, a->dtype, c->p->sh.data_seed, round, s, t);
+            token_values(c, c->row);
             for (int j = 0; j < H; j++) c->acc[j] = 0.0f;
             for (int k = 0; k < K; k++) {
                 size_t slot = ((size_t)s * (size_t)T + (size_t)t) * (size_t)K + (size_t)k;
@@ -146,7 +220,7 @@ static int check_out(checker *c, int round) {
                 if (e < 0) continue;
                 float w = rp->topk_weights[slot], scale = fm_expert_scale(e);
                 for (int j = 0; j < H; j++)
-                    c->acc[j] += w * bf16_to_float(float_to_bf16(scale * bf16_to_float(c->row[j])));
+                    c->acc[j] += w * bf16_to_float(float_to_bf16(scale * c->val[j]));
             }
             for (int j = 0; j < H; j++) {
                 float want = bf16_to_float(float_to_bf16(c->acc[j]));
@@ -175,11 +249,16 @@ int fm_check(engine *e, void *state, char *msg, size_t msglen) {
     fm_state *st = state;
     checker c = {.e = e, .p = &st->plan, .a = &st->args, .msg = msg, .msglen = msglen};
     if (msglen) msg[0] = '\0';
+    size_t H = (size_t)st->args.hidden, nb = H / FM_QUANT_BLOCK + 1;
     c.row = malloc(st->args.row_bytes);
     c.got = malloc(st->args.row_bytes);
-    c.acc = malloc(sizeof(float) * (size_t)st->args.hidden);
+    c.acc = malloc(sizeof(float) * H);
+    c.val = malloc(sizeof(float) * H);
+    c.q = malloc(H);
+    c.scales = malloc(sizeof(float) * nb);
+    c.got_scales = malloc(sizeof(float) * nb);
     int rc = 1;
-    if (!c.row || !c.got || !c.acc) {
+    if (!c.row || !c.got || !c.acc || !c.val || !c.q || !c.scales || !c.got_scales) {
         snprintf(msg, msglen, "fullmesh check: out of host memory");
     } else {
         rc = kit_guards_check(e, &st->guards, msg, msglen);
@@ -189,5 +268,9 @@ int fm_check(engine *e, void *state, char *msg, size_t msglen) {
     free(c.row);
     free(c.got);
     free(c.acc);
+    free(c.val);
+    free(c.q);
+    free(c.scales);
+    free(c.got_scales);
     return rc;
 }

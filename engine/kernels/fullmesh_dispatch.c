@@ -9,7 +9,8 @@
  *    per expert (core 0 writes it out); every core copies the tokens bound
  *    for the ranks it owns into their WindowsOut windows at
  *    expertCumsum(e) - expertCumsum(first expert of the rank) + expandIdx,
- *    after the count row, each token row read from x once.
+ *    after the count row, each token row read from x once (INT8: and
+ *    quantized once in UB, fullmesh_int8.c).
  * 3. Send: count row with FLAG1, FLAG2 after the tokens, one BatchWrite
  *    task per owned rank.
  * 4. Receive (two-level polling): for each source rank it owns, a core
@@ -20,14 +21,16 @@
  *    received counts (seed s2.4.2: Add down the rows, transpose, add the
  *    previous row's last element; the Add is VecAdd, the transpose and
  *    carry are scalar, where the seed uses GatherMask and Adds), and every
- *    core copies its sources' rows into expert-contiguous expand_x.
+ *    core copies its sources' rows into expert-contiguous expand_x (INT8:
+ *    row by row, the scales into dynamic_scales).
  * Device code: device.h only.
  */
 #include "fullmesh.h"
 
 /* Flag ids: MTE2_S 0 (metadata, count rows), MTE3_S 0 (everything written
  * out), MTE3_S 1 (expandIdx chunk read before it is refilled), V_S 0,
- * MTE2_V 0, MTE3_MTE2 / MTE2_MTE3 0-1 (row buffers). */
+ * MTE2_V 0, MTE3_MTE2 / MTE2_MTE3 0-1 (row buffers); INT8: MTE2_V / V_MTE3
+ * 0-1 (the quantization of row buffer b). */
 
 static int32_t status_count(const fm_core *fc, int rank, int le) {
     return UbGet32(fc->status_ub, (uint32_t)(rank * FM_STATUS_ENTRY_COUNT + le) * 4u);
@@ -78,7 +81,9 @@ static void reorder_tokens(fm_core *fc) {
     int writer = fc->core == 0;
     gm_t x = a->x[fc->round * W + fc->me];
     gm_t expand_idx = a->expand_idx[fc->round * W + fc->me];
-    uint32_t rb_bytes = a->row_bytes;
+    uint32_t rb_bytes = a->row_bytes, wb = a->win_row_bytes;
+    int int8 = a->dtype == FM_INT8;
+    uint32_t sent = int8 ? fm_quant_bytes(a) : rb_bytes;
     int chunk = meta_tokens(a), rb = 0;
     fm_copy_begin(fc);
     if (writer) SetFlag(MTE3_S, 1);
@@ -103,14 +108,18 @@ static void reorder_tokens(fm_core *fc) {
                 if (!loaded) {
                     WaitFlag(MTE3_MTE2, rb);
                     DataCopyPadIn(fc->row_ub[rb], gm_add(x, (int64_t)t * rb_bytes), rb_bytes);
-                    SetFlag(MTE2_MTE3, rb);
-                    WaitFlag(MTE2_MTE3, rb);
+                    if (int8) {
+                        fm_quantize_row(fc, rb);
+                    } else {
+                        SetFlag(MTE2_MTE3, rb);
+                        WaitFlag(MTE2_MTE3, rb);
+                    }
                     loaded = 1;
                 }
                 int64_t pos = (int64_t)UbGet32(fc->cumsum_ub, (uint32_t)e * 4u) -
                               UbGet32(fc->cumsum_ub, (uint32_t)(dst * L) * 4u) + idx;
-                DataCopyPadOut(gm_add(fm_win_out(fc, dst), FM_STATUS_ROW_BYTES + pos * rb_bytes),
-                               fc->row_ub[rb], rb_bytes);
+                DataCopyPadOut(gm_add(fm_win_out(fc, dst), FM_STATUS_ROW_BYTES + pos * wb),
+                               int8 ? fc->q_ub[rb] : fc->row_ub[rb], sent);
             }
             ScalarCycles(6 * K);
             if (loaded) {
@@ -138,7 +147,7 @@ static void send_windows(fm_core *fc) {
         uint32_t row = (uint32_t)dst * FM_STATUS_ROW_BYTES;
         UbSet32(fc->status_ub, row + FM_FLAG_OFFSET * 4u, fc->flag);   /* FLAG1 */
         DataCopy(fm_win_out(fc, dst), local_add(fc->status_ub, row), FM_STATUS_ROW_BYTES);
-        flag_off[dst - fc->first_rank] = kit_align_up(FM_STATUS_ROW_BYTES + (uint64_t)n * a->row_bytes, UB_ALIGN);
+        flag_off[dst - fc->first_rank] = kit_align_up(FM_STATUS_ROW_BYTES + (uint64_t)n * a->win_row_bytes, UB_ALIGN);
     }
     fm_post_windows(fc, flag_off);
 }
@@ -158,7 +167,7 @@ static void receive_windows(fm_core *fc) {
         int64_t n = 0;
         for (int le = 0; le < a->local_experts; le++)
             n += UbGet32(fc->recv_ub, row + (uint32_t)le * 4u);
-        WaitGM32(gm_add(w, (int64_t)kit_align_up(FM_STATUS_ROW_BYTES + (uint64_t)n * a->row_bytes, UB_ALIGN)),
+        WaitGM32(gm_add(w, (int64_t)kit_align_up(FM_STATUS_ROW_BYTES + (uint64_t)n * a->win_row_bytes, UB_ALIGN)),
                  COND_EQ, fc->flag);   /* FLAG2 */
         DataCopy(gm_add(recv_status, row), local_add(fc->recv_ub, row), FM_STATUS_ROW_BYTES);
     }
@@ -210,9 +219,12 @@ static void reorder_received(fm_core *fc) {
             int32_t n = UbGet32(fc->recv_ub, (uint32_t)src * FM_STATUS_ROW_BYTES + (uint32_t)le * 4u);
             if (n == 0) continue;
             int64_t first = (int64_t)UbGet32(fc->epc_ub, (uint32_t)(le * W + src) * 4u) - n;
-            fm_copy_gm(fc, gm_add(expand_x, first * a->row_bytes),
-                       gm_add(fm_win_in(fc, src), FM_STATUS_ROW_BYTES + in_window * a->row_bytes),
-                       (uint64_t)n * a->row_bytes, &rb);
+            gm_t rows = gm_add(fm_win_in(fc, src), FM_STATUS_ROW_BYTES + in_window * a->win_row_bytes);
+            if (a->dtype == FM_INT8)
+                fm_split_received(fc, rows, first, n, &rb);
+            else
+                fm_copy_gm(fc, gm_add(expand_x, first * a->row_bytes), rows,
+                           (uint64_t)n * a->row_bytes, &rb);
             in_window += n;
         }
     }

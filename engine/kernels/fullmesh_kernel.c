@@ -8,9 +8,9 @@
  * windows and polls those ranks' WindowsIn windows, in both ops.
  *
  * The expert FFN between the two ops is emulated: every row of expand_x
- * (expert-contiguous, expertTokenNum gives the expert of a row) times the
- * expert's scale, f32 on the vector unit, rounded to bf16 into expert_out,
- * which the combine sends back. It touches no window, so it is not an EP op
+ * (expert-contiguous, expertTokenNum gives the expert of a row; INT8:
+ * dequantized with its scales) times the expert's scale, f32 on the vector
+ * unit, rounded to bf16 into expert_out, which the combine sends back. It touches no window, so it is not an EP op
  * and does not flip bufferChosen.
  * Device code: device.h only.
  */
@@ -35,11 +35,15 @@ static void expert_ffn(fm_core *fc) {
         while (row >= UbGet64(fc->etn_ub, (uint32_t)le * 8u)) le++;
         float scale = fm_expert_scale(fc->me * L + le);
         WaitFlag(V_MTE2, rb);
-        DataCopyPadIn(fc->row_ub[rb], gm_add(expand_x, row * a->row_bytes), a->row_bytes);
-        SetFlag(MTE2_V, rb);
-        WaitFlag(MTE2_V, rb);
-        VecDup(fc->acc_ub, DT_FLOAT, 0.0, (uint32_t)H);
-        VecAxpy(fc->acc_ub, fc->row_ub[rb], DT_BF16, scale, (uint32_t)H);
+        if (a->dtype == FM_INT8) {
+            fm_dequantize_row(fc, row, scale, rb);
+        } else {
+            DataCopyPadIn(fc->row_ub[rb], gm_add(expand_x, row * a->row_bytes), a->row_bytes);
+            SetFlag(MTE2_V, rb);
+            WaitFlag(MTE2_V, rb);
+            VecDup(fc->acc_ub, DT_FLOAT, 0.0, (uint32_t)H);
+            VecAxpy(fc->acc_ub, fc->row_ub[rb], DT_BF16, scale, (uint32_t)H);
+        }
         SetFlag(V_MTE2, rb);
         rb ^= 1;
         WaitFlag(MTE3_V, 0);
@@ -82,6 +86,10 @@ void fm_kernel(const void *args) {
     fc.row_ub[1] = AllocUB(fc.row_ub_bytes);
     fc.acc_ub = AllocUB(kit_align_up((uint64_t)a->hidden * 4, UB_ALIGN));
     fc.out_ub = AllocUB(rb);
+    if (a->dtype == FM_INT8) {
+        fc.q_ub[0] = AllocUB(a->win_row_bytes);
+        fc.q_ub[1] = AllocUB(a->win_row_bytes);
+    }
     /* The rest of the flag's 32 B block stays zero. */
     VecDup(fc.flag_ub, DT_INT32, 0, FM_FLAG_BYTES / 4);
     SetFlag(V_S, 0);

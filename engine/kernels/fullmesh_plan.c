@@ -23,6 +23,10 @@ const kernel_option fm_options[] = {
     KIT_OPT_DATA_SEED("the routing and of the tokens"),
     {"rounds", "2", "dispatch + combine pairs (>= 2 exercises the double buffer)"},
     {"cores", "4", "AIV cores per rank"},
+    {"dtype", "bf16",
+     "bf16 | int8: what the dispatch sends (int8: each row quantized in UB to int8 with one float "
+     "scale per 128 elements, as the A2 low-latency dispatch's dynamic quant; expand_x is int8 with "
+     "its scales, the FFN dequantizes, combine stays bf16; --hidden a multiple of 128)"},
     KIT_OPT_INJECT("no-double-buffer (every EP op uses window block 0: a fast rank's combine "
                    "overwrites a slow rank's dispatch data)"),
     {NULL, NULL, NULL},
@@ -36,6 +40,31 @@ static uint64_t fm_round_seed(uint64_t data_seed, int round) {
     return data_seed + 0x9E3779B97F4A7C15ULL * (uint64_t)round;
 }
 
+/* --dtype, and the dispatched row it implies. */
+static int read_dtype(const kernel_opts *o, fm_shape *sh, char *err, size_t errlen) {
+    const char *s;
+    if (kit_read_str(o, "dtype", &s, err, errlen)) return -1;
+    sh->row_bytes = (uint32_t)sh->hidden * 2u;
+    if (strcmp(s, "bf16") == 0) {
+        sh->dtype = FM_BF16;
+        sh->win_row_bytes = sh->row_bytes;
+        return 0;
+    }
+    if (strcmp(s, "int8") != 0) {
+        snprintf(err, errlen, "--dtype %s: expected bf16 or int8", s);
+        return -1;
+    }
+    if (sh->hidden % FM_QUANT_BLOCK) {
+        snprintf(err, errlen, "--hidden %d: --dtype int8 needs a multiple of %d (one scale per block)",
+                 sh->hidden, FM_QUANT_BLOCK);
+        return -1;
+    }
+    sh->dtype = FM_INT8;
+    sh->win_row_bytes = (uint32_t)kit_align_up(
+        dev_quant_int8_bytes((uint32_t)sh->hidden, FM_QUANT_BLOCK), UB_ALIGN);
+    return 0;
+}
+
 uint32_t fm_ub_bytes(const fm_shape *sh) {
     uint64_t W = (uint64_t)sh->num_ranks, L = (uint64_t)sh->local_experts;
     uint64_t E = (uint64_t)sh->experts, rb = kit_align_up(sh->row_bytes, UB_ALIGN);
@@ -46,6 +75,8 @@ uint32_t fm_ub_bytes(const fm_shape *sh) {
     uint64_t total = 3 * (uint64_t)FM_META_BYTES + 3 * W * FM_STATUS_ROW_BYTES + tables +
                      FM_FLAG_BYTES + 2 * rows + kit_align_up((uint64_t)sh->hidden * 4, UB_ALIGN) +
                      rb;
+    /* INT8: two quantized rows; the f32 work of the quant is acc_ub's */
+    if (sh->dtype == FM_INT8) total += 2 * (uint64_t)sh->win_row_bytes;
     return total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
 }
 
@@ -63,8 +94,7 @@ int fm_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int n
     sh->num_ranks = W;
     kit_moe_limits lim = {.tokens = 1 << 16, .hidden = FM_MAX_HIDDEN, .topk = 64,
                           .experts = (int64_t)W * FM_FLAG_OFFSET, .rows = INT32_MAX / 4};
-    if (kit_read_moe(o, W, &lim, &sh->moe, err, errlen)) return -1;
-    sh->row_bytes = (uint32_t)sh->hidden * 2u;
+    if (kit_read_moe(o, W, &lim, &sh->moe, err, errlen) || read_dtype(o, sh, err, errlen)) return -1;
     int64_t v;
     if (kopt_i64_range(o, "rounds", 1, 64, &v, err, errlen)) return -1;
     sh->rounds = (int)v;
@@ -76,11 +106,14 @@ int fm_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int n
         return -1;
     /* Decision (the seed sizes windows by a fixed HCCL buffer): a window
      * holds the most one rank can send another, every token to min(K, L)
-     * of the receiver's experts, plus the count row and FLAG2. */
-    int per = sh->topk < sh->local_experts ? sh->topk : sh->local_experts;
-    sh->rank_size_on_win = kit_align_up(FM_STATUS_ROW_BYTES +
-                                      (uint64_t)sh->tokens * (uint64_t)per * sh->row_bytes +
-                                      FM_FLAG_BYTES, UB_ALIGN);
+     * of the receiver's experts, plus the count row and FLAG2. The combine
+     * sends as many bf16 rows back through the same windows, so with INT8
+     * rows the combine's need sizes them. */
+    uint64_t per = (uint64_t)(sh->topk < sh->local_experts ? sh->topk : sh->local_experts);
+    uint64_t rows = (uint64_t)sh->tokens * per;
+    uint64_t dispatch = FM_STATUS_ROW_BYTES + rows * sh->win_row_bytes, combine = rows * sh->row_bytes;
+    sh->rank_size_on_win = kit_align_up((dispatch > combine ? dispatch : combine) + FM_FLAG_BYTES,
+                                        UB_ALIGN);
     sh->block_stride = (uint64_t)W * sh->rank_size_on_win + FM_CTRL_BYTES;
     if (sh->block_stride * 2 > (1ull << 34)) {
         snprintf(err, errlen,

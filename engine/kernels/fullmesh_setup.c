@@ -7,8 +7,9 @@
  * EP op count), zero at the start as HCCL hands them over.
  * Per rank: the BatchWrite task lists (one per block), recv_status,
  * expert_out. Per round and rank: the inputs x, expertIds, topk weights
- * and the outputs expandIdx, expand_x, epRecvCount, expertTokenNum and the
- * combined tokens; every output is followed by a guard the check verifies.
+ * and the outputs expandIdx, expand_x (INT8: int8, and dynamic_scales),
+ * epRecvCount, expertTokenNum and the combined tokens; every output is
+ * followed by a guard the check verifies.
  * One AIV launch of --cores cores per rank.
  */
 #include "fullmesh.h"
@@ -88,6 +89,9 @@ static int setup_round_buffers(engine *e, fm_state *st, int round, char *err,
     const fm_round_plan *rp = &st->plan.round[round];
     int W = a->num_ranks, T = a->tokens, K = a->topk, L = a->local_experts;
     uint64_t tk = (uint64_t)T * (uint64_t)K, rb = a->row_bytes;
+    int int8 = a->dtype == FM_INT8;
+    /* expand_x rows: bf16, or int8 with their scales apart */
+    uint64_t xb = int8 ? (uint64_t)a->hidden : rb, sb = (uint64_t)a->hidden / FM_QUANT_BLOCK * 4;
     for (int s = 0; s < W; s++) {
         int at = round * W + s;
         kit_buffer bufs[] = {
@@ -95,19 +99,22 @@ static int setup_round_buffers(engine *e, fm_state *st, int round, char *err,
             {tk * 4, "fullmesh.expert_ids", 0, &a->expert_ids[at]},
             {tk * 4, "fullmesh.topk_weights", 0, &a->topk_weights[at]},
             {tk * 4, "fullmesh.expand_idx", 1, &a->expand_idx[at]},
-            {(uint64_t)rp->recv_rows[s] * rb, "fullmesh.expand_x", 1, &a->expand_x[at]},
+            {(uint64_t)rp->recv_rows[s] * xb, "fullmesh.expand_x", 1, &a->expand_x[at]},
             {(uint64_t)L * (uint64_t)W * 4, "fullmesh.ep_recv_count", 1, &a->ep_recv_count[at]},
             {(uint64_t)L * 8, "fullmesh.expert_token_num", 1, &a->expert_token_num[at]},
             {(uint64_t)T * rb, "fullmesh.out", 1, &a->out[at]},
+            /* INT8 only, last, so a bf16 run allocates exactly what it did */
+            {(uint64_t)rp->recv_rows[s] * sb, "fullmesh.dynamic_scales", 1, &a->dynamic_scales[at]},
         };
-        if (kit_alloc_all(e, &st->guards, s, bufs, sizeof bufs / sizeof bufs[0], err, errlen))
-            return -1;
+        size_t n = sizeof bufs / sizeof bufs[0] - (int8 ? 0 : 1);
+        if (kit_alloc_all(e, &st->guards, s, bufs, n, err, errlen)) return -1;
         if (fill(e, a->expert_ids[at], rp->expert_ids + (size_t)s * tk, tk * 4, "expert_ids", s,
                  err, errlen) ||
             fill(e, a->topk_weights[at], rp->topk_weights + (size_t)s * tk, tk * 4, "topk_weights",
                  s, err, errlen))
             return -1;
-        if (fm_generate_x(e, a->x[at], T, rb, a->hidden, sh->data_seed, round, s, err, errlen))
+        if (fm_generate_x(e, a->x[at], T, rb, a->hidden, a->dtype, sh->data_seed, round, s, err,
+                          errlen))
             return -1;
     }
     return 0;
@@ -129,10 +136,11 @@ static int fm_setup(engine *e, const kernel_opts *o, void **state, char *err, si
     int W = sh.num_ranks;
     *a = (fm_args){.num_ranks = W, .local_experts = sh.local_experts, .experts = sh.experts,
                    .tokens = sh.tokens, .topk = sh.topk, .hidden = sh.hidden,
-                   .rounds = sh.rounds, .row_bytes = sh.row_bytes,
+                   .rounds = sh.rounds, .dtype = sh.dtype, .row_bytes = sh.row_bytes,
+                   .win_row_bytes = sh.win_row_bytes,
                    .rank_size_on_win = sh.rank_size_on_win, .block_stride = sh.block_stride,
                    .inject = sh.inject};
-    size_t per_rank = 3, per_round = 8;
+    size_t per_rank = 3, per_round = 9;
     size_t n = per_rank * (size_t)W + per_round * (size_t)W * (size_t)sh.rounds;
     st->tables = calloc(n, sizeof(gm_t));
     if (!st->tables) {
@@ -152,7 +160,8 @@ static int fm_setup(engine *e, const kernel_opts *o, void **state, char *err, si
     a->expand_x = t; t += RW;
     a->ep_recv_count = t; t += RW;
     a->expert_token_num = t; t += RW;
-    a->out = t;
+    a->out = t; t += RW;
+    a->dynamic_scales = t;
     int rc = setup_windows(e, st, err, errlen) || setup_rank_buffers(e, st, err, errlen);
     for (int r = 0; !rc && r < sh.rounds; r++) rc = setup_round_buffers(e, st, r, err, errlen);
     if (rc || engine_launch(e, "fullmesh_dispatch_combine", fm_kernel, a, sh.cores, CORE_AIV, err,
