@@ -7,7 +7,7 @@
  */
 #include "combine.h"
 
-static void human(char *buf, size_t n, uint64_t bytes) {
+void combine_human_bytes(char *buf, size_t n, uint64_t bytes) {
     if (bytes >= (1ull << 30)) snprintf(buf, n, "%.2f GiB", (double)bytes / (1ull << 30));
     else if (bytes >= (1ull << 20)) snprintf(buf, n, "%.2f MiB", (double)bytes / (1ull << 20));
     else if (bytes >= (1ull << 10)) snprintf(buf, n, "%.2f KiB", (double)bytes / (1ull << 10));
@@ -44,12 +44,12 @@ int combine_layout(const kernel_opts *o, int scheme, int nodes, int npus_per_nod
                           (uint64_t)sh.experts * 4 + (uint64_t)R * 8 +
                           (uint64_t)R * COMBINE_CTRL_STRIDE + (uint64_t)R * 32;
         char hx[32], hr[32], ho[32], hg[32], ht[32], hs[32];
-        human(hx, sizeof hx, x);
-        human(hr, sizeof hr, recv);
-        human(ho, sizeof ho, outb);
-        human(hg, sizeof hg, rings);
-        human(ht, sizeof ht, tables);
-        human(hs, sizeof hs, x);
+        combine_human_bytes(hx, sizeof hx, x);
+        combine_human_bytes(hr, sizeof hr, recv);
+        combine_human_bytes(ho, sizeof ho, outb);
+        combine_human_bytes(hg, sizeof hg, rings);
+        combine_human_bytes(ht, sizeof ht, tables);
+        combine_human_bytes(hs, sizeof hs, x);
         fprintf(out, "%-5d %10lld %12s %10lld %12s %12s %12s %12s", r, (long long)p.x_rows[r], hx,
                 (long long)p.recv_total[r], hr, ho, hg, ht);
         if (scheme == COMBINE_SCHEME_INPLACE) fprintf(out, " %12s", hs);
@@ -57,7 +57,7 @@ int combine_layout(const kernel_opts *o, int scheme, int nodes, int npus_per_nod
         sum += x + recv + outb + rings + tables + (scheme == COMBINE_SCHEME_INPLACE ? x : 0);
     }
     char hsum[32];
-    human(hsum, sizeof hsum, sum);
+    combine_human_bytes(hsum, sizeof hsum, sum);
     fprintf(out, "total GM over all ranks: %s (plus %u B guard after each buffer)\n", hsum,
             COMBINE_GUARD_BYTES);
     fprintf(out,

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fill_i32(engine *e, gm_t at, const int32_t *src, size_t n) {
+int combine_fill_i32(engine *e, gm_t at, const int32_t *src, size_t n) {
     if (n == 0) return 0;
     void *h = engine_gm_host(e, at, n * 4);
     if (!h) return -1;
@@ -128,20 +128,30 @@ static int fill_inputs(engine *e, combine_state *st, char *err, size_t errlen) {
             meta[q] = p->recv_rows[r * R + q];
             meta[R + q] = p->recv_row_offset[r * R + q];
         }
-        if (fill_i32(e, a->offset_table[r], p->offset_table + r * L * R, L * R) ||
-            fill_i32(e, a->length_table[r], p->length_table + r * L * R, L * R) ||
-            fill_i32(e, a->recv_meta[r], meta, 2 * R) ||
-            fill_i32(e, a->expert_ids[r], p->expert_ids + r * T * K, T * K) ||
-            fill_i32(e, a->expand_idx[r], p->expand_idx + r * T * K, T * K) ||
-            fill_i32(e, a->topk_weights[r], (const int32_t *)(const void *)(p->topk_weights + r * T * K),
-                     T * K) ||
-            fill_i32(e, a->expert_window_offset[r], p->expert_window_offset + r * E, E)) {
+        if (combine_fill_i32(e, a->offset_table[r], p->offset_table + r * L * R, L * R) ||
+            combine_fill_i32(e, a->length_table[r], p->length_table + r * L * R, L * R) ||
+            combine_fill_i32(e, a->recv_meta[r], meta, 2 * R) ||
+            combine_fill_i32(e, a->expert_ids[r], p->expert_ids + r * T * K, T * K) ||
+            combine_fill_i32(e, a->expand_idx[r], p->expand_idx + r * T * K, T * K) ||
+            combine_fill_i32(e, a->topk_weights[r],
+                             (const int32_t *)(const void *)(p->topk_weights + r * T * K),
+                             T * K) ||
+            combine_fill_i32(e, a->expert_window_offset[r], p->expert_window_offset + r * E, E)) {
             free(meta);
             snprintf(err, errlen, "combine setup: no host view of rank %zu's tables", r);
             return -1;
         }
     }
     free(meta);
+    return combine_fill_x(e, st, err, errlen);
+}
+
+int combine_fill_x(engine *e, const combine_state *st, char *err, size_t errlen) {
+    const combine_plan *p = &st->plan;
+    const combine_shape *sh = &p->sh;
+    const combine_args *a = &st->args;
+    size_t R = (size_t)sh->num_ranks, L = (size_t)sh->local_experts;
+    size_t T = (size_t)sh->tokens, K = (size_t)sh->topk;
     /* x on each expert rank p: row offset_table[p][le][s] + expand_idx holds
      * the expert output for token t, slot k of rank s. */
     uint64_t rb = sh->row_bytes;
