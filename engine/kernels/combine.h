@@ -298,8 +298,19 @@ kernel_check_fn combine_normal_check;
 /* The weighted sum on every rank against the CPU reference (check step 4). */
 int combine_check_out(engine *e, const combine_plan *p, const combine_args *a, char *msg,
                       size_t msglen);
-/* Setup pieces both setups use: a host int32 table into GM, and x on every
- * expert rank filled with the generated expert outputs. */
+/* When bad > 0, appends " [bad of total WHAT differ]" to the first
+ * failure's message and returns 1; else 0. */
+int combine_count_bad(char *msg, size_t msglen, int64_t bad, int64_t total, const char *what);
+/* Setup pieces both setups use: the args every combine kernel reads from
+ * its shape (ranks, experts, tokens, topk, hidden, row bytes), a host
+ * int32 table into GM, and x on every expert rank filled with the generated
+ * expert outputs. */
+void combine_args_init(combine_args *a, const combine_shape *sh);
+/* What both setups begin with: the host state (owner names it in
+ * messages), the shape of scheme's options, the plan and the shared args.
+ * NULL with err on failure, *state then NULL. */
+combine_state *combine_state_begin(engine *e, const kernel_opts *o, int scheme, const char *owner,
+                                   void **state, char *err, size_t errlen);
 int combine_fill_i32(engine *e, gm_t at, const int32_t *src, size_t n);
 int combine_fill_x(engine *e, const combine_state *st, char *err, size_t errlen);
 int combine_estimate(const kernel_opts *o, int scheme, int nodes, int npus,
@@ -310,7 +321,9 @@ int combine_layout(const kernel_opts *o, int scheme, int nodes, int npus_per_nod
 kernel_layout_fn combine_normal_layout;
 kernel_estimate_fn combine_normal_estimate;
 kernel_destroy_fn combine_destroy;
-/* Byte sizes for layout printouts: "1.50 MiB". */
+/* Byte sizes for layout printouts: "1.50 MiB"; columns of a row, " %12s"
+ * each (no newline). */
 void combine_human_bytes(char *buf, size_t n, uint64_t bytes);
+void combine_print_sizes(FILE *out, const uint64_t *bytes, int n);
 
 #endif

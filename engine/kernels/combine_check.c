@@ -38,6 +38,14 @@ static int64_t read_word(engine *e, gm_t at) {
     return v;
 }
 
+int combine_count_bad(char *msg, size_t msglen, int64_t bad, int64_t total, const char *what) {
+    if (bad == 0) return 0;
+    size_t len = strlen(msg);
+    snprintf(msg + len, msglen - len, " [%lld of %lld %s differ]", (long long)bad,
+             (long long)total, what);
+    return 1;
+}
+
 static int check_rings(const checker *c, char *msg, size_t msglen) {
     const combine_shape *sh = &c->p->sh;
     int R = sh->num_ranks;
@@ -157,13 +165,7 @@ static int check_recv(const checker *c, char *msg, size_t msglen) {
                      found);
         }
     }
-    if (bad > 0) {
-        size_t len = strlen(msg);
-        snprintf(msg + len, msglen - len, " [%lld of %lld received rows differ]", (long long)bad,
-                 (long long)total);
-        return 1;
-    }
-    return 0;
+    return combine_count_bad(msg, msglen, bad, total, "received rows");
 }
 
 /* Shared with combine-normal (combine_normal_check.c), whose output is the
@@ -216,13 +218,7 @@ int combine_check_out(engine *e, const combine_plan *p, const combine_args *a, c
     }
     free(acc);
     free(row);
-    if (bad > 0) {
-        size_t len = strlen(msg);
-        snprintf(msg + len, msglen - len, " [%lld of %lld output elements differ]",
-                 (long long)bad, (long long)sh->num_ranks * T * H);
-        return 1;
-    }
-    return 0;
+    return combine_count_bad(msg, msglen, bad, (int64_t)sh->num_ranks * T * H, "output elements");
 }
 
 int combine_check(engine *e, void *state, char *msg, size_t msglen) {

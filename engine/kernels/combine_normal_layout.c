@@ -35,15 +35,10 @@ int combine_normal_layout(const kernel_opts *o, int nodes, int npus_per_node, FI
         uint64_t window = slots * stride, state = slots * COMBINE_NORMAL_STATE_BYTES;
         uint64_t outb = (uint64_t)T * rb;
         uint64_t tables = (uint64_t)sh.local_experts * (uint64_t)R * 4 + slots * 4 * 2;
-        char hx[32], hi[32], hw[32], hs[32], ho[32], ht[32];
-        combine_human_bytes(hx, sizeof hx, x);
-        combine_human_bytes(hi, sizeof hi, info);
-        combine_human_bytes(hw, sizeof hw, window);
-        combine_human_bytes(hs, sizeof hs, state);
-        combine_human_bytes(ho, sizeof ho, outb);
-        combine_human_bytes(ht, sizeof ht, tables);
-        fprintf(out, "%-5d %10lld %12s %12s %12s %12s %12s %12s\n", r, (long long)p.x_rows[r],
-                hx, hi, hw, hs, ho, ht);
+        fprintf(out, "%-5d %10lld", r, (long long)p.x_rows[r]);
+        uint64_t sizes[] = {x, info, window, state, outb, tables};
+        combine_print_sizes(out, sizes, 6);
+        fputc('\n', out);
         sum += x + info + window + state + outb + tables;
     }
     char hsum[32];

@@ -89,25 +89,11 @@ static int fill_inputs(engine *e, combine_state *st, char *err, size_t errlen) {
 }
 
 static int normal_setup(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
-    const engine_config *cfg = engine_get_config(e);
-    combine_state *st = kit_state_new(sizeof *st, "combine-normal setup", state, err, errlen);
+    combine_state *st = combine_state_begin(e, o, COMBINE_SCHEME_NORMAL, "combine-normal setup",
+                                            state, err, errlen);
     if (!st) return -1;
-    kit_guards_init(&st->guards, "combine-normal setup", COMBINE_GUARD_BYTE);
-    combine_shape sh;
-    if (combine_normal_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, engine_num_aiv(e), &sh,
-                                       err, errlen) ||
-        combine_plan_build(&sh, &st->plan, err, errlen)) {
-        combine_destroy(st);
-        return -1;
-    }
+    const combine_shape sh = st->plan.sh;
     combine_args *a = &st->args;
-    a->num_ranks = sh.num_ranks;
-    a->num_local_experts = sh.local_experts;
-    a->num_experts = sh.experts;
-    a->tokens = sh.tokens;
-    a->topk = sh.topk;
-    a->hidden = sh.hidden;
-    a->row_bytes = sh.row_bytes;
     a->window_stride = combine_normal_window_stride(&sh);
     a->inject_no_status_wait = sh.inject_no_status_wait;
     a->inject_status_first = sh.inject_status_first;

@@ -168,27 +168,42 @@ int combine_fill_x(engine *e, const combine_state *st, char *err, size_t errlen)
     return 0;
 }
 
+void combine_args_init(combine_args *a, const combine_shape *sh) {
+    a->num_ranks = sh->num_ranks;
+    a->num_local_experts = sh->local_experts;
+    a->num_experts = sh->experts;
+    a->tokens = sh->tokens;
+    a->topk = sh->topk;
+    a->hidden = sh->hidden;
+    a->row_bytes = sh->row_bytes;
+}
+
+combine_state *combine_state_begin(engine *e, const kernel_opts *o, int scheme, const char *owner,
+                                   void **state, char *err, size_t errlen) {
+    const engine_config *cfg = engine_get_config(e);
+    combine_state *st = kit_state_new(sizeof *st, owner, state, err, errlen);
+    if (!st) return NULL;
+    kit_guards_init(&st->guards, owner, COMBINE_GUARD_BYTE);
+    combine_shape sh;
+    int rc = scheme == COMBINE_SCHEME_NORMAL
+                 ? combine_normal_shape_from_opts(o, cfg->nodes, cfg->npus_per_node,
+                                                  engine_num_aiv(e), &sh, err, errlen)
+                 : combine_shape_from_opts(o, scheme, cfg->nodes, cfg->npus_per_node,
+                                           engine_num_aiv(e), &sh, err, errlen);
+    if (rc || combine_plan_build(&sh, &st->plan, err, errlen)) {
+        combine_destroy(st);
+        return NULL;
+    }
+    combine_args_init(&st->args, &sh);
+    return st;
+}
+
 static int combine_setup(engine *e, const kernel_opts *o, int scheme, void **state, char *err,
                   size_t errlen) {
-    const engine_config *cfg = engine_get_config(e);
-    combine_state *st = kit_state_new(sizeof *st, "combine setup", state, err, errlen);
+    combine_state *st = combine_state_begin(e, o, scheme, "combine setup", state, err, errlen);
     if (!st) return -1;
-    kit_guards_init(&st->guards, "combine setup", COMBINE_GUARD_BYTE);
-    combine_shape sh;
-    if (combine_shape_from_opts(o, scheme, cfg->nodes, cfg->npus_per_node, engine_num_aiv(e), &sh,
-                                err, errlen) ||
-        combine_plan_build(&sh, &st->plan, err, errlen)) {
-        combine_destroy(st);
-        return -1;
-    }
+    const combine_shape sh = st->plan.sh;
     combine_args *a = &st->args;
-    a->num_ranks = sh.num_ranks;
-    a->num_local_experts = sh.local_experts;
-    a->num_experts = sh.experts;
-    a->tokens = sh.tokens;
-    a->topk = sh.topk;
-    a->hidden = sh.hidden;
-    a->row_bytes = sh.row_bytes;
     a->staging_bytes = sh.staging_bytes;
     a->table_ub_bytes = (uint32_t)kit_align_up(
         (uint64_t)sh.local_experts * (uint64_t)sh.num_ranks * 4, UB_ALIGN);
