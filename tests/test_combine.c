@@ -307,26 +307,37 @@ static void test_bad_options(void **s) {
     expect_setup_error(1, tokens, "--tokens");
 }
 
-static void test_layout_prints_every_rank(void **s) {
-    (void)s;
-    const kernel_desc *d = kernels_find("combine-sender-inplace");
-    const char *kv[] = {"tokens", "16", "hidden", "100", "experts", "16", "topk", "4", NULL};
-    kernel_opts o;
-    support_opts(d, &o, kv);
+/* What `npurr layout -k d` prints for o on nodes x 4 NPUs (free it), or
+ * NULL with err when the layout refuses them. */
+static char *layout_text(const kernel_desc *d, const kernel_opts *o, int nodes, char *err,
+                         size_t errlen) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    char err[512];
-    assert_int_equal(d->layout(&o, 1, 4, f, err, sizeof err), 0);
+    assert_non_null(f);
+    int rc = d->layout(o, nodes, 4, f, err, errlen);
     fclose(f);
+    if (rc == 0) return buf;
+    free(buf);
+    return NULL;
+}
+
+static const char *const layout_kv[] = {"tokens", "16", "hidden", "100", "experts", "16",
+                                        "topk", "4", NULL};
+
+static void test_layout_prints_every_rank(void **s) {
+    (void)s;
+    const kernel_desc *d = kernels_find("combine-sender-inplace");
+    kernel_opts o;
+    support_opts(d, &o, layout_kv);
+    char err[512];
+    char *buf = layout_text(d, &o, 1, err, sizeof err);
+    assert_non_null(buf);
     assert_non_null(strstr(buf, "x_sorted"));
     assert_non_null(strstr(buf, "\n3 "));
     assert_non_null(strstr(buf, "UB per sender core"));
     free(buf);
-    f = open_memstream(&buf, &len);
-    assert_int_equal(d->layout(&o, 2, 4, f, err, sizeof err), -1);
-    fclose(f);
-    free(buf);
+    assert_null(layout_text(d, &o, 2, err, sizeof err));
     assert_non_null(strstr(err, "--nodes"));
 }
 
@@ -533,15 +544,11 @@ static void test_normal_bad_options(void **s) {
 static void test_normal_layout_and_estimate(void **s) {
     (void)s;
     const kernel_desc *d = support_kernel(NORMAL);
-    const char *kv[] = {"tokens", "16", "hidden", "100", "experts", "16", "topk", "4", NULL};
     kernel_opts o;
-    support_opts(d, &o, kv);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
+    support_opts(d, &o, layout_kv);
     char err[512];
-    assert_int_equal(d->layout(&o, 1, 4, f, err, sizeof err), 0);
-    fclose(f);
+    char *buf = layout_text(d, &o, 1, err, sizeof err);
+    assert_non_null(buf);
     assert_non_null(strstr(buf, "512 B window stride"));
     assert_non_null(strstr(buf, "\n3 "));
     assert_non_null(strstr(buf, "cores per rank: 48 AIV"));

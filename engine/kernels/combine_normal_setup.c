@@ -45,18 +45,6 @@ static int alloc_per_rank(engine *e, combine_state *st, char *err, size_t errlen
     return 0;
 }
 
-/* One symmetric area of `bytes` per rank, a guard after it on every rank. */
-static int sym_area(engine *e, combine_state *st, uint64_t bytes, const char *what, gm_t *base,
-                    char *err, size_t errlen) {
-    if (engine_sym_alloc(e, bytes + COMBINE_GUARD_BYTES, what, base, err, errlen) != ENGINE_OK)
-        return -1;
-    for (int s = 0; s < st->args.num_ranks; s++)
-        if (kit_guard_fill(e, &st->guards, gm_add(gm_on_rank(*base, s), (int64_t)bytes),
-                           COMBINE_GUARD_BYTES, what, err, errlen))
-            return -1;
-    return 0;
-}
-
 static int fill_inputs(engine *e, combine_state *st, char *err, size_t errlen) {
     const combine_plan *p = &st->plan;
     const combine_shape *sh = &p->sh;
@@ -99,10 +87,10 @@ static int normal_setup(engine *e, const kernel_opts *o, void **state, char *err
     a->inject_status_first = sh.inject_status_first;
     uint64_t slots = (uint64_t)sh.tokens * (uint64_t)sh.topk;
     if (alloc_per_rank(e, st, err, errlen) ||
-        sym_area(e, st, slots * COMBINE_NORMAL_STATE_BYTES, "combine.state", &a->state_base, err,
-                 errlen) ||
-        sym_area(e, st, slots * a->window_stride, "combine.window", &a->window_base, err,
-                 errlen) ||
+        combine_sym_area(e, st, slots * COMBINE_NORMAL_STATE_BYTES, "combine.state",
+                         &a->state_base, err, errlen) ||
+        combine_sym_area(e, st, slots * a->window_stride, "combine.window", &a->window_base, err,
+                         errlen) ||
         fill_inputs(e, st, err, errlen) ||
         engine_launch(e, "combine_normal", combine_normal_kernel, a, sh.cores, CORE_AIV, err,
                       errlen) != ENGINE_OK) {
