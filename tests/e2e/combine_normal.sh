@@ -36,6 +36,17 @@ expect 4 "$npurr" record "${k[@]}" "${big[@]}" --inject status-first -o "$work/f
 has "combined token"
 replay 4 "$work/first"
 
+# msprof names the chip's operator CamMoeCombineNormal: its op_summary rows
+# are matched to the one combine phase (both phases' roles), others ignored.
+cat >"$work/op_summary_0.csv" <<'EOF'
+Device_id,Model ID,Task ID,Stream ID,Op Name,OP Type,Task Type,Task Start Time(us),Task Duration(us),Task Wait Time(us),Block Dim
+0,N/A,1,2,aclnnCamMoeDispatchNormal_CamMoeDispatchNormal,CamMoeDispatchNormal,AI_VECTOR_CORE,100.0,30,0,48
+0,N/A,2,2,aclnnCamMoeCombineNormal_CamMoeCombineNormal,CamMoeCombineNormal,AI_VECTOR_CORE,150.0,20,0,48
+EOF
+expect 0 "$npurr" hw --compare "$work/op_summary_0.csv" --kernel-options "${k[*]} ${small[*]}"
+awk '$3 == "combine" && $4 == "20.00" { c = 1 } END { exit c ? 0 : 1 }' "$work/out" ||
+    { cat "$work/out" >&2; fail "the CamMoeCombineNormal row is not the combine phase"; }
+
 # Layout: one line per rank, the UB budget and the cores.
 expect 0 "$npurr" layout "${k[@]}" "${small[@]}"
 has "UB per core"
