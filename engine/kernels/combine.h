@@ -1,7 +1,7 @@
 /*
- * combine.h - the MoE combine-sender kernels of seed 000, shared pieces.
+ * combine.h - the intranode MoE combine kernels, shared pieces.
  *
- * Two kernels share everything but the sender:
+ * Two kernels of seed 000 share everything but the sender:
  *   combine-sender          scheme 2: gather-pack expert-major x through UB
  *                           straight into the destination's HCCS ring
  *   combine-sender-inplace  scheme 1: reorder x to rank-major in GM first,
@@ -9,13 +9,20 @@
  * and a receiver (one core per source rank on every destination) that
  * consumes its ring into the receive layout and then computes the combine
  * of seed 002 s3.4: each token's weighted sum over its top-k expert outputs.
+ * A third, combine-normal, is A2's CamMoeCombineNormal (sgl-kernel-npu
+ * csrc/deepep/ops2/op_kernel/cam_moe_combine_normal.h at 3a90dfa1): every
+ * AIV core pushes its share of x's rows into the token owner's window with
+ * a 32 B status per row, then sums its share of the rank's own tokens. It
+ * shares the plan, the payload, the inputs and the weighted-sum check.
  *
  * Files: combine_plan.c (options -> shape, routing -> dispatch metadata, on
  * the host), combine_payload.c (row contents with token tags), combine_setup.c
  * (buffers, rings, launches, descriptors), combine_check.c (CPU reference and
  * checks), combine_layout.c (`npurr layout`), combine_ring.c (the sender's
  * ring writer), combine_sender.c, combine_sender_inplace.c,
- * combine_receiver.c (device code, device.h only).
+ * combine_receiver.c (device code, device.h only); combine-normal's own:
+ * combine_normal_plan.c, combine_normal_setup.c, combine_normal_check.c,
+ * combine_normal_layout.c, combine_normal_send.c, combine_normal_sum.c.
  *
  * Vocabulary is the seed's: offset_table, length_table, staging_ub,
  * read_temp_ub, staging_offset, local_tail_cache, remote_head_cache,
@@ -62,7 +69,22 @@
  * token id bytes 0..2, top-k slot, the expert's rank. */
 #define COMBINE_TAG_ELEMS 5
 
-enum { COMBINE_SCHEME_GATHER = 2, COMBINE_SCHEME_INPLACE = 1 };
+enum { COMBINE_SCHEME_GATHER = 2, COMBINE_SCHEME_INPLACE = 1, COMBINE_SCHEME_NORMAL = 3 };
+
+/* combine-normal, as CamMoeCombineNormal lays out its window: a 32 B status
+ * per (token, top-k) slot, and the slot's row at a 512 B aligned stride
+ * (WIN_512_ALIGN, h512AlignRecvXLen_). Decision: the state and data areas
+ * are sized to the shape instead of A2's fixed 3 MB state area. */
+#define COMBINE_NORMAL_STATE_BYTES 32u
+#define COMBINE_NORMAL_WIN_ALIGN 512u
+/* The status a sender writes: eight float 1.0s (Duplicate 0x3F800000). */
+#define COMBINE_NORMAL_STATUS_BITS 0x3F800000
+/* tokenSrcInfo: (source rank, token, top-k slot) int32 per row of x. */
+#define COMBINE_NORMAL_SRC_INFO_LEN 3
+/* Rows of tokenSrcInfo one send core loads into UB at once. A2 loads its
+ * whole share (683 rows at T1's 4096 x 8 over 48 cores); 2048 rows keeps
+ * that one load there and bounds UB at small --cores. */
+#define COMBINE_NORMAL_SRC_INFO_ROWS 2048u
 
 
 /* ------------------------------------------------------------ kernel args */
@@ -82,6 +104,10 @@ typedef struct combine_args {
     uint64_t ring_bytes;         /* capacity of one ring */
     uint64_t ring_stride;        /* ring_bytes + guard */
     int inject_no_mte3_wait;     /* fault: commit the tail before MTE3 completes */
+    /* combine-normal */
+    uint32_t window_stride;      /* row_bytes rounded up to COMBINE_NORMAL_WIN_ALIGN */
+    int inject_no_status_wait;   /* fault: sum without waiting for the status words */
+    int inject_status_first;     /* fault: write the status before the row */
 
     /* per rank (indexed by the rank that owns the buffer) */
     gm_t x[COMBINE_MAX_RANKS];              /* [x_rows, hidden] bf16, expert-major */
@@ -96,12 +122,21 @@ typedef struct combine_args {
     gm_t topk_weights[COMBINE_MAX_RANKS];   /* [T, K] float */
     gm_t expert_window_offset[COMBINE_MAX_RANKS]; /* [E] int32: first recv row per expert */
     gm_t out[COMBINE_MAX_RANKS];            /* [T, hidden] bf16 */
+    /* combine-normal: x is A2's recv_x (expert-major, rank-minor, as the
+     * dispatch left it) */
+    gm_t token_src_info[COMBINE_MAX_RANKS]; /* [x_rows, 3] int32: (s, t, k) */
+    gm_t ep_recv_count[COMBINE_MAX_RANKS];  /* [L * R] int32: inclusive prefix of length_table */
 
     /* symmetric: on each destination, the ring of source p at p * ring_stride
      * and its control block at p * COMBINE_CTRL_STRIDE */
     gm_t ring_base;
     gm_t ctrl_base;
     uint32_t ring_id[COMBINE_MAX_RANKS][COMBINE_MAX_RANKS]; /* [source][destination] */
+    /* combine-normal, symmetric: on each owner, slot (t, k)'s status at
+     * (t * K + k) * 32 B of state_base, its row at (t * K + k) *
+     * window_stride of window_base */
+    gm_t state_base;
+    gm_t window_base;
 } combine_args;
 
 /* ------------------------------------------------------------ device code */
@@ -109,6 +144,20 @@ typedef struct combine_args {
 void combine_sender_kernel(const void *args);          /* scheme 2 */
 void combine_sender_inplace_kernel(const void *args);  /* scheme 1 */
 void combine_receiver_kernel(const void *args);
+void combine_normal_kernel(const void *args);
+/* combine-normal's two phases (CopyBufferToShareAndSetStatus,
+ * ReadBufferFromRemote); both may use the two row buffers. */
+void combine_normal_send(const combine_args *a, const local_t row_ub[2]);
+void combine_normal_sum(const combine_args *a, const local_t row_ub[2]);
+
+/* A2's SplitCoreCal: total items over cores, the first total % cores
+ * cores one more; [*begin, *end) is core's share. */
+static inline void combine_split_core(uint32_t total, uint32_t core, uint32_t cores,
+                                      uint32_t *begin, uint32_t *end) {
+    uint32_t per = total / cores, rem = total % cores;
+    *begin = per * core + (core < rem ? core : rem);
+    *end = *begin + per + (core < rem ? 1u : 0u);
+}
 
 /* What both senders hold in UB (seed 000 s5.3): the [L, R] offset and
  * length tables, loaded once, the two read_temp halves and the staging
@@ -169,6 +218,9 @@ typedef struct combine_shape {
     uint64_t ring_bytes;
     int sender_cores;            /* resolved block_dim of the sender launch */
     int inject_no_mte3_wait;
+    int cores;                   /* combine-normal: AIV cores per rank */
+    int inject_no_status_wait;   /* combine-normal faults */
+    int inject_status_first;
     uint64_t data_seed;
     routing_spec routing;
 } combine_shape;
@@ -191,19 +243,38 @@ typedef struct combine_plan {
     int32_t *expert_window_offset;/* [s][E] */
     int32_t *recv_owner;          /* [s][row] = t * K + k of the token the row belongs to */
     int64_t *recv_owner_base;     /* [s] start of rank s in recv_owner */
+    /* combine-normal only (NULL otherwise): what A2's dispatch hands its
+     * combine as tokenSrcInfo, (s, t, k) for every row of x on p */
+    int32_t *x_src_info;          /* [p][x row][3] */
+    int64_t *x_row_base;          /* [p] first row of rank p in x_src_info */
 } combine_plan;
 
 extern const kernel_option combine_options[];
+extern const kernel_option combine_normal_options[];
 
 /* Reads and validates the options against the topology (nodes must be 1).
  * err names the option at fault. */
 int combine_shape_from_opts(const kernel_opts *o, int scheme, int nodes, int npus_per_node,
                             int num_aiv, combine_shape *sh, char *err, size_t errlen);
+int combine_normal_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node,
+                                   int num_aiv, combine_shape *sh, char *err, size_t errlen);
+/* What every combine reads first: one node (kernel names the kernel in the
+ * message), the MoE shape and the row size. */
+int combine_read_shape(const kernel_opts *o, int scheme, const char *kernel, int nodes,
+                       int npus_per_node, combine_shape *sh, char *err, size_t errlen);
+/* --routing, --data-seed and --inject against faults ({"none", ..., NULL});
+ * *fault is the index of the named fault. */
+int combine_read_inputs(const kernel_opts *o, const char *const *faults, combine_shape *sh,
+                        int *fault, char *err, size_t errlen);
 int combine_plan_build(const combine_shape *sh, combine_plan *plan, char *err, size_t errlen);
 void combine_plan_free(combine_plan *plan);
 /* UB bytes one sender / receiver core uses for this shape. */
 uint32_t combine_sender_ub_bytes(const combine_shape *sh);
 uint32_t combine_receiver_ub_bytes(const combine_shape *sh);
+/* UB bytes one combine-normal core uses (send and sum share the row
+ * buffers), and the window stride of a row. */
+uint32_t combine_normal_ub_bytes(const combine_shape *sh);
+uint32_t combine_normal_window_stride(const combine_shape *sh);
 
 /* Row contents: element j of the expert output row for token t (slot k) of
  * rank s, computed on rank p. The first COMBINE_TAG_ELEMS elements are the
@@ -223,11 +294,39 @@ typedef struct combine_state {
 } combine_state;
 
 kernel_check_fn combine_check;
+kernel_check_fn combine_normal_check;
+/* The weighted sum on every rank against the CPU reference (check step 4). */
+int combine_check_out(engine *e, const combine_plan *p, const combine_args *a, char *msg,
+                      size_t msglen);
+/* When bad > 0, appends " [bad of total WHAT differ]" to the first
+ * failure's message and returns 1; else 0. */
+int combine_count_bad(char *msg, size_t msglen, int64_t bad, int64_t total, const char *what);
+/* Setup pieces both setups use: the args every combine kernel reads from
+ * its shape (ranks, experts, tokens, topk, hidden, row bytes), a host
+ * int32 table into GM, and x on every expert rank filled with the generated
+ * expert outputs. */
+void combine_args_init(combine_args *a, const combine_shape *sh);
+/* A symmetric area of `bytes` on every rank with a guard right after it. */
+int combine_sym_area(engine *e, combine_state *st, uint64_t bytes, const char *what, gm_t *base,
+                     char *err, size_t errlen);
+/* What both setups begin with: the host state (owner names it in
+ * messages), the shape of scheme's options, the plan and the shared args.
+ * NULL with err on failure, *state then NULL. */
+combine_state *combine_state_begin(engine *e, const kernel_opts *o, int scheme, const char *owner,
+                                   void **state, char *err, size_t errlen);
+int combine_fill_i32(engine *e, gm_t at, const int32_t *src, size_t n);
+int combine_fill_x(engine *e, const combine_state *st, char *err, size_t errlen);
 int combine_estimate(const kernel_opts *o, int scheme, int nodes, int npus,
                      const engine_chip_info *chip, int payload, kernel_estimate *est, char *err,
                      size_t errlen);
 int combine_layout(const kernel_opts *o, int scheme, int nodes, int npus_per_node, FILE *out,
                    char *err, size_t errlen);
+kernel_layout_fn combine_normal_layout;
+kernel_estimate_fn combine_normal_estimate;
 kernel_destroy_fn combine_destroy;
+/* Byte sizes for layout printouts: "1.50 MiB"; columns of a row, " %12s"
+ * each (no newline). */
+void combine_human_bytes(char *buf, size_t n, uint64_t bytes);
+void combine_print_sizes(FILE *out, const uint64_t *bytes, int n);
 
 #endif

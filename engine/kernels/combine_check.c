@@ -38,6 +38,14 @@ static int64_t read_word(engine *e, gm_t at) {
     return v;
 }
 
+int combine_count_bad(char *msg, size_t msglen, int64_t bad, int64_t total, const char *what) {
+    if (bad == 0) return 0;
+    size_t len = strlen(msg);
+    snprintf(msg + len, msglen - len, " [%lld of %lld %s differ]", (long long)bad,
+             (long long)total, what);
+    return 1;
+}
+
 static int check_rings(const checker *c, char *msg, size_t msglen) {
     const combine_shape *sh = &c->p->sh;
     int R = sh->num_ranks;
@@ -157,28 +165,29 @@ static int check_recv(const checker *c, char *msg, size_t msglen) {
                      found);
         }
     }
-    if (bad > 0) {
-        size_t len = strlen(msg);
-        snprintf(msg + len, msglen - len, " [%lld of %lld received rows differ]", (long long)bad,
-                 (long long)total);
-        return 1;
-    }
-    return 0;
+    return combine_count_bad(msg, msglen, bad, total, "received rows");
 }
 
-static int check_out(const checker *c, char *msg, size_t msglen) {
-    const combine_shape *sh = &c->p->sh;
+/* Shared with combine-normal (combine_normal_check.c), whose output is the
+ * same weighted sum. */
+int combine_check_out(engine *e, const combine_plan *p, const combine_args *a, char *msg,
+                      size_t msglen) {
+    const combine_shape *sh = &p->sh;
     int T = sh->tokens, K = sh->topk, H = sh->hidden;
     float *acc = malloc(sizeof(float) * (size_t)H);
-    if (!acc) {
+    uint16_t *row = malloc(sh->row_bytes);
+    if (!acc || !row) {
+        free(acc);
+        free(row);
         snprintf(msg, msglen, "combine check: out of host memory");
         return 1;
     }
     int64_t bad = 0;
     for (int s = 0; s < sh->num_ranks; s++) {
-        const uint16_t *out = engine_gm_host(c->e, c->a->out[s], (uint64_t)T * sh->row_bytes);
+        const uint16_t *out = engine_gm_host(e, a->out[s], (uint64_t)T * sh->row_bytes);
         if (!out) {
             free(acc);
+            free(row);
             snprintf(msg, msglen, "out on rank %d: no host view", s);
             return 1;
         }
@@ -186,11 +195,11 @@ static int check_out(const checker *c, char *msg, size_t msglen) {
             for (int j = 0; j < H; j++) acc[j] = 0.0f;
             for (int k = 0; k < K; k++) {
                 size_t slot = ((size_t)s * (size_t)T + (size_t)t) * (size_t)K + (size_t)k;
-                int32_t e = c->p->expert_ids[slot];
-                if (e < 0) continue;
-                float w = c->p->topk_weights[slot];
-                combine_fill_row(c->row, H, sh->data_seed, s, t, k, e / sh->local_experts);
-                for (int j = 0; j < H; j++) acc[j] += w * bf16_to_float(c->row[j]);
+                int32_t ex = p->expert_ids[slot];
+                if (ex < 0) continue;
+                float w = p->topk_weights[slot];
+                combine_fill_row(row, H, sh->data_seed, s, t, k, ex / sh->local_experts);
+                for (int j = 0; j < H; j++) acc[j] += w * bf16_to_float(row[j]);
             }
             for (int j = 0; j < H; j++) {
                 float ref = bf16_to_float(float_to_bf16(acc[j]));
@@ -208,13 +217,8 @@ static int check_out(const checker *c, char *msg, size_t msglen) {
         }
     }
     free(acc);
-    if (bad > 0) {
-        size_t len = strlen(msg);
-        snprintf(msg + len, msglen - len, " [%lld of %lld output elements differ]",
-                 (long long)bad, (long long)sh->num_ranks * T * H);
-        return 1;
-    }
-    return 0;
+    free(row);
+    return combine_count_bad(msg, msglen, bad, (int64_t)sh->num_ranks * T * H, "output elements");
 }
 
 int combine_check(engine *e, void *state, char *msg, size_t msglen) {
@@ -228,7 +232,7 @@ int combine_check(engine *e, void *state, char *msg, size_t msglen) {
         snprintf(msg, msglen, "combine check: out of host memory");
     else
         rc = kit_guards_check(e, &st->guards, msg, msglen) || check_rings(&c, msg, msglen) ||
-             check_recv(&c, msg, msglen) || check_out(&c, msg, msglen);
+             check_recv(&c, msg, msglen) || combine_check_out(e, c.p, c.a, msg, msglen);
     free(c.row);
     free(c.row2);
     free(c.got);

@@ -7,7 +7,15 @@
  */
 #include "combine.h"
 
-static void human(char *buf, size_t n, uint64_t bytes) {
+void combine_print_sizes(FILE *out, const uint64_t *bytes, int n) {
+    for (int i = 0; i < n; i++) {
+        char h[32];
+        combine_human_bytes(h, sizeof h, bytes[i]);
+        fprintf(out, " %12s", h);
+    }
+}
+
+void combine_human_bytes(char *buf, size_t n, uint64_t bytes) {
     if (bytes >= (1ull << 30)) snprintf(buf, n, "%.2f GiB", (double)bytes / (1ull << 30));
     else if (bytes >= (1ull << 20)) snprintf(buf, n, "%.2f MiB", (double)bytes / (1ull << 20));
     else if (bytes >= (1ull << 10)) snprintf(buf, n, "%.2f KiB", (double)bytes / (1ull << 10));
@@ -43,21 +51,16 @@ int combine_layout(const kernel_opts *o, int scheme, int nodes, int npus_per_nod
         uint64_t tables = (uint64_t)L * R * 4 * 2 + (uint64_t)T * K * 4 * 3 +
                           (uint64_t)sh.experts * 4 + (uint64_t)R * 8 +
                           (uint64_t)R * COMBINE_CTRL_STRIDE + (uint64_t)R * 32;
-        char hx[32], hr[32], ho[32], hg[32], ht[32], hs[32];
-        human(hx, sizeof hx, x);
-        human(hr, sizeof hr, recv);
-        human(ho, sizeof ho, outb);
-        human(hg, sizeof hg, rings);
-        human(ht, sizeof ht, tables);
-        human(hs, sizeof hs, x);
-        fprintf(out, "%-5d %10lld %12s %10lld %12s %12s %12s %12s", r, (long long)p.x_rows[r], hx,
-                (long long)p.recv_total[r], hr, ho, hg, ht);
-        if (scheme == COMBINE_SCHEME_INPLACE) fprintf(out, " %12s", hs);
+        fprintf(out, "%-5d %10lld", r, (long long)p.x_rows[r]);
+        combine_print_sizes(out, &x, 1);
+        fprintf(out, " %10lld", (long long)p.recv_total[r]);
+        uint64_t sizes[] = {recv, outb, rings, tables, x};   /* x again: x_sorted */
+        combine_print_sizes(out, sizes, scheme == COMBINE_SCHEME_INPLACE ? 5 : 4);
         fputc('\n', out);
         sum += x + recv + outb + rings + tables + (scheme == COMBINE_SCHEME_INPLACE ? x : 0);
     }
     char hsum[32];
-    human(hsum, sizeof hsum, sum);
+    combine_human_bytes(hsum, sizeof hsum, sum);
     fprintf(out, "total GM over all ranks: %s (plus %u B guard after each buffer)\n", hsum,
             COMBINE_GUARD_BYTES);
     fprintf(out,

@@ -6,7 +6,9 @@
  * the expert-major, rank-minor layout of x on each expert rank (length_table,
  * offset_table), the per-token position of every expert output in the
  * receive buffer (expert_window_offset, expand_idx; seed 002 s3.4) and who
- * owns each received row. Setup, check and layout all build the same plan.
+ * owns each received row; for combine-normal also which (source rank,
+ * token, slot) each row of x holds (A2's tokenSrcInfo). Setup, check and
+ * layout all build the same plan.
  */
 #include "combine.h"
 
@@ -53,19 +55,35 @@ uint32_t combine_receiver_ub_bytes(const combine_shape *sh) {
     return total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
 }
 
-int combine_shape_from_opts(const kernel_opts *o, int scheme, int nodes, int npus_per_node,
-                            int num_aiv, combine_shape *sh, char *err, size_t errlen) {
+int combine_read_shape(const kernel_opts *o, int scheme, const char *kernel, int nodes,
+                       int npus_per_node, combine_shape *sh, char *err, size_t errlen) {
     memset(sh, 0, sizeof *sh);
     sh->scheme = scheme;
-    if (kit_check_one_node("combine-sender", "moves data inside one node over HCCS", nodes,
-                           npus_per_node, COMBINE_MAX_RANKS, err, errlen))
+    if (kit_check_one_node(kernel, "moves data inside one node over HCCS", nodes, npus_per_node,
+                           COMBINE_MAX_RANKS, err, errlen))
         return -1;
-    int R = npus_per_node;
-    sh->num_ranks = R;
+    sh->num_ranks = npus_per_node;
     static const kit_moe_limits lim = {.tokens = 1 << 24, .hidden = 1 << 16, .topk = 64,
                                         .experts = 1 << 16, .rows = INT32_MAX / 2};
-    if (kit_read_moe(o, R, &lim, &sh->moe, err, errlen)) return -1;
+    if (kit_read_moe(o, npus_per_node, &lim, &sh->moe, err, errlen)) return -1;
     sh->row_bytes = (uint32_t)sh->hidden * 2u;
+    return 0;
+}
+
+int combine_read_inputs(const kernel_opts *o, const char *const *faults, combine_shape *sh,
+                        int *fault, char *err, size_t errlen) {
+    return kit_read_routing(o, sh->num_ranks, &sh->routing, err, errlen) ||
+                   kit_read_seed(o, &sh->data_seed, err, errlen) ||
+                   kit_read_inject(o, faults, fault, err, errlen)
+               ? -1
+               : 0;
+}
+
+int combine_shape_from_opts(const kernel_opts *o, int scheme, int nodes, int npus_per_node,
+                            int num_aiv, combine_shape *sh, char *err, size_t errlen) {
+    if (combine_read_shape(o, scheme, "combine-sender", nodes, npus_per_node, sh, err, errlen))
+        return -1;
+    int R = sh->num_ranks;
     int64_t v;
     if (kopt_i64_range(o, "staging-bytes", 64, UB_BYTES, &v, err, errlen)) return -1;
     if (v % UB_ALIGN) {
@@ -81,10 +99,7 @@ int combine_shape_from_opts(const kernel_opts *o, int scheme, int nodes, int npu
     }
     sh->ring_bytes = (uint64_t)v;
     int fault;
-    if (kit_read_routing(o, R, &sh->routing, err, errlen) ||
-        kit_read_seed(o, &sh->data_seed, err, errlen) ||
-        kit_read_inject(o, combine_faults, &fault, err, errlen))
-        return -1;
+    if (combine_read_inputs(o, combine_faults, sh, &fault, err, errlen)) return -1;
     sh->inject_no_mte3_wait = fault == 1;
     /* The receivers take one AIV per source rank; the senders get the rest. */
     if (kopt_i64_range(o, "sender-cores", 0, num_aiv - R, &v, err, errlen)) return -1;
@@ -122,6 +137,8 @@ void combine_plan_free(combine_plan *p) {
     free(p->expert_window_offset);
     free(p->recv_owner);
     free(p->recv_owner_base);
+    free(p->x_src_info);
+    free(p->x_row_base);
     memset(p, 0, sizeof *p);
 }
 
@@ -141,6 +158,11 @@ static int alloc_tables(combine_plan *p) {
     p->expert_window_offset = calloc(R * E, sizeof(int32_t));
     p->recv_owner = malloc(sizeof(int32_t) * (R * TK + 1));
     p->recv_owner_base = calloc(R + 1, sizeof(int64_t));
+    if (sh->scheme == COMBINE_SCHEME_NORMAL) {
+        p->x_src_info = malloc(sizeof(int32_t) * COMBINE_NORMAL_SRC_INFO_LEN * (R * TK + 1));
+        p->x_row_base = calloc(R + 1, sizeof(int64_t));
+        if (!p->x_src_info || !p->x_row_base) return -1;
+    }
     return p->expert_ids && p->topk_weights && p->expand_idx && p->length_table &&
                    p->offset_table && p->x_rows && p->recv_rows && p->recv_row_offset &&
                    p->recv_total && p->expert_window_offset && p->recv_owner && p->recv_owner_base
@@ -213,6 +235,24 @@ static void layout_recv(combine_plan *p) {
             p->recv_owner[p->recv_owner_base[s] + row] = (int32_t)i;
         }
 }
+/* combine-normal's tokenSrcInfo: which (s, t, k) each row of x on p holds,
+ * as A2's normal dispatch writes it beside recv_x (3 int32 per row). */
+static void layout_src_info(combine_plan *p) {
+    size_t R = (size_t)p->sh.num_ranks, L = (size_t)p->sh.local_experts;
+    size_t K = (size_t)p->sh.topk, TK = (size_t)p->sh.tokens * K;
+    for (size_t pp = 0; pp < R; pp++) p->x_row_base[pp + 1] = p->x_row_base[pp] + p->x_rows[pp];
+    for (size_t s = 0; s < R; s++)
+        for (size_t i = 0; i < TK; i++) {
+            int32_t e = p->expert_ids[s * TK + i];
+            if (e < 0) continue;
+            size_t pp = (size_t)e / L, le = (size_t)e % L;
+            int64_t row = p->x_row_base[pp] + OFF(pp, le, s) + p->expand_idx[s * TK + i];
+            int32_t *info = p->x_src_info + (size_t)row * COMBINE_NORMAL_SRC_INFO_LEN;
+            info[0] = (int32_t)s;
+            info[1] = (int32_t)(i / K);
+            info[2] = (int32_t)(i % K);
+        }
+}
 #undef LEN
 #undef OFF
 
@@ -238,5 +278,6 @@ int combine_plan_build(const combine_shape *sh, combine_plan *p, char *err, size
     }
     layout_x(p);
     layout_recv(p);
+    if (sh->scheme == COMBINE_SCHEME_NORMAL) layout_src_info(p);
     return 0;
 }

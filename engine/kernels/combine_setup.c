@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fill_i32(engine *e, gm_t at, const int32_t *src, size_t n) {
+int combine_fill_i32(engine *e, gm_t at, const int32_t *src, size_t n) {
     if (n == 0) return 0;
     void *h = engine_gm_host(e, at, n * 4);
     if (!h) return -1;
@@ -90,25 +90,29 @@ static int setup_ring(engine *e, combine_state *st, size_t src, size_t s, char *
     return 0;
 }
 
+int combine_sym_area(engine *e, combine_state *st, uint64_t bytes, const char *what, gm_t *base,
+                     char *err, size_t errlen) {
+    if (engine_sym_alloc(e, bytes + COMBINE_GUARD_BYTES, what, base, err, errlen) != ENGINE_OK)
+        return -1;
+    for (int s = 0; s < st->args.num_ranks; s++)
+        if (kit_guard_fill(e, &st->guards, gm_add(gm_on_rank(*base, s), (int64_t)bytes),
+                           COMBINE_GUARD_BYTES, what, err, errlen))
+            return -1;
+    return 0;
+}
+
 /* Rings and control blocks, symmetric. */
 static int setup_rings(engine *e, combine_state *st, char *err, size_t errlen) {
     combine_args *a = &st->args;
     size_t R = (size_t)a->num_ranks;
     uint64_t ring_area = R * a->ring_stride;
-    if (engine_sym_alloc(e, ring_area, "combine.rings", &a->ring_base, err, errlen) != ENGINE_OK)
+    if (engine_sym_alloc(e, ring_area, "combine.rings", &a->ring_base, err, errlen) != ENGINE_OK ||
+        combine_sym_area(e, st, R * COMBINE_CTRL_STRIDE, "combine.ctrl", &a->ctrl_base, err,
+                         errlen))
         return -1;
-    uint64_t ctrl_area = R * COMBINE_CTRL_STRIDE + COMBINE_GUARD_BYTES;
-    if (engine_sym_alloc(e, ctrl_area, "combine.ctrl", &a->ctrl_base, err, errlen) != ENGINE_OK)
-        return -1;
-    for (size_t s = 0; s < R; s++) {
+    for (size_t s = 0; s < R; s++)
         for (size_t src = 0; src < R; src++)
             if (setup_ring(e, st, src, s, err, errlen)) return -1;
-        gm_t ctrl_guard = gm_add(gm_on_rank(a->ctrl_base, (int)s),
-                                 (int64_t)(R * COMBINE_CTRL_STRIDE));
-        if (kit_guard_fill(e, &st->guards, ctrl_guard, COMBINE_GUARD_BYTES, "combine.ctrl", err,
-                           errlen))
-            return -1;
-    }
     return 0;
 }
 
@@ -128,20 +132,30 @@ static int fill_inputs(engine *e, combine_state *st, char *err, size_t errlen) {
             meta[q] = p->recv_rows[r * R + q];
             meta[R + q] = p->recv_row_offset[r * R + q];
         }
-        if (fill_i32(e, a->offset_table[r], p->offset_table + r * L * R, L * R) ||
-            fill_i32(e, a->length_table[r], p->length_table + r * L * R, L * R) ||
-            fill_i32(e, a->recv_meta[r], meta, 2 * R) ||
-            fill_i32(e, a->expert_ids[r], p->expert_ids + r * T * K, T * K) ||
-            fill_i32(e, a->expand_idx[r], p->expand_idx + r * T * K, T * K) ||
-            fill_i32(e, a->topk_weights[r], (const int32_t *)(const void *)(p->topk_weights + r * T * K),
-                     T * K) ||
-            fill_i32(e, a->expert_window_offset[r], p->expert_window_offset + r * E, E)) {
+        if (combine_fill_i32(e, a->offset_table[r], p->offset_table + r * L * R, L * R) ||
+            combine_fill_i32(e, a->length_table[r], p->length_table + r * L * R, L * R) ||
+            combine_fill_i32(e, a->recv_meta[r], meta, 2 * R) ||
+            combine_fill_i32(e, a->expert_ids[r], p->expert_ids + r * T * K, T * K) ||
+            combine_fill_i32(e, a->expand_idx[r], p->expand_idx + r * T * K, T * K) ||
+            combine_fill_i32(e, a->topk_weights[r],
+                             (const int32_t *)(const void *)(p->topk_weights + r * T * K),
+                             T * K) ||
+            combine_fill_i32(e, a->expert_window_offset[r], p->expert_window_offset + r * E, E)) {
             free(meta);
             snprintf(err, errlen, "combine setup: no host view of rank %zu's tables", r);
             return -1;
         }
     }
     free(meta);
+    return combine_fill_x(e, st, err, errlen);
+}
+
+int combine_fill_x(engine *e, const combine_state *st, char *err, size_t errlen) {
+    const combine_plan *p = &st->plan;
+    const combine_shape *sh = &p->sh;
+    const combine_args *a = &st->args;
+    size_t R = (size_t)sh->num_ranks, L = (size_t)sh->local_experts;
+    size_t T = (size_t)sh->tokens, K = (size_t)sh->topk;
     /* x on each expert rank p: row offset_table[p][le][s] + expand_idx holds
      * the expert output for token t, slot k of rank s. */
     uint64_t rb = sh->row_bytes;
@@ -158,27 +172,42 @@ static int fill_inputs(engine *e, combine_state *st, char *err, size_t errlen) {
     return 0;
 }
 
+void combine_args_init(combine_args *a, const combine_shape *sh) {
+    a->num_ranks = sh->num_ranks;
+    a->num_local_experts = sh->local_experts;
+    a->num_experts = sh->experts;
+    a->tokens = sh->tokens;
+    a->topk = sh->topk;
+    a->hidden = sh->hidden;
+    a->row_bytes = sh->row_bytes;
+}
+
+combine_state *combine_state_begin(engine *e, const kernel_opts *o, int scheme, const char *owner,
+                                   void **state, char *err, size_t errlen) {
+    const engine_config *cfg = engine_get_config(e);
+    combine_state *st = kit_state_new(sizeof *st, owner, state, err, errlen);
+    if (!st) return NULL;
+    kit_guards_init(&st->guards, owner, COMBINE_GUARD_BYTE);
+    combine_shape sh;
+    int rc = scheme == COMBINE_SCHEME_NORMAL
+                 ? combine_normal_shape_from_opts(o, cfg->nodes, cfg->npus_per_node,
+                                                  engine_num_aiv(e), &sh, err, errlen)
+                 : combine_shape_from_opts(o, scheme, cfg->nodes, cfg->npus_per_node,
+                                           engine_num_aiv(e), &sh, err, errlen);
+    if (rc || combine_plan_build(&sh, &st->plan, err, errlen)) {
+        combine_destroy(st);
+        return NULL;
+    }
+    combine_args_init(&st->args, &sh);
+    return st;
+}
+
 static int combine_setup(engine *e, const kernel_opts *o, int scheme, void **state, char *err,
                   size_t errlen) {
-    const engine_config *cfg = engine_get_config(e);
-    combine_state *st = kit_state_new(sizeof *st, "combine setup", state, err, errlen);
+    combine_state *st = combine_state_begin(e, o, scheme, "combine setup", state, err, errlen);
     if (!st) return -1;
-    kit_guards_init(&st->guards, "combine setup", COMBINE_GUARD_BYTE);
-    combine_shape sh;
-    if (combine_shape_from_opts(o, scheme, cfg->nodes, cfg->npus_per_node, engine_num_aiv(e), &sh,
-                                err, errlen) ||
-        combine_plan_build(&sh, &st->plan, err, errlen)) {
-        combine_destroy(st);
-        return -1;
-    }
+    const combine_shape sh = st->plan.sh;
     combine_args *a = &st->args;
-    a->num_ranks = sh.num_ranks;
-    a->num_local_experts = sh.local_experts;
-    a->num_experts = sh.experts;
-    a->tokens = sh.tokens;
-    a->topk = sh.topk;
-    a->hidden = sh.hidden;
-    a->row_bytes = sh.row_bytes;
     a->staging_bytes = sh.staging_bytes;
     a->table_ub_bytes = (uint32_t)kit_align_up(
         (uint64_t)sh.local_experts * (uint64_t)sh.num_ranks * 4, UB_ALIGN);

@@ -15,6 +15,7 @@
 #define KERNEL_LIST(X)              \
     X(kernel_combine_sender)        \
     X(kernel_combine_sender_inplace) \
+    X(kernel_combine_normal) \
     X(kernel_dispatch_layered) \
     X(kernel_matmul_reduce_scatter) \
     X(kernel_fullmesh_dispatch_combine)

@@ -57,6 +57,9 @@ for k in combine-sender combine-sender-inplace; do
     record 4 "$k-stale" -k "$k" "${stale[@]}"
 done
 record 3 combine-dead -k combine-sender "${cs[@]}" --ring-bytes 512
+cn=(-k combine-normal --npus-per-node 4 --tokens 32 --hidden 100 --topk 4 --experts 16)
+record 0 combine-normal "${cn[@]}"
+record 4 combine-normal-nowait "${cn[@]}" --inject no-status-wait
 # A hang: the path ends at the wait that blocked last, one that never ended.
 check_blocked_end() {
     expect 0 "$npurr" critical "$1" --by class
@@ -93,7 +96,7 @@ record 4 fm-dirty "${fm[@]}" --npus-per-node 4 --tokens 64 --hidden 1024 --topk 
 record 3 fm-dead "${fm[@]}" --npus-per-node 4 --tokens 32 --hidden 2048 --topk 2 --experts 8 \
     --routing zipf:2 --cores 4 --inject no-double-buffer
 check_blocked_end "$work/fm-dead"
-[ "$sum_checks" = 13 ] || fail "checked $sum_checks paths, expected 13"
+[ "$sum_checks" = 15 ] || fail "checked $sum_checks paths, expected 15"
 
 # A two-node run crosses the NICs: the path names one, with its direction.
 expect 0 "$npurr" critical "$work/dl"

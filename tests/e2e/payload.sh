@@ -42,6 +42,9 @@ same 0 inplace -k combine-sender-inplace "${cs[@]}"
 same 4 stale -k combine-sender "${cs[@]}" --inject no-mte3-wait
 grep -q "before the sender's data landed" "$work/stale.ref.end" ||
     fail "stale: ref mode did not name the stale ring bytes"
+cn=(-k combine-normal --npus-per-node 2 --tokens 16 --hidden 4096 --topk 2 --experts 8)
+same 0 normal "${cn[@]}" --routing drop:0.2
+same 4 normal-first "${cn[@]}" --inject status-first
 
 roles=(--rdma-senders 2 --rdma-coordinators 1 --forwarders 2 --forwarder-coordinators 1
        --hccs-receivers 2)
