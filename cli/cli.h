@@ -19,9 +19,10 @@ enum { EXIT_DONE = 0, EXIT_ERROR = SESSION_ERROR, EXIT_USAGE = SESSION_USAGE, EX
        EXIT_CHECK = 4, EXIT_DIVERGED = SESSION_DIVERGED, EXIT_RACES = 6,
        EXIT_INTERRUPTED = 130 /* replay stopped by Ctrl-C or SIGTERM (128 + SIGINT) */ };
 
-/* Each takes its subcommand's argv (argv[0] the subcommand's name), inside
- * the whole command line: argv[-1] is the program, which `record` keeps in
- * the recorded command line. */
+/* Each takes the command line as main got it: argv[0] the program (which
+ * `record` keeps in the recorded command line), argv[1] the subcommand's
+ * name, its own words from argv[CLI_FIRST_ARG] on. Returns the exit code. */
+enum { CLI_FIRST_ARG = 2 };
 int cmd_record(int argc, char **argv);
 int cmd_layout(int argc, char **argv);
 int cmd_info(int argc, char **argv);

@@ -120,7 +120,7 @@ static int write_hw(const char *path, const char *input, const engine_hw *hw,
 int cmd_calibrate(int argc, char **argv) {
     const char *file = NULL, *out = NULL, *hw_file = NULL, *kernel_options = NULL;
     int jobs = 1, max_evals = DEFAULT_EVALS;
-    for (int i = 1; i < argc; i++) {
+    for (int i = CLI_FIRST_ARG; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             calibrate_usage(stdout);

@@ -49,7 +49,7 @@ int cmd_critical(int argc, char **argv) {
     ana_crit_by by = ANA_CRIT_BY_RESOURCE;
     long top = 0;
     int csv = 0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = CLI_FIRST_ARG; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             critical_usage(stdout);

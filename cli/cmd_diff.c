@@ -57,7 +57,7 @@ int cmd_diff(int argc, char **argv) {
     const char *runs[2] = {NULL, NULL}, *by = "role";
     size_t top = 0;
     int csv = 0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = CLI_FIRST_ARG; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             diff_usage(stdout);

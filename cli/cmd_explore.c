@@ -172,7 +172,7 @@ static int parse_explore(int argc, char **argv, explore_opts *xo, words *base, c
     xo->pct = 1;
     xo->jitter = "0.1";
     xo->pct_points = 3;
-    for (int i = 1; i < argc; i++) {
+    for (int i = CLI_FIRST_ARG; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--runs") == 0) {
             if (parse_ll(a, v, 1, 100000000, &xo->runs, err, errlen)) return EXIT_USAGE;
@@ -318,7 +318,7 @@ static int record_failing(const explore_opts *xo, const words *failing, const ru
     printf("reproduce %s\n\n", cmd ? cmd : "(out of memory)");
     fflush(stdout);
     free(cmd);
-    int status = cmd_record(rec.n - 1, rec.v + 1);
+    int status = cmd_record(rec.n, rec.v);
     if (status != fail->status)
         fprintf(stderr, "npurr explore: recording the failing run gave exit %d, not %d: the run "
                 "is not reproducible from its command line (please report)\n", status, fail->status);
@@ -328,7 +328,7 @@ static int record_failing(const explore_opts *xo, const words *failing, const ru
 
 int cmd_explore(int argc, char **argv) {
     char err[ENGINE_ERRLEN] = "";
-    for (int i = 1; i < argc; i++)
+    for (int i = CLI_FIRST_ARG; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             print_help();
             return EXIT_DONE;

@@ -89,7 +89,7 @@ typedef struct export_args {
 static int parse_export(int argc, char **argv, export_args *x) {
     char err[1024];
     memset(x, 0, sizeof *x);
-    for (int i = 1; i < argc; i++) {
+    for (int i = CLI_FIRST_ARG; i < argc; i++) {
         const char *a = argv[i], *v;
         int m;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {

@@ -119,7 +119,7 @@ static void info_usage(FILE *out) {
 
 int cmd_info(int argc, char **argv) {
     const char *run = NULL;
-    for (int i = 1; i < argc; i++) {
+    for (int i = CLI_FIRST_ARG; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             info_usage(stdout);
             return EXIT_DONE;

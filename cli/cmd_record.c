@@ -181,7 +181,7 @@ static void print_ending(const record_view *v, const record_result *r) {
 int cmd_record(int argc, char **argv) {
     char err[ENGINE_ERRLEN] = "";
     run_spec spec;
-    int rc = run_spec_from_argv(argc + 1, argv - 1, &spec, err, sizeof err);
+    int rc = run_spec_from_argv(argc, argv, &spec, err, sizeof err);
     if (rc) {
         if (session_process_speaks()) fprintf(stderr, "npurr record: %s\n", err);
         run_spec_free(&spec);

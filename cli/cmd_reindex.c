@@ -54,7 +54,7 @@ static int run_completed(const char *run) {
 
 int cmd_reindex(int argc, char **argv) {
     const char *run = NULL;
-    for (int i = 1; i < argc; i++) {
+    for (int i = CLI_FIRST_ARG; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             reindex_usage(stdout);
             return EXIT_DONE;

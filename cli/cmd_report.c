@@ -28,7 +28,7 @@ static void report_usage(FILE *out) {
 
 int cmd_report(int argc, char **argv) {
     const char *run = NULL, *outpath = NULL;
-    for (int i = 1; i < argc; i++) {
+    for (int i = CLI_FIRST_ARG; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             report_usage(stdout);

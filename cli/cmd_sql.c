@@ -62,7 +62,7 @@ static char *read_stdin(void) {
 int cmd_sql(int argc, char **argv) {
     const char *run = NULL, *query = NULL;
     int csv = 0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = CLI_FIRST_ARG; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             sql_usage(stdout);

@@ -52,7 +52,7 @@ typedef struct stats_args {
 /* -1: --help printed; 0: parsed; 2: a usage error, printed. */
 static int parse_stats(int argc, char **argv, stats_args *x) {
     *x = (stats_args){.by = ANA_BY_ROLE};
-    for (int i = 1; i < argc; i++) {
+    for (int i = CLI_FIRST_ARG; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             stats_usage(stdout);

@@ -278,10 +278,10 @@ int cmd_sweep(int argc, char **argv) {
     char err[2 * ENGINE_ERRLEN + 4400];
     c.base = calloc((size_t)argc + 4, sizeof *c.base);
     if (!c.base) return EXIT_ERROR;
-    c.base[c.nbase++] = argv[-1];
+    c.base[c.nbase++] = argv[0];
     c.base[c.nbase++] = "record";
     int status = EXIT_USAGE;
-    for (int i = 1; i < argc; i++) {
+    for (int i = CLI_FIRST_ARG; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             sweep_usage(stdout);

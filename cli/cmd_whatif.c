@@ -103,7 +103,7 @@ int cmd_whatif(int argc, char **argv) {
     const char *run = NULL;
     long top = 5, jobs = pool_default_jobs();
     int csv = 0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = CLI_FIRST_ARG; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             whatif_usage(stdout);

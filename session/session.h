@@ -63,9 +63,11 @@ typedef struct run_options {
     int help;
 } run_options;
 
-/* Parses argv[1..] of record/layout/replay. `allow` is a mask of which
- * non-kernel options the command takes. Returns 0, or SESSION_USAGE /
- * SESSION_ERROR with err naming the option at fault. */
+/* Parses a whole command line of record or layout (argv[0] the program,
+ * argv[1] the subcommand, its options from argv[2]) into ro, whose strings
+ * point into argv. `allow` is a mask of which non-kernel options the
+ * command takes. Returns 0, or SESSION_USAGE / SESSION_ERROR with err
+ * naming the option at fault. */
 enum { RUN_OPT_OUTPUT = 1, RUN_OPT_NO_TRACE = 2,
        RUN_OPT_EXECUTES = 4 /* --seed/--jitter/--hw/--watchdog-us/--quiet; implied by the
                                other two: record and replay run the engine, layout does not */ };
