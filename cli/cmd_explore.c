@@ -8,7 +8,7 @@
  * --jitter F on transfer durations, and with `--strategy pct` a few seeded
  * points where the core that takes that scheduling step is delayed (PCT;
  * engine/sched_delay.c). Every run is built from a command line and run by
- * the same run_spec_from_argv and record_session as `record`
+ * the same run_spec_from_argv and record session as `record`
  * (session/session.h), so the command printed for the failing run is
  * exactly the configuration that failed; it is then recorded by `record`
  * itself (a normal run folder) and explore exits with its code. Runs go
@@ -91,42 +91,47 @@ typedef struct run_end {
     char what[1024];
 } run_end;
 
-/* Runs argv (a whole `npurr record` command line) once, without a trace,
- * through the same record_session as `record`. */
-static int run_once(words *argv, int check_races, run_end *out, char *err, size_t errlen) {
-    memset(out, 0, sizeof *out);
-    run_spec spec;
-    int rc = run_spec_from_argv(argv->n, argv->v, &spec, err, errlen);
-    record_result r;
-    if (!rc) {
-        spec.opts.no_trace = 1;
-        spec.opts.check_races = check_races;
-        rc = record_session(&spec, NULL, 0, &r, err, errlen);
-    }
-    run_spec_free(&spec);
-    if (rc) return rc;
-    if (!r.ran) {
-        snprintf(err, errlen, "%s", r.error);
-        record_result_free(&r);
+/* What r says of one run, into out. EXIT_DONE, or EXIT_ERROR with err
+ * when the engine could not run. */
+static int run_ended(const record_result *r, run_end *out, char *err, size_t errlen) {
+    if (!r->ran) {
+        snprintf(err, errlen, "%s", r->error);
         return EXIT_ERROR;
     }
-    out->status = cli_outcome_status(r.run.outcome, strcmp(r.check, "failed") == 0);
-    out->outcome = r.run.outcome;
-    out->end_time = r.run.end_time;
-    out->events = r.run.events;
-    out->steps = r.sched_steps;
+    out->status = cli_outcome_status(r->run.outcome, strcmp(r->check, "failed") == 0);
+    out->outcome = r->run.outcome;
+    out->end_time = r->run.end_time;
+    out->events = r->run.events;
+    out->steps = r->sched_steps;
     snprintf(out->what, sizeof out->what, "%s",
-             r.run.outcome == OUTCOME_COMPLETED ? r.check_message : r.run.message);
-    out->races = r.races;
-    out->sync_errors = r.sync_errors;
-    if (r.checker && out->status == EXIT_DONE && (out->races || out->sync_errors)) {
+             r->run.outcome == OUTCOME_COMPLETED ? r->check_message : r->run.message);
+    out->races = r->races;
+    out->sync_errors = r->sync_errors;
+    if (r->checker && out->status == EXIT_DONE && (out->races || out->sync_errors)) {
         out->status = EXIT_RACES;
         snprintf(out->what, sizeof out->what, "%llu race%s, %llu sync error%s",
                  (unsigned long long)out->races, out->races == 1 ? "" : "s",
                  (unsigned long long)out->sync_errors, out->sync_errors == 1 ? "" : "s");
     }
-    record_result_free(&r);
-    return 0;
+    return EXIT_DONE;
+}
+
+/* Runs argv (a whole `npurr record` command line) once, without a trace,
+ * through the same record session as `record`. */
+static int run_once(words *argv, int check_races, run_end *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    run_spec spec;
+    int rc = run_spec_from_argv(argv->n, argv->v, &spec, err, errlen);
+    record_session *s = NULL;
+    if (!rc) {
+        spec.opts.no_trace = 1;
+        spec.opts.check_races = check_races;
+        rc = record_session_open(&spec, NULL, &s, err, errlen);
+    }
+    if (!rc) rc = run_ended(record_session_run(s, 0), out, err, errlen);
+    record_session_close(s);
+    run_spec_free(&spec);
+    return rc;
 }
 
 static const char *outcome_text(const run_end *r) {
