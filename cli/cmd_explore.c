@@ -20,7 +20,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 
 static void print_help(void) {
@@ -51,12 +50,6 @@ static void print_help(void) {
            "      watchdog, 4 data check failed, 6 races), 0 if all N runs ended like the\n"
            "      clean run, 2 usage\n\n");
     run_options_help(stdout, NULL, 0);
-}
-
-static double wall_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* A growable argv; strings are owned (copied). */
@@ -280,7 +273,7 @@ static int shake(const words *base, const explore_opts *xo, const run_end *clean
     if (!delay_ps) delay_ps = 1000;
     uint64_t span = clean->steps ? clean->steps : 1;
     char err[ENGINE_ERRLEN] = "";
-    double last = wall_now();
+    double last = engine_host_seconds();
     for (long long i = 1; i <= xo->runs; i++) {
         words av = {0};
         run_argv(base, xo, xo->base_seed + (uint64_t)i, 0, span, delay_ps, &av);
@@ -298,7 +291,7 @@ static int shake(const words *base, const explore_opts *xo, const run_end *clean
             return EXIT_DONE;
         }
         words_free(&av);
-        double now = wall_now();
+        double now = engine_host_seconds();
         if (now - last >= 2.0 || i == xo->runs) {
             fprintf(stderr, "npurr explore: %lld/%lld runs, 0 failures, %.2f runs/s\n", *done,
                     xo->runs, (double)*done / (now - t0));
@@ -351,7 +344,7 @@ int cmd_explore(int argc, char **argv) {
     words argv0 = {0};
     run_argv(&base, &xo, xo.base_seed, 1, 0, 0, &argv0);
     run_end clean;
-    double t0 = wall_now();
+    double t0 = engine_host_seconds();
     rc = run_once(&argv0, xo.check_races, &clean, err, sizeof err);
     words_free(&argv0);
     if (rc) {
@@ -367,7 +360,7 @@ int cmd_explore(int argc, char **argv) {
     words failing = {0};
     run_end fail = {0};
     int status = shake(&base, &xo, &clean, t0, &done, &failing, &fail);
-    double wall = wall_now() - t0;
+    double wall = engine_host_seconds() - t0;
     if (!failing.n) {
         if (status == EXIT_DONE)
             printf("explore   %lld runs ended like the clean run (%s), %.1f s, %.2f runs/s\n", done,

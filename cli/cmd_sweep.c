@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "sweep.h"
 
@@ -67,12 +66,6 @@ typedef struct sweep_cli {
     double t0;
     int progress;
 } sweep_cli;
-
-static double mono_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* The record command line of point p: base, then --KEY=V per option key.
  * The strings live in buf (freed by the caller with the array). */
@@ -136,7 +129,7 @@ static void job(void *ctx, size_t p, point_result *r) {
 static void progress(void *ctx, size_t p, const point_result *r, size_t done, size_t total) {
     sweep_cli *c = ctx;
     if (!c->progress) return;
-    double el = mono_s() - c->t0;
+    double el = engine_host_seconds() - c->t0;
     double eta = done ? el * (double)(total - done) / (double)done : 0;
     char end[48];
     if (r->status) snprintf(end, sizeof end, "exit %d", r->status);
@@ -364,7 +357,7 @@ int cmd_sweep(int argc, char **argv) {
         goto out;
     }
     c.progress = 1;
-    c.t0 = mono_s();
+    c.t0 = engine_host_seconds();
     fprintf(stderr, "npurr sweep: %zu points, %ld at a time\n", c.s.npoints,
             jobs < (long)c.s.npoints ? jobs : (long)c.s.npoints);
     int prc = run_pool(c.s.npoints, (int)jobs, job, progress, &c, c.s.res, err, sizeof err);
@@ -389,7 +382,7 @@ int cmd_sweep(int argc, char **argv) {
     size_t ran = 0, ok = 0;
     for (size_t p = 0; p < c.s.npoints; p++) ran += c.s.res[p].done, ok += c.s.res[p].done && !c.s.res[p].status;
     printf("%zu of %zu points ran, %zu completed with the check passed, %zu failed (their exit "
-           "codes are in the rows); %.1f s\n", ran, c.s.npoints, ok, ran - ok, mono_s() - c.t0);
+           "codes are in the rows); %.1f s\n", ran, c.s.npoints, ok, ran - ok, engine_host_seconds() - c.t0);
     printf("wrote %s/sweep.csv and %s/sweep.html\n", dir, dir);
     if (prc > 0) {
         fprintf(stderr, "npurr sweep: interrupted: the %zu finished points are written\n", ran);

@@ -80,6 +80,11 @@ void engine_hw_defaults(engine_hw *hw);
 /* Parse key=value lines ('#' comments) over *hw. Unknown keys are errors. */
 int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen);
 
+/* Seconds on the host's monotonic clock, from an arbitrary start
+ * (host_clock.c): for the wall-time figures npurr prints, never for
+ * anything a run or its trace depends on. */
+double engine_host_seconds(void);
+
 /* The one check of every file npurr reads (input_file.c): opens path for
  * reading without ever blocking (a FIFO is refused, not waited on) and
  * returns the descriptor only when it is a regular file; else -1 with why

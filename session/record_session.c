@@ -18,7 +18,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "session/record_inputs.h"
 #include "session/record_races.h"
@@ -26,12 +25,6 @@
 #include "session/run_folder.h"
 #include "session/session_signals.h"
 #include "session/split_mpi.h"
-
-static double wall_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Usage errors, before anything is built. Under mpirun only process 0
  * writes the run folder, so only it checks -o, and each process checks
@@ -145,9 +138,9 @@ static void check_outputs(record_session *rc) {
 static void run(record_session *rc) {
     record_result *r = &rc->r;
     if (rc->catch_signals) session_signals_catch(rc->e, 1);
-    double t0 = wall_now();
+    double t0 = engine_host_seconds();
     r->ran = engine_run(rc->e, &r->run, r->error, sizeof r->error) == ENGINE_OK;
-    r->wall = wall_now() - t0;
+    r->wall = engine_host_seconds() - t0;
     r->sched_steps = engine_sched_steps(rc->e);
     /* With a trace to finish, Ctrl-C stays ours until rec_close is done. */
     if (rc->catch_signals) session_signals_run_over(rc->w != NULL);
