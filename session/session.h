@@ -64,14 +64,14 @@ typedef struct run_options {
     int help;
 } run_options;
 
+enum { RUN_OPT_OUTPUT = 1, RUN_OPT_NO_TRACE = 2,
+       RUN_OPT_EXECUTES = 4 /* --seed/--jitter/--hw/--watchdog-us/--quiet; implied by the
+                               other two: record and replay run the engine, layout does not */ };
 /* Parses a whole command line of record or layout (argv[0] the program,
  * argv[1] the subcommand, its options from argv[2]) into ro, whose strings
  * point into argv. `allow` is a mask of which non-kernel options the
  * command takes. Returns 0, or SESSION_USAGE / SESSION_ERROR with err
  * naming the option at fault. */
-enum { RUN_OPT_OUTPUT = 1, RUN_OPT_NO_TRACE = 2,
-       RUN_OPT_EXECUTES = 4 /* --seed/--jitter/--hw/--watchdog-us/--quiet; implied by the
-                               other two: record and replay run the engine, layout does not */ };
 int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *err, size_t errlen);
 /* Help text for the engine options and, if k is not NULL, its options
  * (else the list of kernels). */
@@ -115,6 +115,8 @@ int run_spec_from_argv(int argc, char **argv, run_spec *spec, char *err, size_t 
  * SESSION_OK, or SESSION_ERROR with err naming dir. */
 int run_spec_from_run(rec_reader *r, const char *dir, run_spec *spec, char *note, size_t notelen,
                       char *err, size_t errlen);
+/* Frees what spec owns (command line, split words, redirected inputs) and
+ * zeroes it; argv given to run_spec_from_argv stays the caller's. */
 void run_spec_free(run_spec *spec);
 
 /* ---- recording (record_session.c, record_finish.c) ---- */
@@ -198,7 +200,9 @@ typedef struct replay_session replay_session;
  * SESSION_DIVERGED when the header does not describe that run (err says
  * which key); SESSION_ERROR with err naming dir otherwise. */
 int replay_session_open(const char *dir, replay_session **out, char *err, size_t errlen);
+/* The spec the run was rebuilt from; owned by s. */
 const run_spec *replay_session_spec(const replay_session *s);
+/* The rebuilt engine (kernels launched, not yet run); owned by s. */
 engine *replay_session_engine(replay_session *s);
 /* hw keys the trace lacks, whose defaults the replay uses ("" if none). */
 const char *replay_session_note(const replay_session *s);
@@ -251,6 +255,7 @@ typedef struct fidelity_table {
     int n;
 } fidelity_table;
 
+enum { FIDELITY_LATE_OPTIONS = 1 };
 /* Reads path: either npurr's measured-rows CSV (header kernel,options,
  * phase,measured_us plus optional id, use, source; '#' lines are comments)
  * or msprof's op_summary CSV (an "Op Name" and a "Task Duration(us)"
@@ -261,10 +266,10 @@ typedef struct fidelity_table {
  * number). SESSION_OK, or SESSION_ERROR with err naming FILE:LINE.
  * FIDELITY_LATE_OPTIONS in flags: options the kernel refuses are left for
  * the row's run to report (bench_fidelity lists such a row as not runnable
- * and goes on). */
-enum { FIDELITY_LATE_OPTIONS = 1 };
+ * and goes on). The caller frees *t with fidelity_table_free. */
 int fidelity_table_read(const char *path, const char *kernel_options, int flags,
                         fidelity_table *t, char *err, size_t errlen);
+/* Frees t's rows (not t itself). */
 void fidelity_table_free(fidelity_table *t);
 
 #define FIDELITY_MAX_PHASES 8
