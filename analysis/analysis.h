@@ -97,8 +97,8 @@ int ana_ensure_fresh_flags(const char *run_dir, int flags, ana_source *src, char
 /* ana_ensure_fresh, then src->db_path opened read-only with the events
  * vtab registered over RUN/trace.zst. ANA_OPEN_QUERY_ONLY (npurr sql) also
  * sets PRAGMA query_only and refuses ATTACH, DETACH and PRAGMA assignments.
- * src may be NULL. 0 with *db, or -1 with err; the caller closes *db with
- * sqlite3_close either way. */
+ * src may be NULL. 0 with *db (the caller closes it with sqlite3_close),
+ * or -1 with err and *db NULL. */
 int ana_open_fresh(const char *run_dir, int flags, sqlite3 **db, ana_source *src, char *err,
                    size_t errlen);
 /* ana_open_fresh(run_dir, 0, db, NULL, ...). */

@@ -44,42 +44,37 @@ static void critical_usage(FILE *out) {
           out);
 }
 
+typedef struct critical_args {
+    const char *run;
+    ana_crit_by by;
+    long top;
+    int csv;
+} critical_args;
+
+static int set_by(void *ctx, const char *v) {
+    critical_args *x = ctx;
+    if (v && !ana_crit_by_parse(v, &x->by)) return 0;
+    fprintf(stderr, "npurr critical: --by needs one of resource, class, role, rank, site (got "
+            "'%s')\n", v ? v : "");
+    return EXIT_USAGE;
+}
+
+static int set_top(void *ctx, const char *v) {
+    return cli_opt_positive("critical", "--top", v, &((critical_args *)ctx)->top);
+}
+
 int cmd_critical(int argc, char **argv) {
-    const char *run = NULL;
-    ana_crit_by by = ANA_CRIT_BY_RESOURCE;
-    long top = 0;
-    int csv = 0;
-    for (int i = CLI_FIRST_ARG; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            critical_usage(stdout);
-            return EXIT_DONE;
-        } else if (cli_opt_is(a, "--by")) {
-            if (!(v = cli_opt_value(argc, argv, &i, "--by")) || ana_crit_by_parse(v, &by)) {
-                fprintf(stderr, "npurr critical: --by needs one of resource, class, role, rank, "
-                        "site (got '%s')\n", v ? v : "");
-                return EXIT_USAGE;
-            }
-        } else if (cli_opt_is(a, "--top")) {
-            v = cli_opt_value(argc, argv, &i, "--top");
-            if (cli_opt_count(v, &top)) {
-                fprintf(stderr, "npurr critical: --top needs a positive number (got '%s')\n",
-                        v ? v : "");
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(a, "--csv")) {
-            csv = 1;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "npurr critical: unknown option '%s'\n", a);
-            critical_usage(stderr);
-            return EXIT_USAGE;
-        } else if (!run) {
-            run = a;
-        } else {
-            fprintf(stderr, "npurr critical: unexpected argument '%s' (one RUN only)\n", a);
-            return EXIT_USAGE;
-        }
-    }
+    critical_args x = {.by = ANA_CRIT_BY_RESOURCE};
+    const cli_opt opts[] = {{"--by", .set = set_by}, {"--top", .set = set_top},
+                            {"--csv", .flag = &x.csv}};
+    cli_args p = {.cmd = "critical", .usage = critical_usage, .opts = opts, .nopts = 3, .ctx = &x,
+                  .words = {&x.run}, .extra = "unexpected argument '%s' (one RUN only)"};
+    int prc = cli_parse(&p, argc, argv);
+    if (prc) return prc == CLI_HELP ? EXIT_DONE : prc;
+    const char *run = x.run;
+    ana_crit_by by = x.by;
+    long top = x.top;
+    int csv = x.csv;
     if (!run) {
         critical_usage(stderr);
         return EXIT_USAGE;
@@ -87,10 +82,7 @@ int cmd_critical(int argc, char **argv) {
     char err[1024];
     sqlite3 *db = NULL;
     ana_source src;
-    if (ana_open_fresh(run, 0, &db, &src, err, sizeof err)) {
-        fprintf(stderr, "npurr critical: %s\n", err);
-        return EXIT_ERROR;
-    }
+    if (cli_open_run("critical", run, 0, &db, &src)) return EXIT_ERROR;
     ana_crit_table t;
     int rc = ana_crit_table_get(db, by, (size_t)top, &t, err, sizeof err);
     sqlite3_close(db);

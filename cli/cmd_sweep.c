@@ -300,11 +300,8 @@ int cmd_sweep(int argc, char **argv) {
                 goto out;
             }
         } else if (cli_opt_is(a, "-j")) {
-            v = cli_opt_value(argc, argv, &i, "-j");
-            if (cli_opt_count(v, &jobs)) {
-                fprintf(stderr, "npurr sweep: -j needs a positive number (got '%s')\n", v ? v : "");
+            if (cli_opt_positive("sweep", "-j", cli_opt_value(argc, argv, &i, "-j"), &jobs))
                 goto out;
-            }
         } else if (!strcmp(a, "--no-trace") || !strcmp(a, "--force") || !strcmp(a, "--quiet") ||
                    !strcmp(a, "--progress")) {
             continue;   /* every point runs without a trace and quietly */
