@@ -1,6 +1,6 @@
 /*
  * fidelity_run.c - one measured row run on npurr: its `record` command line
- * rebuilt (run_spec_from_argv on "-k KERNEL OPTIONS"), the timing
+ * rebuilt (run_spec_from_words on "-k KERNEL OPTIONS"), the timing
  * parameters replaced by the set under test, recorded without a trace
  * (record_session_open/run), and the phases read from the engine after the run
  * (record_hooks.on_ran): a phase lasts from the first core taking one of
@@ -82,34 +82,12 @@ void fidelity_run(const fidelity_row *row, const engine_hw *hw, fidelity_result 
         snprintf(res->error, sizeof res->error, "%s: options: malformed quoting", row->where);
         return;
     }
-    char **argv = calloc((size_t)n + 6, sizeof *argv);
-    if (!argv) {
-        free(words);
-        snprintf(res->error, sizeof res->error, "%s: out of memory", row->where);
-        return;
-    }
-    int argc = 0;
-    argv[argc++] = "npurr";
-    argv[argc++] = "record";
-    argv[argc++] = "-k";
-    argv[argc++] = (char *)row->kernel;
-    for (int i = 0; i < n; i++) argv[argc++] = words[i];
-    argv[argc++] = "--no-trace";
-    argv[argc] = NULL;
-
     run_spec spec;
     char err[1024] = "";
-    int rc = run_spec_from_argv(argc, argv, &spec, err, sizeof err);
-    if (!rc && spec.opts.help) {
-        snprintf(err, sizeof err, "--help is not a shape");
-        rc = SESSION_USAGE;
-    }
+    int rc = run_spec_from_words(row->kernel, words, n, &spec, err, sizeof err);
     if (rc) {
         snprintf(res->error, sizeof res->error, "%s: options '%s': %s", row->where, row->options,
                  err);
-        run_spec_free(&spec);
-        free(argv);
-        free(words);
         return;
     }
     spec.opts.config.hw = *hw;
@@ -139,8 +117,6 @@ void fidelity_run(const fidelity_row *row, const engine_hw *hw, fidelity_result 
     if (res->ok) select_phase(row, res);
     record_session_close(s);
     run_spec_free(&spec);
-    free(argv);
-    free(words);
 }
 
 /* ---------------------------------------------------------------- in parallel */

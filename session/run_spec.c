@@ -34,6 +34,33 @@ int run_spec_from_argv(int argc, char **argv, run_spec *spec, char *err, size_t 
     return SESSION_OK;
 }
 
+int run_spec_from_words(const char *kernel, char **words, int n, run_spec *spec, char *err,
+                        size_t errlen) {
+    memset(spec, 0, sizeof *spec);
+    char **argv = calloc((size_t)n + 6, sizeof *argv);
+    if (!argv) {
+        free(words);
+        snprintf(err, errlen, "out of memory");
+        return SESSION_ERROR;
+    }
+    int argc = 0;
+    argv[argc++] = "npurr";
+    argv[argc++] = "record";
+    argv[argc++] = "-k";
+    argv[argc++] = (char *)kernel;
+    for (int i = 0; i < n; i++) argv[argc++] = words[i];
+    argv[argc++] = "--no-trace";
+    int rc = run_spec_from_argv(argc, argv, spec, err, errlen);
+    if (!rc && spec->opts.help) {
+        snprintf(err, errlen, "--help is not a shape");
+        rc = SESSION_USAGE;
+    }
+    spec->words = words;   /* what the options point into, freed with the spec */
+    spec->argv = argv;
+    if (rc) run_spec_free(spec);
+    return rc;
+}
+
 /* The recorded command line as argv (the program's word, then `record`
  * and its options), without --hw FILE. */
 static int recorded_argv(const char *line, run_spec *spec, int *argc_out, char *err,

@@ -109,6 +109,13 @@ typedef struct run_spec {
  * point into argv, which must outlive the spec. spec->opts.help set: only
  * the kernel is known. SESSION_OK, or SESSION_USAGE / SESSION_ERROR with err. */
 int run_spec_from_argv(int argc, char **argv, run_spec *spec, char *err, size_t errlen);
+/* A run of kernel without a trace from the n words of its options (a
+ * shell_split result, which the spec takes over whatever the outcome):
+ * `npurr record -k KERNEL WORDS --no-trace` parsed as record parses it;
+ * --help is refused (it is no shape). SESSION_OK, or SESSION_USAGE /
+ * SESSION_ERROR with err naming the option at fault (the words freed). */
+int run_spec_from_words(const char *kernel, char **words, int n, run_spec *spec, char *err,
+                        size_t errlen);
 /* From the run folder dir whose trace r is open: its recorded command
  * line, the header's config.* and hw.* over it, input options pointed at
  * the copies in dir. note names hw keys the trace lacks ("" if none).
