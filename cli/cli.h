@@ -47,6 +47,9 @@ int cmd_sweep(int argc, char **argv);
 int cli_opt_is(const char *arg, const char *name);
 const char *cli_opt_value(int argc, char **argv, int *i, const char *name);
 int cli_opt_count(const char *v, long *out);
+/* 0 when ok; else says "npurr CMD: NEED (got 'V')" and returns EXIT_USAGE:
+ * how an option's setter refuses a value. */
+int cli_opt_ok(const char *cmd, int ok, const char *need, const char *v);
 /* cli_opt_count, saying on a bad v "npurr CMD: OPT needs a positive
  * number (got 'V')": 0, or EXIT_USAGE. */
 int cli_opt_positive(const char *cmd, const char *opt, const char *v, long *out);
@@ -91,6 +94,7 @@ typedef struct cli_args {
     /* A missing value: 0 hands NULL to set; otherwise "OPT needs a value",
      * and with CLI_MISSING_USAGE the usage too. */
     int missing_says;
+    int needs_word;              /* no word at all: the usage on stderr, EXIT_USAGE */
 } cli_args;
 enum { CLI_MISSING_SAYS = 1, CLI_MISSING_USAGE = 2, CLI_HELP = -1 };
 
@@ -98,7 +102,8 @@ enum { CLI_MISSING_SAYS = 1, CLI_MISSING_USAGE = 2, CLI_HELP = -1 };
  * --help prints the usage to stdout (CLI_HELP); an option of p->opts is
  * taken; any other word starting with '-' (but "-" alone) is an unknown
  * option (said, with the usage on stderr); the rest fill p->words. Returns
- * 0, CLI_HELP, or EXIT_USAGE after saying why on stderr. */
+ * 0, CLI_HELP, or EXIT_USAGE after saying why on stderr (with needs_word,
+ * also when no word came). */
 int cli_parse(const cli_args *p, int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 

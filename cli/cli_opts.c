@@ -28,21 +28,23 @@ const char *cli_opt_value(int argc, char **argv, int *i, const char *name) {
     return NULL;
 }
 
-int cli_opt_positive(const char *cmd, const char *opt, const char *v, long *out) {
-    if (!cli_opt_count(v, out)) return 0;
-    fprintf(stderr, "npurr %s: %s needs a positive number (got '%s')\n", cmd, opt, v ? v : "");
+int cli_opt_ok(const char *cmd, int ok, const char *need, const char *v) {
+    if (ok) return 0;
+    fprintf(stderr, "npurr %s: %s (got '%s')\n", cmd, need, v ? v : "");
     return EXIT_USAGE;
+}
+
+int cli_opt_positive(const char *cmd, const char *opt, const char *v, long *out) {
+    char need[64];
+    snprintf(need, sizeof need, "%s needs a positive number", opt);
+    return cli_opt_ok(cmd, !cli_opt_count(v, out), need, v);
 }
 
 int cli_opt_top(const char *cmd, const char *v, size_t *out) {
     unsigned long long n;
-    if (!cli_parse_uint(v, 1, SIZE_MAX / 2, &n)) {
-        *out = (size_t)n;
-        return 0;
-    }
-    fprintf(stderr, "npurr %s: --top needs a positive number below 2^63 (got '%s')\n", cmd,
-            v ? v : "");
-    return EXIT_USAGE;
+    int ok = !cli_parse_uint(v, 1, SIZE_MAX / 2, &n);
+    if (ok) *out = (size_t)n;
+    return cli_opt_ok(cmd, ok, "--top needs a positive number below 2^63", v);
 }
 
 int cli_opt_count(const char *v, long *out) {
@@ -109,6 +111,10 @@ int cli_parse(const cli_args *p, int argc, char **argv) {
             return EXIT_USAGE;
         }
         if (take_word(p, a)) return EXIT_USAGE;
+    }
+    if (p->needs_word && !*p->words[0]) {
+        p->usage(stderr);
+        return EXIT_USAGE;
     }
     return 0;
 }

@@ -52,11 +52,8 @@ typedef struct critical_args {
 } critical_args;
 
 static int set_by(void *ctx, const char *v) {
-    critical_args *x = ctx;
-    if (v && !ana_crit_by_parse(v, &x->by)) return 0;
-    fprintf(stderr, "npurr critical: --by needs one of resource, class, role, rank, site (got "
-            "'%s')\n", v ? v : "");
-    return EXIT_USAGE;
+    return cli_opt_ok("critical", v && !ana_crit_by_parse(v, &((critical_args *)ctx)->by),
+                      "--by needs one of resource, class, role, rank, site", v);
 }
 
 static int set_top(void *ctx, const char *v) {
@@ -68,29 +65,23 @@ int cmd_critical(int argc, char **argv) {
     const cli_opt opts[] = {{"--by", .set = set_by}, {"--top", .set = set_top},
                             {"--csv", .flag = &x.csv}};
     cli_args p = {.cmd = "critical", .usage = critical_usage, .opts = opts, .nopts = 3, .ctx = &x,
-                  .words = {&x.run}, .extra = "unexpected argument '%s' (one RUN only)"};
-    int prc = cli_parse(&p, argc, argv);
-    if (prc) return prc == CLI_HELP ? EXIT_DONE : prc;
+                  .words = {&x.run}, .extra = "unexpected argument '%s' (one RUN only)",
+                  .needs_word = 1};
+    int parsed = cli_parse(&p, argc, argv);
+    if (parsed) return parsed == CLI_HELP ? EXIT_DONE : parsed;
     const char *run = x.run;
-    ana_crit_by by = x.by;
-    long top = x.top;
-    int csv = x.csv;
-    if (!run) {
-        critical_usage(stderr);
-        return EXIT_USAGE;
-    }
     char err[1024];
     sqlite3 *db = NULL;
     ana_source src;
     if (cli_open_run("critical", run, 0, &db, &src)) return EXIT_ERROR;
     ana_crit_table t;
-    int rc = ana_crit_table_get(db, by, (size_t)top, &t, err, sizeof err);
+    int rc = ana_crit_table_get(db, x.by, (size_t)x.top, &t, err, sizeof err);
     sqlite3_close(db);
     if (rc) {
         fprintf(stderr, "npurr critical: %s: %s\n", run, err);
         return EXIT_ERROR;
     }
-    if (csv) ana_crit_table_print_csv(&t, 1, stdout);
+    if (x.csv) ana_crit_table_print_csv(&t, 1, stdout);
     else ana_crit_table_print(&t, stdout);
     ana_crit_table_free(&t);
     if (src.partial) {

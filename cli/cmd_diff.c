@@ -44,15 +44,11 @@ typedef struct diff_args {
 } diff_args;
 
 static int set_by(void *ctx, const char *v) {
-    diff_args *x = ctx;
     ana_group_by g;
-    if (v && (!strcmp(v, "link") || !ana_group_by_parse(v, &g))) {
-        x->by = v;
-        return 0;
-    }
-    fprintf(stderr, "npurr diff: --by needs one of role, site, rank, kind, object, cause, link "
-            "(got '%s')\n", v ? v : "");
-    return EXIT_USAGE;
+    int ok = v && (!strcmp(v, "link") || !ana_group_by_parse(v, &g));
+    if (ok) ((diff_args *)ctx)->by = v;
+    return cli_opt_ok("diff", ok, "--by needs one of role, site, rank, kind, object, cause, link",
+                      v);
 }
 
 static int set_top(void *ctx, const char *v) {

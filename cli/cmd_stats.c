@@ -50,11 +50,8 @@ typedef struct stats_args {
 } stats_args;
 
 static int set_by(void *ctx, const char *v) {
-    stats_args *x = ctx;
-    if (v && !ana_group_by_parse(v, &x->by)) return 0;
-    fprintf(stderr, "npurr stats: --by needs one of role, site, rank, kind, object, cause (got "
-            "'%s')\n", v ? v : "");
-    return 2;
+    return cli_opt_ok("stats", v && !ana_group_by_parse(v, &((stats_args *)ctx)->by),
+                      "--by needs one of role, site, rank, kind, object, cause", v);
 }
 
 static int set_top(void *ctx, const char *v) {
@@ -67,14 +64,9 @@ static int parse_stats(int argc, char **argv, stats_args *x) {
     const cli_opt opts[] = {{"--by", .set = set_by}, {"--top", .set = set_top},
                             {"--csv", .flag = &x->csv}, {"--races", .flag = &x->races}};
     cli_args p = {.cmd = "stats", .usage = stats_usage, .opts = opts, .nopts = 4, .ctx = x,
-                  .words = {&x->run}, .extra = "unexpected argument '%s' (one RUN only)"};
-    int rc = cli_parse(&p, argc, argv);
-    if (rc) return rc;
-    if (!x->run) {
-        stats_usage(stderr);
-        return 2;
-    }
-    return 0;
+                  .words = {&x->run}, .extra = "unexpected argument '%s' (one RUN only)",
+                  .needs_word = 1};
+    return cli_parse(&p, argc, argv);
 }
 
 int cmd_stats(int argc, char **argv) {

@@ -118,16 +118,13 @@ int cmd_whatif(int argc, char **argv) {
     const cli_opt opts[] = {{"--top", .set = set_top}, {"-j", .set = set_jobs},
                             {"--csv", .flag = &x.csv}};
     cli_args p = {.cmd = "whatif", .usage = whatif_usage, .opts = opts, .nopts = 3, .ctx = &x,
-                  .words = {&x.run}, .extra = "unexpected argument '%s' (one RUN only)"};
+                  .words = {&x.run}, .extra = "unexpected argument '%s' (one RUN only)",
+                  .needs_word = 1};
     int parsed = cli_parse(&p, argc, argv);
     if (parsed) return parsed == CLI_HELP ? EXIT_DONE : parsed;
     const char *run = x.run;
     long top = x.top, jobs = x.jobs;
     int csv = x.csv;
-    if (!run) {
-        whatif_usage(stderr);
-        return EXIT_USAGE;
-    }
     char err[ENGINE_ERRLEN * 2];
     sqlite3 *db = NULL;
     if (cli_open_run("whatif", run, 0, &db, NULL)) return EXIT_ERROR;
