@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "analysis/analysis.h"
 #include "analysis/ana_internal.h"
@@ -25,9 +24,7 @@ void ana_err(char *err, size_t errlen, const char *fmt, ...) {
 }
 
 double ana_step_clock(const char *done, double since) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    double t = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    double t = engine_host_seconds();
     if (done && getenv("NPURR_ANA_TIMING"))
         fprintf(stderr, "ana_derive: %-14s %.3f s\n", done, t - since);
     return t;

@@ -28,6 +28,9 @@ typedef struct diff_row {
     char *group;
     double a[3], b[3];    /* stalls: count, total_ps, share; links: bytes, busy_ps, gbps */
     int in_a, in_b;
+    /* The sort keys, set before sorting (so the comparator reads nothing else). */
+    int is_class;         /* a link class row ("rdma *") */
+    double change;        /* |B - A| of the kind's key metric */
 } diff_row;
 
 typedef struct diff_set {
@@ -222,18 +225,11 @@ static int add_links(sqlite3 *db, int side, diff_set *s, char *err, size_t errle
     return rc;
 }
 
-/* The metric rows are ordered by: stalls by total, links by bandwidth. */
-static int key_metric(int links) { return links ? 2 : 1; }
-static int by_change_links;
-
+/* Link classes first, then the largest absolute change, then by name. */
 static int cmp_change(const void *x, const void *y) {
     const diff_row *a = x, *b = y;
-    int m = key_metric(by_change_links);
-    /* Link classes first, then the largest absolute change. */
-    int ca = strchr(a->group, '*') != NULL, cb = strchr(b->group, '*') != NULL;
-    if (ca != cb) return cb - ca;
-    double da = fabs(a->b[m] - a->a[m]), db = fabs(b->b[m] - b->a[m]);
-    if (da != db) return da < db ? 1 : -1;
+    if (a->is_class != b->is_class) return b->is_class - a->is_class;
+    if (a->change != b->change) return a->change < b->change ? 1 : -1;
     return strcmp(a->group, b->group);
 }
 
@@ -260,6 +256,127 @@ static void fmt_signed_ps(char *buf, size_t len, double d) {
     snprintf(buf, len, "%s%s", d < 0 ? "-" : (d > 0 ? "+" : ""), t);
 }
 
+/* ---- what a diff shows, per kind of row: stalls (--by role, site, ...)
+ *      or links (--by link) ---- */
+
+#define DIFF_CELLS 7      /* the columns after the group's */
+
+typedef struct diff_kind {
+    int key;              /* the metric (index into a[], b[]) rows are ordered by */
+    const char *csv_head;
+    const char *head[DIFF_CELLS];
+    void (*csv_run)(FILE *out, double ta, double tb);
+    void (*csv_row)(FILE *out, const diff_row *r);
+    void (*intro)(FILE *out, const char *group_name);
+    void (*cells)(const diff_row *r, char cell[DIFF_CELLS][96]);
+} diff_kind;
+
+static void stall_csv_run(FILE *out, double ta, double tb) {
+    fprintf(out, "(run),,,%.0f,%.0f,%.0f,%.6g,,\n", ta, tb, tb - ta, ta ? (tb - ta) / ta : 0);
+}
+
+static void stall_csv_row(FILE *out, const diff_row *r) {
+    fprintf(out, ",%.0f,%.0f,%.0f,%.0f,%.0f,%.6g,%.6g,%.6g\n", r->a[0], r->b[0], r->a[1], r->b[1],
+            r->b[1] - r->a[1], r->a[1] ? (r->b[1] - r->a[1]) / r->a[1] : 0, r->a[2], r->b[2]);
+}
+
+static void stall_intro(FILE *out, const char *group_name) {
+    fprintf(out, "stalls by %s; share = stall time / (cores x the run's virtual time)\n",
+            group_name);
+}
+
+static void stall_cells(const diff_row *r, char c[DIFF_CELLS][96]) {
+    snprintf(c[0], 96, "%.0f", r->a[0]);
+    snprintf(c[1], 96, "%.0f", r->b[0]);
+    ana_format_ps(r->a[1], c[2], 96);
+    ana_format_ps(r->b[1], c[3], 96);
+    fmt_signed_ps(c[4], 96, r->b[1] - r->a[1]);
+    fmt_rel(c[5], 96, r->a[1], r->b[1]);
+    snprintf(c[6], 96, "%.2f%% / %.2f%%", 100 * r->a[2], 100 * r->b[2]);
+}
+
+static void link_csv_run(FILE *out, double ta, double tb) {
+    fprintf(out, "(run),,,%.0f,%.0f,,,,\n", ta, tb);
+}
+
+static void link_csv_row(FILE *out, const diff_row *r) {
+    fprintf(out, ",%.0f,%.0f,%.0f,%.0f,%.6g,%.6g,%.6g,%.6g\n", r->a[0], r->b[0], r->a[1], r->b[1],
+            r->a[2], r->b[2], r->b[2] - r->a[2], r->a[2] ? (r->b[2] - r->a[2]) / r->a[2] : 0);
+}
+
+static void link_intro(FILE *out, const char *group_name) {
+    (void)group_name;   /* always "link" */
+    fprintf(out, "bytes and bandwidth per link; GB/s = bytes / busy time (the union of the "
+            "link's transfers, start to landing)\n");
+}
+
+static void link_cells(const diff_row *r, char c[DIFF_CELLS][96]) {
+    fmt_bytes(c[0], 96, r->a[0]);
+    fmt_bytes(c[1], 96, r->b[0]);
+    snprintf(c[2], 96, "%.2f", r->a[2]);
+    snprintf(c[3], 96, "%.2f", r->b[2]);
+    snprintf(c[4], 96, "%+.2f", r->b[2] - r->a[2]);
+    fmt_rel(c[5], 96, r->a[2], r->b[2]);
+    char p[32], q[32];
+    ana_format_ps(r->a[1], p, sizeof p);
+    ana_format_ps(r->b[1], q, sizeof q);
+    snprintf(c[6], 96, "%s / %s", p, q);
+}
+
+static const diff_kind stall_kind = {
+    .key = 1,   /* total stall time */
+    .csv_head = "group,a_count,b_count,a_total_ps,b_total_ps,delta_ps,rel_total,a_share,b_share\n",
+    .head = {"A count", "B count", "A total", "B total", "change", "rel", "A/B share"},
+    .csv_run = stall_csv_run, .csv_row = stall_csv_row, .intro = stall_intro,
+    .cells = stall_cells,
+};
+
+static const diff_kind link_kind = {
+    .key = 2,   /* bandwidth */
+    .csv_head = "group,a_bytes,b_bytes,a_busy_ps,b_busy_ps,a_gbps,b_gbps,delta_gbps,rel_gbps\n",
+    .head = {"A bytes", "B bytes", "A GB/s", "B GB/s", "change", "rel", "A/B busy"},
+    .csv_run = link_csv_run, .csv_row = link_csv_row, .intro = link_intro,
+    .cells = link_cells,
+};
+
+static void print_csv(const diff_kind *k, const diff_set *s, size_t shown, double ta, double tb,
+                      FILE *out) {
+    fputs(k->csv_head, out);
+    k->csv_run(out, ta, tb);
+    for (size_t i = 0; i < shown; i++) {
+        ana_csv_field(out, s->rows[i].group);
+        k->csv_row(out, &s->rows[i]);
+    }
+}
+
+static int print_text(const diff_kind *k, const char *group_name, const diff_set *s,
+                      size_t shown, double ta, double tb, FILE *out) {
+    char x[32], y[32], d[48], rel[32];
+    ana_format_ps(ta, x, sizeof x);
+    ana_format_ps(tb, y, sizeof y);
+    fmt_signed_ps(d, sizeof d, tb - ta);
+    fmt_rel(rel, sizeof rel, ta, tb);
+    fprintf(out, "virtual time: A %s, B %s, %s (%s)\n", x, y, d, rel);
+    k->intro(out, group_name);
+    if (shown < s->n) fprintf(out, "showing the %zu largest changes of %zu groups\n", shown, s->n);
+    ana_grid grid;
+    if (ana_grid_init(&grid, DIFF_CELLS + 1)) return -1;
+    ana_grid_set_head(&grid, 0, group_name);
+    for (size_t c = 0; c < DIFF_CELLS; c++) ana_grid_set_head(&grid, c + 1, k->head[c]);
+    static const unsigned char num[DIFF_CELLS + 1] = {0, 1, 1, 1, 1, 1, 1, 1};
+    for (size_t i = 0; i < shown; i++) {
+        const diff_row *r = &s->rows[i];
+        char cell[DIFF_CELLS][96];
+        k->cells(r, cell);
+        const char *cells[DIFF_CELLS + 1] = {r->group};
+        for (size_t c = 0; c < DIFF_CELLS; c++) cells[c + 1] = cell[c];
+        if (ana_grid_add(&grid, cells, num)) break;
+    }
+    ana_grid_print(&grid, out);
+    ana_grid_free(&grid);
+    return 0;
+}
+
 int ana_diff_print(sqlite3 *a, sqlite3 *b, const char *by, size_t top, int csv, FILE *out,
                    char *err, size_t errlen) {
     int links = strcmp(by, "link") == 0;
@@ -268,101 +385,25 @@ int ana_diff_print(sqlite3 *a, sqlite3 *b, const char *by, size_t top, int csv, 
         ana_err(err, errlen, "--by %s: not role, site, rank, kind, object, cause or link", by);
         return -1;
     }
+    const diff_kind *k = links ? &link_kind : &stall_kind;
     diff_set s = {0};
     int rc = 0;
     for (int side = 0; side < 2 && rc == 0; side++)
         rc = links ? add_links(side ? b : a, side, &s, err, errlen)
                    : add_stalls(side ? b : a, g, side, &s, err, errlen);
-    if (rc) {
-        set_free(&s);
-        return -1;
+    for (size_t i = 0; i < s.n && rc == 0; i++) {
+        diff_row *r = &s.rows[i];
+        r->is_class = strchr(r->group, '*') != NULL;
+        r->change = fabs(r->b[k->key] - r->a[k->key]);
     }
-    by_change_links = links;
-    qsort(s.rows, s.n, sizeof *s.rows, cmp_change);
+    if (!rc) qsort(s.rows, s.n, sizeof *s.rows, cmp_change);
     double ta = (double)ana_meta_i64(a, "end_time_ps", 0), tb = (double)ana_meta_i64(b, "end_time_ps", 0);
     size_t shown = top && top < s.n ? top : s.n;
-
-    if (csv) {
-        if (links)
-            fputs("group,a_bytes,b_bytes,a_busy_ps,b_busy_ps,a_gbps,b_gbps,delta_gbps,rel_gbps\n", out);
-        else
-            fputs("group,a_count,b_count,a_total_ps,b_total_ps,delta_ps,rel_total,a_share,b_share\n",
-                  out);
-        if (links)
-            fprintf(out, "(run),,,%.0f,%.0f,,,,%s\n", ta, tb, "");
-        else
-            fprintf(out, "(run),,,%.0f,%.0f,%.0f,%.6g,,\n", ta, tb, tb - ta,
-                    ta ? (tb - ta) / ta : 0);
-        for (size_t i = 0; i < shown; i++) {
-            const diff_row *r = &s.rows[i];
-            ana_csv_field(out, r->group);
-            if (links)
-                fprintf(out, ",%.0f,%.0f,%.0f,%.0f,%.6g,%.6g,%.6g,%.6g\n", r->a[0], r->b[0],
-                        r->a[1], r->b[1], r->a[2], r->b[2], r->b[2] - r->a[2],
-                        r->a[2] ? (r->b[2] - r->a[2]) / r->a[2] : 0);
-            else
-                fprintf(out, ",%.0f,%.0f,%.0f,%.0f,%.0f,%.6g,%.6g,%.6g\n", r->a[0], r->b[0],
-                        r->a[1], r->b[1], r->b[1] - r->a[1],
-                        r->a[1] ? (r->b[1] - r->a[1]) / r->a[1] : 0, r->a[2], r->b[2]);
-        }
-        set_free(&s);
-        return 0;
-    }
-
-    char x[32], y[32], d[48], rel[32];
-    ana_format_ps(ta, x, sizeof x);
-    ana_format_ps(tb, y, sizeof y);
-    fmt_signed_ps(d, sizeof d, tb - ta);
-    fmt_rel(rel, sizeof rel, ta, tb);
-    fprintf(out, "virtual time: A %s, B %s, %s (%s)\n", x, y, d, rel);
-    if (links)
-        fprintf(out, "bytes and bandwidth per link; GB/s = bytes / busy time (the union of the "
-                "link's transfers, start to landing)\n");
-    else
-        fprintf(out, "stalls by %s; share = stall time / (cores x the run's virtual time)\n",
-                ana_group_by_name(g));
-    if (shown < s.n) fprintf(out, "showing the %zu largest changes of %zu groups\n", shown, s.n);
-    ana_grid grid;
-    if (ana_grid_init(&grid, 8)) {
-        set_free(&s);
+    if (!rc && csv) print_csv(k, &s, shown, ta, tb, out);
+    else if (!rc && print_text(k, links ? "link" : ana_group_by_name(g), &s, shown, ta, tb, out)) {
         ana_err(err, errlen, "out of memory printing the diff");
-        return -1;
+        rc = -1;
     }
-    static const char *const head_s[8] = {NULL, "A count", "B count", "A total", "B total",
-                                          "change", "rel", "A/B share"};
-    static const char *const head_l[8] = {NULL, "A bytes", "B bytes", "A GB/s", "B GB/s",
-                                          "change", "rel", "A/B busy"};
-    ana_grid_set_head(&grid, 0, links ? "link" : ana_group_by_name(g));
-    for (size_t c = 1; c < 8; c++) ana_grid_set_head(&grid, c, links ? head_l[c] : head_s[c]);
-    for (size_t i = 0; i < shown; i++) {
-        const diff_row *r = &s.rows[i];
-        char c1[48], c2[48], c3[48], c4[48], c5[48], c6[48], c7[96];
-        if (links) {
-            fmt_bytes(c1, sizeof c1, r->a[0]);
-            fmt_bytes(c2, sizeof c2, r->b[0]);
-            snprintf(c3, sizeof c3, "%.2f", r->a[2]);
-            snprintf(c4, sizeof c4, "%.2f", r->b[2]);
-            snprintf(c5, sizeof c5, "%+.2f", r->b[2] - r->a[2]);
-            fmt_rel(c6, sizeof c6, r->a[2], r->b[2]);
-            char p[32], q[32];
-            ana_format_ps(r->a[1], p, sizeof p);
-            ana_format_ps(r->b[1], q, sizeof q);
-            snprintf(c7, sizeof c7, "%s / %s", p, q);
-        } else {
-            snprintf(c1, sizeof c1, "%.0f", r->a[0]);
-            snprintf(c2, sizeof c2, "%.0f", r->b[0]);
-            ana_format_ps(r->a[1], c3, sizeof c3);
-            ana_format_ps(r->b[1], c4, sizeof c4);
-            fmt_signed_ps(c5, sizeof c5, r->b[1] - r->a[1]);
-            fmt_rel(c6, sizeof c6, r->a[1], r->b[1]);
-            snprintf(c7, sizeof c7, "%.2f%% / %.2f%%", 100 * r->a[2], 100 * r->b[2]);
-        }
-        const char *cells[8] = {r->group, c1, c2, c3, c4, c5, c6, c7};
-        static const unsigned char num[8] = {0, 1, 1, 1, 1, 1, 1, 1};
-        if (ana_grid_add(&grid, cells, num)) break;
-    }
-    ana_grid_print(&grid, out);
-    ana_grid_free(&grid);
     set_free(&s);
-    return 0;
+    return rc ? -1 : 0;
 }

@@ -87,10 +87,6 @@ typedef struct ana_source {
  * and derived); src->partial says the trace is truncated. Writes nothing
  * into a run that is fresh. Returns 0, or -1 with err. */
 int ana_ensure_fresh(const char *run_dir, ana_source *src, char *err, size_t errlen);
-/* ana_ensure_fresh, then src->db_path opened read-only with the events
- * vtab registered over RUN/trace.zst. ANA_OPEN_QUERY_ONLY (npurr sql) also
- * sets PRAGMA query_only and refuses ATTACH, DETACH and PRAGMA assignments.
- * src may be NULL. */
 enum { ANA_OPEN_QUERY_ONLY = 1, ANA_OPEN_NO_DERIVE = 2 };
 /* ana_ensure_fresh with ANA_OPEN_NO_DERIVE in flags: fresh tables (in the
  * index or the cache) are served, missing ones are an error instead of
@@ -98,6 +94,11 @@ enum { ANA_OPEN_QUERY_ONLY = 1, ANA_OPEN_NO_DERIVE = 2 };
  * read-only connection). */
 int ana_ensure_fresh_flags(const char *run_dir, int flags, ana_source *src, char *err,
                            size_t errlen);
+/* ana_ensure_fresh, then src->db_path opened read-only with the events
+ * vtab registered over RUN/trace.zst. ANA_OPEN_QUERY_ONLY (npurr sql) also
+ * sets PRAGMA query_only and refuses ATTACH, DETACH and PRAGMA assignments.
+ * src may be NULL. 0 with *db (the caller closes it with sqlite3_close),
+ * or -1 with err and *db NULL. */
 int ana_open_fresh(const char *run_dir, int flags, sqlite3 **db, ana_source *src, char *err,
                    size_t errlen);
 /* ana_open_fresh(run_dir, 0, db, NULL, ...). */
@@ -112,6 +113,7 @@ typedef enum {
 
 /* "role", "site", ... -> *out; -1 if unknown. */
 int ana_group_by_parse(const char *name, ana_group_by *out);
+/* The name of by ("role", "site", ...) as --by takes it; static. */
 const char *ana_group_by_name(ana_group_by by);
 
 typedef struct ana_stall_row {
@@ -149,6 +151,7 @@ int ana_blocked_table_get(sqlite3 *db, ana_group_by by, size_t top, ana_stall_ta
  * recording does not wait for the derivation. */
 int ana_stall_table_get_recorded(sqlite3 *db, ana_group_by by, size_t top, ana_stall_table *t,
                                  char *err, size_t errlen);
+/* Frees t's rows (not t itself). */
 void ana_stall_table_free(ana_stall_table *t);
 /* The `npurr stats` report: a header line that explains the share's
  * denominator, then an aligned table in human units. */
@@ -169,7 +172,10 @@ typedef enum {
     ANA_CRIT_BY_RESOURCE = 0, ANA_CRIT_BY_CLASS, ANA_CRIT_BY_ROLE, ANA_CRIT_BY_RANK,
     ANA_CRIT_BY_SITE, ANA_CRIT_BY_COUNT
 } ana_crit_by;
+/* "resource", "class", "role", "rank" or "site" into *out: 0, or -1 if
+ * unknown. */
 int ana_crit_by_parse(const char *name, ana_crit_by *out);
+/* The name of by as --by takes it; static. */
 const char *ana_crit_by_name(ana_crit_by by);
 
 typedef struct ana_crit_row {
@@ -194,7 +200,10 @@ typedef struct ana_crit_table {
 /* From a derived index (ana_open_fresh). top 0 = every group. */
 int ana_crit_table_get(sqlite3 *db, ana_crit_by by, size_t top, ana_crit_table *t, char *err,
                        size_t errlen);
+/* Frees t's rows (not t itself). */
 void ana_crit_table_free(ana_crit_table *t);
+/* The `npurr critical` report: the run's end and what it ended at, then an
+ * aligned table of the groups in human units. */
 void ana_crit_table_print(const ana_crit_table *t, FILE *out);
 /* by,group,class,segments,total_ps,share */
 void ana_crit_table_print_csv(const ana_crit_table *t, int header, FILE *out);
@@ -207,6 +216,7 @@ typedef struct ana_whatif_knob {
     const char *key;
     double factor;
 } ana_whatif_knob;
+/* The knobs of class cls (static, ended by a NULL key); NULL as above. */
 const ana_whatif_knob *ana_crit_class_knobs(const char *cls);
 /* One line saying what the class is ("HBM bandwidth of a rank"), "" if unknown. */
 const char *ana_crit_class_what(const char *cls);
@@ -265,6 +275,9 @@ int ana_export_perfetto(sqlite3 *db, const ana_export_opts *opts, FILE *out,
  * is written through gzip (zlib). Close with ana_output_close, which says
  * whether everything reached the file. */
 FILE *ana_output_open(const char *path, char *err, size_t errlen);
+/* Flushes and closes f (a gzip stream's trailer included; standard output is
+ * flushed, not closed): 0, or -1 with err naming path when anything failed to
+ * reach it. */
 int ana_output_close(FILE *f, const char *path, char *err, size_t errlen);
 
 /* ------------------------------------------------------------ report */

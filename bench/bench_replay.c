@@ -2,7 +2,7 @@
  * bench_replay.c - what replaying costs, and what checkpoints buy.
  *
  * Records one run of a kernel (by default combine-sender on 1 node x 8 NPUs
- * with its default shape) as `npurr record` does (record_session), then
+ * with its default shape) as `npurr record` does (record_session_*), then
  * replays it as `npurr replay` does (replay_session_open: the run rebuilt
  * from its folder, comparing observer, kernel check), and prints:
  *   - replay time / record time for the same run (target <= 1.2), for the
@@ -37,17 +37,18 @@ typedef struct timing {
 static int record_once(const run_spec *spec, timing *t) {
     char err[ENGINE_ERRLEN];
     double t0 = now_s();
-    record_result r;
-    if (record_session(spec, NULL, 0, &r, err, sizeof err)) {
+    record_session *s;
+    if (record_session_open(spec, NULL, &s, err, sizeof err)) {
         fprintf(stderr, "bench_replay: %s\n", err);
         return -1;
     }
-    int rc = r.ran && r.installed ? 0 : -1;
-    if (rc) fprintf(stderr, "bench_replay: %s\n", r.ran ? r.finish_error : r.error);
-    t->run = r.wall;
-    t->events = r.run.events;
+    const record_result *r = record_session_run(s, 0);
+    int rc = r->ran && r->installed ? 0 : -1;
+    if (rc) fprintf(stderr, "bench_replay: %s\n", r->ran ? r->finish_error : r->error);
+    t->run = r->wall;
+    t->events = r->run.events;
     t->total = now_s() - t0;
-    record_result_free(&r);
+    record_session_close(s);
     return rc;
 }
 

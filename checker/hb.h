@@ -60,17 +60,23 @@ typedef struct hb_report {
 /* inner (may be NULL) sees everything first, unchanged. */
 int hb_create(engine *e, const engine_observer *inner, hb_checker **out, char *err,
               size_t errlen);
+/* The checker as an observer, to install with engine_set_observer: it
+ * forwards everything to the inner observer given to hb_create, and checks. */
 engine_observer hb_observer(hb_checker *h);
 /* After engine_run: the end-of-run sync errors. */
 void hb_finish(hb_checker *h, const engine_result *res);
 uint64_t hb_races(const hb_checker *h);         /* distinct pairs of sites */
 uint64_t hb_sync_errors(const hb_checker *h);   /* distinct sites */
+/* How many reports there are (races and sync errors, distinct pairs of
+ * sites). */
 size_t hb_report_count(const hb_checker *h);
+/* Report i in the order found; owned by h, NULL when i >= hb_report_count. */
 const hb_report *hb_report_get(const hb_checker *h, size_t i);
 /* A summary line and up to max reports, each with both sides. */
 void hb_print(const hb_checker *h, FILE *out, size_t max);
 /* Writes the reports as the `races` table of RUN/index.db (replacing it). */
 int hb_write_db(const hb_checker *h, const char *run_dir, char *err, size_t errlen);
+/* Frees h and its reports; NULL is ignored. */
 void hb_destroy(hb_checker *h);
 
 #endif

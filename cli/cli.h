@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 
+#include "analysis/analysis.h"
 #include "engine/engine.h"
 #include "engine/kernels/kernels.h"
 #include "session/session.h"
@@ -19,9 +20,10 @@ enum { EXIT_DONE = 0, EXIT_ERROR = SESSION_ERROR, EXIT_USAGE = SESSION_USAGE, EX
        EXIT_CHECK = 4, EXIT_DIVERGED = SESSION_DIVERGED, EXIT_RACES = 6,
        EXIT_INTERRUPTED = 130 /* replay stopped by Ctrl-C or SIGTERM (128 + SIGINT) */ };
 
-/* Each takes its subcommand's argv (argv[0] the subcommand's name), inside
- * the whole command line: argv[-1] is the program, which `record` keeps in
- * the recorded command line. */
+/* Each takes the command line as main got it: argv[0] the program (which
+ * `record` keeps in the recorded command line), argv[1] the subcommand's
+ * name, its own words from argv[CLI_FIRST_ARG] on. Returns the exit code. */
+enum { CLI_FIRST_ARG = 2 };
 int cmd_record(int argc, char **argv);
 int cmd_layout(int argc, char **argv);
 int cmd_info(int argc, char **argv);
@@ -45,6 +47,64 @@ int cmd_sweep(int argc, char **argv);
 int cli_opt_is(const char *arg, const char *name);
 const char *cli_opt_value(int argc, char **argv, int *i, const char *name);
 int cli_opt_count(const char *v, long *out);
+/* 0 when ok; else says "npurr CMD: NEED (got 'V')" and returns EXIT_USAGE:
+ * how an option's setter refuses a value. */
+int cli_opt_ok(const char *cmd, int ok, const char *need, const char *v);
+/* cli_opt_count, saying on a bad v "npurr CMD: OPT needs a positive
+ * number (got 'V')": 0, or EXIT_USAGE. */
+int cli_opt_positive(const char *cmd, const char *opt, const char *v, long *out);
+/* --top N as `stats` and `diff` take it (1 to 2^63 - 1) into *out: 0, or
+ * EXIT_USAGE after saying why. */
+int cli_opt_top(const char *cmd, const char *v, size_t *out);
+/* `npurr CMD RUN` for a command with no options: the one RUN into *run
+ * ("missing RUN" said when there is none). 0, CLI_HELP, or EXIT_USAGE after
+ * saying why. */
+int cli_one_run(const char *cmd, void (*usage)(FILE *out), int argc, char **argv,
+                const char **run);
+/* ana_open_fresh(run, flags, db, src) for `npurr CMD`, saying "npurr CMD:
+ * why" on failure: 0 with *db (the caller closes it), or EXIT_ERROR (*db
+ * NULL). */
+int cli_open_run(const char *cmd, const char *run, int flags, sqlite3 **db, ana_source *src);
+
+/* One option of a subcommand, for cli_parse: a flag sets *flag to 1; an
+ * option with a value (`--top V` or `--top=V`) stores it in *value as
+ * given, or hands it to set. */
+typedef struct cli_opt {
+    const char *name;            /* "--top" */
+    const char *alias;           /* another spelling ("-o" of "--output"), or NULL */
+    int *flag;
+    const char **value;
+    /* a value to check: 0, or EXIT_USAGE after saying why (v NULL: missing) */
+    int (*set)(void *ctx, const char *v);
+} cli_opt;
+
+/* A subcommand's words as cli_parse takes them. */
+typedef struct cli_args {
+    const char *cmd;             /* "critical": every message starts "npurr critical: " */
+    void (*usage)(FILE *out);
+    const cli_opt *opts;
+    size_t nopts;
+    void *ctx;                   /* set's */
+    const char **words[2];       /* where the words that are no option go, in order (NULL: none) */
+    /* After "npurr CMD: " for a word past those: a format of that word, or
+     * with extra_after_first of the first word and that one. */
+    const char *extra;
+    int extra_after_first;
+    const char *unknown;         /* format of an unknown option; NULL: "unknown option '%s'" */
+    /* A missing value: 0 hands NULL to set; otherwise "OPT needs a value",
+     * and with CLI_MISSING_USAGE the usage too. */
+    int missing_says;
+    int needs_word;              /* no word at all: the usage on stderr, EXIT_USAGE */
+} cli_args;
+enum { CLI_MISSING_SAYS = 1, CLI_MISSING_USAGE = 2, CLI_HELP = -1 };
+
+/* The one parser of subcommand words: from argv[CLI_FIRST_ARG], -h or
+ * --help prints the usage to stdout (CLI_HELP); an option of p->opts is
+ * taken; any other word starting with '-' (but "-" alone) is an unknown
+ * option (said, with the usage on stderr); the rest fill p->words. Returns
+ * 0, CLI_HELP, or EXIT_USAGE after saying why on stderr (with needs_word,
+ * also when no word came). */
+int cli_parse(const cli_args *p, int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 
 /* Measured rows for `hw --compare` and `calibrate` (measured.c). Loads the

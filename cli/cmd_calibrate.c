@@ -117,47 +117,41 @@ static int write_hw(const char *path, const char *input, const engine_hw *hw,
     return 0;
 }
 
-int cmd_calibrate(int argc, char **argv) {
-    const char *file = NULL, *out = NULL, *hw_file = NULL, *kernel_options = NULL;
-    int jobs = 1, max_evals = DEFAULT_EVALS;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            calibrate_usage(stdout);
-            return EXIT_DONE;
-        }
-        int takes = !strcmp(a, "-o") || !strcmp(a, "--hw") || !strcmp(a, "-j") ||
-                    !strcmp(a, "--max-evals") || !strcmp(a, "--kernel-options");
-        if (takes && i + 1 >= argc) {
-            fprintf(stderr, "npurr calibrate: %s needs a value\n", a);
-            calibrate_usage(stderr);
-            return EXIT_USAGE;
-        }
-        if (!strcmp(a, "-o")) out = argv[++i];
-        else if (!strcmp(a, "--hw")) hw_file = argv[++i];
-        else if (!strcmp(a, "--kernel-options")) kernel_options = argv[++i];
-        else if (!strcmp(a, "-j")) {
-            if (measured_jobs("calibrate", argv[++i], &jobs)) return EXIT_USAGE;
-        } else if (!strcmp(a, "--max-evals")) {
-            char *end = NULL;
-            long v = strtol(argv[++i], &end, 10);
-            if (end == argv[i] || *end || v < 3 || v > 100000) {
-                fprintf(stderr, "npurr calibrate: --max-evals: '%s' is not a number between 3 "
-                        "and 100000\n", argv[i]);
-                return EXIT_USAGE;
-            }
-            max_evals = (int)v;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "npurr calibrate: unknown option '%s'\n", a);
-            calibrate_usage(stderr);
-            return EXIT_USAGE;
-        } else if (!file) {
-            file = a;
-        } else {
-            fprintf(stderr, "npurr calibrate: one measured file only ('%s' and '%s')\n", file, a);
-            return EXIT_USAGE;
-        }
+typedef struct calibrate_args {
+    const char *file, *out, *hw_file, *kernel_options;
+    int jobs, max_evals;
+} calibrate_args;
+
+static int set_jobs(void *ctx, const char *v) {
+    return measured_jobs("calibrate", v, &((calibrate_args *)ctx)->jobs) ? EXIT_USAGE : 0;
+}
+
+static int set_max_evals(void *ctx, const char *v) {
+    char *end = NULL;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end || n < 3 || n > 100000) {
+        fprintf(stderr, "npurr calibrate: --max-evals: '%s' is not a number between 3 and "
+                "100000\n", v);
+        return EXIT_USAGE;
     }
+    ((calibrate_args *)ctx)->max_evals = (int)n;
+    return 0;
+}
+
+int cmd_calibrate(int argc, char **argv) {
+    calibrate_args x = {.jobs = 1, .max_evals = DEFAULT_EVALS};
+    const cli_opt opts[] = {{"-o", .value = &x.out}, {"--hw", .value = &x.hw_file},
+                            {"--kernel-options", .value = &x.kernel_options},
+                            {"-j", .set = set_jobs}, {"--max-evals", .set = set_max_evals}};
+    cli_args p = {.cmd = "calibrate", .usage = calibrate_usage, .opts = opts, .nopts = 5,
+                  .ctx = &x, .words = {&x.file},
+                  .extra = "one measured file only ('%s' and '%s')", .extra_after_first = 1,
+                  .missing_says = CLI_MISSING_USAGE};
+    int parsed = cli_parse(&p, argc, argv);
+    if (parsed) return parsed == CLI_HELP ? EXIT_DONE : parsed;
+    const char *file = x.file, *out = x.out, *hw_file = x.hw_file,
+               *kernel_options = x.kernel_options;
+    int jobs = x.jobs, max_evals = x.max_evals;
     if (!file || !out) {
         fprintf(stderr, "npurr calibrate: %s\n", !file ? "give the measured-times CSV"
                                                          : "-o OUT.hw is required");

@@ -44,61 +44,44 @@ static void critical_usage(FILE *out) {
           out);
 }
 
+typedef struct critical_args {
+    const char *run;
+    ana_crit_by by;
+    long top;
+    int csv;
+} critical_args;
+
+static int set_by(void *ctx, const char *v) {
+    return cli_opt_ok("critical", v && !ana_crit_by_parse(v, &((critical_args *)ctx)->by),
+                      "--by needs one of resource, class, role, rank, site", v);
+}
+
+static int set_top(void *ctx, const char *v) {
+    return cli_opt_positive("critical", "--top", v, &((critical_args *)ctx)->top);
+}
+
 int cmd_critical(int argc, char **argv) {
-    const char *run = NULL;
-    ana_crit_by by = ANA_CRIT_BY_RESOURCE;
-    long top = 0;
-    int csv = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            critical_usage(stdout);
-            return EXIT_DONE;
-        } else if (cli_opt_is(a, "--by")) {
-            if (!(v = cli_opt_value(argc, argv, &i, "--by")) || ana_crit_by_parse(v, &by)) {
-                fprintf(stderr, "npurr critical: --by needs one of resource, class, role, rank, "
-                        "site (got '%s')\n", v ? v : "");
-                return EXIT_USAGE;
-            }
-        } else if (cli_opt_is(a, "--top")) {
-            v = cli_opt_value(argc, argv, &i, "--top");
-            if (cli_opt_count(v, &top)) {
-                fprintf(stderr, "npurr critical: --top needs a positive number (got '%s')\n",
-                        v ? v : "");
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(a, "--csv")) {
-            csv = 1;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "npurr critical: unknown option '%s'\n", a);
-            critical_usage(stderr);
-            return EXIT_USAGE;
-        } else if (!run) {
-            run = a;
-        } else {
-            fprintf(stderr, "npurr critical: unexpected argument '%s' (one RUN only)\n", a);
-            return EXIT_USAGE;
-        }
-    }
-    if (!run) {
-        critical_usage(stderr);
-        return EXIT_USAGE;
-    }
+    critical_args x = {.by = ANA_CRIT_BY_RESOURCE};
+    const cli_opt opts[] = {{"--by", .set = set_by}, {"--top", .set = set_top},
+                            {"--csv", .flag = &x.csv}};
+    cli_args p = {.cmd = "critical", .usage = critical_usage, .opts = opts, .nopts = 3, .ctx = &x,
+                  .words = {&x.run}, .extra = "unexpected argument '%s' (one RUN only)",
+                  .needs_word = 1};
+    int parsed = cli_parse(&p, argc, argv);
+    if (parsed) return parsed == CLI_HELP ? EXIT_DONE : parsed;
+    const char *run = x.run;
     char err[1024];
     sqlite3 *db = NULL;
     ana_source src;
-    if (ana_open_fresh(run, 0, &db, &src, err, sizeof err)) {
-        fprintf(stderr, "npurr critical: %s\n", err);
-        return EXIT_ERROR;
-    }
+    if (cli_open_run("critical", run, 0, &db, &src)) return EXIT_ERROR;
     ana_crit_table t;
-    int rc = ana_crit_table_get(db, by, (size_t)top, &t, err, sizeof err);
+    int rc = ana_crit_table_get(db, x.by, (size_t)x.top, &t, err, sizeof err);
     sqlite3_close(db);
     if (rc) {
         fprintf(stderr, "npurr critical: %s: %s\n", run, err);
         return EXIT_ERROR;
     }
-    if (csv) ana_crit_table_print_csv(&t, 1, stdout);
+    if (x.csv) ana_crit_table_print_csv(&t, 1, stdout);
     else ana_crit_table_print(&t, stdout);
     ana_crit_table_free(&t);
     if (src.partial) {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "recorder/recorder.h"
 #include "cli.h"
 
 static void diff_usage(FILE *out) {
@@ -36,65 +37,36 @@ static void diff_usage(FILE *out) {
           out);
 }
 
-static int is_opt(const char *a, const char *name) {
-    size_t n = strlen(name);
-    return !strncmp(a, name, n) && (a[n] == 0 || a[n] == '=');
+typedef struct diff_args {
+    const char *runs[2], *by;
+    size_t top;
+    int csv;
+} diff_args;
+
+static int set_by(void *ctx, const char *v) {
+    ana_group_by g;
+    int ok = v && (!strcmp(v, "link") || !ana_group_by_parse(v, &g));
+    if (ok) ((diff_args *)ctx)->by = v;
+    return cli_opt_ok("diff", ok, "--by needs one of role, site, rank, kind, object, cause, link",
+                      v);
 }
 
-static const char *meta_text(sqlite3 *db, const char *key, char *buf, size_t len) {
-    sqlite3_stmt *st = NULL;
-    buf[0] = 0;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-            snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
-    }
-    sqlite3_finalize(st);
-    return buf;
+static int set_top(void *ctx, const char *v) {
+    return cli_opt_top("diff", v, &((diff_args *)ctx)->top);
 }
 
 int cmd_diff(int argc, char **argv) {
-    const char *runs[2] = {NULL, NULL}, *by = "role";
-    size_t top = 0;
-    int csv = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            diff_usage(stdout);
-            return EXIT_DONE;
-        } else if (!strcmp(a, "--csv")) {
-            csv = 1;
-        } else if (is_opt(a, "--by")) {
-            ana_group_by g;
-            if (!(v = cli_opt_value(argc, argv, &i, "--by")) ||
-                (strcmp(v, "link") && ana_group_by_parse(v, &g))) {
-                fprintf(stderr, "npurr diff: --by needs one of role, site, rank, kind, object, "
-                        "cause, link (got '%s')\n", v ? v : "");
-                return EXIT_USAGE;
-            }
-            by = v;
-        } else if (is_opt(a, "--top")) {
-            v = cli_opt_value(argc, argv, &i, "--top");
-            unsigned long long n;
-            if (cli_parse_uint(v, 1, SIZE_MAX / 2, &n)) {
-                fprintf(stderr, "npurr diff: --top needs a positive number below 2^63 (got "
-                        "'%s')\n", v ? v : "");
-                return EXIT_USAGE;
-            }
-            top = (size_t)n;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "npurr diff: unknown option '%s'\n", a);
-            diff_usage(stderr);
-            return EXIT_USAGE;
-        } else if (!runs[0]) {
-            runs[0] = a;
-        } else if (!runs[1]) {
-            runs[1] = a;
-        } else {
-            fprintf(stderr, "npurr diff: unexpected argument '%s' (two runs only)\n", a);
-            return EXIT_USAGE;
-        }
-    }
+    diff_args x = {.by = "role"};
+    const cli_opt opts[] = {{"--csv", .flag = &x.csv}, {"--by", .set = set_by},
+                            {"--top", .set = set_top}};
+    cli_args p = {.cmd = "diff", .usage = diff_usage, .opts = opts, .nopts = 3, .ctx = &x,
+                  .words = {&x.runs[0], &x.runs[1]},
+                  .extra = "unexpected argument '%s' (two runs only)"};
+    int prc = cli_parse(&p, argc, argv);
+    if (prc) return prc == CLI_HELP ? EXIT_DONE : prc;
+    const char **runs = x.runs, *by = x.by;
+    size_t top = x.top;
+    int csv = x.csv;
     if (!runs[1]) {
         fprintf(stderr, "npurr diff: two runs expected\n");
         diff_usage(stderr);
@@ -110,8 +82,8 @@ int cmd_diff(int argc, char **argv) {
             return EXIT_ERROR;
         }
     char ka[256], kb[256];
-    meta_text(db[0], "kernel", ka, sizeof ka);
-    meta_text(db[1], "kernel", kb, sizeof kb);
+    rec_index_meta_text(db[0], "kernel", ka, sizeof ka);
+    rec_index_meta_text(db[1], "kernel", kb, sizeof kb);
     int rc = EXIT_DONE;
     if (strcmp(ka, kb) != 0) {
         fprintf(stderr, "npurr diff: %s is a run of %s but %s is a run of %s: only runs of "

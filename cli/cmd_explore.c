@@ -8,7 +8,7 @@
  * --jitter F on transfer durations, and with `--strategy pct` a few seeded
  * points where the core that takes that scheduling step is delayed (PCT;
  * engine/sched_delay.c). Every run is built from a command line and run by
- * the same run_spec_from_argv and record_session as `record`
+ * the same run_spec_from_argv and record session as `record`
  * (session/session.h), so the command printed for the failing run is
  * exactly the configuration that failed; it is then recorded by `record`
  * itself (a normal run folder) and explore exits with its code. Runs go
@@ -20,7 +20,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 
 static void print_help(void) {
@@ -51,12 +50,6 @@ static void print_help(void) {
            "      watchdog, 4 data check failed, 6 races), 0 if all N runs ended like the\n"
            "      clean run, 2 usage\n\n");
     run_options_help(stdout, NULL, 0);
-}
-
-static double wall_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* A growable argv; strings are owned (copied). */
@@ -91,42 +84,47 @@ typedef struct run_end {
     char what[1024];
 } run_end;
 
-/* Runs argv (a whole `npurr record` command line) once, without a trace,
- * through the same record_session as `record`. */
-static int run_once(words *argv, int check_races, run_end *out, char *err, size_t errlen) {
-    memset(out, 0, sizeof *out);
-    run_spec spec;
-    int rc = run_spec_from_argv(argv->n, argv->v, &spec, err, errlen);
-    record_result r;
-    if (!rc) {
-        spec.opts.no_trace = 1;
-        spec.opts.check_races = check_races;
-        rc = record_session(&spec, NULL, 0, &r, err, errlen);
-    }
-    run_spec_free(&spec);
-    if (rc) return rc;
-    if (!r.ran) {
-        snprintf(err, errlen, "%s", r.error);
-        record_result_free(&r);
+/* What r says of one run, into out. EXIT_DONE, or EXIT_ERROR with err
+ * when the engine could not run. */
+static int run_ended(const record_result *r, run_end *out, char *err, size_t errlen) {
+    if (!r->ran) {
+        snprintf(err, errlen, "%s", r->error);
         return EXIT_ERROR;
     }
-    out->status = cli_outcome_status(r.run.outcome, strcmp(r.check, "failed") == 0);
-    out->outcome = r.run.outcome;
-    out->end_time = r.run.end_time;
-    out->events = r.run.events;
-    out->steps = r.sched_steps;
+    out->status = cli_outcome_status(r->run.outcome, strcmp(r->check, "failed") == 0);
+    out->outcome = r->run.outcome;
+    out->end_time = r->run.end_time;
+    out->events = r->run.events;
+    out->steps = r->sched_steps;
     snprintf(out->what, sizeof out->what, "%s",
-             r.run.outcome == OUTCOME_COMPLETED ? r.check_message : r.run.message);
-    out->races = r.races;
-    out->sync_errors = r.sync_errors;
-    if (r.checker && out->status == EXIT_DONE && (out->races || out->sync_errors)) {
+             r->run.outcome == OUTCOME_COMPLETED ? r->check_message : r->run.message);
+    out->races = r->races;
+    out->sync_errors = r->sync_errors;
+    if (r->checker && out->status == EXIT_DONE && (out->races || out->sync_errors)) {
         out->status = EXIT_RACES;
         snprintf(out->what, sizeof out->what, "%llu race%s, %llu sync error%s",
                  (unsigned long long)out->races, out->races == 1 ? "" : "s",
                  (unsigned long long)out->sync_errors, out->sync_errors == 1 ? "" : "s");
     }
-    record_result_free(&r);
-    return 0;
+    return EXIT_DONE;
+}
+
+/* Runs argv (a whole `npurr record` command line) once, without a trace,
+ * through the same record session as `record`. */
+static int run_once(words *argv, int check_races, run_end *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    run_spec spec;
+    int rc = run_spec_from_argv(argv->n, argv->v, &spec, err, errlen);
+    record_session *s = NULL;
+    if (!rc) {
+        spec.opts.no_trace = 1;
+        spec.opts.check_races = check_races;
+        rc = record_session_open(&spec, NULL, &s, err, errlen);
+    }
+    if (!rc) rc = run_ended(record_session_run(s, 0), out, err, errlen);
+    record_session_close(s);
+    run_spec_free(&spec);
+    return rc;
 }
 
 static const char *outcome_text(const run_end *r) {
@@ -172,7 +170,7 @@ static int parse_explore(int argc, char **argv, explore_opts *xo, words *base, c
     xo->pct = 1;
     xo->jitter = "0.1";
     xo->pct_points = 3;
-    for (int i = 1; i < argc; i++) {
+    for (int i = CLI_FIRST_ARG; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--runs") == 0) {
             if (parse_ll(a, v, 1, 100000000, &xo->runs, err, errlen)) return EXIT_USAGE;
@@ -275,7 +273,7 @@ static int shake(const words *base, const explore_opts *xo, const run_end *clean
     if (!delay_ps) delay_ps = 1000;
     uint64_t span = clean->steps ? clean->steps : 1;
     char err[ENGINE_ERRLEN] = "";
-    double last = wall_now();
+    double last = engine_host_seconds();
     for (long long i = 1; i <= xo->runs; i++) {
         words av = {0};
         run_argv(base, xo, xo->base_seed + (uint64_t)i, 0, span, delay_ps, &av);
@@ -293,7 +291,7 @@ static int shake(const words *base, const explore_opts *xo, const run_end *clean
             return EXIT_DONE;
         }
         words_free(&av);
-        double now = wall_now();
+        double now = engine_host_seconds();
         if (now - last >= 2.0 || i == xo->runs) {
             fprintf(stderr, "npurr explore: %lld/%lld runs, 0 failures, %.2f runs/s\n", *done,
                     xo->runs, (double)*done / (now - t0));
@@ -318,7 +316,7 @@ static int record_failing(const explore_opts *xo, const words *failing, const ru
     printf("reproduce %s\n\n", cmd ? cmd : "(out of memory)");
     fflush(stdout);
     free(cmd);
-    int status = cmd_record(rec.n - 1, rec.v + 1);
+    int status = cmd_record(rec.n, rec.v);
     if (status != fail->status)
         fprintf(stderr, "npurr explore: recording the failing run gave exit %d, not %d: the run "
                 "is not reproducible from its command line (please report)\n", status, fail->status);
@@ -328,7 +326,7 @@ static int record_failing(const explore_opts *xo, const words *failing, const ru
 
 int cmd_explore(int argc, char **argv) {
     char err[ENGINE_ERRLEN] = "";
-    for (int i = 1; i < argc; i++)
+    for (int i = CLI_FIRST_ARG; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             print_help();
             return EXIT_DONE;
@@ -346,7 +344,7 @@ int cmd_explore(int argc, char **argv) {
     words argv0 = {0};
     run_argv(&base, &xo, xo.base_seed, 1, 0, 0, &argv0);
     run_end clean;
-    double t0 = wall_now();
+    double t0 = engine_host_seconds();
     rc = run_once(&argv0, xo.check_races, &clean, err, sizeof err);
     words_free(&argv0);
     if (rc) {
@@ -362,7 +360,7 @@ int cmd_explore(int argc, char **argv) {
     words failing = {0};
     run_end fail = {0};
     int status = shake(&base, &xo, &clean, t0, &done, &failing, &fail);
-    double wall = wall_now() - t0;
+    double wall = engine_host_seconds() - t0;
     if (!failing.n) {
         if (status == EXIT_DONE)
             printf("explore   %lld runs ended like the clean run (%s), %.1f s, %.2f runs/s\n", done,

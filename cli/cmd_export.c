@@ -40,20 +40,6 @@ static void export_usage(FILE *out) {
           out);
 }
 
-static const char *opt_value(int argc, char **argv, int *i, const char *name, int *matched) {
-    size_t n = strlen(name);
-    *matched = 0;
-    if (!strncmp(argv[*i], name, n) && argv[*i][n] == '=') {
-        *matched = 1;
-        return argv[*i] + n + 1;
-    }
-    if (!strcmp(argv[*i], name)) {
-        *matched = 1;
-        return *i + 1 < argc ? argv[++*i] : NULL;
-    }
-    return NULL;
-}
-
 /* Ranks the run does not have are a usage error too, found from the
  * index's meta before anything is derived. 0 when they all exist or the
  * index cannot say (opening the run then names what is wrong). */
@@ -85,58 +71,46 @@ typedef struct export_args {
     ana_export_opts o;
 } export_args;
 
-/* -1: --help printed; 0: parsed; 2: a usage error, printed. */
-static int parse_export(int argc, char **argv, export_args *x) {
-    char err[1024];
-    memset(x, 0, sizeof *x);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        int m;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            export_usage(stdout);
-            return -1;
-        }
-        if ((v = opt_value(argc, argv, &i, "--chrome", &m)), m ||
-            (v = opt_value(argc, argv, &i, "--perfetto", &m)), m) {
-            if (!v) goto missing;
-            if (x->outpath) {
-                fprintf(stderr, "npurr export: give one of --chrome and --perfetto\n");
-                return 2;
-            }
-            x->outpath = v;
-            x->perfetto = !strncmp(a, "--perfetto", 10);
-        } else if ((v = opt_value(argc, argv, &i, "--from", &m)), m) {
-            if (!v) goto missing;
-            if (ana_parse_time(v, &x->o.from_ps, err, sizeof err)) {
-                fprintf(stderr, "npurr export: --from: %s\n", err);
-                return 2;
-            }
-        } else if ((v = opt_value(argc, argv, &i, "--to", &m)), m) {
-            if (!v) goto missing;
-            if (ana_parse_time(v, &x->o.to_ps, err, sizeof err)) {
-                fprintf(stderr, "npurr export: --to: %s\n", err);
-                return 2;
-            }
-            if (x->o.to_ps == 0) x->o.to_ps = 1;   /* 0 means "the end"; --to 0 means the start */
-        } else if ((v = opt_value(argc, argv, &i, "--ranks", &m)), m) {
-            if (!v) goto missing;
-            x->o.ranks = v;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "npurr export: unknown option '%s'\n", a);
-            export_usage(stderr);
-            return 2;
-        } else if (!x->run) {
-            x->run = a;
-        } else {
-            fprintf(stderr, "npurr export: unexpected argument '%s'\n", a);
-            return 2;
-        }
-        continue;
-    missing:
-        fprintf(stderr, "npurr export: %s needs a value\n", a);
+/* --chrome OUT or --perfetto OUT, once. */
+static int set_out(export_args *x, const char *v, int perfetto) {
+    if (x->outpath) {
+        fprintf(stderr, "npurr export: give one of --chrome and --perfetto\n");
         return 2;
     }
+    x->outpath = v;
+    x->perfetto = perfetto;
     return 0;
+}
+static int set_chrome(void *ctx, const char *v) { return set_out(ctx, v, 0); }
+static int set_perfetto(void *ctx, const char *v) { return set_out(ctx, v, 1); }
+
+/* --from T or --to T into *ps. */
+static int set_time(const char *opt, const char *v, uint64_t *ps) {
+    char err[1024];
+    if (!ana_parse_time(v, ps, err, sizeof err)) return 0;
+    fprintf(stderr, "npurr export: %s: %s\n", opt, err);
+    return 2;
+}
+static int set_from(void *ctx, const char *v) {
+    return set_time("--from", v, &((export_args *)ctx)->o.from_ps);
+}
+static int set_to(void *ctx, const char *v) {
+    export_args *x = ctx;
+    if (set_time("--to", v, &x->o.to_ps)) return 2;
+    if (x->o.to_ps == 0) x->o.to_ps = 1;   /* 0 means "the end"; --to 0 means the start */
+    return 0;
+}
+
+/* -1: --help printed; 0: parsed; 2: a usage error, printed. */
+static int parse_export(int argc, char **argv, export_args *x) {
+    memset(x, 0, sizeof *x);
+    const cli_opt opts[] = {{"--chrome", .set = set_chrome}, {"--perfetto", .set = set_perfetto},
+                            {"--from", .set = set_from}, {"--to", .set = set_to},
+                            {"--ranks", .value = &x->o.ranks}};
+    cli_args p = {.cmd = "export", .usage = export_usage, .opts = opts, .nopts = 5, .ctx = x,
+                  .words = {&x->run}, .extra = "unexpected argument '%s'",
+                  .missing_says = CLI_MISSING_SAYS};
+    return cli_parse(&p, argc, argv);
 }
 
 /* What is checked before anything is read: the output's place, --ranks.
@@ -182,10 +156,7 @@ int cmd_export(int argc, char **argv) {
     char err[1024];
     sqlite3 *db = NULL;
     ana_source src;
-    if (ana_open_fresh(x.run, 0, &db, &src, err, sizeof err)) {
-        fprintf(stderr, "npurr export: %s\n", err);
-        return 1;
-    }
+    if (cli_open_run("export", x.run, 0, &db, &src)) return 1;
     /* A .gz file is compressed as a whole: its packets need no bundles. */
     size_t plen = strlen(x.outpath);
     x.o.raw_packets = plen > 3 && !strcmp(x.outpath + plen - 3, ".gz");

@@ -80,7 +80,7 @@ static int compare(const char *file, const char *hw_file, const char *kernel_opt
 int cmd_hw(int argc, char **argv) {
     int as_file = 0, jobs = 1;
     const char *compare_file = NULL, *hw_file = NULL, *kernel_options = NULL;
-    for (int i = 1; i < argc; i++) {
+    for (int i = CLI_FIRST_ARG; i < argc; i++) {
         const char *a = argv[i];
         int takes = !strcmp(a, "--compare") || !strcmp(a, "--hw") || !strcmp(a, "-j") ||
                     !strcmp(a, "--kernel-options");

@@ -118,28 +118,9 @@ static void info_usage(FILE *out) {
 }
 
 int cmd_info(int argc, char **argv) {
-    const char *run = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            info_usage(stdout);
-            return EXIT_DONE;
-        }
-        if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "npurr info: unknown option %s\n", argv[i]);
-            info_usage(stderr);
-            return EXIT_USAGE;
-        }
-        if (run) {
-            fprintf(stderr, "npurr info: one RUN expected, got %s and %s\n", run, argv[i]);
-            return EXIT_USAGE;
-        }
-        run = argv[i];
-    }
-    if (!run) {
-        fprintf(stderr, "npurr info: missing RUN\n");
-        info_usage(stderr);
-        return EXIT_USAGE;
-    }
+    const char *run;
+    int parsed = cli_one_run("info", info_usage, argc, argv, &run);
+    if (parsed) return parsed == CLI_HELP ? EXIT_DONE : parsed;
     char err[4096];
     rec_run_summary sum;
     int rc = rec_run_summary_read(run, &sum, err, sizeof err);

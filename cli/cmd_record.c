@@ -1,9 +1,10 @@
 /*
  * cmd_record.c - `npurr record -k KERNEL [options] -o RUN`: parse the
  * options into a run spec, record it through the run-session library
- * (record_session: build the cluster, let the kernel set up and launch, run
- * under the recorder, check the outputs against the kernel's CPU
- * reference, finalise trace and index, rename the run folder into place),
+ * (record_session_open: build the cluster, let the kernel set up and
+ * launch; record_session_run: run under the recorder, check the outputs
+ * against the kernel's CPU reference, finalise trace and index, rename the
+ * run folder into place),
  * and print what happened: the progress line while it runs, the run's
  * summary, the stall table, the races; then map the ending to an exit code.
  *
@@ -181,7 +182,7 @@ static void print_ending(const record_view *v, const record_result *r) {
 int cmd_record(int argc, char **argv) {
     char err[ENGINE_ERRLEN] = "";
     run_spec spec;
-    int rc = run_spec_from_argv(argc + 1, argv - 1, &spec, err, sizeof err);
+    int rc = run_spec_from_argv(argc, argv, &spec, err, sizeof err);
     if (rc) {
         if (session_process_speaks()) fprintf(stderr, "npurr record: %s\n", err);
         run_spec_free(&spec);
@@ -195,16 +196,17 @@ int cmd_record(int argc, char **argv) {
     record_view view = {.ro = &spec.opts};
     record_hooks hooks = {.ctx = &view, .on_start = view_start, .on_event = view_event,
                           .on_ran = view_ran, .on_closed = view_closed};
-    record_result r;
-    rc = record_session(&spec, &hooks, 1, &r, err, sizeof err);
+    record_session *s;
+    rc = record_session_open(&spec, &hooks, &s, err, sizeof err);
     if (rc) {
         fprintf(stderr, "npurr record: %s\n", err);
     } else {
-        print_ending(&view, &r);
-        rc = record_status(&r);
+        const record_result *r = record_session_run(s, 1);
+        print_ending(&view, r);
+        rc = record_status(r);
     }
     free(view.stalls);
-    record_result_free(&r);
+    record_session_close(s);
     run_spec_free(&spec);
     return rc;
 }

@@ -53,28 +53,9 @@ static int run_completed(const char *run) {
 }
 
 int cmd_reindex(int argc, char **argv) {
-    const char *run = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            reindex_usage(stdout);
-            return EXIT_DONE;
-        }
-        if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "npurr reindex: unknown option %s\n", argv[i]);
-            reindex_usage(stderr);
-            return EXIT_USAGE;
-        }
-        if (run) {
-            fprintf(stderr, "npurr reindex: one RUN expected, got %s and %s\n", run, argv[i]);
-            return EXIT_USAGE;
-        }
-        run = argv[i];
-    }
-    if (!run) {
-        fprintf(stderr, "npurr reindex: missing RUN\n");
-        reindex_usage(stderr);
-        return EXIT_USAGE;
-    }
+    const char *run;
+    int parsed = cli_one_run("reindex", reindex_usage, argc, argv, &run);
+    if (parsed) return parsed == CLI_HELP ? EXIT_DONE : parsed;
     char err[4096];
     int rc = rec_reindex(run, err, sizeof err);
     if (rc < 0) {

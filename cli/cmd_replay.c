@@ -67,7 +67,7 @@ typedef struct replay_cli {
 
 static int parse_args(int argc, char **argv, replay_cli *c) {
     memset(c, 0, sizeof *c);
-    for (int i = 1; i < argc; i++) {
+    for (int i = CLI_FIRST_ARG; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         /* --opt=VALUE: split into name and value, and take no next word */
         char name[64];

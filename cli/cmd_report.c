@@ -28,31 +28,12 @@ static void report_usage(FILE *out) {
 
 int cmd_report(int argc, char **argv) {
     const char *run = NULL, *outpath = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            report_usage(stdout);
-            return EXIT_DONE;
-        }
-        if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "npurr report: %s needs a value\n", a);
-                return EXIT_USAGE;
-            }
-            outpath = argv[++i];
-        } else if (!strncmp(a, "--output=", 9)) {
-            outpath = a + 9;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "npurr report: unknown option '%s'\n", a);
-            report_usage(stderr);
-            return EXIT_USAGE;
-        } else if (!run) {
-            run = a;
-        } else {
-            fprintf(stderr, "npurr report: unexpected argument '%s'\n", a);
-            return EXIT_USAGE;
-        }
-    }
+    const cli_opt opts[] = {{"--output", "-o", .value = &outpath}};
+    cli_args p = {.cmd = "report", .usage = report_usage, .opts = opts, .nopts = 1,
+                  .words = {&run}, .extra = "unexpected argument '%s'",
+                  .missing_says = CLI_MISSING_SAYS};
+    int parsed = cli_parse(&p, argc, argv);
+    if (parsed) return parsed == CLI_HELP ? EXIT_DONE : parsed;
     if (!run || !outpath || !*outpath) {
         if (run) fprintf(stderr, "npurr report: -o OUT.html is required\n");
         report_usage(stderr);
@@ -65,10 +46,7 @@ int cmd_report(int argc, char **argv) {
     }
     sqlite3 *db = NULL;
     ana_source src;
-    if (ana_open_fresh(run, 0, &db, &src, err, sizeof err)) {
-        fprintf(stderr, "npurr report: %s\n", err);
-        return EXIT_ERROR;
-    }
+    if (cli_open_run("report", run, 0, &db, &src)) return EXIT_ERROR;
     cli_output co;
     FILE *out = cli_output_open(&co, outpath, err, sizeof err);
     if (!out) {

@@ -62,7 +62,7 @@ static char *read_stdin(void) {
 int cmd_sql(int argc, char **argv) {
     const char *run = NULL, *query = NULL;
     int csv = 0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = CLI_FIRST_ARG; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             sql_usage(stdout);
@@ -99,8 +99,7 @@ int cmd_sql(int argc, char **argv) {
     char err[4096];
     sqlite3 *db = NULL;
     ana_source src;
-    if (ana_open_fresh(run, ANA_OPEN_QUERY_ONLY, &db, &src, err, sizeof err)) {
-        fprintf(stderr, "npurr sql: %s\n", err);
+    if (cli_open_run("sql", run, ANA_OPEN_QUERY_ONLY, &db, &src)) {
         free(owned);
         return 1;
     }

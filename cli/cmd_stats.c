@@ -49,49 +49,24 @@ typedef struct stats_args {
     int csv, races;
 } stats_args;
 
+static int set_by(void *ctx, const char *v) {
+    return cli_opt_ok("stats", v && !ana_group_by_parse(v, &((stats_args *)ctx)->by),
+                      "--by needs one of role, site, rank, kind, object, cause", v);
+}
+
+static int set_top(void *ctx, const char *v) {
+    return cli_opt_top("stats", v, &((stats_args *)ctx)->top);
+}
+
 /* -1: --help printed; 0: parsed; 2: a usage error, printed. */
 static int parse_stats(int argc, char **argv, stats_args *x) {
     *x = (stats_args){.by = ANA_BY_ROLE};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            stats_usage(stdout);
-            return -1;
-        } else if (!strncmp(a, "--by", 4) && (a[4] == 0 || a[4] == '=')) {
-            if (!(v = cli_opt_value(argc, argv, &i, "--by")) || ana_group_by_parse(v, &x->by)) {
-                fprintf(stderr, "npurr stats: --by needs one of role, site, rank, kind, object, "
-                        "cause (got '%s')\n", v ? v : "");
-                return 2;
-            }
-        } else if (!strncmp(a, "--top", 5) && (a[5] == 0 || a[5] == '=')) {
-            v = cli_opt_value(argc, argv, &i, "--top");
-            unsigned long long n;
-            if (cli_parse_uint(v, 1, SIZE_MAX / 2, &n)) {
-                fprintf(stderr, "npurr stats: --top needs a positive number below 2^63 (got "
-                        "'%s')\n", v ? v : "");
-                return 2;
-            }
-            x->top = (size_t)n;
-        } else if (!strcmp(a, "--csv")) {
-            x->csv = 1;
-        } else if (!strcmp(a, "--races")) {
-            x->races = 1;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "npurr stats: unknown option '%s'\n", a);
-            stats_usage(stderr);
-            return 2;
-        } else if (!x->run) {
-            x->run = a;
-        } else {
-            fprintf(stderr, "npurr stats: unexpected argument '%s' (one RUN only)\n", a);
-            return 2;
-        }
-    }
-    if (!x->run) {
-        stats_usage(stderr);
-        return 2;
-    }
-    return 0;
+    const cli_opt opts[] = {{"--by", .set = set_by}, {"--top", .set = set_top},
+                            {"--csv", .flag = &x->csv}, {"--races", .flag = &x->races}};
+    cli_args p = {.cmd = "stats", .usage = stats_usage, .opts = opts, .nopts = 4, .ctx = x,
+                  .words = {&x->run}, .extra = "unexpected argument '%s' (one RUN only)",
+                  .needs_word = 1};
+    return cli_parse(&p, argc, argv);
 }
 
 int cmd_stats(int argc, char **argv) {
@@ -106,10 +81,7 @@ int cmd_stats(int argc, char **argv) {
     char err[1024];
     sqlite3 *db = NULL;
     ana_source src;
-    if (ana_open_fresh(run, 0, &db, &src, err, sizeof err)) {
-        fprintf(stderr, "npurr stats: %s\n", err);
-        return 1;
-    }
+    if (cli_open_run("stats", run, 0, &db, &src)) return 1;
     /* On a hung run the first question is what the hang waits on: those
      * waits come first, then the whole run. */
     ana_stall_table blocked, t;

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "sweep.h"
 
@@ -67,12 +66,6 @@ typedef struct sweep_cli {
     double t0;
     int progress;
 } sweep_cli;
-
-static double mono_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* The record command line of point p: base, then --KEY=V per option key.
  * The strings live in buf (freed by the caller with the array). */
@@ -136,7 +129,7 @@ static void job(void *ctx, size_t p, point_result *r) {
 static void progress(void *ctx, size_t p, const point_result *r, size_t done, size_t total) {
     sweep_cli *c = ctx;
     if (!c->progress) return;
-    double el = mono_s() - c->t0;
+    double el = engine_host_seconds() - c->t0;
     double eta = done ? el * (double)(total - done) / (double)done : 0;
     char end[48];
     if (r->status) snprintf(end, sizeof end, "exit %d", r->status);
@@ -278,10 +271,10 @@ int cmd_sweep(int argc, char **argv) {
     char err[2 * ENGINE_ERRLEN + 4400];
     c.base = calloc((size_t)argc + 4, sizeof *c.base);
     if (!c.base) return EXIT_ERROR;
-    c.base[c.nbase++] = argv[-1];
+    c.base[c.nbase++] = argv[0];
     c.base[c.nbase++] = "record";
     int status = EXIT_USAGE;
-    for (int i = 1; i < argc; i++) {
+    for (int i = CLI_FIRST_ARG; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             sweep_usage(stdout);
@@ -307,11 +300,8 @@ int cmd_sweep(int argc, char **argv) {
                 goto out;
             }
         } else if (cli_opt_is(a, "-j")) {
-            v = cli_opt_value(argc, argv, &i, "-j");
-            if (cli_opt_count(v, &jobs)) {
-                fprintf(stderr, "npurr sweep: -j needs a positive number (got '%s')\n", v ? v : "");
+            if (cli_opt_positive("sweep", "-j", cli_opt_value(argc, argv, &i, "-j"), &jobs))
                 goto out;
-            }
         } else if (!strcmp(a, "--no-trace") || !strcmp(a, "--force") || !strcmp(a, "--quiet") ||
                    !strcmp(a, "--progress")) {
             continue;   /* every point runs without a trace and quietly */
@@ -364,7 +354,7 @@ int cmd_sweep(int argc, char **argv) {
         goto out;
     }
     c.progress = 1;
-    c.t0 = mono_s();
+    c.t0 = engine_host_seconds();
     fprintf(stderr, "npurr sweep: %zu points, %ld at a time\n", c.s.npoints,
             jobs < (long)c.s.npoints ? jobs : (long)c.s.npoints);
     int prc = run_pool(c.s.npoints, (int)jobs, job, progress, &c, c.s.res, err, sizeof err);
@@ -389,7 +379,7 @@ int cmd_sweep(int argc, char **argv) {
     size_t ran = 0, ok = 0;
     for (size_t p = 0; p < c.s.npoints; p++) ran += c.s.res[p].done, ok += c.s.res[p].done && !c.s.res[p].status;
     printf("%zu of %zu points ran, %zu completed with the check passed, %zu failed (their exit "
-           "codes are in the rows); %.1f s\n", ran, c.s.npoints, ok, ran - ok, mono_s() - c.t0);
+           "codes are in the rows); %.1f s\n", ran, c.s.npoints, ok, ran - ok, engine_host_seconds() - c.t0);
     printf("wrote %s/sweep.csv and %s/sweep.html\n", dir, dir);
     if (prc > 0) {
         fprintf(stderr, "npurr sweep: interrupted: the %zu finished points are written\n", ran);

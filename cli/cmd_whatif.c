@@ -99,50 +99,35 @@ static void progress(void *ctx, size_t i, const point_result *r, size_t done, si
             r->status == 0 ? t : r->what);
 }
 
+typedef struct whatif_args {
+    const char *run;
+    long top, jobs;
+    int csv;
+} whatif_args;
+
+static int set_top(void *ctx, const char *v) {
+    return cli_opt_positive("whatif", "--top", v, &((whatif_args *)ctx)->top);
+}
+
+static int set_jobs(void *ctx, const char *v) {
+    return cli_opt_positive("whatif", "-j", v, &((whatif_args *)ctx)->jobs);
+}
+
 int cmd_whatif(int argc, char **argv) {
-    const char *run = NULL;
-    long top = 5, jobs = pool_default_jobs();
-    int csv = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            whatif_usage(stdout);
-            return EXIT_DONE;
-        } else if (cli_opt_is(a, "--top")) {
-            v = cli_opt_value(argc, argv, &i, "--top");
-            if (cli_opt_count(v, &top)) {
-                fprintf(stderr, "npurr whatif: --top needs a positive number (got '%s')\n", v ? v : "");
-                return EXIT_USAGE;
-            }
-        } else if (cli_opt_is(a, "-j")) {
-            v = cli_opt_value(argc, argv, &i, "-j");
-            if (cli_opt_count(v, &jobs)) {
-                fprintf(stderr, "npurr whatif: -j needs a positive number (got '%s')\n", v ? v : "");
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(a, "--csv")) {
-            csv = 1;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "npurr whatif: unknown option '%s'\n", a);
-            whatif_usage(stderr);
-            return EXIT_USAGE;
-        } else if (!run) {
-            run = a;
-        } else {
-            fprintf(stderr, "npurr whatif: unexpected argument '%s' (one RUN only)\n", a);
-            return EXIT_USAGE;
-        }
-    }
-    if (!run) {
-        whatif_usage(stderr);
-        return EXIT_USAGE;
-    }
+    whatif_args x = {.top = 5, .jobs = pool_default_jobs()};
+    const cli_opt opts[] = {{"--top", .set = set_top}, {"-j", .set = set_jobs},
+                            {"--csv", .flag = &x.csv}};
+    cli_args p = {.cmd = "whatif", .usage = whatif_usage, .opts = opts, .nopts = 3, .ctx = &x,
+                  .words = {&x.run}, .extra = "unexpected argument '%s' (one RUN only)",
+                  .needs_word = 1};
+    int parsed = cli_parse(&p, argc, argv);
+    if (parsed) return parsed == CLI_HELP ? EXIT_DONE : parsed;
+    const char *run = x.run;
+    long top = x.top, jobs = x.jobs;
+    int csv = x.csv;
     char err[ENGINE_ERRLEN * 2];
     sqlite3 *db = NULL;
-    if (ana_open_fresh(run, 0, &db, NULL, err, sizeof err)) {
-        fprintf(stderr, "npurr whatif: %s\n", err);
-        return EXIT_ERROR;
-    }
+    if (cli_open_run("whatif", run, 0, &db, NULL)) return EXIT_ERROR;
     ana_crit_table t;
     int rc = ana_crit_table_get(db, ANA_CRIT_BY_CLASS, 0, &t, err, sizeof err);
     sqlite3_close(db);

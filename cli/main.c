@@ -71,9 +71,9 @@ static int run(int argc, char **argv) {
         if (strcmp(name, "help") == 0 && argc > 2) {
             for (size_t i = 0; i < N_COMMANDS; i++)
                 if (strcmp(commands[i].name, argv[2]) == 0) {
-                    /* argv[-1] stays the program, as cli.h promises */
-                    char *sub[] = {argv[0], argv[2], "--help", NULL};
-                    return commands[i].run(2, sub + 1);
+                    /* `npurr help CMD` is `npurr CMD --help` */
+                    char *line[] = {argv[0], argv[2], "--help", NULL};
+                    return commands[i].run(3, line);
                 }
         }
         usage(stdout);
@@ -84,7 +84,7 @@ static int run(int argc, char **argv) {
         return EXIT_DONE;
     }
     for (size_t i = 0; i < N_COMMANDS; i++)
-        if (strcmp(commands[i].name, name) == 0) return commands[i].run(argc - 1, argv + 1);
+        if (strcmp(commands[i].name, name) == 0) return commands[i].run(argc, argv);
     fprintf(stderr, "npurr: '%s' is not a command\n\n", name);
     usage(stderr);
     return EXIT_USAGE;

@@ -16,16 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/record_progress.h"
-
-static double wall(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 void record_progress_init(record_progress *p, engine *e, const kernel_desc *kernel,
                           const void *state, int quiet, int forced) {
@@ -35,7 +28,7 @@ void record_progress_init(record_progress *p, engine *e, const kernel_desc *kern
     p->state = state;
     p->tty = isatty(STDERR_FILENO);
     p->enabled = !quiet && (forced || p->tty);
-    p->start = p->last = wall();
+    p->start = p->last = engine_host_seconds();
     /* Tests ask for a line at every check (0) instead of waiting 2 s. */
     const char *every = getenv("NPURR_PROGRESS_EVERY");
     p->every = every && *every ? atof(every) : 2.0;
@@ -59,7 +52,7 @@ void record_progress_event(void *ctx, const engine_event *ev) {
         }
     }
     if (!p->enabled || (ev->seq & 4095) != 0) return;
-    double now = wall();
+    double now = engine_host_seconds();
     if (now - p->last < p->every) return;
     p->last = now;
     const char *phase = p->phase_id ? engine_string(p->e, p->phase_id) : NULL;

@@ -43,6 +43,26 @@ static void on_ran(void *ctx, engine *e, const record_result *rr) {
     }
 }
 
+/* How the run rr ended, into r. */
+static void point_ended(const record_result *rr, point_result *r) {
+    if (!rr->ran) {
+        r->status = EXIT_ERROR;
+        snprintf(r->what, sizeof r->what, "%.*s", (int)sizeof r->what - 1, rr->error);
+        return;
+    }
+    r->outcome = rr->run.outcome;
+    r->status = cli_outcome_status(rr->run.outcome, rr->check && !strcmp(rr->check, "failed"));
+    r->end_ps = rr->run.end_time;
+    r->events = rr->run.events;
+    r->stall_ps = rr->run.stall_ps;
+    r->wall = rr->wall;
+    r->stall_share = r->cores && r->end_ps ? (double)r->stall_ps / ((double)r->cores * (double)r->end_ps)
+                                           : 0;
+    snprintf(r->check, sizeof r->check, "%s", rr->check ? rr->check : "");
+    snprintf(r->what, sizeof r->what, "%.*s", (int)sizeof r->what - 1,
+             rr->run.outcome == OUTCOME_COMPLETED ? rr->check_message : rr->run.message);
+}
+
 void run_point(run_spec *spec, point_result *r) {
     memset(r, 0, sizeof *r);
     spec->opts.no_trace = 1;
@@ -50,33 +70,17 @@ void run_point(run_spec *spec, point_result *r) {
     spec->opts.progress = 0;
     spec->opts.out_dir = NULL;
     record_hooks hooks = {.ctx = r, .on_ran = on_ran};
-    record_result rr;
+    record_session *s;
     char err[ENGINE_ERRLEN] = "";
-    int rc = record_session(spec, &hooks, 0, &rr, err, sizeof err);
+    int rc = record_session_open(spec, &hooks, &s, err, sizeof err);
     r->done = 1;
     if (rc) {
         r->status = rc;
         snprintf(r->what, sizeof r->what, "%.*s", (int)sizeof r->what - 1, err);
         return;
     }
-    if (!rr.ran) {
-        r->status = EXIT_ERROR;
-        snprintf(r->what, sizeof r->what, "%.*s", (int)sizeof r->what - 1, rr.error);
-        record_result_free(&rr);
-        return;
-    }
-    r->outcome = rr.run.outcome;
-    r->status = cli_outcome_status(rr.run.outcome, rr.check && !strcmp(rr.check, "failed"));
-    r->end_ps = rr.run.end_time;
-    r->events = rr.run.events;
-    r->stall_ps = rr.run.stall_ps;
-    r->wall = rr.wall;
-    r->stall_share = r->cores && r->end_ps ? (double)r->stall_ps / ((double)r->cores * (double)r->end_ps)
-                                           : 0;
-    snprintf(r->check, sizeof r->check, "%s", rr.check ? rr.check : "");
-    snprintf(r->what, sizeof r->what, "%.*s", (int)sizeof r->what - 1,
-             rr.run.outcome == OUTCOME_COMPLETED ? rr.check_message : rr.run.message);
-    record_result_free(&rr);
+    point_ended(record_session_run(s, 0), r);
+    record_session_close(s);
 }
 
 int pool_default_jobs(void) {

@@ -3,7 +3,7 @@
  * processes: what `whatif` and `sweep` share.
  *
  * A point is a run spec (session.h) that run_point executes through the
- * same record_session as `record --no-trace`, returning how it ended in a
+ * same record session as `record --no-trace`, returning how it ended in a
  * flat struct; run_pool forks up to J children, each running one point
  * and sending its struct back through a pipe, and reports each point as it
  * finishes. Ctrl-C stops starting points, ends the running children and

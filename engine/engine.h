@@ -76,9 +76,16 @@ typedef struct engine_hw {
     double barrier_latency_ns;      /* added by a cross-rank barrier */
 } engine_hw;
 
+/* Fills *hw with every parameter's default (engine_hw_param.def): the timing model `npurr hw`
+ * prints. */
 void engine_hw_defaults(engine_hw *hw);
 /* Parse key=value lines ('#' comments) over *hw. Unknown keys are errors. */
 int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen);
+
+/* Seconds on the host's monotonic clock, from an arbitrary start
+ * (host_clock.c): for the wall-time figures npurr prints, never for
+ * anything a run or its trace depends on. */
+double engine_host_seconds(void);
 
 /* The one check of every file npurr reads (input_file.c): opens path for
  * reading without ever blocking (a FIFO is refused, not waited on) and
@@ -88,8 +95,13 @@ int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen);
  * ("rb"); engine_check_input only checks (for files another library opens
  * by name, such as SQLite's). */
 int engine_open_input(const char *path, char *why, size_t whylen);
+/* engine_open_input as a stdio stream ("rb"); the caller fcloses it. NULL with why. */
 FILE *engine_fopen_input(const char *path, char *why, size_t whylen);
+/* engine_open_input's check alone, for a file another library opens by name (SQLite's): 0, or
+ * -1 with why. */
 int engine_check_input(const char *path, char *why, size_t whylen);
+/* Sets one parameter of *hw by key (or old key) from its text value, checked against the
+ * accepted range: ENGINE_OK, or ENGINE_ERR with err naming key and value. */
 int engine_hw_set(engine_hw *hw, const char *key, const char *value, char *err, size_t errlen);
 /* Writes every parameter as key=value lines, in a fixed order. */
 void engine_hw_write(const engine_hw *hw, FILE *out);
@@ -108,7 +120,9 @@ typedef struct engine_hw_param {
     const char *source;       /* where the default comes from */
     int fit;                  /* 1: fitted to measurements (npurr calibrate, tools/fit_timing.sh) */
 } engine_hw_param;
+/* How many timing parameters there are (the index range of engine_hw_param_at). */
 size_t engine_hw_count(void);
+/* Parameter i (< engine_hw_count) in `npurr hw`'s order; static, never freed. */
 const engine_hw_param *engine_hw_param_at(size_t i);
 /* By key or old key; NULL if unknown. */
 const engine_hw_param *engine_hw_find(const char *key);
@@ -144,9 +158,13 @@ typedef struct engine_config {
     int rdma_posted_by_core;
 } engine_config;
 
+/* The --payload text of p ("ref", "full"); static. */
 const char *engine_payload_name(engine_payload p);
+/* The payload mode named text ("ref" or "full") into *out: 0, or -1 when text names none. */
 int engine_payload_parse(const char *text, engine_payload *out);
 
+/* Fills *cfg with the defaults of a run: one node of 8 NPUs, 910B2, seed 0, no jitter or PCT
+ * delays, the default watchdog, REF payload, the default timing model. */
 void engine_config_defaults(engine_config *cfg);
 
 /* The engine configuration table (config.c): chips and the ranges of the
@@ -158,6 +176,7 @@ typedef struct engine_chip_info {
 } engine_chip_info;
 /* NULL when chip is not in the table. */
 const engine_chip_info *engine_chip_get(engine_chip chip);
+/* The name of chip ("910B2"), static; "?" when chip is not in the table. */
 const char *engine_chip_name(engine_chip chip);
 /* By name, case-insensitive; 0, or -1 when no chip has that name. */
 int engine_chip_parse(const char *name, engine_chip *out);
@@ -173,17 +192,26 @@ typedef struct engine_config_limit {
     double lo, hi;             /* accepted, both included */
     const char *note;          /* why the bound, for messages: " (HCCS full mesh of 8)" */
 } engine_config_limit;
+/* The range of setting id (its option, header key, bounds and why); static. */
 const engine_config_limit *engine_config_limit_get(engine_config_limit_id id);
 /* cfg against the table: ENGINE_OK, or ENGINE_ERR with err naming the option. */
 int engine_config_check(const engine_config *cfg, char *err, size_t errlen);
 
+/* Builds an engine for *cfg (checked first: engine_config_check): the cluster, its memories and
+ * cores, nothing launched. ENGINE_OK with *out, which the caller frees with engine_destroy;
+ * ENGINE_ERR with err. */
 int engine_create(const engine_config *cfg, engine **out, char *err, size_t errlen);
+/* Frees e and everything it holds (GM, cores, stacks, objects, strings); NULL is ignored. */
 void engine_destroy(engine *e);
 
+/* Ranks in the cluster: nodes x NPUs per node. */
 int engine_num_ranks(const engine *e);
+/* Cube cores (AIC) per rank: 24 on 910B2, 20 on 910B4. */
 int engine_num_aic(const engine *e);
+/* Vector cores (AIV) per rank: 48 on 910B2, 40 on 910B4. */
 int engine_num_aiv(const engine *e);
 int engine_cores_per_rank(const engine *e);  /* aic + aiv; core index < num_aic is an AIC */
+/* The configuration e was created with; owned by e. */
 const engine_config *engine_get_config(const engine *e);
 
 /* ---------------------------------------------------------------- memory */
@@ -195,12 +223,17 @@ typedef struct { uint64_t a; } gm_t;
 
 #define GM_RANK_SHIFT 40
 #define GM_OFFSET_MASK ((1ULL << GM_RANK_SHIFT) - 1)
+/* The GM address of byte off on rank. */
 static inline gm_t gm_make(int rank, uint64_t off) {
     gm_t g = {((uint64_t)rank << GM_RANK_SHIFT) | off}; return g;
 }
+/* The rank whose GM holds g. */
 static inline int gm_rank(gm_t g) { return (int)(g.a >> GM_RANK_SHIFT); }
+/* g's byte offset in its rank's GM. */
 static inline uint64_t gm_offset(gm_t g) { return g.a & GM_OFFSET_MASK; }
+/* g moved by bytes (may be negative) on the same rank. */
 static inline gm_t gm_add(gm_t g, int64_t bytes) { gm_t r = {g.a + (uint64_t)bytes}; return r; }
+/* The same offset on another rank: a symmetric allocation's copy there. */
 static inline gm_t gm_on_rank(gm_t g, int rank) { return gm_make(rank, gm_offset(g)); }
 
 /* Zero-filled GM on one rank; name appears in faults and the index. */
@@ -221,6 +254,8 @@ void *engine_gm_host(engine *e, gm_t p, uint64_t bytes);
  * mode they are written at once. ENGINE_ERR if the range is not in one
  * allocation. */
 typedef void (*engine_row_fn)(const void *params, uint64_t row, uint8_t *out);
+/* Declares [p, p + rows x row_bytes) an input tensor of generated rows (as above). ENGINE_OK,
+ * or ENGINE_ERR with err. */
 int engine_gm_generate(engine *e, gm_t p, uint64_t rows, uint64_t row_bytes, engine_row_fn fn,
                        const void *params, size_t params_size, char *err, size_t errlen);
 /* Copies [p, p+bytes) to out without materializing it. ENGINE_ERR if out of bounds. */
@@ -251,6 +286,7 @@ typedef struct engine_memory {
     uint64_t reference_bytes, reference_extents;
     uint64_t literal_bytes;
 } engine_memory;
+/* How memory is held now, into *m (see engine_memory). */
 void engine_memory_get(const engine *e, engine_memory *m);
 
 /* ---------------------------------------------------------- named objects */
@@ -267,6 +303,7 @@ typedef enum {
  * the level text engine_ring_kind_name gives ("rdma", "hccs", ...); readers
  * turn the text back with engine_ring_kind_from_name. */
 typedef enum { RING_NONE = 0, RING_LOCAL, RING_HCCS, RING_RDMA } engine_ring_kind;
+/* The text of a ring kind ("local", "hccs", "rdma"; "" for RING_NONE); static. */
 const char *engine_ring_kind_name(engine_ring_kind kind);
 /* RING_NONE for NULL, "" or a text no kind has. */
 engine_ring_kind engine_ring_kind_from_name(const char *name);
@@ -286,13 +323,19 @@ typedef struct engine_object {
     engine_ring_kind ring_kind; /* for a ring and its head/tail words */
 } engine_object;
 
+/* Names the GM word of width bytes at addr as an object of kind (waits,
+ * reports and the trace say name). Returns its object id (>= 1): the one it
+ * already has when the word is named. */
 uint32_t engine_name_word(engine *e, gm_t addr, uint32_t width, engine_obj_kind kind,
                           const char *name);
 /* Declares a ring: capacity in the same unit the kernel stores head/tail in. */
 uint32_t engine_declare_ring(engine *e, const char *name, engine_ring_kind kind, gm_t head,
                              gm_t tail, uint32_t width, uint64_t capacity,
                              int producer_rank, int consumer_rank);
+/* Object id (1..engine_object_count); owned by e, valid until the next declaration. NULL for an
+ * unknown id. */
 const engine_object *engine_object_get(const engine *e, uint32_t id);
+/* How many objects are declared: ids run 1..count. */
 uint32_t engine_object_count(const engine *e);
 
 /* ---------------------------------------------------------------- launch */
@@ -437,6 +480,8 @@ int engine_hard_event_pipe(int ev, int consumer);
 /* Name and start of the GM allocation holding p (NULL if none), for reports. */
 const char *engine_gm_alloc_name(engine *e, gm_t p, gm_t *base);
 
+/* Installs obs (copied; NULL: none) as what sees every declaration and event from now on; its
+ * ctx must outlive the run. */
 void engine_set_observer(engine *e, const engine_observer *obs);
 /* The observer in place (all NULL if none), so another can wrap it. */
 engine_observer engine_get_observer(const engine *e);
@@ -448,15 +493,30 @@ typedef struct engine_tee {
     void (*also)(void *also_ctx, const engine_event *ev);
     void *also_ctx;
 } engine_tee;
+/* The observer that forwards to t->inner, then shows each event to t->also. */
 engine_observer engine_tee_observer(engine_tee *t);
+/* Interned string id (1..engine_string_count); owned by e. "" for 0 or an
+ * unknown id. */
 const char *engine_string(const engine *e, uint32_t id);
 uint32_t engine_string_count(const engine *e);   /* ids are 1..count */
 
+/* The name of an engine_event_kind ("xfer_issue", ...) as the trace and SQL
+ * show it; static, "unknown" when kind is none. */
 const char *engine_event_kind_name(int kind);
+/* The name of an engine_xfer ("mte2", "rdma_write", ...); static, "unknown"
+ * when xfer is none. */
 const char *engine_xfer_name(int xfer);
+/* The name of an engine_pipe ("MTE2", ..., "ALL"); static, "unknown" when
+ * pipe is none. */
 const char *engine_pipe_name(int pipe);
+/* The name of a wait condition ("==", ">=", ...); static, "?" when cond is
+ * none. */
 const char *engine_cond_name(int cond);
+/* The name of an engine_outcome ("completed", "deadlock", ...); static,
+ * "unknown" when outcome is none. */
 const char *engine_outcome_name(int outcome);
+/* The name of a hard event ("MTE2_V", ...); static, "unknown" when ev is
+ * none. */
 const char *engine_hard_event_name(int ev);
 
 /* ---------------------------------------------------------------- running */
@@ -493,6 +553,7 @@ typedef struct engine_buf {
     uint8_t *p;
     size_t n, cap;
 } engine_buf;
+/* Frees b's bytes and empties it (b itself is the caller's). */
 void engine_buf_free(engine_buf *b);
 
 enum { ENGINE_REDUCE_MIN = 1, ENGINE_REDUCE_MAX, ENGINE_REDUCE_SUM };
@@ -529,6 +590,7 @@ void engine_request_stop(engine *e);
  * inside the core that issues it, on that core's stack, so a debugger's
  * backtrace shows the kernel source line. */
 typedef void (*engine_break_fn)(void *ctx, const engine_event *ev);
+/* Sets the break point: before event seq (0: none), fn(ctx, ev) is called on the issuing core. */
 void engine_set_break(engine *e, uint64_t seq, engine_break_fn fn, void *ctx);
 
 /* When the cores holding role first took it and last left it (SetRole, or
@@ -556,6 +618,7 @@ typedef struct engine_core_state {
     char waiting_on[256];     /* human-readable, "" when not blocked */
 } engine_core_state;
 int engine_core_count(const engine *e);   /* ranks * cores_per_rank */
+/* Core index's state (0..engine_core_count) into *st; its strings are owned by e. */
 void engine_core_state_get(const engine *e, int index, engine_core_state *st);
 uint64_t engine_now(const engine *e);     /* time of the event being processed */
 uint64_t engine_seq(const engine *e);     /* seq of the last emitted event */
@@ -578,6 +641,7 @@ typedef struct engine_core_slots {
     void *const *stack;          /* its mmap'd stack (guard page first); NULL until it runs */
     const size_t *stack_size;    /* bytes of that mapping */
 } engine_core_slots;
+/* Where core index's context lives, into *out (see engine_core_slots). */
 void engine_core_debug_slots(const engine *e, int index, engine_core_slots *out);
 /* The seq the engine stops before (engine_set_break); a debugger writes it
  * to move the break while the process is stopped. */

@@ -119,6 +119,7 @@ typedef struct rec_run_summary {
  * and how far the trace is complete); -1 with err when the run cannot be
  * read (s then holds nothing). Free a filled s with rec_run_summary_free. */
 int rec_run_summary_read(const char *run_dir, rec_run_summary *s, char *err, size_t errlen);
+/* Frees what rec_run_summary_read allocated in *s (not s itself). */
 void rec_run_summary_free(rec_run_summary *s);
 
 /* One timing parameter as a run used it (meta hw.*; rec_info_timing.c). */
@@ -139,15 +140,18 @@ int rec_run_timing(const char *run_dir, rec_hw_value *vals, size_t n, char *err,
 typedef struct rec_fingerprint {
     uint64_t bytes, frames, hash;
 } rec_fingerprint;
+/* The fingerprint of the trace file at trace_path into *fp (reads the whole
+ * file): 0, or -1 with err. */
 int rec_trace_fingerprint(const char *trace_path, rec_fingerprint *fp, char *err, size_t errlen);
+/* *fp as the text meta trace_fingerprint stores, into out (len bytes). */
 void rec_fingerprint_format(const rec_fingerprint *fp, char *out, size_t len);
+/* The index's meta value for key, copied into out ("" if absent). */
+void rec_index_meta_text(sqlite3 *db, const char *key, char *out, size_t len);
 /* 0 when db (RUN/index.db) was built from RUN/trace.zst as it is now; -1
  * with err naming both fingerprints and the fix (`npurr reindex RUN`) when
  * the index belongs to another run or the trace changed since. fp_out (may
  * be NULL) receives the trace's fingerprint text. Every command that reads
  * an index calls it first. */
-/* The index's meta value for key, copied into out ("" if absent). */
-void rec_index_meta_text(sqlite3 *db, const char *key, char *out, size_t len);
 int rec_index_matches_trace(sqlite3 *db, const char *run_dir, char *fp_out, size_t fp_len,
                             char *err, size_t errlen);
 
@@ -170,6 +174,8 @@ void rec_index_unreadable(const char *run_dir, const char *sqlite_msg, char *err
 
 /* Sequential reader (replay, reindex). */
 typedef struct rec_reader rec_reader;
+/* Opens run_dir/trace.zst and reads its header. 0 with *out, which the caller
+ * frees with rec_reader_close; -1 with err naming run_dir. */
 int rec_reader_open(const char *run_dir, rec_reader **out, char *err, size_t errlen);
 /* Header keys (same names as the meta table: kernel, config.seed, hw.*, ...)
  * and, once rec_reader_next has returned 0, the trailer's keys (outcome,
@@ -178,6 +184,8 @@ int rec_reader_open(const char *run_dir, rec_reader **out, char *err, size_t err
 const char *rec_reader_meta(rec_reader *r, const char *key);
 /* 1 event, 0 clean end, -1 error/truncated (rec_reader_error says which). */
 int rec_reader_next(rec_reader *r, engine_event *ev);
+/* 1 when the trace ended inside a chunk or without its trailer (a killed
+ * record): what was read is all there is. */
 int rec_reader_truncated(const rec_reader *r);
 /* Last seq of the last complete chunk read so far. */
 uint64_t rec_reader_complete_seq(const rec_reader *r);
@@ -190,7 +198,9 @@ typedef struct rec_site_decl {
     int declared, line;
     char file[256], func[128];
 } rec_site_decl;
+/* Object id as the trace declared it so far; owned by r, NULL if none. */
 const engine_object *rec_reader_object(rec_reader *r, uint32_t id);
+/* Call site id as the trace declared it so far; owned by r, NULL if none. */
 const rec_site_decl *rec_reader_site(rec_reader *r, uint32_t id);
 /* Ids of strings, objects and sites declared so far are all below this. */
 uint32_t rec_reader_decl_bound(const rec_reader *r);
@@ -199,6 +209,7 @@ uint32_t rec_reader_decl_bound(const rec_reader *r);
 int rec_reader_header_matches(rec_reader *r, const rec_run_info *info, char *what, size_t len);
 /* Why the last rec_reader_next returned -1 ("" otherwise). */
 const char *rec_reader_error(const rec_reader *r);
+/* Frees r and what it read; NULL is ignored. */
 void rec_reader_close(rec_reader *r);
 
 /* Registers the `events` virtual table (temp.events) on db for run_dir's
@@ -213,20 +224,25 @@ uint64_t rec_events_vtab_chunks_decoded(void);
 
 /* One background thread running one job at a time: the recorder pipelines
  * chunk encoding and decoding with it, and analysis steps its bulk inserts
- * on it. submit waits for the previous job, then hands fn(arg) over; wait
- * blocks until it has run (NULL: returns at once); stop waits and joins.
- * start returns NULL when no thread can be made (callers then do the work
- * themselves). */
+ * on it. */
 typedef struct rec_worker rec_worker;
+/* Starts the thread. NULL when no thread can be made (callers then do the
+ * work themselves); stop it with rec_worker_stop. */
 rec_worker *rec_worker_start(void);
+/* Waits for the previous job, then hands fn(arg) to the thread; arg stays the
+ * caller's until rec_worker_wait. */
 void rec_worker_submit(rec_worker *w, void (*fn)(void *arg), void *arg);
+/* Blocks until the submitted job has run; NULL returns at once. */
 void rec_worker_wait(rec_worker *w);
+/* Waits for the job in hand, joins the thread and frees w; NULL is ignored. */
 void rec_worker_stop(rec_worker *w);
 
 /* Names of event kinds and pipes as the index and the events table spell
  * them (the engine's names, with a stable KIND_n / PIPE_n fallback). */
 const char *rec_kind_name(int kind);
 int rec_kind_from_name(const char *name);   /* -1 if unknown */
+/* The name of pipe as the index spells it ("MTE2", or "PIPE_n" when the
+ * engine has none); static. */
 const char *rec_pipe_name(int pipe);
 /* The ranks a transfer reads from and writes to, from its raw addresses
  * (local memory belongs to the issuing rank; remote stores and RDMA atomics

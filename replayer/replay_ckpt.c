@@ -132,7 +132,7 @@ static void snapshot_resume_under_gdb(replay *rp, uint64_t at_seq) {
                 }
                 if (rp->ck.n < rp->ck.cap) rp->ck.v[rp->ck.n++] = (replay_ckpt){at_seq, copy, -1, -1};
             }
-            rp->t_start = replay_wall();
+            rp->t_start = engine_host_seconds();
             replay_set_break(rp, target);
             return;
         }
@@ -274,10 +274,10 @@ int replay_goto(replay *rp, uint64_t seq, int print_state, replay_goto_result *r
     }
     replay_goto_cmd cmd = {seq, print_state};
     fflush(NULL);
-    double t0 = replay_wall();
+    double t0 = engine_host_seconds();
     replay_goto_reply rep;
     int failed = write_full(c.cmd_fd, &cmd, sizeof cmd) || read_full(c.reply_fd, &rep, sizeof rep);
-    double t1 = replay_wall();
+    double t1 = engine_host_seconds();
     if (failed) {
         /* Dead: drop it from the table. */
         end_snapshot(&ck->v[best]);

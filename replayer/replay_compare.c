@@ -20,14 +20,7 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-double replay_wall(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 void replay_stop(replay *rp) {
     rp->done = 1;
@@ -140,7 +133,7 @@ static void on_event(void *ctx, const engine_event *ev) {
     rp->v.matched++;
     replay_view_event(rp, ev);
     if (ev->kind == EV_RUN_END) {
-        rp->t_end = replay_wall();
+        rp->t_end = engine_host_seconds();
         if (rp->child_reply_fd >= 0) {
             snprintf(rp->v.what, sizeof rp->v.what,
                      "the run ended at seq %llu before reaching the target",
@@ -197,7 +190,7 @@ int replay_attach(engine *e, rec_reader *r, const replay_opts *o, replay **out, 
     engine_observer obs = {.ctx = rp, .on_event = on_event};
     engine_set_observer(e, &obs);
     replay_set_break(rp, rp->opts.break_at);
-    rp->t_start = replay_wall();
+    rp->t_start = engine_host_seconds();
     *out = rp;
     return 0;
 }

@@ -129,8 +129,6 @@ struct replay {
     int child_print;
 };
 
-double replay_wall(void);
-
 /* replay_compare.c */
 void replay_stop(replay *rp);
 /* Next trace event (the read-ahead first): 1, 0 at the end, -1 error. */

@@ -110,6 +110,7 @@ int replay_attach(engine *e, rec_reader *r, const replay_opts *o, replay **out, 
 void replay_finish(replay *rp, const engine_result *res, const char *check_status,
                    const char *check_message);
 
+/* The comparison so far (complete after replay_finish); owned by rp. */
 const replay_verdict *replay_verdict_get(const replay *rp);
 
 /* Human report: "identical: N events, outcome X" with the blocked cores of
@@ -130,6 +131,7 @@ double replay_seconds_to_end(const replay *rp);
 /* Snapshots currently kept, oldest first (seq of the event after which
  * each was taken). */
 int replay_checkpoint_count(const replay *rp);
+/* The seq after which snapshot i (< replay_checkpoint_count) was taken. */
 uint64_t replay_checkpoint_seq(const replay *rp, int i);
 
 typedef struct replay_goto_result {

@@ -174,26 +174,10 @@ static int check_options(const fidelity_row *r, int parse, char *err, size_t err
         free(words);
         return 0;
     }
-    char **argv = calloc((size_t)n + 6, sizeof *argv);
-    if (!argv) { free(words); snprintf(err, errlen, "out of memory"); return -1; }
-    int argc = 0;
-    argv[argc++] = "npurr";
-    argv[argc++] = "record";
-    argv[argc++] = "-k";
-    argv[argc++] = (char *)r->kernel;
-    for (int i = 0; i < n; i++) argv[argc++] = words[i];
-    argv[argc++] = "--no-trace";
-    argv[argc] = NULL;
     run_spec spec;
     char why[1024];
-    int rc = run_spec_from_argv(argc, argv, &spec, why, sizeof why);
-    if (!rc && spec.opts.help) {
-        snprintf(why, sizeof why, "--help is not a shape");
-        rc = SESSION_USAGE;
-    }
+    int rc = run_spec_from_words(r->kernel, words, n, &spec, why, sizeof why);
     run_spec_free(&spec);
-    free(argv);
-    free(words);
     if (rc) {
         snprintf(err, errlen, "%s: options '%s': %s", r->where, r->options, why);
         return -1;

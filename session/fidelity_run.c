@@ -1,8 +1,8 @@
 /*
  * fidelity_run.c - one measured row run on npurr: its `record` command line
- * rebuilt (run_spec_from_argv on "-k KERNEL OPTIONS"), the timing
+ * rebuilt (run_spec_from_words on "-k KERNEL OPTIONS"), the timing
  * parameters replaced by the set under test, recorded without a trace
- * (record_session), and the phases read from the engine after the run
+ * (record_session_open/run), and the phases read from the engine after the run
  * (record_hooks.on_ran): a phase lasts from the first core taking one of
  * its roles to the last leaving one (engine_role_span), as a profiler
  * times the kernel that phase stands for; "total" is the run's end.
@@ -82,34 +82,12 @@ void fidelity_run(const fidelity_row *row, const engine_hw *hw, fidelity_result 
         snprintf(res->error, sizeof res->error, "%s: options: malformed quoting", row->where);
         return;
     }
-    char **argv = calloc((size_t)n + 6, sizeof *argv);
-    if (!argv) {
-        free(words);
-        snprintf(res->error, sizeof res->error, "%s: out of memory", row->where);
-        return;
-    }
-    int argc = 0;
-    argv[argc++] = "npurr";
-    argv[argc++] = "record";
-    argv[argc++] = "-k";
-    argv[argc++] = (char *)row->kernel;
-    for (int i = 0; i < n; i++) argv[argc++] = words[i];
-    argv[argc++] = "--no-trace";
-    argv[argc] = NULL;
-
     run_spec spec;
     char err[1024] = "";
-    int rc = run_spec_from_argv(argc, argv, &spec, err, sizeof err);
-    if (!rc && spec.opts.help) {
-        snprintf(err, sizeof err, "--help is not a shape");
-        rc = SESSION_USAGE;
-    }
+    int rc = run_spec_from_words(row->kernel, words, n, &spec, err, sizeof err);
     if (rc) {
         snprintf(res->error, sizeof res->error, "%s: options '%s': %s", row->where, row->options,
                  err);
-        run_spec_free(&spec);
-        free(argv);
-        free(words);
         return;
     }
     spec.opts.config.hw = *hw;
@@ -118,28 +96,27 @@ void fidelity_run(const fidelity_row *row, const engine_hw *hw, fidelity_result 
     spec.opts.quiet = 1;
     phase_ctx pc = {res, spec.opts.kernel};
     record_hooks hooks = {.ctx = &pc, .on_ran = on_ran_phases};
-    record_result r;
-    rc = record_session(&spec, &hooks, 0, &r, err, sizeof err);
+    record_session *s = NULL;
+    rc = record_session_open(&spec, &hooks, &s, err, sizeof err);
+    const record_result *r = rc ? NULL : record_session_run(s, 0);
     if (rc) {   /* a refused shape: err names the option */
         snprintf(res->error, sizeof res->error, "%s: %s", row->where, err);
-    } else if (!r.ran) {
+    } else if (!r->ran) {
         snprintf(res->error, sizeof res->error, "%s: -k %s %s: %s", row->where, row->kernel,
-                 row->options, r.error);
-    } else if (r.run.outcome != OUTCOME_COMPLETED) {
+                 row->options, r->error);
+    } else if (r->run.outcome != OUTCOME_COMPLETED) {
         snprintf(res->error, sizeof res->error, "%s: -k %s %s: the run ended in %s: %s",
-                 row->where, row->kernel, row->options, engine_outcome_name(r.run.outcome),
-                 r.run.message);
-    } else if (strcmp(r.check, "failed") == 0) {
+                 row->where, row->kernel, row->options, engine_outcome_name(r->run.outcome),
+                 r->run.message);
+    } else if (strcmp(r->check, "failed") == 0) {
         snprintf(res->error, sizeof res->error, "%s: -k %s %s: the output check failed: %s",
-                 row->where, row->kernel, row->options, r.check_message);
+                 row->where, row->kernel, row->options, r->check_message);
     } else {
         res->ok = 1;
     }
     if (res->ok) select_phase(row, res);
-    if (rc == SESSION_OK) record_result_free(&r);
+    record_session_close(s);
     run_spec_free(&spec);
-    free(argv);
-    free(words);
 }
 
 /* ---------------------------------------------------------------- in parallel */

@@ -12,7 +12,9 @@
  * the races table could not be written (the run lacks what was asked), or
  * an interrupted run would replace a complete one.
  */
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analysis/analysis.h"
@@ -21,58 +23,72 @@
 #include "session/run_folder.h"
 #include "session/session_signals.h"
 
+/* A message in memory of its own; NULL when there is none to have. */
+static char *message(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0) s = NULL;
+    va_end(ap);
+    return s;
+}
+
 static void *finish_folder(void *arg) {
-    recording *rc = arg;
-    record_result *r = rc->r;
+    record_session *rc = arg;
+    record_result *r = &rc->r;
     rc->close_rc = rec_close(rc->w, r->ran ? &r->run : NULL, r->check, r->check_message,
                              rc->close_err, sizeof rc->close_err);
     rc->w = NULL;   /* freed by rec_close, also on error */
     if (rc->close_rc) return NULL;
     char why[ENGINE_ERRLEN];
-    if (r->derived && ana_derive(r->run_dir, why, sizeof why) != 0)
-        snprintf(r->analysis_error, sizeof r->analysis_error, "%s", why);   /* the run is complete */
-    if (rc->hooks->on_closed) rc->hooks->on_closed(rc->hooks->ctx, r->run_dir, r);
+    if (r->derived && ana_derive(r->run_dir, why, sizeof why) != 0) {   /* the run is complete */
+        recording_set(&rc->analysis_error, &r->analysis_error, message("%s", why));
+        if (!rc->analysis_error) r->analysis_error = "out of memory";
+    }
+    if (rc->hooks.on_closed) rc->hooks.on_closed(rc->hooks.ctx, r->run_dir, r);
     return NULL;
 }
 
 /* Renames the hidden folder to -o, or says in finish_error why not. */
-static void install(recording *rc) {
+static void install(record_session *rc) {
     const run_options *ro = rc->ro;
-    record_result *r = rc->r;
+    record_result *r = &rc->r;
     char err[ENGINE_ERRLEN];
     int interrupted = r->ran && r->run.outcome == OUTCOME_INTERRUPTED;
+    char *why;
     if (rc->close_rc) {
-        snprintf(r->finish_error, sizeof r->finish_error,
-                 "finishing %s: %s; the partial recording is in %s (`npurr reindex` reads what "
-                 "it holds)", ro->out_dir, rc->close_err, r->run_dir);
+        why = message("finishing %s: %s; the partial recording is in %s (`npurr reindex` reads "
+                      "what it holds)", ro->out_dir, rc->close_err, r->run_dir);
     } else if (record_races_write(rc->hb, r->run_dir, err, sizeof err)) {
-        snprintf(r->finish_error, sizeof r->finish_error, "%s; the recording is in %s", err,
-                 r->run_dir);
+        why = message("%s; the recording is in %s", err, r->run_dir);
     } else if (interrupted && ro->force && run_folder_check_target(ro->out_dir, 0, err, sizeof err)) {
         /* An interrupted run does not replace a complete one. */
-        snprintf(r->finish_error, sizeof r->finish_error,
-                 "interrupted: %s is left as it was; this recording is in %s", ro->out_dir,
-                 r->run_dir);
+        why = message("interrupted: %s is left as it was; this recording is in %s", ro->out_dir,
+                      r->run_dir);
     } else if (run_folder_install(r->run_dir, ro->out_dir, ro->force, err, sizeof err)) {
-        snprintf(r->finish_error, sizeof r->finish_error, "%s", err);
+        why = message("%s", err);
     } else {
         r->installed = 1;
-        snprintf(r->run_dir, sizeof r->run_dir, "%s", ro->out_dir);
+        r->run_dir = ro->out_dir;   /* the spec outlives the session */
+        return;
     }
+    recording_set(&rc->finish_error, &r->finish_error, why);
+    if (!why) r->finish_error = "out of memory saying why the run stayed in its hidden folder";
 }
 
-void record_finish(recording *rc) {
-    record_result *r = rc->r;
+void record_finish(record_session *rc) {
+    record_result *r = &rc->r;
     if (rc->w) {
         if (pthread_create(&rc->thread, NULL, finish_folder, rc) == 0)
             rc->thread_started = 1;   /* joined below, after the engine is freed */
         else
             finish_folder(rc);
     }
-    if (rc->hooks->on_ran) rc->hooks->on_ran(rc->hooks->ctx, rc->e, r);
+    if (rc->hooks.on_ran) rc->hooks.on_ran(rc->hooks.ctx, rc->e, r);
     if (rc->ro->kernel->destroy) rc->ro->kernel->destroy(rc->state);
     engine_destroy(rc->e);
     rc->e = NULL;
+    rc->state = NULL;
     if (rc->thread_started) pthread_join(rc->thread, NULL);
     if (!r->traced) return;
     if (rc->catch_signals) session_signals_release();

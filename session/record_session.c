@@ -6,17 +6,18 @@
  * and launches, the recorder opens in a hidden folder next to -o (the input
  * files copied in, so the folder is all a replay needs) and catches up with
  * what the setup declared, the race checker wraps whatever observes the
- * run, and the engine runs. The output check runs on a completed run while
- * the recorder compresses its last chunk. What follows the run is
- * record_finish.c.
+ * run (record_session_open); then the engine runs (record_session_run).
+ * The output check runs on a completed run while the recorder compresses
+ * its last chunk. What follows the run is record_finish.c; what the
+ * session allocated goes at record_session_close.
  *
  * Nothing is lost on Ctrl-C or a kernel fault: a signal only asks the
  * engine to stop at the next event (session_signals.c), and every ending
  * goes through the same rec_close, which writes the outcome into the
  * trailer and the index.
  */
+#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "session/record_inputs.h"
 #include "session/record_races.h"
@@ -24,12 +25,6 @@
 #include "session/run_folder.h"
 #include "session/session_signals.h"
 #include "session/split_mpi.h"
-
-static double wall_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Usage errors, before anything is built. Under mpirun only process 0
  * writes the run folder, so only it checks -o, and each process checks
@@ -49,7 +44,7 @@ static int check_before_building(const run_options *ro, const split_mpi *sp, cha
     return SESSION_OK;
 }
 
-static int build(recording *rc, char *err, size_t errlen) {
+static int build(record_session *rc, char *err, size_t errlen) {
     const run_options *ro = rc->ro;
     if (engine_create(&ro->config, &rc->e, err, errlen) != ENGINE_OK) return -1;
     char why[ENGINE_ERRLEN];
@@ -62,21 +57,24 @@ static int build(recording *rc, char *err, size_t errlen) {
     return 0;
 }
 
-static void discard(recording *rc) {
+static void discard(record_session *rc) {
     if (rc->ro->kernel->destroy) rc->ro->kernel->destroy(rc->state);
     engine_destroy(rc->e);
+    rc->e = NULL;
+    rc->state = NULL;
 }
 
 /* The recorder in a hidden folder next to -o, with the input files. */
-static int open_trace(recording *rc, char *err, size_t errlen) {
+static int open_trace(record_session *rc, char *err, size_t errlen) {
     const run_options *ro = rc->ro;
-    record_result *r = rc->r;
+    record_result *r = &rc->r;
     record_inputs inputs;
     record_inputs_plan(ro, &inputs);
     rec_run_info info = {ro->kernel->name, rc->command_line, &ro->config,
                          engine_cores_per_rank(rc->e), engine_num_aic(rc->e),
                          engine_num_aiv(rc->e)};
-    int orc = run_folder_make_temp(ro->out_dir, r->run_dir, sizeof r->run_dir, err, errlen);
+    recording_set(&rc->run_dir, &r->run_dir, run_folder_make_temp(ro->out_dir, err, errlen));
+    int orc = rc->run_dir ? 0 : -1;
     if (!orc) orc = rec_open_with_meta(r->run_dir, &info, inputs.meta, &rc->w, err, errlen);
     if (!orc && record_inputs_copy(&inputs, r->run_dir, engine_num_ranks(rc->e), err, errlen)) {
         char cerr[ENGINE_ERRLEN];
@@ -85,16 +83,16 @@ static int open_trace(recording *rc, char *err, size_t errlen) {
         orc = -1;
     }
     if (orc) {
-        if (r->run_dir[0]) run_folder_remove(r->run_dir);   /* nothing was recorded */
-        r->run_dir[0] = 0;
+        if (rc->run_dir) run_folder_remove(rc->run_dir);   /* nothing was recorded */
+        recording_set(&rc->run_dir, &r->run_dir, NULL);
         return -1;
     }
     r->traced = 1;
     rec_attach(rc->w, rc->e);
-    if (rc->hooks->on_event) {
+    if (rc->hooks.on_event) {
         rec_observer(rc->w, &rc->tee.inner);
-        rc->tee.also = rc->hooks->on_event;
-        rc->tee.also_ctx = rc->hooks->ctx;
+        rc->tee.also = rc->hooks.on_event;
+        rc->tee.also_ctx = rc->hooks.ctx;
         engine_observer wrapped = engine_tee_observer(&rc->tee);
         engine_set_observer(rc->e, &wrapped);
     }
@@ -103,28 +101,28 @@ static int open_trace(recording *rc, char *err, size_t errlen) {
 
 /* The run stops before its first event: the trace opened for it holds
  * nothing, so its hidden folder goes (no run is left to trust or find). */
-static void drop_trace(recording *rc, const char *why) {
+static void drop_trace(record_session *rc, const char *why) {
     if (!rc->w) return;
     char cerr[ENGINE_ERRLEN];
     rec_close(rc->w, NULL, "skipped", why, cerr, sizeof cerr);
     rc->w = NULL;
-    run_folder_remove(rc->r->run_dir);
-    rc->r->run_dir[0] = 0;
-    rc->r->traced = 0;
+    run_folder_remove(rc->run_dir);
+    recording_set(&rc->run_dir, &rc->r.run_dir, NULL);
+    rc->r.traced = 0;
 }
 
 /* Split: each process checked its own nodes; the first failure in process
  * order is the run's (a run that completed completed everywhere, so every
  * process is here). */
-static void agree_on_check(recording *rc, int failed) {
-    record_result *r = rc->r;
+static void agree_on_check(record_session *rc, int failed) {
+    record_result *r = &rc->r;
     if (!failed) r->check_message[0] = 0;
     int any = split_mpi_agree(rc->split, failed, r->check_message, sizeof r->check_message);
     r->check = any ? "failed" : "passed";
 }
 
-static void check_outputs(recording *rc) {
-    record_result *r = rc->r;
+static void check_outputs(record_session *rc) {
+    record_result *r = &rc->r;
     const kernel_desc *k = rc->ro->kernel;
     if (!r->ran || r->run.outcome != OUTCOME_COMPLETED || !k->check) return;
     if (rc->catch_signals && session_signals_seen()) {
@@ -137,12 +135,12 @@ static void check_outputs(recording *rc) {
     if (rc->split) agree_on_check(rc, failed);
 }
 
-static void run(recording *rc) {
-    record_result *r = rc->r;
+static void run(record_session *rc) {
+    record_result *r = &rc->r;
     if (rc->catch_signals) session_signals_catch(rc->e, 1);
-    double t0 = wall_now();
+    double t0 = engine_host_seconds();
     r->ran = engine_run(rc->e, &r->run, r->error, sizeof r->error) == ENGINE_OK;
-    r->wall = wall_now() - t0;
+    r->wall = engine_host_seconds() - t0;
     r->sched_steps = engine_sched_steps(rc->e);
     /* With a trace to finish, Ctrl-C stays ours until rec_close is done. */
     if (rc->catch_signals) session_signals_run_over(rc->w != NULL);
@@ -158,7 +156,7 @@ static void run(recording *rc) {
 }
 
 /* Under mpirun: what a split run cannot do, refused on every process. */
-static int split_allowed(const recording *rc, char *err, size_t errlen) {
+static int split_allowed(const record_session *rc, char *err, size_t errlen) {
     const run_options *ro = rc->ro;
     if (!ro->kernel->check_splits) {
         snprintf(err, errlen, "-k %s cannot be split over MPI processes yet: its output check "
@@ -175,10 +173,11 @@ static int split_allowed(const recording *rc, char *err, size_t errlen) {
     return SESSION_OK;
 }
 
-/* The record itself; rc->split set when mpirun started several processes,
- * whose every step that can fail is agreed (split_mpi_agree), so all of
- * them go on or stop together with process 0 reporting. */
-static int record_here(recording *rc, char *err, size_t errlen) {
+/* Everything before the run; rc->split set when mpirun started several
+ * processes, whose every step that can fail is agreed (split_mpi_agree),
+ * so all of them go on or stop together with process 0 reporting. On an
+ * error nothing is left built or on disk. */
+static int prepare(record_session *rc, char *err, size_t errlen) {
     split_mpi *sp = rc->split;
     int writes = !sp || split_mpi_index(sp) == 0;
     int code = check_before_building(rc->ro, sp, err, errlen);
@@ -191,7 +190,7 @@ static int record_here(recording *rc, char *err, size_t errlen) {
         if (rc->e) discard(rc);
         return code;
     }
-    if (rc->hooks->on_start) rc->hooks->on_start(rc->hooks->ctx, rc->e, rc->ro->kernel, rc->state);
+    if (rc->hooks.on_start) rc->hooks.on_start(rc->hooks.ctx, rc->e, rc->ro->kernel, rc->state);
     code = writes && !rc->ro->no_trace && open_trace(rc, err, errlen) ? SESSION_ERROR : SESSION_OK;
     if (sp) {
         int q = code;
@@ -212,37 +211,68 @@ static int record_here(recording *rc, char *err, size_t errlen) {
     if (code) {
         drop_trace(rc, sp ? "the run could not be split" : "the race checker could not start");
         discard(rc);
-        return code;
     }
-    run(rc);
-    record_finish(rc);
-    return SESSION_OK;
-}
-
-int record_session(const run_spec *spec, const record_hooks *hooks, int catch_signals,
-                   record_result *r, char *err, size_t errlen) {
-    static const record_hooks no_hooks;
-    memset(r, 0, sizeof *r);
-    r->check = "skipped";
-    r->split_count = 1;
-    recording rc = {.ro = &spec->opts, .command_line = spec->command_line,
-                    .hooks = hooks ? hooks : &no_hooks, .catch_signals = catch_signals, .r = r};
-    int count = 0;
-    int launched = split_mpi_launched(&count, err, errlen);
-    if (launched < 0) return SESSION_ERROR;
-    if (launched && split_mpi_start(&rc.split, err, errlen)) return SESSION_ERROR;
-    if (rc.split) {
-        r->split_index = split_mpi_index(rc.split);
-        r->split_count = split_mpi_count(rc.split);
-    }
-    int code = record_here(&rc, err, errlen);
-    /* a broken job (a process died) cannot finalise MPI: abort it, with
-     * the trace already closed as an interrupted run */
-    if (rc.split) split_mpi_end(rc.split, code ? code : (rc.r->ran ? 0 : 1));
     return code;
 }
 
-void record_result_free(record_result *r) {
-    hb_destroy(r->checker);
-    r->checker = NULL;
+void recording_set(char **slot, const char **view, char *s) {
+    free(*slot);
+    *slot = s;
+    *view = s ? s : "";
+}
+
+int record_session_open(const run_spec *spec, const record_hooks *hooks, record_session **out,
+                        char *err, size_t errlen) {
+    *out = NULL;
+    record_session *rc = calloc(1, sizeof *rc);
+    if (!rc) {
+        snprintf(err, errlen, "out of memory");
+        return SESSION_ERROR;
+    }
+    rc->ro = &spec->opts;
+    rc->command_line = spec->command_line;
+    if (hooks) rc->hooks = *hooks;
+    record_result *r = &rc->r;
+    r->check = "skipped";
+    r->split_count = 1;
+    r->run_dir = r->finish_error = r->analysis_error = "";
+    int count = 0;
+    int launched = split_mpi_launched(&count, err, errlen);
+    int code = launched < 0 ? SESSION_ERROR : SESSION_OK;
+    if (!code && launched && split_mpi_start(&rc->split, err, errlen)) code = SESSION_ERROR;
+    if (rc->split) {
+        r->split_index = split_mpi_index(rc->split);
+        r->split_count = split_mpi_count(rc->split);
+    }
+    if (!code) code = prepare(rc, err, errlen);
+    if (code) {
+        record_session_close(rc);
+        return code;
+    }
+    *out = rc;
+    return SESSION_OK;
+}
+
+const record_result *record_session_run(record_session *rc, int catch_signals) {
+    if (!rc->ran_once) {
+        rc->ran_once = 1;
+        rc->catch_signals = catch_signals;
+        run(rc);
+        record_finish(rc);
+    }
+    return &rc->r;
+}
+
+void record_session_close(record_session *rc) {
+    if (!rc) return;
+    drop_trace(rc, "the session was closed before it ran");
+    if (rc->e) discard(rc);
+    hb_destroy(rc->hb);
+    /* a broken job (a process died) cannot finalise MPI: split_mpi_end
+     * leaves it to exit, with the trace already closed as an interrupted run */
+    split_mpi_end(rc->split, rc->r.ran ? 0 : 1);
+    free(rc->run_dir);
+    free(rc->finish_error);
+    free(rc->analysis_error);
+    free(rc);
 }

@@ -1,7 +1,7 @@
 /*
- * recording.h - one record session in progress, shared by record_session.c
- * (before and during the run) and record_finish.c (after it). Internal to
- * the session library.
+ * recording.h - one record session: what record_session.c (open: before
+ * the run; run; close) and record_finish.c (after the run) share. Internal
+ * to the session library.
  */
 #ifndef NPURR_SESSION_RECORDING_H
 #define NPURR_SESSION_RECORDING_H
@@ -11,29 +11,36 @@
 #include "recorder/recorder.h"
 #include "session/session.h"
 
-typedef struct recording {
+struct record_session {
     const run_options *ro;
     const char *command_line;
-    const record_hooks *hooks;
+    record_hooks hooks;
     int catch_signals;
-    record_result *r;
+    record_result r;
+    /* What r's strings point at when not "" (owned, freed by close). */
+    char *run_dir, *finish_error, *analysis_error;
     engine *e;
     void *state;                 /* the kernel's */
     rec_writer *w;               /* NULL: no trace */
-    engine_tee tee;              /* the recorder, then hooks->on_event */
+    engine_tee tee;              /* the recorder, then hooks.on_event */
     hb_checker *hb;
     struct split_mpi *split;     /* mpirun: this process's part (NULL alone) */
+    int ran_once;
     /* The finishing thread (record_finish.c). */
     pthread_t thread;
     int thread_started;
     int close_rc;
     char close_err[ENGINE_ERRLEN];
-} recording;
+};
+
+/* Replaces the string *slot owns with s (malloc'd or NULL) and points
+ * *view at it, or at "" when s is NULL. */
+void recording_set(char **slot, const char **view, char *s);
 
 /* Starts finishing trace and index on a second thread (or here when no
- * thread can be had), calls hooks->on_ran, frees kernel state and engine,
+ * thread can be had), calls hooks.on_ran, frees kernel state and engine,
  * waits for the thread and puts the run folder in place, filling
- * r->installed, run_dir, finish_error and analysis_error. */
-void record_finish(recording *rc);
+ * r.installed, run_dir, finish_error and analysis_error. */
+void record_finish(record_session *s);
 
 #endif

@@ -13,7 +13,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "recorder/recorder.h"
 #include "session/session.h"
@@ -72,12 +71,6 @@ const run_spec *replay_session_spec(const replay_session *s) { return &s->spec; 
 engine *replay_session_engine(replay_session *s) { return s->e; }
 const char *replay_session_note(const replay_session *s) { return s->note; }
 
-static double wall_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 int replay_session_run(replay_session *s, const replay_opts *o, int catch_signals,
                        replay_run *rr, char *err, size_t errlen) {
     memset(rr, 0, sizeof *rr);
@@ -88,9 +81,9 @@ int replay_session_run(replay_session *s, const replay_opts *o, int catch_signal
         return SESSION_ERROR;
     }
     if (catch_signals) session_signals_catch(s->e, 0);
-    double t0 = wall_now();
+    double t0 = engine_host_seconds();
     rr->ran = engine_run(s->e, &rr->run, rr->error, sizeof rr->error) == ENGINE_OK;
-    rr->wall = wall_now() - t0;
+    rr->wall = engine_host_seconds() - t0;
     if (catch_signals) {
         rr->interrupted = session_signals_seen();
         session_signals_release();

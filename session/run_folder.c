@@ -182,25 +182,27 @@ static int mkdir_p(const char *dir) {
     return 0;
 }
 
-int run_folder_make_temp(const char *target, char *tmp, size_t len, char *err, size_t errlen) {
+char *run_folder_make_temp(const char *target, char *err, size_t errlen) {
     char parent[4096], name[256];
     if (split(target, parent, sizeof parent, name, sizeof name)) {
         snprintf(err, errlen, "-o %s: not a usable run folder name", target);
-        return -1;
+        return NULL;
     }
     if (mkdir_p(parent) != 0) {
         snprintf(err, errlen, "cannot create %s: %s", parent, strerror(errno));
-        return -1;
+        return NULL;
     }
-    if ((size_t)snprintf(tmp, len, "%s/.%s.recording.%ld", parent, name, (long)getpid()) >= len) {
-        snprintf(err, errlen, "-o %s: path too long", target);
-        return -1;
+    char *tmp = NULL;
+    if (asprintf(&tmp, "%s/.%s.recording.%ld", parent, name, (long)getpid()) < 0) {
+        snprintf(err, errlen, "-o %s: out of memory", target);
+        return NULL;
     }
     if (mkdir(tmp, 0755) != 0) {
         snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
-        return -1;
+        free(tmp);
+        return NULL;
     }
-    return 0;
+    return tmp;
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {

@@ -12,8 +12,9 @@
  * or (with force) an npurr run. -1 with err otherwise (a usage error).
  * Also names hidden folders a killed record left for TARGET. */
 int run_folder_check_target(const char *target, int force, char *err, size_t errlen);
-/* Creates PARENT/.NAME.recording.PID (and PARENT) and writes its path. */
-int run_folder_make_temp(const char *target, char *tmp, size_t len, char *err, size_t errlen);
+/* Creates PARENT/.NAME.recording.PID (and PARENT). Returns its path
+ * (malloc'd, the caller frees it), or NULL with err. */
+char *run_folder_make_temp(const char *target, char *err, size_t errlen);
 /* Renames tmp to target under a flock on PARENT: onto nothing or an empty
  * directory, or swapped with an existing run when force. Otherwise (the
  * target changed while recording) leaves both and says where the new run

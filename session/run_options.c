@@ -14,6 +14,8 @@
 
 /* What run_options_parse returns on a bad option: the CLI's exit code 2. */
 enum { EXIT_USAGE = SESSION_USAGE };
+/* argv is a whole command line: the program, the subcommand, its options. */
+enum { FIRST_OPTION = 2 };
 
 static const struct {
     const char *name;
@@ -137,7 +139,7 @@ static int needs_execution(const char *opt) {
 
 /* -k first, and --help: the kernel decides which options exist. */
 static int find_kernel(int argc, char **argv, run_options *ro, char *err, size_t errlen) {
-    for (int i = 1; i < argc; i++) {
+    for (int i = FIRST_OPTION; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) ro->help = 1;
         const char *name = NULL;
         if (strcmp(argv[i], "-k") == 0 || strcmp(argv[i], "--kernel") == 0) {
@@ -241,7 +243,7 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
     if (ro->help) return 0;
     if (!ro->kernel) { snprintf(err, errlen, "-k KERNEL is required"); return EXIT_USAGE; }
     kopts_init(&ro->kopts, ro->kernel);
-    for (int i = 1; i < argc; i++) {
+    for (int i = FIRST_OPTION; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         /* --opt=VALUE: the name before '=', the value after it. */

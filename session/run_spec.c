@@ -23,8 +23,8 @@ int run_spec_from_argv(int argc, char **argv, run_spec *spec, char *err, size_t 
         snprintf(err, errlen, "a run's command line needs the program and `record`");
         return SESSION_USAGE;
     }
-    int rc = run_options_parse(argc - 1, argv + 1, RUN_OPT_OUTPUT | RUN_OPT_NO_TRACE, &spec->opts,
-                               err, errlen);
+    int rc = run_options_parse(argc, argv, RUN_OPT_OUTPUT | RUN_OPT_NO_TRACE, &spec->opts, err,
+                               errlen);
     if (rc || spec->opts.help) return rc;
     spec->command_line = shell_join(argc, argv);
     if (!spec->command_line) {
@@ -34,7 +34,35 @@ int run_spec_from_argv(int argc, char **argv, run_spec *spec, char *err, size_t 
     return SESSION_OK;
 }
 
-/* The recorded `record` argv, from its "record" word on, without --hw FILE. */
+int run_spec_from_words(const char *kernel, char **words, int n, run_spec *spec, char *err,
+                        size_t errlen) {
+    memset(spec, 0, sizeof *spec);
+    char **argv = calloc((size_t)n + 6, sizeof *argv);
+    if (!argv) {
+        free(words);
+        snprintf(err, errlen, "out of memory");
+        return SESSION_ERROR;
+    }
+    int argc = 0;
+    argv[argc++] = "npurr";
+    argv[argc++] = "record";
+    argv[argc++] = "-k";
+    argv[argc++] = (char *)kernel;
+    for (int i = 0; i < n; i++) argv[argc++] = words[i];
+    argv[argc++] = "--no-trace";
+    int rc = run_spec_from_argv(argc, argv, spec, err, errlen);
+    if (!rc && spec->opts.help) {
+        snprintf(err, errlen, "--help is not a shape");
+        rc = SESSION_USAGE;
+    }
+    spec->words = words;   /* what the options point into, freed with the spec */
+    spec->argv = argv;
+    if (rc) run_spec_free(spec);
+    return rc;
+}
+
+/* The recorded command line as argv (the program's word, then `record`
+ * and its options), without --hw FILE. */
 static int recorded_argv(const char *line, run_spec *spec, int *argc_out, char *err,
                          size_t errlen) {
     int n = shell_split(line, &spec->words);
@@ -49,9 +77,10 @@ static int recorded_argv(const char *line, run_spec *spec, int *argc_out, char *
         snprintf(err, errlen, "the recorded command line is not an `npurr record` command: %s", line);
         return -1;
     }
-    char **argv = spec->argv = calloc((size_t)n + 1, sizeof *argv);
+    char **argv = spec->argv = calloc((size_t)n + 2, sizeof *argv);
     if (!argv) { snprintf(err, errlen, "out of memory"); return -1; }
     int argc = 0;
+    argv[argc++] = spec->words[0];   /* the program (only a placeholder when start is 0) */
     argv[argc++] = spec->words[start];
     for (int i = start + 1; i < n; i++) {
         const char *a = spec->words[i];

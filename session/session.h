@@ -1,6 +1,6 @@
 /*
  * session.h - a run as an object: what it is (a run spec, from a command
- * line or from a run folder), recording it (record_session) and replaying
+ * line or from a run folder), recording it (record_session_*) and replaying
  * it against its trace (replay_session_*). The run-session library's one
  * public header; the CLI, the benchmarks and the tests rebuild runs through
  * it instead of assembling engine, kernel, recorder and replayer by hand.
@@ -13,13 +13,14 @@
  * header's config.* and hw.* over it and the input options redirected to
  * the copies in the folder, so a run folder is all a replay needs.
  *
- * record_session is `npurr record` without the printing: check the target
- * folder and the memory the options imply, build the engine, set up the
- * kernel, open the recorder in a hidden folder next to the target and copy
- * the input files in, run (optionally the happens-before checker too), check
- * the outputs, finish trace and index on a second thread while the engine is
- * freed, and rename the folder into place (run_folder.c). The caller prints
- * through hooks called at fixed points. replay_session_open(RUN) is rr's
+ * record_session_* is `npurr record` without the printing. Open checks the
+ * target folder and the memory the options imply, builds the engine, sets
+ * up the kernel, opens the recorder in a hidden folder next to the target
+ * and copies the input files in; run runs (optionally the happens-before
+ * checker too), checks the outputs, finishes trace and index on a second
+ * thread while the engine is freed, and renames the folder into place
+ * (run_folder.c); close frees. The caller prints through hooks called at
+ * fixed points. replay_session_open(RUN) is rr's
  * ReplaySession::create(dir): the run rebuilt from its folder, ready to
  * re-execute and compare event by event.
  *
@@ -63,12 +64,14 @@ typedef struct run_options {
     int help;
 } run_options;
 
-/* Parses argv[1..] of record/layout/replay. `allow` is a mask of which
- * non-kernel options the command takes. Returns 0, or SESSION_USAGE /
- * SESSION_ERROR with err naming the option at fault. */
 enum { RUN_OPT_OUTPUT = 1, RUN_OPT_NO_TRACE = 2,
        RUN_OPT_EXECUTES = 4 /* --seed/--jitter/--hw/--watchdog-us/--quiet; implied by the
                                other two: record and replay run the engine, layout does not */ };
+/* Parses a whole command line of record or layout (argv[0] the program,
+ * argv[1] the subcommand, its options from argv[2]) into ro, whose strings
+ * point into argv. `allow` is a mask of which non-kernel options the
+ * command takes. Returns 0, or SESSION_USAGE / SESSION_ERROR with err
+ * naming the option at fault. */
 int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *err, size_t errlen);
 /* Help text for the engine options and, if k is not NULL, its options
  * (else the list of kernels). */
@@ -106,16 +109,31 @@ typedef struct run_spec {
  * point into argv, which must outlive the spec. spec->opts.help set: only
  * the kernel is known. SESSION_OK, or SESSION_USAGE / SESSION_ERROR with err. */
 int run_spec_from_argv(int argc, char **argv, run_spec *spec, char *err, size_t errlen);
+/* A run of kernel without a trace from the n words of its options (a
+ * shell_split result, which the spec takes over whatever the outcome):
+ * `npurr record -k KERNEL WORDS --no-trace` parsed as record parses it;
+ * --help is refused (it is no shape). SESSION_OK, or SESSION_USAGE /
+ * SESSION_ERROR with err naming the option at fault (the words freed). */
+int run_spec_from_words(const char *kernel, char **words, int n, run_spec *spec, char *err,
+                        size_t errlen);
 /* From the run folder dir whose trace r is open: its recorded command
  * line, the header's config.* and hw.* over it, input options pointed at
  * the copies in dir. note names hw keys the trace lacks ("" if none).
  * SESSION_OK, or SESSION_ERROR with err naming dir. */
 int run_spec_from_run(rec_reader *r, const char *dir, run_spec *spec, char *note, size_t notelen,
                       char *err, size_t errlen);
+/* Frees what spec owns (command line, split words, redirected inputs) and
+ * zeroes it; argv given to run_spec_from_argv stays the caller's. */
 void run_spec_free(run_spec *spec);
 
 /* ---- recording (record_session.c, record_finish.c) ---- */
 
+/* One recording of a run spec, as an object: open checks and builds, run
+ * runs and finishes, close frees (replay_session_* below is its mirror). */
+typedef struct record_session record_session;
+
+/* How a recording ended. Owned by its session: the strings and the checker
+ * stay valid until record_session_close. */
 typedef struct record_result {
     int ran;                         /* engine_run returned a result (else error says why) */
     engine_result run;
@@ -126,15 +144,16 @@ typedef struct record_result {
     char check_message[1024];
     int check_interrupted;           /* Ctrl-C before the output check */
     int derived;                     /* analysis tables derived at once (a run that did not complete) */
-    hb_checker *checker;             /* --check races: the reports (record_result_free frees it) */
+    const hb_checker *checker;       /* --check races: the reports (NULL without) */
     uint64_t races, sync_errors;
     int split_index, split_count;    /* mpirun: this process of how many (0, 1 alone) */
     /* With a trace: */
     int traced;
     int installed;                   /* renamed to -o */
-    char run_dir[4400];              /* where the run is: -o, or the hidden folder it stayed in */
-    char finish_error[2 * ENGINE_ERRLEN + 9000];  /* why it stayed there ("" if installed) */
-    char analysis_error[ENGINE_ERRLEN];       /* the derivation failed ("" if not) */
+    const char *run_dir;             /* where the run is: -o, or the hidden folder it stayed in
+                                      * ("" when no run is left) */
+    const char *finish_error;        /* why it stayed there ("" if installed) */
+    const char *analysis_error;      /* the derivation failed ("" if not) */
 } record_result;
 
 /* Where the caller looks in; each may be NULL. */
@@ -151,20 +170,33 @@ typedef struct record_hooks {
     void (*on_closed)(void *ctx, const char *run_dir, const record_result *r);
 } record_hooks;
 
-/* Records spec (its -o, --force, --no-trace, --check races included).
- * catch_signals: the first Ctrl-C or SIGTERM stops the run at the next
- * event (outcome interrupted) or skips the output check, and the trace is
- * finalised; a second one exits. Returns SESSION_OK once the run ran or
- * failed inside (r says how it ended and where the run folder is); or,
- * before anything was recorded, SESSION_USAGE (a bad -o, a run too large)
- * or SESSION_ERROR, with err. */
 /* 0 in a process of an MPI job (mpirun) other than process 0: what it
  * would print before the split starts (a refused option), process 0
  * prints too, so it keeps quiet; 1 otherwise. */
 int session_process_speaks(void);
-int record_session(const run_spec *spec, const record_hooks *hooks, int catch_signals,
-                   record_result *r, char *err, size_t errlen);
-void record_result_free(record_result *r);
+
+/* Opens a recording of spec (its -o, --force, --no-trace, --check races
+ * included), everything before the first event: the target folder and the
+ * memory the options imply are checked before anything is built, the
+ * engine is created, the kernel set up (hooks->on_start), the recorder
+ * opened in a hidden folder next to -o with the input files copied in,
+ * the race checker attached; under mpirun the processes agree on each
+ * step and split the run. spec and hooks must outlive the session.
+ * SESSION_OK with *out; or SESSION_USAGE (a bad -o, a run too large) or
+ * SESSION_ERROR with err, *out NULL and no run folder left behind. */
+int record_session_open(const run_spec *spec, const record_hooks *hooks, record_session **out,
+                        char *err, size_t errlen);
+/* Runs the session's engine to its end, checks the outputs of a completed
+ * run, finishes trace and index (on a second thread while the engine is
+ * freed: hooks on_ran, then on_closed) and renames the run folder into
+ * place. catch_signals: the first Ctrl-C or SIGTERM stops the run at the
+ * next event (outcome interrupted) or skips the output check, and the
+ * trace is finalised; a second one exits. Returns how it ended, owned by
+ * s; a second call returns the same result without running again. */
+const record_result *record_session_run(record_session *s, int catch_signals);
+/* Frees s, its result and checker (a session never run leaves no run
+ * folder behind); NULL is ignored. */
+void record_session_close(record_session *s);
 
 /* ---- replaying (replay_session.c) ---- */
 
@@ -175,7 +207,9 @@ typedef struct replay_session replay_session;
  * SESSION_DIVERGED when the header does not describe that run (err says
  * which key); SESSION_ERROR with err naming dir otherwise. */
 int replay_session_open(const char *dir, replay_session **out, char *err, size_t errlen);
+/* The spec the run was rebuilt from; owned by s. */
 const run_spec *replay_session_spec(const replay_session *s);
+/* The rebuilt engine (kernels launched, not yet run); owned by s. */
 engine *replay_session_engine(replay_session *s);
 /* hw keys the trace lacks, whose defaults the replay uses ("" if none). */
 const char *replay_session_note(const replay_session *s);
@@ -228,6 +262,7 @@ typedef struct fidelity_table {
     int n;
 } fidelity_table;
 
+enum { FIDELITY_LATE_OPTIONS = 1 };
 /* Reads path: either npurr's measured-rows CSV (header kernel,options,
  * phase,measured_us plus optional id, use, source; '#' lines are comments)
  * or msprof's op_summary CSV (an "Op Name" and a "Task Duration(us)"
@@ -238,10 +273,10 @@ typedef struct fidelity_table {
  * number). SESSION_OK, or SESSION_ERROR with err naming FILE:LINE.
  * FIDELITY_LATE_OPTIONS in flags: options the kernel refuses are left for
  * the row's run to report (bench_fidelity lists such a row as not runnable
- * and goes on). */
-enum { FIDELITY_LATE_OPTIONS = 1 };
+ * and goes on). The caller frees *t with fidelity_table_free. */
 int fidelity_table_read(const char *path, const char *kernel_options, int flags,
                         fidelity_table *t, char *err, size_t errlen);
+/* Frees t's rows (not t itself). */
 void fidelity_table_free(fidelity_table *t);
 
 #define FIDELITY_MAX_PHASES 8

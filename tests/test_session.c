@@ -1,6 +1,6 @@
 /*
  * test_session.c - the run-session library (session/session.h): runs
- * recorded through record_session from a command line, as `npurr record`
+ * recorded through record_session_* from a command line, as `npurr record`
  * records them, and reopened with replay_session_open from nothing but
  * their folder, as `npurr replay` does.
  *
@@ -13,7 +13,8 @@
  * writes the races, with or without a trace; and every error is a
  * value whose message names what is wrong: a bad option or value, an
  * unusable -o, a folder that is not a run; the memory check of a run
- * split over MPI processes counts what each machine holds.
+ * split over MPI processes counts what each machine holds; a session
+ * closed before it ran leaves nothing in the folder -o names.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -71,14 +72,16 @@ static void seen_closed(void *ctx, const char *run_dir, const record_result *r) 
     s->closed++;
 }
 
-/* Records words into r (the session must succeed). */
-static void record_words(const char *const *words, const record_hooks *hooks, run_spec *spec,
-                         record_result *r) {
+/* Records words (the session must open); *rs is the caller's to close. */
+static const record_result *record_words(const char *const *words, const record_hooks *hooks,
+                                         run_spec *spec, record_session **rs) {
     static char *argv[64];
     int argc = make_argv(argv, 64, words);
     char err[ENGINE_ERRLEN];
     if (run_spec_from_argv(argc, argv, spec, err, sizeof err)) fail_msg("spec: %s", err);
-    if (record_session(spec, hooks, 0, r, err, sizeof err)) fail_msg("record_session: %s", err);
+    if (record_session_open(spec, hooks, rs, err, sizeof err))
+        fail_msg("record_session_open: %s", err);
+    return record_session_run(*rs, 0);
 }
 
 /* Replays dir, which must be identical; returns the verdict's copy. */
@@ -113,22 +116,22 @@ static void test_completed_run_replays_identical(void **state) {
     record_hooks hooks = {.ctx = &s, .on_start = seen_start, .on_event = seen_event,
                           .on_ran = seen_ran, .on_closed = seen_closed};
     run_spec spec;
-    record_result r;
-    record_words(words, &hooks, &spec, &r);
-    assert_true(r.ran);
-    assert_int_equal(r.run.outcome, OUTCOME_COMPLETED);
-    assert_string_equal(r.check, "passed");
-    assert_false(r.derived);                  /* a completed run derives on first use */
-    assert_true(r.traced && r.installed);
-    assert_string_equal(r.finish_error, "");
-    assert_string_equal(r.run_dir, dir);
+    record_session *rs;
+    const record_result *r = record_words(words, &hooks, &spec, &rs);
+    assert_true(r->ran);
+    assert_int_equal(r->run.outcome, OUTCOME_COMPLETED);
+    assert_string_equal(r->check, "passed");
+    assert_false(r->derived);                  /* a completed run derives on first use */
+    assert_true(r->traced && r->installed);
+    assert_string_equal(r->finish_error, "");
+    assert_string_equal(r->run_dir, dir);
     assert_int_equal(s.started, 1);
     assert_int_equal(s.ran, 1);
     assert_int_equal(s.closed, 1);
-    assert_int_equal(s.events, r.run.events);
+    assert_int_equal(s.events, r->run.events);
     assert_non_null(strstr(s.closed_dir, ".run.recording."));   /* before the rename */
 
-    replay_identical(dir, "combine-sender", r.run.events);
+    replay_identical(dir, "combine-sender", r->run.events);
     /* The spec a run folder gives: the recorded command line and config. */
     rec_reader *rd;
     char err[ENGINE_ERRLEN], note[256];
@@ -140,7 +143,7 @@ static void test_completed_run_replays_identical(void **state) {
     assert_int_equal(back.opts.config.seed, 3);
     run_spec_free(&back);
     rec_reader_close(rd);
-    record_result_free(&r);
+    record_session_close(rs);
     run_spec_free(&spec);
     assert_int_equal(support_remove_dir(tmp), 0);
 }
@@ -153,19 +156,19 @@ static void test_deadlock_is_derived_and_reproduced(void **state) {
                            "--npus-per-node", "2", "--tokens", "16", "--inject", "credit-leak",
                            "-o", dir, NULL};
     run_spec spec;
-    record_result r;
-    record_words(words, NULL, &spec, &r);
-    assert_true(r.ran);
-    assert_int_equal(r.run.outcome, OUTCOME_DEADLOCK);
-    assert_string_equal(r.check, "skipped");
-    assert_true(r.derived);                   /* a hang's causes are the point */
-    assert_string_equal(r.analysis_error, "");
-    assert_true(r.installed);
-    replay_verdict v = replay_identical(dir, "dispatch-layered", r.run.events);
+    record_session *rs;
+    const record_result *r = record_words(words, NULL, &spec, &rs);
+    assert_true(r->ran);
+    assert_int_equal(r->run.outcome, OUTCOME_DEADLOCK);
+    assert_string_equal(r->check, "skipped");
+    assert_true(r->derived);                   /* a hang's causes are the point */
+    assert_string_equal(r->analysis_error, "");
+    assert_true(r->installed);
+    replay_verdict v = replay_identical(dir, "dispatch-layered", r->run.events);
     assert_string_equal(v.recorded_outcome, "deadlock");
     assert_int_equal(v.outcome, OUTCOME_DEADLOCK);
     assert_int_equal(v.blocked, 16);          /* 4 RDMACoordinators on each of 4 ranks */
-    record_result_free(&r);
+    record_session_close(rs);
     run_spec_free(&spec);
     assert_int_equal(support_remove_dir(tmp), 0);
 }
@@ -205,10 +208,10 @@ static void test_npy_inputs_travel_with_the_run(void **state) {
     const char *words[] = {"npurr", "record", "-k", "combine-sender", "--npus-per-node", "2",
                            "--tokens", "16", "--routing", routing, "-o", dir, NULL};
     run_spec spec;
-    record_result r;
-    record_words(words, NULL, &spec, &r);
-    assert_true(r.installed);
-    assert_string_equal(r.check, "passed");
+    record_session *rs;
+    const record_result *r = record_words(words, NULL, &spec, &rs);
+    assert_true(r->installed);
+    assert_string_equal(r->check, "passed");
     for (int rank = 0; rank < 2; rank++) {    /* the replay must read the copies */
         char path[4300];
         snprintf(path, sizeof path, "%s/r%d.npy", src, rank);
@@ -217,8 +220,8 @@ static void test_npy_inputs_travel_with_the_run(void **state) {
     char copy[4300];
     snprintf(copy, sizeof copy, "%s/inputs/routing.1.npy", dir);
     assert_int_equal(access(copy, R_OK), 0);
-    replay_identical(dir, "combine-sender", r.run.events);
-    record_result_free(&r);
+    replay_identical(dir, "combine-sender", r->run.events);
+    record_session_close(rs);
     run_spec_free(&spec);
     assert_int_equal(support_remove_dir(tmp), 0);
 }
@@ -231,12 +234,12 @@ static void test_races_are_counted_and_written(void **state) {
                            "--tokens", "16", "--inject", "no-mte3-wait", "--check", "races",
                            "-o", dir, NULL};
     run_spec spec;
-    record_result r;
-    record_words(words, NULL, &spec, &r);
-    assert_non_null(r.checker);
-    assert_true(r.races > 0);
-    assert_int_equal(r.races, hb_races(r.checker));
-    assert_true(r.installed);
+    record_session *rs;
+    const record_result *r = record_words(words, NULL, &spec, &rs);
+    assert_non_null(r->checker);
+    assert_true(r->races > 0);
+    assert_int_equal(r->races, hb_races(r->checker));
+    assert_true(r->installed);
     sqlite3 *db = support_open_index(dir);
     sqlite3_stmt *st;
     assert_int_equal(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM races", -1, &st, NULL), SQLITE_OK);
@@ -244,19 +247,18 @@ static void test_races_are_counted_and_written(void **state) {
     assert_true(sqlite3_column_int64(st, 0) > 0);
     sqlite3_finalize(st);
     sqlite3_close(db);
-    record_result_free(&r);
-    assert_null(r.checker);
+    record_session_close(rs);
     run_spec_free(&spec);
     /* Without a trace: the same run, nothing written, the same verdict. */
     const char *plain[] = {"npurr", "record", "-k", "combine-sender", "--npus-per-node", "2",
                            "--tokens", "16", "--inject", "no-mte3-wait", "--check", "races",
                            "--no-trace", NULL};
-    record_words(plain, NULL, &spec, &r);
-    assert_false(r.traced);
-    assert_false(r.installed);
-    assert_string_equal(r.run_dir, "");
-    assert_true(r.races > 0);
-    record_result_free(&r);
+    r = record_words(plain, NULL, &spec, &rs);
+    assert_false(r->traced);
+    assert_false(r->installed);
+    assert_string_equal(r->run_dir, "");
+    assert_true(r->races > 0);
+    record_session_close(rs);
     run_spec_free(&spec);
     assert_int_equal(support_remove_dir(tmp), 0);
 }
@@ -274,8 +276,9 @@ static void test_bad_options_are_named(void **state) {
                                "-o", dir, NULL};
     int argc = make_argv(argv, 16, bad_value);
     assert_int_equal(run_spec_from_argv(argc, argv, &spec, err, sizeof err), SESSION_OK);
-    record_result r;
-    assert_int_equal(record_session(&spec, NULL, 0, &r, err, sizeof err), SESSION_USAGE);
+    record_session *rs = NULL;
+    assert_int_equal(record_session_open(&spec, NULL, &rs, err, sizeof err), SESSION_USAGE);
+    assert_null(rs);
     assert_non_null(strstr(err, "--tokens"));
     assert_non_null(strstr(err, "many"));
     assert_int_equal(access(dir, F_OK), -1);
@@ -353,9 +356,10 @@ static void test_bad_output_folders_are_named(void **state) {
     char *argv[16];
     int argc = make_argv(argv, 16, words);
     run_spec spec;
-    record_result r;
+    record_session *rs = NULL;
     assert_int_equal(run_spec_from_argv(argc, argv, &spec, err, sizeof err), SESSION_OK);
-    assert_int_equal(record_session(&spec, NULL, 0, &r, err, sizeof err), SESSION_USAGE);
+    assert_int_equal(record_session_open(&spec, NULL, &rs, err, sizeof err), SESSION_USAGE);
+    assert_null(rs);
     assert_non_null(strstr(err, dir));
     assert_non_null(strstr(err, "not an npurr run"));
     assert_int_equal(access(stray, F_OK), 0);    /* nothing was touched */
@@ -363,7 +367,8 @@ static void test_bad_output_folders_are_named(void **state) {
     const char *no_out[] = {"npurr", "record", "-k", "combine-sender", NULL};
     argc = make_argv(argv, 16, no_out);
     assert_int_equal(run_spec_from_argv(argc, argv, &spec, err, sizeof err), SESSION_OK);
-    assert_int_equal(record_session(&spec, NULL, 0, &r, err, sizeof err), SESSION_USAGE);
+    assert_int_equal(record_session_open(&spec, NULL, &rs, err, sizeof err), SESSION_USAGE);
+    assert_null(rs);
     assert_non_null(strstr(err, "-o RUN"));
     run_spec_free(&spec);
     assert_int_equal(support_remove_dir(tmp), 0);
@@ -384,6 +389,41 @@ static void test_bad_run_folders_are_named(void **state) {
     assert_int_equal(support_remove_dir(tmp), 0);
 }
 
+/* Opened, not run, closed: the hidden folder the recorder opened goes,
+ * -o is never made, and a second run of a session that ran runs nothing. */
+static void test_closing_before_the_run_leaves_nothing(void **state) {
+    (void)state;
+    char tmp[] = "/tmp/npurr_session_XXXXXX", dir[4200], err[ENGINE_ERRLEN];
+    assert_int_equal(support_tmp_run(tmp, sizeof tmp, dir, sizeof dir), 0);
+    const char *words[] = {"npurr", "record", "-k", "combine-sender", "--npus-per-node", "2",
+                           "--tokens", "16", "-o", dir, NULL};
+    char *argv[16];
+    int argc = make_argv(argv, 16, words);
+    run_spec spec;
+    assert_int_equal(run_spec_from_argv(argc, argv, &spec, err, sizeof err), SESSION_OK);
+    seen s = {0};
+    record_hooks hooks = {.ctx = &s, .on_start = seen_start, .on_ran = seen_ran};
+    record_session *rs = NULL;
+    assert_int_equal(record_session_open(&spec, &hooks, &rs, err, sizeof err), SESSION_OK);
+    assert_int_equal(s.started, 1);
+    record_session_close(rs);
+    assert_int_equal(s.ran, 0);
+    assert_int_equal(access(dir, F_OK), -1);
+    char only[4300];                          /* the parent holds nothing but -o's absence */
+    snprintf(only, sizeof only, "rmdir '%s' 2>/dev/null", tmp);
+    assert_int_equal(system(only), 0);
+    assert_int_equal(mkdir(tmp, 0700), 0);
+    assert_int_equal(record_session_open(&spec, &hooks, &rs, err, sizeof err), SESSION_OK);
+    const record_result *r = record_session_run(rs, 0);
+    assert_true(r->installed);
+    assert_int_equal(s.ran, 1);
+    assert_ptr_equal(record_session_run(rs, 0), r);
+    assert_int_equal(s.ran, 1);
+    record_session_close(rs);
+    run_spec_free(&spec);
+    assert_int_equal(support_remove_dir(tmp), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_completed_run_replays_identical),
@@ -394,6 +434,7 @@ int main(void) {
         cmocka_unit_test(test_split_memory_is_checked_per_machine),
         cmocka_unit_test(test_bad_output_folders_are_named),
         cmocka_unit_test(test_bad_run_folders_are_named),
+        cmocka_unit_test(test_closing_before_the_run_leaves_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

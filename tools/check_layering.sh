@@ -24,8 +24,17 @@
 # otherwise the header must be one of its folder's public headers and that
 # folder must be reachable through the dependencies (they are transitive,
 # like CMake's PUBLIC links). Includes that resolve to no file are left to
-# the compiler. Exit 0 when clean, 1 with one line per violation, 2 on bad
-# arguments.
+# the compiler.
+#
+# Every public header is also the library's documentation, as zstd.h is
+# zstd's: each function it declares or defines (at file level, outside
+# comments, preprocessor lines and braces) needs a comment of its own, one
+# that ends on the line just above the declaration or stands on one of its
+# lines, saying what it does, what it returns and who owns what. A
+# declaration without one is a violation too, named by file, line and
+# function.
+#
+# Exit 0 when clean, 1 with one line per violation, 2 on bad arguments.
 set -eu
 if [ $# -ne 2 ] || [ ! -d "$1" ] || [ ! -f "$2" ]; then
     echo "usage: check_layering.sh ROOT RULES (ROOT a folder, RULES a file)" >&2
@@ -45,6 +54,7 @@ for folder in $(awk -F'|' '$1 != "exempt" && $1 !~ /^#/ && NF >= 3 { print $1 }'
 done
 [ -n "$files" ] || exit 0
 
+status=0
 # shellcheck disable=SC2086 # the file names come from the globs above
 awk -v rules="$rules" '
 function normalize(p,    n, parts, out, i, k, res) {
@@ -113,4 +123,79 @@ match($0, /^[ \t]*#[ \t]*include[ \t]*"[^"]*"/) {
 END {
     if (bad) print "layering check failed: see the rules in CMakeLists.txt (npurr_library) and ARCHITECTURE.md"
     exit bad
-}' $files
+}' $files || status=1
+
+# The public headers, root-relative, that exist.
+headers=
+for h in $(awk -F'|' '$1 != "exempt" && $1 !~ /^#/ && NF >= 3 { print $2 }' "$rules"); do
+    if [ -f "$h" ]; then headers="$headers $h"; fi
+done
+[ -n "$headers" ] || exit "$status"
+
+# shellcheck disable=SC2086 # the file names come from the rules
+awk '
+FNR == 1 { in_comment = 0; depth = 0; stmt = ""; cont = 0; comment_end = -1 }
+# One line: what lies outside comments goes to code; a comment that ends on
+# it or stands on it is remembered.
+{
+    line = $0; code = ""; had_comment = 0
+    while (line != "") {
+        if (in_comment) {
+            e = index(line, "*/")
+            if (!e) { line = ""; break }
+            line = substr(line, e + 2); in_comment = 0; had_comment = 1
+            continue
+        }
+        b = index(line, "/*"); c = index(line, "//")
+        if (c && (!b || c < b)) { code = code substr(line, 1, c - 1); had_comment = 1; line = ""; break }
+        if (!b) { code = code line; line = ""; break }
+        code = code substr(line, 1, b - 1) " "; line = substr(line, b + 2); in_comment = 1
+        had_comment = 1
+    }
+    ended_comment = had_comment && !in_comment
+}
+# Preprocessor lines and their continuations are no declarations.
+cont || code ~ /^[ \t]*#/ {
+    cont = code ~ /\\[ \t]*$/
+    if (ended_comment) comment_end = FNR
+    next
+}
+{
+    if (depth == 0 && stmt !~ /[^ \t]/ && code ~ /[^ \t]/) {
+        stmt = ""; stmt_line = FNR; documented = comment_end == FNR - 1 || had_comment
+    } else if (stmt ~ /[^ \t]/ && had_comment) {
+        documented = 1
+    }
+    for (i = 1; i <= length(code); i++) {
+        ch = substr(code, i, 1)
+        if (depth == 0 && ch != "{" && ch != "}") stmt = stmt ch
+        if (ch == "{") {
+            if (depth == 0) finish(1)
+            depth++
+        } else if (ch == "}") {
+            if (depth > 0) depth--
+        } else if (ch == ";" && depth == 0) {
+            finish(0)
+        }
+    }
+    if (depth == 0 && stmt != "") stmt = stmt " "
+    if (ended_comment && code !~ /[^ \t]/) comment_end = FNR
+}
+# A statement at file level ends: a function (declared, or defined with a
+# body) without a comment of its own is a violation.
+function finish(body,    s, name) {
+    s = stmt; stmt = ""
+    gsub(/[ \t]+/, " ", s); sub(/^ /, "", s)
+    if (s ~ /^typedef / || s ~ /^(struct|union|enum) [A-Za-z_0-9]* ?$/ || index(s, "(") == 0) return
+    if (s ~ /^[^(]*=/) return   # a variable with an initialiser
+    name = s; sub(/ *\(.*/, "", name); sub(/.*[ *]/, "", name)
+    if (name == "" || documented) return
+    printf "%s:%d: %s: a public function without a comment of its own (say what it does, " \
+           "what it returns and who owns what)\n", FILENAME, stmt_line, name
+    bad = 1
+}
+END {
+    if (bad) print "layering check failed: every function of a public header needs its comment"
+    exit bad
+}' $headers || status=1
+exit "$status"

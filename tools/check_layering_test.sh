@@ -1,8 +1,9 @@
 #!/bin/sh
 # check_layering_test.sh - the test of tools/check_layering.sh (ctest
 # layering_check): builds small trees in a temporary folder, one bad include
-# at a time, and expects the check to refuse each with the file, the line
-# and the rule, and to accept the includes the architecture allows.
+# or undocumented public function at a time, and expects the check to
+# refuse each with the file, the line and the rule, and to accept the
+# includes and declarations the architecture allows.
 #
 #   sh tools/check_layering_test.sh
 set -eu
@@ -18,11 +19,11 @@ failures=0
 fresh_tree() {
     rm -rf "$tmp/root"
     mkdir -p "$tmp/root/lib" "$tmp/root/mid" "$tmp/root/app" "$tmp/root/other" "$tmp/root/tests"
-    printf 'int lib(void);\n' > "$tmp/root/lib/lib.h"
+    printf '/* Returns 1. */\nint lib(void);\n' > "$tmp/root/lib/lib.h"
     printf 'int lib_helper(void);\n' > "$tmp/root/lib/lib_internal.h"
     printf '#include "lib_internal.h"\n#include "lib/lib.h"\nint lib(void) { return lib_helper(); }\n' \
         > "$tmp/root/lib/lib.c"
-    printf 'int mid(void);\n' > "$tmp/root/mid/mid.h"
+    printf 'int mid(void);   /* lib(), through mid */\n' > "$tmp/root/mid/mid.h"
     printf '#include "lib/lib.h"\n#include "mid.h"\nint mid(void) { return lib(); }\n' > "$tmp/root/mid/mid.c"
     printf '#include <stdio.h>\n#include "mid/mid.h"\n#include "lib/lib.h"\n' > "$tmp/root/app/app.c"
     printf 'int other(void);\n' > "$tmp/root/other/other.c"
@@ -100,6 +101,29 @@ expect 1 "stray/stray.h is in stray/, which is no library" "a header of a folder
 fresh_tree
 printf '#include "missing/nowhere.h"\n' >> "$tmp/root/app/app.c"
 expect 0 "" "an include that resolves to no file is the compiler's to report"
+
+# Public headers document every function they declare or define.
+fresh_tree
+printf '/* Two.\n * Lines. */\nint lib_two(int a,\n            int b);\n' >> "$tmp/root/lib/lib.h"
+printf '#define LIB_MAX(a, b) \\\n    ((a) > (b) ? (a) : (b))\ntypedef int lib_fn(int);\n' >> "$tmp/root/lib/lib.h"
+printf 'typedef struct { int (*f)(void); } lib_s;\nextern const lib_s lib_one;\n' >> "$tmp/root/lib/lib.h"
+printf 'int lib_internal_only(void);\n' >> "$tmp/root/lib/lib_internal.h"
+expect 0 "" "documented functions, macros, typedefs, variables; internal headers are free"
+
+fresh_tree
+printf '/* Returns 2. */\nint lib_two(void);\nint lib_three(void);\n' >> "$tmp/root/lib/lib.h"
+expect 1 "lib/lib.h:5: lib_three: a public function without a comment of its own" \
+    "a public function under another's comment"
+
+fresh_tree
+printf 'int lib_two(void);   /* 2 */\nvoid lib_free(\n    void *p);\n' >> "$tmp/root/mid/mid.h"
+expect 1 "mid/mid.h:3: lib_free: a public function without a comment of its own" \
+    "a trailing comment documents its own line, not the next declaration"
+
+fresh_tree
+printf '/* Says. */\n\nstatic inline int lib_gap(void) { return 0; }\n' >> "$tmp/root/lib/lib.h"
+expect 1 "lib/lib.h:5: lib_gap: a public function without a comment of its own" \
+    "an inline definition whose comment is not just above it"
 
 status=0
 sh "$check" "$tmp/root" "$tmp/no-such-rules" >/dev/null 2>&1 || status=$?

@@ -34,10 +34,15 @@ void kopts_init(kernel_opts *o, const struct kernel_desc *d);
 /* Overrides one option's value (value is not copied); -1 if d has no such option. */
 int kopts_set(kernel_opts *o, const char *name, const char *value);
 
-/* Accessors; on a malformed value they fill err naming the option and return
- * -1, else 0. */
+/* The text of option name into *out (owned by whoever set it: the
+ * descriptor's default, or argv); -1 (*out NULL) when it has none, else 0. */
 int kopt_str(const kernel_opts *o, const char *name, const char **out);
+/* Option name as a 64-bit integer into *out, a k, m or g suffix
+ * multiplying it by 2^10, 2^20 or 2^30: 0, or -1 with err naming the option
+ * and its value when it has none or it is no such integer. */
 int kopt_i64(const kernel_opts *o, const char *name, int64_t *out, char *err, size_t errlen);
+/* Option name as a finite number into *out: 0, or -1 with err naming the
+ * option and its value when it has none or it is no number. */
 int kopt_f64(const kernel_opts *o, const char *name, double *out, char *err, size_t errlen);
 /* kopt_i64 that also requires lo <= value <= hi, naming the option if not. */
 int kopt_i64_range(const kernel_opts *o, const char *name, int64_t lo, int64_t hi, int64_t *out,
@@ -139,6 +144,7 @@ int routing_npy_rank_path(const char *path, int rank, char *out, size_t outlen);
 
 /* NULL-terminated list of every kernel. */
 const kernel_desc *const *kernels_all(void);
+/* The kernel called name (its descriptor, static); NULL when none is. */
 const kernel_desc *kernels_find(const char *name);
 
 #endif
