@@ -54,21 +54,21 @@ static const engine_hw_param params[] = {
       "fixed cost of one vector instruction", "estimate: vector instruction issue-to-result"),
     P("cube_macs_per_cycle", NULL, cube_macs_per_cycle, 4096.0, 1e-3, 1e12, "MAC/cycle",
       "cube unit throughput", "cube unit: one 16x16x16 fp16 fractal per cycle"),
-    F("scalar_op_cycles", NULL, scalar_op_cycles, 2.0, 0, 1e9, "cycles",
+    F("scalar_op_cycles", NULL, scalar_op_cycles, 4.0, 0, 1e9, "cycles",
       "issue cost of one device API call on the scalar unit",
-      "fitted on T1-T3 (tools/fit_timing.sh, tools/fidelity_anchors.csv; was an estimate of 4)"),
+      "fitted on T1-T3 (tools/fit_timing.sh, tools/fidelity_anchors.csv; the estimate was 4)"),
     P("gm_read_ns", NULL, gm_read_ns, 160.0, NS_MIN, NS_MAX, "ns",
       "scalar GetValue on GM (a head or tail read)",
       "seed 000 s4.3: reading Remote_Head costs hundreds of cycles (~300)"),
     P("gm_write_ns", NULL, gm_write_ns, 50.0, NS_MIN, NS_MAX, "ns",
       "scalar SetValue or atomic on GM", "estimate: posted scalar store to GM"),
-    F("hccs_link_gbytes_per_s", "hccs_link_gbps", hccs_link_gbps, 14.0, BW_MIN, BW_MAX, "GB/s",
+    F("hccs_link_gbytes_per_s", "hccs_link_gbps", hccs_link_gbps, 20.0, BW_MIN, BW_MAX, "GB/s",
       "one HCCS peer link (full mesh inside a node), each way",
       "fitted on T1-T3 (tools/fit_timing.sh); the secondary claim is 56 GB/s a peer link, "
       "the A2 measurements move 50-80 GB/s a rank over 7 links"),
     P("hccs_latency_ns", NULL, hccs_latency_ns, 800.0, NS_MIN, NS_MAX, "ns",
       "one-way latency of an HCCS access", "estimate: one-way HCCS access inside a node"),
-    F("roce_gbytes_per_s", "roce_gbps", roce_gbps, 18.0, BW_MIN, BW_MAX, "GB/s",
+    F("roce_gbytes_per_s", "roce_gbps", roce_gbps, 14.0, BW_MIN, BW_MAX, "GB/s",
       "RoCE NIC of one NPU, each way: what a write gets of the 200GE line (25 GB/s)",
       "fitted on T1-T3 (tools/fit_timing.sh); the secondary claim is 200GE RoCE per NPU"),
     P("rdma_latency_ns", NULL, rdma_latency_ns, 3000.0, NS_MIN, NS_MAX, "ns",
@@ -77,12 +77,13 @@ static const engine_hw_param params[] = {
     P("rdma_post_ns", NULL, rdma_post_ns, 200.0, NS_MIN, NS_MAX, "ns",
       "scalar cost of posting one RDMA operation",
       "estimate: building and ringing one RDMA work request"),
-    F("batchwrite_task_ns", NULL, batchwrite_task_ns, 1500.0, NS_MIN, NS_MAX, "ns",
+    F("batchwrite_task_ns", NULL, batchwrite_task_ns, 3000.0, NS_MIN, NS_MAX, "ns",
       "AICPU time per communication task, one after another per NPU: a BatchWrite item, or an "
       "RDMA write or atomic an AI core asks for (on A2 the AICPU's HCCL server posts every RDMA "
       "operation)",
-      "seed 002 s2.3.1: BatchWrite 1-2 us per task; A2 kernels cross nodes only through "
-      "Hccl<HCCL_SERVER_TYPE_AICPU>::BatchWrite (sgl-kernel-npu csrc/deepep/ops2/op_kernel)"),
+      "fitted on T1-T3 (tools/fit_timing.sh); seed 002 s2.3.1 says BatchWrite 1-2 us per task; "
+      "A2 kernels cross nodes only through Hccl<HCCL_SERVER_TYPE_AICPU>::BatchWrite "
+      "(sgl-kernel-npu csrc/deepep/ops2/op_kernel)"),
     P("nic_message_ns", NULL, nic_message_ns, 100.0, NS_MIN, NS_MAX, "ns",
       "time one RDMA message holds the sending NIC beyond its bytes (work request, doorbell, "
       "headers): 1/message rate",

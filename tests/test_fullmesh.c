@@ -233,7 +233,7 @@ static void test_deterministic(void **s) {
 /* Zipf routing makes one rank's experts hot: it receives most tokens and is
  * still reading its dispatch windows when the cold ranks, done early, send
  * their combine data into the same block. */
-static const char *const overwrite_kv[] = {"tokens", "64", "hidden", "1024", "topk", "2",
+static const char *const overwrite_kv[] = {"tokens", "64", "hidden", "2048", "topk", "2",
                                            "experts", "8", "routing", "zipf:2", "cores", "1",
                                            "rounds", "3", NULL};
 

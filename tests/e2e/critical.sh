@@ -91,7 +91,7 @@ has "cube"
 
 fm=(-k fullmesh-dispatch-combine)
 record 0 fm "${fm[@]}" --nodes 2 --npus-per-node 2 --tokens 8 --hidden 64 --topk 3 --experts 8
-record 4 fm-dirty "${fm[@]}" --npus-per-node 4 --tokens 64 --hidden 1024 --topk 2 --experts 8 \
+record 4 fm-dirty "${fm[@]}" --npus-per-node 4 --tokens 64 --hidden 2048 --topk 2 --experts 8 \
     --routing zipf:2 --cores 1 --rounds 3 --inject no-double-buffer
 record 3 fm-dead "${fm[@]}" --npus-per-node 4 --tokens 32 --hidden 2048 --topk 2 --experts 8 \
     --routing zipf:2 --cores 4 --inject no-double-buffer

@@ -29,7 +29,7 @@ expect 0 "$npurr" record "${k[@]}" --npus-per-node 2 --tokens 1 --topk 1 --exper
 
 # Every EP op in window block 0. Zipf routing makes one rank hot: it is
 # still reading its dispatch rows when the cold ranks' combine lands.
-hot=(--npus-per-node 4 --tokens 64 --hidden 1024 --topk 2 --experts 8 --routing zipf:2
+hot=(--npus-per-node 4 --tokens 64 --hidden 2048 --topk 2 --experts 8 --routing zipf:2
      --cores 1 --rounds 3)
 expect 4 "$npurr" record "${k[@]}" "${hot[@]}" --inject no-double-buffer -o "$work/dirty"
 grep -q "the window was overwritten before the row was read" "$work/out" ||

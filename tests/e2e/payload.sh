@@ -54,7 +54,7 @@ same 0 dispatch -k dispatch-layered "${dl[@]}"
 same 3 leak -k dispatch-layered "${dl[@]}" --inject credit-leak
 same 3 lost -k dispatch-layered "${dl[@]}" --inject lost-tail
 
-fm=(-k fullmesh-dispatch-combine --npus-per-node 4 --tokens 64 --hidden 1024 --topk 2 --experts 8
+fm=(-k fullmesh-dispatch-combine --npus-per-node 4 --tokens 64 --hidden 2048 --topk 2 --experts 8
     --routing zipf:2)
 same 0 fullmesh "${fm[@]}" --cores 1 --rounds 3
 same 4 overwrite "${fm[@]}" --cores 1 --rounds 3 --inject no-double-buffer
