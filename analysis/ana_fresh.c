@@ -314,8 +314,10 @@ int ana_ensure_fresh(const char *run_dir, ana_source *src, char *err, size_t err
  * opens index.db and trace.zst by name, one after the other: a reader
  * caught between them sees an index and a trace of two runs. When the
  * folder was replaced while a step ran, the step is run again on the run
- * now in place (a few times: each retry needs another swap). */
-enum { SWAP_RETRIES = 3 };
+ * now in place. Each retry needs another swap during the step; a loop of
+ * `record --force` on a loaded machine swaps faster than a derive runs, so
+ * the bound is generous (a reader gives up only after 10 such swaps). */
+enum { SWAP_RETRIES = 10 };
 
 int ana_ensure_fresh_flags(const char *run_dir, int flags, ana_source *src, char *err,
                            size_t errlen) {
