@@ -23,51 +23,9 @@
 #include "engine/device.h"
 #include "engine/engine.h"
 #include "engine/kernels/kernels.h"
+#include "tests/digest.h"
 #include "tests/split_threads.h"
 #include "tests/support.h"
-
-/* What the observer saw, folded: FNV-1a over every record. */
-typedef struct digest {
-    uint64_t h, events, segments, strings, sites;
-} digest;
-
-static void fold(digest *d, const void *p, size_t n) {
-    const uint8_t *b = p;
-    for (size_t i = 0; i < n; i++) d->h = (d->h ^ b[i]) * 0x100000001B3ULL;
-}
-
-static void d_string(void *ctx, uint32_t id, const char *text) {
-    digest *d = ctx;
-    d->strings++;
-    fold(d, "T", 1);
-    fold(d, &id, sizeof id);
-    fold(d, text, strlen(text));
-}
-
-static void d_site(void *ctx, const engine_site *s) {
-    digest *d = ctx;
-    d->sites++;
-    fold(d, "I", 1);
-    fold(d, &s->id, sizeof s->id);
-    fold(d, &s->line, sizeof s->line);
-    fold(d, s->file, strlen(s->file));
-    fold(d, s->func, strlen(s->func));
-}
-
-static void d_event(void *ctx, const engine_event *ev) {
-    digest *d = ctx;
-    d->events++;
-    fold(d, "E", 1);
-    fold(d, ev, sizeof *ev);
-}
-
-static void d_segment(void *ctx, uint64_t time, uint64_t key) {
-    digest *d = ctx;
-    d->segments++;
-    fold(d, "S", 1);
-    fold(d, &time, sizeof time);
-    fold(d, &key, sizeof key);
-}
 
 typedef struct shape {
     const char *kernel;
@@ -118,9 +76,7 @@ static void *run_part(void *arg) {
     void *state = NULL;
     const kernel_desc *k;
     engine *e = build(p->s, &state, &k);
-    p->d.h = 0xCBF29CE484222325ULL;
-    engine_observer obs = {.ctx = &p->d, .on_string = d_string, .on_site = d_site,
-                           .on_event = d_event, .on_segment = d_segment};
+    engine_observer obs = digest_observer(&p->d);
     /* setup declarations already went by: every part has the same */
     engine_set_observer(e, &obs);
     engine_transport t;

@@ -1,0 +1,164 @@
+/*
+ * test_identity.c - every kernel's event stream, pinned: each row below is
+ * recorded as `npurr record ARGS --no-trace` records it (record_session,
+ * the output check included) with an observer folding every event into a
+ * 64-bit FNV-1a hash (tests/digest.h), and the hash and the event count
+ * must equal the row's. A change that only makes npurr faster leaves them
+ * equal; one that changes any field of any event (a time, a seq link, an
+ * interned id, the order) fails here, naming the kernel.
+ *
+ * The table is the one place the pinned values live. A change that is
+ * meant to move events (the timing model, a kernel) regenerates it and
+ * says why in its commit:
+ *
+ *   build/test_identity --print             the rows as they are now, to paste
+ *   build/test_identity --hw FILE           the test under other timing (fails)
+ *   build/test_identity --run -k K [opts]   events and hash of any record line
+ *
+ * Only events are hashed, not call sites' file:line, so editing a kernel's
+ * comments does not move the pins.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "session/session.h"
+#include "tests/digest.h"
+
+typedef struct pin {
+    const char *args;      /* `npurr record` options, without --no-trace */
+    uint64_t events;
+    uint64_t hash;
+} pin;
+
+/* The pinned streams. Regenerate with `build/test_identity --print`. */
+static const pin pins[] = {
+    {"-k combine-sender", 175673, 0xb13b9c55e52aee86ULL},
+    {"-k combine-sender-inplace", 170561, 0x1adfbea68f7d8dfdULL},
+    {"-k dispatch-layered", 253597, 0xac79bc592ade04c2ULL},
+    {"-k matmul-reduce-scatter", 44417, 0xec9ba993b1a70046ULL},
+    {"-k fullmesh-dispatch-combine", 43559, 0x49a701e33b111cb0ULL},
+    {"-k dispatch-layered --nodes 2 --tokens 256", 1089550, 0x82e1f64f0b7ac66fULL},
+};
+#define N_PINS (sizeof pins / sizeof pins[0])
+
+static const char *g_hw;   /* --hw FILE appended to every row */
+
+static void install_digest(void *ctx, engine *e, const kernel_desc *k, const void *state) {
+    (void)k;
+    (void)state;
+    engine_observer o = {.ctx = ctx, .on_event = digest_on_event};
+    engine_set_observer(e, &o);
+}
+
+/* Records `npurr record WORDS --no-trace [--hw FILE] --quiet` into d; 0,
+ * or -1 with err. The run must complete and pass its check. */
+static int record_digest(int nwords, char **words, digest *d, char *err, size_t errlen) {
+    char *argv[80];
+    int argc = 0;
+    argv[argc++] = "npurr";
+    argv[argc++] = "record";
+    for (int i = 0; i < nwords && argc < 74; i++) argv[argc++] = words[i];
+    argv[argc++] = "--no-trace";
+    argv[argc++] = "--quiet";
+    if (g_hw) {
+        argv[argc++] = "--hw";
+        argv[argc++] = (char *)g_hw;
+    }
+    argv[argc] = NULL;
+    run_spec spec;
+    int rc = run_spec_from_argv(argc, argv, &spec, err, errlen);
+    if (rc) {
+        run_spec_free(&spec);
+        return -1;
+    }
+    digest_init(d);
+    record_hooks hooks = {.ctx = d, .on_start = install_digest};
+    record_result r;
+    rc = record_session(&spec, &hooks, 0, &r, err, errlen);
+    if (!rc && (!r.ran || r.run.outcome != OUTCOME_COMPLETED || strcmp(r.check, "passed") != 0)) {
+        snprintf(err, errlen, "the run did not complete and pass its check: %s %s",
+                 r.ran ? r.run.message : r.error, r.check_message);
+        rc = -1;
+    }
+    record_result_free(&r);
+    run_spec_free(&spec);
+    return rc ? -1 : 0;
+}
+
+static int pin_digest(const pin *p, digest *d, char *err, size_t errlen) {
+    char **words = NULL;
+    int n = shell_split(p->args, &words);
+    if (n < 0) {
+        snprintf(err, errlen, "malformed row: %s", p->args);
+        return -1;
+    }
+    int rc = record_digest(n, words, d, err, errlen);
+    free(words);
+    return rc;
+}
+
+static void test_pinned(void **state) {
+    const pin *p = *state;
+    digest d;
+    char err[2 * ENGINE_ERRLEN + 1024];
+    if (pin_digest(p, &d, err, sizeof err)) fail_msg("%s: %s", p->args, err);
+    if (d.events != p->events || d.h != p->hash)
+        fail_msg("%s: %llu events, hash 0x%016llx; pinned %llu events, 0x%016llx.\n"
+                 "A speed change must not move an event. If the events are meant to change "
+                 "(timing model, kernel), regenerate the table with `build/test_identity --print` "
+                 "and say why in the commit.",
+                 p->args, (unsigned long long)d.events, (unsigned long long)d.h,
+                 (unsigned long long)p->events, (unsigned long long)p->hash);
+}
+
+static int print_table(void) {
+    for (size_t i = 0; i < N_PINS; i++) {
+        digest d;
+        char err[2 * ENGINE_ERRLEN + 1024];
+        if (pin_digest(&pins[i], &d, err, sizeof err)) {
+            fprintf(stderr, "test_identity: %s: %s\n", pins[i].args, err);
+            return 1;
+        }
+        printf("    {\"%s\", %llu, 0x%016llxULL},\n", pins[i].args, (unsigned long long)d.events,
+               (unsigned long long)d.h);
+    }
+    return 0;
+}
+
+static int print_one(int n, char **words) {
+    digest d;
+    char err[2 * ENGINE_ERRLEN + 1024];
+    if (record_digest(n, words, &d, err, sizeof err)) {
+        fprintf(stderr, "test_identity: %s\n", err);
+        return 1;
+    }
+    printf("events %llu hash 0x%016llx\n", (unsigned long long)d.events, (unsigned long long)d.h);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    int print = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--print") == 0) {
+            print = 1;
+        } else if (strcmp(argv[i], "--hw") == 0 && i + 1 < argc) {
+            g_hw = argv[++i];
+        } else if (strcmp(argv[i], "--run") == 0) {
+            return print_one(argc - i - 1, argv + i + 1);
+        } else {
+            fprintf(stderr, "usage: test_identity [--hw FILE] [--print | --run RECORD-OPTIONS]\n");
+            return 2;
+        }
+    }
+    if (print) return print_table();
+    struct CMUnitTest tests[N_PINS];
+    for (size_t i = 0; i < N_PINS; i++)
+        tests[i] = (struct CMUnitTest){pins[i].args, test_pinned, NULL, NULL, (void *)&pins[i]};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
