@@ -12,6 +12,7 @@
  */
 #include "internal.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +69,8 @@ static qitem heap_pop(engine *e) {
 /* ------------------------------------------------------------ events */
 uint64_t eng_emit(engine *e, engine_event *ev) {
     uint64_t seq = e->seq + 1;
+    /* an emitting call syncs first: no event follows a local step (eng_sync_local) */
+    assert(!g_current || !g_current->after_local);
     if (seq == e->break_seq && e->break_fn) {
         ev->seq = seq;
         e->break_fn(e->break_ctx, ev);
@@ -97,24 +100,87 @@ static void switch_to_scheduler(core *c) {
     e->now = c->now;
 }
 
-void eng_sync(core *c) {
-    engine *e = c->e;
+/* The bookkeeping of every step, yield or not: the step count the delay
+ * points are drawn on, and the tie key the step is taken under. */
+static uint64_t step_key(engine *e, core *c) {
     e->sched_steps++;
     if (e->delay) eng_delay_step(c);
+    return eng_core_key(c);
+}
+
+/* Something queued comes before c's step at (now, key). */
+static int queue_first(const engine *e, const core *c, uint64_t key) {
+    const qitem *top = e->heap_n ? &e->heap[0] : NULL;
+    return top && (top->time < c->now || (top->time == c->now && top->key < key));
+}
+
+/* Reasons to yield whatever is queued: the window ends, a stop, the watchdog. */
+static int must_yield(const engine *e, const core *c) {
+    return c->now >= e->window_end || e->stop_requested ||
+           (e->cfg.watchdog_ps && c->now > e->cfg.watchdog_ps);
+}
+
+static void yield_at(engine *e, core *c, uint64_t time, uint64_t key, qitem_type type) {
+    c->status = CS_READY;
+    c->lagging = 0;
+    c->after_local = 0;
+    eng_push(e, time, key, type, (uint32_t)(c - e->cores));
+    switch_to_scheduler(c);
+}
+
+void eng_sync(core *c) {
+    engine *e = c->e;
     /* Yielding queues the core under this key; going on without a switch is
      * a segment of its own under it, as if queued and popped here. */
-    uint64_t mykey = eng_core_key(c);
-    const qitem *top = e->heap_n ? &e->heap[0] : NULL;
-    if ((top && (top->time < c->now || (top->time == c->now && top->key < mykey))) ||
-        c->now >= e->window_end || e->stop_requested ||
-        (e->cfg.watchdog_ps && c->now > e->cfg.watchdog_ps)) {
-        c->status = CS_READY;
-        eng_push(e, c->now, mykey, Q_CORE, (uint32_t)(c - e->cores));
-        switch_to_scheduler(c);
+    uint64_t mykey = step_key(e, c);
+    if (queue_first(e, c, mykey) || must_yield(e, c)) {
+        yield_at(e, c, c->now, mykey, Q_CORE);
         return;
     }
+    c->after_local = 0;
     if (e->obs.on_segment) e->obs.on_segment(e->obs.ctx, c->now, mykey);
     e->now = c->now;
+}
+
+/* A local step past earlier queue items changes nothing they read (only
+ * c's own transfers reach its local memory, and those that touch the bytes
+ * first are waited for), and emits nothing: every call that emits or
+ * reads shared state syncs first (eng_sync), which yields while anything
+ * is earlier. So the stream is the one a yield at every step gives, minus
+ * a switch per step. Such a step counts and keys as any other, opens no
+ * segment (it has no events, and whether it yields depends on what else
+ * one process's queue holds, so a split run's segments would differ), and
+ * a checker (on_hook) sees every step in order. */
+void eng_sync_local(core *c, const mseg *seg, uint64_t off, uint64_t len) {
+    engine *e = c->e;
+    if (e->obs.on_hook) {
+        eng_sync(c);
+        return;
+    }
+    uint64_t mykey = step_key(e, c);
+    int first = queue_first(e, c, mykey);
+    if (must_yield(e, c) || (first && eng_local_pending_conflict(c, seg, off, len))) {
+        yield_at(e, c, c->now, mykey, Q_CORE_LOCAL);
+    } else if (first) {
+        c->lagging = 1;
+    } else {
+        e->now = c->now;
+    }
+    c->after_local = 1;
+    c->local_time = c->now;
+    c->local_key = mykey;
+}
+
+/* An event after local steps (only a fault emits without syncing first):
+ * it goes where a step that opened its segment would have put it. */
+static void catch_up(engine *e, core *c) {
+    if (c->lagging) {
+        yield_at(e, c, c->local_time, c->local_key, Q_CORE);
+        e->now = c->local_time;
+    } else if (c->after_local && e->obs.on_segment) {
+        e->obs.on_segment(e->obs.ctx, c->local_time, c->local_key);
+    }
+    c->after_local = 0;
 }
 
 void eng_advance(core *c, uint64_t ps) { c->now += ps; }
@@ -206,6 +272,7 @@ void eng_fault(core *c, dev_site s, const char *fmt, ...) {
     char msg[ENGINE_ERRLEN];
     snprintf(msg, sizeof msg, "fault at %s:%d (%s), rank %d %s%d: %s", s.file, s.line, s.func,
              c->rank, c->is_aic ? "AIC" : "AIV", c->is_aic ? c->index : c->index - e->n_aic, what);
+    catch_up(e, c);
     eng_stop(e, OUTCOME_FAULT, msg);
     engine_event ev = EV_INIT(c, EV_FAULT, PIPE_S);
     ev.time = c->now;
@@ -295,7 +362,7 @@ void eng_run_loop(engine *e) {
             break;
         }
         e->now = it.time;
-        if (e->obs.on_segment) e->obs.on_segment(e->obs.ctx, it.time, it.key);
+        if (e->obs.on_segment && it.type != Q_CORE_LOCAL) e->obs.on_segment(e->obs.ctx, it.time, it.key);
         switch (it.type) {
         case Q_XFER: eng_xfer_complete(e, &e->xfers[it.idx]); break;
         case Q_RDMA_TX: eng_rdma_tx(e, &e->xfers[it.idx]); break;

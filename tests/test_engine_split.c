@@ -238,6 +238,45 @@ static void test_fault_is_the_same_split(void **state) {
     assert_int_equal(same_for_every_split(&s), OUTCOME_FAULT);
 }
 
+/* One core of the last node faults right after UB scalar steps while
+ * every other core of its node is done: alone, those steps run past other
+ * nodes' queued work; in the part that holds only that node, nothing else
+ * is queued. Either way the fault event must come where a switch at the
+ * last step puts it (eng_sync_local, catch_up), so the merge orders it as
+ * one process does. */
+typedef struct lone_args {
+    gm_t out;
+} lone_args;
+
+static void k_lone_fault(const void *a) {
+    const lone_args *p = a;
+    int r = GetRank(), n = GetRankSize();
+    if (r >= n - 8 && r != n - 1) return;
+    local_t ub = AllocUB(64);
+    for (int i = 0; i < 200; i++) {
+        SetValue64(gm_add(gm_on_rank(p->out, r), 8 * (i % 4)), i);
+        ScalarCycles(r == n - 1 ? 97 : 60 + (uint64_t)r);
+        UbSet32(ub, 0, UbGet32(ub, 4) + i);
+        if (r == n - 1 && i == 120) UbGet32(ub, 1u << 20);
+    }
+}
+
+static void *lone_program(engine *e) {
+    char err[ENGINE_ERRLEN];
+    lone_args *p = calloc(1, sizeof *p);
+    assert_non_null(p);
+    assert_int_equal(engine_sym_alloc(e, 64, "lone_out", &p->out, err, sizeof err), ENGINE_OK);
+    assert_int_equal(engine_launch(e, "lone", k_lone_fault, p, 1, CORE_AIV, err, sizeof err),
+                     ENGINE_OK);
+    return p;
+}
+
+static void test_fault_after_local_steps_is_the_same_split(void **state) {
+    (void)state;
+    shape s = {.kernel = "lone UB fault", .nodes = 4, .program = lone_program};
+    assert_int_equal(same_for_every_split(&s), OUTCOME_FAULT);
+}
+
 static void test_what_cannot_be_split_is_refused(void **state) {
     (void)state;
     char err[ENGINE_ERRLEN];
@@ -270,6 +309,7 @@ int main(void) {
         cmocka_unit_test(test_deadlock_is_the_same_split),
         cmocka_unit_test(test_watchdog_is_the_same_split),
         cmocka_unit_test(test_fault_is_the_same_split),
+        cmocka_unit_test(test_fault_after_local_steps_is_the_same_split),
         cmocka_unit_test(test_what_cannot_be_split_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
