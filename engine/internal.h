@@ -196,7 +196,7 @@ typedef struct core {
     uint64_t last_seq;        /* last event this core emitted */
     uint32_t last_site;
     /* local steps (eng_sync_local) */
-    int32_t lpend;            /* first queued xfer of its that touches its local memory, -1 none */
+    int32_t lpend, lpend_last;   /* its queued xfers that touch its local memory, by end; -1 none */
     uint8_t after_local;      /* its last step was a local one, which opened no segment */
     uint8_t lagging;          /* and it went past earlier queue items without yielding */
     uint64_t local_time, local_key;   /* that step, where a fault catches up (eng_fault) */

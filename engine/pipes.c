@@ -74,15 +74,20 @@ static int in_local(const core *c, const mseg *m) {
 }
 
 /* c's queued xfers that read or write its local memories, for
- * eng_sync_local: a handful at a time (a pipe's queue), so a list. */
+ * eng_sync_local, in order of completion time: a new one almost always
+ * ends last (a pipe's queue), so it goes in at the tail, and a step looks
+ * only at those already due. */
 static void local_pending_add(engine *e, core *c, xfer *x) {
     if (!in_local(c, x->dseg) && !in_local(c, x->sseg) && !in_local(c, x->sseg2)) return;
-    int32_t i = (int32_t)(x - e->xfers);
+    int32_t i = (int32_t)(x - e->xfers), after = c->lpend_last;
+    while (after >= 0 && e->xfers[after].end > x->end) after = e->xfers[after].lprev;
     x->lpending = 1;
-    x->lprev = -1;
-    x->lnext = c->lpend;
-    if (c->lpend >= 0) e->xfers[c->lpend].lprev = i;
-    c->lpend = i;
+    x->lprev = after;
+    x->lnext = after >= 0 ? e->xfers[after].lnext : c->lpend;
+    if (after >= 0) e->xfers[after].lnext = i;
+    else c->lpend = i;
+    if (x->lnext >= 0) e->xfers[x->lnext].lprev = i;
+    else c->lpend_last = i;
 }
 
 static void local_pending_remove(engine *e, xfer *x) {
@@ -91,6 +96,7 @@ static void local_pending_remove(engine *e, xfer *x) {
     if (x->lprev >= 0) e->xfers[x->lprev].lnext = x->lnext;
     else c->lpend = x->lnext;
     if (x->lnext >= 0) e->xfers[x->lnext].lprev = x->lprev;
+    else c->lpend_last = x->lprev;
     x->lpending = 0;
 }
 
@@ -116,8 +122,8 @@ static int xfer_touches(const xfer *x, const mseg *seg, uint64_t off, uint64_t l
 
 int eng_local_pending_conflict(const core *c, const mseg *seg, uint64_t off, uint64_t len) {
     const xfer *xs = c->e->xfers;
-    for (int32_t i = c->lpend; i >= 0; i = xs[i].lnext)
-        if (xs[i].end <= c->now && xfer_touches(&xs[i], seg, off, len)) return 1;
+    for (int32_t i = c->lpend; i >= 0 && xs[i].end <= c->now; i = xs[i].lnext)
+        if (xfer_touches(&xs[i], seg, off, len)) return 1;
     return 0;
 }
 
