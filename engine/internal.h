@@ -88,7 +88,11 @@ typedef struct named_word {
 
 struct core;
 
+/* A core blocked on a GM word, by the word's offset: a write finds the
+ * watchers it may wake by a binary search, without touching the cores. */
 typedef struct watcher {
+    uint64_t off;
+    uint32_t width;
     struct core *core;
 } watcher;
 
@@ -98,7 +102,7 @@ typedef struct rank_state {
     uint64_t next_off;    /* bump pointer for private allocations */
     named_word *words;    /* sorted by off */
     int n_words, cap_words;
-    struct core **watchers;   /* cores blocked on a GM word of this rank */
+    watcher *watchers;        /* cores blocked on a GM word of this rank, sorted by off */
     int n_watchers, cap_watchers;
     resource hbm;
     resource nic_tx, nic_rx;
