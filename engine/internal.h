@@ -296,6 +296,8 @@ struct engine {
     /* scheduler */
     qitem *heap;
     size_t heap_n, heap_cap;
+    qitem next;               /* the queue's first item, taken out by a yield (sched.c) */
+    int has_next;
     coro sched_co;
     core *current;
     uint64_t now;

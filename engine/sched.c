@@ -50,20 +50,36 @@ void eng_push(engine *e, uint64_t time, uint64_t key, qitem_type type, uint32_t 
     e->heap[i] = it;
 }
 
-static qitem heap_pop(engine *e) {
-    qitem top = e->heap[0];
-    qitem last = e->heap[--e->heap_n];
+/* it goes into the hole at the root, sinking below smaller children. */
+static void heap_sift_root(engine *e, qitem it) {
     size_t i = 0, n = e->heap_n;
     for (;;) {
         size_t l = 2 * i + 1;
         if (l >= n) break;
         size_t m = (l + 1 < n && item_less(&e->heap[l + 1], &e->heap[l])) ? l + 1 : l;
-        if (!item_less(&e->heap[m], &last)) break;
+        if (!item_less(&e->heap[m], &it)) break;
         e->heap[i] = e->heap[m];
         i = m;
     }
-    if (n) e->heap[i] = last;
+    e->heap[i] = it;
+}
+
+static qitem heap_pop(engine *e) {
+    qitem top = e->heap[0];
+    qitem last = e->heap[--e->heap_n];
+    if (e->heap_n) heap_sift_root(e, last);
     return top;
+}
+
+/* A yielding core queues itself behind the first item, which the loop runs
+ * next: the core takes the root's place and sinks only as far as its time
+ * (just past the root's) takes it, instead of rising from the bottom and
+ * the root's replacement sinking from the top. Keys are unique, so the
+ * order items come out in does not depend on where they sit. */
+static void queue_behind_first(engine *e, qitem it) {
+    e->next = e->heap[0];
+    e->has_next = 1;
+    heap_sift_root(e, it);
 }
 
 /* ------------------------------------------------------------ events */
@@ -124,7 +140,9 @@ static void yield_at(engine *e, core *c, uint64_t time, uint64_t key, qitem_type
     c->status = CS_READY;
     c->lagging = 0;
     c->after_local = 0;
-    eng_push(e, time, key, type, (uint32_t)(c - e->cores));
+    qitem me = {time, key, type, (uint32_t)(c - e->cores)};
+    if (e->heap_n && item_less(&e->heap[0], &me)) queue_behind_first(e, me);
+    else eng_push(e, time, key, type, me.idx);
     switch_to_scheduler(c);
 }
 
@@ -345,12 +363,20 @@ int eng_start_cores(engine *e, char *err, size_t errlen) {
  * key) order until the run ends, stops or passes the watchdog, or (split)
  * the window ends. */
 void eng_run_loop(engine *e) {
-    while (e->outcome == OUTCOME_RUNNING && e->heap_n && e->heap[0].time < e->window_end) {
+    for (;;) {
+        const qitem *first = e->has_next ? &e->next : e->heap_n ? &e->heap[0] : NULL;
+        if (e->outcome != OUTCOME_RUNNING || !first || first->time >= e->window_end) break;
         if (e->stop_requested) {
             eng_stop(e, OUTCOME_INTERRUPTED, "the run was stopped on request (Ctrl-C or SIGTERM)");
             break;
         }
-        qitem it = heap_pop(e);
+        qitem it;
+        if (e->has_next) {
+            it = e->next;
+            e->has_next = 0;
+        } else {
+            it = heap_pop(e);
+        }
         if (e->cfg.watchdog_ps && it.time > e->cfg.watchdog_ps) {
             char msg[ENGINE_ERRLEN];
             snprintf(msg, sizeof msg,
@@ -377,6 +403,10 @@ void eng_run_loop(engine *e) {
             e->current = NULL;
         }
         }
+    }
+    if (e->has_next) {   /* left for a later window or nobody: back into the queue */
+        e->has_next = 0;
+        eng_push(e, e->next.time, e->next.key, (qitem_type)e->next.type, e->next.idx);
     }
 }
 
