@@ -201,6 +201,7 @@ typedef struct core {
     uint32_t last_site;
     /* local steps (eng_sync_local) */
     int32_t lpend, lpend_last;   /* its queued xfers that touch its local memory, by end; -1 none */
+    uint8_t entered;          /* its coroutine has started (another core may switch to it) */
     uint8_t after_local;      /* its last step was a local one, which opened no segment */
     uint8_t lagging;          /* and it went past earlier queue items without yielding */
     uint64_t local_time, local_key;   /* that step, where a fault catches up (eng_fault) */

@@ -106,11 +106,53 @@ core *eng_current(const char *api) {
     return g_current;
 }
 
+/* ------------------------------------------------------------ the queue */
+/* The first item: the one a yield took out (e->next), else the heap's root. */
+static const qitem *queue_peek(const engine *e) {
+    return e->has_next ? &e->next : e->heap_n ? &e->heap[0] : NULL;
+}
+
+static qitem queue_take(engine *e) {
+    if (!e->has_next) return heap_pop(e);
+    e->has_next = 0;
+    return e->next;
+}
+
+/* The loop runs the first item now, unless the run or its window ends
+ * there (outcome, window end, a stop, the watchdog: the loop's to handle). */
+static int loop_runs(const engine *e, const qitem *it) {
+    return e->outcome == OUTCOME_RUNNING && it->time < e->window_end && !e->stop_requested &&
+           !(e->cfg.watchdog_ps && it->time > e->cfg.watchdog_ps);
+}
+
+/* An item's turn begins: the clock, and its segment (a local step's has none). */
+static void begin_item(engine *e, const qitem *it) {
+    e->now = it->time;
+    if (e->obs.on_segment && it->type != Q_CORE_LOCAL) e->obs.on_segment(e->obs.ctx, it->time, it->key);
+}
+
+/* c stops (queued or blocked). When the next item is a core's, c hands
+ * over to it directly, as the loop would, instead of switching to the
+ * loop and the loop to it: one switch instead of two. A core whose
+ * coroutine has not started yet is started by the loop (its first switch
+ * tells a sanitizer where the loop's stack is). */
 static void switch_to_scheduler(core *c) {
     engine *e = c->e;
     g_current = NULL;
-    coro_switch(&c->co, &e->sched_co);
-    /* resumed by the scheduler */
+    const qitem *first = queue_peek(e);
+    if (first && (first->type == Q_CORE || first->type == Q_CORE_LOCAL) &&
+        first->idx != (uint32_t)(c - e->cores) && e->cores[first->idx].entered &&
+        loop_runs(e, first)) {
+        qitem it = queue_take(e);
+        begin_item(e, &it);
+        core *t = &e->cores[it.idx];
+        e->current = t;
+        g_current = t;
+        coro_switch(&c->co, &t->co);
+    } else {
+        coro_switch(&c->co, &e->sched_co);
+    }
+    /* resumed by the loop or by another core */
     g_current = c;
     c->status = CS_RUNNING;
     e->now = c->now;
@@ -241,6 +283,7 @@ static void core_main(void *arg) {
     core *c = arg;
     engine *e = c->e;
     coro_entered(&e->sched_co);
+    c->entered = 1;
     g_current = c;
     c->status = CS_RUNNING;
     e->now = c->now;
@@ -364,19 +407,13 @@ int eng_start_cores(engine *e, char *err, size_t errlen) {
  * the window ends. */
 void eng_run_loop(engine *e) {
     for (;;) {
-        const qitem *first = e->has_next ? &e->next : e->heap_n ? &e->heap[0] : NULL;
+        const qitem *first = queue_peek(e);
         if (e->outcome != OUTCOME_RUNNING || !first || first->time >= e->window_end) break;
         if (e->stop_requested) {
             eng_stop(e, OUTCOME_INTERRUPTED, "the run was stopped on request (Ctrl-C or SIGTERM)");
             break;
         }
-        qitem it;
-        if (e->has_next) {
-            it = e->next;
-            e->has_next = 0;
-        } else {
-            it = heap_pop(e);
-        }
+        qitem it = queue_take(e);
         if (e->cfg.watchdog_ps && it.time > e->cfg.watchdog_ps) {
             char msg[ENGINE_ERRLEN];
             snprintf(msg, sizeof msg,
@@ -387,8 +424,7 @@ void eng_run_loop(engine *e) {
             eng_push(e, it.time, it.key, (qitem_type)it.type, it.idx);
             break;
         }
-        e->now = it.time;
-        if (e->obs.on_segment && it.type != Q_CORE_LOCAL) e->obs.on_segment(e->obs.ctx, it.time, it.key);
+        begin_item(e, &it);
         switch (it.type) {
         case Q_XFER: eng_xfer_complete(e, &e->xfers[it.idx]); break;
         case Q_RDMA_TX: eng_rdma_tx(e, &e->xfers[it.idx]); break;
