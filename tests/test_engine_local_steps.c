@@ -39,15 +39,15 @@ static void k_local_steps(const void *a) {
     const local_args *p = a;
     int r = GetRank(), b = GetBlockIdx();
     local_t ub = AllocUB(1024);
-    int64_t acc = 0;
+    uint64_t acc = 0;
     for (int i = 0; i < ROUNDS; i++) {
         DataCopy(ub, gm_add(p->src, 256 * (i % 4)), 256);
-        acc = acc * 31 + UbGet32(ub, 0);               /* likely still in flight */
-        UbSet32(ub, 512, i);                            /* bytes no copy touches */
+        acc = acc * 31 + (uint32_t)UbGet32(ub, 0);   /* likely still in flight */
+        UbSet32(ub, 512, i);                          /* bytes no copy touches */
         ScalarCycles((uint64_t)(40 * (r + 1) + 7 * b));   /* lands now or later */
-        acc = acc * 31 + UbGet32(ub, 4);
-        acc = acc * 31 + UbGet32(ub, 512);
-        SetValue64(gm_add(p->out, 8 * (r * BLOCKS + b)), acc);
+        acc = acc * 31 + (uint32_t)UbGet32(ub, 4);
+        acc = acc * 31 + (uint32_t)UbGet32(ub, 512);
+        SetValue64(gm_add(p->out, 8 * (r * BLOCKS + b)), (int64_t)acc);
         UbSet32(ub, 516, i);
         if (r == p->fault_rank && b == 1 && i == ROUNDS / 2) UbGet32(ub, 1u << 20);
     }

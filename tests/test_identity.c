@@ -16,7 +16,10 @@
  *   build/test_identity --run -k K [opts]   events and hash of any record line
  *
  * Only events are hashed, not call sites' file:line, so editing a kernel's
- * comments does not move the pins.
+ * comments does not move the pins. A site id is folded as the order in
+ * which its text (file, line, function) first appeared: an unoptimized
+ * build keeps several copies of one __FILE__, which the engine interns as
+ * several sites, and the pins hold for every build type.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -49,16 +52,53 @@ static const pin pins[] = {
 
 static const char *g_hw;   /* --hw FILE appended to every row */
 
+#define MAX_SITES 4096
+
+/* The digest, and each site id's canonical number (1 + the index of its
+ * text among the distinct texts seen). */
+typedef struct identity {
+    digest d;
+    uint32_t canon[MAX_SITES];
+    engine_site text[MAX_SITES];
+    uint32_t n_text;
+    int overflow;
+} identity;
+
+static void id_site(void *ctx, const engine_site *s) {
+    identity *x = ctx;
+    if (s->id >= MAX_SITES) {
+        x->overflow = 1;
+        return;
+    }
+    uint32_t k = 0;
+    while (k < x->n_text && !(x->text[k].line == s->line && !strcmp(x->text[k].file, s->file) &&
+                              !strcmp(x->text[k].func, s->func)))
+        k++;
+    if (k == x->n_text) x->text[x->n_text++] = *s;
+    x->canon[s->id] = k + 1;
+}
+
+static void id_event(void *ctx, const engine_event *ev) {
+    identity *x = ctx;
+    engine_event c = *ev;
+    if (c.site) c.site = c.site < MAX_SITES ? x->canon[c.site] : 0;
+    digest_on_event(&x->d, &c);
+}
+
 static void install_digest(void *ctx, engine *e, const kernel_desc *k, const void *state) {
     (void)k;
     (void)state;
-    engine_observer o = {.ctx = ctx, .on_event = digest_on_event};
+    identity *x = ctx;
+    /* sites interned by the setup, before the observer */
+    engine_site s;
+    for (uint32_t id = 1; engine_site_get(e, id, &s); id++) id_site(x, &s);
+    engine_observer o = {.ctx = ctx, .on_site = id_site, .on_event = id_event};
     engine_set_observer(e, &o);
 }
 
 /* Records `npurr record WORDS --no-trace [--hw FILE] --quiet` into d; 0,
  * or -1 with err. The run must complete and pass its check. */
-static int record_digest(int nwords, char **words, digest *d, char *err, size_t errlen) {
+static int record_digest(int nwords, char **words, identity *d, char *err, size_t errlen) {
     char *argv[80];
     int argc = 0;
     argv[argc++] = "npurr";
@@ -77,7 +117,8 @@ static int record_digest(int nwords, char **words, digest *d, char *err, size_t 
         run_spec_free(&spec);
         return -1;
     }
-    digest_init(d);
+    memset(d, 0, sizeof *d);
+    digest_init(&d->d);
     record_hooks hooks = {.ctx = d, .on_start = install_digest};
     record_result r;
     rc = record_session(&spec, &hooks, 0, &r, err, errlen);
@@ -86,12 +127,16 @@ static int record_digest(int nwords, char **words, digest *d, char *err, size_t 
                  r.ran ? r.run.message : r.error, r.check_message);
         rc = -1;
     }
+    if (!rc && d->overflow) {
+        snprintf(err, errlen, "more than %d call sites", MAX_SITES);
+        rc = -1;
+    }
     record_result_free(&r);
     run_spec_free(&spec);
     return rc ? -1 : 0;
 }
 
-static int pin_digest(const pin *p, digest *d, char *err, size_t errlen) {
+static int pin_digest(const pin *p, identity *d, char *err, size_t errlen) {
     char **words = NULL;
     int n = shell_split(p->args, &words);
     if (n < 0) {
@@ -105,40 +150,42 @@ static int pin_digest(const pin *p, digest *d, char *err, size_t errlen) {
 
 static void test_pinned(void **state) {
     const pin *p = *state;
-    digest d;
+    static identity x;
+    const digest *dd = &x.d;
     char err[2 * ENGINE_ERRLEN + 1024];
-    if (pin_digest(p, &d, err, sizeof err)) fail_msg("%s: %s", p->args, err);
-    if (d.events != p->events || d.h != p->hash)
+    if (pin_digest(p, &x, err, sizeof err)) fail_msg("%s: %s", p->args, err);
+    if (dd->events != p->events || dd->h != p->hash)
         fail_msg("%s: %llu events, hash 0x%016llx; pinned %llu events, 0x%016llx.\n"
                  "A speed change must not move an event. If the events are meant to change "
                  "(timing model, kernel), regenerate the table with `build/test_identity --print` "
                  "and say why in the commit.",
-                 p->args, (unsigned long long)d.events, (unsigned long long)d.h,
+                 p->args, (unsigned long long)dd->events, (unsigned long long)dd->h,
                  (unsigned long long)p->events, (unsigned long long)p->hash);
 }
 
 static int print_table(void) {
+    static identity x;
     for (size_t i = 0; i < N_PINS; i++) {
-        digest d;
         char err[2 * ENGINE_ERRLEN + 1024];
-        if (pin_digest(&pins[i], &d, err, sizeof err)) {
+        if (pin_digest(&pins[i], &x, err, sizeof err)) {
             fprintf(stderr, "test_identity: %s: %s\n", pins[i].args, err);
             return 1;
         }
-        printf("    {\"%s\", %llu, 0x%016llxULL},\n", pins[i].args, (unsigned long long)d.events,
-               (unsigned long long)d.h);
+        printf("    {\"%s\", %llu, 0x%016llxULL},\n", pins[i].args, (unsigned long long)x.d.events,
+               (unsigned long long)x.d.h);
     }
     return 0;
 }
 
 static int print_one(int n, char **words) {
-    digest d;
+    static identity x;
     char err[2 * ENGINE_ERRLEN + 1024];
-    if (record_digest(n, words, &d, err, sizeof err)) {
+    if (record_digest(n, words, &x, err, sizeof err)) {
         fprintf(stderr, "test_identity: %s\n", err);
         return 1;
     }
-    printf("events %llu hash 0x%016llx\n", (unsigned long long)d.events, (unsigned long long)d.h);
+    printf("events %llu hash 0x%016llx\n", (unsigned long long)x.d.events,
+           (unsigned long long)x.d.h);
     return 0;
 }
 
