@@ -275,13 +275,14 @@ int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_v
                      engine_event **evs, size_t *cap, char *err, size_t errlen);
 void rec_chunk_summarize(const engine_event *evs, size_t n, rec_chunk_row *row);
 
-/* zstd level for chunks: the stream split does most of the work, and
- * compression runs on the background thread, where it competes with the
- * engine only for caches and memory bandwidth. With format 5 and 262144
- * events per chunk on the layered dispatch at EP16 x 4096 tokens, level 7
- * gives 3.70 bytes per event against 3.89 at level 3, for the same CPU
- * time of the run (the engine thread is the bottleneck). */
-#define REC_ZSTD_LEVEL 7
+/* zstd level for chunks: the stream split does most of the work. Level 3
+ * compresses the layered dispatch at EP64 x 4096 (48.4 M events, format 5,
+ * 262144 events a chunk) to 3.73 bytes per event in 0.041 us of CPU per
+ * event; level 7 to 3.53 in 0.124 us, the recorder thread's largest cost
+ * (at EP16: 3.04 against 2.84 bytes). Issue 29 wants the recorder under
+ * 0.15 us per event and the trace under 3.8 bytes: level 3 gives both room
+ * where level 7 spent it all on 6 % of size. */
+#define REC_ZSTD_LEVEL 3
 
 /* ---------------------------------------------------------------- frames */
 

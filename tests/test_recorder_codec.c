@@ -41,6 +41,8 @@ static void make_stream(engine_event *evs, size_t n) {
         e->time = time;
         e->rank = (uint32_t)(r >> 8) % 40;
         e->core = (uint32_t)(r >> 16) % 200;
+        if (r % 997 == 0) e->rank = (uint32_t)rnd();   /* beyond the encoder's slots */
+        if (r % 991 == 0) e->core = (uint32_t)rnd();
         e->pipe = (uint8_t)((r >> 24) % 10);
         e->site = (uint32_t)((r >> 28) % 9000);
         switch ((r >> 40) % 8) {
