@@ -115,6 +115,7 @@ int rec_meta_from_info(rec_kv *kv, const rec_run_info *info, char *err, size_t e
 /* Frame payload tags: the first 4 bytes of every decompressed frame. */
 #define REC_TAG_HEADER "NPRH"
 #define REC_TAG_CHUNK "NPRC"
+#define REC_TAG_PART "NPRP"
 #define REC_TAG_TRAILER "NPRT"
 
 enum {
@@ -264,12 +265,26 @@ typedef struct rec_chunk_row {
 /* Appends a chunk payload (tag, declarations, columns) for evs to out. */
 void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
                       const engine_event *evs, size_t n, rec_buf *out);
-/* Decodes a chunk payload: declarations are borrowed from p; events go into
- * *evs (grown as needed, *cap its capacity). Returns 0 or -1 with err. */
+/* A part (format 6): one process's events of the seqs first_seq..last_seq
+ * of a run split over processes; the group's parts are consecutive frames,
+ * part 0 to parts - 1, and hold every seq of the range once. */
+#define REC_MAX_PARTS 256
+typedef struct rec_part_head {
+    uint64_t first_seq, last_seq;
+    uint32_t part, parts;     /* parts 0: a whole chunk, not a part */
+} rec_part_head;
+/* Appends a part payload (tag, part head, declarations, columns): evs are
+ * in seq order within the head's range, with gaps. */
+void rec_chunk_encode_part(rec_codec *codec, const rec_part_head *h, const uint8_t *decls,
+                           size_t decl_len, const engine_event *evs, size_t n, rec_buf *out);
+/* Decodes a chunk or part payload: declarations are borrowed from p; events
+ * go into *evs (grown as needed, *cap its capacity). Returns 0 or -1 with
+ * err. rec_group.c decodes a whole group. */
 typedef struct rec_chunk_view {
     const uint8_t *decls;
     size_t decl_len;
     size_t n;
+    rec_part_head part;       /* parts 0 for a chunk */
 } rec_chunk_view;
 int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_view *view,
                      engine_event **evs, size_t *cap, char *err, size_t errlen);
@@ -306,6 +321,25 @@ int rec_trace_frame(const rec_trace *t, uint64_t off, uint64_t *frame_len);
 /* Decompresses one frame (whose size is known) into out. */
 int rec_frame_decompress(void *dctx, const uint8_t *src, size_t len, rec_buf *out, char *err,
                          size_t errlen);
+/* One chunk as readers see it (rec_group.c): a chunk frame, or the part
+ * frames of one group merged by seq. */
+typedef struct rec_group {
+    rec_codec *codec;
+    void *dctx;
+    rec_buf frame;               /* a later part's decompressed frame */
+    engine_event *evs;           /* the group's events, in seq order */
+    size_t cap, n;
+    engine_event *one, *part;    /* one part decoded; the parts, one after another */
+    size_t one_cap, part_cap, npart;
+    rec_buf decls;               /* the group's declarations, parts in order */
+    uint64_t raw_bytes;          /* decompressed bytes of its frames */
+} rec_group;
+int rec_group_init(rec_group *g);   /* -1: out of memory (rec_group_free it) */
+void rec_group_free(rec_group *g);
+/* Decodes the group whose first frame, decompressed, is first; its other
+ * parts follow at next in t, and *more is their compressed bytes. */
+int rec_group_decode(rec_group *g, const uint8_t *first, size_t first_len, const rec_trace *t,
+                     uint64_t next, uint64_t *more, char *err, size_t errlen);
 /* 0 if t (mapped from path) starts with a header frame of
  * REC_FORMAT_VERSION; -1 with err naming both versions otherwise. */
 int rec_trace_check_version(const rec_trace *t, const char *path, char *err, size_t errlen);
