@@ -11,6 +11,9 @@
  *                 (rows shared with rec_db.c through rec_index.h)
  *   rec_db.c      the index builder's rows -> index.db
  *   rec_writer.c  observer -> chunks -> trace.zst; index.db at close
+ *   rec_split.c   a split run recorded where it runs: each process's parts,
+ *                 process 0 writes the groups (rec_ix_parts.c: the index)
+ *   rec_group.c   a chunk, or a group's parts merged by seq (readers)
  *   rec_reader.c  trace.zst -> chunks -> events (replay, reindex)
  *   rec_worker.c  one background thread, one job at a time (the writer
  *                 compresses and the events table decodes ahead on it)
@@ -391,6 +394,12 @@ int rec_ix_write_db(rec_index *ix, const char *path, char *err, size_t errlen);
 int rec_ix_db_open(rec_index *ix, const char *path, char *err, size_t errlen);
 int rec_ix_db_flush(rec_index *ix, char *err, size_t errlen);
 void rec_ix_db_discard(rec_index *ix);
+/* A split run's index (rec_ix_parts.c): a process's waits, tracks, roles and
+ * counts packed, merged into process 0's; and a chunks row of process 0's
+ * (a group it wrote). */
+void rec_ix_pack(const rec_index *ix, engine_buf *out);
+int rec_ix_merge(rec_index *ix, const uint8_t *p, size_t len);
+void rec_ix_chunk_row(rec_index *ix, const rec_chunk_row *row);
 
 /* ---------------------------------------------------------------- worker */
 

@@ -63,6 +63,7 @@ static void install(recording *rc) {
 
 void record_finish(recording *rc) {
     record_result *r = rc->r;
+    record_close_part(rc);
     if (rc->w) {
         if (pthread_create(&rc->thread, NULL, finish_folder, rc) == 0)
             rc->thread_started = 1;   /* joined below, after the engine is freed */

@@ -20,6 +20,7 @@ typedef struct recording {
     engine *e;
     void *state;                 /* the kernel's */
     rec_writer *w;               /* NULL: no trace */
+    rec_writer *part;            /* mpirun, traced: process k > 0 records its events here */
     engine_tee tee;              /* the recorder, then hooks->on_event */
     hb_checker *hb;
     struct split_mpi *split;     /* mpirun: this process's part (NULL alone) */
@@ -35,5 +36,7 @@ typedef struct recording {
  * waits for the thread and puts the run folder in place, filling
  * r->installed, run_dir, finish_error and analysis_error. */
 void record_finish(recording *rc);
+/* Frees process k > 0's part writer (record_session.c). */
+void record_close_part(recording *rc);
 
 #endif
