@@ -494,6 +494,7 @@ typedef struct engine_buf {
     size_t n, cap;
 } engine_buf;
 void engine_buf_free(engine_buf *b);
+void engine_buf_put(engine_buf *b, const void *p, size_t n);   /* appends (grows; aborts out of memory) */
 
 enum { ENGINE_REDUCE_MIN = 1, ENGINE_REDUCE_MAX, ENGINE_REDUCE_SUM };
 typedef struct engine_transport {

@@ -530,7 +530,6 @@ int eng_split_memory(const engine *e, engine_memory *m);
  * references) to send, and back */
 void eng_seg_pack(const mseg *s, uint64_t off, uint64_t len, engine_buf *out);
 size_t eng_seg_unpack(mseg *d, uint64_t doff, uint64_t len, const uint8_t *in, size_t avail);
-void eng_buf_put(engine_buf *b, const void *p, size_t n);
 
 /* The engine's one seeded generator step (splitmix64): the tie order, the
  * jitter and the delay points. The kernels have their own (kit.h): the

@@ -59,14 +59,14 @@ typedef struct eng_merger {
 
 /* ------------------------------------------------------------ capture */
 static void put_rec(engine_buf *b, uint8_t tag, const void *p, size_t n) {
-    eng_buf_put(b, &tag, 1);
-    eng_buf_put(b, p, n);
+    engine_buf_put(b, &tag, 1);
+    engine_buf_put(b, p, n);
 }
 
 static void put_text(engine_buf *b, const char *text) {
     uint32_t n = (uint32_t)strlen(text);
-    eng_buf_put(b, &n, sizeof n);
-    eng_buf_put(b, text, n);
+    engine_buf_put(b, &n, sizeof n);
+    engine_buf_put(b, text, n);
 }
 
 static void cap_string(void *ctx, uint32_t id, const char *text) {
@@ -86,8 +86,8 @@ static int64_t site_file_key(const char *file) {
 static void cap_site(void *ctx, const engine_site *s) {
     int64_t key = site_file_key(s->file);
     put_rec(ctx, 'I', &s->id, sizeof s->id);
-    eng_buf_put(ctx, &s->line, sizeof s->line);
-    eng_buf_put(ctx, &key, sizeof key);
+    engine_buf_put(ctx, &s->line, sizeof s->line);
+    engine_buf_put(ctx, &key, sizeof key);
     put_text(ctx, s->file ? s->file : "");
     put_text(ctx, s->func ? s->func : "");
 }
@@ -161,7 +161,7 @@ int eng_capture_skeleton(const engine_buf *stream, engine_buf *skel) {
         } else {
             if (run) put_rec(skel, 'N', &run, sizeof run);
             run = 0;
-            eng_buf_put(skel, p, n);
+            engine_buf_put(skel, p, n);
         }
         at += n;
     }

@@ -69,7 +69,7 @@ engine_observer eng_capture_observer(engine_buf *stream);
 void eng_capture_window_end(engine_buf *stream, int faulted);
 
 /* ------------------------------------------------------------ buffers */
-void eng_buf_put(engine_buf *b, const void *p, size_t n) {
+void engine_buf_put(engine_buf *b, const void *p, size_t n) {
     if (b->n + n > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->n + n) cap *= 2;
@@ -246,8 +246,8 @@ void eng_split_send_arrival(engine *e, xfer *x) {
                    x->op != OP_ATOMIC_ADD && x->bytes, x->value, x->dst_raw, x->src_raw,
                    x->bytes, x->dst_off, x->issue_seq, x->start, x->key, x->tx_end, x->arrive_at};
     uint8_t tag = 'A';
-    eng_buf_put(b, &tag, 1);
-    eng_buf_put(b, &w, sizeof w);
+    engine_buf_put(b, &tag, 1);
+    engine_buf_put(b, &w, sizeof w);
     /* the NIC reads the source now, at tx begin: these bytes are what lands */
     if (w.has_flight) eng_seg_pack(x->sseg, eng_seg_off(x->sseg, x->src), x->bytes, b);
 }
@@ -256,8 +256,8 @@ void eng_split_send_ack(engine *e, xfer *x, uint64_t done_seq) {
     engine_buf *b = &e->split->out[owner_of_rank(e, x->rank)];
     wire_ack w = {(uint32_t)x->origin_xfer, x->end + e->rdma_latency_ps, done_seq};
     uint8_t tag = 'K';
-    eng_buf_put(b, &tag, 1);
-    eng_buf_put(b, &w, sizeof w);
+    engine_buf_put(b, &tag, 1);
+    engine_buf_put(b, &w, sizeof w);
 }
 
 void eng_split_send_barrier(core *c) {
@@ -267,8 +267,8 @@ void eng_split_send_barrier(core *c) {
     uint8_t tag = 'B';
     for (int q = 0; q < sp->t->count; q++) {
         if (q == sp->t->index) continue;
-        eng_buf_put(&sp->out[q], &tag, 1);
-        eng_buf_put(&sp->out[q], &w, sizeof w);
+        engine_buf_put(&sp->out[q], &tag, 1);
+        engine_buf_put(&sp->out[q], &w, sizeof w);
     }
 }
 
@@ -527,7 +527,7 @@ static int gather_packed(engine *e, void (*pack)(const engine *, engine_buf *), 
 static void report_cut(engine_buf *report, const char *what, int q) {
     char cut[96];
     int n = snprintf(cut, sizeof cut, "  (process %d's %s arrived cut)\n", q, what);
-    eng_buf_put(report, cut, (size_t)n);
+    engine_buf_put(report, cut, (size_t)n);
 }
 
 /* A writer may be a core of another process: its role comes from there. */
@@ -566,8 +566,8 @@ int eng_split_memory(const engine *e, engine_memory *m) {
 static void pack_fault(const engine *e, engine_buf *b) {
     const split_state *sp = e->split;
     uint64_t t = sp->faulted_here ? sp->fault_time : UINT64_MAX;
-    eng_buf_put(b, &t, sizeof t);
-    eng_buf_put(b, e->message, strlen(e->message));
+    engine_buf_put(b, &t, sizeof t);
+    engine_buf_put(b, e->message, strlen(e->message));
 }
 
 /* Without a merge: the earliest fault's time for everyone, and its message

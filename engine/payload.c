@@ -469,13 +469,13 @@ void eng_seg_pack(const mseg *s, uint64_t off, uint64_t len, engine_buf *out) {
     for (uint64_t done = 0; done < len;) {
         piece p = piece_at(s, off + done, len - done);
         uint8_t tag = p.origin ? 'R' : 'L';
-        eng_buf_put(out, &tag, 1);
-        eng_buf_put(out, &p.len, sizeof p.len);
+        engine_buf_put(out, &tag, 1);
+        engine_buf_put(out, &p.len, sizeof p.len);
         if (p.origin) {
-            eng_buf_put(out, &p.origin, sizeof p.origin);
-            eng_buf_put(out, &p.src, sizeof p.src);
+            engine_buf_put(out, &p.origin, sizeof p.origin);
+            engine_buf_put(out, &p.src, sizeof p.src);
         } else {
-            eng_buf_put(out, s->host + off + done, p.len);
+            engine_buf_put(out, s->host + off + done, p.len);
         }
         done += p.len;
     }

@@ -14,29 +14,16 @@
 
 #include "recorder/rec_index.h"
 
-static void put(engine_buf *b, const void *p, size_t n) {
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->n + n) cap *= 2;
-        uint8_t *np = realloc(b->p, cap);
-        if (!np) abort();
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, p, n);
-    b->n += n;
-}
-
-static void put_u64(engine_buf *b, uint64_t v) { put(b, &v, sizeof v); }
+static void put_u64(engine_buf *b, uint64_t v) { engine_buf_put(b, &v, sizeof v); }
 
 void rec_ix_pack(const rec_index *ix, engine_buf *out) {
     put_u64(out, ix->nwaits);
-    put(out, ix->waits, ix->nwaits * sizeof *ix->waits);
+    engine_buf_put(out, ix->waits, ix->nwaits * sizeof *ix->waits);
     put_u64(out, ix->ntracks);
-    put(out, ix->track_seen, ix->ntracks);
+    engine_buf_put(out, ix->track_seen, ix->ntracks);
     put_u64(out, ix->ncores);
-    put(out, ix->core_role, ix->ncores * sizeof *ix->core_role);
-    put(out, ix->kind_count, sizeof ix->kind_count);
+    engine_buf_put(out, ix->core_role, ix->ncores * sizeof *ix->core_role);
+    engine_buf_put(out, ix->kind_count, sizeof ix->kind_count);
     put_u64(out, ix->events);
     put_u64(out, ix->xfer_bytes);
     put_u64(out, ix->max_time);

@@ -184,16 +184,8 @@ static void sink_window(void *ctx, uint64_t events, int final, engine_buf *out) 
     }
     /* what the worker finished (it owns done while it runs) */
     if (!final && w->worker && !rec_worker_idle(w->worker)) return;
-    if (w->done.len) {
-        engine_buf b = {0};
-        b.p = malloc(w->done.len);
-        if (!b.p) abort();
-        memcpy(b.p, w->done.p, w->done.len);
-        b.n = b.cap = w->done.len;
-        engine_buf_free(out);
-        *out = b;
-        w->done.len = 0;
-    }
+    engine_buf_put(out, w->done.p, w->done.len);
+    w->done.len = 0;
 }
 
 engine_split_sink rec_split_sink(rec_writer *w) {

@@ -80,11 +80,7 @@ static void sink_window(void *ctx, uint64_t events, int final, engine_buf *out) 
     p->finals++;
     p->final_events = events;
     uint64_t mine = p->nev;
-    out->p = realloc(out->p, out->n + sizeof mine);
-    assert_non_null(out->p);
-    memcpy(out->p + out->n, &mine, sizeof mine);
-    out->n += sizeof mine;
-    out->cap = out->n;
+    engine_buf_put(out, &mine, sizeof mine);
 }
 static void sink_receive(void *ctx, int from, const uint8_t *b, size_t n) {
     part *p = ctx;
