@@ -5,7 +5,9 @@
  * (dispatch-layered, DeepSeek-V3: 256 experts, top-8, hidden 7168, 4096
  * tokens per rank, group-limited routing), then a larger cluster at P = 2.
  * The speedup is a ratio of two runs of this one benchmark, printed with
- * the most this machine allows (the processes' CPU time over its cores);
+ * the most this machine allows (the processes' CPU time over its cores),
+ * the split's total CPU over one process's, and the speedup a core per
+ * process would give (one process's CPU over the busiest process's);
  * from the figures it prints what a 32-node (EP256) run would need.
  *
  * Each process's figures come from its own rusage: mpirun starts this
@@ -169,10 +171,20 @@ static void print_result(const shape *s, const result *r, const result *one) {
     double total_cpu = 0;
     for (int q = 0; q < r->procs; q++) total_cpu += r->p[q].cpu_s;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (one && one->ok && r->ok && cores > 0 && total_cpu > 0)
+    if (one && one->ok && r->ok && cores > 0 && total_cpu > 0) {
         printf("%-26s      total CPU %.1f s on %ld cores: host time >= %.1f s, speedup <= %.2fx\n",
                "", total_cpu, cores, total_cpu / (double)cores,
                one->wall_s / (total_cpu / (double)cores));
+        /* issue 29: what splitting costs in all (target <= 1.1), and what a
+         * core per process would give: one process's CPU over the busiest
+         * process's (each process's threads on its own core) */
+        double one_cpu = one->p[0].cpu_s, most = 0;
+        for (int q = 0; q < r->procs; q++)
+            if (r->p[q].cpu_s > most) most = r->p[q].cpu_s;
+        if (one_cpu > 0 && most > 0)
+            printf("%-26s      total CPU / P=1's %.2f; on a core per process: speedup about %.2fx\n",
+                   "", total_cpu / one_cpu, one_cpu / most);
+    }
     for (int q = 0; q < r->procs; q++) {
         const proc_fig *p = &r->p[q];
         if (!p->seen) {

@@ -106,6 +106,7 @@ int engine_create(const engine_config *cfg, engine **out, char *err, size_t errl
             c->is_aic = i < e->n_aic;
             c->launch = -1;
             c->group = -1;
+            c->lpend = c->lpend_last = -1;
             c->prio = (uint64_t)(r * e->cores_per_rank + i);
             /* one jitter stream per core: its draws do not depend on what
              * other cores (perhaps in other processes) drew before */

@@ -227,8 +227,11 @@ int64_t dev_local_load(local_t l, uint32_t byte_off, int width, dev_site s) {
     core *c = eng_current("UbGet");
     eng_advance(c, c->e->scalar_ps);
     if (width != 4 && width != 8) eng_fault(c, s, "UbGet: width %d (4 or 8 bytes)", width);
-    uint8_t *p = eng_local_ptr(c, local_add(l, byte_off), (uint64_t)width, s, "UbGet");
-    eng_sync(c);  /* transfers that completed before now are visible, later ones are not */
+    mseg *m;
+    uint8_t *h = eng_local_at(c, local_add(l, byte_off), (uint64_t)width, s, "UbGet", &m);
+    uint8_t *p = eng_seg_lit(c->e, m, eng_seg_off(m, h), (uint64_t)width);
+    /* transfers that completed before now are visible, later ones are not */
+    eng_sync_local(c, m, eng_seg_off(m, h), (uint64_t)width);
     eng_hook_local(c, local_add(l, byte_off), width, 0, s);
     return eng_read_word(p, width);
 }
@@ -237,8 +240,10 @@ void dev_local_store(local_t l, uint32_t byte_off, int width, int64_t v, dev_sit
     core *c = eng_current("UbSet");
     eng_advance(c, c->e->scalar_ps);
     if (width != 4 && width != 8) eng_fault(c, s, "UbSet: width %d (4 or 8 bytes)", width);
-    uint8_t *p = eng_local_ptr(c, local_add(l, byte_off), (uint64_t)width, s, "UbSet");
-    eng_sync(c);
+    mseg *m;
+    uint8_t *h = eng_local_at(c, local_add(l, byte_off), (uint64_t)width, s, "UbSet", &m);
+    uint8_t *p = eng_seg_lit(c->e, m, eng_seg_off(m, h), (uint64_t)width);
+    eng_sync_local(c, m, eng_seg_off(m, h), (uint64_t)width);
     eng_hook_local(c, local_add(l, byte_off), width, 1, s);
     eng_write_word(p, width, v);
 }

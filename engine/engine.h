@@ -555,6 +555,7 @@ typedef struct engine_buf {
 } engine_buf;
 /* Frees b's bytes and empties it (b itself is the caller's). */
 void engine_buf_free(engine_buf *b);
+void engine_buf_put(engine_buf *b, const void *p, size_t n);   /* appends (grows; aborts out of memory) */
 
 enum { ENGINE_REDUCE_MIN = 1, ENGINE_REDUCE_MAX, ENGINE_REDUCE_SUM };
 typedef struct engine_transport {
@@ -575,6 +576,26 @@ typedef struct engine_transport {
  * steps are counted across the whole run), an observer with checker hooks
  * (--check races), a break point. */
 int engine_split(engine *e, const engine_transport *t, char *err, size_t errlen);
+/* Recording where the events happen (issue 29): with a sink on every
+ * process, each process's observer sees the events of its own nodes,
+ * numbered as one process numbers them (seqs, links, run-time string and
+ * site ids), and every declaration of the run; process 0's also the run's
+ * end event, and no process another's events. Each process merges every
+ * window itself: its own stream, and the others' skeletons (segments and
+ * declarations, events as counts), instead of process 0 merging every
+ * event. After each window sink->window gets the number of events merged so
+ * far (final: the run's last, its end event included) and may fill out,
+ * which reaches process 0's sink->receive, process by process. Call after
+ * engine_split, before engine_run, on every process or on none. */
+typedef struct engine_split_sink {
+    void *ctx;
+    void (*window)(void *ctx, uint64_t events, int final, engine_buf *out);
+    void (*receive)(void *ctx, int from, const uint8_t *p, size_t n);
+} engine_split_sink;
+/* Has every process record its own events through sink, as above. Returns
+ * ENGINE_OK, or ENGINE_ERR with err when the engine is not split or already
+ * ran; sink and its ctx stay the caller's and must outlive engine_run. */
+int engine_split_record(engine *e, const engine_split_sink *sink, char *err, size_t errlen);
 /* 1 when rank's cores and GM live in this process (always, unsplit). */
 int engine_rank_local(const engine *e, int rank);
 /* ENGINE_ERR with err when count processes cannot each own whole nodes. */

@@ -88,7 +88,11 @@ typedef struct named_word {
 
 struct core;
 
+/* A core blocked on a GM word, by the word's offset: a write finds the
+ * watchers it may wake by a binary search, without touching the cores. */
 typedef struct watcher {
+    uint64_t off;
+    uint32_t width;
     struct core *core;
 } watcher;
 
@@ -98,7 +102,7 @@ typedef struct rank_state {
     uint64_t next_off;    /* bump pointer for private allocations */
     named_word *words;    /* sorted by off */
     int n_words, cap_words;
-    struct core **watchers;   /* cores blocked on a GM word of this rank */
+    watcher *watchers;        /* cores blocked on a GM word of this rank, sorted by off */
     int n_watchers, cap_watchers;
     resource hbm;
     resource nic_tx, nic_rx;
@@ -195,6 +199,12 @@ typedef struct core {
     uint32_t wake_track;      /* track id + 1 */
     uint64_t last_seq;        /* last event this core emitted */
     uint32_t last_site;
+    /* local steps (eng_sync_local) */
+    int32_t lpend, lpend_last;   /* its queued xfers that touch its local memory, by end; -1 none */
+    uint8_t entered;          /* its coroutine has started (another core may switch to it) */
+    uint8_t after_local;      /* its last step was a local one, which opened no segment */
+    uint8_t lagging;          /* and it went past earlier queue items without yielding */
+    uint64_t local_time, local_key;   /* that step, where a fault catches up (eng_fault) */
 } core;
 
 /* ------------------------------------------------------------ transfers */
@@ -225,6 +235,8 @@ typedef struct xfer {
     uint32_t site;
     int peer;
     int next_free;
+    int32_t lnext, lprev;     /* its core's list of queued xfers touching local memory */
+    uint8_t lpending;         /* in that list */
     /* RDMA (rdma.c) */
     uint8_t rdma, in_flight;
     uint64_t key;             /* the posting core's tie key, for every step */
@@ -235,7 +247,9 @@ typedef struct xfer {
 } xfer;
 
 /* ------------------------------------------------------------ event queue */
-typedef enum { Q_CORE = 1, Q_XFER, Q_RDMA_TX, Q_RDMA_ARRIVE, Q_RDMA_ACK } qitem_type;
+/* Q_CORE_LOCAL: a core that yielded in a local step (eng_sync_local),
+ * resumed as Q_CORE but without a scheduling segment of its own. */
+typedef enum { Q_CORE = 1, Q_XFER, Q_RDMA_TX, Q_RDMA_ARRIVE, Q_RDMA_ACK, Q_CORE_LOCAL } qitem_type;
 typedef struct qitem {
     uint64_t time;
     uint64_t key;             /* priority << 41 | the core's item counter (eng_core_key) */
@@ -284,6 +298,8 @@ struct engine {
     /* scheduler */
     qitem *heap;
     size_t heap_n, heap_cap;
+    qitem next;               /* the queue's first item, taken out by a yield (sched.c) */
+    int has_next;
     coro sched_co;
     core *current;
     uint64_t now;
@@ -363,6 +379,12 @@ uint64_t eng_jitter(core *c, uint64_t dur);   /* c's own seeded stream */
 /* sched.c */
 core *eng_current(const char *api);
 void eng_sync(core *c);                      /* run every earlier event first */
+/* A step that reads or writes [off, off+len) of seg, one of c's local
+ * memories, and nothing shared (a UB scalar access): only c's own queued
+ * transfers can touch those bytes, so c yields only when one that touches
+ * them completes first; else it goes on without a switch (pipes.c keeps
+ * the list, eng_local_pending_*). */
+void eng_sync_local(core *c, const mseg *seg, uint64_t off, uint64_t len);
 void eng_advance(core *c, uint64_t ps);      /* local time passes (no sync) */
 void eng_block(core *c);                     /* suspend until eng_wake */
 /* What c is about to block on, from now; object and address none (a GM
@@ -443,6 +465,9 @@ void eng_xfer_post(engine *e, xfer *x, uint64_t issue_time, uint64_t key);
 void eng_xfer_issue_on(core *c, xfer *x, double core_ps_per_byte, uint64_t fixed_ps,
                        resource **res, int n_res, uint64_t latency_ps, dev_site s);
 void eng_xfer_complete(engine *e, xfer *x);
+/* 1 when a queued xfer of c completing at or before c->now touches
+ * [off, off+len) of seg. */
+int eng_local_pending_conflict(const core *c, const mseg *seg, uint64_t off, uint64_t len);
 /* The scalar unit waits until a time it already knows (a flag's fire time, a
  * pipe draining): begin/end events on the S track, the end naming the last
  * completion on waker's pipe. begin_kind + 1 must be the matching end kind. */
@@ -506,7 +531,6 @@ int eng_split_memory(const engine *e, engine_memory *m);
  * references) to send, and back */
 void eng_seg_pack(const mseg *s, uint64_t off, uint64_t len, engine_buf *out);
 size_t eng_seg_unpack(mseg *d, uint64_t doff, uint64_t len, const uint8_t *in, size_t avail);
-void eng_buf_put(engine_buf *b, const void *p, size_t n);
 
 /* The engine's one seeded generator step (splitmix64): the tie order, the
  * jitter and the delay points. The kernels have their own (kit.h): the

@@ -16,6 +16,11 @@
  *  - a stream that faulted ends the run after its faulting segment, as one
  *    process stops there; what the others ran past it is dropped.
  *
+ * A run recorded where it runs (engine_split_record) merges on every
+ * process: its own stream whole, the others' as skeletons (eng_capture_
+ * skeleton: events as counts), so each numbers every event but shows its
+ * observer only its own (me), with every declaration.
+ *
  * Numbers are made global on the way: an event's seq is the merged count;
  * a link is a seq of its own process, or tagged with the process it came
  * from (partition.c); a run-time string or site keeps the id one process
@@ -38,6 +43,7 @@ typedef struct part_map {
 typedef struct eng_merger {
     engine_observer out;
     int count;
+    int me;                  /* -1: out sees every stream's events; else only stream me's */
     uint32_t n0_strings, n0_sites;
     part_map *parts;
     uint64_t seq;
@@ -53,14 +59,14 @@ typedef struct eng_merger {
 
 /* ------------------------------------------------------------ capture */
 static void put_rec(engine_buf *b, uint8_t tag, const void *p, size_t n) {
-    eng_buf_put(b, &tag, 1);
-    eng_buf_put(b, p, n);
+    engine_buf_put(b, &tag, 1);
+    engine_buf_put(b, p, n);
 }
 
 static void put_text(engine_buf *b, const char *text) {
     uint32_t n = (uint32_t)strlen(text);
-    eng_buf_put(b, &n, sizeof n);
-    eng_buf_put(b, text, n);
+    engine_buf_put(b, &n, sizeof n);
+    engine_buf_put(b, text, n);
 }
 
 static void cap_string(void *ctx, uint32_t id, const char *text) {
@@ -80,8 +86,8 @@ static int64_t site_file_key(const char *file) {
 static void cap_site(void *ctx, const engine_site *s) {
     int64_t key = site_file_key(s->file);
     put_rec(ctx, 'I', &s->id, sizeof s->id);
-    eng_buf_put(ctx, &s->line, sizeof s->line);
-    eng_buf_put(ctx, &key, sizeof key);
+    engine_buf_put(ctx, &s->line, sizeof s->line);
+    engine_buf_put(ctx, &key, sizeof key);
     put_text(ctx, s->file ? s->file : "");
     put_text(ctx, s->func ? s->func : "");
 }
@@ -104,13 +110,73 @@ void eng_capture_window_end(engine_buf *stream, int faulted) {
     put_rec(stream, 'F', &f, 1);
 }
 
+/* Bytes of the record at p (avail bytes from there), 0 if it is cut. */
+static size_t record_size(const uint8_t *p, size_t avail) {
+    size_t n;
+    uint32_t t1, t2;
+    switch (p[0]) {
+    case 'S': n = 1 + 2 * sizeof(uint64_t); break;
+    case 'E': n = 1 + sizeof(engine_event); break;
+    case 'O': n = 1 + sizeof(engine_object); break;
+    case 'F': n = 2; break;
+    case 'T':
+        if (avail < 1 + 2 * sizeof t1) return 0;
+        memcpy(&t1, p + 1 + sizeof t1, sizeof t1);
+        n = 1 + 2 * sizeof t1 + t1;
+        break;
+    case 'I': {
+        size_t at = 1 + sizeof(uint32_t) + sizeof(int) + sizeof(int64_t);
+        if (avail < at + sizeof t1) return 0;
+        memcpy(&t1, p + at, sizeof t1);
+        at += sizeof t1 + t1;
+        if (avail < at + sizeof t2) return 0;
+        memcpy(&t2, p + at, sizeof t2);
+        n = at + sizeof t2 + t2;
+        break;
+    }
+    default: return 0;
+    }
+    return n <= avail ? n : 0;
+}
+
+/* The stream's skeleton: every record but events, which become counts
+ * ('N', a run of events) except faults, kept whole (their text ends the
+ * run). Another process merges it as it merges the stream, numbering the
+ * events without seeing them. -1 if the stream is corrupt. */
+int eng_capture_skeleton(const engine_buf *stream, engine_buf *skel) {
+    skel->n = 0;
+    uint32_t run = 0;
+    for (size_t at = 0; at < stream->n;) {
+        const uint8_t *p = stream->p + at;
+        size_t n = record_size(p, stream->n - at);
+        if (!n) return -1;
+        int whole = 1;
+        if (p[0] == 'E') {
+            engine_event ev;
+            memcpy(&ev, p + 1, sizeof ev);
+            whole = ev.kind == EV_FAULT;
+        }
+        if (!whole) {
+            run++;
+        } else {
+            if (run) put_rec(skel, 'N', &run, sizeof run);
+            run = 0;
+            engine_buf_put(skel, p, n);
+        }
+        at += n;
+    }
+    if (run) put_rec(skel, 'N', &run, sizeof run);
+    return 0;
+}
+
 /* ------------------------------------------------------------ merger */
-eng_merger *eng_merger_new(const engine_observer *out, int count, uint32_t n0_strings,
+eng_merger *eng_merger_new(const engine_observer *out, int count, int me, uint32_t n0_strings,
                            uint32_t n0_sites) {
     eng_merger *m = calloc(1, sizeof *m);
     if (!m) abort();
     m->out = *out;
     m->count = count;
+    m->me = me;
     m->n0_strings = n0_strings;
     m->n0_sites = n0_sites;
     m->parts = calloc((size_t)count, sizeof *m->parts);
@@ -231,7 +297,21 @@ static int merge_event(eng_merger *m, int q, cursor *c) {
     if (ev.kind == EV_FAULT && ev.value > (int64_t)m->n0_strings)
         m->fault_text = m->strings[ev.value - m->n0_strings - 1];
     ev.seq = ++m->seq;
-    if (m->out.on_event) m->out.on_event(m->out.ctx, &ev);
+    if (m->out.on_event && (m->me < 0 || q == m->me)) m->out.on_event(m->out.ctx, &ev);
+    return 0;
+}
+
+/* A run of n events of stream q seen as its skeleton's count: numbered,
+ * not shown. */
+static int merge_count(eng_merger *m, int q, cursor *c) {
+    uint32_t n;
+    if (take(c, &n, sizeof n) || !n) return -1;
+    part_map *pm = &m->parts[q];
+    if (m->seq + n > UINT32_MAX) return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        pm->seq = grow(pm->seq, pm->n_seq, &pm->cap_seq, sizeof *pm->seq);
+        pm->seq[pm->n_seq++] = (uint32_t)(++m->seq);
+    }
     return 0;
 }
 
@@ -298,6 +378,7 @@ static int merge_record(eng_merger *m, int q, cursor *c) {
     uint8_t tag = c->p[c->at++];
     switch (tag) {
     case 'E': return merge_event(m, q, c);
+    case 'N': return merge_count(m, q, c);
     case 'T': return merge_string(m, q, c);
     case 'I': return merge_site(m, q, c);
     case 'O': {
@@ -389,5 +470,5 @@ void eng_merger_end(eng_merger *m, uint64_t time, engine_outcome outcome) {
     m->ended = 1;
     engine_event end = {.kind = EV_RUN_END, .time = time, .value = outcome};
     end.seq = ++m->seq;
-    if (m->out.on_event) m->out.on_event(m->out.ctx, &end);
+    if (m->out.on_event && m->me <= 0) m->out.on_event(m->out.ctx, &end);
 }

@@ -188,7 +188,25 @@ void eng_watch(engine *e, core *c) {
         rs->watchers = realloc(rs->watchers, (size_t)rs->cap_watchers * sizeof *rs->watchers);
         if (!rs->watchers) abort();
     }
-    rs->watchers[rs->n_watchers++] = c;
+    uint64_t off = gm_offset(c->wait_addr);
+    int pos = rs->n_watchers;
+    while (pos > 0 && rs->watchers[pos - 1].off > off) pos--;
+    memmove(&rs->watchers[pos + 1], &rs->watchers[pos],
+            (size_t)(rs->n_watchers - pos) * sizeof *rs->watchers);
+    rs->watchers[pos] = (watcher){off, (uint32_t)c->wait_width, c};
+    rs->n_watchers++;
+}
+
+/* Index of the first watcher whose word may end after off (widths are at
+ * most 8 bytes). */
+static int first_watcher(const rank_state *rs, uint64_t off) {
+    uint64_t from = off > 8 ? off - 8 : 0;
+    int lo = 0, hi = rs->n_watchers;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (rs->watchers[mid].off < from) lo = mid + 1; else hi = mid;
+    }
+    return lo;
 }
 
 void eng_gm_written(engine *e, int rank, uint64_t off, uint64_t len, uint64_t seq, uint32_t track1,
@@ -209,10 +227,12 @@ void eng_gm_written(engine *e, int rank, uint64_t off, uint64_t len, uint64_t se
             e->obj_last_time[id - 1] = time;
         }
     }
-    for (int i = 0; i < rs->n_watchers;) {
-        core *c = rs->watchers[i];
-        uint64_t woff = gm_offset(c->wait_addr);
-        if (woff + (uint64_t)c->wait_width > off && woff < off + len) {
+    /* Which watchers wake is what matters, not in which order: each wake
+     * queues its core under that core's own key. */
+    for (int i = first_watcher(rs, off); i < rs->n_watchers && rs->watchers[i].off < off + len;) {
+        watcher *w = &rs->watchers[i];
+        if (w->off + w->width > off) {
+            core *c = w->core;
             uint8_t *p = eng_gm_ptr(e, c->wait_addr, (uint64_t)c->wait_width);
             int64_t v = eng_read_word(p, c->wait_width);
             if (eng_cond_holds(c->wait_cond, v, c->wait_expected)) {

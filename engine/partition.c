@@ -45,11 +45,19 @@ typedef struct split_state {
     int memory_summed;
     int faulted_here;             /* a core of this process faulted, at fault_time */
     uint64_t fault_time;
+    /* recorded where it runs (engine_split_record): every process merges */
+    int record_here;
+    engine_split_sink sink;
+    engine_buf skel;              /* this window's stream without its events */
+    engine_buf *skels;            /* [count] every process's skeleton */
+    engine_buf *streams;          /* [count] what the merge reads: skeletons, ours whole */
+    engine_buf parts;             /* what sink->window handed in, to process 0 */
 } split_state;
 
 /* merge.c */
-struct eng_merger *eng_merger_new(const engine_observer *out, int count, uint32_t n0_strings,
-                                  uint32_t n0_sites);
+struct eng_merger *eng_merger_new(const engine_observer *out, int count, int me,
+                                  uint32_t n0_strings, uint32_t n0_sites);
+int eng_capture_skeleton(const engine_buf *stream, engine_buf *skel);
 void eng_merger_free(struct eng_merger *m);
 int eng_merger_window(struct eng_merger *m, const engine_buf *streams, char *err, size_t errlen);
 int eng_merger_cut(const struct eng_merger *m, uint64_t *time, const char **message);
@@ -61,7 +69,7 @@ engine_observer eng_capture_observer(engine_buf *stream);
 void eng_capture_window_end(engine_buf *stream, int faulted);
 
 /* ------------------------------------------------------------ buffers */
-void eng_buf_put(engine_buf *b, const void *p, size_t n) {
+void engine_buf_put(engine_buf *b, const void *p, size_t n) {
     if (b->n + n > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->n + n) cap *= 2;
@@ -186,8 +194,28 @@ void eng_split_free(engine *e) {
     engine_buf_free(&sp->report);
     engine_buf_free(&sp->stream);
     if (sp->merge) eng_merger_free(sp->merge);
+    for (int q = 0; sp->skels && q < sp->t->count; q++) engine_buf_free(&sp->skels[q]);
+    free(sp->skels);
+    free(sp->streams);
+    engine_buf_free(&sp->skel);
+    engine_buf_free(&sp->parts);
     free(sp);
     e->split = NULL;
+}
+
+int engine_split_record(engine *e, const engine_split_sink *sink, char *err, size_t errlen) {
+    split_state *sp = e->split;
+    if (!sp || e->running) {
+        snprintf(err, errlen, "engine_split_record: split the engine first, before it runs");
+        return ENGINE_ERR;
+    }
+    int count = sp->t->count;
+    sp->skels = calloc((size_t)count, sizeof *sp->skels);
+    sp->streams = calloc((size_t)count, sizeof *sp->streams);
+    if (!sp->skels || !sp->streams) abort();
+    sp->sink = *sink;
+    sp->record_here = 1;
+    return ENGINE_OK;
 }
 
 /* ------------------------------------------------------------ messages */
@@ -218,8 +246,8 @@ void eng_split_send_arrival(engine *e, xfer *x) {
                    x->op != OP_ATOMIC_ADD && x->bytes, x->value, x->dst_raw, x->src_raw,
                    x->bytes, x->dst_off, x->issue_seq, x->start, x->key, x->tx_end, x->arrive_at};
     uint8_t tag = 'A';
-    eng_buf_put(b, &tag, 1);
-    eng_buf_put(b, &w, sizeof w);
+    engine_buf_put(b, &tag, 1);
+    engine_buf_put(b, &w, sizeof w);
     /* the NIC reads the source now, at tx begin: these bytes are what lands */
     if (w.has_flight) eng_seg_pack(x->sseg, eng_seg_off(x->sseg, x->src), x->bytes, b);
 }
@@ -228,8 +256,8 @@ void eng_split_send_ack(engine *e, xfer *x, uint64_t done_seq) {
     engine_buf *b = &e->split->out[owner_of_rank(e, x->rank)];
     wire_ack w = {(uint32_t)x->origin_xfer, x->end + e->rdma_latency_ps, done_seq};
     uint8_t tag = 'K';
-    eng_buf_put(b, &tag, 1);
-    eng_buf_put(b, &w, sizeof w);
+    engine_buf_put(b, &tag, 1);
+    engine_buf_put(b, &w, sizeof w);
 }
 
 void eng_split_send_barrier(core *c) {
@@ -239,8 +267,8 @@ void eng_split_send_barrier(core *c) {
     uint8_t tag = 'B';
     for (int q = 0; q < sp->t->count; q++) {
         if (q == sp->t->index) continue;
-        eng_buf_put(&sp->out[q], &tag, 1);
-        eng_buf_put(&sp->out[q], &w, sizeof w);
+        engine_buf_put(&sp->out[q], &tag, 1);
+        engine_buf_put(&sp->out[q], &w, sizeof w);
     }
 }
 
@@ -318,10 +346,51 @@ static int deliver(engine *e, char *err, size_t errlen) {
 /* The window's stream to process 0, merged there into the final observer.
  * A merge that fails is kept and told to everyone at the next reduction,
  * so no process is left waiting in a collective. */
+/* Recorded where it runs: every process merges the window, its own stream
+ * whole and the others' skeletons, so its observer gets its own events
+ * numbered as one process numbers them; then what the sink hands in goes
+ * to process 0. final: the run's last window (its end event merged). */
+static int parts_to_zero(engine *e, int final, char *err, size_t errlen) {
+    split_state *sp = e->split;
+    sp->parts.n = 0;
+    sp->sink.window(sp->sink.ctx, eng_merger_events(sp->merge), final, &sp->parts);
+    if (sp->t->gather(sp->t->ctx, &sp->parts, sp->all, err, errlen)) {
+        sp->down = 1;
+        return ENGINE_ERR;
+    }
+    for (int q = 0; sp->all && q < sp->t->count; q++) {
+        sp->sink.receive(sp->sink.ctx, q, sp->all[q].p, sp->all[q].n);
+        sp->all[q].n = 0;
+    }
+    return ENGINE_OK;
+}
+
+static int merge_here(engine *e, char *err, size_t errlen) {
+    split_state *sp = e->split;
+    int me = sp->t->index, count = sp->t->count;
+    if (eng_capture_skeleton(&sp->stream, &sp->skel) && !sp->failed[0])
+        snprintf(sp->failed, sizeof sp->failed, "process %d's event stream is corrupt", me);
+    engine_buf *to = sp->streams;   /* the same skeleton to everyone */
+    for (int q = 0; q < count; q++) to[q] = sp->skel;
+    int rc = sp->t->alltoall(sp->t->ctx, to, sp->skels, err, errlen);
+    memset(to, 0, (size_t)count * sizeof *to);
+    if (rc) {
+        sp->down = 1;
+        return ENGINE_ERR;
+    }
+    for (int q = 0; q < count; q++) sp->streams[q] = q == me ? sp->stream : sp->skels[q];
+    if (!sp->failed[0])
+        (void)eng_merger_window(sp->merge, sp->streams, sp->failed, sizeof sp->failed);
+    memset(sp->streams, 0, (size_t)count * sizeof *sp->streams);
+    sp->stream.n = 0;
+    return parts_to_zero(e, 0, err, errlen);
+}
+
 static int hand_in_window(engine *e, char *err, size_t errlen) {
     split_state *sp = e->split;
     if (!sp->ship) return ENGINE_OK;
     eng_capture_window_end(&sp->stream, e->outcome == OUTCOME_FAULT);
+    if (sp->record_here) return merge_here(e, err, errlen);
     if (sp->t->gather(sp->t->ctx, &sp->stream, sp->all, err, errlen)) {
         sp->down = 1;
         return ENGINE_ERR;
@@ -458,7 +527,7 @@ static int gather_packed(engine *e, void (*pack)(const engine *, engine_buf *), 
 static void report_cut(engine_buf *report, const char *what, int q) {
     char cut[96];
     int n = snprintf(cut, sizeof cut, "  (process %d's %s arrived cut)\n", q, what);
-    eng_buf_put(report, cut, (size_t)n);
+    engine_buf_put(report, cut, (size_t)n);
 }
 
 /* A writer may be a core of another process: its role comes from there. */
@@ -497,8 +566,8 @@ int eng_split_memory(const engine *e, engine_memory *m) {
 static void pack_fault(const engine *e, engine_buf *b) {
     const split_state *sp = e->split;
     uint64_t t = sp->faulted_here ? sp->fault_time : UINT64_MAX;
-    eng_buf_put(b, &t, sizeof t);
-    eng_buf_put(b, e->message, strlen(e->message));
+    engine_buf_put(b, &t, sizeof t);
+    engine_buf_put(b, e->message, strlen(e->message));
 }
 
 /* Without a merge: the earliest fault's time for everyone, and its message
@@ -569,6 +638,7 @@ static int finish(engine *e, engine_result *res, char *err, size_t errlen) {
             snprintf(e->message, sizeof e->message, "%s", why);
         }
         eng_merger_end(sp->merge, end_time, outcome);
+        if (sp->record_here && parts_to_zero(e, 1, err, errlen)) return ENGINE_ERR;
     }
     uint64_t fig[3] = {sp->merge ? (uint64_t)outcome : 0, sp->merge ? end_time : 0,
                        sp->merge ? eng_merger_events(sp->merge) : 0};
@@ -602,12 +672,24 @@ int eng_split_run(engine *e, engine_result *res, char *err, size_t errlen) {
     /* Streams cross only when process 0 has someone to show them to: a run
      * without a trace sends nothing but the messages and the reductions. */
     const engine_observer *f = &sp->final;
-    uint64_t ship[1] = {sp->t->index == 0 && (f->on_event || f->on_segment || f->on_string ||
-                                               f->on_site || f->on_object)};
-    if (reduce(e, ship, 1, ENGINE_REDUCE_MAX, err, errlen)) return ENGINE_ERR;
+    uint64_t ship[1] = {sp->record_here || (sp->t->index == 0 &&
+                                            (f->on_event || f->on_segment || f->on_string ||
+                                             f->on_site || f->on_object))};
+    uint64_t here[2] = {(uint64_t)sp->record_here, (uint64_t)sp->record_here};
+    if (reduce(e, ship, 1, ENGINE_REDUCE_MAX, err, errlen) ||
+        reduce(e, here, 1, ENGINE_REDUCE_MIN, err, errlen) ||
+        reduce(e, here + 1, 1, ENGINE_REDUCE_MAX, err, errlen))
+        return ENGINE_ERR;
+    if (here[0] != here[1]) {
+        snprintf(err, errlen, "engine_split_record was called on some processes only");
+        return ENGINE_ERR;
+    }
     sp->ship = ship[0] != 0;
-    if (sp->t->index == 0 && sp->ship)
-        sp->merge = eng_merger_new(&sp->final, sp->t->count, e->n_strings, e->n_sites);
+    if (sp->record_here)
+        sp->merge = eng_merger_new(&sp->final, sp->t->count, sp->t->index, e->n_strings,
+                                   e->n_sites);
+    else if (sp->t->index == 0 && sp->ship)
+        sp->merge = eng_merger_new(&sp->final, sp->t->count, -1, e->n_strings, e->n_sites);
     if (sp->ship) e->obs = eng_capture_observer(&sp->stream);
     else memset(&e->obs, 0, sizeof e->obs);
     int rc = eng_start_cores(e, err, errlen);

@@ -183,13 +183,13 @@ static void seg_clear(mseg *s, uint64_t off, uint64_t len) {
     }
 }
 
-static void seg_put_ref(mseg *s, uint64_t off, uint64_t len, uint32_t origin, uint64_t src) {
+/* [off, off+len) refers to origin bytes at src; the range holds no extent. */
+static void seg_put_ref_cleared(mseg *s, uint64_t off, uint64_t len, uint32_t origin, uint64_t src) {
     if (!s->blocks) {
         s->n_blocks = (s->size + BLOCK_SIZE - 1) >> BLOCK_SHIFT;
         s->blocks = calloc(s->n_blocks ? s->n_blocks : 1, sizeof *s->blocks);
         if (!s->blocks) abort();
     }
-    seg_clear(s, off, len);
     while (len) {
         uint64_t i = off >> BLOCK_SHIFT, base = i << BLOCK_SHIFT;
         uint64_t n = base + BLOCK_SIZE - off;
@@ -197,6 +197,11 @@ static void seg_put_ref(mseg *s, uint64_t off, uint64_t len, uint32_t origin, ui
         block_insert(s, i, (uint32_t)(off - base), (uint32_t)n, origin, src);
         off += n; src += n; len -= n;
     }
+}
+
+static void seg_put_ref(mseg *s, uint64_t off, uint64_t len, uint32_t origin, uint64_t src) {
+    seg_clear(s, off, len);
+    seg_put_ref_cleared(s, off, len, origin, src);
 }
 
 /* What [off, off+max) starts with: a literal run (origin 0) or a reference. */
@@ -317,9 +322,12 @@ uint8_t *eng_seg_overwrite(mseg *s, uint64_t off, uint64_t len) {
     return s->host + off;
 }
 
+/* One pass over the source's pieces and one clear of the destination: a
+ * completion's copy is the engine's most frequent operation. */
 void eng_seg_copy(engine *e, mseg *d, uint64_t doff, mseg *s, uint64_t soff, uint64_t len) {
     if (!len) return;
-    if (!eng_seg_has_refs(s, soff, len)) {
+    piece p = piece_at(s, soff, len);
+    if (!p.origin && p.len == len) {
         memmove(d->host + doff, s->host + soff, len);
         eng_seg_overwrite(d, doff, len);
         return;
@@ -333,15 +341,16 @@ void eng_seg_copy(engine *e, mseg *d, uint64_t doff, mseg *s, uint64_t soff, uin
     }
     seg_clear(d, doff, len);
     uint64_t literal = 0;
-    for (uint64_t done = 0; done < len;) {
-        piece p = piece_at(s, soff + done, len - done);
+    for (uint64_t done = 0;;) {
         if (p.origin) {
-            seg_put_ref(d, doff + done, p.len, p.origin, p.src);
+            seg_put_ref_cleared(d, doff + done, p.len, p.origin, p.src);
         } else {
             memmove(d->host + doff + done, s->host + soff + done, p.len);
             literal += p.len;
         }
         done += p.len;
+        if (done == len) break;
+        p = piece_at(s, soff + done, len - done);
     }
     if (literal) lit_written(d, literal);
 }
@@ -460,13 +469,13 @@ void eng_seg_pack(const mseg *s, uint64_t off, uint64_t len, engine_buf *out) {
     for (uint64_t done = 0; done < len;) {
         piece p = piece_at(s, off + done, len - done);
         uint8_t tag = p.origin ? 'R' : 'L';
-        eng_buf_put(out, &tag, 1);
-        eng_buf_put(out, &p.len, sizeof p.len);
+        engine_buf_put(out, &tag, 1);
+        engine_buf_put(out, &p.len, sizeof p.len);
         if (p.origin) {
-            eng_buf_put(out, &p.origin, sizeof p.origin);
-            eng_buf_put(out, &p.src, sizeof p.src);
+            engine_buf_put(out, &p.origin, sizeof p.origin);
+            engine_buf_put(out, &p.src, sizeof p.src);
         } else {
-            eng_buf_put(out, s->host + off + done, p.len);
+            engine_buf_put(out, s->host + off + done, p.len);
         }
         done += p.len;
     }

@@ -33,6 +33,7 @@ xfer *eng_xfer_new(engine *e) {
     memset(x, 0, sizeof *x);
     x->dst_rank = -1;
     x->next_free = -1;
+    x->lnext = x->lprev = -1;
     x->origin_xfer = -1;
     return x;
 }
@@ -65,6 +66,65 @@ void eng_xfer_issue_event(engine *e, xfer *x, uint64_t issue_time) {
 void eng_xfer_post(engine *e, xfer *x, uint64_t issue_time, uint64_t key) {
     eng_xfer_issue_event(e, x, issue_time);
     eng_push(e, x->end, key, Q_XFER, (uint32_t)(x - e->xfers));
+}
+
+/* ------------------------------------------------------------ local steps */
+static int in_local(const core *c, const mseg *m) {
+    return m && m >= &c->local[0] && m <= &c->local[LM_L0C];
+}
+
+/* c's queued xfers that read or write its local memories, for
+ * eng_sync_local, in order of completion time: a new one almost always
+ * ends last (a pipe's queue), so it goes in at the tail, and a step looks
+ * only at those already due. */
+static void local_pending_add(engine *e, core *c, xfer *x) {
+    if (!in_local(c, x->dseg) && !in_local(c, x->sseg) && !in_local(c, x->sseg2)) return;
+    int32_t i = (int32_t)(x - e->xfers), after = c->lpend_last;
+    while (after >= 0 && e->xfers[after].end > x->end) after = e->xfers[after].lprev;
+    x->lpending = 1;
+    x->lprev = after;
+    x->lnext = after >= 0 ? e->xfers[after].lnext : c->lpend;
+    if (after >= 0) e->xfers[after].lnext = i;
+    else c->lpend = i;
+    if (x->lnext >= 0) e->xfers[x->lnext].lprev = i;
+    else c->lpend_last = i;
+}
+
+static void local_pending_remove(engine *e, xfer *x) {
+    if (!x->lpending) return;
+    core *c = eng_core(e, x->rank, x->core_index);
+    if (x->lprev >= 0) e->xfers[x->lprev].lnext = x->lnext;
+    else c->lpend = x->lnext;
+    if (x->lnext >= 0) e->xfers[x->lnext].lprev = x->lprev;
+    else c->lpend_last = x->lprev;
+    x->lpending = 0;
+}
+
+static int ranges_meet(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen) {
+    return a < b + blen && b < a + alen;
+}
+
+/* Does x touch [off, off+len) of seg? Copies by their byte range (a
+ * padded copy in writes its padding too); compute ops anywhere in seg. */
+static int xfer_touches(const xfer *x, const mseg *seg, uint64_t off, uint64_t len) {
+    int copy = x->op == OP_COPY || x->op == OP_COPY_PAD_IN;
+    if (x->dseg == seg) {
+        if (!copy) return 1;
+        uint64_t n = x->op == OP_COPY_PAD_IN ? (x->bytes + UB_ALIGN - 1) / UB_ALIGN * UB_ALIGN : x->bytes;
+        if (ranges_meet(eng_seg_off(x->dseg, x->dst), n, off, len)) return 1;
+    }
+    if (x->sseg == seg) {
+        if (!copy) return 1;
+        if (ranges_meet(eng_seg_off(x->sseg, x->src), x->bytes, off, len)) return 1;
+    }
+    return x->sseg2 == seg;
+}
+
+int eng_local_pending_conflict(const core *c, const mseg *seg, uint64_t off, uint64_t len) {
+    const xfer *xs = c->e->xfers;
+    for (int32_t i = c->lpend; i >= 0 && xs[i].end <= c->now; i = xs[i].lnext)
+        if (xfer_touches(&xs[i], seg, off, len)) return 1;
+    return 0;
 }
 
 static uint64_t eng_pipe_start(core *c, int pipe) {
@@ -100,6 +160,7 @@ void eng_xfer_issue_on(core *c, xfer *x, double core_ps_per_byte, uint64_t fixed
     x->site = eng_site(e, s);
     eng_xfer_post(e, x, c->now, eng_core_key(c));
     c->last_seq = x->issue_seq;
+    local_pending_add(e, c, x);
 }
 
 /* ------------------------------------------------------------ effects */
@@ -184,6 +245,7 @@ void eng_xfer_complete(engine *e, xfer *x) {
         eng_xfer_free(e, x);
         return;
     }
+    local_pending_remove(e, x);
     if (x->in_flight) eng_rdma_land(e, x);
     else apply(e, x);
     engine_event ev = {0};

@@ -137,8 +137,8 @@ static void eng_describe_wait(const engine *e, const core *c, char *buf, size_t 
  * run back to back with roles and seqs as they are. */
 enum { WRITER_NONE, WRITER_SEEN, WRITER_NEVER };
 
-static void put_u32(engine_buf *b, uint32_t v) { eng_buf_put(b, &v, sizeof v); }
-static void put_u64(engine_buf *b, uint64_t v) { eng_buf_put(b, &v, sizeof v); }
+static void put_u32(engine_buf *b, uint32_t v) { engine_buf_put(b, &v, sizeof v); }
+static void put_u64(engine_buf *b, uint64_t v) { engine_buf_put(b, &v, sizeof v); }
 
 static void put_line(engine_buf *b, const char *fmt, ...) {
     char line[2048];
@@ -147,7 +147,7 @@ static void put_line(engine_buf *b, const char *fmt, ...) {
     int n = vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     if (n < 0) return;
-    eng_buf_put(b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    engine_buf_put(b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
 static void pack_core(const engine *e, const core *c, engine_buf *b) {
@@ -172,13 +172,13 @@ static void pack_core(const engine *e, const core *c, engine_buf *b) {
         put_line(&text, "\n");
     }
     put_u32(b, (uint32_t)text.n);
-    eng_buf_put(b, text.p, text.n);
+    engine_buf_put(b, text.p, text.n);
     engine_buf_free(&text);
     uint8_t writer = WRITER_NONE;
     uint32_t id = c->wait_object;
     if (c->status == CS_BLOCKED && c->wait == WAIT_GM && id)
         writer = e->obj_last_seq[id - 1] ? WRITER_SEEN : WRITER_NEVER;
-    eng_buf_put(b, &writer, 1);
+    engine_buf_put(b, &writer, 1);
     if (writer != WRITER_SEEN) return;
     put_u64(b, e->obj_last_seq[id - 1]);
     put_u64(b, e->obj_last_time[id - 1]);
@@ -193,7 +193,7 @@ void eng_report_pack_roles(const engine *e, engine_buf *b) {
         const char *role = engine_string(e, c->role);
         put_u32(b, i);
         put_u32(b, (uint32_t)strlen(role));
-        eng_buf_put(b, role, strlen(role));
+        engine_buf_put(b, role, strlen(role));
     }
 }
 
@@ -238,7 +238,7 @@ int eng_report_format(const engine *e, const char *const *roles, const engine_bu
         uint32_t len;
         uint8_t writer;
         if (take(entries, &at, &len, sizeof len) || at + len > entries->n) return -1;
-        eng_buf_put(out, entries->p + at, len);
+        engine_buf_put(out, entries->p + at, len);
         at += len;
         if (take(entries, &at, &writer, 1)) return -1;
         if (writer == WRITER_NEVER)

@@ -12,6 +12,7 @@
  */
 #include "internal.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,25 +50,43 @@ void eng_push(engine *e, uint64_t time, uint64_t key, qitem_type type, uint32_t 
     e->heap[i] = it;
 }
 
-static qitem heap_pop(engine *e) {
-    qitem top = e->heap[0];
-    qitem last = e->heap[--e->heap_n];
+/* it goes into the hole at the root, sinking below smaller children. */
+static void heap_sift_root(engine *e, qitem it) {
     size_t i = 0, n = e->heap_n;
     for (;;) {
         size_t l = 2 * i + 1;
         if (l >= n) break;
         size_t m = (l + 1 < n && item_less(&e->heap[l + 1], &e->heap[l])) ? l + 1 : l;
-        if (!item_less(&e->heap[m], &last)) break;
+        if (!item_less(&e->heap[m], &it)) break;
         e->heap[i] = e->heap[m];
         i = m;
     }
-    if (n) e->heap[i] = last;
+    e->heap[i] = it;
+}
+
+static qitem heap_pop(engine *e) {
+    qitem top = e->heap[0];
+    qitem last = e->heap[--e->heap_n];
+    if (e->heap_n) heap_sift_root(e, last);
     return top;
+}
+
+/* A yielding core queues itself behind the first item, which the loop runs
+ * next: the core takes the root's place and sinks only as far as its time
+ * (just past the root's) takes it, instead of rising from the bottom and
+ * the root's replacement sinking from the top. Keys are unique, so the
+ * order items come out in does not depend on where they sit. */
+static void queue_behind_first(engine *e, qitem it) {
+    e->next = e->heap[0];
+    e->has_next = 1;
+    heap_sift_root(e, it);
 }
 
 /* ------------------------------------------------------------ events */
 uint64_t eng_emit(engine *e, engine_event *ev) {
     uint64_t seq = e->seq + 1;
+    /* an emitting call syncs first: no event follows a local step (eng_sync_local) */
+    assert(!g_current || !g_current->after_local);
     if (seq == e->break_seq && e->break_fn) {
         ev->seq = seq;
         e->break_fn(e->break_ctx, ev);
@@ -87,34 +106,141 @@ core *eng_current(const char *api) {
     return g_current;
 }
 
+/* ------------------------------------------------------------ the queue */
+/* The first item: the one a yield took out (e->next), else the heap's root. */
+static const qitem *queue_peek(const engine *e) {
+    return e->has_next ? &e->next : e->heap_n ? &e->heap[0] : NULL;
+}
+
+static qitem queue_take(engine *e) {
+    if (!e->has_next) return heap_pop(e);
+    e->has_next = 0;
+    return e->next;
+}
+
+/* The loop runs the first item now, unless the run or its window ends
+ * there (outcome, window end, a stop, the watchdog: the loop's to handle). */
+static int loop_runs(const engine *e, const qitem *it) {
+    return e->outcome == OUTCOME_RUNNING && it->time < e->window_end && !e->stop_requested &&
+           !(e->cfg.watchdog_ps && it->time > e->cfg.watchdog_ps);
+}
+
+/* An item's turn begins: the clock, and its segment (a local step's has none). */
+static void begin_item(engine *e, const qitem *it) {
+    e->now = it->time;
+    if (e->obs.on_segment && it->type != Q_CORE_LOCAL) e->obs.on_segment(e->obs.ctx, it->time, it->key);
+}
+
+/* c stops (queued or blocked). When the next item is a core's, c hands
+ * over to it directly, as the loop would, instead of switching to the
+ * loop and the loop to it: one switch instead of two. A core whose
+ * coroutine has not started yet is started by the loop (its first switch
+ * tells a sanitizer where the loop's stack is). */
 static void switch_to_scheduler(core *c) {
     engine *e = c->e;
     g_current = NULL;
-    coro_switch(&c->co, &e->sched_co);
-    /* resumed by the scheduler */
+    const qitem *first = queue_peek(e);
+    if (first && (first->type == Q_CORE || first->type == Q_CORE_LOCAL) &&
+        first->idx != (uint32_t)(c - e->cores) && e->cores[first->idx].entered &&
+        loop_runs(e, first)) {
+        qitem it = queue_take(e);
+        begin_item(e, &it);
+        core *t = &e->cores[it.idx];
+        e->current = t;
+        g_current = t;
+        coro_switch(&c->co, &t->co);
+    } else {
+        coro_switch(&c->co, &e->sched_co);
+    }
+    /* resumed by the loop or by another core */
     g_current = c;
     c->status = CS_RUNNING;
     e->now = c->now;
 }
 
-void eng_sync(core *c) {
-    engine *e = c->e;
+/* The bookkeeping of every step, yield or not: the step count the delay
+ * points are drawn on, and the tie key the step is taken under. */
+static uint64_t step_key(engine *e, core *c) {
     e->sched_steps++;
     if (e->delay) eng_delay_step(c);
+    return eng_core_key(c);
+}
+
+/* Something queued comes before c's step at (now, key). */
+static int queue_first(const engine *e, const core *c, uint64_t key) {
+    const qitem *top = e->heap_n ? &e->heap[0] : NULL;
+    return top && (top->time < c->now || (top->time == c->now && top->key < key));
+}
+
+/* Reasons to yield whatever is queued: the window ends, a stop, the watchdog. */
+static int must_yield(const engine *e, const core *c) {
+    return c->now >= e->window_end || e->stop_requested ||
+           (e->cfg.watchdog_ps && c->now > e->cfg.watchdog_ps);
+}
+
+static void yield_at(engine *e, core *c, uint64_t time, uint64_t key, qitem_type type) {
+    c->status = CS_READY;
+    c->lagging = 0;
+    c->after_local = 0;
+    qitem me = {time, key, type, (uint32_t)(c - e->cores)};
+    if (e->heap_n && item_less(&e->heap[0], &me)) queue_behind_first(e, me);
+    else eng_push(e, time, key, type, me.idx);
+    switch_to_scheduler(c);
+}
+
+void eng_sync(core *c) {
+    engine *e = c->e;
     /* Yielding queues the core under this key; going on without a switch is
      * a segment of its own under it, as if queued and popped here. */
-    uint64_t mykey = eng_core_key(c);
-    const qitem *top = e->heap_n ? &e->heap[0] : NULL;
-    if ((top && (top->time < c->now || (top->time == c->now && top->key < mykey))) ||
-        c->now >= e->window_end || e->stop_requested ||
-        (e->cfg.watchdog_ps && c->now > e->cfg.watchdog_ps)) {
-        c->status = CS_READY;
-        eng_push(e, c->now, mykey, Q_CORE, (uint32_t)(c - e->cores));
-        switch_to_scheduler(c);
+    uint64_t mykey = step_key(e, c);
+    if (queue_first(e, c, mykey) || must_yield(e, c)) {
+        yield_at(e, c, c->now, mykey, Q_CORE);
         return;
     }
+    c->after_local = 0;
     if (e->obs.on_segment) e->obs.on_segment(e->obs.ctx, c->now, mykey);
     e->now = c->now;
+}
+
+/* A local step past earlier queue items changes nothing they read (only
+ * c's own transfers reach its local memory, and those that touch the bytes
+ * first are waited for), and emits nothing: every call that emits or
+ * reads shared state syncs first (eng_sync), which yields while anything
+ * is earlier. So the stream is the one a yield at every step gives, minus
+ * a switch per step. Such a step counts and keys as any other, opens no
+ * segment (it has no events, and whether it yields depends on what else
+ * one process's queue holds, so a split run's segments would differ), and
+ * a checker (on_hook) sees every step in order. */
+void eng_sync_local(core *c, const mseg *seg, uint64_t off, uint64_t len) {
+    engine *e = c->e;
+    if (e->obs.on_hook) {
+        eng_sync(c);
+        return;
+    }
+    uint64_t mykey = step_key(e, c);
+    int first = queue_first(e, c, mykey);
+    if (must_yield(e, c) || (first && eng_local_pending_conflict(c, seg, off, len))) {
+        yield_at(e, c, c->now, mykey, Q_CORE_LOCAL);
+    } else if (first) {
+        c->lagging = 1;
+    } else {
+        e->now = c->now;
+    }
+    c->after_local = 1;
+    c->local_time = c->now;
+    c->local_key = mykey;
+}
+
+/* An event after local steps (only a fault emits without syncing first):
+ * it goes where a step that opened its segment would have put it. */
+static void catch_up(engine *e, core *c) {
+    if (c->lagging) {
+        yield_at(e, c, c->local_time, c->local_key, Q_CORE);
+        e->now = c->local_time;
+    } else if (c->after_local && e->obs.on_segment) {
+        e->obs.on_segment(e->obs.ctx, c->local_time, c->local_key);
+    }
+    c->after_local = 0;
 }
 
 void eng_advance(core *c, uint64_t ps) { c->now += ps; }
@@ -157,6 +283,7 @@ static void core_main(void *arg) {
     core *c = arg;
     engine *e = c->e;
     coro_entered(&e->sched_co);
+    c->entered = 1;
     g_current = c;
     c->status = CS_RUNNING;
     e->now = c->now;
@@ -206,6 +333,7 @@ void eng_fault(core *c, dev_site s, const char *fmt, ...) {
     char msg[ENGINE_ERRLEN];
     snprintf(msg, sizeof msg, "fault at %s:%d (%s), rank %d %s%d: %s", s.file, s.line, s.func,
              c->rank, c->is_aic ? "AIC" : "AIV", c->is_aic ? c->index : c->index - e->n_aic, what);
+    catch_up(e, c);
     eng_stop(e, OUTCOME_FAULT, msg);
     engine_event ev = EV_INIT(c, EV_FAULT, PIPE_S);
     ev.time = c->now;
@@ -278,12 +406,14 @@ int eng_start_cores(engine *e, char *err, size_t errlen) {
  * key) order until the run ends, stops or passes the watchdog, or (split)
  * the window ends. */
 void eng_run_loop(engine *e) {
-    while (e->outcome == OUTCOME_RUNNING && e->heap_n && e->heap[0].time < e->window_end) {
+    for (;;) {
+        const qitem *first = queue_peek(e);
+        if (e->outcome != OUTCOME_RUNNING || !first || first->time >= e->window_end) break;
         if (e->stop_requested) {
             eng_stop(e, OUTCOME_INTERRUPTED, "the run was stopped on request (Ctrl-C or SIGTERM)");
             break;
         }
-        qitem it = heap_pop(e);
+        qitem it = queue_take(e);
         if (e->cfg.watchdog_ps && it.time > e->cfg.watchdog_ps) {
             char msg[ENGINE_ERRLEN];
             snprintf(msg, sizeof msg,
@@ -294,8 +424,7 @@ void eng_run_loop(engine *e) {
             eng_push(e, it.time, it.key, (qitem_type)it.type, it.idx);
             break;
         }
-        e->now = it.time;
-        if (e->obs.on_segment) e->obs.on_segment(e->obs.ctx, it.time, it.key);
+        begin_item(e, &it);
         switch (it.type) {
         case Q_XFER: eng_xfer_complete(e, &e->xfers[it.idx]); break;
         case Q_RDMA_TX: eng_rdma_tx(e, &e->xfers[it.idx]); break;
@@ -310,6 +439,10 @@ void eng_run_loop(engine *e) {
             e->current = NULL;
         }
         }
+    }
+    if (e->has_next) {   /* left for a later window or nobody: back into the queue */
+        e->has_next = 0;
+        eng_push(e, e->next.time, e->next.key, (qitem_type)e->next.type, e->next.idx);
     }
 }
 

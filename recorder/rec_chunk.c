@@ -268,17 +268,33 @@ static inline size_t pend_select(rec_codec *c, uint64_t k) {
     return w * 64 + (size_t)__builtin_ctzll(x);
 }
 
+/* The position in evs[0, i) of the event whose seq is seq, or -1. A
+ * chunk's seqs are dense, a part's (format 6) ascend with gaps: a binary
+ * search when the direct place does not hold it. */
+static inline long position_of(const engine_event *evs, size_t i, uint64_t seq) {
+    if (seq < evs[0].seq) return -1;
+    if (seq - evs[0].seq < i && evs[seq - evs[0].seq].seq == seq) return (long)(seq - evs[0].seq);
+    size_t lo = 0, hi = i;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (evs[mid].seq < seq) lo = mid + 1; else hi = mid;
+    }
+    return lo < i && evs[lo].seq == seq ? (long)lo : -1;
+}
+
 /* The position of the XFER_ISSUE a DONE can be copied from, or -1. */
 static inline long copy_source(const engine_event *evs, size_t i) {
     const engine_event *d = &evs[i], *s;
-    if (d->kind != EV_XFER_DONE || d->link < evs[0].seq || d->link - evs[0].seq >= i) return -1;
-    s = &evs[d->link - evs[0].seq];
+    if (d->kind != EV_XFER_DONE) return -1;
+    long at = position_of(evs, i, d->link);
+    if (at < 0) return -1;
+    s = &evs[at];
     if (s->seq != d->link || s->kind != EV_XFER_ISSUE || s->rank != d->rank ||
         s->core != d->core || s->pipe != d->pipe || s->sub != d->sub || s->addr != d->addr ||
         s->len != d->len || s->value != d->value || s->aux != d->aux || s->site != d->site ||
         s->object != d->object || s->peer != d->peer)
         return -1;
-    return (long)(d->link - evs[0].seq);
+    return at;
 }
 
 /* Streams. Value-like columns get one stream per event group: the
@@ -373,9 +389,27 @@ static void streams_emit(rec_codec *c, rec_buf *out) {
 
 #define PUT(col, v) (gw[col] += rec_varint_put(gw[col], (v)))
 
+static void encode_body(rec_codec *codec, const uint8_t *decls, size_t decl_len,
+                        const engine_event *evs, size_t n, rec_buf *out);
+
 void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
                       const engine_event *evs, size_t n, rec_buf *out) {
     rec_buf_put(out, REC_TAG_CHUNK, 4);
+    encode_body(codec, decls, decl_len, evs, n, out);
+}
+
+void rec_chunk_encode_part(rec_codec *codec, const rec_part_head *h, const uint8_t *decls,
+                           size_t decl_len, const engine_event *evs, size_t n, rec_buf *out) {
+    rec_buf_put(out, REC_TAG_PART, 4);
+    rec_buf_varint(out, h->first_seq);
+    rec_buf_varint(out, h->last_seq - h->first_seq);
+    rec_buf_varint(out, h->part);
+    rec_buf_varint(out, h->parts);
+    encode_body(codec, decls, decl_len, evs, n, out);
+}
+
+static void encode_body(rec_codec *codec, const uint8_t *decls, size_t decl_len,
+                        const engine_event *evs, size_t n, rec_buf *out) {
     rec_buf_bytes(out, (const char *)decls, decl_len);
     rec_buf_varint(out, n);
     if (streams_reserve(codec, evs, n) || pend_reset(codec, n) ||
@@ -559,7 +593,19 @@ static int decode_open(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk
                        engine_event **evs, size_t *cap, char *err, size_t errlen) {
     rec_cur c = {p, p + len, 0};
     const uint8_t *tag = rec_cur_take(&c, 4);
-    if (!tag || memcmp(tag, REC_TAG_CHUNK, 4) != 0) {
+    memset(&view->part, 0, sizeof view->part);
+    if (tag && memcmp(tag, REC_TAG_PART, 4) == 0) {
+        rec_part_head *h = &view->part;
+        h->first_seq = rec_cur_varint(&c);
+        h->last_seq = h->first_seq + rec_cur_varint(&c);
+        h->part = (uint32_t)rec_cur_varint(&c);
+        h->parts = (uint32_t)rec_cur_varint(&c);
+        if (c.bad || h->last_seq < h->first_seq || !h->parts || h->part >= h->parts ||
+            h->parts > REC_MAX_PARTS) {
+            snprintf(err, errlen, "part header is corrupt");
+            return -1;
+        }
+    } else if (!tag || memcmp(tag, REC_TAG_CHUNK, 4) != 0) {
         snprintf(err, errlen, "frame is not a chunk (bad tag)");
         return -1;
     }

@@ -11,6 +11,9 @@
  *                 (rows shared with rec_db.c through rec_index.h)
  *   rec_db.c      the index builder's rows -> index.db
  *   rec_writer.c  observer -> chunks -> trace.zst; index.db at close
+ *   rec_split.c   a split run recorded where it runs: each process's parts,
+ *                 process 0 writes the groups (rec_ix_parts.c: the index)
+ *   rec_group.c   a chunk, or a group's parts merged by seq (readers)
  *   rec_reader.c  trace.zst -> chunks -> events (replay, reindex)
  *   rec_worker.c  one background thread, one job at a time (the writer
  *                 compresses and the events table decodes ahead on it)
@@ -115,6 +118,7 @@ int rec_meta_from_info(rec_kv *kv, const rec_run_info *info, char *err, size_t e
 /* Frame payload tags: the first 4 bytes of every decompressed frame. */
 #define REC_TAG_HEADER "NPRH"
 #define REC_TAG_CHUNK "NPRC"
+#define REC_TAG_PART "NPRP"
 #define REC_TAG_TRAILER "NPRT"
 
 enum {
@@ -264,24 +268,39 @@ typedef struct rec_chunk_row {
 /* Appends a chunk payload (tag, declarations, columns) for evs to out. */
 void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
                       const engine_event *evs, size_t n, rec_buf *out);
-/* Decodes a chunk payload: declarations are borrowed from p; events go into
- * *evs (grown as needed, *cap its capacity). Returns 0 or -1 with err. */
+/* A part (format 6): one process's events of the seqs first_seq..last_seq
+ * of a run split over processes; the group's parts are consecutive frames,
+ * part 0 to parts - 1, and hold every seq of the range once. */
+#define REC_MAX_PARTS 256
+typedef struct rec_part_head {
+    uint64_t first_seq, last_seq;
+    uint32_t part, parts;     /* parts 0: a whole chunk, not a part */
+} rec_part_head;
+/* Appends a part payload (tag, part head, declarations, columns): evs are
+ * in seq order within the head's range, with gaps. */
+void rec_chunk_encode_part(rec_codec *codec, const rec_part_head *h, const uint8_t *decls,
+                           size_t decl_len, const engine_event *evs, size_t n, rec_buf *out);
+/* Decodes a chunk or part payload: declarations are borrowed from p; events
+ * go into *evs (grown as needed, *cap its capacity). Returns 0 or -1 with
+ * err. rec_group.c decodes a whole group. */
 typedef struct rec_chunk_view {
     const uint8_t *decls;
     size_t decl_len;
     size_t n;
+    rec_part_head part;       /* parts 0 for a chunk */
 } rec_chunk_view;
 int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_view *view,
                      engine_event **evs, size_t *cap, char *err, size_t errlen);
 void rec_chunk_summarize(const engine_event *evs, size_t n, rec_chunk_row *row);
 
-/* zstd level for chunks: the stream split does most of the work, and
- * compression runs on the background thread, where it competes with the
- * engine only for caches and memory bandwidth. With format 5 and 262144
- * events per chunk on the layered dispatch at EP16 x 4096 tokens, level 7
- * gives 3.70 bytes per event against 3.89 at level 3, for the same CPU
- * time of the run (the engine thread is the bottleneck). */
-#define REC_ZSTD_LEVEL 7
+/* zstd level for chunks: the stream split does most of the work. Level 3
+ * compresses the layered dispatch at EP64 x 4096 (48.4 M events, format 5,
+ * 262144 events a chunk) to 3.73 bytes per event in 0.041 us of CPU per
+ * event; level 7 to 3.53 in 0.124 us, the recorder thread's largest cost
+ * (at EP16: 3.04 against 2.84 bytes). Issue 29 wants the recorder under
+ * 0.15 us per event and the trace under 3.8 bytes: level 3 gives both room
+ * where level 7 spent it all on 6 % of size. */
+#define REC_ZSTD_LEVEL 3
 
 /* ---------------------------------------------------------------- frames */
 
@@ -305,6 +324,25 @@ int rec_trace_frame(const rec_trace *t, uint64_t off, uint64_t *frame_len);
 /* Decompresses one frame (whose size is known) into out. */
 int rec_frame_decompress(void *dctx, const uint8_t *src, size_t len, rec_buf *out, char *err,
                          size_t errlen);
+/* One chunk as readers see it (rec_group.c): a chunk frame, or the part
+ * frames of one group merged by seq. */
+typedef struct rec_group {
+    rec_codec *codec;
+    void *dctx;
+    rec_buf frame;               /* a later part's decompressed frame */
+    engine_event *evs;           /* the group's events, in seq order */
+    size_t cap, n;
+    engine_event *one, *part;    /* one part decoded; the parts, one after another */
+    size_t one_cap, part_cap, npart;
+    rec_buf decls;               /* the group's declarations, parts in order */
+    uint64_t raw_bytes;          /* decompressed bytes of its frames */
+} rec_group;
+int rec_group_init(rec_group *g);   /* -1: out of memory (rec_group_free it) */
+void rec_group_free(rec_group *g);
+/* Decodes the group whose first frame, decompressed, is first; its other
+ * parts follow at next in t, and *more is their compressed bytes. */
+int rec_group_decode(rec_group *g, const uint8_t *first, size_t first_len, const rec_trace *t,
+                     uint64_t next, uint64_t *more, char *err, size_t errlen);
 /* 0 if t (mapped from path) starts with a header frame of
  * REC_FORMAT_VERSION; -1 with err naming both versions otherwise. */
 int rec_trace_check_version(const rec_trace *t, const char *path, char *err, size_t errlen);
@@ -356,6 +394,12 @@ int rec_ix_write_db(rec_index *ix, const char *path, char *err, size_t errlen);
 int rec_ix_db_open(rec_index *ix, const char *path, char *err, size_t errlen);
 int rec_ix_db_flush(rec_index *ix, char *err, size_t errlen);
 void rec_ix_db_discard(rec_index *ix);
+/* A split run's index (rec_ix_parts.c): a process's waits, tracks, roles and
+ * counts packed, merged into process 0's; and a chunks row of process 0's
+ * (a group it wrote). */
+void rec_ix_pack(const rec_index *ix, engine_buf *out);
+int rec_ix_merge(rec_index *ix, const uint8_t *p, size_t len);
+void rec_ix_chunk_row(rec_index *ix, const rec_chunk_row *row);
 
 /* ---------------------------------------------------------------- worker */
 

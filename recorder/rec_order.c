@@ -134,7 +134,6 @@ static void merge_take(rec_order *o, uint32_t c) {
 }
 
 /* ------------------------------------------------------------ encoding */
-/* Table index of every event's (rank, core), cores sorted by (rank, core). */
 static inline uint64_t core_key(const engine_event *e) { return (uint64_t)e->rank << 32 | e->core; }
 
 static int cmp_key(const void *a, const void *b) {
@@ -142,7 +141,41 @@ static int cmp_key(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static int build_table(rec_order *o, const engine_event *evs, size_t n) {
+/* The table through a slot per (rank, core) when they are small, as in any
+ * run npurr makes: walking the slots in (rank, core) order sorts the cores,
+ * and each event finds its index in one load. */
+#define DENSE_CORES 256
+#define DENSE_SLOTS (1u << 20)
+
+static int build_table_dense(rec_order *o, const engine_event *evs, size_t n, uint32_t ranks) {
+    size_t slots = (size_t)ranks * DENSE_CORES, hc = o->cap_hash;
+    if (grow((void **)&o->hash, &hc, (slots + 1) / 2, sizeof *o->hash)) return -1;
+    o->cap_hash = hc;
+    uint32_t *slot = (uint32_t *)(void *)o->hash;
+    memset(slot, 0xff, slots * sizeof *slot);   /* absent: all ones */
+    for (size_t i = 0; i < n; i++) slot[(size_t)evs[i].rank * DENSE_CORES + evs[i].core] = 0;
+    uint32_t nk = 0;
+    for (size_t k = 0; k < slots; k++)
+        if (slot[k] == 0) nk++;
+    if (reserve_cores(o, nk)) return -1;
+    o->ncores = nk;
+    uint32_t c = 0;
+    for (size_t k = 0; k < slots; k++) {
+        if (slot[k]) continue;
+        o->rank[c] = (uint32_t)(k / DENSE_CORES);
+        o->core[c] = (uint32_t)(k % DENSE_CORES);
+        o->count[c] = 0;
+        slot[k] = c++;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint32_t x = slot[(size_t)evs[i].rank * DENSE_CORES + evs[i].core];
+        o->ev_core[i] = x;
+        o->count[x]++;
+    }
+    return 0;
+}
+
+static int build_table_hashed(rec_order *o, const engine_event *evs, size_t n) {
     size_t slots = 1024;
     while (slots < 2 * n) slots *= 2;
     size_t hc = o->cap_hash;
@@ -175,8 +208,23 @@ static int build_table(rec_order *o, const engine_event *evs, size_t n) {
         o->ev_core[i] = lo;
         o->count[lo]++;
     }
+    return 0;
+}
+
+/* Table index of every event's (rank, core), cores sorted by (rank, core). */
+static int build_table(rec_order *o, const engine_event *evs, size_t n) {
+    uint32_t max_rank = 0, max_core = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (evs[i].rank > max_rank) max_rank = evs[i].rank;
+        if (evs[i].core > max_core) max_core = evs[i].core;
+    }
+    if (n && max_core < DENSE_CORES && ((size_t)max_rank + 1) * DENSE_CORES <= DENSE_SLOTS) {
+        if (build_table_dense(o, evs, n, max_rank + 1)) return -1;
+    } else if (build_table_hashed(o, evs, n)) {
+        return -1;
+    }
     uint32_t at = 0;
-    for (uint32_t c = 0; c < nk; c++) {
+    for (uint32_t c = 0; c < o->ncores; c++) {
         o->start[c] = at;
         at += o->count[c];
     }
@@ -184,6 +232,40 @@ static int build_table(rec_order *o, const engine_event *evs, size_t n) {
 }
 
 #define PUT(w, v) (*(w) += rec_varint_put(*(w), (v)))
+
+static int times_never_go_back(const engine_event *evs, size_t n) {
+    for (size_t i = 1; i < n; i++)
+        if (evs[i].time < evs[i - 1].time) return 0;
+    return 1;
+}
+
+/* The merge's exceptions without running it, for a chunk whose times never
+ * go back (every chunk the engine writes): each core's next event is then
+ * never earlier than the event at hand, so the merge takes, among the
+ * events of one time, the lowest core first (each core's in its order). An
+ * event is an exception exactly when a later event of its time is of a
+ * lower core: a suffix minimum per run of equal times. */
+static void exceptions_in_time_order(rec_order *o, const engine_event *evs, size_t n,
+                                     uint8_t **exc_w) {
+    uint32_t *lowest = o->pend_next;   /* scratch: the pending lists start after encoding */
+    size_t last = 0;
+    for (size_t a = 0, b; a < n; a = b) {
+        for (b = a + 1; b < n && evs[b].time == evs[a].time; b++) {}
+        if (b - a == 1) continue;
+        uint32_t low = UINT32_MAX;
+        for (size_t i = b; i-- > a;) {
+            lowest[i] = low;   /* the lowest core after i in the run */
+            if (o->ev_core[i] < low) low = o->ev_core[i];
+        }
+        for (size_t i = a; i < b; i++) {
+            if (lowest[i] < o->ev_core[i]) {
+                PUT(exc_w, i - last);
+                PUT(exc_w, o->ev_core[i]);
+                last = i;
+            }
+        }
+    }
+}
 
 int rec_order_encode(rec_order *o, const engine_event *evs, size_t n, uint8_t **cores_w,
                      uint8_t **times_w, uint8_t **exc_w) {
@@ -211,6 +293,10 @@ int rec_order_encode(rec_order *o, const engine_event *evs, size_t n, uint8_t **
         for (uint32_t j = 1; j < o->count[c]; j++) PUT(times_w, rec_zigzag((int64_t)(t[j] - t[j - 1])));
     }
     /* where the engine's order leaves the merge: position step, core */
+    if (times_never_go_back(evs, n)) {
+        exceptions_in_time_order(o, evs, n, exc_w);
+        return 0;
+    }
     merge_start(o);
     size_t last = 0;
     for (size_t i = 0; i < n; i++) {

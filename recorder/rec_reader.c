@@ -23,9 +23,8 @@ struct rec_reader {
     rec_trace t;
     ZSTD_DCtx *dctx;
     rec_buf frame;
-    rec_codec *codec;
-    engine_event *evs;
-    size_t cap, n, pos;
+    rec_group g;              /* the chunk handed out: g.evs */
+    size_t n, pos;
     rec_kv header, trailer;
     uint64_t off, complete_seq, chunks, events;
     int truncated, ended, failed;
@@ -138,7 +137,7 @@ int rec_reader_open(const char *run_dir, rec_reader **out, char *err, size_t err
         return -1;
     }
     rec_reader *r = calloc(1, sizeof *r);
-    if (!r || !(r->dctx = ZSTD_createDCtx()) || !(r->codec = calloc(1, sizeof *r->codec))) {
+    if (!r || !(r->dctx = ZSTD_createDCtx()) || rec_group_init(&r->g)) {
         snprintf(err, errlen, "rec_reader_open: out of memory");
         rec_reader_close(r);
         return -1;
@@ -188,7 +187,8 @@ int rec_reader_open(const char *run_dir, rec_reader **out, char *err, size_t err
  * stops there and says which seqs are at fault. */
 static int check_seqs(rec_reader *r, uint64_t start, size_t n) {
     if (!n) return 0;
-    uint64_t want = r->complete_seq + 1, first = r->evs[0].seq;
+    const engine_event *evs = r->g.evs;
+    uint64_t want = r->complete_seq + 1, first = evs[0].seq;
     char msg[400];
     if (first > want) {
         snprintf(msg, sizeof msg,
@@ -209,10 +209,10 @@ static int check_seqs(rec_reader *r, uint64_t start, size_t n) {
         return fail(r, 0, msg);
     }
     for (size_t i = 1; i < n; i++)
-        if (r->evs[i].seq != r->evs[i - 1].seq + 1) {
+        if (evs[i].seq != evs[i - 1].seq + 1) {
             snprintf(msg, sizeof msg, "the chunk at byte %llu jumps from seq %llu to %llu",
-                     (unsigned long long)start, (unsigned long long)r->evs[i - 1].seq,
-                     (unsigned long long)r->evs[i].seq);
+                     (unsigned long long)start, (unsigned long long)evs[i - 1].seq,
+                     (unsigned long long)evs[i].seq);
             return fail(r, 0, msg);
         }
     return 0;
@@ -242,13 +242,19 @@ int rec_reader_chunk(rec_reader *r, rec_chunk_view *view, const engine_event **e
         return 0;
     }
     char derr[512];
-    if (rec_chunk_decode(r->codec, r->frame.p, r->frame.len, view, &r->evs, &r->cap, derr,
+    uint64_t more;
+    if (rec_group_decode(&r->g, r->frame.p, r->frame.len, &r->t, r->off, &more, derr,
                          sizeof derr)) {
         char msg[700];
         snprintf(msg, sizeof msg, "chunk frame at byte %llu: %s", (unsigned long long)start,
                  derr);
         return fail(r, 0, msg);
     }
+    r->off += more;
+    view->decls = r->g.decls.p;
+    view->decl_len = r->g.decls.len;
+    view->n = r->g.n;
+    memset(&view->part, 0, sizeof view->part);
     rec_decl_sink sink = {r, reader_string, reader_site, reader_object};
     if (rec_decl_decode(view->decls, view->decl_len, &sink)) {
         char msg[128];
@@ -257,14 +263,14 @@ int rec_reader_chunk(rec_reader *r, rec_chunk_view *view, const engine_event **e
         return fail(r, 0, msg);
     }
     if (check_seqs(r, start, view->n)) return -1;
-    rec_chunk_summarize(r->evs, view->n, row);
+    rec_chunk_summarize(r->g.evs, view->n, row);
     row->offset = start;
     row->compressed_bytes = r->off - start;
-    row->raw_bytes = r->frame.len;
-    *evs = r->evs;
+    row->raw_bytes = r->g.raw_bytes;
+    *evs = r->g.evs;
     r->chunks++;
     r->events += view->n;
-    if (view->n) r->complete_seq = r->evs[view->n - 1].seq;
+    if (view->n) r->complete_seq = r->g.evs[view->n - 1].seq;
     return 1;
 }
 
@@ -278,7 +284,7 @@ int rec_reader_next(rec_reader *r, engine_event *ev) {
         r->n = view.n;
         r->pos = 0;
     }
-    *ev = r->evs[r->pos++];
+    *ev = r->g.evs[r->pos++];
     return 1;
 }
 
@@ -319,8 +325,7 @@ void rec_reader_close(rec_reader *r) {
     if (r->t.fd >= 0 || r->t.base) rec_trace_unmap(&r->t);
     ZSTD_freeDCtx(r->dctx);
     rec_buf_free(&r->frame);
-    rec_codec_free(r->codec);
-    free(r->evs);
+    rec_group_free(&r->g);
     rec_kv_free(&r->header);
     rec_kv_free(&r->trailer);
     for (size_t i = 0; i < r->nstrings; i++) free(r->strings[i]);

@@ -72,10 +72,10 @@ typedef struct range { uint64_t lo, hi; } range;
 typedef struct ev_decoded {
     ev_vtab *vt;
     ZSTD_DCtx *dctx;
-    rec_codec *codec;
     rec_buf frame;
-    engine_event *evs;
-    size_t cap, n;
+    rec_group g;                /* the chunk (a split run's group merged): g.evs */
+    engine_event *evs;          /* g.evs once decoded */
+    size_t n;
     size_t idx;                 /* chunk held in evs (SIZE_MAX: none): joins that
                                  * probe one seq at a time reuse it */
     int failed;
@@ -258,15 +258,13 @@ static int decoded_init(ev_decoded *d, ev_vtab *vt) {
     d->vt = vt;
     d->idx = SIZE_MAX;
     d->dctx = ZSTD_createDCtx();
-    d->codec = calloc(1, sizeof *d->codec);
-    return d->dctx && d->codec ? 0 : -1;
+    return d->dctx && !rec_group_init(&d->g) ? 0 : -1;
 }
 
 static void decoded_free(ev_decoded *d) {
     ZSTD_freeDCtx(d->dctx);
-    rec_codec_free(d->codec);
     rec_buf_free(&d->frame);
-    free(d->evs);
+    rec_group_free(&d->g);
 }
 
 /* Decompresses and decodes chunk d->idx into d (either thread). */
@@ -275,24 +273,32 @@ static void decode_chunk(void *arg) {
     const rec_chunk_row *r = &d->vt->chunks[d->idx];
     const rec_trace *t = &d->vt->trace;
     char err[512];
-    rec_chunk_view view;
     d->failed = 1;
     d->n = 0;
-    if (r->offset > t->size || r->compressed_bytes > t->size - r->offset) {
+    uint64_t first, more;
+    if (r->offset > t->size || r->compressed_bytes > t->size - r->offset ||
+        rec_trace_frame(t, r->offset, &first) != 1 || first > r->compressed_bytes) {
         snprintf(d->err, sizeof d->err, "events: chunk at byte %llu lies past the end of "
                  "trace.zst (stale index? run npurr reindex)", (unsigned long long)r->offset);
         return;
     }
-    if (rec_frame_decompress(d->dctx, t->base + r->offset, (size_t)r->compressed_bytes,
-                             &d->frame, err, sizeof err) ||
-        rec_chunk_decode(d->codec, d->frame.p, d->frame.len, &view, &d->evs, &d->cap, err,
+    if (rec_frame_decompress(d->dctx, t->base + r->offset, (size_t)first, &d->frame, err,
+                             sizeof err) ||
+        rec_group_decode(&d->g, d->frame.p, d->frame.len, t, r->offset + first, &more, err,
                          sizeof err)) {
         snprintf(d->err, sizeof d->err, "events: chunk at byte %llu: %s",
                  (unsigned long long)r->offset, err);
         return;
     }
+    if (first + more != r->compressed_bytes) {
+        snprintf(d->err, sizeof d->err, "events: chunk at byte %llu is not the %llu bytes the "
+                 "index says (stale index? run npurr reindex)", (unsigned long long)r->offset,
+                 (unsigned long long)r->compressed_bytes);
+        return;
+    }
     __atomic_fetch_add(&chunks_decoded, 1, __ATOMIC_RELAXED);
-    d->n = view.n;
+    d->evs = d->g.evs;
+    d->n = d->g.n;
     d->failed = 0;
 }
 

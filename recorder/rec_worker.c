@@ -84,6 +84,14 @@ void rec_worker_wait(rec_worker *w) {
     pthread_mutex_unlock(&w->mu);
 }
 
+int rec_worker_idle(rec_worker *w) {
+    if (!w) return 1;
+    pthread_mutex_lock(&w->mu);
+    int idle = !w->busy;
+    pthread_mutex_unlock(&w->mu);
+    return idle;
+}
+
 void rec_worker_submit(rec_worker *w, void (*fn)(void *arg), void *arg) {
     pthread_mutex_lock(&w->mu);
     while (w->busy) pthread_cond_wait(&w->cv, &w->mu);

@@ -30,32 +30,8 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "recorder/rec_internal.h"
+#include "recorder/rec_writer.h"
 
-struct rec_writer {
-    char dir[4096];
-    int fd;
-    rec_kv header;
-    /* Engine thread: the chunk being filled. */
-    engine_event *evs;
-    size_t nev;
-    size_t chunk_events;  /* REC_CHUNK_EVENTS, or NPURR_CHUNK_EVENTS */
-    rec_buf decls;
-    engine_object prev_obj;   /* the last object declared in decls */
-    uint32_t prev_string;     /* the last string id declared in decls */
-    /* The chunk handed to the worker, and what writing it takes. */
-    engine_event *job_evs;
-    size_t job_nev;
-    rec_buf job_decls;
-    rec_worker *worker;       /* NULL: chunks are written in line */
-    rec_codec *codec;
-    ZSTD_CCtx *cctx;
-    rec_buf raw, comp;
-    uint64_t offset, events, max_time;  /* offset, events: atomics (progress reads) */
-    rec_index *ix;
-    int failed;
-    char fail_msg[4400];
-};
 
 /* NPURR_CHUNK_EVENTS cuts chunks smaller than REC_CHUNK_EVENTS: a killed
  * process then loses fewer events, at some cost in trace size (the tests
@@ -141,11 +117,12 @@ static int prepare_dir(const char *dir, char *err, size_t errlen) {
     return 0;
 }
 
-static void fail(rec_writer *w, const char *fmt, const char *detail) {
+void rec_writer_fail(rec_writer *w, const char *fmt, const char *detail) {
     if (w->failed) return;
     w->failed = 1;
     snprintf(w->fail_msg, sizeof w->fail_msg, fmt, w->dir, detail);
 }
+#define fail rec_writer_fail
 
 static int write_all(int fd, const uint8_t *p, size_t n) {
     while (n) {
@@ -178,6 +155,16 @@ static int write_frame_cut(rec_writer *w, const size_t *cuts, size_t ncuts) {
 
 static int write_frame(rec_writer *w) { return write_frame_cut(w, NULL, 0); }
 
+int rec_writer_write(rec_writer *w, const uint8_t *p, size_t n) {
+    if (w->failed) return -1;
+    if (write_all(w->fd, p, n)) {
+        fail(w, "%s/trace.zst: write failed: %s", strerror(errno));
+        return -1;
+    }
+    __atomic_store_n(&w->offset, w->offset + n, __ATOMIC_RELAXED);
+    return 0;
+}
+
 /* The job: encodes, compresses, writes and indexes job_evs/job_decls. */
 static void encode_and_write(void *arg) {
     rec_writer *w = arg;
@@ -203,15 +190,16 @@ static void encode_and_write(void *arg) {
 
 /* Waits until the chunk in flight (if any) is written: after this the
  * engine thread may read what the worker writes. */
-static void settle(rec_writer *w) {
+void rec_writer_settle(rec_writer *w) {
     if (w->worker) rec_worker_wait(w->worker);
 }
+#define settle rec_writer_settle
 
-/* Hands the buffered chunk to the worker (or writes it in line) and starts
- * an empty one. Always empties the buffers: after a failure (reported by
- * rec_close) events are dropped, never written past the chunk buffer. */
-static void flush_chunk(rec_writer *w) {
-    if (!w->nev && !w->decls.len) return;
+/* Hands the buffered chunk (or part) to the worker (or writes it in line)
+ * and starts an empty one. Always empties the buffers: after a failure
+ * (reported by rec_close) events are dropped, never written past the chunk
+ * buffer. */
+void rec_writer_hand_over(rec_writer *w, void (*fn)(void *)) {
     settle(w);
     if (!w->failed && w->decls.oom)
         fail(w, "%s/trace.zst: cannot buffer declarations (%s)", "out of memory");
@@ -223,8 +211,8 @@ static void flush_chunk(rec_writer *w) {
         rec_buf d = w->job_decls;
         w->job_decls = w->decls;
         w->decls = d;
-        if (w->worker) rec_worker_submit(w->worker, encode_and_write, w);
-        else encode_and_write(w);
+        if (w->worker) rec_worker_submit(w->worker, fn, w);
+        else fn(w);
     }
     w->nev = 0;
     w->decls.len = 0;
@@ -233,8 +221,14 @@ static void flush_chunk(rec_writer *w) {
     w->prev_string = 0;
 }
 
+static void flush_chunk(rec_writer *w) {
+    if (w->nev || w->decls.len) rec_writer_hand_over(w, encode_and_write);
+}
+
+/* A split run's parts are handed over at group ends and windows
+ * (rec_split.c), never as a chunk. */
 void rec_flush(rec_writer *w) {
-    if (w) flush_chunk(w);
+    if (w && !w->parts) flush_chunk(w);
 }
 
 /* ---------------------------------------------------------------- observer */
@@ -255,6 +249,11 @@ static void obs_object(void *ctx, const engine_object *obj) {
 
 static void obs_event(void *ctx, const engine_event *ev) {
     rec_writer *w = ctx;
+    if (w->parts) {
+        if (ev->seq > w->group_last) rec_split_event_seq(w, ev->seq);
+        w->evs[w->nev++] = *ev;
+        return;
+    }
     w->evs[w->nev++] = *ev;
     if (w->nev == w->chunk_events) flush_chunk(w);
 }
@@ -283,9 +282,27 @@ void rec_attach(rec_writer *w, engine *e) {
 
 /* ---------------------------------------------------------------- open/close */
 
-static void writer_free(rec_writer *w) {
+int rec_writer_alloc(rec_writer *w, const rec_run_info *info, char *err, size_t errlen) {
+    if (chunk_events(&w->chunk_events, err, errlen)) return -1;
+    w->evs = malloc(w->chunk_events * sizeof *w->evs);
+    w->job_evs = malloc(w->chunk_events * sizeof *w->job_evs);
+    w->codec = calloc(1, sizeof *w->codec);
+    w->cctx = ZSTD_createCCtx();
+    w->ix = rec_ix_new();
+    if (!w->evs || !w->job_evs || !w->codec || !w->cctx || !w->ix) {
+        snprintf(err, errlen, "rec_open: out of memory");
+        return -1;
+    }
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, REC_ZSTD_LEVEL);
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
+    return rec_meta_from_info(&w->header, info, err, errlen);
+}
+
+void rec_writer_free(rec_writer *w) {
     if (!w) return;
     rec_worker_stop(w->worker);
+    rec_split_free(w);
     if (w->fd >= 0) close(w->fd);
     rec_kv_free(&w->header);
     free(w->evs);
@@ -325,34 +342,17 @@ int rec_open_with_meta(const char *run_dir, const rec_run_info *info,
     w->fd = -1;
     if (snprintf(w->dir, sizeof w->dir, "%s", run_dir) >= (int)sizeof w->dir) {
         snprintf(err, errlen, "run directory path too long: %s", run_dir);
-        writer_free(w);
+        rec_writer_free(w);
         return -1;
     }
-    if (chunk_events(&w->chunk_events, err, errlen) || prepare_dir(run_dir, err, errlen)) {
-        writer_free(w);
-        return -1;
-    }
-    w->evs = malloc(w->chunk_events * sizeof *w->evs);
-    w->job_evs = malloc(w->chunk_events * sizeof *w->job_evs);
-    w->codec = calloc(1, sizeof *w->codec);
-    w->cctx = ZSTD_createCCtx();
-    w->ix = rec_ix_new();
-    if (!w->evs || !w->job_evs || !w->codec || !w->cctx || !w->ix) {
-        snprintf(err, errlen, "rec_open: out of memory");
-        writer_free(w);
-        return -1;
-    }
-    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, REC_ZSTD_LEVEL);
-    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
-    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
-    if (rec_meta_from_info(&w->header, info, err, errlen)) {
-        writer_free(w);
+    if (prepare_dir(run_dir, err, errlen) || rec_writer_alloc(w, info, err, errlen)) {
+        rec_writer_free(w);
         return -1;
     }
     for (const char *const *x = extra_meta; x && x[0] && x[1]; x += 2) {
         if (rec_kv_set(&w->header, x[0], x[1])) {
             snprintf(err, errlen, "rec_open: out of memory");
-            writer_free(w);
+            rec_writer_free(w);
             return -1;
         }
     }
@@ -363,14 +363,14 @@ int rec_open_with_meta(const char *run_dir, const rec_run_info *info,
      * on (encode_and_write); rec_close adds the rest and renames it. */
     rec_path(path, sizeof path, run_dir, "index.db");
     if (rec_ix_db_open(w->ix, path, err, errlen)) {
-        writer_free(w);
+        rec_writer_free(w);
         return -1;
     }
     rec_path(path, sizeof path, run_dir, "trace.zst");
     w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (w->fd < 0) {
         snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
-        writer_free(w);
+        rec_writer_free(w);
         return -1;
     }
     rec_buf_put(&w->raw, REC_TAG_HEADER, 4);
@@ -378,7 +378,7 @@ int rec_open_with_meta(const char *run_dir, const rec_run_info *info,
     rec_kv_encode(&w->header, &w->raw);
     if (write_frame(w)) {
         snprintf(err, errlen, "%s", w->fail_msg);
-        writer_free(w);
+        rec_writer_free(w);
         return -1;
     }
     w->worker = rec_worker_start(); /* NULL: chunks are written in line */
@@ -404,8 +404,14 @@ int rec_close(rec_writer *w, const engine_result *res, const char *check_status,
         return -1;
     }
     if (errlen) err[0] = 0;
-    flush_chunk(w);
+    rec_flush(w);
     settle(w);
+    if (w->parts && w->part != 0) {   /* a split run's other process: no folder */
+        int failed = w->failed;
+        if (failed) snprintf(err, errlen, "%s", w->fail_msg);
+        rec_writer_free(w);
+        return failed ? -1 : 0;
+    }
     rec_kv trailer = {0};
     int rc = 0;
     if (res) {
@@ -446,6 +452,6 @@ int rec_close(rec_writer *w, const engine_result *res, const char *check_status,
         if (status && !*err) snprintf(err, errlen, "%s: out of memory building the index", path);
     }
     rec_kv_free(&trailer);
-    writer_free(w);
+    rec_writer_free(w);
     return status;
 }

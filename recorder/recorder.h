@@ -44,8 +44,9 @@
 /* Version of the trace format written by this library (meta format_version).
  * A reader accepts exactly the versions it knows, REC_FORMAT_OLDEST to
  * REC_FORMAT_VERSION (format 4 differs only in how chunks store rank, core
- * and time); see traces/FORMAT.md. */
-#define REC_FORMAT_VERSION 5
+ * and time, format 5 in that a split run's chunks are never parts); see
+ * traces/FORMAT.md. */
+#define REC_FORMAT_VERSION 6
 #define REC_FORMAT_OLDEST 4
 /* Events per chunk frame. A chunk pays for its stream directory, its zstd
  * tables and (format 5) a table of its cores, and a transfer whose issue
@@ -91,6 +92,32 @@ void rec_flush(rec_writer *w);
  * outcome is then recorded as "fault". */
 int rec_close(rec_writer *w, const engine_result *res, const char *check_status,
               const char *check_message, char *err, size_t errlen);
+
+/* A run split over P processes, recorded where it runs (format 6,
+ * rec_split.c): each process encodes, compresses and indexes its own
+ * events, process 0 writes them into the run folder. Process 0 opens the
+ * folder as usual and calls rec_split(w, P); process k > 0 opens a writer
+ * without a folder, rec_open_part(info, k, P). Each attaches (rec_attach),
+ * gives the engine rec_split_sink(w) (engine_split_record), runs; then every
+ * process k > 0 packs its part of the index (rec_split_index_pack), process
+ * 0 merges them (rec_split_index_merge), and every process rec_closes
+ * (process k > 0 only frees its writer). */
+/* Process 0: its writer w will take parts from parts processes. 0, or -1
+ * with err. */
+int rec_split(rec_writer *w, int parts, char *err, size_t errlen);
+/* Process part > 0: a writer without a folder, into *out (the caller
+ * rec_closes it). 0, or -1 with err. */
+int rec_open_part(const rec_run_info *info, int part, int parts, rec_writer **out, char *err,
+                  size_t errlen);
+/* The sink that hands w's windows between processes (engine_split_record);
+ * it points into w, so it lives as long as w. */
+engine_split_sink rec_split_sink(rec_writer *w);
+/* Process k > 0: its part of the index as bytes in *out (the caller frees
+ * it with engine_buf_free). */
+void rec_split_index_pack(rec_writer *w, engine_buf *out);
+/* Process 0: merges a part packed by rec_split_index_pack (p, n stay the
+ * caller's) into w's index. 0, or -1 with err. */
+int rec_split_index_merge(rec_writer *w, const uint8_t *p, size_t n, char *err, size_t errlen);
 
 /* Rebuilds RUN/index.db from RUN/trace.zst alone. Returns 0 when the trace
  * is complete; 1 when it is truncated: index.db is then rebuilt from the
@@ -236,6 +263,8 @@ void rec_worker_submit(rec_worker *w, void (*fn)(void *arg), void *arg);
 void rec_worker_wait(rec_worker *w);
 /* Waits for the job in hand, joins the thread and frees w; NULL is ignored. */
 void rec_worker_stop(rec_worker *w);
+/* 1 when no job is in flight (what it wrote is then the caller's). */
+int rec_worker_idle(rec_worker *w);
 
 /* Names of event kinds and pipes as the index and the events table spell
  * them (the engine's names, with a stable KIND_n / PIPE_n fallback). */

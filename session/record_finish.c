@@ -78,6 +78,7 @@ static void install(record_session *rc) {
 
 void record_finish(record_session *rc) {
     record_result *r = &rc->r;
+    record_close_part(rc);
     if (rc->w) {
         if (pthread_create(&rc->thread, NULL, finish_folder, rc) == 0)
             rc->thread_started = 1;   /* joined below, after the engine is freed */

@@ -57,7 +57,17 @@ static int build(record_session *rc, char *err, size_t errlen) {
     return 0;
 }
 
+/* Process k > 0's writer: its parts are process 0's now (or lost with the
+ * run); closing only frees it. */
+void record_close_part(record_session *rc) {
+    if (!rc->part) return;
+    char cerr[ENGINE_ERRLEN];
+    (void)rec_close(rc->part, NULL, NULL, NULL, cerr, sizeof cerr);
+    rc->part = NULL;
+}
+
 static void discard(record_session *rc) {
+    record_close_part(rc);
     if (rc->ro->kernel->destroy) rc->ro->kernel->destroy(rc->state);
     engine_destroy(rc->e);
     rc->e = NULL;
@@ -97,6 +107,44 @@ static int open_trace(record_session *rc, char *err, size_t errlen) {
         engine_set_observer(rc->e, &wrapped);
     }
     return 0;
+}
+
+/* Under mpirun every process records its own events (recorder.h, "a run
+ * split over P processes"): process k > 0 into a writer without a folder,
+ * which hands its parts to process 0 window by window. */
+static int open_part(record_session *rc, char *err, size_t errlen) {
+    rec_run_info info = {rc->ro->kernel->name, rc->command_line, &rc->ro->config,
+                         engine_cores_per_rank(rc->e), engine_num_aic(rc->e),
+                         engine_num_aiv(rc->e)};
+    if (rec_open_part(&info, split_mpi_index(rc->split), split_mpi_count(rc->split), &rc->part,
+                      err, errlen))
+        return -1;
+    rec_attach(rc->part, rc->e);
+    return 0;
+}
+
+static int record_where_it_runs(record_session *rc, char *err, size_t errlen) {
+    rec_writer *w = rc->w ? rc->w : rc->part;
+    if (!w) return 0;
+    if (rc->w && rec_split(rc->w, split_mpi_count(rc->split), err, errlen)) return -1;
+    engine_split_sink sink = rec_split_sink(w);
+    return engine_split_record(rc->e, &sink, err, errlen) ? -1 : 0;
+}
+
+/* After the run: every process's part of the index to process 0. */
+static void gather_index(record_session *rc) {
+    if (!rc->split || (!rc->w && !rc->part) || split_mpi_broken(rc->split)) return;
+    const engine_transport *t = split_mpi_transport(rc->split);
+    engine_buf mine = {0};
+    if (rc->part) rec_split_index_pack(rc->part, &mine);
+    engine_buf *all = rc->w ? calloc((size_t)t->count, sizeof *all) : NULL;
+    char err[ENGINE_ERRLEN];
+    if (!t->gather(t->ctx, &mine, all, err, sizeof err) && all)
+        for (int q = 1; q < t->count; q++)
+            if (rec_split_index_merge(rc->w, all[q].p, all[q].n, err, sizeof err)) break;
+    for (int q = 0; all && q < t->count; q++) engine_buf_free(&all[q]);
+    free(all);
+    engine_buf_free(&mine);
 }
 
 /* The run stops before its first event: the trace opened for it holds
@@ -141,6 +189,7 @@ static void run(record_session *rc) {
     double t0 = engine_host_seconds();
     r->ran = engine_run(rc->e, &r->run, r->error, sizeof r->error) == ENGINE_OK;
     r->wall = engine_host_seconds() - t0;
+    if (r->ran) gather_index(rc);
     r->sched_steps = engine_sched_steps(rc->e);
     /* With a trace to finish, Ctrl-C stays ours until rec_close is done. */
     if (rc->catch_signals) session_signals_run_over(rc->w != NULL);
@@ -192,6 +241,8 @@ static int prepare(record_session *rc, char *err, size_t errlen) {
     }
     if (rc->hooks.on_start) rc->hooks.on_start(rc->hooks.ctx, rc->e, rc->ro->kernel, rc->state);
     code = writes && !rc->ro->no_trace && open_trace(rc, err, errlen) ? SESSION_ERROR : SESSION_OK;
+    if (!code && sp && !writes && !rc->ro->no_trace && open_part(rc, err, errlen))
+        code = SESSION_ERROR;
     if (sp) {
         int q = code;
         code = split_mpi_agree(sp, code, err, errlen);
@@ -204,6 +255,7 @@ static int prepare(record_session *rc, char *err, size_t errlen) {
     if (sp) {
         code = engine_split(rc->e, split_mpi_transport(sp), err, errlen) ? SESSION_USAGE
                                                                           : SESSION_OK;
+        if (!code && record_where_it_runs(rc, err, errlen)) code = SESSION_ERROR;
         code = split_mpi_agree(sp, code, err, errlen);
     } else if (record_races_attach(rc->e, rc->ro->check_races, &rc->hb, err, errlen)) {
         code = SESSION_ERROR;

@@ -22,6 +22,7 @@ struct record_session {
     engine *e;
     void *state;                 /* the kernel's */
     rec_writer *w;               /* NULL: no trace */
+    rec_writer *part;            /* mpirun, traced: process k > 0 records its events here */
     engine_tee tee;              /* the recorder, then hooks.on_event */
     hb_checker *hb;
     struct split_mpi *split;     /* mpirun: this process's part (NULL alone) */
@@ -42,5 +43,7 @@ void recording_set(char **slot, const char **view, char *s);
  * waits for the thread and puts the run folder in place, filling
  * r.installed, run_dir, finish_error and analysis_error. */
 void record_finish(record_session *s);
+/* Frees process k > 0's part writer (record_session.c). */
+void record_close_part(record_session *rc);
 
 #endif

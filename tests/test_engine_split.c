@@ -23,51 +23,9 @@
 #include "engine/device.h"
 #include "engine/engine.h"
 #include "engine/kernels/kernels.h"
+#include "tests/digest.h"
 #include "tests/split_threads.h"
 #include "tests/support.h"
-
-/* What the observer saw, folded: FNV-1a over every record. */
-typedef struct digest {
-    uint64_t h, events, segments, strings, sites;
-} digest;
-
-static void fold(digest *d, const void *p, size_t n) {
-    const uint8_t *b = p;
-    for (size_t i = 0; i < n; i++) d->h = (d->h ^ b[i]) * 0x100000001B3ULL;
-}
-
-static void d_string(void *ctx, uint32_t id, const char *text) {
-    digest *d = ctx;
-    d->strings++;
-    fold(d, "T", 1);
-    fold(d, &id, sizeof id);
-    fold(d, text, strlen(text));
-}
-
-static void d_site(void *ctx, const engine_site *s) {
-    digest *d = ctx;
-    d->sites++;
-    fold(d, "I", 1);
-    fold(d, &s->id, sizeof s->id);
-    fold(d, &s->line, sizeof s->line);
-    fold(d, s->file, strlen(s->file));
-    fold(d, s->func, strlen(s->func));
-}
-
-static void d_event(void *ctx, const engine_event *ev) {
-    digest *d = ctx;
-    d->events++;
-    fold(d, "E", 1);
-    fold(d, ev, sizeof *ev);
-}
-
-static void d_segment(void *ctx, uint64_t time, uint64_t key) {
-    digest *d = ctx;
-    d->segments++;
-    fold(d, "S", 1);
-    fold(d, &time, sizeof time);
-    fold(d, &key, sizeof key);
-}
 
 typedef struct shape {
     const char *kernel;
@@ -89,7 +47,50 @@ typedef struct part {
     engine_result res;
     int rc;
     char err[ENGINE_ERRLEN];
+    /* recorded where it runs (engine_split_record), or alone with the
+     * same observer: the events it saw, its declarations' digest */
+    int here, collect;
+    engine_event *evs;
+    size_t nev, cap;
+    digest decls;
+    int finals;               /* sink: final windows seen, and its count */
+    uint64_t final_events;
+    uint64_t told[SPLIT_THREADS_MAX];   /* process 0: what each process handed in */
+    int told_n;
 } part;
+
+static void c_event(void *ctx, const engine_event *ev) {
+    part *p = ctx;
+    if (p->nev == p->cap) {
+        p->cap = p->cap ? 2 * p->cap : 4096;
+        p->evs = realloc(p->evs, p->cap * sizeof *p->evs);
+        assert_non_null(p->evs);
+    }
+    p->evs[p->nev++] = *ev;
+}
+static void c_string(void *ctx, uint32_t id, const char *text) {
+    digest_on_string(&((part *)ctx)->decls, id, text);
+}
+static void c_site(void *ctx, const engine_site *s) { digest_on_site(&((part *)ctx)->decls, s); }
+
+/* The sink hands in, at the final window, how many events this process saw. */
+static void sink_window(void *ctx, uint64_t events, int final, engine_buf *out) {
+    part *p = ctx;
+    if (!final) return;
+    p->finals++;
+    p->final_events = events;
+    uint64_t mine = p->nev;
+    engine_buf_put(out, &mine, sizeof mine);
+}
+static void sink_receive(void *ctx, int from, const uint8_t *b, size_t n) {
+    part *p = ctx;
+    if (!n) return;   /* a window in which nothing was handed in */
+    if (n != sizeof(uint64_t) || from != p->told_n || from >= SPLIT_THREADS_MAX) {
+        p->told_n = -1000;
+        return;
+    }
+    memcpy(&p->told[p->told_n++], b, n);
+}
 
 static engine *build(const shape *s, void **state, const kernel_desc **k) {
     char err[ENGINE_ERRLEN];
@@ -118,17 +119,23 @@ static void *run_part(void *arg) {
     void *state = NULL;
     const kernel_desc *k;
     engine *e = build(p->s, &state, &k);
-    p->d.h = 0xCBF29CE484222325ULL;
-    engine_observer obs = {.ctx = &p->d, .on_string = d_string, .on_site = d_site,
-                           .on_event = d_event, .on_segment = d_segment};
+    engine_observer obs = digest_observer(&p->d);
+    if (p->here || p->collect) {
+        digest_init(&p->decls);
+        obs = (engine_observer){.ctx = p, .on_string = c_string, .on_site = c_site,
+                                .on_event = c_event};
+    }
     /* setup declarations already went by: every part has the same */
     engine_set_observer(e, &obs);
     engine_transport t;
     p->rc = ENGINE_OK;
     if (p->split) {
         t = split_transport(&p->end);
-        if (p->end.index != 0 || p->blind) engine_set_observer(e, NULL);
+        if (!p->here && (p->end.index != 0 || p->blind)) engine_set_observer(e, NULL);
         p->rc = engine_split(e, &t, p->err, sizeof p->err);
+        engine_split_sink sink = {p, sink_window, sink_receive};
+        if (p->rc == ENGINE_OK && p->here)
+            p->rc = engine_split_record(e, &sink, p->err, sizeof p->err);
     }
     if (p->rc == ENGINE_OK) p->rc = engine_run(e, &p->res, p->err, sizeof p->err);
     if (k) k->destroy(state);
@@ -207,6 +214,70 @@ static int same_for_every_split(const shape *s) {
     return alone.res.outcome;
 }
 
+static int by_seq(const void *a, const void *b) {
+    uint64_t x = ((const engine_event *)a)->seq, y = ((const engine_event *)b)->seq;
+    return (x > y) - (x < y);
+}
+
+/* Recorded where it runs, P = 2 to 4: every process's observer saw its own
+ * events, numbered as one process numbers them, and every declaration;
+ * together they are one process's events, each once. */
+static void same_recorded_where_it_runs(const shape *s) {
+    part alone;
+    memset(&alone, 0, sizeof alone);
+    alone.s = s;
+    alone.collect = 1;
+    run_part(&alone);
+    assert_int_equal(alone.rc, ENGINE_OK);
+    assert_true(alone.nev > 1000);
+    for (int count = 2; count <= 4 && count <= s->nodes; count++) {
+        part parts[4];
+        split_hub hub = {.count = count};
+        pthread_barrier_init(&hub.meet, NULL, (unsigned)count);
+        pthread_t th[SPLIT_THREADS_MAX];
+        for (int q = 0; q < count; q++) {
+            memset(&parts[q], 0, sizeof parts[q]);
+            parts[q].s = s;
+            parts[q].split = 1;
+            parts[q].here = 1;
+            parts[q].end = (split_end){&hub, q};
+            assert_int_equal(pthread_create(&th[q], NULL, run_part, &parts[q]), 0);
+        }
+        for (int q = 0; q < count; q++) pthread_join(th[q], NULL);
+        pthread_barrier_destroy(&hub.meet);
+        size_t n = 0;
+        for (int q = 0; q < count; q++) {
+            if (parts[q].rc != ENGINE_OK) fail_msg("part %d of %d: %s", q, count, parts[q].err);
+            assert_int_equal(parts[q].res.outcome, alone.res.outcome);
+            assert_int_equal(parts[q].res.end_time, alone.res.end_time);
+            assert_int_equal(parts[q].res.events, alone.nev);
+            if (parts[q].decls.h != alone.decls.h || parts[q].decls.strings != alone.decls.strings)
+                fail_msg("%s, %d parts: part %d saw other declarations", s->kernel, count, q);
+            assert_int_equal(parts[q].finals, 1);
+            assert_int_equal(parts[q].final_events, alone.nev);
+            n += parts[q].nev;
+        }
+        assert_string_equal(parts[0].res.message, alone.res.message);
+        assert_int_equal(n, alone.nev);
+        assert_int_equal(parts[0].told_n, count);
+        engine_event *all = malloc(n * sizeof *all);
+        size_t at = 0;
+        for (int q = 0; q < count; q++) {
+            assert_int_equal(parts[0].told[q], parts[q].nev);
+            memcpy(all + at, parts[q].evs, parts[q].nev * sizeof *all);
+            at += parts[q].nev;
+            free(parts[q].evs);
+        }
+        qsort(all, n, sizeof *all, by_seq);
+        for (size_t i = 0; i < n; i++)
+            if (memcmp(&all[i], &alone.evs[i], sizeof *all) != 0)
+                fail_msg("%s, %d parts: event %zu (seq %llu) differs", s->kernel, count, i,
+                         (unsigned long long)alone.evs[i].seq);
+        free(all);
+    }
+    free(alone.evs);
+}
+
 static const char *const ep32[] = {"tokens", "96", "rdma-senders", "2", "rdma-coordinators", "1",
                                    "forwarders", "2", "forwarder-coordinators", "1",
                                    "hccs-receivers", "2", "dispatches", "2", NULL};
@@ -282,6 +353,55 @@ static void test_fault_is_the_same_split(void **state) {
     assert_int_equal(same_for_every_split(&s), OUTCOME_FAULT);
 }
 
+/* One core of the last node faults right after UB scalar steps while
+ * every other core of its node is done: alone, those steps run past other
+ * nodes' queued work; in the part that holds only that node, nothing else
+ * is queued. Either way the fault event must come where a switch at the
+ * last step puts it (eng_sync_local, catch_up), so the merge orders it as
+ * one process does. */
+typedef struct lone_args {
+    gm_t out;
+} lone_args;
+
+static void k_lone_fault(const void *a) {
+    const lone_args *p = a;
+    int r = GetRank(), n = GetRankSize();
+    if (r >= n - 8 && r != n - 1) return;
+    local_t ub = AllocUB(64);
+    for (int i = 0; i < 200; i++) {
+        SetValue64(gm_add(gm_on_rank(p->out, r), 8 * (i % 4)), i);
+        ScalarCycles(r == n - 1 ? 97 : 60 + (uint64_t)r);
+        UbSet32(ub, 0, UbGet32(ub, 4) + i);
+        if (r == n - 1 && i == 120) UbGet32(ub, 1u << 20);
+    }
+}
+
+static void *lone_program(engine *e) {
+    char err[ENGINE_ERRLEN];
+    lone_args *p = calloc(1, sizeof *p);
+    assert_non_null(p);
+    assert_int_equal(engine_sym_alloc(e, 64, "lone_out", &p->out, err, sizeof err), ENGINE_OK);
+    assert_int_equal(engine_launch(e, "lone", k_lone_fault, p, 1, CORE_AIV, err, sizeof err),
+                     ENGINE_OK);
+    return p;
+}
+
+static void test_fault_after_local_steps_is_the_same_split(void **state) {
+    (void)state;
+    shape s = {.kernel = "lone UB fault", .nodes = 4, .program = lone_program};
+    assert_int_equal(same_for_every_split(&s), OUTCOME_FAULT);
+}
+
+static void test_recorded_where_it_runs_is_the_same(void **state) {
+    (void)state;
+    shape ok = {"dispatch-layered", 4, 7, 0.1, 0, ep32, NULL};
+    same_recorded_where_it_runs(&ok);
+    shape leak = {"dispatch-layered", 4, 0, 0.0, 0, ep32_leak, NULL};
+    same_recorded_where_it_runs(&leak);
+    shape lone = {.kernel = "lone UB fault", .nodes = 4, .program = lone_program};
+    same_recorded_where_it_runs(&lone);
+}
+
 static void test_what_cannot_be_split_is_refused(void **state) {
     (void)state;
     char err[ENGINE_ERRLEN];
@@ -314,6 +434,8 @@ int main(void) {
         cmocka_unit_test(test_deadlock_is_the_same_split),
         cmocka_unit_test(test_watchdog_is_the_same_split),
         cmocka_unit_test(test_fault_is_the_same_split),
+        cmocka_unit_test(test_fault_after_local_steps_is_the_same_split),
+        cmocka_unit_test(test_recorded_where_it_runs_is_the_same),
         cmocka_unit_test(test_what_cannot_be_split_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <zstd.h>
 
 #include "recorder/rec_internal.h"
 
@@ -41,6 +42,8 @@ static void make_stream(engine_event *evs, size_t n) {
         e->time = time;
         e->rank = (uint32_t)(r >> 8) % 40;
         e->core = (uint32_t)(r >> 16) % 200;
+        if (r % 997 == 0) e->rank = (uint32_t)rnd();   /* beyond the encoder's slots */
+        if (r % 991 == 0) e->core = (uint32_t)rnd();
         e->pipe = (uint8_t)((r >> 24) % 10);
         e->site = (uint32_t)((r >> 28) % 9000);
         switch ((r >> 40) % 8) {
@@ -114,8 +117,9 @@ static void test_random_streams_roundtrip(void **state) {
 /* Format 5 derives each event's core by merging the cores on (time, rank,
  * core). Events in exactly that order need no exception; ties taken in
  * another order (as under jitter) and a core whose clock goes back must
- * still decode exactly, through exceptions. */
-static void order_stream(engine_event *evs, size_t n, int ties_reversed) {
+ * still decode exactly, through exceptions. The encoder finds them without
+ * the merge while times never go back (clock_back 0), with it otherwise. */
+static void order_stream(engine_event *evs, size_t n, int ties_reversed, int clock_back) {
     memset(evs, 0, n * sizeof *evs);
     for (size_t i = 0; i < n; i++) {
         engine_event *e = &evs[i];
@@ -126,7 +130,7 @@ static void order_stream(engine_event *evs, size_t n, int ties_reversed) {
         e->time = 1000 * (uint64_t)step;
         e->rank = (uint32_t)((ties_reversed ? 11 - slot : slot) / 4);
         e->core = (uint32_t)((ties_reversed ? 11 - slot : slot) % 4);
-        if (ties_reversed && i == n / 2) e->time = 0;   /* a clock that goes back */
+        if (clock_back && i == n / 2) e->time = 0;   /* a clock that goes back */
     }
 }
 
@@ -144,14 +148,18 @@ static void test_order_is_derived_with_exceptions(void **state) {
     (void)state;
     size_t n = 1200;
     engine_event *sorted = malloc(n * sizeof *sorted), *reversed = malloc(n * sizeof *reversed);
-    order_stream(sorted, n, 0);
-    order_stream(reversed, n, 1);
+    engine_event *back = malloc(n * sizeof *back);
+    order_stream(sorted, n, 0, 0);
+    order_stream(reversed, n, 1, 0);
+    order_stream(back, n, 1, 1);
     roundtrip(sorted, n, NULL, 0);
     roundtrip(reversed, n, NULL, 0);
+    roundtrip(back, n, NULL, 0);
     /* exceptions cost bytes: the merged order alone is cheaper */
     assert_true(encoded_bytes(sorted, n) + 500 < encoded_bytes(reversed, n));
     free(sorted);
     free(reversed);
+    free(back);
 }
 
 static void test_copies_shrink_the_chunk(void **state) {
@@ -452,8 +460,121 @@ static void test_damaged_chunks_are_refused(void **state) {
     rec_codec_free(dec);
 }
 
+/* A split run's group (format 6): each process's events of one seq range
+ * in a part frame of its own; decoded, the parts merge into the range's
+ * events in seq order, their declarations in part order. A core's events
+ * are all in one part, as a process runs whole nodes. */
+static void group_stream(engine_event *evs, size_t n) {
+    memset(evs, 0, n * sizeof *evs);
+    for (size_t i = 0; i < n; i++) {
+        engine_event *e = &evs[i];
+        e->seq = 1001 + i;
+        e->time = 100 * (uint64_t)(i / 5);
+        e->rank = (uint32_t)(i % 7);
+        e->core = (uint32_t)(i / 7 % 3);
+        e->site = 1 + (uint32_t)(i % 11);
+        e->kind = i % 2 ? EV_XFER_ISSUE : EV_FLAG_SET;
+        e->addr = 4096 * (i % 13);
+        e->len = 512;
+        e->value = (int64_t)e->time + 50;
+        /* the DONE of the same core's issue 21 events back (same rank and core) */
+        if (i >= 21 && i % 2 == 0 && evs[i - 21].kind == EV_XFER_ISSUE) {
+            *e = evs[i - 21];
+            e->kind = EV_XFER_DONE;
+            e->seq = 1001 + i;
+            e->time = 100 * (uint64_t)(i / 5);
+            e->link = evs[i - 21].seq;
+        }
+    }
+}
+
+/* Compresses the parts of evs (rank % parts) as consecutive frames into t. */
+static void write_group(const engine_event *evs, size_t n, uint32_t parts, rec_buf *file) {
+    rec_codec *enc = calloc(1, sizeof *enc);
+    void *cctx = ZSTD_createCCtx();
+    engine_event *mine = malloc(n * sizeof *mine);
+    for (uint32_t k = 0; k < parts; k++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (evs[i].rank % parts == k) mine[m++] = evs[i];
+        rec_part_head h = {evs[0].seq, evs[n - 1].seq, k, parts};
+        uint8_t decl[2] = {'d', (uint8_t)k};
+        rec_buf payload = {0}, frame = {0};
+        rec_chunk_encode_part(enc, &h, decl, sizeof decl, mine, m, &payload);
+        assert_int_equal(rec_frame_compress(cctx, &payload, &frame), 0);
+        rec_buf_put(file, frame.p, frame.len);
+        rec_buf_free(&payload);
+        rec_buf_free(&frame);
+    }
+    free(mine);
+    ZSTD_freeCCtx(cctx);
+    rec_codec_free(enc);
+}
+
+/* Decodes the group at the start of file; 0 or -1 with err. */
+static int read_group(rec_group *g, const rec_buf *file, uint64_t *used, char *err, size_t errlen) {
+    rec_trace t = {file->p, file->len, -1};
+    uint64_t first, more;
+    rec_buf frame = {0};
+    void *dctx = ZSTD_createDCtx();
+    int rc = rec_trace_frame(&t, 0, &first) == 1 ? 0 : -1;
+    if (!rc) rc = rec_frame_decompress(dctx, t.base, (size_t)first, &frame, err, errlen);
+    if (!rc) rc = rec_group_decode(g, frame.p, frame.len, &t, first, &more, err, errlen);
+    if (!rc) *used = first + more;
+    rec_buf_free(&frame);
+    ZSTD_freeDCtx(dctx);
+    return rc;
+}
+
+static void test_group_of_parts_reads_as_one_chunk(void **state) {
+    (void)state;
+    size_t n = 5000;
+    engine_event *evs = malloc(n * sizeof *evs);
+    group_stream(evs, n);
+    rec_group g;
+    assert_int_equal(rec_group_init(&g), 0);
+    char err[256];
+    for (uint32_t parts = 1; parts <= 4; parts++) {
+        rec_buf file = {0};
+        write_group(evs, n, parts, &file);
+        uint64_t used;
+        if (read_group(&g, &file, &used, err, sizeof err)) fail_msg("%u parts: %s", parts, err);
+        assert_int_equal(used, file.len);
+        assert_int_equal(g.n, n);
+        for (size_t i = 0; i < n; i++)
+            if (memcmp(&g.evs[i], &evs[i], sizeof *evs) != 0)
+                fail_msg("%u parts: event %zu differs after the merge", parts, i);
+        assert_int_equal(g.decls.len, 2 * parts);
+        for (uint32_t k = 0; k < parts; k++) assert_int_equal(g.decls.p[2 * k + 1], k);
+        rec_buf_free(&file);
+    }
+    /* a group that lacks its last part, or whose parts are swapped, is refused */
+    rec_buf file = {0};
+    write_group(evs, n, 3, &file);
+    rec_trace t = {file.p, file.len, -1};
+    uint64_t f0, f1, f2, used;
+    assert_int_equal(rec_trace_frame(&t, 0, &f0), 1);
+    assert_int_equal(rec_trace_frame(&t, f0, &f1), 1);
+    assert_int_equal(rec_trace_frame(&t, f0 + f1, &f2), 1);
+    rec_buf cut = {0}, swapped = {0};
+    rec_buf_put(&cut, file.p, f0 + f1);
+    assert_int_equal(read_group(&g, &cut, &used, err, sizeof err), -1);
+    assert_non_null(strstr(err, "ends before part 2"));
+    rec_buf_put(&swapped, file.p, f0);
+    rec_buf_put(&swapped, file.p + f0 + f1, f2);
+    rec_buf_put(&swapped, file.p + f0, f1);
+    assert_int_equal(read_group(&g, &swapped, &used, err, sizeof err), -1);
+    assert_non_null(strstr(err, "out of place"));
+    rec_buf_free(&file);
+    rec_buf_free(&cut);
+    rec_buf_free(&swapped);
+    rec_group_free(&g);
+    free(evs);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_group_of_parts_reads_as_one_chunk),
         cmocka_unit_test(test_random_streams_roundtrip),
         cmocka_unit_test(test_copies_shrink_the_chunk),
         cmocka_unit_test(test_order_is_derived_with_exceptions),

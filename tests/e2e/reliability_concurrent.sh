@@ -12,7 +12,10 @@ npurr=$1
 rec() { "$npurr" record -k fullmesh-dispatch-combine --tokens 16 --rounds 1 -o "$work/R" "$@" \
             --quiet >/dev/null 2>&1; }
 rec || fail "first record"
-( end=$((SECONDS + 12)); while [ $SECONDS -lt $end ]; do rec --seed $RANDOM --force; done ) &
+# A swap every 30 ms at most: a reader caught by a swap reads the run again,
+# a few times (each retry needs another swap), and this run records in a
+# few ms, so back-to-back swaps could catch one read in each of its retries.
+( end=$((SECONDS + 12)); while [ $SECONDS -lt $end ]; do rec --seed $RANDOM --force; sleep 0.03; done ) &
 swapper=$!
 n=0 bad=0
 while kill -0 $swapper 2>/dev/null; do

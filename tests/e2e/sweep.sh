@@ -71,8 +71,9 @@ else
     echo "SKIP: chromium is not installed; the browser check did not run"
 fi
 
-# Ctrl-C: the finished rows are kept.
-"$npurr" sweep "${dl[@]}" --vary --tokens=16,24,32,40,48,56,64,72 -o "$work/int" -j 1 \
+# Ctrl-C: the finished rows are kept. Points of a tenth of a second or more,
+# so the signal, sent once the first is done, lands before the last.
+"$npurr" sweep "${dl[@]}" --vary --tokens=1024,2048,3072,4096,5120,6144,7168,8192 -o "$work/int" -j 1 \
     >"$work/int.out" 2>"$work/int.err" &
 pid=$!
 for _ in $(seq 1 600); do
