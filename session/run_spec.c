@@ -80,7 +80,7 @@ static int recorded_argv(const char *line, run_spec *spec, int *argc_out, char *
     char **argv = spec->argv = calloc((size_t)n + 2, sizeof *argv);
     if (!argv) { snprintf(err, errlen, "out of memory"); return -1; }
     int argc = 0;
-    argv[argc++] = spec->words[0];   /* the program (only a placeholder when start is 0) */
+    argv[argc++] = spec->words[0];   /* argv[0]: the program's word, or `record` when the line starts there */
     argv[argc++] = spec->words[start];
     for (int i = start + 1; i < n; i++) {
         const char *a = spec->words[i];

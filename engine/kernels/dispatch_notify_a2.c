@@ -69,8 +69,6 @@ static gm_t slot(const dispatch_args *a, gm_t base, int rank, int s) {
     return gm_add(gm_on_rank(base, rank), (int64_t)((uint64_t)s * a->al.slot_bytes));
 }
 
-#define blob_of dispatch_a2_blob
-
 /* The count sections of this rank's blob, from the layout counters (A2's
  * DispatchLayout kernel writes them before the notify starts). */
 static void fill_counts(const dispatch_args *a, int me, local_t ub) {
@@ -140,7 +138,7 @@ static void between_servers(const dispatch_args *a, int me, int b, int B, local_
     }
     SyncAll();
     if (b == 0)   /* WindowInToOutput: block 0 alone */
-        copy_gm(buf, blob_of(a, me, peer, 0),
+        copy_gm(buf, dispatch_a2_blob(a, me, peer, 0),
                 gm_add(slot(a, a->a2_share, me, peer), DISPATCH_A2_STATUS_BYTES), data);
 }
 
@@ -176,7 +174,7 @@ static void within_server(const dispatch_args *a, int me, int b, local_t buf[2],
     for (int i = begin; i < end; i++) {
         int holder = node * P + i / N, owner = (i % N) * P + i / N;
         WaitGM64(flag_word(a, me, i / N + node * P + (i % N) * R), COND_EQ, 1);
-        copy_gm(buf, blob_of(a, me, owner, 0),
+        copy_gm(buf, dispatch_a2_blob(a, me, owner, 0),
                 gm_add(slot(a, a->a2_share, holder, owner), DISPATCH_A2_STATUS_BYTES), data);
     }
 }
@@ -214,7 +212,7 @@ static void gather_sources(const a2_split *x) {
     SetFlag(MTE3_MTE2, 0);
     for (int i = lo; i < hi; i++) {
         WaitFlag(MTE3_MTE2, 0);
-        dispatch_copy_in(x->e1, blob_of(x->a, x->me, i, al->per_expert), (uint64_t)E * 4);
+        dispatch_copy_in(x->e1, dispatch_a2_blob(x->a, x->me, i, al->per_expert), (uint64_t)E * 4);
         SetFlag(MTE2_MTE3, 0);
         WaitFlag(MTE2_MTE3, 0);
         dispatch_copy_out(out_at(x, al->g_rank_ep, (uint64_t)i * E), x->e1, (uint64_t)E * 4);
@@ -223,7 +221,7 @@ static void gather_sources(const a2_split *x) {
     for (int i = lo; i < hi; i++)
         for (int j = 0; j < E; j++) {
             WaitFlag(MTE3_MTE2, 0);
-            DataCopy(x->big, blob_of(x->a, x->me, i, al->expert_src + (uint32_t)j * DISPATCH_A2_MAX_BS), row);
+            DataCopy(x->big, dispatch_a2_blob(x->a, x->me, i, al->expert_src + (uint32_t)j * DISPATCH_A2_MAX_BS), row);
             SetFlag(MTE2_MTE3, 0);
             WaitFlag(MTE2_MTE3, 0);
             DataCopy(out_at(x, al->g_exp_src, ((uint64_t)i * E + j) * DISPATCH_A2_MAX_BS), x->big, row);
@@ -287,7 +285,7 @@ static void minus_one_sections(const a2_split *x, uint32_t src, uint64_t dst, in
     SetFlag(MTE3_MTE2, 0);
     for (int i = 0; i < count; i++) {
         WaitFlag(MTE3_MTE2, 0);
-        DataCopy(x->big, blob_of(x->a, x->me, x->me, src + (uint32_t)i * DISPATCH_A2_MAX_BS), row);
+        DataCopy(x->big, dispatch_a2_blob(x->a, x->me, x->me, src + (uint32_t)i * DISPATCH_A2_MAX_BS), row);
         SetFlag(MTE2_V, 0);
         WaitFlag(MTE2_V, 0);
         VecAdd(x->big2, x->big, x->ones, DT_INT32, DISPATCH_A2_MAX_BS);
@@ -307,7 +305,7 @@ static void small_builders(const a2_split *x) {
     int N = sh->nodes, E = sh->experts, R = sh->num_ranks, L = sh->local_experts;
     uint32_t M = DISPATCH_A2_MAX_BS;
     if (x->b == 0) {   /* BuildTokenUniquePerServerData, BuildTotalRecvTokensData */
-        DataCopyPadIn(x->e1, blob_of(x->a, x->me, x->me, al->per_server), (uint64_t)N * 4);
+        DataCopyPadIn(x->e1, dispatch_a2_blob(x->a, x->me, x->me, al->per_server), (uint64_t)N * 4);
         SetFlag(MTE2_MTE3, 0);
         WaitFlag(MTE2_MTE3, 0);
         DataCopyPadOut(out_at(x, al->unique_server, 0), x->e1, (uint64_t)N * 4);
@@ -323,7 +321,7 @@ static void small_builders(const a2_split *x) {
         minus_one_sections(x, al->per_server + (uint32_t)N + M * (uint32_t)N + M,
                            al->token_server_idx, N);
     } else if (x->b == 2) {   /* BuildCountOuterData */
-        DataCopy(x->big, blob_of(x->a, x->me, x->me, al->per_server + (uint32_t)N + M * (uint32_t)N),
+        DataCopy(x->big, dispatch_a2_blob(x->a, x->me, x->me, al->per_server + (uint32_t)N + M * (uint32_t)N),
                  (uint64_t)M * 4);
         SetFlag(MTE2_MTE3, 0);
         WaitFlag(MTE2_MTE3, 0);
@@ -339,7 +337,7 @@ static void small_builders(const a2_split *x) {
  * at every server's first expert, one element at a time behind PIPE_ALL. */
 static void expert_prefix(const a2_split *x, int src) {
     int E = x->a->sh.experts, per_server = E / x->a->sh.nodes;
-    dispatch_copy_in(x->e3, blob_of(x->a, x->me, src, x->a->al.per_expert), (uint64_t)E * 4);
+    dispatch_copy_in(x->e3, dispatch_a2_blob(x->a, x->me, src, x->a->al.per_expert), (uint64_t)E * 4);
     SetFlag(MTE2_S, 0);
     WaitFlag(MTE2_S, 0);
     int32_t pre = 0;
@@ -373,7 +371,7 @@ static void offset_inner(const a2_split *x, int first_core, int cores) {
         SetFlag(MTE3_MTE2, 0);
         for (int t = lo; t < hi; t++) {
             WaitFlag(MTE3_MTE2, 0);
-            dispatch_copy_in(x->e1, blob_of(x->a, x->me, ranks[r], al->token_expert + (uint32_t)(t * E)),
+            dispatch_copy_in(x->e1, dispatch_a2_blob(x->a, x->me, ranks[r], al->token_expert + (uint32_t)(t * E)),
                              (uint64_t)E * 4);
             SetFlag(MTE2_V, 0);
             WaitFlag(MTE2_V, 0);
