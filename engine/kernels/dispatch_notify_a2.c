@@ -83,7 +83,8 @@ static void fill_counts(const dispatch_args *a, int me, local_t ub) {
     for (int i = 0; i < 3; i++) {
         part[i] = ub;
         ub = local_add(ub, (uint32_t)kit_align_up((uint64_t)n[i] * 4, UB_ALIGN));
-        DataCopyPadIn(part[i], gm_add(a->layout_counts[me], (int64_t)from[i] * 4), (uint64_t)n[i] * 4);
+        DataCopyPadIn(part[i], gm_add(a->layout_counts[me], (int64_t)from[i] * 4),
+                      (uint64_t)n[i] * 4);
     }
     SetFlag(MTE2_MTE3, 0);
     WaitFlag(MTE2_MTE3, 0);
@@ -188,6 +189,11 @@ typedef struct a2_split {
     local_t big, big2, ones, e1, e2, e3, f1, word;
 } a2_split;
 
+/* Int int_off of rank s's blob in this rank's recv_data. */
+static gm_t blob(const a2_split *x, int s, uint32_t int_off) {
+    return dispatch_a2_blob(x->a, x->me, s, int_off);
+}
+
 static gm_t out_at(const a2_split *x, uint64_t section, uint64_t int_index) {
     return gm_add(x->out, (int64_t)(section + int_index * 4));
 }
@@ -212,7 +218,7 @@ static void gather_sources(const a2_split *x) {
     SetFlag(MTE3_MTE2, 0);
     for (int i = lo; i < hi; i++) {
         WaitFlag(MTE3_MTE2, 0);
-        dispatch_copy_in(x->e1, dispatch_a2_blob(x->a, x->me, i, al->per_expert), (uint64_t)E * 4);
+        dispatch_copy_in(x->e1, blob(x, i, al->per_expert), (uint64_t)E * 4);
         SetFlag(MTE2_MTE3, 0);
         WaitFlag(MTE2_MTE3, 0);
         dispatch_copy_out(out_at(x, al->g_rank_ep, (uint64_t)i * E), x->e1, (uint64_t)E * 4);
@@ -221,10 +227,11 @@ static void gather_sources(const a2_split *x) {
     for (int i = lo; i < hi; i++)
         for (int j = 0; j < E; j++) {
             WaitFlag(MTE3_MTE2, 0);
-            DataCopy(x->big, dispatch_a2_blob(x->a, x->me, i, al->expert_src + (uint32_t)j * DISPATCH_A2_MAX_BS), row);
+            DataCopy(x->big, blob(x, i, al->expert_src + (uint32_t)j * DISPATCH_A2_MAX_BS), row);
             SetFlag(MTE2_MTE3, 0);
             WaitFlag(MTE2_MTE3, 0);
-            DataCopy(out_at(x, al->g_exp_src, ((uint64_t)i * E + j) * DISPATCH_A2_MAX_BS), x->big, row);
+            DataCopy(out_at(x, al->g_exp_src, ((uint64_t)i * E + j) * DISPATCH_A2_MAX_BS), x->big,
+                     row);
             SetFlag(MTE3_MTE2, 0);
         }
     WaitFlag(MTE3_MTE2, 0);
@@ -285,7 +292,7 @@ static void minus_one_sections(const a2_split *x, uint32_t src, uint64_t dst, in
     SetFlag(MTE3_MTE2, 0);
     for (int i = 0; i < count; i++) {
         WaitFlag(MTE3_MTE2, 0);
-        DataCopy(x->big, dispatch_a2_blob(x->a, x->me, x->me, src + (uint32_t)i * DISPATCH_A2_MAX_BS), row);
+        DataCopy(x->big, blob(x, x->me, src + (uint32_t)i * DISPATCH_A2_MAX_BS), row);
         SetFlag(MTE2_V, 0);
         WaitFlag(MTE2_V, 0);
         VecAdd(x->big2, x->big, x->ones, DT_INT32, DISPATCH_A2_MAX_BS);
@@ -305,7 +312,7 @@ static void small_builders(const a2_split *x) {
     int N = sh->nodes, E = sh->experts, R = sh->num_ranks, L = sh->local_experts;
     uint32_t M = DISPATCH_A2_MAX_BS;
     if (x->b == 0) {   /* BuildTokenUniquePerServerData, BuildTotalRecvTokensData */
-        DataCopyPadIn(x->e1, dispatch_a2_blob(x->a, x->me, x->me, al->per_server), (uint64_t)N * 4);
+        DataCopyPadIn(x->e1, blob(x, x->me, al->per_server), (uint64_t)N * 4);
         SetFlag(MTE2_MTE3, 0);
         WaitFlag(MTE2_MTE3, 0);
         DataCopyPadOut(out_at(x, al->unique_server, 0), x->e1, (uint64_t)N * 4);
@@ -321,7 +328,7 @@ static void small_builders(const a2_split *x) {
         minus_one_sections(x, al->per_server + (uint32_t)N + M * (uint32_t)N + M,
                            al->token_server_idx, N);
     } else if (x->b == 2) {   /* BuildCountOuterData */
-        DataCopy(x->big, dispatch_a2_blob(x->a, x->me, x->me, al->per_server + (uint32_t)N + M * (uint32_t)N),
+        DataCopy(x->big, blob(x, x->me, al->per_server + (uint32_t)N + M * (uint32_t)N),
                  (uint64_t)M * 4);
         SetFlag(MTE2_MTE3, 0);
         WaitFlag(MTE2_MTE3, 0);
@@ -337,7 +344,7 @@ static void small_builders(const a2_split *x) {
  * at every server's first expert, one element at a time behind PIPE_ALL. */
 static void expert_prefix(const a2_split *x, int src) {
     int E = x->a->sh.experts, per_server = E / x->a->sh.nodes;
-    dispatch_copy_in(x->e3, dispatch_a2_blob(x->a, x->me, src, x->a->al.per_expert), (uint64_t)E * 4);
+    dispatch_copy_in(x->e3, blob(x, src, x->a->al.per_expert), (uint64_t)E * 4);
     SetFlag(MTE2_S, 0);
     WaitFlag(MTE2_S, 0);
     int32_t pre = 0;
@@ -371,7 +378,7 @@ static void offset_inner(const a2_split *x, int first_core, int cores) {
         SetFlag(MTE3_MTE2, 0);
         for (int t = lo; t < hi; t++) {
             WaitFlag(MTE3_MTE2, 0);
-            dispatch_copy_in(x->e1, dispatch_a2_blob(x->a, x->me, ranks[r], al->token_expert + (uint32_t)(t * E)),
+            dispatch_copy_in(x->e1, blob(x, ranks[r], al->token_expert + (uint32_t)(t * E)),
                              (uint64_t)E * 4);
             SetFlag(MTE2_V, 0);
             WaitFlag(MTE2_V, 0);
@@ -384,8 +391,8 @@ static void offset_inner(const a2_split *x, int first_core, int cores) {
             PipeBarrier(PIPE_V);
             SetFlag(V_MTE3, 0);
             WaitFlag(V_MTE3, 0);
-            dispatch_copy_out(out_at(x, al->offset_inner, ((uint64_t)r * DISPATCH_A2_MAX_BS + t) * E),
-                              x->e1, (uint64_t)E * 4);
+            uint64_t row = ((uint64_t)r * DISPATCH_A2_MAX_BS + (uint64_t)t) * (uint64_t)E;
+            dispatch_copy_out(out_at(x, al->offset_inner, row), x->e1, (uint64_t)E * 4);
             SetFlag(MTE3_MTE2, 0);
         }
         WaitFlag(MTE3_MTE2, 0);
@@ -404,7 +411,9 @@ static void src_dst_offsets(const a2_split *x, int first_core, int cores) {
     SetFlag(MTE3_MTE2, 0);
     for (int le = lo; le < hi; le++) {
         int e = x->me * L + le;
-        int32_t dst_off = le ? sum_ints(x, out_at(x, al->ep_rank, (uint64_t)x->me * L * R), le * R) : 0;
+        /* the rows of this rank's experts before le, over every source */
+        int32_t dst_off =
+            le ? sum_ints(x, out_at(x, al->ep_rank, (uint64_t)x->me * L * R), le * R) : 0;
         for (int s = 0; s < R; s++) {
             DataCopyPadIn(x->word, out_at(x, al->ep_rank, (uint64_t)e * R + s), 4);
             SetFlag(MTE2_S, 0);
