@@ -16,7 +16,9 @@
  *      else, or when the disk has no room for them, into a private
  *      per-user cache database, a copy of RUN/index.db with the derived
  *      tables added, so a read-only run (another user's, a shared folder)
- *      or a run on a full disk can still be queried. The
+ *      or a run on a full disk can still be queried. A derive holds the run
+ *      folder's shared lock (rec_run_lock), so `record --force` or
+ *      `reindex` cannot swap another run or index in under it. The
  *      cache file is named by the trace's fingerprint, so a cache entry can
  *      never be served for another trace; it lives in
  *      $XDG_CACHE_HOME/npurr, else $HOME/.cache/npurr, else
@@ -228,6 +230,27 @@ static int no_room(const char *msg) {
     return strstr(msg, "database or disk is full") || strstr(msg, "No space left");
 }
 
+/* The derive itself, under the run folder's shared lock: into index.db
+ * when the run can take it, else into the user's cache. */
+static int derive_locked(const char *run_dir, const char *index, int64_t events,
+                         const rec_fingerprint *f, ana_source *src, char *err, size_t errlen) {
+    char inner[1400];
+    if (access(index, W_OK) == 0 && access(run_dir, W_OK) == 0) {
+        /* Seconds at tens of millions of events: say what the wait is for. */
+        fprintf(stderr, "npurr: deriving the analysis tables of %s (first use, %lld events)\n",
+                run_dir, (long long)events);
+        if (derive_into(index, run_dir, inner, sizeof inner) == 0) return 0;
+        if (!no_room(inner)) {
+            ana_err(err, errlen, "%s: deriving analysis tables: %s", run_dir, inner);
+            return -1;
+        }
+        /* The transaction was rolled back: index.db is as it was. */
+        return derive_cached(run_dir, index, f, "has no room for its analysis tables", src,
+                             err, errlen);
+    }
+    return derive_cached(run_dir, index, f, "is read-only", src, err, errlen);
+}
+
 static int ensure_fresh(const char *run_dir, int flags, ana_source *src, char *err,
                         size_t errlen) {
     memset(src, 0, sizeof *src);
@@ -290,20 +313,14 @@ static int ensure_fresh(const char *run_dir, int flags, ana_source *src, char *e
                 "open index.db read-write", run_dir, run_dir);
         return -1;
     }
-    if (access(index, W_OK) == 0 && access(run_dir, W_OK) == 0) {
-        /* Seconds at tens of millions of events: say what the wait is for. */
-        fprintf(stderr, "npurr: deriving the analysis tables of %s (first use, %lld events)\n",
-                run_dir, (long long)events);
-        if (derive_into(index, run_dir, inner, sizeof inner) == 0) return 0;
-        if (!no_room(inner)) {
-            ana_err(err, errlen, "%s: deriving analysis tables: %s", run_dir, inner);
-            return -1;
-        }
-        /* The transaction was rolled back: index.db is as it was. */
-        return derive_cached(run_dir, index, &f, "has no room for its analysis tables", src,
-                             err, errlen);
-    }
-    return derive_cached(run_dir, index, &f, "is read-only", src, err, errlen);
+    /* From here to the end of the derive no run or index may be swapped in
+     * (rec_run_lock.c); one that was, between the checks above and the
+     * lock, is seen by the caller's identity check and the step rerun. */
+    int lock = rec_run_lock(run_dir, 0, err, errlen);
+    if (lock < 0) return -1;
+    int rc = derive_locked(run_dir, index, events, &f, src, err, errlen);
+    rec_run_unlock(lock);
+    return rc;
 }
 
 int ana_ensure_fresh(const char *run_dir, ana_source *src, char *err, size_t errlen) {

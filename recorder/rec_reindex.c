@@ -5,7 +5,8 @@
  * live recorder uses, so the rebuilt tables equal the recorded ones. A
  * truncated trace still gives an index: every complete chunk is indexed,
  * the outcome becomes "truncated" and its message says how far the trace
- * is complete.
+ * is complete. The new index.db is put in place under the run folder's
+ * exclusive lock (rec_run_lock.c), never in the middle of a reader's derive.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,7 +15,7 @@
 
 #include "recorder/rec_internal.h"
 
-int rec_reindex(const char *run_dir, char *err, size_t errlen) {
+static int reindex_locked(const char *run_dir, char *err, size_t errlen) {
     rec_reader *r;
     if (rec_reader_open(run_dir, &r, err, errlen)) return -1;
     if (errlen) err[0] = 0;
@@ -111,4 +112,12 @@ out:
     rec_ix_free(ix);
     rec_reader_close(r);
     return status;
+}
+
+int rec_reindex(const char *run_dir, char *err, size_t errlen) {
+    int lock = rec_run_lock(run_dir, 1, err, errlen);
+    if (lock < 0) return -1;
+    int rc = reindex_locked(run_dir, err, errlen);
+    rec_run_unlock(lock);
+    return rc;
 }

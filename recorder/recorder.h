@@ -124,6 +124,15 @@ int rec_split_index_merge(rec_writer *w, const uint8_t *p, size_t n, char *err, 
  * complete chunks with outcome "truncated" and err says how far the trace is
  * complete; -1 on error (nothing written). */
 int rec_reindex(const char *run_dir, char *err, size_t errlen);
+/* Locks the run folder run_dir (rec_run_lock.c): shared by a derive that
+ * writes RUN/index.db, exclusive by whatever puts another run or index in
+ * its place (record --force, reindex), so the two never overlap. Blocks
+ * while the other kind is held, saying so once on stderr; a shared lock is
+ * on the folder at run_dir when it is granted. Returns a descriptor for
+ * rec_run_unlock (the caller owns it), or -1 with err. */
+int rec_run_lock(const char *run_dir, int exclusive, char *err, size_t errlen);
+/* Drops a lock rec_run_lock returned (fd -1: nothing). */
+void rec_run_unlock(int fd);
 /* What a run folder holds (`npurr info` prints it), from RUN/index.db and
  * the files' sizes (rec_info.c). Text fields are the run's meta values as
  * recorded ("" when absent); the rest are counts. */

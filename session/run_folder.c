@@ -13,7 +13,8 @@
  * mistaken -o costs nothing), and even then the old run stays until the new
  * one is complete: both are swapped with one renameat2(RENAME_EXCHANGE)
  * where the file system has it, else two renames, and only then is the old
- * one removed.
+ * one removed. The swap waits for readers deriving into the old run's
+ * index (the run folder's lock, recorder/rec_run_lock.c).
  *
  * What kill -9 leaves: the hidden folder, whose trace.zst is readable up to
  * its last complete chunk (`npurr reindex` it, then move it where you
@@ -214,6 +215,32 @@ void run_folder_remove(const char *dir) {
     nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* Swaps the complete run tmp in for the run at target (PARENT/NAME), then
+ * removes the old one; on failure both stay and err says where. */
+static int swap_in(const char *tmp, const char *target, const char *parent, const char *name,
+                   char *err, size_t errlen) {
+    int rc = 0;
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, target, RENAME_EXCHANGE) == 0) {
+        run_folder_remove(tmp);   /* the old run, now under the temporary name */
+    } else {
+        char old[4400];
+        snprintf(old, sizeof old, "%s/.%s.replaced.%ld", parent, name, (long)getpid());
+        if (rename(target, old) != 0) {
+            snprintf(err, errlen, "cannot move the old run %s aside: %s; the new run is "
+                     "complete in %s", target, strerror(errno), tmp);
+            rc = -1;
+        } else if (rename(tmp, target) != 0) {
+            snprintf(err, errlen, "cannot rename %s to %s: %s; the old run is in %s", tmp,
+                     target, strerror(errno), old);
+            rename(old, target);
+            rc = -1;
+        } else {
+            run_folder_remove(old);
+        }
+    }
+    return rc;
+}
+
 int run_folder_install(const char *tmp, const char *target, int force, char *err, size_t errlen) {
     char parent[4096], name[256];
     if (split(target, parent, sizeof parent, name, sizeof name)) {
@@ -237,24 +264,18 @@ int run_folder_install(const char *tmp, const char *target, int force, char *err
             rc = -1;
         }
     } else if (s == T_RUN && force) {
-        if (renameat2(AT_FDCWD, tmp, AT_FDCWD, target, RENAME_EXCHANGE) == 0) {
-            run_folder_remove(tmp);   /* the old run, now under the temporary name */
-        } else {
-            char old[4400];
-            snprintf(old, sizeof old, "%s/.%s.replaced.%ld", parent, name, (long)getpid());
-            if (rename(target, old) != 0) {
-                snprintf(err, errlen, "cannot move the old run %s aside: %s; the new run is "
-                         "complete in %s", target, strerror(errno), tmp);
-                rc = -1;
-            } else if (rename(tmp, target) != 0) {
-                snprintf(err, errlen, "cannot rename %s to %s: %s; the old run is in %s", tmp,
-                         target, strerror(errno), old);
-                rename(old, target);
-                rc = -1;
-            } else {
-                run_folder_remove(old);
-            }
+        /* Not while a reader derives into the old run's index.db: its
+         * journal would land in the new folder (rec_run_lock.c). */
+        int run_lock = rec_run_lock(target, 1, err, errlen);
+        if (run_lock < 0) {
+            flock(lock, LOCK_UN);
+            close(lock);
+            size_t n = strlen(err);
+            snprintf(err + n, errlen - n, "; the new run is complete in %s", tmp);
+            return -1;
         }
+        rc = swap_in(tmp, target, parent, name, err, errlen);
+        rec_run_unlock(run_lock);
     } else {
         snprintf(err, errlen,
                  "%s %s while this record ran (another record into the same -o?), so it is "

@@ -2,7 +2,8 @@
 # Readers and signals while something else happens: `info` and `stats`
 # running while `record --force` replaces the run over and over never see
 # an index and a trace of two runs (the swap is one rename; readers that
-# caught it read the run again); Ctrl-C during `replay` is an interruption
+# caught it read the run again), and a derive and a swap wait for each
+# other (the run folder's lock); Ctrl-C during `replay` is an interruption
 # (exit 130, "interrupted"), never a divergence (exit 5).
 set -u
 npurr=$1
@@ -30,6 +31,40 @@ wait $swapper
 [ "$n" -ge 50 ] || fail "only $n reads during the swaps"
 [ "$bad" = 0 ] || fail "$bad of $n reads failed while record --force replaced the run"
 echo "reliability_concurrent: $n reads during record --force, none failed"
+
+# --- a derive and a swap never overlap (recorder/rec_run_lock.c): a derive's
+# rollback journal is made by name, RUN/index.db-journal, so a swap during
+# it would put that journal beside the new run's index. Each side waits for
+# the other, saying so; flock(1) stands for the other side here.
+hold() {   # hold MODE SECONDS: lock $work/R like npurr does, until SECONDS pass
+    rm -f "$work/held"
+    flock "$1" "$work/R" -c "touch '$work/held'; sleep $2" &
+    holder=$!
+    for _ in $(seq 1 200); do [ -e "$work/held" ] && break; sleep 0.02; done
+    [ -e "$work/held" ] || fail "flock $1 never took $work/R"
+}
+"$npurr" reindex "$work/R" >/dev/null 2>&1 || fail "reindex (drops the derived tables)"
+ms() { echo $(( $(date +%s%N) / 1000000 )); }
+hold -x 2
+t0=$(ms)
+"$npurr" stats "$work/R" >"$work/out" 2>&1 || { cat "$work/out"; fail "stats after the swap's lock"; }
+[ $(( $(ms) - t0 )) -ge 1500 ] || fail "stats derived while the run folder was locked for a swap"
+wait $holder
+has "waiting for the record or reindex replacing it"
+hold -s 2
+t0=$(ms)
+"$npurr" record -k fullmesh-dispatch-combine --tokens 16 --rounds 1 -o "$work/R" --seed 7 \
+    --force --quiet >"$work/out" 2>&1 || { cat "$work/out"; fail "record --force while a reader derives"; }
+[ $(( $(ms) - t0 )) -ge 1500 ] || fail "record --force swapped the run in during a reader's derive"
+wait $holder
+has "waiting for its readers to finish deriving"
+"$npurr" info "$work/R" >"$work/out" 2>&1 || fail "info on the swapped-in run"
+has "seed"
+hold -s 2
+"$npurr" reindex "$work/R" >"$work/out" 2>&1 || { cat "$work/out"; fail "reindex after a derive"; }
+wait $holder
+has "waiting for its readers to finish deriving"
+echo "reliability_concurrent: derives and swaps wait for each other"
 
 # --- Ctrl-C during replay
 "$npurr" record -k combine-sender --tokens 8192 --hidden 256 --topk 8 -o "$work/big" --quiet \
