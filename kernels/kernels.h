@@ -12,7 +12,7 @@
 #define NPURR_KERNELS_H
 
 #include <stdio.h>
-#include "../engine.h"
+#include "engine/engine.h"
 
 typedef struct kernel_option {
     const char *name;          /* without leading dashes: "tokens" */

@@ -1,5 +1,5 @@
 /*
- * kit.h - the kernel kit: what every kernel of engine/kernels/ shares, so a
+ * kit.h - the kernel kit: what every kernel of kernels/ shares, so a
  * kernel's own files hold only what is its own.
  *
  * Internal to the kernels library (kernels.h stays its public header):
@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../engine.h"
+#include "engine/engine.h"
 
 struct kernel_opts;
 struct routing_spec;

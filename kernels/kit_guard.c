@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../device.h"
+#include "engine/device.h"
 
 void kit_guards_init(kit_guards *g, const char *owner, uint8_t value) {
     *g = (kit_guards){.owner = owner, .value = value};

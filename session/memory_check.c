@@ -2,7 +2,7 @@
  * memory_check.c - refusing a run that cannot fit before anything is built.
  *
  * The kernel's options are validated against the topology and turned into
- * a memory estimate (kernel_estimate_memory, engine/kernels/estimate.c)
+ * a memory estimate (kernel_estimate_memory, kernels/estimate.c)
  * before the engine is created: a shape the kernel refuses, or one that
  * needs more memory than the machine has available, ends in milliseconds
  * with a usage error (exit 2) naming the options, the memory they need and

@@ -20,7 +20,7 @@
 
 #include "analysis/analysis.h"
 #include "engine/engine.h"
-#include "engine/kernels/kernels.h"
+#include "kernels/kernels.h"
 #include "recorder/recorder.h"
 
 /* The registered kernel called name (the test fails without it). */

@@ -23,8 +23,8 @@
 #include <cmocka.h>
 
 #include "engine/engine.h"
-#include "engine/kernels/combine.h"
-#include "engine/kernels/kernels.h"
+#include "kernels/combine.h"
+#include "kernels/kernels.h"
 #include "tests/support.h"
 
 typedef struct run {

@@ -17,9 +17,9 @@
 #include <cmocka.h>
 
 #include "engine/engine.h"
-#include "engine/kernels/dispatch.h"
-#include "engine/kernels/kernels.h"
-#include "engine/kernels/routing.h"
+#include "kernels/dispatch.h"
+#include "kernels/kernels.h"
+#include "kernels/routing.h"
 #include "tests/support.h"
 
 static void make_opts(kernel_opts *o, const char *const *kv) {

@@ -21,8 +21,8 @@
 #include <cmocka.h>
 
 #include "engine/engine.h"
-#include "engine/kernels/fullmesh.h"
-#include "engine/kernels/kernels.h"
+#include "kernels/fullmesh.h"
+#include "kernels/kernels.h"
 #include "tests/support.h"
 
 typedef struct tally {

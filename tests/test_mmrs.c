@@ -17,8 +17,8 @@
 #include <cmocka.h>
 
 #include "engine/engine.h"
-#include "engine/kernels/kernels.h"
-#include "engine/kernels/mmrs.h"
+#include "kernels/kernels.h"
+#include "kernels/mmrs.h"
 #include "tests/support.h"
 
 typedef struct run {

@@ -18,7 +18,7 @@
 # naming the folders the rules do not apply to (they test internals).
 #
 # For every "quoted" include in the .c, .h and .S files directly inside a
-# ruled folder (a subfolder such as engine/kernels is a folder of its own):
+# ruled folder (a subfolder is a folder of its own, with its own rule):
 # the include is resolved as the compiler does (next to the including file,
 # else from ROOT); an include of a file in the same folder is always fine;
 # otherwise the header must be one of its folder's public headers and that
