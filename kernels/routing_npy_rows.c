@@ -12,7 +12,6 @@
 #include "routing.h"
 
 #include "kit.h"
-#include "engine/engine.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -48,7 +47,7 @@ static int npy_open(const char *path, const char *spec_text, npy_file *nf, char 
                     size_t errlen) {
     memset(nf, 0, sizeof *nf);
     char open_why[200];
-    nf->f = engine_fopen_input(path, open_why, sizeof open_why);
+    nf->f = kit_fopen_input(path, open_why, sizeof open_why);
     if (!nf->f) {
         snprintf(err, errlen, "--routing %s: cannot open %s: %s", spec_text, path, open_why);
         return -1;

@@ -49,9 +49,7 @@ int session_memory_check(const run_options *ro, int host_only, int processes, in
                          char *err, size_t errlen) {
     kernel_estimate est;
     char why[ENGINE_ERRLEN];
-    if (kernel_estimate_memory(ro->kernel, &ro->kopts, ro->config.nodes,
-                               ro->config.npus_per_node, (int)ro->config.chip,
-                               (int)ro->config.payload, &est, why, sizeof why)) {
+    if (kernel_estimate_memory(ro->kernel, &ro->kopts, &ro->config, &est, why, sizeof why)) {
         snprintf(err, errlen, "-k %s: %s", ro->kernel->name, why);
         return -1;
     }
