@@ -50,15 +50,7 @@ static const void *view(const checker *k, gm_t at, uint64_t bytes) {
 
 static int64_t word(const checker *k, gm_t at, int width) {
     const void *h = kit_gm_host(k->e, at, (uint64_t)width);
-    if (!h) return INT64_MIN;
-    if (width == 4) {
-        int32_t v;
-        memcpy(&v, h, 4);
-        return v;
-    }
-    int64_t v;
-    memcpy(&v, h, 8);
-    return v;
+    return h ? kit_int_at(h, width) : INT64_MIN;
 }
 
 /* x is compared with what setup generated in one pass per rank (as

@@ -37,8 +37,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
 #include <stdio.h>
+#include <string.h>
 
 #include "engine/device.h"
 
@@ -49,6 +49,19 @@ struct routing_spec;
 
 static inline uint64_t kit_align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 static inline uint64_t kit_align_down(uint64_t v, uint64_t a) { return v / a * a; }
+
+/* The signed integer of width bytes (4, else 8) at p, host byte order: a
+ * word of a GM host view or of a file's bytes. */
+static inline int64_t kit_int_at(const void *p, int width) {
+    if (width == 4) {
+        int32_t v;
+        memcpy(&v, p, 4);
+        return v;
+    }
+    int64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
 
 /* ------------------------------------------------------------------ RNG */
 

@@ -106,14 +106,7 @@ int routing_npy_shape(const routing_spec *spec, int rank, int64_t *rows, int64_t
 static int64_t npy_value(const unsigned char *p, int elem, int swap) {
     unsigned char b[8];
     for (int i = 0; i < elem; i++) b[i] = swap ? p[elem - 1 - i] : p[i];
-    if (elem == 4) {
-        int32_t v;
-        memcpy(&v, b, 4);
-        return v;
-    }
-    int64_t v;
-    memcpy(&v, b, 8);
-    return v;
+    return kit_int_at(b, elem);
 }
 
 int routing_npy_generate_rows(const routing_spec *spec, const routing_shape *shape, uint64_t seed,
