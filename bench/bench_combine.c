@@ -28,8 +28,8 @@
 
 #include "bench/bench_support.h"
 #include "engine/engine.h"
-#include "engine/kernels/combine.h"
-#include "engine/kernels/kernels.h"
+#include "kernels/combine.h"
+#include "kernels/kernels.h"
 
 typedef struct counters {
     uint32_t sender_name[2];         /* string ids of the sender launches */

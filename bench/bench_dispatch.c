@@ -30,8 +30,8 @@
 
 #include "bench/bench_support.h"
 #include "engine/engine.h"
-#include "engine/kernels/dispatch.h"
-#include "engine/kernels/kernels.h"
+#include "kernels/dispatch.h"
+#include "kernels/kernels.h"
 
 typedef struct counters {
     uint32_t role_ids[5];        /* string ids of the five data-phase roles */

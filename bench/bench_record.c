@@ -38,7 +38,7 @@
 
 #include "analysis/analysis.h"
 #include "bench/bench_support.h"
-#include "engine/kernels/kernels.h"
+#include "kernels/kernels.h"
 #include "recorder/rec_internal.h"
 #include "recorder/recorder.h"
 

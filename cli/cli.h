@@ -12,7 +12,7 @@
 
 #include "analysis/analysis.h"
 #include "engine/engine.h"
-#include "engine/kernels/kernels.h"
+#include "kernels/kernels.h"
 #include "session/session.h"
 
 /* Exit codes (DESIGN.md); a session's error codes are numbered the same. */

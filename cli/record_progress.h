@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "engine/engine.h"
-#include "engine/kernels/kernels.h"
+#include "kernels/kernels.h"
 
 typedef struct record_progress {
     engine *e;

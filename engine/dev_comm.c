@@ -31,38 +31,44 @@ static void hccs(core *c, xfer *x, int src_rank, int dst_rank, dev_site s) {
     eng_xfer_issue_on(c, x, eng_mte_rate(c, src_rank != dst_rank ? -1 : c->rank), 0, res, n, lat, s);
 }
 
-void dev_hccs_put(gm_t dst, gm_t src, uint64_t bytes, dev_site s) {
-    core *c = eng_current("ShmemPutNbi");
+/* Put and get are one copy between this rank's GM and a peer's in the
+ * node: put sends this rank's src on MTE3, get fetches a peer's src into
+ * this rank's dst on MTE2. What differs is this table's row. */
+typedef struct hccs_op {
+    const char *api, *not_local, *src_what, *dst_what;
+    int kind, pipe, put;
+} hccs_op;
+static const hccs_op hccs_put_op = {
+    "ShmemPutNbi", "ShmemPutNbi: the source must be this rank's GM", "ShmemPutNbi source",
+    "ShmemPutNbi destination", XFER_HCCS_PUT, PIPE_MTE3, 1};
+static const hccs_op hccs_get_op = {
+    "ShmemGetNbi", "ShmemGetNbi: the destination must be this rank's GM", "ShmemGetNbi source",
+    "ShmemGetNbi destination", XFER_HCCS_GET, PIPE_MTE2, 0};
+
+static void hccs_copy(const hccs_op *op, gm_t dst, gm_t src, uint64_t bytes, dev_site s) {
+    core *c = eng_current(op->api);
     engine *e = c->e;
     eng_advance(c, e->scalar_ps);
-    if (gm_rank(src) != c->rank) eng_fault(c, s, "ShmemPutNbi: the source must be this rank's GM");
-    require_same_node(c, gm_rank(dst), s, "ShmemPutNbi");
-    eng_gm_check(c, src, bytes, s, "ShmemPutNbi source");
-    eng_gm_check(c, dst, bytes, s, "ShmemPutNbi destination");
+    gm_t mine = op->put ? src : dst, peer = op->put ? dst : src;
+    if (gm_rank(mine) != c->rank) eng_fault(c, s, "%s", op->not_local);
+    require_same_node(c, gm_rank(peer), s, op->api);
+    eng_gm_check(c, src, bytes, s, op->src_what);
+    eng_gm_check(c, dst, bytes, s, op->dst_what);
     eng_sync(c);
     xfer *x = eng_xfer_new(e);
-    x->op = OP_COPY; x->kind = XFER_HCCS_PUT; x->pipe = PIPE_MTE3;
+    x->op = OP_COPY; x->kind = op->kind; x->pipe = op->pipe;
     x->dst = eng_gm_at(e, dst, bytes, &x->dseg); x->src = eng_gm_at(e, src, bytes, &x->sseg);
-    x->dst_raw = dst.a; x->src_raw = src.a; x->bytes = bytes; x->peer = gm_rank(dst);
+    x->dst_raw = dst.a; x->src_raw = src.a; x->bytes = bytes; x->peer = gm_rank(peer);
     x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst); x->object = eng_word_object(e, dst);
-    hccs(c, x, c->rank, gm_rank(dst), s);
+    hccs(c, x, op->put ? c->rank : gm_rank(src), op->put ? gm_rank(dst) : c->rank, s);
+}
+
+void dev_hccs_put(gm_t dst, gm_t src, uint64_t bytes, dev_site s) {
+    hccs_copy(&hccs_put_op, dst, src, bytes, s);
 }
 
 void dev_hccs_get(gm_t dst, gm_t src, uint64_t bytes, dev_site s) {
-    core *c = eng_current("ShmemGetNbi");
-    engine *e = c->e;
-    eng_advance(c, e->scalar_ps);
-    if (gm_rank(dst) != c->rank) eng_fault(c, s, "ShmemGetNbi: the destination must be this rank's GM");
-    require_same_node(c, gm_rank(src), s, "ShmemGetNbi");
-    eng_gm_check(c, src, bytes, s, "ShmemGetNbi source");
-    eng_gm_check(c, dst, bytes, s, "ShmemGetNbi destination");
-    eng_sync(c);
-    xfer *x = eng_xfer_new(e);
-    x->op = OP_COPY; x->kind = XFER_HCCS_GET; x->pipe = PIPE_MTE2;
-    x->dst = eng_gm_at(e, dst, bytes, &x->dseg); x->src = eng_gm_at(e, src, bytes, &x->sseg);
-    x->dst_raw = dst.a; x->src_raw = src.a; x->bytes = bytes; x->peer = gm_rank(src);
-    x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst); x->object = eng_word_object(e, dst);
-    hccs(c, x, gm_rank(src), c->rank, s);
+    hccs_copy(&hccs_get_op, dst, src, bytes, s);
 }
 
 void dev_hccs_put_ub(gm_t dst, local_t src, uint64_t bytes, dev_site s) {

@@ -41,44 +41,43 @@ static void begin_call(core *c) {
     eng_advance(c, c->e->scalar_ps);
 }
 
+/* The transfer of a GM->local copy (DataCopy, DataCopyPad) on MTE2, once
+ * its local destination d is checked: the GM source checked, then queued
+ * over the source's HBM and link. */
+static void gm_to_local(core *c, int op, local_t dst, uint8_t *d, mseg *d_seg, gm_t src,
+                        uint64_t bytes, dev_site s, const char *what) {
+    engine *e = c->e;
+    eng_gm_check(c, src, bytes, s, what);
+    eng_sync(c);
+    xfer *x = eng_xfer_new(e);
+    x->op = op; x->kind = XFER_MTE2; x->pipe = PIPE_MTE2;
+    x->dst = d; x->dseg = d_seg; x->src = eng_gm_at(e, src, bytes, &x->sseg);
+    x->dst_raw = local_raw(dst); x->src_raw = src.a; x->bytes = bytes; x->peer = gm_rank(src);
+    resource *res[2]; uint64_t lat;
+    int n = gm_path(c, src, 0, res, &lat, s, what);
+    eng_xfer_issue_on(c, x, eng_mte_rate(c, gm_rank(src)), 0, res, n, lat, s);
+}
+
 void dev_copy_gm_to_local(local_t dst, gm_t src, uint64_t bytes, dev_site s) {
     core *c = eng_current("DataCopy");
-    engine *e = c->e;
     begin_call(c);
     if (dst.space == LM_L0A || dst.space == LM_L0B || dst.space == LM_L0C)
         eng_fault(c, s, "DataCopy: no data path from GM to %s on 910B (load L1 first)",
                   eng_space_name((int)dst.space));
     check_local_rule(c, dst, bytes, s, "DataCopy GM->local");
     mseg *d_seg; uint8_t *d = eng_local_at(c, dst, bytes, s, "DataCopy GM->local", &d_seg);
-    eng_gm_check(c, src, bytes, s, "DataCopy GM->local");
-    eng_sync(c);
-    xfer *x = eng_xfer_new(e);
-    x->op = OP_COPY; x->kind = XFER_MTE2; x->pipe = PIPE_MTE2;
-    x->dst = d; x->dseg = d_seg; x->src = eng_gm_at(e, src, bytes, &x->sseg);
-    x->dst_raw = local_raw(dst); x->src_raw = src.a; x->bytes = bytes; x->peer = gm_rank(src);
-    resource *res[2]; uint64_t lat;
-    int n = gm_path(c, src, 0, res, &lat, s, "DataCopy GM->local");
-    eng_xfer_issue_on(c, x, eng_mte_rate(c, gm_rank(src)), 0, res, n, lat, s);
+    gm_to_local(c, OP_COPY, dst, d, d_seg, src, bytes, s, "DataCopy GM->local");
 }
 
 void dev_copy_gm_to_local_pad(local_t dst, gm_t src, uint64_t bytes, dev_site s) {
     core *c = eng_current("DataCopyPad");
-    engine *e = c->e;
     begin_call(c);
     if (dst.space != LM_UB && dst.space != LM_L1)
         eng_fault(c, s, "DataCopyPad: destination must be UB or L1");
     uint64_t padded = (bytes + UB_ALIGN - 1) / UB_ALIGN * UB_ALIGN;
     check_local_rule(c, dst, padded, s, "DataCopyPad GM->local");
     mseg *d_seg; uint8_t *d = eng_local_at(c, dst, padded, s, "DataCopyPad GM->local", &d_seg);
-    eng_gm_check(c, src, bytes, s, "DataCopyPad GM->local");
-    eng_sync(c);
-    xfer *x = eng_xfer_new(e);
-    x->op = OP_COPY_PAD_IN; x->kind = XFER_MTE2; x->pipe = PIPE_MTE2;
-    x->dst = d; x->dseg = d_seg; x->src = eng_gm_at(e, src, bytes, &x->sseg);
-    x->dst_raw = local_raw(dst); x->src_raw = src.a; x->bytes = bytes; x->peer = gm_rank(src);
-    resource *res[2]; uint64_t lat;
-    int n = gm_path(c, src, 0, res, &lat, s, "DataCopyPad GM->local");
-    eng_xfer_issue_on(c, x, eng_mte_rate(c, gm_rank(src)), 0, res, n, lat, s);
+    gm_to_local(c, OP_COPY_PAD_IN, dst, d, d_seg, src, bytes, s, "DataCopyPad GM->local");
 }
 
 static void copy_out(local_t src, gm_t dst, uint64_t bytes, dev_site s, int pad, const char *api) {

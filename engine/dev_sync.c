@@ -223,29 +223,28 @@ int64_t dev_gm_wait(gm_t p, int width, int cond, int64_t v, dev_site s) {
 }
 
 /* ------------------------------------------------------------ UB scalar */
-int64_t dev_local_load(local_t l, uint32_t byte_off, int width, dev_site s) {
-    core *c = eng_current("UbGet");
+/* The UB word a scalar load or store (api, is_store) reaches, literal and
+ * brought up to date: transfers that completed before now are visible,
+ * later ones are not. */
+static uint8_t *ub_word(const char *api, local_t l, uint32_t byte_off, int width, int is_store,
+                        dev_site s) {
+    core *c = eng_current(api);
     eng_advance(c, c->e->scalar_ps);
-    if (width != 4 && width != 8) eng_fault(c, s, "UbGet: width %d (4 or 8 bytes)", width);
+    if (width != 4 && width != 8) eng_fault(c, s, "%s: width %d (4 or 8 bytes)", api, width);
     mseg *m;
-    uint8_t *h = eng_local_at(c, local_add(l, byte_off), (uint64_t)width, s, "UbGet", &m);
+    uint8_t *h = eng_local_at(c, local_add(l, byte_off), (uint64_t)width, s, api, &m);
     uint8_t *p = eng_seg_lit(c->e, m, eng_seg_off(m, h), (uint64_t)width);
-    /* transfers that completed before now are visible, later ones are not */
     eng_sync_local(c, m, eng_seg_off(m, h), (uint64_t)width);
-    eng_hook_local(c, local_add(l, byte_off), width, 0, s);
-    return eng_read_word(p, width);
+    eng_hook_local(c, local_add(l, byte_off), width, is_store, s);
+    return p;
+}
+
+int64_t dev_local_load(local_t l, uint32_t byte_off, int width, dev_site s) {
+    return eng_read_word(ub_word("UbGet", l, byte_off, width, 0, s), width);
 }
 
 void dev_local_store(local_t l, uint32_t byte_off, int width, int64_t v, dev_site s) {
-    core *c = eng_current("UbSet");
-    eng_advance(c, c->e->scalar_ps);
-    if (width != 4 && width != 8) eng_fault(c, s, "UbSet: width %d (4 or 8 bytes)", width);
-    mseg *m;
-    uint8_t *h = eng_local_at(c, local_add(l, byte_off), (uint64_t)width, s, "UbSet", &m);
-    uint8_t *p = eng_seg_lit(c->e, m, eng_seg_off(m, h), (uint64_t)width);
-    eng_sync_local(c, m, eng_seg_off(m, h), (uint64_t)width);
-    eng_hook_local(c, local_add(l, byte_off), width, 1, s);
-    eng_write_word(p, width, v);
+    eng_write_word(ub_word("UbSet", l, byte_off, width, 1, s), width, v);
 }
 
 /* ------------------------------------------------------------ cross-core flags */

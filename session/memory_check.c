@@ -2,7 +2,7 @@
  * memory_check.c - refusing a run that cannot fit before anything is built.
  *
  * The kernel's options are validated against the topology and turned into
- * a memory estimate (kernel_estimate_memory, engine/kernels/estimate.c)
+ * a memory estimate (kernel_estimate_memory, kernels/estimate.c)
  * before the engine is created: a shape the kernel refuses, or one that
  * needs more memory than the machine has available, ends in milliseconds
  * with a usage error (exit 2) naming the options, the memory they need and
@@ -49,9 +49,7 @@ int session_memory_check(const run_options *ro, int host_only, int processes, in
                          char *err, size_t errlen) {
     kernel_estimate est;
     char why[ENGINE_ERRLEN];
-    if (kernel_estimate_memory(ro->kernel, &ro->kopts, ro->config.nodes,
-                               ro->config.npus_per_node, (int)ro->config.chip,
-                               (int)ro->config.payload, &est, why, sizeof why)) {
+    if (kernel_estimate_memory(ro->kernel, &ro->kopts, &ro->config, &est, why, sizeof why)) {
         snprintf(err, errlen, "-k %s: %s", ro->kernel->name, why);
         return -1;
     }

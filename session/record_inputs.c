@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 
 #include "engine/engine.h"
-#include "engine/kernels/kernels.h"
+#include "kernels/kernels.h"
 
 /* Where a run folder's path goes in a replay.opt value. */
 #define RUN_PLACEHOLDER "{RUN}"

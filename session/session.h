@@ -37,7 +37,7 @@
 
 #include "checker/hb.h"
 #include "engine/engine.h"
-#include "engine/kernels/kernels.h"
+#include "kernels/kernels.h"
 #include "replayer/replayer.h"
 
 typedef enum {

@@ -1,6 +1,7 @@
 /*
  * support.h - what several unit tests share: kernel options from a
- * name/value list, the check that setup refuses a bad shape, a recorded
+ * name/value list, a run's configuration for a layout or estimate hook, the
+ * check that setup refuses a bad shape, a recorded
  * scenario run to its end with its index and analysis tables, a run
  * folder's index opened, dumped and rebuilt by reindex, an `events` row checked against the
  * event the observer saw, and a test folder removed (or kept with
@@ -20,7 +21,7 @@
 
 #include "analysis/analysis.h"
 #include "engine/engine.h"
-#include "engine/kernels/kernels.h"
+#include "kernels/kernels.h"
 #include "recorder/recorder.h"
 
 /* The registered kernel called name (the test fails without it). */
@@ -28,6 +29,17 @@ static inline const kernel_desc *support_kernel(const char *name) {
     const kernel_desc *d = kernels_find(name);
     if (!d) fail_msg("kernel %s is not registered", name);
     return d;
+}
+
+/* The defaults of a run (910B2) on nodes x npus with payload mode payload:
+ * the configuration a layout or estimate hook takes. */
+static inline engine_config support_config(int nodes, int npus, engine_payload payload) {
+    engine_config cfg;
+    engine_config_defaults(&cfg);
+    cfg.nodes = nodes;
+    cfg.npus_per_node = npus;
+    cfg.payload = payload;
+    return cfg;
 }
 
 /* d's defaults, then kv: NULL-terminated name, value pairs (NULL kv: none).

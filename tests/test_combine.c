@@ -23,8 +23,8 @@
 #include <cmocka.h>
 
 #include "engine/engine.h"
-#include "engine/kernels/combine.h"
-#include "engine/kernels/kernels.h"
+#include "kernels/combine.h"
+#include "kernels/kernels.h"
 #include "tests/support.h"
 
 typedef struct run {
@@ -315,7 +315,8 @@ static char *layout_text(const kernel_desc *d, const kernel_opts *o, int nodes, 
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     assert_non_null(f);
-    int rc = d->layout(o, nodes, 4, f, err, errlen);
+    engine_config cfg = support_config(nodes, 4, PAYLOAD_REF);
+    int rc = d->layout(o, &cfg, f, err, errlen);
     fclose(f);
     if (rc == 0) return buf;
     free(buf);
@@ -554,9 +555,10 @@ static void test_normal_layout_and_estimate(void **s) {
     assert_non_null(strstr(buf, "cores per rank: 48 AIV"));
     free(buf);
     kernel_estimate ref, full;
-    const engine_chip_info *chip = engine_chip_get(CHIP_910B2);
-    assert_int_equal(d->estimate(&o, 1, 4, chip, PAYLOAD_REF, &ref, err, sizeof err), 0);
-    assert_int_equal(d->estimate(&o, 1, 4, chip, PAYLOAD_FULL, &full, err, sizeof err), 0);
+    engine_config ref_cfg = support_config(1, 4, PAYLOAD_REF);
+    engine_config full_cfg = support_config(1, 4, PAYLOAD_FULL);
+    assert_int_equal(d->estimate(&o, &ref_cfg, &ref, err, sizeof err), 0);
+    assert_int_equal(d->estimate(&o, &full_cfg, &full, err, sizeof err), 0);
     /* full payload also holds x and the windows: 16 x 4 slots a rank */
     assert_true(full.gm_bytes >= ref.gm_bytes + 4ull * 16 * 4 * (200 + 512));
 }

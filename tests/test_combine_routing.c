@@ -14,10 +14,10 @@
 
 #include <cmocka.h>
 
-#include "engine/kernels/combine.h"
-#include "engine/kernels/kernels.h"
-#include "engine/kernels/routing.h"
-#include "engine/kernels/kit.h"
+#include "kernels/combine.h"
+#include "kernels/kernels.h"
+#include "kernels/routing.h"
+#include "kernels/kit.h"
 
 static void gen(const char *spec, int experts, int topk, int tokens, int rank, uint64_t seed,
                 int32_t *ids, float *w) {

@@ -20,8 +20,8 @@
 #include <cmocka.h>
 
 #include "engine/engine.h"
-#include "engine/kernels/dispatch.h"
-#include "engine/kernels/kernels.h"
+#include "kernels/dispatch.h"
+#include "kernels/kernels.h"
 #include "tests/support.h"
 
 typedef struct run {

@@ -17,9 +17,9 @@
 #include <cmocka.h>
 
 #include "engine/engine.h"
-#include "engine/kernels/dispatch.h"
-#include "engine/kernels/kernels.h"
-#include "engine/kernels/routing.h"
+#include "kernels/dispatch.h"
+#include "kernels/kernels.h"
+#include "kernels/routing.h"
 #include "tests/support.h"
 
 static void make_opts(kernel_opts *o, const char *const *kv) {
@@ -342,7 +342,8 @@ static void test_layout_worked_example(void **s) {
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     char err[512];
-    assert_int_equal(dispatch_layout(&o, 2, 8, f, err, sizeof err), 0);
+    engine_config cfg = support_config(2, 8, PAYLOAD_REF);
+    assert_int_equal(dispatch_layout(&o, &cfg, f, err, sizeof err), 0);
     fclose(f);
     /* seed 003: B_rdma = 10*2*(1024*1024 + 88), B_hccs = 10*8*(1024*1024 + 8*2 + 8) */
     const char *want[] = {"S_token = 1024 B", "20973280 B", "83888000 B", "104861280 B",

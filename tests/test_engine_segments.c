@@ -25,7 +25,7 @@
 #include <cmocka.h>
 
 #include "engine/engine.h"
-#include "engine/kernels/kernels.h"
+#include "kernels/kernels.h"
 #include "tests/support.h"
 
 typedef struct order {

@@ -22,7 +22,7 @@
 
 #include "engine/device.h"
 #include "engine/engine.h"
-#include "engine/kernels/kernels.h"
+#include "kernels/kernels.h"
 #include "tests/digest.h"
 #include "tests/split_threads.h"
 #include "tests/support.h"

@@ -1,5 +1,5 @@
 /*
- * test_kit.c - the kernel kit (engine/kernels/kit.h): the shared options
+ * test_kit.c - the kernel kit (kernels/kit.h): the shared options
  * read with the messages the kernels always gave, payload tags that read
  * back what was written and refuse what is not a tag, and guard regions
  * that catch one byte written past a buffer.
@@ -14,8 +14,8 @@
 
 #include "engine/device.h"
 #include "engine/engine.h"
-#include "engine/kernels/kernels.h"
-#include "engine/kernels/kit.h"
+#include "kernels/kernels.h"
+#include "kernels/kit.h"
 
 static const kernel_option opts[] = {
     KIT_OPT_TOKENS("16"),      KIT_OPT_HIDDEN("64", ""), KIT_OPT_TOPK("2"),

@@ -17,8 +17,8 @@
 #include <cmocka.h>
 
 #include "engine/engine.h"
-#include "engine/kernels/kernels.h"
-#include "engine/kernels/mmrs.h"
+#include "kernels/kernels.h"
+#include "kernels/mmrs.h"
 #include "tests/support.h"
 
 typedef struct run {
@@ -208,7 +208,8 @@ static void test_layout(void **s) {
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     char err[512];
-    assert_int_equal(desc()->layout(&o, 1, 4, f, err, sizeof err), 0);
+    engine_config cfg = support_config(1, 4, PAYLOAD_REF);
+    assert_int_equal(desc()->layout(&o, &cfg, f, err, sizeof err), 0);
     fclose(f);
     assert_non_null(strstr(buf, "commLoops"));
     assert_non_null(strstr(buf, "\n3 "));

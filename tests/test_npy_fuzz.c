@@ -24,7 +24,7 @@
 
 #include <cmocka.h>
 
-#include "engine/kernels/routing.h"
+#include "kernels/routing.h"
 
 /* A v1 .npy header for dict text, padded as NumPy pads it (to 64 bytes). */
 static size_t make_header(unsigned char *out, size_t cap, const char *dict, int version) {

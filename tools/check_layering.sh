@@ -12,13 +12,20 @@
 # stops the build with the file, the line and the rule it breaks.
 #
 # RULES has one line per folder (fields separated by '|'):
-#   folder|public headers, root-relative, space separated|direct dependencies
-# e.g. `recorder|recorder/recorder.h|engine`, plus one line
+#   folder|public headers, root-relative, space separated|direct dependencies[|glue]
+# e.g. `recorder|recorder/recorder.h|engine`. The optional glue field,
+# `HEADER=FILE FILE...` (root-relative), names a header of a dependency
+# that only those files of the folder may use: `kernels|kernels/kernels.h|
+# engine|engine/engine.h=kernels/kit_host.c` lets kernel files reach the
+# engine's host API only through kit_host.c. Any other file of the folder
+# that includes HEADER, or calls a function HEADER declares (reaching it
+# through another header, as device.h includes engine.h), is a violation.
+# Plus one line
 #   exempt|tests bench|
 # naming the folders the rules do not apply to (they test internals).
 #
 # For every "quoted" include in the .c, .h and .S files directly inside a
-# ruled folder (a subfolder such as engine/kernels is a folder of its own):
+# ruled folder (a subfolder is a folder of its own, with its own rule):
 # the include is resolved as the compiler does (next to the including file,
 # else from ROOT); an include of a file in the same folder is always fine;
 # otherwise the header must be one of its folder's public headers and that
@@ -91,6 +98,11 @@ BEGIN {
         if (r[1] == "exempt") { n = split(r[2], ex, " "); for (i = 1; i <= n; i++) exempt[ex[i]] = 1; continue }
         ruled[r[1]] = 1; deps[r[1]] = r[3]; pubs[r[1]] = r[2]
         n = split(r[2], hs, " "); for (i = 1; i <= n; i++) public[hs[i]] = 1
+        if (r[4] ~ /=/) {
+            glue_header[r[1]] = substr(r[4], 1, index(r[4], "=") - 1)
+            glue_files[r[1]] = substr(r[4], index(r[4], "=") + 1)
+            n = split(glue_files[r[1]], gs, " "); for (i = 1; i <= n; i++) glue[gs[i]] = 1
+        }
     }
     bad = 0
 }
@@ -118,12 +130,77 @@ match($0, /^[ \t]*#[ \t]*include[ \t]*"[^"]*"/) {
     } else if (!reaches(from, to)) {
         print where from "/ does not depend on " to "/ (its dependencies: " \
               (deps[from] == "" ? "none" : deps[from]) "); link it in CMakeLists.txt if the architecture allows"; bad = 1
+    } else if (path == glue_header[from] && !(FILENAME in glue)) {
+        print where "in " from "/ only " glue_files[from] " may include " path \
+              " (the others reach it through them)"; bad = 1
     }
 }
 END {
     if (bad) print "layering check failed: see the rules in CMakeLists.txt (npurr_library) and ARCHITECTURE.md"
     exit bad
 }' $files || status=1
+
+# The glue rules: no file of the folder but the glue files calls a
+# function its glue header declares (at file level, column 0, not inline),
+# whatever header brought the declaration in.
+glue_rules=$(awk -F'|' '$1 != "exempt" && $1 !~ /^#/ && $4 ~ /=/ {
+    gsub(/ /, ",", $4); print $1 "|" $4 }' "$rules")
+for rule in $glue_rules; do
+    folder=${rule%%|*}
+    glue=${rule#*|}
+    header=${glue%%=*}
+    allowed=$(printf '%s' "${glue#*=}" | tr ',' ' ')
+    [ -f "$header" ] || continue
+    others=
+    for f in "$folder"/*.c "$folder"/*.h; do
+        case " $allowed " in *" $f "*) continue ;; esac
+        if [ -f "$f" ]; then others="$others $f"; fi
+    done
+    [ -n "$others" ] || continue
+    # shellcheck disable=SC2086 # the file names come from the glob above
+    awk -v header="$header" -v allowed="$allowed" -v folder="$folder" '
+    FNR == 1 && FILENAME == header { in_header = 1 }
+    FNR == 1 && FILENAME != header { in_header = 0; in_comment = 0 }
+    in_header {
+        if ($0 ~ /^[A-Za-z_][A-Za-z_0-9 \t\*]*[ \t\*][A-Za-z_][A-Za-z_0-9]*\(/ &&
+            $0 !~ /^(typedef|static|extern "C"|struct|union|enum)[ \t]/) {
+            name = $0; sub(/\(.*/, "", name); sub(/.*[ \t\*]/, "", name)
+            declared[name] = 1
+        }
+        next
+    }
+    {
+        # the code of the line: comments and string literals left out
+        line = $0; code = ""
+        while (line != "") {
+            if (in_comment) {
+                e = index(line, "*/"); if (!e) { line = ""; break }
+                line = substr(line, e + 2); in_comment = 0; continue
+            }
+            b = index(line, "/*"); c = index(line, "//")
+            if (c && (!b || c < b)) { code = code substr(line, 1, c - 1); break }
+            if (!b) { code = code line; break }
+            code = code substr(line, 1, b - 1) " "; line = substr(line, b + 2); in_comment = 1
+        }
+        gsub(/"([^"\\]|\\.)*"/, "\"\"", code)
+        rest = code
+        while (match(rest, /[A-Za-z_][A-Za-z_0-9]*[ \t]*\(/)) {
+            name = substr(rest, RSTART, RLENGTH); sub(/[ \t]*\($/, "", name)
+            before = RSTART > 1 ? substr(rest, RSTART - 1, 1) : ""
+            rest = substr(rest, RSTART + RLENGTH)
+            if (name in declared && before !~ /[A-Za-z_0-9.>]/) {
+                print FILENAME ":" FNR ": " name "(): a function of " header ", which in " folder \
+                      "/ only " allowed " may call"
+                bad = 1
+            }
+        }
+    }
+    END {
+        if (bad) print "layering check failed: see the glue rule of " folder \
+                       "/ in CMakeLists.txt and ARCHITECTURE.md"
+        exit bad
+    }' "$header" $others || status=1
+done
 
 # The public headers, root-relative, that exist.
 headers=

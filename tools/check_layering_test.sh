@@ -13,12 +13,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failures=0
 
-# A tree of four folders: lib (public lib.h, internal lib_internal.h), mid
+# A tree of five folders: lib (public lib.h, internal lib_internal.h), mid
 # (depends on lib), app (depends on mid, so on lib through it), other (no
-# dependencies), and the exempt tests/.
+# dependencies), kern (depends on lib, which only its glue.c may include
+# and call, as kernels/ reaches engine.h only through kit_host.c), and the
+# exempt tests/.
 fresh_tree() {
     rm -rf "$tmp/root"
-    mkdir -p "$tmp/root/lib" "$tmp/root/mid" "$tmp/root/app" "$tmp/root/other" "$tmp/root/tests"
+    mkdir -p "$tmp/root/lib" "$tmp/root/mid" "$tmp/root/app" "$tmp/root/other" "$tmp/root/tests" \
+        "$tmp/root/kern"
     printf '/* Returns 1. */\nint lib(void);\n' > "$tmp/root/lib/lib.h"
     printf 'int lib_helper(void);\n' > "$tmp/root/lib/lib_internal.h"
     printf '#include "lib_internal.h"\n#include "lib/lib.h"\nint lib(void) { return lib_helper(); }\n' \
@@ -29,12 +32,19 @@ fresh_tree() {
     printf 'int other(void);\n' > "$tmp/root/other/other.c"
     printf 'int support(void);\n' > "$tmp/root/tests/support.h"
     printf '#include "lib/lib_internal.h"\n#include "support.h"\n' > "$tmp/root/tests/test_lib.c"
+    printf '/* The kernel, through its glue. */\nint kern(void);\n' > "$tmp/root/kern/kern.h"
+    printf '#include "lib/lib.h"\n#include "kern.h"\nint kern(void) { return lib(); }\n' \
+        > "$tmp/root/kern/glue.c"
+    printf '#include "kern.h"\n/* kern() is lib() */\nconst char *k = "lib()";\n' \
+        > "$tmp/root/kern/kern_user.c"
+    printf 'int my_lib(void);\n' >> "$tmp/root/kern/kern_user.c"
     cat > "$tmp/rules" <<'EOF'
-# folder|public headers|dependencies
+# folder|public headers|dependencies|glue
 lib|lib/lib.h|
 mid|mid/mid.h|lib
 app||mid
 other||
+kern|kern/kern.h|lib|lib/lib.h=kern/glue.c
 exempt|tests|
 EOF
 }
@@ -101,6 +111,17 @@ expect 1 "stray/stray.h is in stray/, which is no library" "a header of a folder
 fresh_tree
 printf '#include "missing/nowhere.h"\n' >> "$tmp/root/app/app.c"
 expect 0 "" "an include that resolves to no file is the compiler's to report"
+
+# A glue header: only the glue files include it or call what it declares.
+fresh_tree
+printf '#include "lib/lib.h"\n' >> "$tmp/root/kern/kern_user.c"
+expect 1 "kern/kern_user.c:5: #include \"lib/lib.h\": in kern/ only kern/glue.c may include" \
+    "a glue header included by a file that is not the glue"
+
+fresh_tree
+printf 'int twice(void) { return 2 * lib(); }\n' >> "$tmp/root/kern/kern_user.c"
+expect 1 "kern/kern_user.c:5: lib(): a function of lib/lib.h, which in kern/ only kern/glue.c" \
+    "a glue header's function called, its declaration reached through another header"
 
 # Public headers document every function they declare or define.
 fresh_tree

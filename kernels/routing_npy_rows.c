@@ -12,7 +12,6 @@
 #include "routing.h"
 
 #include "kit.h"
-#include "engine/engine.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -48,7 +47,7 @@ static int npy_open(const char *path, const char *spec_text, npy_file *nf, char 
                     size_t errlen) {
     memset(nf, 0, sizeof *nf);
     char open_why[200];
-    nf->f = engine_fopen_input(path, open_why, sizeof open_why);
+    nf->f = kit_fopen_input(path, open_why, sizeof open_why);
     if (!nf->f) {
         snprintf(err, errlen, "--routing %s: cannot open %s: %s", spec_text, path, open_why);
         return -1;
@@ -107,14 +106,7 @@ int routing_npy_shape(const routing_spec *spec, int rank, int64_t *rows, int64_t
 static int64_t npy_value(const unsigned char *p, int elem, int swap) {
     unsigned char b[8];
     for (int i = 0; i < elem; i++) b[i] = swap ? p[elem - 1 - i] : p[i];
-    if (elem == 4) {
-        int32_t v;
-        memcpy(&v, b, 4);
-        return v;
-    }
-    int64_t v;
-    memcpy(&v, b, 8);
-    return v;
+    return kit_int_at(b, elem);
 }
 
 int routing_npy_generate_rows(const routing_spec *spec, const routing_shape *shape, uint64_t seed,

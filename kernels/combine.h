@@ -33,7 +33,7 @@
 
 #include <stdint.h>
 
-#include "../device.h"
+#include "engine/device.h"
 #include "kernels.h"
 #include "kit.h"
 #include "routing.h"
@@ -316,10 +316,9 @@ combine_state *combine_state_begin(engine *e, const kernel_opts *o, int scheme, 
                                    void **state, char *err, size_t errlen);
 int combine_fill_i32(engine *e, gm_t at, const int32_t *src, size_t n);
 int combine_fill_x(engine *e, const combine_state *st, char *err, size_t errlen);
-int combine_estimate(const kernel_opts *o, int scheme, int nodes, int npus,
-                     const engine_chip_info *chip, int payload, kernel_estimate *est, char *err,
-                     size_t errlen);
-int combine_layout(const kernel_opts *o, int scheme, int nodes, int npus_per_node, FILE *out,
+int combine_estimate(const kernel_opts *o, int scheme, const engine_config *cfg,
+                     kernel_estimate *est, char *err, size_t errlen);
+int combine_layout(const kernel_opts *o, int scheme, const engine_config *cfg, FILE *out,
                    char *err, size_t errlen);
 kernel_layout_fn combine_normal_layout;
 kernel_estimate_fn combine_normal_estimate;

@@ -50,30 +50,25 @@ static int get_mult16(const kernel_opts *o, const char *name, int64_t hi, uint32
 /* The tiles against the cube's buffers: L0A and L0B are ping-ponged (two
  * tiles each), L0C holds one f32 tile. */
 static int check_tiles_fit(const mmrs_shape *sh, char *err, size_t errlen) {
-    uint64_t l0a = 2ull * sh->block_m * sh->block_k * 2, l0b = 2ull * sh->block_k * sh->block_n * 2;
-    uint64_t l0c = (uint64_t)sh->block_m * sh->block_n * 4;
-    if (l0a > L0A_BYTES) {
-        snprintf(err, errlen,
-                 "--block-m %u x --block-k %u: two fp16 A tiles need %llu B, more than the %u B "
-                 "of L0A",
-                 sh->block_m, sh->block_k, (unsigned long long)l0a, L0A_BYTES);
+    const struct {
+        char rows, cols;          /* --block-ROWS x --block-COLS */
+        uint32_t r, c, bytes;     /* the tile's sides and bytes per element, both tiles */
+        const char *what, *buffer;
+        uint32_t have;
+    } tiles[] = {
+        {'m', 'k', sh->block_m, sh->block_k, 2 * 2, "two fp16 A tiles need", "L0A", L0A_BYTES},
+        {'k', 'n', sh->block_k, sh->block_n, 2 * 2, "two fp16 B tiles need", "L0B", L0B_BYTES},
+        {'m', 'n', sh->block_m, sh->block_n, 4, "the f32 tile needs", "L0C", L0C_BYTES},
+    };
+    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
+        uint64_t need = (uint64_t)tiles[i].r * tiles[i].c * tiles[i].bytes;
+        if (need <= tiles[i].have) continue;
+        snprintf(err, errlen, "--block-%c %u x --block-%c %u: %s %llu B, more than the %u B of %s",
+                 tiles[i].rows, tiles[i].r, tiles[i].cols, tiles[i].c, tiles[i].what,
+                 (unsigned long long)need, tiles[i].have, tiles[i].buffer);
         return -1;
     }
-    if (l0b > L0B_BYTES) {
-        snprintf(err, errlen,
-                 "--block-k %u x --block-n %u: two fp16 B tiles need %llu B, more than the %u B "
-                 "of L0B",
-                 sh->block_k, sh->block_n, (unsigned long long)l0b, L0B_BYTES);
-        return -1;
-    }
-    if (l0c > L0C_BYTES) {
-        snprintf(err, errlen,
-                 "--block-m %u x --block-n %u: the f32 tile needs %llu B, more than the %u B of "
-                 "L0C",
-                 sh->block_m, sh->block_n, (unsigned long long)l0c, L0C_BYTES);
-        return -1;
-    }
-    /* L1 holds two A and two B tiles: at most l0a + l0b, within 512 KiB. */
+    /* L1 holds two A and two B tiles: at most L0A's and L0B's bytes, within 512 KiB. */
     return 0;
 }
 

@@ -7,12 +7,21 @@
  * with a CPU reference after the run, and optionally a layout printer.
  * Options arrive as name/value strings so the CLI stays thin and a recorded
  * command line is all replay needs to rebuild the same run.
+ *
+ * The engine's types are only named here (pointers to an engine, a run's
+ * configuration): this header does not include the engine's host header,
+ * so a kernel file that includes it sees no host API. Hosts include that
+ * header themselves.
  */
 #ifndef NPURR_KERNELS_H
 #define NPURR_KERNELS_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
-#include "../engine.h"
+
+typedef struct engine engine;          /* the engine's host header: a cluster */
+struct engine_config;                  /* the same: a run's topology, chip, payload */
 
 typedef struct kernel_option {
     const char *name;          /* without leading dashes: "tokens" */
@@ -59,8 +68,9 @@ typedef int kernel_setup_fn(engine *e, const kernel_opts *o, void **state, char 
 /* After the run (completed outcome only): 0 all checks passed; 1 a data
  * check failed, msg says which token/byte. */
 typedef int kernel_check_fn(engine *e, void *state, char *msg, size_t msglen);
-/* Prints every buffer's size per rank for these options. */
-typedef int kernel_layout_fn(const kernel_opts *o, int nodes, int npus_per_node, FILE *out,
+/* Prints every buffer's size per rank for these options on the topology and
+ * chip of cfg (nothing is allocated). */
+typedef int kernel_layout_fn(const kernel_opts *o, const struct engine_config *cfg, FILE *out,
                              char *err, size_t errlen);
 typedef void kernel_destroy_fn(void *state);
 /* How far a running kernel is, in the unit it names ("tokens received"):
@@ -69,11 +79,10 @@ typedef void kernel_destroy_fn(void *state);
 typedef int kernel_progress_fn(engine *e, const void *state, uint64_t *done, uint64_t *total,
                                const char **unit);
 /* What a run of these options will hold in memory, from the options alone,
- * after validating them as setup would against the chip's cores (see
- * kernel_estimate_memory); fills gm_bytes, host_bytes and driver. payload
- * is an engine_payload. */
-typedef int kernel_estimate_fn(const kernel_opts *o, int nodes, int npus_per_node,
-                               const engine_chip_info *chip, int payload,
+ * after validating them as setup would against cfg's topology and chip (see
+ * kernel_estimate_memory); fills gm_bytes, host_bytes and driver, counting
+ * moved rows as cfg's payload mode keeps them. */
+typedef int kernel_estimate_fn(const kernel_opts *o, const struct engine_config *cfg,
                                struct kernel_estimate *est, char *err, size_t errlen);
 
 /* A phase of a kernel as the chip's profilers time it (sgl-kernel-npu's
@@ -116,14 +125,14 @@ typedef struct kernel_estimate {
     uint64_t total_bytes;    /* the sum: what the memory check compares */
     char driver[160];        /* the options that drive it, e.g. "--tokens N --hidden H ..." */
 } kernel_estimate;
-/* Validates o against the topology as the kernel's setup would (so a
- * shape the kernel refuses is refused before any engine exists), then
- * fills est. chip is an engine_chip, payload an engine_payload. Returns 0, or -1 with err naming the
- * option at fault. The one estimate `record` and `layout` check against
- * the machine's memory. */
-int kernel_estimate_memory(const struct kernel_desc *k, const kernel_opts *o, int nodes,
-                           int npus_per_node, int chip, int payload, kernel_estimate *est,
-                           char *err, size_t errlen);
+/* Validates o against cfg's topology and chip as the kernel's setup would
+ * (so a shape the kernel refuses is refused before any engine exists),
+ * then fills est (cfg's payload mode decides what moved rows cost).
+ * Returns 0, or -1 with err naming the option at fault. The one estimate
+ * `record` and `layout` check against the machine's memory. */
+int kernel_estimate_memory(const struct kernel_desc *k, const kernel_opts *o,
+                           const struct engine_config *cfg, kernel_estimate *est, char *err,
+                           size_t errlen);
 
 /* The routing kinds every kernel's --routing accepts ("uniform | zipf:S |
  * ..."), for help texts outside the kernels (routing.c). */

@@ -20,6 +20,13 @@ static const char *find(const kernel_opts *o, const char *name) {
     return NULL;
 }
 
+/* The value of a typed option, or NULL with err when it has none. */
+static const char *typed_value(const kernel_opts *o, const char *name, char *err, size_t errlen) {
+    const char *v = find(o, name);
+    if (!v) snprintf(err, errlen, "--%s: option has no value", name);
+    return v;
+}
+
 int kopt_str(const kernel_opts *o, const char *name, const char **out) {
     const char *v = find(o, name);
     *out = v;
@@ -27,11 +34,8 @@ int kopt_str(const kernel_opts *o, const char *name, const char **out) {
 }
 
 int kopt_i64(const kernel_opts *o, const char *name, int64_t *out, char *err, size_t errlen) {
-    const char *v = find(o, name);
-    if (!v) {
-        snprintf(err, errlen, "--%s: option has no value", name);
-        return -1;
-    }
+    const char *v = typed_value(o, name, err, errlen);
+    if (!v) return -1;
     char *end = NULL;
     errno = 0;
     long long x = strtoll(v, &end, 10);
@@ -57,11 +61,8 @@ int kopt_i64(const kernel_opts *o, const char *name, int64_t *out, char *err, si
 }
 
 int kopt_f64(const kernel_opts *o, const char *name, double *out, char *err, size_t errlen) {
-    const char *v = find(o, name);
-    if (!v) {
-        snprintf(err, errlen, "--%s: option has no value", name);
-        return -1;
-    }
+    const char *v = typed_value(o, name, err, errlen);
+    if (!v) return -1;
     char *end = NULL;
     errno = 0;
     double x = strtod(v, &end);

@@ -92,7 +92,7 @@ static int normal_setup(engine *e, const kernel_opts *o, void **state, char *err
         combine_sym_area(e, st, slots * a->window_stride, "combine.window", &a->window_base, err,
                          errlen) ||
         fill_inputs(e, st, err, errlen) ||
-        engine_launch(e, "combine_normal", combine_normal_kernel, a, sh.cores, CORE_AIV, err,
+        kit_launch(e, "combine_normal", combine_normal_kernel, a, sh.cores, CORE_AIV, err,
                       errlen) != ENGINE_OK) {
         combine_destroy(st);
         return -1;

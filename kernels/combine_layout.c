@@ -22,13 +22,19 @@ void combine_human_bytes(char *buf, size_t n, uint64_t bytes) {
     else snprintf(buf, n, "%llu B", (unsigned long long)bytes);
 }
 
-int combine_layout(const kernel_opts *o, int scheme, int nodes, int npus_per_node, FILE *out,
+/* The shape setup would build, with no engine: sender cores against cfg's chip's AIV. */
+static int shape_of(const kernel_opts *o, int scheme, const engine_config *cfg, combine_shape *sh,
+                    char *err, size_t errlen) {
+    int aiv = kit_cores(cfg, CORE_AIV, err, errlen);
+    return aiv < 0 ? -1
+                   : combine_shape_from_opts(o, scheme, cfg->nodes, cfg->npus_per_node, aiv, sh,
+                                             err, errlen);
+}
+
+int combine_layout(const kernel_opts *o, int scheme, const engine_config *cfg, FILE *out,
                    char *err, size_t errlen) {
     combine_shape sh;
-    /* No engine here: validate sender cores against the default chip's AIV. */
-    if (combine_shape_from_opts(o, scheme, nodes, npus_per_node, engine_chip_get(CHIP_910B2)->aiv,
-                                &sh, err, errlen))
-        return -1;
+    if (shape_of(o, scheme, cfg, &sh, err, errlen)) return -1;
     combine_plan p;
     if (combine_plan_build(&sh, &p, err, errlen)) return -1;
     int R = sh.num_ranks, L = sh.local_experts, T = sh.tokens, K = sh.topk;
@@ -77,11 +83,11 @@ int combine_layout(const kernel_opts *o, int scheme, int nodes, int npus_per_nod
 
 /* The memory estimate (kernels.h, the descriptor's estimate hook): the big
  * terms of the formulas above over every rank. */
-int combine_estimate(const kernel_opts *o, int scheme, int nodes, int npus,
-                     const engine_chip_info *chip, int payload, kernel_estimate *est,
-                     char *err, size_t errlen) {
+int combine_estimate(const kernel_opts *o, int scheme, const engine_config *cfg,
+                     kernel_estimate *est, char *err, size_t errlen) {
     combine_shape sh;
-    if (combine_shape_from_opts(o, scheme, nodes, npus, chip->aiv, &sh, err, errlen)) return -1;
+    int payload = cfg->payload;
+    if (shape_of(o, scheme, cfg, &sh, err, errlen)) return -1;
     uint64_t R = (uint64_t)sh.num_ranks, T = (uint64_t)sh.tokens, K = (uint64_t)sh.topk;
     uint64_t row = sh.row_bytes;
     /* expert-major x (T*K rows on average per rank, twice for the in-place

@@ -29,7 +29,7 @@ void fm_destroy(void *state) {
 static int fill(engine *e, gm_t at, const void *src, uint64_t bytes, const char *what, int rank,
                 char *err, size_t errlen) {
     if (bytes == 0) return 0;
-    void *h = engine_gm_host(e, at, bytes);
+    void *h = kit_gm_host(e, at, bytes);
     if (!h) {
         snprintf(err, errlen, "fullmesh setup: no host view of %s on rank %d", what, rank);
         return -1;
@@ -41,9 +41,9 @@ static int fill(engine *e, gm_t at, const void *src, uint64_t bytes, const char 
 static int setup_windows(engine *e, fm_state *st, char *err, size_t errlen) {
     fm_args *a = &st->args;
     int W = a->num_ranks;
-    if (engine_sym_alloc(e, 2 * a->block_stride, "fullmesh.windows_in", &a->windows_in, err,
+    if (kit_sym_alloc(e, 2 * a->block_stride, "fullmesh.windows_in", &a->windows_in, err,
                          errlen) != ENGINE_OK ||
-        engine_sym_alloc(e, 2 * a->block_stride, "fullmesh.windows_out", &a->windows_out, err,
+        kit_sym_alloc(e, 2 * a->block_stride, "fullmesh.windows_out", &a->windows_out, err,
                          errlen) != ENGINE_OK)
         return -1;
     /* Named words: what waits and deadlock reports talk about. */
@@ -51,14 +51,14 @@ static int setup_windows(engine *e, fm_state *st, char *err, size_t errlen) {
         gm_t ctrl = fm_ctrl(a, r);
         char name[96];
         snprintf(name, sizeof name, "fullmesh.bufferChosen[%d]", r);
-        engine_name_word(e, gm_add(ctrl, FM_CTRL_BUFFER_CHOSEN), 4, OBJ_WORD, name);
+        kit_name_word(e, gm_add(ctrl, FM_CTRL_BUFFER_CHOSEN), 4, OBJ_WORD, name);
         snprintf(name, sizeof name, "fullmesh.ep_ops[%d]", r);
-        engine_name_word(e, gm_add(ctrl, FM_CTRL_EP_OPS), 4, OBJ_WORD, name);
+        kit_name_word(e, gm_add(ctrl, FM_CTRL_EP_OPS), 4, OBJ_WORD, name);
         for (int src = 0; src < W; src++) {
             /* Dispatch runs in block 0 (the first op of every round). */
             gm_t w = gm_add(gm_on_rank(a->windows_in, r), (int64_t)((uint64_t)src * a->rank_size_on_win));
             snprintf(name, sizeof name, "fullmesh.FLAG1[%d->%d]", src, r);
-            engine_name_word(e, gm_add(w, FM_FLAG_OFFSET * 4), 4, OBJ_FLAG, name);
+            kit_name_word(e, gm_add(w, FM_FLAG_OFFSET * 4), 4, OBJ_FLAG, name);
         }
     }
     return 0;
@@ -121,12 +121,12 @@ static int setup_round_buffers(engine *e, fm_state *st, int round, char *err,
 }
 
 static int fm_setup(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
-    const engine_config *cfg = engine_get_config(e);
+    const engine_config *cfg = kit_config(e);
     fm_state *st = kit_state_new(sizeof *st, "fullmesh setup", state, err, errlen);
     if (!st) return -1;
     kit_guards_init(&st->guards, "fullmesh setup", FM_GUARD_BYTE);
     fm_shape sh;
-    if (fm_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, engine_num_aiv(e), &sh, err,
+    if (fm_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, kit_num_aiv(e), &sh, err,
                            errlen) ||
         fm_plan_build(&sh, &st->plan, err, errlen)) {
         fm_destroy(st);
@@ -164,7 +164,7 @@ static int fm_setup(engine *e, const kernel_opts *o, void **state, char *err, si
     a->dynamic_scales = t;
     int rc = setup_windows(e, st, err, errlen) || setup_rank_buffers(e, st, err, errlen);
     for (int r = 0; !rc && r < sh.rounds; r++) rc = setup_round_buffers(e, st, r, err, errlen);
-    if (rc || engine_launch(e, "fullmesh_dispatch_combine", fm_kernel, a, sh.cores, CORE_AIV, err,
+    if (rc || kit_launch(e, "fullmesh_dispatch_combine", fm_kernel, a, sh.cores, CORE_AIV, err,
                             errlen) != ENGINE_OK) {
         fm_destroy(st);
         return -1;

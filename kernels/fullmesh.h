@@ -41,7 +41,7 @@
 
 #include <stdint.h>
 
-#include "../device.h"
+#include "engine/device.h"
 #include "kernels.h"
 #include "kit.h"
 #include "routing.h"

@@ -49,7 +49,7 @@ static int check_windows(engine *e, const combine_state *st, uint16_t *want, uin
             total++;
             int t = i / K, k = i % K, q = ex / sh->local_experts;
             gm_t at = gm_add(gm_on_rank(a->window_base, s), (int64_t)i * a->window_stride);
-            if (engine_gm_read(e, at, got, sh->row_bytes)) {
+            if (kit_gm_read(e, at, got, sh->row_bytes)) {
                 snprintf(msg, msglen, "window on rank %d: slot %d is outside its allocation", s, i);
                 return 1;
             }
@@ -79,7 +79,7 @@ static int check_states(engine *e, const combine_state *st, char *msg, size_t ms
     int T = sh->tokens, K = sh->topk;
     uint64_t bytes = (uint64_t)T * (uint64_t)K * COMBINE_NORMAL_STATE_BYTES;
     for (int s = 0; s < sh->num_ranks; s++) {
-        const uint8_t *state = engine_gm_host(e, gm_on_rank(st->args.state_base, s), bytes);
+        const uint8_t *state = kit_gm_host(e, gm_on_rank(st->args.state_base, s), bytes);
         if (!state) {
             snprintf(msg, msglen, "status area on rank %d: no host view", s);
             return 1;

@@ -19,7 +19,7 @@
 
 int combine_fill_i32(engine *e, gm_t at, const int32_t *src, size_t n) {
     if (n == 0) return 0;
-    void *h = engine_gm_host(e, at, n * 4);
+    void *h = kit_gm_host(e, at, n * 4);
     if (!h) return -1;
     memcpy(h, src, n * 4);
     return 0;
@@ -80,7 +80,7 @@ static int setup_ring(engine *e, combine_state *st, size_t src, size_t s, char *
         return -1;
     char name[64];
     snprintf(name, sizeof name, "combine_ring[%zu->%zu]", src, s);
-    a->ring_id[src][s] = engine_declare_ring(e, name, RING_HCCS, gm_add(block, COMBINE_CTRL_HEAD),
+    a->ring_id[src][s] = kit_declare_ring(e, name, RING_HCCS, gm_add(block, COMBINE_CTRL_HEAD),
                                              gm_add(block, COMBINE_CTRL_TAIL), 8, a->ring_bytes,
                                              (int)src, (int)s);
     if (a->ring_id[src][s] == 0) {
@@ -92,7 +92,7 @@ static int setup_ring(engine *e, combine_state *st, size_t src, size_t s, char *
 
 int combine_sym_area(engine *e, combine_state *st, uint64_t bytes, const char *what, gm_t *base,
                      char *err, size_t errlen) {
-    if (engine_sym_alloc(e, bytes + COMBINE_GUARD_BYTES, what, base, err, errlen) != ENGINE_OK)
+    if (kit_sym_alloc(e, bytes + COMBINE_GUARD_BYTES, what, base, err, errlen) != ENGINE_OK)
         return -1;
     for (int s = 0; s < st->args.num_ranks; s++)
         if (kit_guard_fill(e, &st->guards, gm_add(gm_on_rank(*base, s), (int64_t)bytes),
@@ -106,7 +106,7 @@ static int setup_rings(engine *e, combine_state *st, char *err, size_t errlen) {
     combine_args *a = &st->args;
     size_t R = (size_t)a->num_ranks;
     uint64_t ring_area = R * a->ring_stride;
-    if (engine_sym_alloc(e, ring_area, "combine.rings", &a->ring_base, err, errlen) != ENGINE_OK ||
+    if (kit_sym_alloc(e, ring_area, "combine.rings", &a->ring_base, err, errlen) != ENGINE_OK ||
         combine_sym_area(e, st, R * COMBINE_CTRL_STRIDE, "combine.ctrl", &a->ctrl_base, err,
                          errlen))
         return -1;
@@ -184,16 +184,16 @@ void combine_args_init(combine_args *a, const combine_shape *sh) {
 
 combine_state *combine_state_begin(engine *e, const kernel_opts *o, int scheme, const char *owner,
                                    void **state, char *err, size_t errlen) {
-    const engine_config *cfg = engine_get_config(e);
+    const engine_config *cfg = kit_config(e);
     combine_state *st = kit_state_new(sizeof *st, owner, state, err, errlen);
     if (!st) return NULL;
     kit_guards_init(&st->guards, owner, COMBINE_GUARD_BYTE);
     combine_shape sh;
     int rc = scheme == COMBINE_SCHEME_NORMAL
                  ? combine_normal_shape_from_opts(o, cfg->nodes, cfg->npus_per_node,
-                                                  engine_num_aiv(e), &sh, err, errlen)
+                                                  kit_num_aiv(e), &sh, err, errlen)
                  : combine_shape_from_opts(o, scheme, cfg->nodes, cfg->npus_per_node,
-                                           engine_num_aiv(e), &sh, err, errlen);
+                                           kit_num_aiv(e), &sh, err, errlen);
     if (rc || combine_plan_build(&sh, &st->plan, err, errlen)) {
         combine_destroy(st);
         return NULL;
@@ -221,10 +221,10 @@ static int combine_setup(engine *e, const kernel_opts *o, int scheme, void **sta
     }
     engine_kernel_fn sender =
         scheme == COMBINE_SCHEME_INPLACE ? combine_sender_inplace_kernel : combine_sender_kernel;
-    if (engine_launch(e, scheme == COMBINE_SCHEME_INPLACE ? "combine_sender_inplace"
+    if (kit_launch(e, scheme == COMBINE_SCHEME_INPLACE ? "combine_sender_inplace"
                                                           : "combine_sender",
                       sender, a, sh.sender_cores, CORE_AIV, err, errlen) != ENGINE_OK ||
-        engine_launch(e, "combine_receiver", combine_receiver_kernel, a, sh.num_ranks, CORE_AIV,
+        kit_launch(e, "combine_receiver", combine_receiver_kernel, a, sh.num_ranks, CORE_AIV,
                       err, errlen) != ENGINE_OK) {
         combine_destroy(st);
         return -1;
@@ -241,23 +241,22 @@ static int setup_gather(engine *e, const kernel_opts *o, void **state, char *err
 static int setup_inplace(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
     return combine_setup(e, o, COMBINE_SCHEME_INPLACE, state, err, errlen);
 }
-static int layout_gather(const kernel_opts *o, int nodes, int npus, FILE *out, char *err,
+static int layout_gather(const kernel_opts *o, const engine_config *cfg, FILE *out, char *err,
                          size_t errlen) {
-    return combine_layout(o, COMBINE_SCHEME_GATHER, nodes, npus, out, err, errlen);
+    return combine_layout(o, COMBINE_SCHEME_GATHER, cfg, out, err, errlen);
 }
-static int layout_inplace(const kernel_opts *o, int nodes, int npus, FILE *out, char *err,
+static int layout_inplace(const kernel_opts *o, const engine_config *cfg, FILE *out, char *err,
                           size_t errlen) {
-    return combine_layout(o, COMBINE_SCHEME_INPLACE, nodes, npus, out, err, errlen);
+    return combine_layout(o, COMBINE_SCHEME_INPLACE, cfg, out, err, errlen);
 }
 
-static int estimate_gather(const kernel_opts *o, int nodes, int npus, const engine_chip_info *chip,
-                           int payload, kernel_estimate *est, char *err, size_t errlen) {
-    return combine_estimate(o, COMBINE_SCHEME_GATHER, nodes, npus, chip, payload, est, err, errlen);
+static int estimate_gather(const kernel_opts *o, const engine_config *cfg, kernel_estimate *est,
+                           char *err, size_t errlen) {
+    return combine_estimate(o, COMBINE_SCHEME_GATHER, cfg, est, err, errlen);
 }
-static int estimate_inplace(const kernel_opts *o, int nodes, int npus, const engine_chip_info *chip,
-                            int payload, kernel_estimate *est, char *err, size_t errlen) {
-    return combine_estimate(o, COMBINE_SCHEME_INPLACE, nodes, npus, chip, payload, est, err,
-                            errlen);
+static int estimate_inplace(const kernel_opts *o, const engine_config *cfg, kernel_estimate *est,
+                            char *err, size_t errlen) {
+    return combine_estimate(o, COMBINE_SCHEME_INPLACE, cfg, est, err, errlen);
 }
 
 /* Sender and receiver run side by side: one phase. */

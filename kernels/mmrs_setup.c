@@ -38,7 +38,7 @@ uint16_t mmrs_input(uint64_t seed, int which, int rank, uint64_t index) {
 static int fill_matrix(engine *e, gm_t at, uint32_t rows, uint32_t cols, uint64_t seed,
                        int which, int rank, char *err, size_t errlen) {
     uint64_t n = (uint64_t)rows * cols;
-    uint16_t *h = engine_gm_host(e, at, n * 2);
+    uint16_t *h = kit_gm_host(e, at, n * 2);
     if (!h) {
         snprintf(err, errlen, "mmrs setup: no host view of %s on rank %d", which ? "B" : "A", rank);
         return -1;
@@ -59,7 +59,7 @@ float mmrs_f16_to_float(uint16_t h) {
 static void mmrs_destroy(void *state) { free(state); }
 
 static int guard(engine *e, gm_t at, const char *what, int rank, char *err, size_t errlen) {
-    uint8_t *h = engine_gm_host(e, at, MMRS_GUARD_BYTES);
+    uint8_t *h = kit_gm_host(e, at, MMRS_GUARD_BYTES);
     if (!h) {
         snprintf(err, errlen, "mmrs setup: no host view of the guard after %s on rank %d", what, rank);
         return -1;
@@ -69,11 +69,11 @@ static int guard(engine *e, gm_t at, const char *what, int rank, char *err, size
 }
 
 static int mmrs_setup(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
-    const engine_config *cfg = engine_get_config(e);
+    const engine_config *cfg = kit_config(e);
     mmrs_state *st = kit_state_new(sizeof *st, "mmrs setup", state, err, errlen);
     if (!st) return -1;
     mmrs_shape *sh = &st->sh;
-    if (mmrs_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, engine_num_aic(e), sh, err,
+    if (mmrs_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, kit_num_aic(e), sh, err,
                              errlen)) {
         free(st);
         return -1;
@@ -84,9 +84,9 @@ static int mmrs_setup(engine *e, const kernel_opts *o, void **state, char *err, 
     uint64_t a_bytes = (uint64_t)sh->m * sh->k * 2, b_bytes = (uint64_t)sh->k * sh->n * 2;
     uint64_t d_bytes = (uint64_t)(sh->m / (uint32_t)R) * sh->n * 4;
     for (int r = 0; r < R; r++) {
-        if (engine_gm_alloc(e, r, a_bytes, "mmrs.a", &a->a[r], err, errlen) != ENGINE_OK ||
-            engine_gm_alloc(e, r, b_bytes, "mmrs.b", &a->b[r], err, errlen) != ENGINE_OK ||
-            engine_gm_alloc(e, r, d_bytes + MMRS_GUARD_BYTES, "mmrs.d", &a->d[r], err, errlen) !=
+        if (kit_gm_alloc(e, r, a_bytes, "mmrs.a", &a->a[r], err, errlen) != ENGINE_OK ||
+            kit_gm_alloc(e, r, b_bytes, "mmrs.b", &a->b[r], err, errlen) != ENGINE_OK ||
+            kit_gm_alloc(e, r, d_bytes + MMRS_GUARD_BYTES, "mmrs.d", &a->d[r], err, errlen) !=
                 ENGINE_OK ||
             guard(e, gm_add(a->d[r], (int64_t)d_bytes), "mmrs.d", r, err, errlen)) {
             free(st);
@@ -98,7 +98,7 @@ static int mmrs_setup(engine *e, const kernel_opts *o, void **state, char *err, 
             return -1;
         }
     }
-    if (engine_sym_alloc(e, sh->workspace_bytes + MMRS_GUARD_BYTES, "mmrs.symmetric", &a->symmetric,
+    if (kit_sym_alloc(e, sh->workspace_bytes + MMRS_GUARD_BYTES, "mmrs.symmetric", &a->symmetric,
                          err, errlen) != ENGINE_OK) {
         free(st);
         return -1;
@@ -109,7 +109,7 @@ static int mmrs_setup(engine *e, const kernel_opts *o, void **state, char *err, 
             free(st);
             return -1;
         }
-    if (engine_launch(e, "matmul_reduce_scatter", mmrs_kernel, a, sh->cores, CORE_MIX, err,
+    if (kit_launch(e, "matmul_reduce_scatter", mmrs_kernel, a, sh->cores, CORE_MIX, err,
                       errlen) != ENGINE_OK) {
         free(st);
         return -1;

@@ -28,7 +28,7 @@
 
 #include <stdint.h>
 
-#include "../device.h"
+#include "engine/device.h"
 #include "kernels.h"
 #include "kit.h"
 

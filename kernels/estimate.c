@@ -24,6 +24,7 @@
  * as the expected resident memory.
  */
 #include "kernels.h"
+#include "kit.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -33,22 +34,18 @@
  * 512 ranks hold about 160 MB before the kernel allocates anything. */
 #define ENGINE_BYTES_PER_RANK (320ull << 10)
 
-int kernel_estimate_memory(const kernel_desc *k, const kernel_opts *o, int nodes,
-                           int npus_per_node, int chip, int payload, kernel_estimate *est,
-                           char *err, size_t errlen) {
+int kernel_estimate_memory(const kernel_desc *k, const kernel_opts *o, const engine_config *cfg,
+                           kernel_estimate *est, char *err, size_t errlen) {
     memset(est, 0, sizeof *est);
-    est->engine_bytes = (uint64_t)nodes * (uint64_t)npus_per_node * ENGINE_BYTES_PER_RANK;
-    const engine_chip_info *ci = engine_chip_get((engine_chip)chip);
-    if (!ci) {
-        snprintf(err, errlen, "chip %d: not %s", chip, engine_chips_text());
-        return -1;
-    }
+    est->engine_bytes =
+        (uint64_t)cfg->nodes * (uint64_t)cfg->npus_per_node * ENGINE_BYTES_PER_RANK;
+    if (kit_cores(cfg, CORE_AIV, err, errlen) < 0) return -1;   /* a chip the engine knows */
     if (k->estimate) {
-        if (k->estimate(o, nodes, npus_per_node, ci, payload, est, err, errlen)) return -1;
+        if (k->estimate(o, cfg, est, err, errlen)) return -1;
     } else {
         /* A kernel without an estimator: only the engine's own state is known. */
-        snprintf(est->driver, sizeof est->driver, "--nodes %d --npus-per-node %d", nodes,
-                 npus_per_node);
+        snprintf(est->driver, sizeof est->driver, "--nodes %d --npus-per-node %d", cfg->nodes,
+                 cfg->npus_per_node);
     }
     est->total_bytes = est->gm_bytes + est->host_bytes + est->engine_bytes;
     return 0;

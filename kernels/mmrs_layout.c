@@ -5,13 +5,18 @@
  */
 #include "mmrs.h"
 
-int mmrs_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *out, char *err,
+/* The shape setup would build, with no engine: --cores against cfg's chip's AIC. */
+static int shape_of(const kernel_opts *o, const engine_config *cfg, mmrs_shape *sh, char *err,
+                    size_t errlen) {
+    int aic = kit_cores(cfg, CORE_AIC, err, errlen);
+    return aic < 0 ? -1
+                   : mmrs_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, aic, sh, err, errlen);
+}
+
+int mmrs_layout(const kernel_opts *o, const engine_config *cfg, FILE *out, char *err,
                 size_t errlen) {
     mmrs_shape sh;
-    /* No engine here: validate --cores against the default chip's AIC. */
-    if (mmrs_shape_from_opts(o, nodes, npus_per_node, engine_chip_get(CHIP_910B2)->aic, &sh, err,
-                             errlen))
-        return -1;
+    if (shape_of(o, cfg, &sh, err, errlen)) return -1;
     mmrs_args a;
     mmrs_args_from_shape(&sh, &a);
     int R = sh.num_ranks;
@@ -39,14 +44,13 @@ int mmrs_layout(const kernel_opts *o, int nodes, int npus_per_node, FILE *out, c
 
 /* The memory estimate (kernels.h, the descriptor's estimate hook): the big
  * terms of the formulas above over every rank. */
-int mmrs_estimate(const kernel_opts *o, int nodes, int npus, const engine_chip_info *chip,
-                  int payload, kernel_estimate *est, char *err, size_t errlen) {
+int mmrs_estimate(const kernel_opts *o, const engine_config *cfg, kernel_estimate *est, char *err,
+                  size_t errlen) {
     mmrs_shape sh;
-    if (mmrs_shape_from_opts(o, nodes, npus, chip->aic, &sh, err, errlen)) return -1;
+    if (shape_of(o, cfg, &sh, err, errlen)) return -1;
     uint64_t R = (uint64_t)sh.num_ranks, m = sh.m, n = sh.n, kk = sh.k;
     /* fp16 A, B and output, the staged workspace; the check's fp32 reference */
     /* A and B are stored as bytes in both modes: the cube computes on them */
-    (void)payload;
     est->gm_bytes = R * (2 * (m * kk + kk * n + m * n) + sh.workspace_bytes);
     est->host_bytes = 4 * m * n;
     snprintf(est->driver, sizeof est->driver, "--m %u --n %u --k %u on %d ranks", sh.m, sh.n,
