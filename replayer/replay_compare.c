@@ -208,9 +208,13 @@ static int same_text(const char *a, const char *b) {
 
 /* Call sites name files relative to the repository; runs recorded by
  * builds before that named them by absolute path. The same file either way
- * when the absolute one ends in "/" + the relative one. */
+ * when the absolute one ends in "/" + the relative one. The kernels lived
+ * in engine/kernels/ before issue 30 moved them to kernels/: a trace's
+ * "engine/kernels/X" is the engine's "kernels/X". */
 static int same_source_file(const char *t, const char *e) {
     if (!strcmp(t, e)) return 1;
+    static const char moved[] = "engine/kernels/";
+    if (!strncmp(t, moved, sizeof moved - 1) && !strcmp(t + 7, e)) return 1;
     size_t lt = strlen(t), le = strlen(e);
     const char *lng = lt > le ? t : e, *shr = lt > le ? e : t;
     size_t ll = lt > le ? lt : le, ls = lt > le ? le : lt;
