@@ -43,10 +43,12 @@ void eng_xfer_free(engine *e, xfer *x) {
     e->free_xfer = (int)(x - e->xfers);
 }
 
-void eng_xfer_issue_event(engine *e, xfer *x, uint64_t issue_time) {
+/* The event of x's issue or completion (kind) at time: the two carry the
+ * same fields, the completion also its issue's seq as link. */
+static engine_event xfer_event(const xfer *x, engine_event_kind kind, uint64_t time) {
     engine_event ev = {0};
-    ev.kind = EV_XFER_ISSUE;
-    ev.time = issue_time;
+    ev.kind = kind;
+    ev.time = time;
     ev.rank = (uint32_t)x->rank;
     ev.core = (uint32_t)x->core_index;
     ev.pipe = (uint8_t)x->pipe;
@@ -58,6 +60,12 @@ void eng_xfer_issue_event(engine *e, xfer *x, uint64_t issue_time) {
     ev.peer = (uint32_t)x->peer;
     ev.site = x->site;
     ev.object = x->object;
+    if (kind == EV_XFER_DONE) ev.link = x->issue_seq;
+    return ev;
+}
+
+void eng_xfer_issue_event(engine *e, xfer *x, uint64_t issue_time) {
+    engine_event ev = xfer_event(x, EV_XFER_ISSUE, issue_time);
     x->issue_seq = eng_emit(e, &ev);
     eng_hook_xfer(e, x);
 }
@@ -248,21 +256,7 @@ void eng_xfer_complete(engine *e, xfer *x) {
     local_pending_remove(e, x);
     if (x->in_flight) eng_rdma_land(e, x);
     else apply(e, x);
-    engine_event ev = {0};
-    ev.kind = EV_XFER_DONE;
-    ev.time = x->end;
-    ev.rank = (uint32_t)x->rank;
-    ev.core = (uint32_t)x->core_index;
-    ev.pipe = (uint8_t)x->pipe;
-    ev.sub = (uint8_t)x->kind;
-    ev.addr = x->dst_raw;
-    ev.aux = (int64_t)x->src_raw;
-    ev.len = x->bytes;
-    ev.value = (int64_t)x->start;
-    ev.link = x->issue_seq;
-    ev.peer = (uint32_t)x->peer;
-    ev.site = x->site;
-    ev.object = x->object;
+    engine_event ev = xfer_event(x, EV_XFER_DONE, x->end);
     uint64_t seq = eng_emit(e, &ev);
     if (!x->rdma && x->core_index >= 0 && x->pipe < PIPE_COUNT) {
         core *c = eng_core(e, x->rank, x->core_index);
