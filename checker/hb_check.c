@@ -247,24 +247,28 @@ static hb_word *word_find(hb_checker *h, int rank, uint64_t off, int add, uint32
     return &w->v[a];
 }
 
-/* Does [off, off+len) of rank hold a synchronisation word? */
-static int words_overlap(const hb_checker *h, int rank, uint64_t off, uint64_t len) {
-    const hb_words *w = &h->words[rank];
+/* The index in w (sorted by offset, words disjoint) of the first word
+ * that ends after off: the one holding off, else the next one (w->n when
+ * none is left). */
+static uint32_t first_word_after(const hb_words *w, uint64_t off) {
     uint32_t a = 0, b = w->n;
     while (a < b) {
         uint32_t m = (a + b) / 2;
         if (w->v[m].off + w->v[m].width <= off) a = m + 1; else b = m;
     }
+    return a;
+}
+
+/* Does [off, off+len) of rank hold a synchronisation word? */
+static int words_overlap(const hb_checker *h, int rank, uint64_t off, uint64_t len) {
+    const hb_words *w = &h->words[rank];
+    uint32_t a = first_word_after(w, off);
     return a < w->n && w->v[a].off < off + len;
 }
 
 static int words_cover(const hb_checker *h, int rank, uint64_t lo, uint64_t hi) {
     const hb_words *w = &h->words[rank];
-    uint32_t a = 0, b = w->n;
-    while (a < b) {
-        uint32_t m = (a + b) / 2;
-        if (w->v[m].off + w->v[m].width <= lo) a = m + 1; else b = m;
-    }
+    uint32_t a = first_word_after(w, lo);
     for (uint64_t at = lo; at < hi; a++) {
         if (a >= w->n || w->v[a].off > at) return 0;
         at = w->v[a].off + w->v[a].width;
@@ -283,11 +287,7 @@ static void word_release(hb_word *w, hb_snap *s, const hb_side *writer) {
 static void words_publish(hb_checker *h, int rank, uint64_t off, uint64_t len, hb_snap *s,
                           const hb_side *writer) {
     hb_words *w = &h->words[rank];
-    uint32_t a = 0, b = w->n;
-    while (a < b) {
-        uint32_t m = (a + b) / 2;
-        if (w->v[m].off + w->v[m].width <= off) a = m + 1; else b = m;
-    }
+    uint32_t a = first_word_after(w, off);
     for (; a < w->n && w->v[a].off < off + len; a++) word_release(&w->v[a], s, writer);
 }
 
@@ -368,11 +368,7 @@ static void op_acquire(hb_checker *h, const hb_op *op, const engine_event *ev) {
     gm_t src = {(uint64_t)ev->aux};
     hb_words *w = &h->words[gm_rank(src)];
     uint64_t off = gm_offset(src);
-    uint32_t a = 0, b = w->n;
-    while (a < b) {
-        uint32_t m = (a + b) / 2;
-        if (w->v[m].off + w->v[m].width <= off) a = m + 1; else b = m;
-    }
+    uint32_t a = first_word_after(w, off);
     hb_vc got = {0};
     for (; a < w->n && w->v[a].off < off + ev->len; a++)
         vc_join_snap(&got, w->v[a].release);

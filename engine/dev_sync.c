@@ -70,6 +70,25 @@ static void check_word(core *c, gm_t p, int width, dev_site s, const char *api) 
         eng_fault(c, s, "%s: GM of rank %d is in another node; only RDMA reaches it", api, gm_rank(p));
 }
 
+/* The core issuing a scalar access (api, for faults) of the GM word at p,
+ * its issue cost paid and the word checked. */
+static core *gm_word_access(const char *api, gm_t p, int width, dev_site s) {
+    core *c = eng_current(api);
+    eng_advance(c, c->e->scalar_ps);
+    check_word(c, p, width, s, api);
+    return c;
+}
+
+/* The way of a load's or an atomic's request to the word at p: one HCCS
+ * latency to a peer's, then the scheduler caught up to the core's time.
+ * Returns 1 when the word is a peer's (the reply takes as long), else 0. */
+static int reach_word(core *c, gm_t p) {
+    int remote = gm_rank(p) != c->rank;
+    if (remote) eng_advance(c, c->e->hccs_latency_ps);
+    eng_sync(c);
+    return remote;
+}
+
 /* One scalar access of a GM word as an event on the core's scalar track. */
 static uint64_t emit_word(core *c, int kind, gm_t p, int width, int64_t value, uint32_t object,
                           uint32_t site) {
@@ -85,13 +104,9 @@ static uint64_t emit_word(core *c, int kind, gm_t p, int width, int64_t value, u
 }
 
 int64_t dev_gm_load(gm_t p, int width, dev_site s) {
-    core *c = eng_current("GetValue");
+    core *c = gm_word_access("GetValue", p, width, s);
     engine *e = c->e;
-    eng_advance(c, e->scalar_ps);
-    check_word(c, p, width, s, "GetValue");
-    int remote = gm_rank(p) != c->rank;
-    if (remote) eng_advance(c, e->hccs_latency_ps);
-    eng_sync(c);
+    int remote = reach_word(c, p);
     int64_t v = eng_read_word(eng_gm_ptr(e, p, (uint64_t)width), width);
     emit_word(c, EV_GM_LOAD, p, width, v, 0, eng_site(e, s));
     eng_advance(c, remote ? e->hccs_latency_ps : e->gm_read_ps);
@@ -134,10 +149,8 @@ static void local_store(core *c, gm_t p, int width, int64_t v, int kind, dev_sit
 }
 
 void dev_gm_store(gm_t p, int width, int64_t v, dev_site s) {
-    core *c = eng_current("SetValue");
+    core *c = gm_word_access("SetValue", p, width, s);
     engine *e = c->e;
-    eng_advance(c, e->scalar_ps);
-    check_word(c, p, width, s, "SetValue");
     eng_sync(c);
     if (gm_rank(p) != c->rank) {
         remote_store(c, p, width, v, OP_STORE, XFER_REMOTE_STORE, s);
@@ -148,13 +161,9 @@ void dev_gm_store(gm_t p, int width, int64_t v, dev_site s) {
 }
 
 int64_t dev_gm_atomic(gm_t p, int width, int op, int64_t v, int64_t cmp, dev_site s) {
-    core *c = eng_current("Atomic");
+    core *c = gm_word_access("Atomic", p, width, s);
     engine *e = c->e;
-    eng_advance(c, e->scalar_ps);
-    check_word(c, p, width, s, "Atomic");
-    int remote = gm_rank(p) != c->rank;
-    if (remote) eng_advance(c, e->hccs_latency_ps);
-    eng_sync(c);
+    int remote = reach_word(c, p);
     uint8_t *ptr = eng_gm_ptr(e, p, (uint64_t)width);
     int64_t old = eng_read_word(ptr, width), nv = old;
     if (op == ATOMIC_ADD) nv = old + v;
@@ -182,9 +191,7 @@ int64_t dev_gm_atomic(gm_t p, int width, int op, int64_t v, int64_t cmp, dev_sit
 static int64_t gm_wait(core *c, gm_t p, int width, int cond, int64_t v, uint32_t object, dev_site s) {
     engine *e = c->e;
     if (cond < COND_EQ || cond > COND_LT) eng_fault(c, s, "WaitGM: %d is not a condition", cond);
-    int remote = gm_rank(p) != c->rank;
-    if (remote) eng_advance(c, e->hccs_latency_ps);
-    eng_sync(c);
+    int remote = reach_word(c, p);
     uint8_t *ptr = eng_gm_ptr(e, p, (uint64_t)width);
     int64_t cur = eng_read_word(ptr, width);
     uint32_t site = eng_site(e, s);
@@ -216,9 +223,7 @@ static int64_t gm_wait(core *c, gm_t p, int width, int cond, int64_t v, uint32_t
 }
 
 int64_t dev_gm_wait(gm_t p, int width, int cond, int64_t v, dev_site s) {
-    core *c = eng_current("WaitGM");
-    eng_advance(c, c->e->scalar_ps);
-    check_word(c, p, width, s, "WaitGM");
+    core *c = gm_word_access("WaitGM", p, width, s);
     return gm_wait(c, p, width, cond, v, 0, s);
 }
 

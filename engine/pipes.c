@@ -43,10 +43,12 @@ void eng_xfer_free(engine *e, xfer *x) {
     e->free_xfer = (int)(x - e->xfers);
 }
 
-void eng_xfer_issue_event(engine *e, xfer *x, uint64_t issue_time) {
+/* The event of x's issue or completion (kind) at time: the two carry the
+ * same fields, the completion also its issue's seq as link. */
+static engine_event xfer_event(const xfer *x, engine_event_kind kind, uint64_t time) {
     engine_event ev = {0};
-    ev.kind = EV_XFER_ISSUE;
-    ev.time = issue_time;
+    ev.kind = kind;
+    ev.time = time;
     ev.rank = (uint32_t)x->rank;
     ev.core = (uint32_t)x->core_index;
     ev.pipe = (uint8_t)x->pipe;
@@ -58,6 +60,12 @@ void eng_xfer_issue_event(engine *e, xfer *x, uint64_t issue_time) {
     ev.peer = (uint32_t)x->peer;
     ev.site = x->site;
     ev.object = x->object;
+    if (kind == EV_XFER_DONE) ev.link = x->issue_seq;
+    return ev;
+}
+
+void eng_xfer_issue_event(engine *e, xfer *x, uint64_t issue_time) {
+    engine_event ev = xfer_event(x, EV_XFER_ISSUE, issue_time);
     x->issue_seq = eng_emit(e, &ev);
     eng_hook_xfer(e, x);
 }
@@ -164,6 +172,17 @@ void eng_xfer_issue_on(core *c, xfer *x, double core_ps_per_byte, uint64_t fixed
 }
 
 /* ------------------------------------------------------------ effects */
+/* dst[i] += src[i] over 16-bit floats, summed in f32 and rounded back
+ * through the format's two conversions (bf16, fp16). */
+static void accumulate_half(uint8_t *dst, const uint8_t *src, uint64_t bytes,
+                            float (*to_f32)(uint16_t), uint16_t (*from_f32)(float)) {
+    for (uint64_t i = 0; i + 2 <= bytes; i += 2) {
+        uint16_t a, b; memcpy(&a, dst + i, 2); memcpy(&b, src + i, 2);
+        uint16_t r = from_f32(to_f32(a) + to_f32(b));
+        memcpy(dst + i, &r, 2);
+    }
+}
+
 static void atomic_accumulate(uint8_t *dst, const uint8_t *src, uint64_t bytes, int dtype) {
     switch (dtype) {
     case DT_FLOAT:
@@ -182,18 +201,10 @@ static void atomic_accumulate(uint8_t *dst, const uint8_t *src, uint64_t bytes, 
         }
         break;
     case DT_BF16:
-        for (uint64_t i = 0; i + 2 <= bytes; i += 2) {
-            uint16_t a, b; memcpy(&a, dst + i, 2); memcpy(&b, src + i, 2);
-            uint16_t r = float_to_bf16(bf16_to_float(a) + bf16_to_float(b));
-            memcpy(dst + i, &r, 2);
-        }
+        accumulate_half(dst, src, bytes, bf16_to_float, float_to_bf16);
         break;
     case DT_FP16:
-        for (uint64_t i = 0; i + 2 <= bytes; i += 2) {
-            uint16_t a, b; memcpy(&a, dst + i, 2); memcpy(&b, src + i, 2);
-            uint16_t r = eng_f32_to_f16(eng_f16_to_f32(a) + eng_f16_to_f32(b));
-            memcpy(dst + i, &r, 2);
-        }
+        accumulate_half(dst, src, bytes, eng_f16_to_f32, eng_f32_to_f16);
         break;
     default:
         for (uint64_t i = 0; i < bytes; i++) dst[i] = (uint8_t)(dst[i] + src[i]);
@@ -248,21 +259,7 @@ void eng_xfer_complete(engine *e, xfer *x) {
     local_pending_remove(e, x);
     if (x->in_flight) eng_rdma_land(e, x);
     else apply(e, x);
-    engine_event ev = {0};
-    ev.kind = EV_XFER_DONE;
-    ev.time = x->end;
-    ev.rank = (uint32_t)x->rank;
-    ev.core = (uint32_t)x->core_index;
-    ev.pipe = (uint8_t)x->pipe;
-    ev.sub = (uint8_t)x->kind;
-    ev.addr = x->dst_raw;
-    ev.aux = (int64_t)x->src_raw;
-    ev.len = x->bytes;
-    ev.value = (int64_t)x->start;
-    ev.link = x->issue_seq;
-    ev.peer = (uint32_t)x->peer;
-    ev.site = x->site;
-    ev.object = x->object;
+    engine_event ev = xfer_event(x, EV_XFER_DONE, x->end);
     uint64_t seq = eng_emit(e, &ev);
     if (!x->rdma && x->core_index >= 0 && x->pipe < PIPE_COUNT) {
         core *c = eng_core(e, x->rank, x->core_index);
@@ -300,7 +297,12 @@ int engine_hard_event_pipe(int hard_event, int consumer) {
     return consumer ? hard_events[hard_event].consumer : hard_events[hard_event].producer;
 }
 
-static void check_flag_args(core *c, int ev, int id, dev_site s, const char *api) {
+/* The core issuing a SetFlag or WaitFlag (api) of event ev, id: its issue
+ * cost paid and the pair checked against the hardware's events and the
+ * core's pipes. */
+static core *flag_call(const char *api, int ev, int id, dev_site s) {
+    core *c = eng_current(api);
+    eng_advance(c, c->e->scalar_ps);
     if (ev <= 0 || ev >= HARD_EVENT_COUNT)
         eng_fault(c, s, "%s: %d is not a hard event", api, ev);
     if (id < 0 || id >= FLAG_IDS)
@@ -314,6 +316,7 @@ static void check_flag_args(core *c, int ev, int id, dev_site s, const char *api
     if ((c->is_aic && aiv_pipe && !aic_pipe) || (!c->is_aic && aic_pipe))
         eng_fault(c, s, "%s(%s): an %s core has no such pipe", api, engine_hard_event_name(ev),
                   c->is_aic ? "AIC" : "AIV");
+    return c;
 }
 
 void eng_wait_until(core *c, uint64_t until, int begin_kind, int sub, int64_t value, uint32_t site,
@@ -341,10 +344,8 @@ void eng_wait_until(core *c, uint64_t until, int begin_kind, int sub, int64_t va
 }
 
 void dev_set_flag(int ev, int id, dev_site s) {
-    core *c = eng_current("SetFlag");
+    core *c = flag_call("SetFlag", ev, id, s);
     engine *e = c->e;
-    eng_advance(c, e->scalar_ps);
-    check_flag_args(c, ev, id, s, "SetFlag");
     eng_sync(c);
     int prod = hard_events[ev].producer;
     uint64_t fire = c->now;
@@ -369,10 +370,8 @@ void dev_set_flag(int ev, int id, dev_site s) {
 }
 
 void dev_wait_flag(int ev, int id, dev_site s) {
-    core *c = eng_current("WaitFlag");
+    core *c = flag_call("WaitFlag", ev, id, s);
     engine *e = c->e;
-    eng_advance(c, e->scalar_ps);
-    check_flag_args(c, ev, id, s, "WaitFlag");
     eng_hook_sync(c, HOOK_FLAG_WAIT, ev, (uint64_t)id, s);
     flag_slot *f = &c->flags[ev][id];
     if (f->count == 0)

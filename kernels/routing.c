@@ -97,18 +97,25 @@ static int gen_uniform(const routing_spec *spec, const routing_shape *shape, uin
     return generate_biased(NULL, shape, seed, rank, tokens, ids, weights, err, errlen);
 }
 
-static int parse_zipf(const char *arg, routing_spec *spec, char *err, size_t errlen) {
+/* spec->param from a family's argument arg: a number (a whole one when
+ * integer) in [lo, hi]. 0, else -1 with err "--routing SPEC: WHAT'ARG' must
+ * be MUST" (what ends with a space when not empty). */
+static int parse_param(const char *arg, int integer, double lo, double hi, const char *what,
+                       const char *must, routing_spec *spec, char *err, size_t errlen) {
     char *end = NULL;
     errno = 0;
-    double s = strtod(arg, &end);
-    if (errno || end == arg || *end != '\0' || !isfinite(s) || s < 0.0 || s > 16.0) {
-        snprintf(err, errlen,
-                 "--routing %s: zipf exponent '%s' must be a number between 0 and 16",
-                 spec->text, arg);
+    double v = integer ? (double)strtol(arg, &end, 10) : strtod(arg, &end);
+    if (errno || end == arg || *end != '\0' || !isfinite(v) || v < lo || v > hi) {
+        snprintf(err, errlen, "--routing %s: %s'%s' must be %s", spec->text, what, arg, must);
         return -1;
     }
-    spec->param = s;
+    spec->param = v;
     return 0;
+}
+
+static int parse_zipf(const char *arg, routing_spec *spec, char *err, size_t errlen) {
+    return parse_param(arg, 0, 0.0, 16.0, "zipf exponent ", "a number between 0 and 16", spec, err,
+                       errlen);
 }
 
 static int gen_zipf(const routing_spec *spec, const routing_shape *shape, uint64_t seed, int rank,
@@ -153,16 +160,8 @@ static int parse_group_limited(const char *arg, routing_spec *spec, char *err, s
         spec->param = GROUP_LIMITED_DEFAULT;
         return 0;
     }
-    char *end = NULL;
-    errno = 0;
-    long m = strtol(arg, &end, 10);
-    if (errno || end == arg || *end != '\0' || m < 1 || m > 1024) {
-        snprintf(err, errlen, "--routing %s: node limit '%s' must be an integer from 1 to 1024",
-                 spec->text, arg);
-        return -1;
-    }
-    spec->param = (double)m;
-    return 0;
+    return parse_param(arg, 1, 1, 1024, "node limit ", "an integer from 1 to 1024", spec, err,
+                       errlen);
 }
 
 /* Writes the topk largest of key[0..n) (skipping -INFINITY) into ids,
@@ -236,16 +235,7 @@ static int gen_group_limited(const routing_spec *spec, const routing_shape *shap
  * other ranks receive nothing. Slots that N ranks' experts cannot fill are
  * -1. */
 static int parse_active_ranks(const char *arg, routing_spec *spec, char *err, size_t errlen) {
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(arg, &end, 10);
-    if (errno || end == arg || *end != '\0' || v < 1 || v > 1 << 20) {
-        snprintf(err, errlen, "--routing %s: '%s' must be a positive number of ranks", spec->text,
-                 arg);
-        return -1;
-    }
-    spec->param = (double)v;
-    return 0;
+    return parse_param(arg, 1, 1, 1 << 20, "", "a positive number of ranks", spec, err, errlen);
 }
 
 int routing_active_rank(const routing_shape *shape, int k) {
@@ -286,16 +276,7 @@ static int gen_active_ranks(const routing_spec *spec, const routing_shape *shape
  * probability P (stream 3, so the drops do not shift the experts drawn);
  * the kept slots' weights are drawn and normalised afterwards. */
 static int parse_drop(const char *arg, routing_spec *spec, char *err, size_t errlen) {
-    char *end = NULL;
-    errno = 0;
-    double p = strtod(arg, &end);
-    if (errno || end == arg || *end != '\0' || !isfinite(p) || p < 0.0 || p > 1.0) {
-        snprintf(err, errlen, "--routing %s: drop probability '%s' must be between 0 and 1",
-                 spec->text, arg);
-        return -1;
-    }
-    spec->param = p;
-    return 0;
+    return parse_param(arg, 0, 0.0, 1.0, "drop probability ", "between 0 and 1", spec, err, errlen);
 }
 
 static int gen_drop(const routing_spec *spec, const routing_shape *shape, uint64_t seed, int rank,

@@ -155,6 +155,9 @@ void replay_child_finish(replay *rp, replay_status st, uint64_t seq, const char 
 void replay_fmt_event(const replay *rp, const engine_event *ev, char *buf, size_t len);
 void replay_fmt_core_name(const replay *rp, uint32_t rank, uint32_t core, char *buf, size_t len);
 void replay_fmt_site(const replay *rp, uint32_t site, char *buf, size_t len);
+/* What blocked core i (its state st) waits on and, when known, since which
+ * seq and kernel line: "ring 3 head since seq 812 at a.c:40 (f)". */
+void replay_fmt_wait(const replay *rp, int i, const engine_core_state *st, char *buf, size_t len);
 /* At a break only: the event about to execute. */
 void replay_text_when(const replay *rp, replay_out *o);
 /* The running core (on whose stack a break fires), -1 if none. */

@@ -17,21 +17,15 @@ static void write_blocked(const replay *rp, FILE *out) {
         engine_core_state_get(rp->e, i, &st);
         if (!st.launched || st.finished) continue;
         const replay_core *c = &rp->cores[i];
-        char name[48], site[400];
+        char name[48], wait[600];
         replay_fmt_core_name(rp, (uint32_t)st.rank, (uint32_t)st.core, name, sizeof name);
         fprintf(out, "  %-14s %-20s ", name, st.role && st.role[0] ? st.role : st.kernel);
         if (!st.blocked) {
             fprintf(out, "%s\n", c->faulted ? "faulted" : "still running");
             continue;
         }
-        fprintf(out, "blocked on %s", st.waiting_on[0] ? st.waiting_on
-                                      : c->wait_kind ? engine_event_kind_name(c->wait_kind)
-                                                     : "its own pipes");
-        if (c->wait_seq) {
-            replay_fmt_site(rp, c->wait_site, site, sizeof site);
-            fprintf(out, " since seq %llu at %s", (unsigned long long)c->wait_seq, site);
-        }
-        fprintf(out, "\n");
+        replay_fmt_wait(rp, i, &st, wait, sizeof wait);
+        fprintf(out, "blocked on %s\n", wait);
     }
 }
 

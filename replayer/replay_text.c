@@ -38,6 +38,20 @@ void replay_fmt_site(const replay *rp, uint32_t site, char *buf, size_t len) {
         snprintf(buf, len, "no kernel line");
 }
 
+void replay_fmt_wait(const replay *rp, int i, const engine_core_state *st, char *buf, size_t len) {
+    const replay_core *c = &rp->cores[i];
+    const char *on = st->waiting_on[0] ? st->waiting_on
+                     : c->wait_kind    ? engine_event_kind_name(c->wait_kind)
+                                       : "its own pipes";
+    if (!c->wait_seq) {
+        snprintf(buf, len, "%s", on);
+        return;
+    }
+    char site[400];
+    replay_fmt_site(rp, c->wait_site, site, sizeof site);
+    snprintf(buf, len, "%s since seq %llu at %s", on, (unsigned long long)c->wait_seq, site);
+}
+
 static const char *sub_name(const engine_event *ev, char *num, size_t len) {
     switch (ev->kind) {
     case EV_XFER_ISSUE: case EV_XFER_DONE: return engine_xfer_name(ev->sub);
@@ -88,20 +102,15 @@ static int core_state(const replay *rp, int i, int running, const engine_core_st
 static void core_line(const replay *rp, replay_out *o, int i, int state,
                       const engine_core_state *st) {
     const replay_core *c = &rp->cores[i];
-    char name[48], site[400];
+    char name[48], wait[600];
     replay_fmt_core_name(rp, (uint32_t)st->rank, (uint32_t)st->core, name, sizeof name);
     const char *role = st->role && st->role[0] ? st->role : st->kernel;
     const char *text = state == ST_READY && !c->started ? "ready (not started)" : state_names[state];
     rout_printf(o, "  %-14s %-20s %-9s t=%.6f us", name, role ? role : "", text,
                 (double)st->now / 1e6);
     if (st->blocked) {
-        rout_printf(o, "  on %s", st->waiting_on[0] ? st->waiting_on
-                                : c->wait_kind ? engine_event_kind_name(c->wait_kind)
-                                               : "its own pipes");
-        if (c->wait_seq) {
-            replay_fmt_site(rp, c->wait_site, site, sizeof site);
-            rout_printf(o, " since seq %llu at %s", (unsigned long long)c->wait_seq, site);
-        }
+        replay_fmt_wait(rp, i, st, wait, sizeof wait);
+        rout_printf(o, "  on %s", wait);
     }
     rout_printf(o, "\n");
 }
