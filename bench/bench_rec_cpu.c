@@ -142,8 +142,7 @@ int main(int argc, char **argv) {
         raw.len = 0;
         rec_chunk_encode(codec, h->decls, h->decl_len, h->evs, h->n, &raw);
         double t1 = thread_cpu();
-        rec_chunk_row row;
-        rec_chunk_summarize(h->evs, h->n, &row);
+        rec_chunk_row row = codec->summary;   /* as the writer takes it */
         row.offset = offset;
         double t2 = thread_cpu();
         if (rec_frame_compress_cut(cctx, &raw, codec->stream_at, codec->nstreams, &comp)) {

@@ -325,15 +325,62 @@ static inline size_t stream_slot(unsigned group, int col) {
  * as many cores as events: room beyond the 11 bytes per event. */
 static inline size_t ungrouped_extra(size_t n) { return n * 20 + 16; }
 
-/* Counts the events of each group and carves a worst-case write area for
- * every stream they can touch out of one arena, so the encoder writes with
- * plain pointer bumps. */
-static int streams_reserve(rec_codec *c, const engine_event *evs, size_t n) {
+/* The one pass over the events before encoding them (a chunk's events are
+ * far larger than a core's cache, so each pass over them costs a walk
+ * through memory): the events of each group, the chunk's summary row, and
+ * for the order (rec_order.c) each event's core key and time and whether
+ * times ever go back. */
+static void scan_events(rec_codec *c, const engine_event *evs, size_t n, rec_order_scan *scan) {
     memset(c->group_events, 0, sizeof c->group_events);
+    rec_chunk_row *row = &c->summary;
+    memset(row, 0, sizeof *row);
+    row->events = n;
+    scan->keyed = 1;
+    scan->ordered = 1;
+    scan->max_rank = 0;
+    if (n == 0) return;
+    row->first_seq = evs[0].seq;
+    row->last_seq = evs[n - 1].seq;
+    uint64_t tmin = evs[0].time, tmax = evs[0].time, prev_time = evs[0].time, mask = 0;
+    uint32_t rmin = evs[0].rank, rmax = evs[0].rank, cmin = evs[0].core, cmax = evs[0].core;
+    uint32_t *key = c->order.in_key;
+    uint64_t *time = c->order.in_time;
+    uint32_t done = 0;
+    int ordered = 1;
     for (size_t i = 0; i < n; i++) {
-        c->group_events[event_group(&evs[i])]++;
-        if (evs[i].kind == EV_XFER_DONE) c->group_events[COPY_LINK_GROUP]++;   /* maybe a copy */
+        const engine_event *e = &evs[i];
+        uint64_t t = e->time;
+        uint32_t r = e->rank, k = e->core;
+        c->group_events[event_group(e)]++;
+        done += e->kind == EV_XFER_DONE;
+        mask |= 1ULL << (e->kind & 63);
+        tmin = t < tmin ? t : tmin;
+        tmax = t > tmax ? t : tmax;
+        rmin = r < rmin ? r : rmin;
+        rmax = r > rmax ? r : rmax;
+        cmin = k < cmin ? k : cmin;
+        cmax = k > cmax ? k : cmax;
+        ordered &= t >= prev_time;
+        prev_time = t;
+        key[i] = r << REC_ORDER_CORE_BITS | (k & ((1u << REC_ORDER_CORE_BITS) - 1));
+        time[i] = t;
     }
+    c->group_events[COPY_LINK_GROUP] += done;   /* each DONE maybe a copy */
+    row->first_time = tmin;
+    row->last_time = tmax;
+    row->rank_min = rmin;
+    row->rank_max = rmax;
+    row->core_min = cmin;
+    row->core_max = cmax;
+    row->kind_mask = mask;
+    scan->ordered = ordered;
+    scan->keyed = cmax < (1u << REC_ORDER_CORE_BITS) && rmax < REC_ORDER_MAX_RANK;
+    scan->max_rank = rmax;
+}
+
+/* Carves a worst-case write area for every stream the groups' events can
+ * touch out of one arena, so the encoder writes with plain pointer bumps. */
+static int streams_reserve(rec_codec *c, size_t n) {
     size_t grouped = 0, events = 0;
     for (int col = 0; col < REC_COL_COUNT; col++) grouped += col_grouped[col];
     for (unsigned g = 0; g < REC_GROUPS; g++) events += c->group_events[g];
@@ -412,8 +459,15 @@ static void encode_body(rec_codec *codec, const uint8_t *decls, size_t decl_len,
                         const engine_event *evs, size_t n, rec_buf *out) {
     rec_buf_bytes(out, (const char *)decls, decl_len);
     rec_buf_varint(out, n);
-    if (streams_reserve(codec, evs, n) || pend_reset(codec, n) ||
-        rec_order_encode(&codec->order, evs, n, &codec->w[stream_slot(0, REC_COL_ORDER_CORES)],
+    rec_order_scan scan;
+    if (rec_order_reserve(&codec->order, n)) {
+        out->oom = 1;
+        return;
+    }
+    scan_events(codec, evs, n, &scan);
+    if (streams_reserve(codec, n) || pend_reset(codec, n) ||
+        rec_order_encode(&codec->order, evs, n, &scan,
+                         &codec->w[stream_slot(0, REC_COL_ORDER_CORES)],
                          &codec->w[stream_slot(0, REC_COL_ORDER_TIMES)],
                          &codec->w[stream_slot(0, REC_COL_ORDER_EXC)])) {
         out->oom = 1;

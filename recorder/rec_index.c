@@ -230,7 +230,7 @@ static void consume(rec_index *ix, const engine_event *ev) {
      * because an event needs a track id, so it must not make that core
      * appear (a phantom "r0 AIC0" in cores and the export). */
     if (ev->kind != EV_RUN_END &&
-        !grow_to(ix, (void **)&ix->track_seen, &ix->ntracks, 1, track))
+        (track < ix->ntracks || !grow_to(ix, (void **)&ix->track_seen, &ix->ntracks, 1, track)))
         ix->track_seen[track] = 1;
     ix->kind_count[ev->kind & 63]++;
     ix->events++;

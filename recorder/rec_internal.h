@@ -196,10 +196,29 @@ typedef struct rec_order {
     uint32_t *ev_core;    /* each event's core (table index) */
     uint32_t *pend_next, *pend_head, *pend_tail;  /* pending issues per core */
     uint64_t *hash;       /* encoder: open-addressed set of (rank, core) keys */
+    /* encoder: what the codec's one pass over the events (rec_chunk.c)
+     * left for the order, so that the order never walks the events
+     * themselves (a chunk's 16 MiB of them is far larger than a core's
+     * cache): each event's core as rank << REC_ORDER_CORE_BITS | core and
+     * its time */
+    uint32_t *in_key;
+    uint64_t *in_time;
 } rec_order;
-/* Writes the core table, the times and the exceptions for evs; -1 on OOM. */
-int rec_order_encode(rec_order *o, const engine_event *evs, size_t n, uint8_t **cores_w,
-                     uint8_t **times_w, uint8_t **exc_w);
+/* What the codec's pass over a chunk's events found (rec_order_reserve
+ * first; in_key and in_time filled for every event when keyed). */
+#define REC_ORDER_CORE_BITS 8
+#define REC_ORDER_MAX_RANK 4096    /* keyed: every rank below it, every core below 256 */
+typedef struct rec_order_scan {
+    int keyed;       /* in_key and in_time hold every event's */
+    int ordered;     /* times never go back */
+    uint32_t max_rank;
+} rec_order_scan;
+/* Room for n events' in_key and in_time; -1 on OOM. */
+int rec_order_reserve(rec_order *o, size_t n);
+/* Writes the core table, the times and the exceptions for evs (read only
+ * when scan is not keyed); -1 on OOM. */
+int rec_order_encode(rec_order *o, const engine_event *evs, size_t n, const rec_order_scan *scan,
+                     uint8_t **cores_w, uint8_t **times_w, uint8_t **exc_w);
 /* Reads them back for n events; -1 if they are corrupt. */
 int rec_order_decode(rec_order *o, size_t n, rec_cur *cores, rec_cur *times, rec_cur *exc);
 /* Rank, core and time of event i (called once per event, in order). */
@@ -213,6 +232,14 @@ void rec_order_pending_reset(rec_order *o);
 void rec_order_pending_add(rec_order *o, size_t i);
 uint64_t rec_order_pending_take(rec_order *o, size_t i, size_t src);
 size_t rec_order_pending_select(rec_order *o, size_t i, uint64_t k);
+
+/* Summary of one chunk (a row of the chunks table). */
+typedef struct rec_chunk_row {
+    uint64_t first_seq, last_seq, first_time, last_time;  /* times: min and max */
+    uint64_t offset, compressed_bytes, raw_bytes, events;
+    uint32_t rank_min, rank_max, core_min, core_max;
+    uint64_t kind_mask;
+} rec_chunk_row;
 
 typedef struct rec_codec {
     rec_ctx ctx[REC_CTX_SLOTS];
@@ -245,6 +272,9 @@ typedef struct rec_codec {
     rec_buf arena;
     uint32_t group_events[REC_GROUPS];   /* encoder: events per group */
     rec_order order;
+    /* encoder: the chunks row of the events last encoded (offset and sizes
+     * 0), what rec_chunk_summarize gives, found in the encoder's pass */
+    rec_chunk_row summary;
 } rec_codec;
 void rec_codec_free(rec_codec *codec);   /* frees codec and its buffers */
 
@@ -256,14 +286,6 @@ void rec_codec_free(rec_codec *codec);   /* frees codec and its buffers */
 #define REC_KIND_COPY 0x80
 #define REC_KIND_SITE 0x40
 #define REC_KIND_ESCAPE 0x3f
-
-/* Summary of one chunk (a row of the chunks table). */
-typedef struct rec_chunk_row {
-    uint64_t first_seq, last_seq, first_time, last_time;  /* times: min and max */
-    uint64_t offset, compressed_bytes, raw_bytes, events;
-    uint32_t rank_min, rank_max, core_min, core_max;
-    uint64_t kind_mask;
-} rec_chunk_row;
 
 /* Appends a chunk payload (tag, declarations, columns) for evs to out. */
 void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,

@@ -172,8 +172,7 @@ static void encode_and_write(void *arg) {
     size_t n = w->job_nev;
     w->raw.len = 0;
     rec_chunk_encode(w->codec, w->job_decls.p, w->job_decls.len, evs, n, &w->raw);
-    rec_chunk_row row;
-    rec_chunk_summarize(evs, n, &row);
+    rec_chunk_row row = w->codec->summary;   /* found while encoding */
     row.offset = w->offset;
     if (write_frame_cut(w, w->codec->stream_at, w->codec->nstreams)) return;
     row.compressed_bytes = w->comp.len;
