@@ -183,6 +183,7 @@ static void wait_begin(rec_index *ix, const engine_event *ev, uint32_t track) {
     if (grow_to(ix, (void **)&ix->open_wait, &ix->nopen, sizeof(uint64_t), track)) return;
     ix_wait *w = push_row(ix, (void **)&ix->waits, &ix->nwaits, &ix->cap_waits, sizeof *w);
     if (!w) return;
+    w->id = ++ix->wait_ids;
     w->track = track;
     w->rank = ev->rank;
     w->core = ev->core;
