@@ -65,8 +65,9 @@ struct rec_ix_db {
 };
 
 /* Inserting several rows per statement roughly halves the per-row cost of
- * SQLite's VM for the wide waits table. */
-#define BATCH_ROWS 32
+ * SQLite's VM for the wide waits table; 128 (2432 parameters) is a few
+ * percent cheaper than 32. */
+#define BATCH_ROWS 128
 
 static const char *str_of(const rec_index *ix, uint32_t id) {
     return id && id < ix->nstrings ? ix->strings[id] : NULL;
