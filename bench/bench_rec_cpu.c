@@ -20,7 +20,7 @@
  *   build/bench_rec_cpu RUN                 every chunk of RUN (a run folder)
  *   build/bench_rec_cpu RUN --chunks 40     the first 40 chunks only
  *   build/bench_rec_cpu RUN --skip 100      ... after skipping 100
- *   build/bench_rec_cpu RUN --level 1       zstd at another level
+ *   build/bench_rec_cpu RUN --level 1       zstd at a level, not the recorder's parameters
  *   build/bench_rec_cpu RUN --split 4     each chunk cut in 4 (smaller chunks)
  *   build/bench_rec_cpu RUN --repeat 3    the least of 3 runs, stage by stage
  *   build/bench_rec_cpu RUN --columns 1   and each column's bytes per event
@@ -66,7 +66,8 @@ static int run_stages(const held *hs, size_t nheld, const rec_kv *header, int le
     }
     rec_codec *codec = calloc(1, sizeof *codec);
     ZSTD_CCtx *cctx = ZSTD_createCCtx();
-    ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
+    if (level) ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
+    else rec_frame_params(cctx);   /* the recorder's */
     ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
     ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 1);
     rec_index *ix = rec_ix_new();
@@ -184,7 +185,6 @@ int main(int argc, char **argv) {
     size_t max_chunks = (size_t)strtoull(arg_value(argc, argv, "--chunks", "0"), NULL, 10);
     size_t skip = (size_t)strtoull(arg_value(argc, argv, "--skip", "0"), NULL, 10);
     int level = atoi(arg_value(argc, argv, "--level", "0"));
-    if (!level) level = REC_ZSTD_LEVEL;
     size_t split = (size_t)strtoull(arg_value(argc, argv, "--split", "1"), NULL, 10);
     if (!split) split = 1;
     const char *out = arg_value(argc, argv, "--out", "/tmp/npurr_bench_rec_cpu");
@@ -246,8 +246,10 @@ int main(int argc, char **argv) {
     uint64_t *col_raw = got.col_raw, *col_comp = got.col_comp;
 
     double ev = (double)events, total = 0;
-    printf("%s: %zu chunks from chunk %zu (cut in %zu), %.2f M events, zstd level %d\n", run,
-           taken, skip, split, ev / 1e6, level);
+    printf("%s: %zu chunks from chunk %zu (cut in %zu), %.2f M events, zstd ", run, taken, skip,
+           split, ev / 1e6);
+    if (level) printf("level %d\n", level);
+    else printf("as the recorder sets it\n");
     for (int s = 0; s < ST_COUNT; s++) {
         printf("  %-36s %7.4f us/event  (%.2f s)\n", stage_name[s], st[s] / ev * 1e6, st[s]);
         total += st[s];

@@ -315,14 +315,24 @@ int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_v
                      engine_event **evs, size_t *cap, char *err, size_t errlen);
 void rec_chunk_summarize(const engine_event *evs, size_t n, rec_chunk_row *row);
 
-/* zstd level for chunks: the stream split does most of the work. Level 3
- * compresses the layered dispatch at EP64 x 4096 (48.4 M events, format 5,
- * 262144 events a chunk) to 3.73 bytes per event in 0.041 us of CPU per
- * event; level 7 to 3.53 in 0.124 us, the recorder thread's largest cost
- * (at EP16: 3.04 against 2.84 bytes). Issue 29 wants the recorder under
- * 0.15 us per event and the trace under 3.8 bytes: level 3 gives both room
- * where level 7 spent it all on 6 % of size. */
-#define REC_ZSTD_LEVEL 3
+/* zstd for chunks: the stream split does most of the work, so the
+ * cheapest strategy (fast: one hash probe per position) loses little, and
+ * most of zstd's time goes into entropy coding anyway, about in proportion
+ * to the bytes it puts out. Issue 29 wants the recorder under 0.15 us per
+ * event and the trace under 3.8 bytes. On the layered dispatch at EP64 x
+ * 4096 (bench_rec_cpu, 32 chunks of 262144 events, format 6): level 3
+ * (dfast) 3.65 bytes per event in 0.047 us of CPU per event, level 1 3.82
+ * in 0.029, fast with a 2^16 hash table and 5-byte matches 3.76 in 0.036
+ * (level 7: 3.53 in 0.124, level 2: 3.78 in 0.037). Chunks of 524288
+ * events (REC_CHUNK_EVENTS) take all of them 3-4 % smaller, so the fast
+ * parameters give the size level 3 gave at 262144 (3.62) for 0.012 us less. */
+#define REC_ZSTD_LEVEL 1
+#define REC_ZSTD_WINDOW_LOG 21
+#define REC_ZSTD_HASH_LOG 16
+#define REC_ZSTD_MIN_MATCH 5
+/* Sets those parameters on a ZSTD_CCtx (cctx; checksum and content size
+ * are the frame writer's business). */
+void rec_frame_params(void *cctx);
 
 /* ---------------------------------------------------------------- frames */
 

@@ -292,7 +292,7 @@ int rec_writer_alloc(rec_writer *w, const rec_run_info *info, char *err, size_t 
         snprintf(err, errlen, "rec_open: out of memory");
         return -1;
     }
-    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, REC_ZSTD_LEVEL);
+    rec_frame_params(w->cctx);
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
     return rec_meta_from_info(&w->header, info, err, errlen);
