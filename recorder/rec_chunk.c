@@ -162,6 +162,7 @@ void rec_codec_free(rec_codec *codec) {
     if (!codec) return;
     rec_buf_free(&codec->arena);
     rec_order_free(&codec->order);
+    free(codec->seq_pos);
     free(codec->pend_bits);
     free(codec->pend_cnt);
     free(codec);
@@ -269,11 +270,17 @@ static inline size_t pend_select(rec_codec *c, uint64_t k) {
 }
 
 /* The position in evs[0, i) of the event whose seq is seq, or -1. A
- * chunk's seqs are dense, a part's (format 6) ascend with gaps: a binary
- * search when the direct place does not hold it. */
-static inline long position_of(const engine_event *evs, size_t i, uint64_t seq) {
+ * chunk's seqs are dense, a part's (format 6) ascend with gaps: its seqs'
+ * positions are mapped (scan_events), or a binary search when the direct
+ * place does not hold it. */
+static inline long position_of(const rec_codec *c, const engine_event *evs, size_t i,
+                               uint64_t seq) {
     if (seq < evs[0].seq) return -1;
     if (seq - evs[0].seq < i && evs[seq - evs[0].seq].seq == seq) return (long)(seq - evs[0].seq);
+    if (c->seq_span) {
+        uint64_t off = seq - evs[0].seq;
+        return off < c->seq_span && c->seq_pos[off] < i ? (long)c->seq_pos[off] : -1;
+    }
     size_t lo = 0, hi = i;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
@@ -283,10 +290,10 @@ static inline long position_of(const engine_event *evs, size_t i, uint64_t seq) 
 }
 
 /* The position of the XFER_ISSUE a DONE can be copied from, or -1. */
-static inline long copy_source(const engine_event *evs, size_t i) {
+static inline long copy_source(const rec_codec *c, const engine_event *evs, size_t i) {
     const engine_event *d = &evs[i], *s;
     if (d->kind != EV_XFER_DONE) return -1;
-    long at = position_of(evs, i, d->link);
+    long at = position_of(c, evs, i, d->link);
     if (at < 0) return -1;
     s = &evs[at];
     if (s->seq != d->link || s->kind != EV_XFER_ISSUE || s->rank != d->rank ||
@@ -330,13 +337,16 @@ static inline size_t ungrouped_extra(size_t n) { return n * 20 + 16; }
  * events were written by the engine's thread on another core). A DONE also
  * reads its issue, far back: fetched as early. */
 #define PREFETCH_AHEAD 16
-static inline void prefetch_event(const engine_event *evs, size_t i, size_t n) {
+static inline void prefetch_event(const rec_codec *c, const engine_event *evs, size_t i,
+                                  size_t n) {
     if (i + PREFETCH_AHEAD < n) __builtin_prefetch(&evs[i + PREFETCH_AHEAD]);
     if (i + PREFETCH_AHEAD / 2 < n) {   /* fetched half the distance ago */
         const engine_event *e = &evs[i + PREFETCH_AHEAD / 2];
-        uint64_t back = e->link - evs[0].seq;
-        if (e->kind == EV_XFER_DONE && e->link >= evs[0].seq && back < i)
-            __builtin_prefetch(&evs[back]);
+        uint64_t off = e->link - evs[0].seq;
+        if (e->kind == EV_XFER_DONE && e->link >= evs[0].seq) {
+            if (c->seq_span) off = off < c->seq_span ? c->seq_pos[off] : UINT32_MAX;
+            if (off < i) __builtin_prefetch(&evs[off]);
+        }
     }
 }
 
@@ -353,9 +363,27 @@ static void scan_events(rec_codec *c, const engine_event *evs, size_t n, rec_ord
     scan->keyed = 1;
     scan->ordered = 1;
     scan->max_rank = 0;
+    c->seq_span = 0;
     if (n == 0) return;
     row->first_seq = evs[0].seq;
     row->last_seq = evs[n - 1].seq;
+    /* a part's seqs have gaps: map them to positions (not when the range is
+     * far wider than the part, or memory is short: then position_of
+     * searches) */
+    uint64_t first = evs[0].seq, span = evs[n - 1].seq - first + 1;
+    uint32_t *pos = NULL;
+    if (evs[n - 1].seq >= first && span != n && span <= 4 * (uint64_t)n + 65536) {
+        if (span > c->cap_seq_pos) {
+            free(c->seq_pos);
+            c->seq_pos = malloc(span * sizeof *c->seq_pos);
+            c->cap_seq_pos = c->seq_pos ? span : 0;
+        }
+        if (c->seq_pos) {
+            memset(c->seq_pos, 0xff, span * sizeof *c->seq_pos);
+            c->seq_span = span;
+            pos = c->seq_pos;
+        }
+    }
     uint64_t tmin = evs[0].time, tmax = evs[0].time, prev_time = evs[0].time, mask = 0;
     uint32_t rmin = evs[0].rank, rmax = evs[0].rank, cmin = evs[0].core, cmax = evs[0].core;
     uint32_t *key = c->order.in_key;
@@ -380,6 +408,7 @@ static void scan_events(rec_codec *c, const engine_event *evs, size_t n, rec_ord
         prev_time = t;
         key[i] = r << REC_ORDER_CORE_BITS | (k & ((1u << REC_ORDER_CORE_BITS) - 1));
         time[i] = t;
+        if (pos && e->seq - first < span) pos[e->seq - first] = (uint32_t)i;
     }
     c->group_events[COPY_LINK_GROUP] += done;   /* each DONE maybe a copy */
     row->first_time = tmin;
@@ -501,10 +530,10 @@ static void encode_body(rec_codec *codec, const uint8_t *decls, size_t decl_len,
     for (size_t i = 0; i < n; i++) {
         const engine_event *e = &evs[i];
         uint8_t **gw = uw;
-        prefetch_event(evs, i, n);
+        prefetch_event(codec, evs, i, n);
         PUT(REC_COL_SEQ, rec_zigzag((int64_t)(e->seq - prev_seq)));
         prev_seq = e->seq;
-        long src = copy_source(evs, i);
+        long src = copy_source(codec, evs, i);
         /* Its issue must still be pending (a second DONE of one issue is
          * stored in full). */
         if (src >= 0 && !pend_has(codec, (size_t)src)) src = -1;

@@ -275,6 +275,12 @@ typedef struct rec_codec {
     /* encoder: the chunks row of the events last encoded (offset and sizes
      * 0), what rec_chunk_summarize gives, found in the encoder's pass */
     rec_chunk_row summary;
+    /* encoder, a part's events (seqs with gaps): the position of each seq
+     * of first_seq .. first_seq + seq_span - 1 among them (UINT32_MAX: not
+     * the part's), for a DONE to find its issue without a search; seq_span
+     * 0 when the seqs are dense (a chunk) or the range too wide */
+    uint32_t *seq_pos;
+    size_t seq_span, cap_seq_pos;
 } rec_codec;
 void rec_codec_free(rec_codec *codec);   /* frees codec and its buffers */
 
