@@ -253,8 +253,8 @@ static int build_table_keyed(rec_order *o, size_t n, uint32_t ranks) {
 /* Table index of every event's (rank, core), cores sorted by (rank, core). */
 static int build_table(rec_order *o, const engine_event *evs, size_t n,
                        const rec_order_scan *scan) {
-    if (scan->keyed) {
-        if (build_table_keyed(o, n, n ? scan->max_rank + 1 : 0)) return -1;
+    if (scan->keyed && n) {
+        if (build_table_keyed(o, n, scan->max_rank + 1)) return -1;
         uint32_t at = 0;
         for (uint32_t c = 0; c < o->ncores; c++) {
             o->start[c] = at;
