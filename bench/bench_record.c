@@ -129,7 +129,7 @@ static void column_sizes(const char *run_dir, uint64_t events) {
         ZSTD_freeCCtx(cc);
         return;
     }
-    ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, REC_ZSTD_LEVEL);
+    rec_frame_params(cc);
     double comp[REC_COL_COUNT + 1] = {0}, raw[REC_COL_COUNT + 1] = {0};
     rec_buf payload = {0}, one = {0}, out = {0};
     rec_chunk_view v;

@@ -162,6 +162,7 @@ void rec_codec_free(rec_codec *codec) {
     if (!codec) return;
     rec_buf_free(&codec->arena);
     rec_order_free(&codec->order);
+    free(codec->seq_pos);
     free(codec->pend_bits);
     free(codec->pend_cnt);
     free(codec);
@@ -269,11 +270,17 @@ static inline size_t pend_select(rec_codec *c, uint64_t k) {
 }
 
 /* The position in evs[0, i) of the event whose seq is seq, or -1. A
- * chunk's seqs are dense, a part's (format 6) ascend with gaps: a binary
- * search when the direct place does not hold it. */
-static inline long position_of(const engine_event *evs, size_t i, uint64_t seq) {
+ * chunk's seqs are dense, a part's (format 6) ascend with gaps: its seqs'
+ * positions are mapped (scan_events), or a binary search when the direct
+ * place does not hold it. */
+static inline long position_of(const rec_codec *c, const engine_event *evs, size_t i,
+                               uint64_t seq) {
     if (seq < evs[0].seq) return -1;
     if (seq - evs[0].seq < i && evs[seq - evs[0].seq].seq == seq) return (long)(seq - evs[0].seq);
+    if (c->seq_span) {
+        uint64_t off = seq - evs[0].seq;
+        return off < c->seq_span && c->seq_pos[off] < i ? (long)c->seq_pos[off] : -1;
+    }
     size_t lo = 0, hi = i;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
@@ -283,10 +290,10 @@ static inline long position_of(const engine_event *evs, size_t i, uint64_t seq) 
 }
 
 /* The position of the XFER_ISSUE a DONE can be copied from, or -1. */
-static inline long copy_source(const engine_event *evs, size_t i) {
+static inline long copy_source(const rec_codec *c, const engine_event *evs, size_t i) {
     const engine_event *d = &evs[i], *s;
     if (d->kind != EV_XFER_DONE) return -1;
-    long at = position_of(evs, i, d->link);
+    long at = position_of(c, evs, i, d->link);
     if (at < 0) return -1;
     s = &evs[at];
     if (s->seq != d->link || s->kind != EV_XFER_ISSUE || s->rank != d->rank ||
@@ -325,15 +332,100 @@ static inline size_t stream_slot(unsigned group, int col) {
  * as many cores as events: room beyond the 11 bytes per event. */
 static inline size_t ungrouped_extra(size_t n) { return n * 20 + 16; }
 
-/* Counts the events of each group and carves a worst-case write area for
- * every stream they can touch out of one arena, so the encoder writes with
- * plain pointer bumps. */
-static int streams_reserve(rec_codec *c, const engine_event *evs, size_t n) {
-    memset(c->group_events, 0, sizeof c->group_events);
-    for (size_t i = 0; i < n; i++) {
-        c->group_events[event_group(&evs[i])]++;
-        if (evs[i].kind == EV_XFER_DONE) c->group_events[COPY_LINK_GROUP]++;   /* maybe a copy */
+/* The events are read in order, one cache line each, with some work
+ * between two: fetching a few ahead hides the trip to memory (each chunk's
+ * events were written by the engine's thread on another core). A DONE also
+ * reads its issue, far back: fetched as early. */
+#define PREFETCH_AHEAD 16
+static inline void prefetch_event(const rec_codec *c, const engine_event *evs, size_t i,
+                                  size_t n) {
+    if (i + PREFETCH_AHEAD < n) __builtin_prefetch(&evs[i + PREFETCH_AHEAD]);
+    if (i + PREFETCH_AHEAD / 2 < n) {   /* fetched half the distance ago */
+        const engine_event *e = &evs[i + PREFETCH_AHEAD / 2];
+        uint64_t off = e->link - evs[0].seq;
+        if (e->kind == EV_XFER_DONE && e->link >= evs[0].seq) {
+            if (c->seq_span) off = off < c->seq_span ? c->seq_pos[off] : UINT32_MAX;
+            if (off < i) __builtin_prefetch(&evs[off]);
+        }
     }
+}
+
+/* The one pass over the events before encoding them (a chunk's events are
+ * far larger than a core's cache, so each pass over them costs a walk
+ * through memory): the events of each group, the chunk's summary row, and
+ * for the order (rec_order.c) each event's core key and time and whether
+ * times ever go back. */
+static void scan_events(rec_codec *c, const engine_event *evs, size_t n, rec_order_scan *scan) {
+    memset(c->group_events, 0, sizeof c->group_events);
+    rec_chunk_row *row = &c->summary;
+    memset(row, 0, sizeof *row);
+    row->events = n;
+    scan->keyed = 1;
+    scan->ordered = 1;
+    scan->max_rank = 0;
+    c->seq_span = 0;
+    if (n == 0) return;
+    row->first_seq = evs[0].seq;
+    row->last_seq = evs[n - 1].seq;
+    /* a part's seqs have gaps: map them to positions (not when the range is
+     * far wider than the part, or memory is short: then position_of
+     * searches) */
+    uint64_t first = evs[0].seq, span = evs[n - 1].seq - first + 1;
+    uint32_t *pos = NULL;
+    if (evs[n - 1].seq >= first && span != n && span <= 4 * (uint64_t)n + 65536) {
+        if (span > c->cap_seq_pos) {
+            free(c->seq_pos);
+            c->seq_pos = malloc(span * sizeof *c->seq_pos);
+            c->cap_seq_pos = c->seq_pos ? span : 0;
+        }
+        if (c->seq_pos) {
+            memset(c->seq_pos, 0xff, span * sizeof *c->seq_pos);
+            c->seq_span = span;
+            pos = c->seq_pos;
+        }
+    }
+    uint64_t tmin = evs[0].time, tmax = evs[0].time, prev_time = evs[0].time, mask = 0;
+    uint32_t rmin = evs[0].rank, rmax = evs[0].rank, cmin = evs[0].core, cmax = evs[0].core;
+    uint32_t *key = c->order.in_key;
+    uint64_t *time = c->order.in_time;
+    uint32_t done = 0;
+    int ordered = 1;
+    for (size_t i = 0; i < n; i++) {
+        const engine_event *e = &evs[i];
+        uint64_t t = e->time;
+        if (i + PREFETCH_AHEAD < n) __builtin_prefetch(&evs[i + PREFETCH_AHEAD]);
+        uint32_t r = e->rank, k = e->core;
+        c->group_events[event_group(e)]++;
+        done += e->kind == EV_XFER_DONE;
+        mask |= 1ULL << (e->kind & 63);
+        tmin = t < tmin ? t : tmin;
+        tmax = t > tmax ? t : tmax;
+        rmin = r < rmin ? r : rmin;
+        rmax = r > rmax ? r : rmax;
+        cmin = k < cmin ? k : cmin;
+        cmax = k > cmax ? k : cmax;
+        ordered &= t >= prev_time;
+        prev_time = t;
+        key[i] = r << REC_ORDER_CORE_BITS | (k & ((1u << REC_ORDER_CORE_BITS) - 1));
+        time[i] = t;
+        if (pos && e->seq - first < span) pos[e->seq - first] = (uint32_t)i;
+    }
+    c->group_events[COPY_LINK_GROUP] += done;   /* each DONE maybe a copy */
+    row->first_time = tmin;
+    row->last_time = tmax;
+    row->rank_min = rmin;
+    row->rank_max = rmax;
+    row->core_min = cmin;
+    row->core_max = cmax;
+    row->kind_mask = mask;
+    scan->ordered = ordered;
+    scan->keyed = cmax < (1u << REC_ORDER_CORE_BITS) && rmax < REC_ORDER_MAX_RANK;
+    scan->max_rank = rmax;
+}
+
+/* Carves a worst-case write area for every stream the groups' events can
+ * touch out of one arena, so the encoder writes with plain pointer bumps. */
+static int streams_reserve(rec_codec *c, size_t n) {
     size_t grouped = 0, events = 0;
     for (int col = 0; col < REC_COL_COUNT; col++) grouped += col_grouped[col];
     for (unsigned g = 0; g < REC_GROUPS; g++) events += c->group_events[g];
@@ -412,8 +504,15 @@ static void encode_body(rec_codec *codec, const uint8_t *decls, size_t decl_len,
                         const engine_event *evs, size_t n, rec_buf *out) {
     rec_buf_bytes(out, (const char *)decls, decl_len);
     rec_buf_varint(out, n);
-    if (streams_reserve(codec, evs, n) || pend_reset(codec, n) ||
-        rec_order_encode(&codec->order, evs, n, &codec->w[stream_slot(0, REC_COL_ORDER_CORES)],
+    rec_order_scan scan;
+    if (rec_order_reserve(&codec->order, n)) {
+        out->oom = 1;
+        return;
+    }
+    scan_events(codec, evs, n, &scan);
+    if (streams_reserve(codec, n) || pend_reset(codec, n) ||
+        rec_order_encode(&codec->order, evs, n, &scan,
+                         &codec->w[stream_slot(0, REC_COL_ORDER_CORES)],
                          &codec->w[stream_slot(0, REC_COL_ORDER_TIMES)],
                          &codec->w[stream_slot(0, REC_COL_ORDER_EXC)])) {
         out->oom = 1;
@@ -431,9 +530,10 @@ static void encode_body(rec_codec *codec, const uint8_t *decls, size_t decl_len,
     for (size_t i = 0; i < n; i++) {
         const engine_event *e = &evs[i];
         uint8_t **gw = uw;
+        prefetch_event(codec, evs, i, n);
         PUT(REC_COL_SEQ, rec_zigzag((int64_t)(e->seq - prev_seq)));
         prev_seq = e->seq;
-        long src = copy_source(evs, i);
+        long src = copy_source(codec, evs, i);
         /* Its issue must still be pending (a second DONE of one issue is
          * stored in full). */
         if (src >= 0 && !pend_has(codec, (size_t)src)) src = -1;

@@ -11,9 +11,9 @@
  *
  * The big table, waits, is written while the run goes on: after each chunk
  * the live recorder's background thread calls rec_ix_db_flush, which inserts
- * the rows that can no longer change (the ended waits before the first one
- * still open), a batch of BATCH_ROWS at a time. rec_close is then left with
- * the last rows and the small tables. reindex writes everything at the end.
+ * the rows that can no longer change (the waits that ended), a batch of BATCH_ROWS at a time, and drops them from the
+ * builder's memory. rec_close is then left with the last rows and the
+ * small tables. reindex writes everything at the end.
  * Transfers are not indexed here: there is one per two events, so analysis
  * derives that table on first use (ana_scan.c), as it does its own.
  */
@@ -61,11 +61,13 @@ struct rec_ix_db {
     /* BATCH_ROWS rows per insert, and one */
     sqlite3_stmt *waits_batch, *waits_one;
     size_t waits_done;    /* entries of ix->ended_waits written */
+    size_t *remap, cap_remap;   /* drop_written's new positions */
 };
 
 /* Inserting several rows per statement roughly halves the per-row cost of
- * SQLite's VM for the wide waits table. */
-#define BATCH_ROWS 32
+ * SQLite's VM for the wide waits table; 128 (2432 parameters) is a few
+ * percent cheaper than 32. */
+#define BATCH_ROWS 128
 
 static const char *str_of(const rec_index *ix, uint32_t id) {
     return id && id < ix->nstrings ? ix->strings[id] : NULL;
@@ -261,7 +263,7 @@ static int write_chunks(db_ctx *c, char *err, size_t errlen) {
 static void bind_wait(db_ctx *c, size_t i) {
     const rec_index *ix = c->ix;
     const ix_wait *w = &ix->waits[i];
-    b_int(c, (int64_t)i + 1);
+    b_int(c, (int64_t)w->id);
     b_int(c, w->track);
     b_int(c, w->rank);
     b_int(c, w->core);
@@ -347,6 +349,7 @@ static void db_close(rec_index *ix, int keep) {
     sqlite3_finalize(d->waits_one);
     sqlite3_close(d->db);
     if (!keep) unlink(d->tmp);
+    free(d->remap);
     free(d);
     ix->db = NULL;
 }
@@ -375,8 +378,11 @@ int rec_ix_db_open(rec_index *ix, const char *path, char *err, size_t errlen) {
         return -1;
     }
     char *msg = NULL;
+    /* 16 KiB pages: a waits row costs SQLite less to insert than on the
+     * default 4 KiB ones (fewer pages to balance and write) and the rows
+     * pack tighter (EP64: 6 % less CPU for the rows, 2 % smaller). */
     int rc = sqlite3_exec(d->db,
-                          "PRAGMA journal_mode=OFF;"
+                          "PRAGMA page_size=16384; PRAGMA journal_mode=OFF;"
                           " PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; BEGIN;",
                           NULL, NULL, &msg);
     if (rc == SQLITE_OK) rc = sqlite3_exec(d->db, schema, NULL, NULL, &msg);
@@ -391,6 +397,43 @@ int rec_ix_db_open(rec_index *ix, const char *path, char *err, size_t errlen) {
         db_close(ix, 0);
         return -1;
     }
+    return 0;
+}
+
+/* Drops the waits written so far from the builder's array: the ones still
+ * open and the ended ones not written yet move down (keeping their order,
+ * so rows stay in id order), and open_wait and the ended list follow them.
+ * The array then holds about what one chunk adds instead of every wait of
+ * the run (a hundred bytes each: 0.7 GB at EP64, each page of it faulted
+ * in as it grew). Only the live recorder flushes; reindex and a split
+ * run's builders keep every wait until the end. */
+static int drop_written(rec_index *ix) {
+    rec_ix_db *d = ix->db;
+    if (d->waits_done == 0) return 0;
+    if (ix->nwaits > d->cap_remap) {
+        size_t cap = d->cap_remap ? d->cap_remap : 4096;
+        while (cap < ix->nwaits) cap *= 2;
+        size_t *p = realloc(d->remap, cap * sizeof *p);
+        if (!p) return -1;
+        d->remap = p;
+        d->cap_remap = cap;
+    }
+    for (size_t k = 0; k < d->waits_done; k++) ix->waits[ix->ended_waits[k]].written = 1;
+    size_t kept = 0;
+    for (size_t i = 0; i < ix->nwaits; i++) {
+        if (ix->waits[i].written) continue;
+        d->remap[i] = kept;
+        if (kept != i) ix->waits[kept] = ix->waits[i];
+        kept++;
+    }
+    ix->nwaits = kept;
+    for (size_t t = 0; t < ix->nopen; t++)
+        if (ix->open_wait[t]) ix->open_wait[t] = d->remap[ix->open_wait[t] - 1] + 1;
+    size_t left = 0;
+    for (size_t k = d->waits_done; k < ix->nended_waits; k++)
+        ix->ended_waits[left++] = d->remap[ix->ended_waits[k]];
+    ix->nended_waits = left;
+    d->waits_done = 0;
     return 0;
 }
 
@@ -418,7 +461,12 @@ int rec_ix_db_flush(rec_index *ix, char *err, size_t errlen) {
         snprintf(err, errlen, "%s: out of memory while building the index", ix->db->path);
         return -1;
     }
-    return write_big(ix, 0, err, errlen);
+    if (write_big(ix, 0, err, errlen)) return -1;
+    if (drop_written(ix)) {
+        snprintf(err, errlen, "%s: out of memory while building the index", ix->db->path);
+        return -1;
+    }
+    return 0;
 }
 
 int rec_ix_write_db(rec_index *ix, const char *path, char *err, size_t errlen) {

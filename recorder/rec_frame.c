@@ -23,6 +23,15 @@
 
 #include "recorder/rec_internal.h"
 
+void rec_frame_params(void *cctx) {
+    ZSTD_CCtx *cc = cctx;
+    ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, REC_ZSTD_LEVEL);
+    ZSTD_CCtx_setParameter(cc, ZSTD_c_strategy, ZSTD_fast);
+    ZSTD_CCtx_setParameter(cc, ZSTD_c_windowLog, REC_ZSTD_WINDOW_LOG);
+    ZSTD_CCtx_setParameter(cc, ZSTD_c_hashLog, REC_ZSTD_HASH_LOG);
+    ZSTD_CCtx_setParameter(cc, ZSTD_c_minMatch, REC_ZSTD_MIN_MATCH);
+}
+
 int rec_frame_compress(void *cctx, const rec_buf *payload, rec_buf *out) {
     size_t bound = ZSTD_compressBound(payload->len);
     out->len = 0;

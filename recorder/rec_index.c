@@ -183,6 +183,7 @@ static void wait_begin(rec_index *ix, const engine_event *ev, uint32_t track) {
     if (grow_to(ix, (void **)&ix->open_wait, &ix->nopen, sizeof(uint64_t), track)) return;
     ix_wait *w = push_row(ix, (void **)&ix->waits, &ix->nwaits, &ix->cap_waits, sizeof *w);
     if (!w) return;
+    w->id = ++ix->wait_ids;
     w->track = track;
     w->rank = ev->rank;
     w->core = ev->core;
@@ -230,7 +231,7 @@ static void consume(rec_index *ix, const engine_event *ev) {
      * because an event needs a track id, so it must not make that core
      * appear (a phantom "r0 AIC0" in cores and the export). */
     if (ev->kind != EV_RUN_END &&
-        !grow_to(ix, (void **)&ix->track_seen, &ix->ntracks, 1, track))
+        (track < ix->ntracks || !grow_to(ix, (void **)&ix->track_seen, &ix->ntracks, 1, track)))
         ix->track_seen[track] = 1;
     ix->kind_count[ev->kind & 63]++;
     ix->events++;
@@ -267,7 +268,11 @@ int rec_ix_chunk(rec_index *ix, const uint8_t *decls, size_t decl_len, const eng
                  size_t n, const rec_chunk_row *row) {
     rec_decl_sink sink = {ix, on_string, on_site, on_object};
     if (decl_len && rec_decl_decode(decls, decl_len, &sink)) return -1;
-    for (size_t i = 0; i < n; i++) consume(ix, &evs[i]);
+    for (size_t i = 0; i < n; i++) {
+        /* a chunk's events are far larger than the cache: fetched ahead */
+        if (i + 16 < n) __builtin_prefetch(&evs[i + 16]);
+        consume(ix, &evs[i]);
+    }
     if (n && row) {
         rec_chunk_row *r =
             push_row(ix, (void **)&ix->chunks, &ix->nchunks, &ix->cap_chunks, sizeof *r);

@@ -11,6 +11,7 @@
 enum { WK_FLAG, WK_PIPE, WK_XCORE, WK_GM, WK_RING_SPACE, WK_RING_DATA, WK_BARRIER, WK_COUNT };
 
 typedef struct ix_wait {
+    uint64_t id;                      /* the row id: waits numbered as they begin, from 1 */
     uint64_t begin_seq, end_seq;      /* end_seq 0: never ended */
     uint64_t begin_ps, end_ps;
     int64_t expected, seen;
@@ -18,6 +19,7 @@ typedef struct ix_wait {
     uint32_t track, rank, core, role; /* role: string id, 0 none */
     uint32_t object, site, waker_peer; /* waker_peer: waker track + 1, 0 unknown */
     uint8_t kind;                     /* WK_* */
+    uint8_t written;                  /* in index.db.tmp already (rec_db.c) */
 } ix_wait;
 
 
@@ -43,7 +45,12 @@ struct rec_index {
     uint64_t *open_wait; size_t nopen;     /* by track id: wait row + 1, 0 none */
     uint32_t *core_role; size_t ncores;    /* by rank * cpr + core */
 
+    /* The waits begun and not yet dropped: every one, but that the live
+     * recorder drops those it has written into index.db.tmp after each
+     * chunk (rec_ix_db_flush), so only the open ones and a few ended ones
+     * stay in memory; open_wait and ended_waits are positions in it. */
     ix_wait *waits; size_t nwaits, cap_waits;
+    uint64_t wait_ids;        /* waits begun: the last id given */
     uint64_t xfer_bytes;      /* bytes of every issued transfer (meta transfer_bytes) */
     /* Rows that can no longer change, in the order they became final (a
      * wait ended, a transfer completed), for rec_db.c to write as the run

@@ -196,10 +196,29 @@ typedef struct rec_order {
     uint32_t *ev_core;    /* each event's core (table index) */
     uint32_t *pend_next, *pend_head, *pend_tail;  /* pending issues per core */
     uint64_t *hash;       /* encoder: open-addressed set of (rank, core) keys */
+    /* encoder: what the codec's one pass over the events (rec_chunk.c)
+     * left for the order, so that the order never walks the events
+     * themselves (a chunk's 16 MiB of them is far larger than a core's
+     * cache): each event's core as rank << REC_ORDER_CORE_BITS | core and
+     * its time */
+    uint32_t *in_key;
+    uint64_t *in_time;
 } rec_order;
-/* Writes the core table, the times and the exceptions for evs; -1 on OOM. */
-int rec_order_encode(rec_order *o, const engine_event *evs, size_t n, uint8_t **cores_w,
-                     uint8_t **times_w, uint8_t **exc_w);
+/* What the codec's pass over a chunk's events found (rec_order_reserve
+ * first; in_key and in_time filled for every event when keyed). */
+#define REC_ORDER_CORE_BITS 8
+#define REC_ORDER_MAX_RANK 4096    /* keyed: every rank below it, every core below 256 */
+typedef struct rec_order_scan {
+    int keyed;       /* in_key and in_time hold every event's */
+    int ordered;     /* times never go back */
+    uint32_t max_rank;
+} rec_order_scan;
+/* Room for n events' in_key and in_time; -1 on OOM. */
+int rec_order_reserve(rec_order *o, size_t n);
+/* Writes the core table, the times and the exceptions for evs (read only
+ * when scan is not keyed); -1 on OOM. */
+int rec_order_encode(rec_order *o, const engine_event *evs, size_t n, const rec_order_scan *scan,
+                     uint8_t **cores_w, uint8_t **times_w, uint8_t **exc_w);
 /* Reads them back for n events; -1 if they are corrupt. */
 int rec_order_decode(rec_order *o, size_t n, rec_cur *cores, rec_cur *times, rec_cur *exc);
 /* Rank, core and time of event i (called once per event, in order). */
@@ -213,6 +232,14 @@ void rec_order_pending_reset(rec_order *o);
 void rec_order_pending_add(rec_order *o, size_t i);
 uint64_t rec_order_pending_take(rec_order *o, size_t i, size_t src);
 size_t rec_order_pending_select(rec_order *o, size_t i, uint64_t k);
+
+/* Summary of one chunk (a row of the chunks table). */
+typedef struct rec_chunk_row {
+    uint64_t first_seq, last_seq, first_time, last_time;  /* times: min and max */
+    uint64_t offset, compressed_bytes, raw_bytes, events;
+    uint32_t rank_min, rank_max, core_min, core_max;
+    uint64_t kind_mask;
+} rec_chunk_row;
 
 typedef struct rec_codec {
     rec_ctx ctx[REC_CTX_SLOTS];
@@ -245,6 +272,15 @@ typedef struct rec_codec {
     rec_buf arena;
     uint32_t group_events[REC_GROUPS];   /* encoder: events per group */
     rec_order order;
+    /* encoder: the chunks row of the events last encoded (offset and sizes
+     * 0), what rec_chunk_summarize gives, found in the encoder's pass */
+    rec_chunk_row summary;
+    /* encoder, a part's events (seqs with gaps): the position of each seq
+     * of first_seq .. first_seq + seq_span - 1 among them (UINT32_MAX: not
+     * the part's), for a DONE to find its issue without a search; seq_span
+     * 0 when the seqs are dense (a chunk) or the range too wide */
+    uint32_t *seq_pos;
+    size_t seq_span, cap_seq_pos;
 } rec_codec;
 void rec_codec_free(rec_codec *codec);   /* frees codec and its buffers */
 
@@ -256,14 +292,6 @@ void rec_codec_free(rec_codec *codec);   /* frees codec and its buffers */
 #define REC_KIND_COPY 0x80
 #define REC_KIND_SITE 0x40
 #define REC_KIND_ESCAPE 0x3f
-
-/* Summary of one chunk (a row of the chunks table). */
-typedef struct rec_chunk_row {
-    uint64_t first_seq, last_seq, first_time, last_time;  /* times: min and max */
-    uint64_t offset, compressed_bytes, raw_bytes, events;
-    uint32_t rank_min, rank_max, core_min, core_max;
-    uint64_t kind_mask;
-} rec_chunk_row;
 
 /* Appends a chunk payload (tag, declarations, columns) for evs to out. */
 void rec_chunk_encode(rec_codec *codec, const uint8_t *decls, size_t decl_len,
@@ -293,14 +321,24 @@ int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_v
                      engine_event **evs, size_t *cap, char *err, size_t errlen);
 void rec_chunk_summarize(const engine_event *evs, size_t n, rec_chunk_row *row);
 
-/* zstd level for chunks: the stream split does most of the work. Level 3
- * compresses the layered dispatch at EP64 x 4096 (48.4 M events, format 5,
- * 262144 events a chunk) to 3.73 bytes per event in 0.041 us of CPU per
- * event; level 7 to 3.53 in 0.124 us, the recorder thread's largest cost
- * (at EP16: 3.04 against 2.84 bytes). Issue 29 wants the recorder under
- * 0.15 us per event and the trace under 3.8 bytes: level 3 gives both room
- * where level 7 spent it all on 6 % of size. */
-#define REC_ZSTD_LEVEL 3
+/* zstd for chunks: the stream split does most of the work, so the
+ * cheapest strategy (fast: one hash probe per position) loses little, and
+ * most of zstd's time goes into entropy coding anyway, about in proportion
+ * to the bytes it puts out. Issue 29 wants the recorder under 0.15 us per
+ * event and the trace under 3.8 bytes. On the layered dispatch at EP64 x
+ * 4096 (bench_rec_cpu, 32 chunks of 262144 events, format 6): level 3
+ * (dfast) 3.65 bytes per event in 0.047 us of CPU per event, level 1 3.82
+ * in 0.029, fast with a 2^16 hash table and 5-byte matches 3.76 in 0.036
+ * (level 7: 3.53 in 0.124, level 2: 3.78 in 0.037). Chunks of 524288
+ * events (REC_CHUNK_EVENTS) take all of them 3-4 % smaller, so the fast
+ * parameters give the size level 3 gave at 262144 (3.62) for 0.012 us less. */
+#define REC_ZSTD_LEVEL 1
+#define REC_ZSTD_WINDOW_LOG 21
+#define REC_ZSTD_HASH_LOG 16
+#define REC_ZSTD_MIN_MATCH 5
+/* Sets those parameters on a ZSTD_CCtx (cctx; checksum and content size
+ * are the frame writer's business). */
+void rec_frame_params(void *cctx);
 
 /* ---------------------------------------------------------------- frames */
 

@@ -73,6 +73,8 @@ static int merge_waits(rec_index *ix, const ix_wait *in, size_t n) {
     free(ix->waits);
     ix->waits = all;
     ix->nwaits = ix->cap_waits = total;
+    for (size_t k = 0; k < total; k++) all[k].id = k + 1;   /* one process's ids */
+    ix->wait_ids = total;
     /* rows moved: the ended list is rebuilt, in row order (rec_db.c sorts) */
     ix->nended_waits = 0;
     for (size_t i = 0; i < total; i++)

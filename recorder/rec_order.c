@@ -46,6 +46,8 @@ void rec_order_free(rec_order *o) {
     free(o->pend_head);
     free(o->pend_tail);
     free(o->hash);
+    free(o->in_key);
+    free(o->in_time);
     memset(o, 0, sizeof *o);
 }
 
@@ -69,9 +71,15 @@ static int reserve_events(rec_order *o, size_t n) {
     if (grow((void **)&o->ev_core, &cap, n, sizeof *o->ev_core)) return -1;
     cap = o->cap_ev;
     if (grow((void **)&o->pend_next, &cap, n, sizeof *o->pend_next)) return -1;
+    cap = o->cap_ev;
+    if (grow((void **)&o->in_key, &cap, n, sizeof *o->in_key)) return -1;
+    cap = o->cap_ev;
+    if (grow((void **)&o->in_time, &cap, n, sizeof *o->in_time)) return -1;
     o->cap_ev = cap;
     return 0;
 }
+
+int rec_order_reserve(rec_order *o, size_t n) { return reserve_events(o, n); }
 
 /* ------------------------------------------------------------ the merge */
 /* A min-heap of cores with events left, keyed by (next event's time, core
@@ -211,8 +219,49 @@ static int build_table_hashed(rec_order *o, const engine_event *evs, size_t n) {
     return 0;
 }
 
+/* The dense table from the scan's keys (rank << REC_ORDER_CORE_BITS | core):
+ * the events themselves are not read again. */
+static int build_table_keyed(rec_order *o, size_t n, uint32_t ranks) {
+    size_t slots = (size_t)ranks << REC_ORDER_CORE_BITS, hc = o->cap_hash;
+    if (grow((void **)&o->hash, &hc, (slots + 1) / 2, sizeof *o->hash)) return -1;
+    o->cap_hash = hc;
+    uint32_t *slot = (uint32_t *)(void *)o->hash;
+    const uint32_t *key = o->in_key;
+    memset(slot, 0xff, slots * sizeof *slot);   /* absent: all ones */
+    for (size_t i = 0; i < n; i++) slot[key[i]] = 0;
+    uint32_t nk = 0;
+    for (size_t k = 0; k < slots; k++)
+        if (slot[k] == 0) nk++;
+    if (reserve_cores(o, nk)) return -1;
+    o->ncores = nk;
+    uint32_t c = 0;
+    for (size_t k = 0; k < slots; k++) {
+        if (slot[k]) continue;
+        o->rank[c] = (uint32_t)(k >> REC_ORDER_CORE_BITS);
+        o->core[c] = (uint32_t)(k & ((1u << REC_ORDER_CORE_BITS) - 1));
+        o->count[c] = 0;
+        slot[k] = c++;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint32_t x = slot[key[i]];
+        o->ev_core[i] = x;
+        o->count[x]++;
+    }
+    return 0;
+}
+
 /* Table index of every event's (rank, core), cores sorted by (rank, core). */
-static int build_table(rec_order *o, const engine_event *evs, size_t n) {
+static int build_table(rec_order *o, const engine_event *evs, size_t n,
+                       const rec_order_scan *scan) {
+    if (scan->keyed && n) {
+        if (build_table_keyed(o, n, scan->max_rank + 1)) return -1;
+        uint32_t at = 0;
+        for (uint32_t c = 0; c < o->ncores; c++) {
+            o->start[c] = at;
+            at += o->count[c];
+        }
+        return 0;
+    }
     uint32_t max_rank = 0, max_core = 0;
     for (size_t i = 0; i < n; i++) {
         if (evs[i].rank > max_rank) max_rank = evs[i].rank;
@@ -233,11 +282,6 @@ static int build_table(rec_order *o, const engine_event *evs, size_t n) {
 
 #define PUT(w, v) (*(w) += rec_varint_put(*(w), (v)))
 
-static int times_never_go_back(const engine_event *evs, size_t n) {
-    for (size_t i = 1; i < n; i++)
-        if (evs[i].time < evs[i - 1].time) return 0;
-    return 1;
-}
 
 /* The merge's exceptions without running it, for a chunk whose times never
  * go back (every chunk the engine writes): each core's next event is then
@@ -245,12 +289,12 @@ static int times_never_go_back(const engine_event *evs, size_t n) {
  * events of one time, the lowest core first (each core's in its order). An
  * event is an exception exactly when a later event of its time is of a
  * lower core: a suffix minimum per run of equal times. */
-static void exceptions_in_time_order(rec_order *o, const engine_event *evs, size_t n,
+static void exceptions_in_time_order(rec_order *o, const uint64_t *time, size_t n,
                                      uint8_t **exc_w) {
     uint32_t *lowest = o->pend_next;   /* scratch: the pending lists start after encoding */
     size_t last = 0;
     for (size_t a = 0, b; a < n; a = b) {
-        for (b = a + 1; b < n && evs[b].time == evs[a].time; b++) {}
+        for (b = a + 1; b < n && time[b] == time[a]; b++) {}
         if (b - a == 1) continue;
         uint32_t low = UINT32_MAX;
         for (size_t i = b; i-- > a;) {
@@ -267,13 +311,16 @@ static void exceptions_in_time_order(rec_order *o, const engine_event *evs, size
     }
 }
 
-int rec_order_encode(rec_order *o, const engine_event *evs, size_t n, uint8_t **cores_w,
-                     uint8_t **times_w, uint8_t **exc_w) {
-    if (reserve_events(o, n) || build_table(o, evs, n)) return -1;
+int rec_order_encode(rec_order *o, const engine_event *evs, size_t n, const rec_order_scan *scan,
+                     uint8_t **cores_w, uint8_t **times_w, uint8_t **exc_w) {
+    if (reserve_events(o, n) || build_table(o, evs, n, scan)) return -1;
+    if (!scan->keyed)   /* the times too from the events */
+        for (size_t i = 0; i < n; i++) o->in_time[i] = evs[i].time;
+    const uint64_t *in_time = o->in_time;
     for (uint32_t c = 0; c < o->ncores; c++) o->pos[c] = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t c = o->ev_core[i];
-        o->time[o->start[c] + o->pos[c]++] = evs[i].time;
+        o->time[o->start[c] + o->pos[c]++] = in_time[i];
     }
     /* the core table: rank step, core (a step within one rank), count */
     PUT(cores_w, o->ncores);
@@ -293,8 +340,8 @@ int rec_order_encode(rec_order *o, const engine_event *evs, size_t n, uint8_t **
         for (uint32_t j = 1; j < o->count[c]; j++) PUT(times_w, rec_zigzag((int64_t)(t[j] - t[j - 1])));
     }
     /* where the engine's order leaves the merge: position step, core */
-    if (times_never_go_back(evs, n)) {
-        exceptions_in_time_order(o, evs, n, exc_w);
+    if (scan->ordered) {
+        exceptions_in_time_order(o, in_time, n, exc_w);
         return 0;
     }
     merge_start(o);

@@ -66,7 +66,7 @@ static void encode_part(void *arg) {
     memset(&pr, 0, sizeof pr);
     pr.first_seq = w->job_head.first_seq;
     pr.last_seq = w->job_head.last_seq;
-    rec_chunk_summarize(evs, n, &pr.row);
+    pr.row = w->codec->summary;   /* found while encoding */
     pr.row.raw_bytes = w->raw.len;
     if (w->raw.oom || rec_frame_compress_cut(w->cctx, &w->raw, w->codec->stream_at,
                                              w->codec->nstreams, &w->comp)) {

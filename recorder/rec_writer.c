@@ -172,8 +172,7 @@ static void encode_and_write(void *arg) {
     size_t n = w->job_nev;
     w->raw.len = 0;
     rec_chunk_encode(w->codec, w->job_decls.p, w->job_decls.len, evs, n, &w->raw);
-    rec_chunk_row row;
-    rec_chunk_summarize(evs, n, &row);
+    rec_chunk_row row = w->codec->summary;   /* found while encoding */
     row.offset = w->offset;
     if (write_frame_cut(w, w->codec->stream_at, w->codec->nstreams)) return;
     row.compressed_bytes = w->comp.len;
@@ -293,7 +292,7 @@ int rec_writer_alloc(rec_writer *w, const rec_run_info *info, char *err, size_t 
         snprintf(err, errlen, "rec_open: out of memory");
         return -1;
     }
-    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, REC_ZSTD_LEVEL);
+    rec_frame_params(w->cctx);
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
     return rec_meta_from_info(&w->header, info, err, errlen);

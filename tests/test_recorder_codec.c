@@ -84,6 +84,10 @@ static void roundtrip(const engine_event *evs, size_t n, const uint8_t *decls, s
     rec_buf out = {0};
     rec_chunk_encode(enc, decls, dl, evs, n, &out);
     assert_false(out.oom);
+    /* the summary the encoder finds on its way is the one readers compute */
+    rec_chunk_row want;
+    rec_chunk_summarize(evs, n, &want);
+    assert_memory_equal(&enc->summary, &want, sizeof want);
     rec_chunk_view view;
     engine_event *got = NULL;
     size_t cap = 0;
