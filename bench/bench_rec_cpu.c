@@ -44,7 +44,7 @@ typedef struct held {
 
 enum { ST_ENCODE, ST_SUMMARY, ST_ZSTD, ST_WRITE, ST_IX, ST_FLUSH, ST_CLOSE, ST_COUNT };
 static const char *const stage_name[ST_COUNT] = {
-    "encode (columns)", "summarize", "zstd", "write()", "index builder", "index rows (flush)",
+    "encode (columns)", "summary row (the encoder's)", "zstd", "write()", "index builder", "index rows (flush)",
     "close (last rows, tables, commit)"};
 
 static double thread_cpu(void) { return bench_clock_s(CLOCK_THREAD_CPUTIME_ID); }
