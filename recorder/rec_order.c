@@ -152,37 +152,6 @@ static int cmp_key(const void *a, const void *b) {
 /* The table through a slot per (rank, core) when they are small, as in any
  * run npurr makes: walking the slots in (rank, core) order sorts the cores,
  * and each event finds its index in one load. */
-#define DENSE_CORES 256
-#define DENSE_SLOTS (1u << 20)
-
-static int build_table_dense(rec_order *o, const engine_event *evs, size_t n, uint32_t ranks) {
-    size_t slots = (size_t)ranks * DENSE_CORES, hc = o->cap_hash;
-    if (grow((void **)&o->hash, &hc, (slots + 1) / 2, sizeof *o->hash)) return -1;
-    o->cap_hash = hc;
-    uint32_t *slot = (uint32_t *)(void *)o->hash;
-    memset(slot, 0xff, slots * sizeof *slot);   /* absent: all ones */
-    for (size_t i = 0; i < n; i++) slot[(size_t)evs[i].rank * DENSE_CORES + evs[i].core] = 0;
-    uint32_t nk = 0;
-    for (size_t k = 0; k < slots; k++)
-        if (slot[k] == 0) nk++;
-    if (reserve_cores(o, nk)) return -1;
-    o->ncores = nk;
-    uint32_t c = 0;
-    for (size_t k = 0; k < slots; k++) {
-        if (slot[k]) continue;
-        o->rank[c] = (uint32_t)(k / DENSE_CORES);
-        o->core[c] = (uint32_t)(k % DENSE_CORES);
-        o->count[c] = 0;
-        slot[k] = c++;
-    }
-    for (size_t i = 0; i < n; i++) {
-        uint32_t x = slot[(size_t)evs[i].rank * DENSE_CORES + evs[i].core];
-        o->ev_core[i] = x;
-        o->count[x]++;
-    }
-    return 0;
-}
-
 static int build_table_hashed(rec_order *o, const engine_event *evs, size_t n) {
     size_t slots = 1024;
     while (slots < 2 * n) slots *= 2;
@@ -250,28 +219,23 @@ static int build_table_keyed(rec_order *o, size_t n, uint32_t ranks) {
     return 0;
 }
 
-/* Table index of every event's (rank, core), cores sorted by (rank, core). */
+/* Table index of every event's (rank, core), cores sorted by (rank, core).
+ * The scan keyed the events when every rank and core fits the dense table;
+ * a chunk encoded without that scan gets its keys here, else a hash. */
 static int build_table(rec_order *o, const engine_event *evs, size_t n,
                        const rec_order_scan *scan) {
-    if (scan->keyed && n) {
-        if (build_table_keyed(o, n, scan->max_rank + 1)) return -1;
-        uint32_t at = 0;
-        for (uint32_t c = 0; c < o->ncores; c++) {
-            o->start[c] = at;
-            at += o->count[c];
+    uint32_t max_rank = scan->keyed ? scan->max_rank : 0, max_core = 0;
+    int keyed = scan->keyed && n;
+    if (!scan->keyed && n) {
+        for (size_t i = 0; i < n; i++) {
+            if (evs[i].rank > max_rank) max_rank = evs[i].rank;
+            if (evs[i].core > max_core) max_core = evs[i].core;
         }
-        return 0;
+        keyed = max_core < (1u << REC_ORDER_CORE_BITS) && max_rank < REC_ORDER_MAX_RANK;
+        for (size_t i = 0; keyed && i < n; i++)
+            o->in_key[i] = evs[i].rank << REC_ORDER_CORE_BITS | evs[i].core;
     }
-    uint32_t max_rank = 0, max_core = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (evs[i].rank > max_rank) max_rank = evs[i].rank;
-        if (evs[i].core > max_core) max_core = evs[i].core;
-    }
-    if (n && max_core < DENSE_CORES && ((size_t)max_rank + 1) * DENSE_CORES <= DENSE_SLOTS) {
-        if (build_table_dense(o, evs, n, max_rank + 1)) return -1;
-    } else if (build_table_hashed(o, evs, n)) {
-        return -1;
-    }
+    if (keyed ? build_table_keyed(o, n, max_rank + 1) : build_table_hashed(o, evs, n)) return -1;
     uint32_t at = 0;
     for (uint32_t c = 0; c < o->ncores; c++) {
         o->start[c] = at;
