@@ -258,6 +258,11 @@ int combine_shape_from_opts(const kernel_opts *o, int scheme, int nodes, int npu
                             int num_aiv, combine_shape *sh, char *err, size_t errlen);
 int combine_normal_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node,
                                    int num_aiv, combine_shape *sh, char *err, size_t errlen);
+/* The shape of scheme (COMBINE_SCHEME_NORMAL: combine-normal's) on the run
+ * cfg describes, its chip's AIV bounding the cores: what setup builds, and
+ * layout and estimate without an engine. */
+int combine_shape_from_config(const kernel_opts *o, int scheme, const engine_config *cfg,
+                              combine_shape *sh, char *err, size_t errlen);
 /* What every combine reads first: one node (kernel names the kernel in the
  * message), the MoE shape and the row size. */
 int combine_read_shape(const kernel_opts *o, int scheme, const char *kernel, int nodes,

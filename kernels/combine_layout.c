@@ -22,19 +22,10 @@ void combine_human_bytes(char *buf, size_t n, uint64_t bytes) {
     else snprintf(buf, n, "%llu B", (unsigned long long)bytes);
 }
 
-/* The shape setup would build, with no engine: sender cores against cfg's chip's AIV. */
-static int shape_of(const kernel_opts *o, int scheme, const engine_config *cfg, combine_shape *sh,
-                    char *err, size_t errlen) {
-    int aiv = kit_cores(cfg, CORE_AIV, err, errlen);
-    return aiv < 0 ? -1
-                   : combine_shape_from_opts(o, scheme, cfg->nodes, cfg->npus_per_node, aiv, sh,
-                                             err, errlen);
-}
-
 int combine_layout(const kernel_opts *o, int scheme, const engine_config *cfg, FILE *out,
                    char *err, size_t errlen) {
     combine_shape sh;
-    if (shape_of(o, scheme, cfg, &sh, err, errlen)) return -1;
+    if (combine_shape_from_config(o, scheme, cfg, &sh, err, errlen)) return -1;
     combine_plan p;
     if (combine_plan_build(&sh, &p, err, errlen)) return -1;
     int R = sh.num_ranks, L = sh.local_experts, T = sh.tokens, K = sh.topk;
@@ -87,7 +78,7 @@ int combine_estimate(const kernel_opts *o, int scheme, const engine_config *cfg,
                      kernel_estimate *est, char *err, size_t errlen) {
     combine_shape sh;
     int payload = cfg->payload;
-    if (shape_of(o, scheme, cfg, &sh, err, errlen)) return -1;
+    if (combine_shape_from_config(o, scheme, cfg, &sh, err, errlen)) return -1;
     uint64_t R = (uint64_t)sh.num_ranks, T = (uint64_t)sh.tokens, K = (uint64_t)sh.topk;
     uint64_t row = sh.row_bytes;
     /* expert-major x (T*K rows on average per rank, twice for the in-place

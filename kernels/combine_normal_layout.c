@@ -9,19 +9,10 @@
  */
 #include "combine.h"
 
-/* The shape setup would build, with no engine: --cores against cfg's chip's AIV. */
-static int shape_of(const kernel_opts *o, const engine_config *cfg, combine_shape *sh, char *err,
-                    size_t errlen) {
-    int aiv = kit_cores(cfg, CORE_AIV, err, errlen);
-    return aiv < 0 ? -1
-                   : combine_normal_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, aiv, sh,
-                                                    err, errlen);
-}
-
 int combine_normal_layout(const kernel_opts *o, const engine_config *cfg, FILE *out, char *err,
                           size_t errlen) {
     combine_shape sh;
-    if (shape_of(o, cfg, &sh, err, errlen)) return -1;
+    if (combine_shape_from_config(o, COMBINE_SCHEME_NORMAL, cfg, &sh, err, errlen)) return -1;
     combine_plan p;
     if (combine_plan_build(&sh, &p, err, errlen)) return -1;
     int R = sh.num_ranks, T = sh.tokens, K = sh.topk;
@@ -65,7 +56,7 @@ int combine_normal_estimate(const kernel_opts *o, const engine_config *cfg, kern
                             char *err, size_t errlen) {
     combine_shape sh;
     int payload = cfg->payload;
-    if (shape_of(o, cfg, &sh, err, errlen)) return -1;
+    if (combine_shape_from_config(o, COMBINE_SCHEME_NORMAL, cfg, &sh, err, errlen)) return -1;
     uint64_t R = (uint64_t)sh.num_ranks, T = (uint64_t)sh.tokens, K = (uint64_t)sh.topk;
     uint64_t row = sh.row_bytes, stride = combine_normal_window_stride(&sh);
     /* Moved rows (x, the windows) are references unless payload is full;

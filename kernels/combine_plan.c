@@ -124,6 +124,17 @@ int combine_shape_from_opts(const kernel_opts *o, int scheme, int nodes, int npu
     return 0;
 }
 
+int combine_shape_from_config(const kernel_opts *o, int scheme, const engine_config *cfg,
+                              combine_shape *sh, char *err, size_t errlen) {
+    int aiv = kit_cores(cfg, CORE_AIV, err, errlen);
+    if (aiv < 0) return -1;
+    return scheme == COMBINE_SCHEME_NORMAL
+               ? combine_normal_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, aiv, sh, err,
+                                                errlen)
+               : combine_shape_from_opts(o, scheme, cfg->nodes, cfg->npus_per_node, aiv, sh, err,
+                                         errlen);
+}
+
 void combine_plan_free(combine_plan *p) {
     free(p->expert_ids);
     free(p->topk_weights);

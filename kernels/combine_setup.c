@@ -184,17 +184,12 @@ void combine_args_init(combine_args *a, const combine_shape *sh) {
 
 combine_state *combine_state_begin(engine *e, const kernel_opts *o, int scheme, const char *owner,
                                    void **state, char *err, size_t errlen) {
-    const engine_config *cfg = kit_config(e);
     combine_state *st = kit_state_new(sizeof *st, owner, state, err, errlen);
     if (!st) return NULL;
     kit_guards_init(&st->guards, owner, COMBINE_GUARD_BYTE);
     combine_shape sh;
-    int rc = scheme == COMBINE_SCHEME_NORMAL
-                 ? combine_normal_shape_from_opts(o, cfg->nodes, cfg->npus_per_node,
-                                                  kit_num_aiv(e), &sh, err, errlen)
-                 : combine_shape_from_opts(o, scheme, cfg->nodes, cfg->npus_per_node,
-                                           kit_num_aiv(e), &sh, err, errlen);
-    if (rc || combine_plan_build(&sh, &st->plan, err, errlen)) {
+    if (combine_shape_from_config(o, scheme, kit_config(e), &sh, err, errlen) ||
+        combine_plan_build(&sh, &st->plan, err, errlen)) {
         combine_destroy(st);
         return NULL;
     }

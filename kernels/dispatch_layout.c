@@ -88,11 +88,8 @@ static uint64_t role_words(const dispatch_shape *sh) {
 int dispatch_layout(const kernel_opts *o, const engine_config *cfg, FILE *out, char *err,
                     size_t errlen) {
     dispatch_shape sh;
-    /* No engine here: validate the role core counts against the chip's AIV. */
-    int aiv = kit_cores(cfg, CORE_AIV, err, errlen);
-    if (aiv < 0 ||
-        dispatch_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, aiv, &sh, err, errlen))
-        return -1;
+    /* No engine here: the role core counts against the chip's AIV. */
+    if (dispatch_shape_from_config(o, cfg, &sh, err, errlen)) return -1;
     int R = sh.num_ranks;
     int64_t *recv_total = calloc((size_t)R, sizeof *recv_total);
     if (!recv_total) {
@@ -183,10 +180,8 @@ int dispatch_layout(const kernel_opts *o, const engine_config *cfg, FILE *out, c
 int dispatch_estimate(const kernel_opts *o, const engine_config *cfg, kernel_estimate *est,
                       char *err, size_t errlen) {
     dispatch_shape sh;
-    int aiv = kit_cores(cfg, CORE_AIV, err, errlen), payload = cfg->payload;
-    if (aiv < 0 ||
-        dispatch_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, aiv, &sh, err, errlen))
-        return -1;
+    int payload = cfg->payload;
+    if (dispatch_shape_from_config(o, cfg, &sh, err, errlen)) return -1;
     uint64_t R = (uint64_t)sh.num_ranks, K = (uint64_t)sh.topk, T = 0;
     for (int r = 0; r < sh.num_ranks; r++) T += (uint64_t)sh.tokens[r];
     uint64_t row = sh.x_row_bytes + (uint64_t)sh.num_scales * 4;

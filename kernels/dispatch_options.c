@@ -451,3 +451,11 @@ int dispatch_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node,
     if (parse_notify(o, sh, err, errlen)) return -1;
     return choose_ub(sh, err, errlen);
 }
+
+int dispatch_shape_from_config(const kernel_opts *o, const engine_config *cfg, dispatch_shape *sh,
+                               char *err, size_t errlen) {
+    int aiv = kit_cores(cfg, CORE_AIV, err, errlen);
+    return aiv < 0 ? -1
+                   : dispatch_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, aiv, sh, err,
+                                              errlen);
+}

@@ -362,12 +362,10 @@ static int choose_injection(dispatch_state *st, char *err, size_t errlen) {
 }
 
 static int dispatch_setup(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
-    const engine_config *cfg = kit_config(e);
     dispatch_state *st = kit_state_new(sizeof *st, "dispatch setup", state, err, errlen);
     if (!st) return -1;
     dispatch_shape sh;
-    if (dispatch_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, kit_num_aiv(e), &sh, err,
-                                 errlen) ||
+    if (dispatch_shape_from_config(o, kit_config(e), &sh, err, errlen) ||
         dispatch_plan_build(&sh, &st->plan, err, errlen)) {
         dispatch_destroy(st);
         return -1;

@@ -7,18 +7,10 @@
  */
 #include "fullmesh.h"
 
-/* The shape setup would build, with no engine: --cores against cfg's chip's AIV. */
-static int shape_of(const kernel_opts *o, const engine_config *cfg, fm_shape *sh, char *err,
-                    size_t errlen) {
-    int aiv = kit_cores(cfg, CORE_AIV, err, errlen);
-    return aiv < 0 ? -1
-                   : fm_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, aiv, sh, err, errlen);
-}
-
 int fm_layout(const kernel_opts *o, const engine_config *cfg, FILE *out, char *err,
               size_t errlen) {
     fm_shape sh;
-    if (shape_of(o, cfg, &sh, err, errlen)) return -1;
+    if (fm_shape_from_config(o, cfg, &sh, err, errlen)) return -1;
     fm_plan p;
     if (fm_plan_build(&sh, &p, err, errlen)) return -1;
     int W = sh.num_ranks, L = sh.local_experts, T = sh.tokens, K = sh.topk;
@@ -74,7 +66,7 @@ int fm_estimate(const kernel_opts *o, const engine_config *cfg, kernel_estimate 
                 size_t errlen) {
     fm_shape sh;
     int payload = cfg->payload;
-    if (shape_of(o, cfg, &sh, err, errlen)) return -1;
+    if (fm_shape_from_config(o, cfg, &sh, err, errlen)) return -1;
     uint64_t R = (uint64_t)sh.num_ranks, T = (uint64_t)sh.tokens, K = (uint64_t)sh.topk;
     uint64_t row = sh.row_bytes;
     /* x and the combined output per round, the double-buffered windows */

@@ -121,13 +121,11 @@ static int setup_round_buffers(engine *e, fm_state *st, int round, char *err,
 }
 
 static int fm_setup(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
-    const engine_config *cfg = kit_config(e);
     fm_state *st = kit_state_new(sizeof *st, "fullmesh setup", state, err, errlen);
     if (!st) return -1;
     kit_guards_init(&st->guards, "fullmesh setup", FM_GUARD_BYTE);
     fm_shape sh;
-    if (fm_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, kit_num_aiv(e), &sh, err,
-                           errlen) ||
+    if (fm_shape_from_config(o, kit_config(e), &sh, err, errlen) ||
         fm_plan_build(&sh, &st->plan, err, errlen)) {
         fm_destroy(st);
         return -1;

@@ -165,11 +165,9 @@ int kit_check_one_node(const char *kernel, const char *why, int nodes, int npus_
 
 /* The run's configuration (topology, chip, payload mode), owned by e. */
 const engine_config *kit_config(const engine *e);
-/* AI cores per rank of e's chip: vector (AIV) and cube (AIC). */
-int kit_num_aiv(const engine *e);
-int kit_num_aic(const engine *e);
-/* AI cores of type (CORE_AIV, else AIC) per rank on cfg's chip, for a shape
- * built before any engine (layout, estimate); -1 with err ("chip 7: not
+/* AI cores of type (CORE_AIV, else AIC) per rank on cfg's chip (what the
+ * engine built for it has), so a shape is the same with an engine (setup)
+ * or before any (layout, estimate); -1 with err ("chip 7: not
  * 910B2 or 910B4") when the chip is in no row of the engine's table. */
 int kit_cores(const engine_config *cfg, engine_core_type type, char *err, size_t errlen);
 /* 1 when rank's memory lives in this process (a split run checks only

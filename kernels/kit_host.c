@@ -16,8 +16,6 @@
 #include "engine/engine.h"
 
 const engine_config *kit_config(const engine *e) { return engine_get_config(e); }
-int kit_num_aiv(const engine *e) { return engine_num_aiv(e); }
-int kit_num_aic(const engine *e) { return engine_num_aic(e); }
 int kit_rank_local(const engine *e, int rank) { return engine_rank_local(e, rank); }
 
 int kit_cores(const engine_config *cfg, engine_core_type type, char *err, size_t errlen) {

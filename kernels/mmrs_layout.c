@@ -5,18 +5,10 @@
  */
 #include "mmrs.h"
 
-/* The shape setup would build, with no engine: --cores against cfg's chip's AIC. */
-static int shape_of(const kernel_opts *o, const engine_config *cfg, mmrs_shape *sh, char *err,
-                    size_t errlen) {
-    int aic = kit_cores(cfg, CORE_AIC, err, errlen);
-    return aic < 0 ? -1
-                   : mmrs_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, aic, sh, err, errlen);
-}
-
 int mmrs_layout(const kernel_opts *o, const engine_config *cfg, FILE *out, char *err,
                 size_t errlen) {
     mmrs_shape sh;
-    if (shape_of(o, cfg, &sh, err, errlen)) return -1;
+    if (mmrs_shape_from_config(o, cfg, &sh, err, errlen)) return -1;
     mmrs_args a;
     mmrs_args_from_shape(&sh, &a);
     int R = sh.num_ranks;
@@ -47,7 +39,7 @@ int mmrs_layout(const kernel_opts *o, const engine_config *cfg, FILE *out, char 
 int mmrs_estimate(const kernel_opts *o, const engine_config *cfg, kernel_estimate *est, char *err,
                   size_t errlen) {
     mmrs_shape sh;
-    if (shape_of(o, cfg, &sh, err, errlen)) return -1;
+    if (mmrs_shape_from_config(o, cfg, &sh, err, errlen)) return -1;
     uint64_t R = (uint64_t)sh.num_ranks, m = sh.m, n = sh.n, kk = sh.k;
     /* fp16 A, B and output, the staged workspace; the check's fp32 reference */
     /* A and B are stored as bytes in both modes: the cube computes on them */

@@ -138,6 +138,13 @@ int mmrs_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int
     return plan_comm(sh, err, errlen);
 }
 
+int mmrs_shape_from_config(const kernel_opts *o, const engine_config *cfg, mmrs_shape *sh,
+                           char *err, size_t errlen) {
+    int aic = kit_cores(cfg, CORE_AIC, err, errlen);
+    return aic < 0 ? -1
+                   : mmrs_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, aic, sh, err, errlen);
+}
+
 void mmrs_args_from_shape(const mmrs_shape *sh, mmrs_args *a) {
     memset(a, 0, sizeof *a);
     a->num_ranks = sh->num_ranks;

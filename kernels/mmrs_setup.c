@@ -69,12 +69,10 @@ static int guard(engine *e, gm_t at, const char *what, int rank, char *err, size
 }
 
 static int mmrs_setup(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
-    const engine_config *cfg = kit_config(e);
     mmrs_state *st = kit_state_new(sizeof *st, "mmrs setup", state, err, errlen);
     if (!st) return -1;
     mmrs_shape *sh = &st->sh;
-    if (mmrs_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, kit_num_aic(e), sh, err,
-                             errlen)) {
+    if (mmrs_shape_from_config(o, kit_config(e), sh, err, errlen)) {
         free(st);
         return -1;
     }
