@@ -29,13 +29,8 @@
 
 int ana_bulk_open(ana_bulk *b, sqlite3 *db, const char *table, int cols, rec_worker *wr,
                   char *err, size_t errlen) {
-    memset(b, 0, sizeof *b);
-    b->db = db;
-    b->cols = cols;
-    b->table = table;
-    b->wr = wr;
-    b->err = err;
-    b->errlen = errlen;
+    *b = (ana_bulk){.db = db, .table = table, .cols = cols, .wr = wr, .err = err,
+                    .errlen = errlen};
     if (cols <= 0 || cols > ANA_BULK_MAX_COLS) {
         ana_err(err, errlen, "bulk insert into %s: %d columns is too many", table, cols);
         return -1;

@@ -351,17 +351,9 @@ int engine_launch(engine *e, const char *name, engine_kernel_fn fn, const void *
     e->launches = nl;
     int li = e->n_launches++;
     launch_info *l = &e->launches[li];
-    memset(l, 0, sizeof *l);
-    l->name = name;
-    l->name_id = eng_intern(e, name);
-    l->fn = fn;
-    l->args = args;
-    l->block_dim = block_dim;
-    l->type = type;
-    l->first_aic = used_aic;
-    l->first_aiv = used_aiv;
-    l->cores_of_type[1] = need_aic;
-    l->cores_of_type[0] = need_aiv;
+    *l = (launch_info){.name = name, .name_id = eng_intern(e, name), .fn = fn, .args = args,
+                       .block_dim = block_dim, .type = type, .first_aic = used_aic,
+                       .first_aiv = used_aiv, .cores_of_type = {need_aiv, need_aic}};
     l->sync_arrived = calloc((size_t)e->n_ranks * 2, sizeof(int));
     l->sync_max_time = calloc((size_t)e->n_ranks * 2, sizeof(uint64_t));
     l->sync_last_seq = calloc((size_t)e->n_ranks * 2, sizeof(uint64_t));
