@@ -32,6 +32,37 @@ static int sql_fail(builder *b, const char *sql) {
     return -1;
 }
 
+/* The window's end as an SQL integer (SQLite's are signed). */
+static sqlite3_int64 to_param(const builder *b) {
+    return (sqlite3_int64)(b->to > INT64_MAX ? INT64_MAX : b->to);
+}
+
+/* sql prepared; NULL with err when it does not prepare. */
+static sqlite3_stmt *prepare(builder *b, const char *sql) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(b->db, sql, -1, &st, NULL) == SQLITE_OK) return st;
+    sql_fail(b, sql);
+    return NULL;
+}
+
+/* The same with ?1 bound to the window's start and ?2 to its end. */
+static sqlite3_stmt *prepare_window(builder *b, const char *sql) {
+    sqlite3_stmt *st = prepare(b, sql);
+    if (!st) return NULL;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)b->from);
+    sqlite3_bind_int64(st, 2, to_param(b));
+    return st;
+}
+
+/* How a loader of rows ends: finalizes st; 0 when its last step (rc)
+ * reached the end, -1 when it did not (err from SQLite) or the loader
+ * failed already (bad, err set). */
+static int loaded(builder *b, sqlite3_stmt *st, int bad, int rc, const char *sql) {
+    int ret = bad ? -1 : rc == SQLITE_DONE ? 0 : sql_fail(b, sql);
+    sqlite3_finalize(st);
+    return ret;
+}
+
 static int rank_in(const builder *b, int64_t r) {
     return r >= 0 && r < b->tl->run.ranks && (b->ranks[r / 8] >> (r % 8) & 1);
 }
@@ -39,6 +70,12 @@ static int rank_in(const builder *b, int64_t r) {
 static const char *col_text(sqlite3_stmt *st, int c) {
     return sqlite3_column_type(st, c) == SQLITE_NULL ? NULL
                                                      : (const char *)sqlite3_column_text(st, c);
+}
+
+/* A site column as tl_slice.site: its id + 1, 0 for NULL. */
+static uint32_t col_site(sqlite3_stmt *st, int c) {
+    return sqlite3_column_type(st, c) == SQLITE_NULL ? 0
+                                                     : (uint32_t)sqlite3_column_int64(st, c) + 1;
 }
 
 static int grow(void **p, uint32_t *cap, uint32_t need, size_t size) {
@@ -102,10 +139,8 @@ static core_info *load_cores(builder *b) {
     size_t n = (size_t)(tl->run.ranks * tl->run.cores_per_rank);
     core_info *ci = calloc(n ? n : 1, sizeof *ci);
     if (!ci) return NULL;
-    const char *sql = "SELECT rank, core, name, role FROM cores";
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(b->db, sql, -1, &st, NULL) != SQLITE_OK) {
-        sql_fail(b, sql);
+    sqlite3_stmt *st = prepare(b, "SELECT rank, core, name, role FROM cores");
+    if (!st) {
         free(ci);
         return NULL;
     }
@@ -195,14 +230,18 @@ static uint32_t next_lane(builder *b, uint32_t track) {
 
 /* ------------------------------------------------------------ slices */
 
-static tl_slice *new_slice(builder *b) {
+/* A new slice of category cat on track from b0 to e0 (a time before 0
+ * is 0, an end before the begin is the begin) at site (col_site); NULL
+ * out of memory. */
+static tl_slice *new_slice(builder *b, uint32_t track, uint8_t cat, int64_t b0, int64_t e0,
+                           uint32_t site) {
     ana_timeline *tl = b->tl;
     if (grow((void **)&tl->slice, &tl->capslice, tl->nslice + 1, sizeof *tl->slice))
         return NULL;
     tl_slice *s = &tl->slice[tl->nslice++];
-    memset(s, 0, sizeof *s);
-    s->track = TL_NONE;
-    s->waker_track = TL_NONE;
+    uint64_t begin = b0 > 0 ? (uint64_t)b0 : 0;
+    *s = (tl_slice){.b_ps = begin, .e_ps = e0 > b0 ? (uint64_t)e0 : begin, .track = track,
+                    .cat = cat, .site = site, .waker_track = TL_NONE};
     return s;
 }
 
@@ -239,10 +278,8 @@ static int load_waits(builder *b, const core_info *ci) {
         " LEFT JOIN objects o ON o.id = we.object"
         " LEFT JOIN cores wc ON wc.rank = we.rank AND wc.core = we.core"
         " WHERE w.begin_ps <= ?2 AND w.end_ps >= ?1";
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(b->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(b, sql);
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)b->from);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)(b->to > INT64_MAX ? INT64_MAX : b->to));
+    sqlite3_stmt *st = prepare_window(b, sql);
+    if (!st) return -1;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t rank = sqlite3_column_int64(st, 1);
@@ -252,18 +289,12 @@ static int load_waits(builder *b, const core_info *ci) {
         uint32_t g = group_track(b, ci, rank, sqlite3_column_int64(st, 2),
                                  pipe == PIPE_S || pipe < 0 ? TL_CORE : pipe);
         if (g == TL_NONE) continue;
-        tl_slice *s = new_slice(b);
+        tl_slice *s = new_slice(b, g, TL_CAT_WAIT, sqlite3_column_int64(st, 4),
+                                sqlite3_column_int64(st, 5), col_site(st, 11));
         if (!s) goto nomem;
-        int64_t b0 = sqlite3_column_int64(st, 4), e0 = sqlite3_column_int64(st, 5);
-        s->b_ps = b0 > 0 ? (uint64_t)b0 : 0;
-        s->e_ps = e0 > b0 ? (uint64_t)e0 : s->b_ps;
-        s->track = g;
-        s->cat = TL_CAT_WAIT;
         char name[400];
         snprintf(name, sizeof name, "wait %s", col_text(st, 6) ? col_text(st, 6) : "?");
         s->name = intern(tl, name);
-        s->site = sqlite3_column_type(st, 11) == SQLITE_NULL ? 0
-                  : (uint32_t)sqlite3_column_int64(st, 11) + 1;
         if (!s->name || arg_str(b, s, "kind", col_text(st, 7)) ||
             arg_str(b, s, "cause", col_text(st, 8)) ||
             arg_int(b, s, "expected", sqlite3_column_int64(st, 9)) ||
@@ -291,11 +322,9 @@ static int load_waits(builder *b, const core_info *ci) {
         s->flow = (uint64_t)sqlite3_column_int64(st, 0) + 1;
         tl->flows++;
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : sql_fail(b, sql);
+    return loaded(b, st, 0, rc, sql);
 nomem:
-    sqlite3_finalize(st);
-    return oom(b);
+    return loaded(b, st, oom(b), SQLITE_NOMEM, sql);
 }
 
 static int load_transfers(builder *b, const core_info *ci) {
@@ -305,10 +334,8 @@ static int load_transfers(builder *b, const core_info *ci) {
         " COALESCE(x.done_ps, ?3), x.kind, x.bytes, x.src_rank, x.dst_rank, x.site"
         " FROM transfers x"
         " WHERE COALESCE(x.start_ps, x.issue_ps) <= ?2 AND COALESCE(x.done_ps, ?3) >= ?1";
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(b->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(b, sql);
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)b->from);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)(b->to > INT64_MAX ? INT64_MAX : b->to));
+    sqlite3_stmt *st = prepare_window(b, sql);
+    if (!st) return -1;
     sqlite3_bind_int64(st, 3, tl->run.end_time_ps);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -318,13 +345,9 @@ static int load_transfers(builder *b, const core_info *ci) {
         if (pipe < 0) continue;
         uint32_t g = group_track(b, ci, rank, sqlite3_column_int64(st, 1), pipe);
         if (g == TL_NONE) continue;
-        tl_slice *s = new_slice(b);
+        tl_slice *s = new_slice(b, g, TL_CAT_TRANSFER, sqlite3_column_int64(st, 3),
+                                sqlite3_column_int64(st, 4), col_site(st, 9));
         if (!s) goto nomem;
-        int64_t b0 = sqlite3_column_int64(st, 3), e0 = sqlite3_column_int64(st, 4);
-        s->b_ps = b0 > 0 ? (uint64_t)b0 : 0;
-        s->e_ps = e0 > b0 ? (uint64_t)e0 : s->b_ps;
-        s->track = g;
-        s->cat = TL_CAT_TRANSFER;
         const char *kind = col_text(st, 5);
         long long bytes = sqlite3_column_int64(st, 6);
         char name[200];
@@ -337,15 +360,11 @@ static int load_transfers(builder *b, const core_info *ci) {
             snprintf(name, sizeof name, "%s %lld B", kind ? kind : "?", bytes);
         s->name = intern(tl, name);
         if (!s->name) goto nomem;
-        s->site = sqlite3_column_type(st, 9) == SQLITE_NULL ? 0
-                  : (uint32_t)sqlite3_column_int64(st, 9) + 1;
         tl->transfers++;
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : sql_fail(b, sql);
+    return loaded(b, st, 0, rc, sql);
 nomem:
-    sqlite3_finalize(st);
-    return oom(b);
+    return loaded(b, st, oom(b), SQLITE_NOMEM, sql);
 }
 
 /* The critical path: one track, its segments in the time window (every
@@ -355,10 +374,8 @@ static int load_critical(builder *b) {
     if (!ana_has_table(b->db, "critical_path")) return 0;
     const char *sql = "SELECT start_ps, end_ps, class, resource, role, seq, site FROM critical_path"
                       " WHERE end_ps >= ?1 AND start_ps <= ?2 ORDER BY seg";
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(b->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(b, sql);
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)b->from);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)(b->to > INT64_MAX ? INT64_MAX : b->to));
+    sqlite3_stmt *st = prepare_window(b, sql);
+    if (!st) return -1;
     uint32_t track = TL_NONE;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -368,12 +385,9 @@ static int load_critical(builder *b) {
             t.name = t.label = intern(tl, "critical path");
             if (!t.name || (track = add_track(b, &t)) == TL_NONE) goto nomem;
         }
-        tl_slice *s = new_slice(b);
+        tl_slice *s = new_slice(b, track, TL_CAT_CRITICAL, sqlite3_column_int64(st, 0),
+                                sqlite3_column_int64(st, 1), col_site(st, 6));
         if (!s) goto nomem;
-        s->b_ps = (uint64_t)sqlite3_column_int64(st, 0);
-        s->e_ps = (uint64_t)sqlite3_column_int64(st, 1);
-        s->track = track;
-        s->cat = TL_CAT_CRITICAL;
         const char *cls = col_text(st, 2), *res = col_text(st, 3), *role = col_text(st, 4);
         char name[240];
         snprintf(name, sizeof name, "%s%s%s", res ? res : "?", role ? " " : "", role ? role : "");
@@ -382,22 +396,18 @@ static int load_critical(builder *b) {
             (sqlite3_column_type(st, 5) != SQLITE_NULL &&
              arg_int(b, s, "seq", sqlite3_column_int64(st, 5))))
             goto nomem;
-        s->site = sqlite3_column_type(st, 6) == SQLITE_NULL ? 0
-                  : (uint32_t)sqlite3_column_int64(st, 6) + 1;
         tl->critical++;
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : sql_fail(b, sql);
+    return loaded(b, st, 0, rc, sql);
 nomem:
-    sqlite3_finalize(st);
-    return oom(b);
+    return loaded(b, st, oom(b), SQLITE_NOMEM, sql);
 }
 
 static int load_sites(builder *b) {
     ana_timeline *tl = b->tl;
     const char *sql = "SELECT id, file, line, function FROM sites ORDER BY id";
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(b->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(b, sql);
+    sqlite3_stmt *st = prepare(b, sql);
+    if (!st) return -1;
     int64_t max = -1;
     uint32_t cap = 0;
     int rc;
@@ -413,11 +423,9 @@ static int load_sites(builder *b) {
         if (!tl->site[id].file || !tl->site[id].function) goto nomem;
     }
     tl->nsite = (uint32_t)(max + 1);
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : sql_fail(b, sql);
+    return loaded(b, st, 0, rc, sql);
 nomem:
-    sqlite3_finalize(st);
-    return oom(b);
+    return loaded(b, st, oom(b), SQLITE_NOMEM, sql);
 }
 
 /* ------------------------------------------------------------ counters */
@@ -447,11 +455,10 @@ static int load_rings(builder *b) {
     const char *samples =
         "SELECT time_ps, occupancy FROM ring_counters WHERE ring = ?1 AND time_ps >= ?2"
         " AND time_ps <= ?3 ORDER BY time_ps, seq";
-    sqlite3_stmt *st = NULL, *ss = NULL;
-    if (sqlite3_prepare_v2(b->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(b, sql);
-    if (sqlite3_prepare_v2(b->db, samples, -1, &ss, NULL) != SQLITE_OK) {
+    sqlite3_stmt *st = prepare(b, sql), *ss = st ? prepare(b, samples) : NULL;
+    if (!ss) {
         sqlite3_finalize(st);
-        return sql_fail(b, samples);
+        return -1;
     }
     sqlite3_bind_int64(st, 1, (sqlite3_int64)b->from);
     int rc, bad = 0;
@@ -469,7 +476,7 @@ static int load_rings(builder *b) {
         sqlite3_reset(ss);
         sqlite3_bind_int64(ss, 1, sqlite3_column_int64(st, 0));
         sqlite3_bind_int64(ss, 2, (sqlite3_int64)b->from);
-        sqlite3_bind_int64(ss, 3, (sqlite3_int64)(b->to > INT64_MAX ? INT64_MAX : b->to));
+        sqlite3_bind_int64(ss, 3, to_param(b));
         int r2;
         while ((r2 = sqlite3_step(ss)) == SQLITE_ROW) {
             if (t == TL_NONE && (t = counter_track(b, rank, name, 0)) == TL_NONE) {
@@ -485,10 +492,8 @@ static int load_rings(builder *b) {
         }
         if (!bad && r2 != SQLITE_DONE) bad = sql_fail(b, samples);
     }
-    sqlite3_finalize(st);
     sqlite3_finalize(ss);
-    if (bad) return -1;
-    return rc == SQLITE_DONE ? 0 : sql_fail(b, sql);
+    return loaded(b, st, bad, rc, sql);
 }
 
 /* The rank a link's bytes leave from: "hccs r0->r3", "rdma r0->r8", "hbm r2". */
@@ -505,9 +510,8 @@ static int load_links(builder *b) {
     const char *sql = "SELECT link, bucket_ps, gbps, (SELECT CAST(value AS INTEGER) FROM meta"
                       " WHERE key = 'analysis.bucket_ps') FROM link_bandwidth"
                       " WHERE bucket_ps <= ?2 ORDER BY link, bucket_ps";
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(b->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(b, sql);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)(b->to > INT64_MAX ? INT64_MAX : b->to));
+    sqlite3_stmt *st = prepare_window(b, sql);   /* ?1 unused: buckets end after it */
+    if (!st) return -1;
     char cur[128] = "";
     uint32_t t = TL_NONE;
     uint64_t next = 0;      /* end of the last bucket written */
@@ -534,9 +538,7 @@ static int load_links(builder *b) {
         next = (uint64_t)(bucket + width);
     }
     if (!bad && t != TL_NONE && next) bad = add_counter(b, t, next, 0);
-    sqlite3_finalize(st);
-    if (bad) return -1;
-    return rc == SQLITE_DONE ? 0 : sql_fail(b, sql);
+    return loaded(b, st, bad, rc, sql);
 }
 
 /* NIC queue depth per rank: RDMA operations issued and not yet landed. */
@@ -545,8 +547,8 @@ static int load_nic(builder *b) {
         "SELECT rank, issue_ps AS t, 1 AS d FROM transfers WHERE pipe = 'NIC'"
         " UNION ALL SELECT rank, done_ps, -1 FROM transfers WHERE pipe = 'NIC'"
         " AND done_ps IS NOT NULL ORDER BY 1, 2, 3";
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(b->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(b, sql);
+    sqlite3_stmt *st = prepare(b, sql);
+    if (!st) return -1;
     int64_t rank = -1, depth = 0;
     uint32_t t = TL_NONE;
     int rc, bad = 0, started = 0;
@@ -570,9 +572,7 @@ static int load_nic(builder *b) {
         started = 1;
         if (!bad) bad = add_counter(b, t, (uint64_t)ps, (double)depth);
     }
-    sqlite3_finalize(st);
-    if (bad) return -1;
-    return rc == SQLITE_DONE ? 0 : sql_fail(b, sql);
+    return loaded(b, st, bad, rc, sql);
 }
 
 /* ------------------------------------------------------------ order */

@@ -19,12 +19,20 @@
 
 #include "analysis/ana_report.h"
 
+/* A core of the graph: the blocked one, or the last writer of its word. */
+typedef struct party {
+    int64_t rank, core;
+    char *name, *role;   /* "r0 AIV5", "RDMASender" ("" none) */
+} party;
+
 typedef struct bwait {
-    int64_t rank, core, object, ring, seen;
-    char *core_name, *role, *label, *cause, *obj_kind;
+    party who;
+    int64_t object, ring, seen;
+    char *label, *cause, *obj_kind;
     int has_writer;
-    int64_t w_rank, w_core, w_time;
-    char *w_name, *w_role, *w_how;
+    party writer;
+    int64_t w_time;
+    char *w_how;
     int next;          /* the writer's own blocked wait, -1 none */
     int in_cycle;      /* 1: on a cycle */
     int dead_end;      /* 1: the chain from here ends at a core not blocked / nobody */
@@ -35,10 +43,24 @@ static char *dup_col(sqlite3_stmt *st, int c) {
     return strdup(t ? t : "");
 }
 
+/* rank, core, name, role from columns c..c+3. */
+static party party_col(sqlite3_stmt *st, int c) {
+    return (party){.rank = sqlite3_column_int64(st, c), .core = sqlite3_column_int64(st, c + 1),
+                   .name = dup_col(st, c + 2), .role = dup_col(st, c + 3)};
+}
+
+static void party_free(party *p) {
+    free(p->name), free(p->role);
+}
+
+static int same_core(const party *a, const party *b) {
+    return a->rank == b->rank && a->core == b->core;
+}
+
 static void free_rows(bwait *w, int n) {
     for (int i = 0; i < n; i++) {
-        free(w[i].core_name), free(w[i].role), free(w[i].label), free(w[i].cause);
-        free(w[i].obj_kind), free(w[i].w_name), free(w[i].w_role), free(w[i].w_how);
+        party_free(&w[i].who), party_free(&w[i].writer);
+        free(w[i].label), free(w[i].cause), free(w[i].obj_kind), free(w[i].w_how);
     }
     free(w);
 }
@@ -70,25 +92,13 @@ static int load(sqlite3 *db, bwait **out, int *n, char *err, size_t errlen) {
             w = q;
         }
         bwait *b = &w[(*n)++];
-        memset(b, 0, sizeof *b);
-        b->rank = sqlite3_column_int64(st, 0);
-        b->core = sqlite3_column_int64(st, 1);
-        b->core_name = dup_col(st, 2);
-        b->role = dup_col(st, 3);
-        b->label = dup_col(st, 4);
-        b->seen = sqlite3_column_int64(st, 5);
-        b->cause = dup_col(st, 6);
-        b->object = sqlite3_column_int64(st, 7);
-        b->ring = sqlite3_column_int64(st, 8);
-        b->obj_kind = dup_col(st, 9);
-        b->has_writer = sqlite3_column_type(st, 10) != SQLITE_NULL;
-        b->w_rank = sqlite3_column_int64(st, 10);
-        b->w_core = sqlite3_column_int64(st, 11);
-        b->w_name = dup_col(st, 12);
-        b->w_role = dup_col(st, 13);
-        b->w_how = dup_col(st, 14);
-        b->w_time = sqlite3_column_int64(st, 15);
-        b->next = -1;
+        *b = (bwait){.who = party_col(st, 0), .label = dup_col(st, 4),
+                     .seen = sqlite3_column_int64(st, 5), .cause = dup_col(st, 6),
+                     .object = sqlite3_column_int64(st, 7), .ring = sqlite3_column_int64(st, 8),
+                     .obj_kind = dup_col(st, 9),
+                     .has_writer = sqlite3_column_type(st, 10) != SQLITE_NULL,
+                     .writer = party_col(st, 10), .w_how = dup_col(st, 14),
+                     .w_time = sqlite3_column_int64(st, 15), .next = -1};
     }
     sqlite3_finalize(st);
     *out = w;
@@ -115,11 +125,10 @@ static int partner_writers(sqlite3 *db, bwait *w, int n) {
         for (int j = 0; j < n; j++) {
             if (w[j].object != other) continue;
             w[i].has_writer = 1;
-            w[i].w_rank = w[j].rank;
-            w[i].w_core = w[j].core;
-            free(w[i].w_name), free(w[i].w_role), free(w[i].w_how);
-            w[i].w_name = strdup(w[j].core_name);
-            w[i].w_role = strdup(w[j].role);
+            party_free(&w[i].writer);
+            w[i].writer = (party){.rank = w[j].who.rank, .core = w[j].who.core,
+                                  .name = strdup(w[j].who.name), .role = strdup(w[j].who.role)};
+            free(w[i].w_how);
             w[i].w_how = strdup("nobody wrote it; blocked on the ring's other word");
             w[i].w_time = -1;
             break;
@@ -134,7 +143,7 @@ static void follow_chains(bwait *w, int n) {
     for (int i = 0; i < n; i++) {
         if (!w[i].has_writer) continue;
         for (int j = 0; j < n; j++)
-            if (w[j].rank == w[i].w_rank && w[j].core == w[i].w_core) {
+            if (same_core(&w[j].who, &w[i].writer)) {
                 w[i].next = j;
                 break;
             }
@@ -172,21 +181,23 @@ static void summary(FILE *out, const bwait *w, int n) {
         if (done[i]) continue;
         int count = 0;
         for (int j = i; j < n; j++) {
-            if (done[j] || strcmp(w[j].role, w[i].role) || strcmp(w[j].obj_kind, w[i].obj_kind) ||
-                strcmp(w[j].w_role, w[i].w_role) || w[j].has_writer != w[i].has_writer ||
+            if (done[j] || strcmp(w[j].who.role, w[i].who.role) ||
+                strcmp(w[j].obj_kind, w[i].obj_kind) ||
+                strcmp(w[j].writer.role, w[i].writer.role) || w[j].has_writer != w[i].has_writer ||
                 (w[j].next >= 0) != (w[i].next >= 0) || w[j].in_cycle != w[i].in_cycle)
                 continue;
             done[j] = 1;
             count++;
         }
         fprintf(out, "<tr><td class=\"num\">%d</td><td>", count);
-        svg_esc(out, *w[i].role ? w[i].role : "(no role)");
+        svg_esc(out, *w[i].who.role ? w[i].who.role : "(no role)");
         fputs("</td><td>", out);
         svg_esc(out, *w[i].obj_kind ? w[i].obj_kind : "flag/pipe/barrier");
         fputs(" (e.g. ", out);
         svg_esc(out, w[i].label);
         fputs(")</td><td>", out);
-        if (w[i].has_writer) svg_esc(out, *w[i].w_role ? w[i].w_role : w[i].w_name);
+        const party *wr = &w[i].writer;
+        if (w[i].has_writer) svg_esc(out, *wr->role ? wr->role : wr->name);
         else fputs("nobody", out);
         fprintf(out, "</td><td>%s</td></tr>\n",
                 w[i].in_cycle ? "<span class=\"bad\">cycle</span>"
@@ -233,7 +244,7 @@ static void graph(FILE *out, const bwait *w, int n) {
         writer_of[i] = -1;
         if (!w[i].has_writer) continue;
         for (int k = 0; k < nwriters; k++)
-            if (w[first[k]].w_rank == w[i].w_rank && w[first[k]].w_core == w[i].w_core)
+            if (same_core(&w[first[k]].writer, &w[i].writer))
                 writer_of[i] = k;
         if (writer_of[i] < 0) {
             first[nwriters] = i;
@@ -258,8 +269,8 @@ static void graph(FILE *out, const bwait *w, int n) {
         double y = top + rh * i;
         const char *cls = b->in_cycle ? "node cyc" : "node blk";
         char l1[200], t[600];
-        snprintf(l1, sizeof l1, "%s %s", b->core_name, b->role);
-        snprintf(t, sizeof t, "%s (%s) blocked forever; cause %s", b->core_name, b->role,
+        snprintf(l1, sizeof l1, "%s %s", b->who.name, b->who.role);
+        snprintf(t, sizeof t, "%s (%s) blocked forever; cause %s", b->who.name, b->who.role,
                  b->cause);
         node(out, c0, y, bw0, cls, l1, NULL, t);
         char l2[300];
@@ -280,12 +291,12 @@ static void graph(FILE *out, const bwait *w, int n) {
         double y = wy0 + wstep * k;
         char l1[200], l2[200], t[600], when[32] = "";
         if (b->w_time >= 0) ana_format_ps((double)b->w_time, when, sizeof when);
-        snprintf(l1, sizeof l1, "%s %s", b->w_name, b->w_role);
+        snprintf(l1, sizeof l1, "%s %s", b->writer.name, b->writer.role);
         if (b->in_cycle) snprintf(l2, sizeof l2, "blocked too: cycle");
         else if (b->next >= 0) snprintf(l2, sizeof l2, "blocked too (see its own wait)");
         else snprintf(l2, sizeof l2, "not blocked: dead end%s%s", *when ? ", last write " : "",
                       when);
-        snprintf(t, sizeof t, "%s (%s): %s%s%s", b->w_name, b->w_role, b->w_how,
+        snprintf(t, sizeof t, "%s (%s): %s%s%s", b->writer.name, b->writer.role, b->w_how,
                  *when ? " at " : "", when);
         node(out, c2, y, bw2, b->in_cycle ? "node cyc" : b->next >= 0 ? "node blk" : "node dead",
              l1, l2, t);
