@@ -396,11 +396,10 @@ static uint64_t group_hash(const wrow *r) {
 
 /* The waits summed per (role, rank, core, kind, site, object, cause). */
 static int write_groups(ctx *c) {
-    if (ana_exec(c->db,
-                 "DROP TABLE IF EXISTS wait_groups;"
-                 "CREATE TABLE wait_groups(role TEXT, rank INT, core INT, kind TEXT, site INT,"
-                 " object INT, cause TEXT, count INT, total_ps INT, max_ps INT);",
-                 c->err, c->errlen))
+    if (ana_create_table(c->db, "wait_groups",
+                         "role TEXT, rank INT, core INT, kind TEXT, site INT, object INT,"
+                         " cause TEXT, count INT, total_ps INT, max_ps INT",
+                         c->err, c->errlen))
         return -1;
     size_t cap = 1024, n = 0;
     group *g = calloc(cap, sizeof *g);

@@ -121,13 +121,7 @@ static int calendar_book(calendar *c, uint64_t now, uint64_t start, uint64_t d, 
         }
         i++;
     }
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 16;
-        uint64_t *b = realloc(c->busy, cap * 3 * sizeof *b);
-        if (!b) return -1;
-        c->busy = b;
-        c->cap = cap;
-    }
+    if (ana_grow((void **)&c->busy, &c->cap, c->n + 1, 3 * sizeof *c->busy, 16)) return -1;
     memmove(c->busy + 3 * (i + 1), c->busy + 3 * i, (c->n - i) * 3 * sizeof *c->busy);
     c->busy[3 * i] = t;
     c->busy[3 * i + 1] = t + d;

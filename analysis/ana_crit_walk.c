@@ -55,16 +55,10 @@ const char *ana_crit_class_name(int cls) {
 static void emit(walk *w, uint64_t start, int cls, int sub, const ana_crit_ev *e, uint64_t seq,
                  int has_core) {
     if (start >= w->t) return;
-    if (w->n == w->cap) {
-        size_t cap = w->cap ? w->cap * 2 : 256;
-        ana_crit_seg *s = realloc(w->seg, cap * sizeof *s);
-        if (!s) {
-            w->oom = 1;
-            w->t = start;
-            return;
-        }
-        w->seg = s;
-        w->cap = cap;
+    if (ana_grow((void **)&w->seg, &w->cap, w->n + 1, sizeof *w->seg, 256)) {
+        w->oom = 1;
+        w->t = start;
+        return;
     }
     ana_crit_seg *s = &w->seg[w->n++];
     memset(s, 0, sizeof *s);

@@ -40,6 +40,26 @@ int ana_exec(sqlite3 *db, const char *sql, char *err, size_t errlen) {
     return 0;
 }
 
+sqlite3_stmt *ana_prepare(sqlite3 *db, const char *sql, char *err, size_t errlen) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) return st;
+    ana_err(err, errlen, "index.db: %s (in: %.300s)", sqlite3_errmsg(db), sql);
+    return NULL;
+}
+
+int ana_create_table(sqlite3 *db, const char *table, const char *columns, char *err,
+                     size_t errlen) {
+    char *sql = sqlite3_mprintf("DROP TABLE IF EXISTS %s; CREATE TABLE %s(%s);", table, table,
+                                columns);
+    if (!sql) {
+        ana_err(err, errlen, "out of memory creating %s", table);
+        return -1;
+    }
+    int rc = ana_exec(db, sql, err, errlen);
+    sqlite3_free(sql);
+    return rc;
+}
+
 int64_t ana_meta_i64(sqlite3 *db, const char *key, int64_t def) {
     sqlite3_stmt *st = NULL;
     int64_t v = def;

@@ -41,13 +41,7 @@ typedef struct diff_set {
 static diff_row *row_for(diff_set *s, const char *group) {
     for (size_t i = 0; i < s->n; i++)
         if (strcmp(s->rows[i].group, group) == 0) return &s->rows[i];
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 64;
-        diff_row *p = realloc(s->rows, cap * sizeof *p);
-        if (!p) return NULL;
-        s->rows = p;
-        s->cap = cap;
-    }
+    if (ana_grow((void **)&s->rows, &s->cap, s->n + 1, sizeof *s->rows, 64)) return NULL;
     diff_row *r = &s->rows[s->n];
     memset(r, 0, sizeof *r);
     r->group = strdup(group);
@@ -119,16 +113,13 @@ static int accumulate_links(sqlite3 *db, diff_set *s, link_acc **acc_out, size_t
                             char *err, size_t errlen) {
     int64_t npus = ana_meta_i64(db, "config.npus_per_node", 8);
     if (npus <= 0) npus = 8;
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT kind, src_rank, dst_rank, bytes, start_ps, done_ps"
-                           " FROM transfers WHERE done_ps IS NOT NULL AND start_ps IS NOT NULL"
-                           " AND src_rank IS NOT NULL AND dst_rank IS NOT NULL"
-                           " ORDER BY start_ps, id",
-                           -1, &st, NULL) != SQLITE_OK) {
-        ana_err(err, errlen, "index.db: %s", sqlite3_errmsg(db));
-        return -1;
-    }
+    sqlite3_stmt *st = ana_prepare(db,
+                                   "SELECT kind, src_rank, dst_rank, bytes, start_ps, done_ps"
+                                   " FROM transfers WHERE done_ps IS NOT NULL"
+                                   " AND start_ps IS NOT NULL AND src_rank IS NOT NULL"
+                                   " AND dst_rank IS NOT NULL ORDER BY start_ps, id",
+                                   err, errlen);
+    if (!st) return -1;
     link_acc *acc = NULL;
     size_t nacc = 0;
     int rc = 0;

@@ -28,6 +28,7 @@
  *   ana_report.c, ana_waitfor.c, ana_svg.c  `npurr report`: the HTML page
  *                  (ana_report.h, ana_svg.h)
  *   ana_units.c    time and rank-list parsing and formatting
+ *   ana_grow.c     the growable array (ana_grow)
  */
 #ifndef NPURR_ANA_INTERNAL_H
 #define NPURR_ANA_INTERNAL_H
@@ -54,8 +55,19 @@ double ana_step_clock(const char *done, double since);
  * run_dir's index elsewhere). */
 int ana_derive_db_from(sqlite3 *db, const char *run_dir, char *err, size_t errlen);
 
+/* Makes *p (an array of elements of size, *cap of them) hold at least
+ * need, doubling *cap from first (> 0) as often as it takes: 0, or -1 out
+ * of memory with *p and *cap unchanged (ana_grow.c). */
+int ana_grow(void **p, size_t *cap, size_t need, size_t size, size_t first);
 /* Runs SQL without results; on failure err says which statement failed. */
 int ana_exec(sqlite3 *db, const char *sql, char *err, size_t errlen);
+/* sql prepared on db (the caller finalizes it); NULL with err "index.db:
+ * <why> (in: <sql>)" when it does not prepare. */
+sqlite3_stmt *ana_prepare(sqlite3 *db, const char *sql, char *err, size_t errlen);
+/* table (schema-qualified for temp.) made anew, empty, with columns
+ * ("a INT, b TEXT"): what every derived table is written into. */
+int ana_create_table(sqlite3 *db, const char *table, const char *columns, char *err,
+                     size_t errlen);
 /* meta value parsed as an integer; def if absent or not a number. */
 int64_t ana_meta_i64(sqlite3 *db, const char *key, int64_t def);
 /* 1 if table or view `name` exists in the main schema. */

@@ -24,12 +24,17 @@
 
 #include "analysis/ana_scan.h"
 
+/* One link: "hccs r0->r3" and its bytes per bucket. */
+typedef struct link_row {
+    char *name;
+    uint64_t *bytes;
+    size_t nbuckets;           /* length of bytes[] */
+} link_row;
+
 struct ana_links {
     const ana_run *run;
     uint64_t width;
-    char **names;
-    uint64_t **bytes;          /* by link index: bytes per bucket */
-    size_t *nbuckets;          /* by link index: length of bytes[] */
+    link_row *link;            /* by link index */
     size_t n, cap;
     int *by_code;              /* link index + 1 by (type, src, dst) code */
     size_t ncodes;
@@ -49,29 +54,17 @@ static int link_index(links *l, const ana_run *run, int type, int64_t src, int64
         if (!l->by_code) return -1;
     }
     if (l->by_code[code]) return l->by_code[code] - 1;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        char **p = realloc(l->names, cap * sizeof *p);
-        if (!p) return -1;
-        l->names = p;
-        uint64_t **b = realloc(l->bytes, cap * sizeof *b);
-        if (!b) return -1;
-        l->bytes = b;
-        size_t *nb = realloc(l->nbuckets, cap * sizeof *nb);
-        if (!nb) return -1;
-        l->nbuckets = nb;
-        l->cap = cap;
-    }
-    l->bytes[l->n] = calloc(l->buckets, sizeof **l->bytes);
-    if (!l->bytes[l->n]) return -1;
-    l->nbuckets[l->n] = l->buckets;
+    if (ana_grow((void **)&l->link, &l->cap, l->n + 1, sizeof *l->link, 64)) return -1;
+    link_row *k = &l->link[l->n];
+    *k = (link_row){.bytes = calloc(l->buckets, sizeof *k->bytes), .nbuckets = l->buckets};
+    if (!k->bytes) return -1;
     char name[64];
     if (type == 0) snprintf(name, sizeof name, "hbm r%lld", (long long)src);
     else snprintf(name, sizeof name, "%s r%lld->r%lld", type == 1 ? "hccs" : "rdma",
                   (long long)src, (long long)dst);
-    l->names[l->n] = strdup(name);
-    if (!l->names[l->n]) {
-        free(l->bytes[l->n]);
+    k->name = strdup(name);
+    if (!k->name) {
+        free(k->bytes);
         return -1;
     }
     l->by_code[code] = (int)++l->n;
@@ -81,16 +74,11 @@ static int link_index(links *l, const ana_run *run, int type, int64_t src, int64
 /* Adds bytes to bucket b of link li (a transfer may end past the run's
  * last event time: the array grows). */
 static int cell_add(links *l, int li, uint64_t b, uint64_t bytes) {
-    if (b >= l->nbuckets[li]) {
-        size_t n = l->nbuckets[li] * 2;
-        while (n <= b) n *= 2;
-        uint64_t *p = realloc(l->bytes[li], n * sizeof *p);
-        if (!p) return -1;
-        memset(p + l->nbuckets[li], 0, (n - l->nbuckets[li]) * sizeof *p);
-        l->bytes[li] = p;
-        l->nbuckets[li] = n;
-    }
-    l->bytes[li][b] += bytes;
+    link_row *k = &l->link[li];
+    size_t had = k->nbuckets;
+    if (ana_grow((void **)&k->bytes, &k->nbuckets, b + 1, sizeof *k->bytes, had)) return -1;
+    memset(k->bytes + had, 0, (k->nbuckets - had) * sizeof *k->bytes);
+    k->bytes[b] += bytes;
     return 0;
 }
 
@@ -120,12 +108,13 @@ static int write_rows(sqlite3 *db, links *l, uint64_t width, char *err, size_t e
         return -1;
     }
     for (size_t li = 0; li < l->n; li++) {
-        for (size_t b = 0; b < l->nbuckets[li]; b++) {
-            if (!l->bytes[li][b]) continue;
+        const link_row *k = &l->link[li];
+        for (size_t b = 0; b < k->nbuckets; b++) {
+            if (!k->bytes[b]) continue;
             sqlite3_bind_int64(st, 1, (sqlite3_int64)(b * width));
             sqlite3_bind_int64(st, 2, (sqlite3_int64)width);
-            sqlite3_bind_text(st, 3, l->names[li], -1, SQLITE_STATIC);
-            sqlite3_bind_int64(st, 4, (sqlite3_int64)l->bytes[li][b]);
+            sqlite3_bind_text(st, 3, k->name, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 4, (sqlite3_int64)k->bytes[b]);
             if (sqlite3_step(st) != SQLITE_DONE) {
                 ana_err(err, errlen, "index.db: inserting into link_bytes: %s",
                         sqlite3_errmsg(db));
@@ -152,12 +141,10 @@ ana_links *ana_links_new(const ana_run *run) {
 void ana_links_free(ana_links *l) {
     if (!l) return;
     for (size_t i = 0; i < l->n; i++) {
-        free(l->names[i]);
-        free(l->bytes[i]);
+        free(l->link[i].name);
+        free(l->link[i].bytes);
     }
-    free(l->names);
-    free(l->bytes);
-    free(l->nbuckets);
+    free(l->link);
     free(l->by_code);
     free(l);
 }
@@ -190,10 +177,8 @@ int ana_links_add(ana_links *l, int xfer, int64_t rank, int64_t src, int64_t dst
 }
 
 int ana_links_write(ana_links *l, sqlite3 *db, char *err, size_t errlen) {
-    if (ana_exec(db,
-                 "DROP TABLE IF EXISTS link_bytes;"
-                 "CREATE TABLE link_bytes(bucket_ps INT, width_ps INT, link TEXT, bytes INT);",
-                 err, errlen))
+    if (ana_create_table(db, "link_bytes", "bucket_ps INT, width_ps INT, link TEXT, bytes INT", err,
+                         errlen))
         return -1;
     char sql_meta[160];
     snprintf(sql_meta, sizeof sql_meta,

@@ -319,15 +319,9 @@ static int insert_wake(scan *s, const evrow *e, int64_t issue_ps) {
     if (ana_bulk_row_done(w, 0)) return -1;
 
     ana_facts *f = s->facts;
-    if (f->nwakes == s->capwakes) {
-        size_t cap = s->capwakes ? s->capwakes * 2 : 1024;
-        ana_wake *p = realloc(f->wakes, cap * sizeof *p);
-        if (!p) {
-            ana_err(s->err, s->errlen, "out of memory keeping waking events");
-            return -1;
-        }
-        f->wakes = p;
-        s->capwakes = cap;
+    if (ana_grow((void **)&f->wakes, &s->capwakes, f->nwakes + 1, sizeof *f->wakes, 1024)) {
+        ana_err(s->err, s->errlen, "out of memory keeping waking events");
+        return -1;
     }
     f->wakes[f->nwakes++] = (ana_wake){
         e->seq, (uint64_t)e->link, issue_ps,
@@ -460,11 +454,10 @@ static int fill_facts(scan *s) {
 
 /* The last write of every word, for last_writers. */
 static int write_last_writes(scan *s) {
-    if (ana_exec(s->db,
-                 "DROP TABLE IF EXISTS temp.ana_last_write;"
-                 "CREATE TEMP TABLE ana_last_write(object INTEGER PRIMARY KEY, seq INT,"
-                 " time_ps INT, rank INT, core INT, kind TEXT, xfer TEXT, value INT);",
-                 s->err, s->errlen))
+    if (ana_create_table(s->db, "temp.ana_last_write",
+                         "object INTEGER PRIMARY KEY, seq INT, time_ps INT, rank INT, core INT,"
+                         " kind TEXT, xfer TEXT, value INT",
+                         s->err, s->errlen))
         return -1;
     ana_bulk *b = malloc(sizeof *b);
     if (!b) {

@@ -33,13 +33,8 @@ int ana_grid_set_head(ana_grid *g, size_t col, const char *name) {
 }
 
 int ana_grid_add(ana_grid *g, const char *const *cells, const unsigned char *is_number) {
-    if (g->rows == g->cap) {
-        size_t cap = g->cap ? g->cap * 2 : 64;
-        char **p = realloc(g->cells, cap * g->cols * sizeof *p);
-        if (!p) return -1;
-        g->cells = p;
-        g->cap = cap;
-    }
+    if (ana_grow((void **)&g->cells, &g->cap, g->rows + 1, g->cols * sizeof *g->cells, 64))
+        return -1;
     char **row = g->cells + g->rows * g->cols;
     for (size_t c = 0; c < g->cols; c++) {
         row[c] = NULL;

@@ -39,10 +39,7 @@ static sqlite3_int64 to_param(const builder *b) {
 
 /* sql prepared; NULL with err when it does not prepare. */
 static sqlite3_stmt *prepare(builder *b, const char *sql) {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(b->db, sql, -1, &st, NULL) == SQLITE_OK) return st;
-    sql_fail(b, sql);
-    return NULL;
+    return ana_prepare(b->db, sql, b->err, b->errlen);
 }
 
 /* The same with ?1 bound to the window's start and ?2 to its end. */

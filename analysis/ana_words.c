@@ -157,15 +157,9 @@ static int add_landing(scan *s, uint64_t issue_seq, int add, int64_t operand) {
         s->nland -= s->land_done;
         s->land_done = 0;
     }
-    if (s->nland == s->capland) {
-        size_t cap = s->capland ? s->capland * 2 : 256;
-        landing *p = realloc(s->land, cap * sizeof *p);
-        if (!p) {
-            ana_err(s->err, s->errlen, "out of memory tracking remote writes");
-            return -1;
-        }
-        s->land = p;
-        s->capland = cap;
+    if (ana_grow((void **)&s->land, &s->capland, s->nland + 1, sizeof *s->land, 256)) {
+        ana_err(s->err, s->errlen, "out of memory tracking remote writes");
+        return -1;
     }
     s->land[s->nland++] = (landing){issue_seq, add, 0, operand};
     return 0;
