@@ -304,15 +304,19 @@ static int insert_unfinished(scan *s) {
     return rc;
 }
 
-static int insert_wake(scan *s, const evrow *e, int64_t issue_ps) {
-    ana_bulk *w = s->we;
-    ana_bulk_int(w, (int64_t)e->seq);
-    ana_bulk_int(w, e->time);
+void ana_scan_bulk_source(ana_bulk *w, const evrow *e) {
     ana_bulk_int(w, e->rank);
     ana_bulk_int(w, e->core);
     ana_bulk_text(w, e->pipe);
     ana_bulk_text(w, e->ktext);
     ana_bulk_text(w, e->kind == EV_XFER_DONE ? engine_xfer_name(e->sub) : NULL);
+}
+
+static int insert_wake(scan *s, const evrow *e, int64_t issue_ps) {
+    ana_bulk *w = s->we;
+    ana_bulk_int(w, (int64_t)e->seq);
+    ana_bulk_int(w, e->time);
+    ana_scan_bulk_source(w, e);
     if (e->object > 0) ana_bulk_int(w, e->object);
     else ana_bulk_null(w);
     ana_bulk_int(w, e->link);

@@ -104,6 +104,9 @@ typedef struct scan {
 obj_info *ana_words_get(scan *s, int64_t object);
 /* Feeds an event that refers to word o: writes become word_writes rows
  * (and ring_counters rows for ring words), reads resolve unknown values. */
+/* e's source, as the rows of wake_events and word_writes give it: rank,
+ * core, pipe, kind, and the transfer's kind for a completion (else NULL). */
+void ana_scan_bulk_source(ana_bulk *w, const evrow *e);
 int ana_words_event(scan *s, const evrow *e, obj_info *o);
 /* Decides a held remote-write intent against the next row (NULL at the
  * end of the trace). */

@@ -67,11 +67,7 @@ static int record_write(scan *s, const evrow *e, obj_info *o, int known, int64_t
     ana_bulk_int(w, (int64_t)e->seq);
     ana_bulk_int(w, e->time);
     ana_bulk_int(w, e->object);
-    ana_bulk_int(w, e->rank);
-    ana_bulk_int(w, e->core);
-    ana_bulk_text(w, e->pipe);
-    ana_bulk_text(w, e->ktext);
-    ana_bulk_text(w, e->kind == EV_XFER_DONE ? engine_xfer_name(e->sub) : NULL);
+    ana_scan_bulk_source(w, e);
     if (known) ana_bulk_int(w, after);
     else ana_bulk_null(w);
     if (ana_bulk_row_done(w, (int64_t)e->seq)) return -1;
