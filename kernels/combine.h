@@ -311,9 +311,10 @@ int combine_count_bad(char *msg, size_t msglen, int64_t bad, int64_t total, cons
  * int32 table into GM, and x on every expert rank filled with the generated
  * expert outputs. */
 void combine_args_init(combine_args *a, const combine_shape *sh);
-/* A symmetric area of `bytes` on every rank with a guard right after it. */
-int combine_sym_area(engine *e, combine_state *st, uint64_t bytes, const char *what, gm_t *base,
-                     char *err, size_t errlen);
+/* A symmetric area of `bytes` on every one of num_ranks ranks with a guard
+ * (remembered in g) right after it; dispatch-normal's windows use it too. */
+int combine_sym_area(engine *e, kit_guards *g, int num_ranks, uint64_t bytes, const char *what,
+                     gm_t *base, char *err, size_t errlen);
 /* What both setups begin with: the host state (owner names it in
  * messages), the shape of scheme's options, the plan and the shared args.
  * NULL with err on failure, *state then NULL. */

@@ -90,12 +90,12 @@ static int setup_ring(engine *e, combine_state *st, size_t src, size_t s, char *
     return 0;
 }
 
-int combine_sym_area(engine *e, combine_state *st, uint64_t bytes, const char *what, gm_t *base,
-                     char *err, size_t errlen) {
+int combine_sym_area(engine *e, kit_guards *g, int num_ranks, uint64_t bytes, const char *what,
+                     gm_t *base, char *err, size_t errlen) {
     if (kit_sym_alloc(e, bytes + COMBINE_GUARD_BYTES, what, base, err, errlen) != ENGINE_OK)
         return -1;
-    for (int s = 0; s < st->args.num_ranks; s++)
-        if (kit_guard_fill(e, &st->guards, gm_add(gm_on_rank(*base, s), (int64_t)bytes),
+    for (int s = 0; s < num_ranks; s++)
+        if (kit_guard_fill(e, g, gm_add(gm_on_rank(*base, s), (int64_t)bytes),
                            COMBINE_GUARD_BYTES, what, err, errlen))
             return -1;
     return 0;
@@ -107,8 +107,8 @@ static int setup_rings(engine *e, combine_state *st, char *err, size_t errlen) {
     size_t R = (size_t)a->num_ranks;
     uint64_t ring_area = R * a->ring_stride;
     if (kit_sym_alloc(e, ring_area, "combine.rings", &a->ring_base, err, errlen) != ENGINE_OK ||
-        combine_sym_area(e, st, R * COMBINE_CTRL_STRIDE, "combine.ctrl", &a->ctrl_base, err,
-                         errlen))
+        combine_sym_area(e, &st->guards, a->num_ranks, R * COMBINE_CTRL_STRIDE, "combine.ctrl",
+                         &a->ctrl_base, err, errlen))
         return -1;
     for (size_t s = 0; s < R; s++)
         for (size_t src = 0; src < R; src++)
