@@ -17,6 +17,7 @@
     X(kernel_combine_sender_inplace) \
     X(kernel_combine_normal) \
     X(kernel_dispatch_layered) \
+    X(kernel_dispatch_normal) \
     X(kernel_matmul_reduce_scatter) \
     X(kernel_fullmesh_dispatch_combine)
 

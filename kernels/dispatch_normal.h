@@ -1,0 +1,142 @@
+/*
+ * dispatch_normal.h - dispatch-normal, A2's intranode normal-mode dispatch
+ * CamMoeDispatchNormal (sgl-kernel-npu csrc/deepep/ops2/op_kernel/
+ * cam_moe_dispatch_normal.h and op_host/cam_moe_dispatch_normal_tiling.cc
+ * at 3a90dfa1), the mirror of combine-normal.
+ *
+ * One kernel on every AIV core of every rank, four steps (Process()):
+ *   InputToShare   the rank's T * K (token, top-k) slots split over the
+ *                  cores (SplitCoreCal); per slot the token row GM -> UB,
+ *                  (rank, token, k) written behind it (FillTriple), and
+ *                  the row UB -> this rank's OWN share window at
+ *                  (sendOffset[expert] + sendTokenIdx[slot]) * stride;
+ *   SetStatus      after SyncAll (every core's rows are in the window),
+ *                  the experts split over the cores: per expert a 32 B
+ *                  status (float 1.0 in its first word) into the state
+ *                  area of the expert's rank, slot (local expert, rank);
+ *   WaitStatus     the owner's cores split its L * R status slots, wait
+ *                  for them, clear them, SyncAll;
+ *   ShareToOutput  per status slot (local expert le, source rank s): the
+ *                  rows s left for le are read from s's share window
+ *                  (MTE2, over HCCS unless s is this rank) into UB, then
+ *                  the row to expandX and the triple to expandIdx.
+ * So the rows cross HCCS as reads by the destination, after a rank-wide
+ * barrier and a status per (expert, rank): not as the source's writes.
+ * Non-quantized BF16 only (the DynamicQuant path is not modelled).
+ *
+ * The routing and the notify's results come from combine-normal's plan
+ * (combine_plan.c, COMBINE_SCHEME_NORMAL): expand_idx is sendTokenIdx,
+ * offset_table / length_table give recvCount and, through sendOffset,
+ * recvOffset, and x_src_info is exactly the expandIdx the dispatch must
+ * leave on each owner (expandX's rows are combine-normal's x layout).
+ *
+ * Files: dispatch_normal_plan.c (options, shape, the notify's tables),
+ * dispatch_normal_setup.c (buffers, inputs, launch, descriptor),
+ * dispatch_normal_send.c (entry, InputToShare), dispatch_normal_status.c
+ * (SetStatus, WaitStatus), dispatch_normal_output.c (ShareToOutput),
+ * dispatch_normal_check.c, dispatch_normal_layout.c (layout, estimate).
+ */
+#ifndef NPURR_DISPATCH_NORMAL_H
+#define NPURR_DISPATCH_NORMAL_H
+
+#include <stdint.h>
+
+#include "combine.h"
+
+#define DNORMAL_MAX_RANKS COMBINE_MAX_RANKS
+/* STATE_OFFSET: one status per 32 B; the sender writes float 1.0 in its
+ * first word (Duplicate 0x3F800000 under mask 0x0101010101010101). */
+#define DNORMAL_STATE_BYTES 32u
+#define DNORMAL_STATUS_BITS 0x3F800000
+/* WIN_ADDR_ALIGN: the share window's row stride is 512 B aligned. */
+#define DNORMAL_WIN_ALIGN 512u
+/* EXPAND_IDX_INFO: (source rank, token, k) int32 behind every row. */
+#define DNORMAL_IDX_LEN 3
+/* The gap A2 leaves between the row and the triple (room for the dynamic
+ * quant scale: hScaleSizeAlign = hUBAlignSize + UB_ALIGN). */
+#define DNORMAL_SCALE_GAP 32u
+/* expertIds / sendTokenIdx slots one core loads at once. A2 loads its
+ * whole share (683 slots at 4096 x 8 over 48 cores); 2048 keeps that one
+ * load there and bounds UB at small --cores. */
+#define DNORMAL_IDS_ROWS 2048u
+/* Per-core dataState words (selfDataStatusTensor) are 512 B apart. */
+#define DNORMAL_DATA_STATE_STRIDE 512u
+
+/* ------------------------------------------------------------ kernel args */
+
+typedef struct dispatch_normal_args {
+    int num_ranks, local_experts, experts, tokens, topk, hidden;
+    uint32_t row_bytes;         /* h * 2: the expandX row */
+    uint32_t idx_offset;        /* hScaleSizeAlign: the triple's byte offset in a row */
+    uint32_t share_bytes;       /* hScaleIdxSize: bytes a row moves into and out of a window */
+    uint32_t share_ub_bytes;    /* hOutUBAlignSize: one xQueue buffer */
+    uint32_t window_stride;     /* hOutGMAlignSize */
+    int inject_no_status_wait;  /* fault: copy out without waiting for the statuses */
+
+    /* per rank (indexed by the rank that owns the buffer) */
+    gm_t x[DNORMAL_MAX_RANKS];              /* [T, h] bf16: the rank's tokens */
+    gm_t expert_ids[DNORMAL_MAX_RANKS];     /* [T * K] int32 */
+    gm_t send_offset[DNORMAL_MAX_RANKS];    /* [E] int32: first window row per expert */
+    gm_t send_token_idx[DNORMAL_MAX_RANKS]; /* [T * K] int32: index within the expert's rows */
+    gm_t recv_offset[DNORMAL_MAX_RANKS];    /* [L * R] int32: the source's sendOffset */
+    gm_t recv_count[DNORMAL_MAX_RANKS];     /* [L * R] int32: inclusive prefix of rows */
+    gm_t expand_x[DNORMAL_MAX_RANKS];       /* [rows, h] bf16, expert-major, rank-minor */
+    gm_t expand_idx[DNORMAL_MAX_RANKS];     /* [rows, 3] int32: (s, t, k) */
+    gm_t data_state[DNORMAL_MAX_RANKS];     /* [cores] x 512 B: the toggled dataState words */
+    /* symmetric: rank r's share window (row i at i * window_stride) and its
+     * status area (slot le * R + s at (le * R + s) * 32 B) */
+    gm_t window_base;
+    gm_t state_base;
+} dispatch_normal_args;
+
+/* ------------------------------------------------------------ device code */
+
+void dispatch_normal_kernel(const void *args);
+/* The steps of Process(); the two xQueue buffers are carved once by the
+ * entry and shared (A2 re-carves UB with tpipe_->Reset()). */
+void dispatch_normal_input_to_share(const dispatch_normal_args *a, const local_t xq[2]);
+void dispatch_normal_set_status(const dispatch_normal_args *a);
+void dispatch_normal_wait_status(const dispatch_normal_args *a, local_t recv_offset_ub,
+                                 local_t recv_count_ub);
+void dispatch_normal_share_to_output(const dispatch_normal_args *a, const local_t xq[2],
+                                     local_t recv_offset_ub, local_t recv_count_ub);
+
+/* ------------------------------------------------------------ host side */
+
+/* The row geometry of Init(): h's bf16 row padded to UB blocks, the gap,
+ * the triple, and the window stride. */
+typedef struct dnormal_geometry {
+    uint32_t row_bytes, idx_offset, share_bytes, share_ub_bytes, window_stride;
+} dnormal_geometry;
+dnormal_geometry dispatch_normal_geometry(int hidden);
+
+extern const kernel_option dispatch_normal_options[];
+/* Options -> shape (a combine_shape of scheme COMBINE_SCHEME_NORMAL, so
+ * combine_plan_build gives the routing and the notify's tables); checks
+ * one node, --cores against num_aiv and UB. err names the option at fault. */
+int dispatch_normal_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node,
+                                    int num_aiv, combine_shape *sh, char *err, size_t errlen);
+/* The shape on the run cfg describes, its chip's AIV bounding --cores:
+ * what setup builds, and layout and estimate without an engine. */
+int dispatch_normal_shape_from_config(const kernel_opts *o, const engine_config *cfg,
+                                      combine_shape *sh, char *err, size_t errlen);
+/* UB bytes one core uses for this shape. */
+uint32_t dispatch_normal_ub_bytes(const combine_shape *sh);
+/* The notify's sendOffset of every rank: [s][E], the exclusive prefix over
+ * global experts of the rows s sends each. NULL when out of memory;
+ * the caller frees it. */
+int32_t *dispatch_normal_send_offsets(const combine_plan *p);
+
+typedef struct dispatch_normal_state {
+    combine_plan plan;
+    int32_t *send_offset;       /* [s][E] */
+    dispatch_normal_args args;
+    kit_guards guards;
+} dispatch_normal_state;
+
+kernel_check_fn dispatch_normal_check;
+kernel_layout_fn dispatch_normal_layout;
+kernel_estimate_fn dispatch_normal_estimate;
+kernel_destroy_fn dispatch_normal_destroy;
+
+#endif

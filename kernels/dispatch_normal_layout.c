@@ -1,0 +1,78 @@
+/*
+ * dispatch_normal_layout.c - `npurr layout -k dispatch-normal` and the
+ * memory estimate `record` checks before it builds anything.
+ *
+ * The rows a rank receives (expandX, expandIdx) come from the same plan
+ * setup builds; the share window and the status area follow A2's layout
+ * (cam_moe_dispatch_normal.h at 3a90dfa1): T * K rows at the 512 B aligned
+ * hOutGMAlignSize stride, a 32 B status per (local expert, source rank).
+ */
+#include "dispatch_normal.h"
+
+int dispatch_normal_layout(const kernel_opts *o, const engine_config *cfg, FILE *out, char *err,
+                           size_t errlen) {
+    combine_shape sh;
+    if (dispatch_normal_shape_from_config(o, cfg, &sh, err, errlen)) return -1;
+    combine_plan p;
+    if (combine_plan_build(&sh, &p, err, errlen)) return -1;
+    dnormal_geometry g = dispatch_normal_geometry(sh.hidden);
+    int R = sh.num_ranks, T = sh.tokens, K = sh.topk;
+    uint64_t slots = (uint64_t)T * (uint64_t)K, E = (uint64_t)sh.experts;
+    fprintf(out, "dispatch-normal (A2 CamMoeDispatchNormal), 1 node x %d NPUs\n", R);
+    fprintf(out,
+            "tokens %d per rank, hidden %d (%u B rows, %u B with the triple, %u B window "
+            "stride), topk %d, experts %d (%d per rank), routing %s, data seed %llu\n",
+            T, sh.hidden, g.row_bytes, g.share_bytes, g.window_stride, K, sh.experts,
+            sh.local_experts, sh.routing.text, (unsigned long long)sh.data_seed);
+    fprintf(out, "%-5s %10s %12s %12s %12s %12s %12s %12s\n", "rank", "recv_rows", "x", "window",
+            "state", "expand_x", "expand_idx", "tables");
+    uint64_t sum = 0;
+    for (int r = 0; r < R; r++) {
+        uint64_t x = (uint64_t)T * g.row_bytes, window = slots * g.window_stride;
+        uint64_t state = E * DNORMAL_STATE_BYTES;
+        uint64_t ex = (uint64_t)p.x_rows[r] * g.row_bytes;
+        uint64_t ei = (uint64_t)p.x_rows[r] * DNORMAL_IDX_LEN * 4;
+        uint64_t tables = slots * 4 * 2 + E * 4 * 3 + (uint64_t)sh.cores * DNORMAL_DATA_STATE_STRIDE;
+        fprintf(out, "%-5d %10lld", r, (long long)p.x_rows[r]);
+        uint64_t sizes[] = {x, window, state, ex, ei, tables};
+        combine_print_sizes(out, sizes, 6);
+        fputc('\n', out);
+        sum += x + window + state + ex + ei + tables;
+    }
+    char hsum[32];
+    combine_human_bytes(hsum, sizeof hsum, sum);
+    fprintf(out, "total GM over all ranks: %s (plus %u B guard after each buffer)\n", hsum,
+            COMBINE_GUARD_BYTES);
+    fprintf(out, "UB per core: %u B (two rows with their triple, sendOffset, recvOffset and "
+            "recvCount, %u slots of expertIds and sendTokenIdx, the statuses)\n",
+            dispatch_normal_ub_bytes(&sh), DNORMAL_IDS_ROWS);
+    fprintf(out, "cores per rank: %d AIV, each copies its share of the %llu slots into the "
+            "rank's window, then reads its share of the %llu (expert, rank) segments from the "
+            "windows\n", sh.cores, (unsigned long long)slots, (unsigned long long)E);
+    combine_plan_free(&p);
+    return 0;
+}
+
+int dispatch_normal_estimate(const kernel_opts *o, const engine_config *cfg,
+                             kernel_estimate *est, char *err, size_t errlen) {
+    combine_shape sh;
+    int payload = cfg->payload;
+    if (dispatch_normal_shape_from_config(o, cfg, &sh, err, errlen)) return -1;
+    dnormal_geometry g = dispatch_normal_geometry(sh.hidden);
+    uint64_t R = (uint64_t)sh.num_ranks, T = (uint64_t)sh.tokens, K = (uint64_t)sh.topk;
+    uint64_t E = (uint64_t)sh.experts;
+    /* Moved rows (x, the windows, expandX) are references unless payload is
+     * full; the triples are scalar stores, so every window row holds one
+     * literal block; ids, token indices, expandIdx and the tables are per
+     * slot or per expert. */
+    uint64_t per_slot = 4 + 4 + DNORMAL_IDX_LEN * 4 + UB_ALIGN;
+    est->gm_bytes = R * (T * K * per_slot + E * (DNORMAL_STATE_BYTES + 12) +
+                         (uint64_t)sh.cores * DNORMAL_DATA_STATE_STRIDE);
+    if (payload == PAYLOAD_FULL)
+        est->gm_bytes += R * (T * g.row_bytes + T * K * (g.window_stride + g.row_bytes));
+    est->host_bytes = R * T * K * (KIT_PLAN_BYTES_PER_SLOT + COMBINE_NORMAL_SRC_INFO_LEN * 4) +
+                      R * E * 4;
+    snprintf(est->driver, sizeof est->driver, "--tokens %d --hidden %d --topk %d on %d ranks",
+             sh.tokens, sh.hidden, sh.topk, sh.num_ranks);
+    return 0;
+}

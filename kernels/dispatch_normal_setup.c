@@ -1,0 +1,170 @@
+/*
+ * dispatch_normal_setup.c - host side of a dispatch-normal run: buffers,
+ * inputs, the launch, and the kernel's descriptor.
+ *
+ * The inputs are what CamMoeDispatchNormal gets (sgl-kernel-npu
+ * csrc/deepep/deep_ep.cpp and ops2 at 3a90dfa1): x (the rank's token rows,
+ * tagged (token, 0, rank) with combine's payload so a misplaced row says
+ * whose it is), expertIds, and NotifyDispatch's sendOffset, sendTokenIdx,
+ * recvOffset and recvCount. Per rank (kit_alloc_all): those, expandX and
+ * expandIdx (sized to the rows the rank receives) and the per-core
+ * dataState words. Symmetric, as A2's HCCL window: each rank's share window
+ * (T * K rows at the 512 B aligned stride) and its status area (E slots of
+ * 32 B), each followed by a guard.
+ *
+ * One launch of sh.cores AIV cores per rank: A2 runs all four steps in
+ * every core of one kernel.
+ */
+#include "dispatch_normal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void dispatch_normal_destroy(void *state) {
+    dispatch_normal_state *st = state;
+    if (!st) return;
+    combine_plan_free(&st->plan);
+    free(st->send_offset);
+    kit_guards_free(&st->guards);
+    free(st);
+}
+
+static int alloc_per_rank(engine *e, dispatch_normal_state *st, char *err, size_t errlen) {
+    const combine_plan *p = &st->plan;
+    const combine_shape *sh = &p->sh;
+    dispatch_normal_args *a = &st->args;
+    uint64_t E = (uint64_t)sh->experts;
+    uint64_t TK = (uint64_t)sh->tokens * (uint64_t)sh->topk;
+    for (int r = 0; r < sh->num_ranks; r++) {
+        uint64_t rows = (uint64_t)p->x_rows[r];
+        kit_buffer bufs[] = {
+            {(uint64_t)sh->tokens * a->row_bytes, "dispatch.x", 1, &a->x[r]},
+            {TK * 4, "dispatch.expert_ids", 1, &a->expert_ids[r]},
+            {E * 4, "dispatch.send_offset", 1, &a->send_offset[r]},
+            {TK * 4, "dispatch.send_token_idx", 1, &a->send_token_idx[r]},
+            {E * 4, "dispatch.recv_offset", 1, &a->recv_offset[r]},
+            {E * 4, "dispatch.recv_count", 1, &a->recv_count[r]},
+            {rows * a->row_bytes, "dispatch.expand_x", 1, &a->expand_x[r]},
+            {rows * DNORMAL_IDX_LEN * 4, "dispatch.expand_idx", 1, &a->expand_idx[r]},
+            {(uint64_t)sh->cores * DNORMAL_DATA_STATE_STRIDE, "dispatch.data_state", 1,
+             &a->data_state[r]},
+        };
+        if (kit_alloc_all(e, &st->guards, r, bufs, sizeof bufs / sizeof bufs[0], err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
+/* The token rows: row t of rank s is combine's row (s, t, slot 0, rank s). */
+static int fill_x(engine *e, const dispatch_normal_state *st, char *err, size_t errlen) {
+    const combine_shape *sh = &st->plan.sh;
+    for (int s = 0; s < sh->num_ranks; s++)
+        for (int t = 0; t < sh->tokens; t++)
+            if (combine_generate_row(e, gm_add(st->args.x[s], (int64_t)t * st->args.row_bytes),
+                                     sh, s, t, 0, s, err, errlen))
+                return -1;
+    return 0;
+}
+
+static int fill_inputs(engine *e, dispatch_normal_state *st, char *err, size_t errlen) {
+    const combine_plan *p = &st->plan;
+    const combine_shape *sh = &p->sh;
+    const dispatch_normal_args *a = &st->args;
+    size_t R = (size_t)sh->num_ranks, L = (size_t)sh->local_experts, E = (size_t)sh->experts;
+    size_t TK = (size_t)sh->tokens * (size_t)sh->topk;
+    int32_t *recv = malloc(sizeof(int32_t) * 2 * E);
+    if (!recv) {
+        snprintf(err, errlen, "dispatch-normal setup: out of host memory");
+        return -1;
+    }
+    for (size_t r = 0; r < R; r++) {
+        /* recvOffset / recvCount in the owner's (local expert, source) order */
+        for (size_t le = 0; le < L; le++)
+            for (size_t s = 0; s < R; s++) {
+                size_t i = le * R + s, at = (r * L + le) * R + s;
+                recv[i] = st->send_offset[s * E + r * L + le];
+                recv[E + i] = p->offset_table[at] + p->length_table[at];
+            }
+        if (combine_fill_i32(e, a->expert_ids[r], p->expert_ids + r * TK, TK) ||
+            combine_fill_i32(e, a->send_offset[r], st->send_offset + r * E, E) ||
+            combine_fill_i32(e, a->send_token_idx[r], p->expand_idx + r * TK, TK) ||
+            combine_fill_i32(e, a->recv_offset[r], recv, E) ||
+            combine_fill_i32(e, a->recv_count[r], recv + E, E)) {
+            free(recv);
+            snprintf(err, errlen, "dispatch-normal setup: no host view of rank %zu's tables", r);
+            return -1;
+        }
+    }
+    free(recv);
+    return fill_x(e, st, err, errlen);
+}
+
+static void args_init(dispatch_normal_args *a, const combine_shape *sh) {
+    dnormal_geometry g = dispatch_normal_geometry(sh->hidden);
+    a->num_ranks = sh->num_ranks;
+    a->local_experts = sh->local_experts;
+    a->experts = sh->experts;
+    a->tokens = sh->tokens;
+    a->topk = sh->topk;
+    a->hidden = sh->hidden;
+    a->row_bytes = g.row_bytes;
+    a->idx_offset = g.idx_offset;
+    a->share_bytes = g.share_bytes;
+    a->share_ub_bytes = g.share_ub_bytes;
+    a->window_stride = g.window_stride;
+    a->inject_no_status_wait = sh->inject_no_status_wait;
+}
+
+static int normal_setup(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
+    dispatch_normal_state *st =
+        kit_state_new(sizeof *st, "dispatch-normal setup", state, err, errlen);
+    if (!st) return -1;
+    kit_guards_init(&st->guards, "dispatch-normal setup", COMBINE_GUARD_BYTE);
+    combine_shape sh;
+    if (dispatch_normal_shape_from_config(o, kit_config(e), &sh, err, errlen) ||
+        combine_plan_build(&sh, &st->plan, err, errlen)) {
+        dispatch_normal_destroy(st);
+        return -1;
+    }
+    st->send_offset = dispatch_normal_send_offsets(&st->plan);
+    if (!st->send_offset) {
+        snprintf(err, errlen, "dispatch-normal setup: out of host memory");
+        dispatch_normal_destroy(st);
+        return -1;
+    }
+    dispatch_normal_args *a = &st->args;
+    args_init(a, &sh);
+    uint64_t slots = (uint64_t)sh.tokens * (uint64_t)sh.topk;
+    if (alloc_per_rank(e, st, err, errlen) ||
+        combine_sym_area(e, &st->guards, sh.num_ranks, slots * a->window_stride,
+                         "dispatch.window", &a->window_base, err, errlen) ||
+        combine_sym_area(e, &st->guards, sh.num_ranks, (uint64_t)sh.experts * DNORMAL_STATE_BYTES,
+                         "dispatch.state", &a->state_base, err, errlen) ||
+        fill_inputs(e, st, err, errlen) ||
+        kit_launch(e, "dispatch_normal", dispatch_normal_kernel, a, sh.cores, CORE_AIV, err,
+                   errlen) != ENGINE_OK) {
+        dispatch_normal_destroy(st);
+        return -1;
+    }
+    *state = st;
+    return 0;
+}
+
+/* All four steps run in the one operator msprof names CamMoeDispatchNormal
+ * (aclnnCamMoeDispatchNormal on the host side; op names match as
+ * substrings). NotifyDispatch, which computes the tables, is not run. */
+static const kernel_phase normal_phases[] = {
+    {"dispatch", {"DispatchSend", "DispatchStatus", "DispatchOutput", NULL},
+     {"CamMoeDispatchNormal", NULL}},
+    {NULL, {NULL}, {NULL}},
+};
+
+const kernel_desc kernel_dispatch_normal = {
+    .name = "dispatch-normal",
+    .summary = "MoE intranode normal dispatch as A2's CamMoeDispatchNormal runs it: every AIV "
+               "core copies its share of (token, top-k) rows into its rank's share window, a "
+               "status per (expert, rank), then each owner reads its rows over HCCS",
+    .options = dispatch_normal_options, .setup = normal_setup, .check = dispatch_normal_check,
+    .layout = dispatch_normal_layout, .destroy = dispatch_normal_destroy,
+    .estimate = dispatch_normal_estimate, .phases = normal_phases,
+};
