@@ -44,6 +44,7 @@ static const pin pins[] = {
     {"-k combine-sender", 175767, 0xf457608bf6ff80e6ULL},
     {"-k combine-sender-inplace", 170700, 0x7a465436fb1262bfULL},
     {"-k combine-normal", 171958, 0xf1bdf8a5e070fb97ULL},
+    {"-k dispatch-normal", 174767, 0x6fa19cc37dd2ab75ULL},
     {"-k dispatch-layered", 252201, 0x00dd84450f123f04ULL},
     {"-k dispatch-layered --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16 --notify a2 --dispatches 1", 1123399, 0x19192e8ff33cf37eULL},
     {"-k matmul-reduce-scatter", 44417, 0x77176a1e46d1d38aULL},
