@@ -218,7 +218,7 @@ static const ana_wake *find_wake(const ctx *c, uint64_t seq) {
 
 static int is_credit_wait(const ctx *c, const wrow *r) {
     return r->kind == WK_RING_SPACE && r->object > 0 && (size_t)r->object < c->f->nobj &&
-           c->f->credit_head[r->object];
+           c->f->word[r->object].credit_head;
 }
 
 /* Rule 5b: the cause that covers most of the producer's own waiting
@@ -291,12 +291,12 @@ static int default_never_ended(const ctx *c, const wrow *r) {
 static size_t chain_next(const ctx *c, const wrow *r) {
     int64_t obj = r->object;
     if (obj <= 0) return 0;
-    int64_t writer = (size_t)obj < c->f->nobj ? c->f->last_writer[obj] : 0;
+    int64_t writer = (size_t)obj < c->f->nobj ? c->f->word[obj].last_writer : 0;
     if (writer > 0)
         return (size_t)(writer - 1) < c->ncores ? c->blocked_of[writer - 1] : 0;
     /* A ring word nobody wrote: who would write it is blocked on the
      * ring's other word. */
-    int64_t other = (size_t)obj < c->f->nobj ? c->f->other_word[obj] : 0;
+    int64_t other = (size_t)obj < c->f->nobj ? c->f->word[obj].other_word : 0;
     return other > 0 && (size_t)other < c->nblocked_on ? c->blocked_on[other] : 0;
 }
 

@@ -176,13 +176,15 @@ int ana_crit_index(ana_crit_run *run, char *err, size_t errlen) {
     free(run->open_wait);
     run->done_first = calloc(nc + 2, sizeof *run->done_first);
     run->open_wait = calloc(nc + 1, sizeof *run->open_wait);
-    uint32_t *last = calloc(nc + 1, sizeof *last);                 /* core's last own event */
-    uint32_t *track = calloc((nc + 1) * PIPE_COUNT, sizeof *track); /* last issue per pipe */
-    size_t nranks = run->cores_per_rank > 0 ? nc / (size_t)run->cores_per_rank : 0;
-    uint32_t *aicpu = calloc(nranks + 1, sizeof *aicpu);   /* last op each AICPU posted */
-    size_t ndone = 0;
     run->done_seq = NULL;
-    if (!run->done_first || !run->open_wait || !last || !track || !aicpu) goto oom;
+    /* One scratch block: per core its last own event, per (core, pipe) its
+     * last issue, per rank the last op its AICPU posted. */
+    size_t nranks = run->cores_per_rank > 0 ? nc / (size_t)run->cores_per_rank : 0;
+    uint32_t *last = calloc((nc + 1) * (1 + PIPE_COUNT) + nranks + 1, sizeof *last);
+    uint32_t *track = last + nc + 1, *aicpu = track + (nc + 1) * PIPE_COUNT;
+    size_t ndone = 0;
+    int rc = -1;
+    if (!run->done_first || !run->open_wait || !last) goto out;
     for (size_t s = 1; s < run->n; s++) {
         ana_crit_ev *e = &run->ev[s];
         size_t c = (size_t)e->rank * (size_t)run->cores_per_rank + e->core;
@@ -213,9 +215,10 @@ int ana_crit_index(ana_crit_run *run, char *err, size_t errlen) {
     }
     for (size_t c = 0; c < nc; c++) run->done_first[c + 1] += run->done_first[c];
     run->done_seq = malloc((ndone ? ndone : 1) * sizeof *run->done_seq);
-    if (!run->done_seq) goto oom;
-    size_t *fill = last ? (size_t *)calloc(nc + 1, sizeof *fill) : NULL;
-    if (!fill) goto oom;
+    if (!run->done_seq) goto out;
+    /* last is done with: it now counts each core's completions placed */
+    uint32_t *fill = last;
+    memset(fill, 0, (nc + 1) * sizeof *fill);
     for (size_t s = 1; s < run->n; s++) {
         const ana_crit_ev *e = &run->ev[s];
         size_t c = (size_t)e->rank * (size_t)run->cores_per_rank + e->core;
@@ -228,21 +231,18 @@ int ana_crit_index(ana_crit_run *run, char *err, size_t errlen) {
         }
         run->done_seq[at] = (uint32_t)s;
     }
-    free(fill);
+    rc = 0;
+out:
     free(last);
-    free(track);
-    free(aicpu);
+    if (rc) {
+        ana_err(err, errlen, "out of memory indexing the events for the critical path");
+        return -1;
+    }
     if (run->cores_per_rank > 0 && replay_nic_tx(run, nc / (size_t)run->cores_per_rank)) {
         ana_err(err, errlen, "out of memory replaying the NICs' bookings");
         return -1;
     }
     return 0;
-oom:
-    free(last);
-    free(track);
-    free(aicpu);
-    ana_err(err, errlen, "out of memory indexing the events for the critical path");
-    return -1;
 }
 
 int ana_crit_load(const char *run_dir, uint64_t events, ana_crit_run *run, char *err,

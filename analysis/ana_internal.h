@@ -165,13 +165,18 @@ typedef struct ana_wake {
     int is_xfer;           /* the waking event is a transfer completion */
 } ana_wake;
 
+/* What the events pass learnt of one named word (object). */
+typedef struct ana_word_fact {
+    int64_t last_writer;   /* corekey + 1 of the word's last writer, 0 none */
+    int64_t other_word;    /* a ring word's partner (head <-> tail), 0 none */
+    uint8_t credit_head;   /* 1: head word of a credit ring (cause rule 2) */
+} ana_word_fact;
+
 typedef struct ana_facts {
     ana_wake *wakes;       /* every waking event found, by increasing seq */
     size_t nwakes;
-    size_t nobj;           /* the arrays below are indexed by object id < nobj */
-    uint8_t *credit_head;  /* 1: head word of a credit ring (cause rule 2) */
-    int64_t *last_writer;  /* corekey + 1 of the word's last writer, 0 none */
-    int64_t *other_word;   /* a ring word's partner (head <-> tail), 0 none */
+    size_t nobj;           /* word[] is indexed by object id < nobj */
+    ana_word_fact *word;
 } ana_facts;
 void ana_facts_free(ana_facts *f);
 

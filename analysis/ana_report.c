@@ -37,9 +37,9 @@ typedef struct report {
     size_t errlen;
 } report;
 
-static int sql_fail(report *r, const char *sql) {
-    ana_err(r->err, r->errlen, "index.db: %s (in: %.200s)", sqlite3_errmsg(r->db), sql);
-    return -1;
+/* sql prepared on the report's index; NULL with r->err set (ana_prepare). */
+static sqlite3_stmt *prepare(report *r, const char *sql) {
+    return ana_prepare(r->db, sql, r->err, r->errlen);
 }
 
 static char *meta(report *r, const char *key) {
@@ -173,14 +173,13 @@ typedef struct heat_rows {
 } heat_rows;
 
 static int load_heat(report *r, heat_rows *h) {
-    const char *sql =
+    sqlite3_stmt *st = prepare(r,
         "SELECT g.rank, COALESCE(g.role, '(no role)') AS role, SUM(g.total_ps),"
         " MAX(COUNT(DISTINCT g.core), COALESCE((SELECT COUNT(*) FROM cores c"
         "  WHERE c.rank = g.rank AND c.role IS g.role), 0)),"
         " SUM(SUM(g.total_ps)) OVER (PARTITION BY COALESCE(g.role, '(no role)')) AS role_total"
-        " FROM wait_groups g GROUP BY g.rank, g.role ORDER BY role_total DESC, role, g.rank";
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(r, sql);
+        " FROM wait_groups g GROUP BY g.rank, g.role ORDER BY role_total DESC, role, g.rank");
+    if (!st) return -1;
     while (sqlite3_step(st) == SQLITE_ROW) {
         const char *role = (const char *)sqlite3_column_text(st, 1);
         int k = 0;
@@ -263,13 +262,12 @@ static int write_heatmap(report *r) {
 }
 
 static int write_sites(report *r) {
-    const char *sql =
+    sqlite3_stmt *st = prepare(r,
         "SELECT s.file, s.line, s.function, COALESCE(g.role, ''), g.cause, SUM(g.count),"
         " SUM(g.total_ps), MAX(g.max_ps), COUNT(DISTINCT g.rank * 100000 + g.core)"
         " FROM wait_groups g LEFT JOIN sites s ON s.id = g.site"
-        " GROUP BY g.site, g.role, g.cause ORDER BY 7 DESC LIMIT ?1";
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(r, sql);
+        " GROUP BY g.site, g.role, g.cause ORDER BY 7 DESC LIMIT ?1");
+    if (!st) return -1;
     sqlite3_bind_int(st, 1, TOP_SITES);
     FILE *out = r->out;
     fprintf(out, "<h3>Top %d stall sites</h3>\n<table class=\"data\" id=\"sites\"><tr><th>kernel "
@@ -362,17 +360,16 @@ static void plot_ring(report *r, sqlite3_stmt *ss, int64_t id, const char *name,
 }
 
 static int write_rings(report *r) {
-    const char *sql =
+    sqlite3_stmt *st = prepare(r,
         "SELECT rg.id, rg.name, rg.capacity, SUM(w.dur_ps) AS t, COUNT(*)"
         " FROM waits w JOIN objects o ON o.id = w.object JOIN rings rg ON rg.id = o.ring"
-        " WHERE w.kind IN ('ring_space', 'ring_data') GROUP BY rg.id ORDER BY t DESC LIMIT ?1";
-    const char *samples = "SELECT time_ps, occupancy FROM ring_counters WHERE ring = ?1"
-                          " ORDER BY time_ps, seq";
-    sqlite3_stmt *st = NULL, *ss = NULL;
-    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(r, sql);
-    if (sqlite3_prepare_v2(r->db, samples, -1, &ss, NULL) != SQLITE_OK) {
+        " WHERE w.kind IN ('ring_space', 'ring_data') GROUP BY rg.id ORDER BY t DESC LIMIT ?1");
+    sqlite3_stmt *ss = st ? prepare(r, "SELECT time_ps, occupancy FROM ring_counters"
+                                       " WHERE ring = ?1 ORDER BY time_ps, seq")
+                          : NULL;
+    if (!ss) {
         sqlite3_finalize(st);
-        return sql_fail(r, samples);
+        return -1;
     }
     sqlite3_bind_int(st, 1, TOP_RINGS);
     FILE *out = r->out;
@@ -476,12 +473,13 @@ static int write_links(report *r) {
     static const char *const cls_color[CLASSES] = {"#9d9d9d", "#4c78a8", "#e45756"};
     double *cls = calloc((size_t)nb * CLASSES, sizeof *cls);
     double *nic = calloc((size_t)nb * (size_t)ranks, sizeof *nic);
-    const char *sql = "SELECT bucket_ps, link, gbps FROM link_bandwidth";
     sqlite3_stmt *st = NULL;
-    if (!cls || !nic || sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) {
+    if (!cls || !nic) ana_err(r->err, r->errlen, "out of memory");
+    else st = prepare(r, "SELECT bucket_ps, link, gbps FROM link_bandwidth");
+    if (!st) {
         free(cls);
         free(nic);
-        return st ? sql_fail(r, sql) : (ana_err(r->err, r->errlen, "out of memory"), -1);
+        return -1;
     }
     while (sqlite3_step(st) == SQLITE_ROW) {
         int64_t b = sqlite3_column_int64(st, 0) / width;
@@ -602,11 +600,11 @@ static int write_activity(report *r) {
         }
     }
     sqlite3_finalize(st);
-    const char *sql = "SELECT rank, cause, begin_ps, end_ps FROM waits";
-    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) {
+    st = prepare(r, "SELECT rank, cause, begin_ps, end_ps FROM waits");
+    if (!st) {
         free(acc);
         free(cores);
-        return sql_fail(r, sql);
+        return -1;
     }
     double binw = (double)(r->run.end_time_ps > 0 ? r->run.end_time_ps : 1) / BINS;
     while (sqlite3_step(st) == SQLITE_ROW) {

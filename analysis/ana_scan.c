@@ -52,9 +52,7 @@ static const char *const create_sql =
 
 void ana_facts_free(ana_facts *f) {
     free(f->wakes);
-    free(f->credit_head);
-    free(f->last_writer);
-    free(f->other_word);
+    free(f->word);
     memset(f, 0, sizeof *f);
 }
 
@@ -416,20 +414,18 @@ static int fill_facts(scan *s) {
     ana_facts *f = s->facts;
     size_t n = s->nobj ? s->nobj : 1;
     f->nobj = n;
-    f->credit_head = calloc(n, 1);
-    f->last_writer = calloc(n, sizeof *f->last_writer);
-    f->other_word = calloc(n, sizeof *f->other_word);
-    if (!f->credit_head || !f->last_writer || !f->other_word) {
+    f->word = calloc(n, sizeof *f->word);
+    if (!f->word) {
         ana_err(s->err, s->errlen, "out of memory keeping word facts");
         return -1;
     }
     for (size_t id = 1; id < s->nobj; id++) {
         const obj_info *o = &s->obj[id];
-        f->last_writer[id] = o->last_writer;
+        f->word[id].last_writer = o->last_writer;
         if (!o->ring || o->ring >= s->nobj || s->obj[o->ring].kind != OK_RING) continue;
         if (o->kind == OK_HEAD &&
             (o->ring_kind == RING_RDMA || s->obj[o->ring].ring_kind == RING_RDMA || o->atomic))
-            f->credit_head[id] = 1;
+            f->word[id].credit_head = 1;
     }
     /* The partner of a ring's head is its tail and back. */
     int64_t *head = calloc(n, sizeof *head), *tail = calloc(n, sizeof *tail);
@@ -448,8 +444,8 @@ static int fill_facts(scan *s) {
     for (size_t id = 1; id < s->nobj; id++) {
         uint32_t ring = s->obj[id].ring;
         if (!ring || ring >= s->nobj || !head[ring] || !tail[ring]) continue;
-        if (s->obj[id].kind == OK_HEAD) f->other_word[id] = tail[ring];
-        if (s->obj[id].kind == OK_TAIL) f->other_word[id] = head[ring];
+        if (s->obj[id].kind == OK_HEAD) f->word[id].other_word = tail[ring];
+        if (s->obj[id].kind == OK_TAIL) f->word[id].other_word = head[ring];
     }
     free(head);
     free(tail);

@@ -495,7 +495,6 @@ static void on_blocked(hb_checker *h, const engine_event *ev) {
 /* ------------------------------------------------------------ dispatch */
 static void on_event(void *ctx, const engine_event *ev) {
     hb_checker *h = ctx;
-    if (h->inner.on_event) h->inner.on_event(h->inner.ctx, ev);
     if (ev->kind != EV_RUN_END && (ev->rank >= (uint32_t)h->n_ranks || ev->core >= (uint32_t)h->cpr))
         return;
     switch (ev->kind) {
@@ -545,7 +544,6 @@ static void on_event(void *ctx, const engine_event *ev) {
 
 static void on_hook(void *ctx, const engine_hook *hk) {
     hb_checker *h = ctx;
-    if (h->inner.on_hook) h->inner.on_hook(h->inner.ctx, hk);
     if (hk->rank >= (uint32_t)h->n_ranks || hk->core >= (uint32_t)h->cpr) return;
     switch (hk->kind) {
     case HOOK_ACCESS: {
@@ -611,19 +609,8 @@ static void on_hook(void *ctx, const engine_hook *hk) {
     }
 }
 
-static void on_string(void *ctx, uint32_t id, const char *text) {
-    hb_checker *h = ctx;
-    if (h->inner.on_string) h->inner.on_string(h->inner.ctx, id, text);
-}
-
-static void on_site(void *ctx, const engine_site *s) {
-    hb_checker *h = ctx;
-    if (h->inner.on_site) h->inner.on_site(h->inner.ctx, s);
-}
-
 static void on_object(void *ctx, const engine_object *o) {
     hb_checker *h = ctx;
-    if (h->inner.on_object) h->inner.on_object(h->inner.ctx, o);
     if (o->kind == OBJ_WORD || o->kind == OBJ_FLAG || o->kind == OBJ_RING_HEAD ||
         o->kind == OBJ_RING_TAIL) {
         hb_word *w = word_find(h, gm_rank(o->addr), gm_offset(o->addr), 1, o->width);
@@ -640,7 +627,9 @@ int hb_create(engine *e, const engine_observer *inner, hb_checker **out, char *e
         return -1;
     }
     h->e = e;
-    if (inner) h->inner = *inner;
+    if (inner) h->tee.inner = *inner;
+    h->tee.also = (engine_observer){.ctx = h, .on_object = on_object, .on_event = on_event,
+                                    .on_hook = on_hook};
     h->n_ranks = engine_num_ranks(e);
     h->cpr = engine_cores_per_rank(e);
     h->n_aic = engine_num_aic(e);
@@ -666,11 +655,7 @@ int hb_create(engine *e, const engine_observer *inner, hb_checker **out, char *e
     return 0;
 }
 
-engine_observer hb_observer(hb_checker *h) {
-    engine_observer o = {.ctx = h, .on_string = on_string, .on_site = on_site, .on_object = on_object,
-                         .on_event = on_event, .on_hook = on_hook};
-    return o;
-}
+engine_observer hb_observer(hb_checker *h) { return engine_tee_observer(&h->tee); }
 
 void hb_finish(hb_checker *h, const engine_result *res) {
     (void)res;

@@ -190,7 +190,7 @@ void hb_describe(const struct hb_checker *h, uint64_t addr, uint64_t len, int ra
 /* ------------------------------------------------------------ checker */
 struct hb_checker {
     engine *e;
-    engine_observer inner;
+    engine_tee tee;          /* the observer it wraps (inner), then itself (also) */
     int n_ranks, cpr, n_aic;
     int32_t *tid_of;         /* [(rank * cpr + core) * PIPE_COUNT + pipe], -1 none */
     hb_track **tracks;       /* by id */

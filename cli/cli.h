@@ -65,6 +65,11 @@ int cli_one_run(const char *cmd, void (*usage)(FILE *out), int argc, char **argv
  * why" on failure: 0 with *db (the caller closes it), or EXIT_ERROR (*db
  * NULL). */
 int cli_open_run(const char *cmd, const char *run, int flags, sqlite3 **db, ana_source *src);
+/* The critical-path table of RUN (ana_crit_table_get: by, top) for `npurr
+ * CMD`, saying "npurr CMD: ..." on failure: 0 with *t (the caller frees
+ * it), or EXIT_ERROR. src (may be NULL) as cli_open_run fills it. */
+int cli_crit_table(const char *cmd, const char *run, ana_crit_by by, size_t top,
+                   ana_crit_table *t, ana_source *src);
 
 /* One option of a subcommand, for cli_parse: a flag sets *flag to 1; an
  * option with a value (`--top V` or `--top=V`) stores it in *value as
@@ -105,6 +110,11 @@ enum { CLI_MISSING_SAYS = 1, CLI_MISSING_USAGE = 2, CLI_HELP = -1 };
  * 0, CLI_HELP, or EXIT_USAGE after saying why on stderr (with needs_word,
  * also when no word came). */
 int cli_parse(const cli_args *p, int argc, char **argv);
+/* `npurr CMD [options] RUN`: cli_parse with opts (set given ctx), the one
+ * RUN into *run; a second word is "unexpected argument 'W' (one RUN only)",
+ * none prints the usage. Returns what cli_parse does. */
+int cli_parse_run(const char *cmd, void (*usage)(FILE *out), const cli_opt *opts, size_t nopts,
+                  void *ctx, const char **run, int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 
 /* Measured rows for `hw --compare` and `calibrate` (measured.c). Loads the

@@ -119,6 +119,14 @@ int cli_parse(const cli_args *p, int argc, char **argv) {
     return 0;
 }
 
+int cli_parse_run(const char *cmd, void (*usage)(FILE *out), const cli_opt *opts, size_t nopts,
+                  void *ctx, const char **run, int argc, char **argv) {
+    cli_args p = {.cmd = cmd, .usage = usage, .opts = opts, .nopts = nopts, .ctx = ctx,
+                  .words = {run}, .extra = "unexpected argument '%s' (one RUN only)",
+                  .needs_word = 1};
+    return cli_parse(&p, argc, argv);
+}
+
 int cli_one_run(const char *cmd, void (*usage)(FILE *out), int argc, char **argv,
                 const char **run) {
     *run = NULL;

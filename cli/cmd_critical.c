@@ -60,27 +60,29 @@ static int set_top(void *ctx, const char *v) {
     return cli_opt_positive("critical", "--top", v, &((critical_args *)ctx)->top);
 }
 
+int cli_crit_table(const char *cmd, const char *run, ana_crit_by by, size_t top,
+                   ana_crit_table *t, ana_source *src) {
+    char err[1024];
+    sqlite3 *db = NULL;
+    if (cli_open_run(cmd, run, 0, &db, src)) return EXIT_ERROR;
+    int rc = ana_crit_table_get(db, by, top, t, err, sizeof err);
+    sqlite3_close(db);
+    if (rc) {
+        fprintf(stderr, "npurr %s: %s: %s\n", cmd, run, err);
+        return EXIT_ERROR;
+    }
+    return 0;
+}
+
 int cmd_critical(int argc, char **argv) {
     critical_args x = {.by = ANA_CRIT_BY_RESOURCE};
     const cli_opt opts[] = {{"--by", .set = set_by}, {"--top", .set = set_top},
                             {"--csv", .flag = &x.csv}};
-    cli_args p = {.cmd = "critical", .usage = critical_usage, .opts = opts, .nopts = 3, .ctx = &x,
-                  .words = {&x.run}, .extra = "unexpected argument '%s' (one RUN only)",
-                  .needs_word = 1};
-    int parsed = cli_parse(&p, argc, argv);
+    int parsed = cli_parse_run("critical", critical_usage, opts, 3, &x, &x.run, argc, argv);
     if (parsed) return parsed == CLI_HELP ? EXIT_DONE : parsed;
-    const char *run = x.run;
-    char err[1024];
-    sqlite3 *db = NULL;
     ana_source src;
-    if (cli_open_run("critical", run, 0, &db, &src)) return EXIT_ERROR;
     ana_crit_table t;
-    int rc = ana_crit_table_get(db, x.by, (size_t)x.top, &t, err, sizeof err);
-    sqlite3_close(db);
-    if (rc) {
-        fprintf(stderr, "npurr critical: %s: %s\n", run, err);
-        return EXIT_ERROR;
-    }
+    if (cli_crit_table("critical", x.run, x.by, (size_t)x.top, &t, &src)) return EXIT_ERROR;
     if (x.csv) ana_crit_table_print_csv(&t, 1, stdout);
     else ana_crit_table_print(&t, stdout);
     ana_crit_table_free(&t);

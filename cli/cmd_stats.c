@@ -63,10 +63,7 @@ static int parse_stats(int argc, char **argv, stats_args *x) {
     *x = (stats_args){.by = ANA_BY_ROLE};
     const cli_opt opts[] = {{"--by", .set = set_by}, {"--top", .set = set_top},
                             {"--csv", .flag = &x->csv}, {"--races", .flag = &x->races}};
-    cli_args p = {.cmd = "stats", .usage = stats_usage, .opts = opts, .nopts = 4, .ctx = x,
-                  .words = {&x->run}, .extra = "unexpected argument '%s' (one RUN only)",
-                  .needs_word = 1};
-    return cli_parse(&p, argc, argv);
+    return cli_parse_run("stats", stats_usage, opts, 4, x, &x->run, argc, argv);
 }
 
 int cmd_stats(int argc, char **argv) {

@@ -117,24 +117,14 @@ int cmd_whatif(int argc, char **argv) {
     whatif_args x = {.top = 5, .jobs = pool_default_jobs()};
     const cli_opt opts[] = {{"--top", .set = set_top}, {"-j", .set = set_jobs},
                             {"--csv", .flag = &x.csv}};
-    cli_args p = {.cmd = "whatif", .usage = whatif_usage, .opts = opts, .nopts = 3, .ctx = &x,
-                  .words = {&x.run}, .extra = "unexpected argument '%s' (one RUN only)",
-                  .needs_word = 1};
-    int parsed = cli_parse(&p, argc, argv);
+    int parsed = cli_parse_run("whatif", whatif_usage, opts, 3, &x, &x.run, argc, argv);
     if (parsed) return parsed == CLI_HELP ? EXIT_DONE : parsed;
     const char *run = x.run;
     long top = x.top, jobs = x.jobs;
     int csv = x.csv;
     char err[ENGINE_ERRLEN * 2];
-    sqlite3 *db = NULL;
-    if (cli_open_run("whatif", run, 0, &db, NULL)) return EXIT_ERROR;
     ana_crit_table t;
-    int rc = ana_crit_table_get(db, ANA_CRIT_BY_CLASS, 0, &t, err, sizeof err);
-    sqlite3_close(db);
-    if (rc) {
-        fprintf(stderr, "npurr whatif: %s: %s\n", run, err);
-        return EXIT_ERROR;
-    }
+    if (cli_crit_table("whatif", run, ANA_CRIT_BY_CLASS, 0, &t, NULL)) return EXIT_ERROR;
     whatif w;
     memset(&w, 0, sizeof w);
     w.quiet = csv;
@@ -150,7 +140,7 @@ int cmd_whatif(int argc, char **argv) {
         ana_crit_table_free(&t);
         return EXIT_ERROR;
     }
-    rc = run_spec_from_run(r, run, &w.spec, note, sizeof note, err, sizeof err);
+    int rc = run_spec_from_run(r, run, &w.spec, note, sizeof note, err, sizeof err);
     rec_reader_close(r);
     if (rc) {
         fprintf(stderr, "npurr whatif: %s\n", err);

@@ -88,12 +88,14 @@ int engine_create(const engine_config *cfg, engine **out, char *err, size_t errl
     e->cores_per_rank = e->n_aic + e->n_aiv;
     e->ranks = calloc((size_t)e->n_ranks, sizeof *e->ranks);
     e->cores = calloc((size_t)e->n_ranks * (size_t)e->cores_per_rank, sizeof *e->cores);
-    e->hccs_links = calloc((size_t)e->n_ranks * (size_t)e->n_ranks, sizeof *e->hccs_links);
-    e->qp_done_at = calloc((size_t)e->n_ranks * (size_t)e->n_ranks, sizeof *e->qp_done_at);
-    e->qp_arrive_at = calloc((size_t)e->n_ranks * (size_t)e->n_ranks, sizeof *e->qp_arrive_at);
-    if (!e->ranks || !e->cores || !e->hccs_links || !e->qp_done_at || !e->qp_arrive_at) {
-        engine_destroy(e);
+    size_t pairs = (size_t)e->n_ranks * (size_t)e->n_ranks;
+    e->hccs_links = calloc(pairs, sizeof *e->hccs_links);
+    /* both RDMA clocks of every (src, dst) queue pair in one block */
+    e->qp_arrive_at = calloc(2 * pairs, sizeof *e->qp_arrive_at);
+    e->qp_done_at = e->qp_arrive_at ? e->qp_arrive_at + pairs : NULL;
+    if (!e->ranks || !e->cores || !e->hccs_links || !e->qp_arrive_at) {
         snprintf(err, errlen, "out of memory for %d ranks", e->n_ranks);
+        engine_destroy(e);
         return ENGINE_ERR;
     }
     for (int r = 0; r < e->n_ranks; r++) {
@@ -183,8 +185,7 @@ void engine_destroy(engine *e) {
     if (e->hccs_links)
         for (size_t i = 0; i < (size_t)e->n_ranks * (size_t)e->n_ranks; i++) resource_free(&e->hccs_links[i]);
     free(e->hccs_links);
-    free(e->qp_done_at);
-    free(e->qp_arrive_at);
+    free(e->qp_arrive_at);   /* and qp_done_at, in the same block */
     free(e->cores);
     free(e->ranks);
     free(e);

@@ -486,14 +486,14 @@ void engine_set_observer(engine *e, const engine_observer *obs);
 /* The observer in place (all NULL if none), so another can wrap it. */
 engine_observer engine_get_observer(const engine *e);
 
-/* An observer that forwards everything to inner, then shows each event to
- * also(also_ctx). t must outlive the run. */
+/* Two observers as one: each declaration, event, hook and segment goes to
+ * inner, then to also; either may leave any callback NULL. t must outlive
+ * the run. */
 typedef struct engine_tee {
     engine_observer inner;
-    void (*also)(void *also_ctx, const engine_event *ev);
-    void *also_ctx;
+    engine_observer also;
 } engine_tee;
-/* The observer that forwards to t->inner, then shows each event to t->also. */
+/* The observer that forwards to t->inner, then to t->also. */
 engine_observer engine_tee_observer(engine_tee *t);
 /* Interned string id (1..engine_string_count); owned by e. "" for 0 or an
  * unknown id. */

@@ -1,44 +1,31 @@
 /*
- * observer.c - an observer that forwards to another and also shows each
- * event to one more callback: how `record` prints progress behind the
- * recorder, and how tests keep their own copy of what was recorded.
+ * observer.c - two observers as one: everything goes to `inner`, then to
+ * `also`. How `record` prints progress behind the recorder, how the race
+ * checker watches a run behind whatever already observes it, and how tests
+ * keep their own copy of what was recorded.
  */
 #include "engine.h"
 
-static void tee_string(void *ctx, uint32_t id, const char *text) {
-    engine_tee *t = ctx;
-    if (t->inner.on_string) t->inner.on_string(t->inner.ctx, id, text);
-}
+/* One callback: to inner, then to also, wherever it is set. */
+#define TEE(cb, ...)                                                                           \
+    do {                                                                                       \
+        engine_tee *t = ctx;                                                                   \
+        if (t->inner.cb) t->inner.cb(t->inner.ctx, __VA_ARGS__);                               \
+        if (t->also.cb) t->also.cb(t->also.ctx, __VA_ARGS__);                                  \
+    } while (0)
 
-static void tee_site(void *ctx, const engine_site *s) {
-    engine_tee *t = ctx;
-    if (t->inner.on_site) t->inner.on_site(t->inner.ctx, s);
-}
-
-static void tee_object(void *ctx, const engine_object *o) {
-    engine_tee *t = ctx;
-    if (t->inner.on_object) t->inner.on_object(t->inner.ctx, o);
-}
-
-static void tee_event(void *ctx, const engine_event *ev) {
-    engine_tee *t = ctx;
-    if (t->inner.on_event) t->inner.on_event(t->inner.ctx, ev);
-    t->also(t->also_ctx, ev);
-}
-
-static void tee_hook(void *ctx, const engine_hook *h) {
-    engine_tee *t = ctx;
-    if (t->inner.on_hook) t->inner.on_hook(t->inner.ctx, h);
-}
-
-static void tee_segment(void *ctx, uint64_t time, uint64_t key) {
-    engine_tee *t = ctx;
-    t->inner.on_segment(t->inner.ctx, time, key);
-}
+static void tee_string(void *ctx, uint32_t id, const char *text) { TEE(on_string, id, text); }
+static void tee_site(void *ctx, const engine_site *s) { TEE(on_site, s); }
+static void tee_object(void *ctx, const engine_object *o) { TEE(on_object, o); }
+static void tee_event(void *ctx, const engine_event *ev) { TEE(on_event, ev); }
+static void tee_hook(void *ctx, const engine_hook *h) { TEE(on_hook, h); }
+static void tee_segment(void *ctx, uint64_t time, uint64_t key) { TEE(on_segment, time, key); }
 
 engine_observer engine_tee_observer(engine_tee *t) {
+    /* a hook or segment nobody takes stays NULL: the engine skips building one */
+    int hooks = t->inner.on_hook || t->also.on_hook;
+    int segments = t->inner.on_segment || t->also.on_segment;
     engine_observer o = {t, tee_string, tee_site, tee_object, tee_event,
-                         t->inner.on_hook ? tee_hook : NULL,
-                         t->inner.on_segment ? tee_segment : NULL};
+                         hooks ? tee_hook : NULL, segments ? tee_segment : NULL};
     return o;
 }

@@ -276,21 +276,18 @@ void eng_xfer_complete(engine *e, xfer *x) {
 /* ------------------------------------------------------------ flags */
 typedef struct { int producer, consumer; } event_pipes;
 
+/* A hard event's name is its producer pipe, then its consumer pipe. */
+#define HARD_EVENT(p, c) [p##_##c] = {PIPE_##p, PIPE_##c}
 static const event_pipes hard_events[HARD_EVENT_COUNT] = {
-    [MTE2_V] = {PIPE_MTE2, PIPE_V},   [V_MTE2] = {PIPE_V, PIPE_MTE2},
-    [MTE3_V] = {PIPE_MTE3, PIPE_V},   [V_MTE3] = {PIPE_V, PIPE_MTE3},
-    [MTE2_MTE3] = {PIPE_MTE2, PIPE_MTE3}, [MTE3_MTE2] = {PIPE_MTE3, PIPE_MTE2},
-    [MTE3_S] = {PIPE_MTE3, PIPE_S},   [S_MTE3] = {PIPE_S, PIPE_MTE3},
-    [MTE2_S] = {PIPE_MTE2, PIPE_S},   [S_MTE2] = {PIPE_S, PIPE_MTE2},
-    [V_S] = {PIPE_V, PIPE_S},         [S_V] = {PIPE_S, PIPE_V},
-    [MTE1_M] = {PIPE_MTE1, PIPE_M},   [M_MTE1] = {PIPE_M, PIPE_MTE1},
-    [MTE2_MTE1] = {PIPE_MTE2, PIPE_MTE1}, [MTE1_MTE2] = {PIPE_MTE1, PIPE_MTE2},
-    [M_FIX] = {PIPE_M, PIPE_FIX},     [FIX_M] = {PIPE_FIX, PIPE_M},
-    [FIX_S] = {PIPE_FIX, PIPE_S},     [S_FIX] = {PIPE_S, PIPE_FIX},
-    [MTE2_M] = {PIPE_MTE2, PIPE_M},   [M_V] = {PIPE_M, PIPE_V},
-    [V_M] = {PIPE_V, PIPE_M},         [FIX_MTE2] = {PIPE_FIX, PIPE_MTE2},
-    [MTE2_FIX] = {PIPE_MTE2, PIPE_FIX},
+    HARD_EVENT(MTE2, V), HARD_EVENT(V, MTE2), HARD_EVENT(MTE3, V), HARD_EVENT(V, MTE3),
+    HARD_EVENT(MTE2, MTE3), HARD_EVENT(MTE3, MTE2), HARD_EVENT(MTE3, S), HARD_EVENT(S, MTE3),
+    HARD_EVENT(MTE2, S), HARD_EVENT(S, MTE2), HARD_EVENT(V, S), HARD_EVENT(S, V),
+    HARD_EVENT(MTE1, M), HARD_EVENT(M, MTE1), HARD_EVENT(MTE2, MTE1), HARD_EVENT(MTE1, MTE2),
+    HARD_EVENT(M, FIX), HARD_EVENT(FIX, M), HARD_EVENT(FIX, S), HARD_EVENT(S, FIX),
+    HARD_EVENT(MTE2, M), HARD_EVENT(M, V), HARD_EVENT(V, M), HARD_EVENT(FIX, MTE2),
+    HARD_EVENT(MTE2, FIX),
 };
+#undef HARD_EVENT
 
 int engine_hard_event_pipe(int hard_event, int consumer) {
     if (hard_event <= 0 || hard_event >= HARD_EVENT_COUNT) return -1;

@@ -65,6 +65,7 @@ uint32_t dispatch_ub_receiver(const dispatch_shape *sh);
 typedef struct dispatch_plan {
     dispatch_shape sh;
     int64_t token_base[DISPATCH_MAX_RANKS + 1];  /* first row of rank s in the [sum T][*] arrays */
+    void *tables;                   /* one block: every array below but recv_src_* */
     int32_t *topk_idx;              /* [sum T][K] */
     float *topk_weights;            /* [sum T][K] */
     uint8_t *is_token_in_rank;      /* [sum T][R] */

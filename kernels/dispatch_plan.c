@@ -16,20 +16,8 @@
 #include <string.h>
 
 void dispatch_plan_free(dispatch_plan *p) {
-    free(p->topk_idx);
-    free(p->topk_weights);
-    free(p->is_token_in_rank);
-    free(p->token_idx_in_rank);
-    free(p->num_tokens_per_rank);
-    free(p->num_tokens_per_rdma_rank);
-    free(p->num_tokens_per_expert);
-    free(p->channel_rank_count);
-    free(p->channel_node_count);
-    free(p->recv_from);
-    free(p->recv_total);
-    free(p->recv_src_token);
-    free(p->recv_src_rank);
-    free(p->recv_base);
+    free(p->tables);
+    free(p->recv_src_token);  /* recv_src_rank lives in the same block */
     memset(p, 0, sizeof *p);
 }
 
@@ -136,13 +124,15 @@ static int receive_order(dispatch_plan *p, char *err, size_t errlen) {
         all += p->recv_total[d];
     }
     p->recv_base[R] = all;
-    p->recv_src_token = malloc(sizeof(int32_t) * (size_t)(all ? all : 1));
-    p->recv_src_rank = malloc(sizeof(int32_t) * (size_t)(all ? all : 1));
-    if (!p->recv_src_token || !p->recv_src_rank) {
+    /* sized by the layout, so a block of its own: token ids, then ranks */
+    size_t rows = (size_t)(all ? all : 1);
+    p->recv_src_token = malloc(sizeof(int32_t) * 2 * rows);
+    if (!p->recv_src_token) {
         snprintf(err, errlen, "--tokens: out of host memory for %lld received rows",
                  (long long)all);
         return -1;
     }
+    p->recv_src_rank = p->recv_src_token + rows;
     for (int d = 0; d < R; d++) {
         int64_t row = p->recv_base[d];
         for (int s = 0; s < R; s++)
@@ -156,34 +146,49 @@ static int receive_order(dispatch_plan *p, char *err, size_t errlen) {
     return 0;
 }
 
+/* Where the next table of `bytes` starts in block b (NULL while only
+ * measuring): every table 8-byte aligned. */
+static void *place(char *b, size_t *at, size_t bytes) {
+    void *table = b ? b + *at : NULL;
+    *at += (bytes + 7) & ~(size_t)7;
+    return table;
+}
+
+/* Points every table sized by the shape into block b (NULL: only
+ * measures); returns the bytes they take. */
+static size_t place_tables(dispatch_plan *p, char *b) {
+    const dispatch_shape *sh = &p->sh;
+    size_t R = (size_t)sh->num_ranks, N = (size_t)sh->nodes, E = (size_t)sh->experts;
+    size_t C = (size_t)sh->channels, K = (size_t)sh->topk;
+    size_t T = (size_t)p->token_base[R] ? (size_t)p->token_base[R] : 1;
+    size_t at = 0;
+    p->topk_idx = place(b, &at, sizeof(int32_t) * T * K);
+    p->topk_weights = place(b, &at, sizeof(float) * T * K);
+    p->is_token_in_rank = place(b, &at, T * R);
+    p->token_idx_in_rank = place(b, &at, sizeof(int32_t) * T * R);
+    p->num_tokens_per_rank = place(b, &at, sizeof(int32_t) * R * R);
+    p->num_tokens_per_rdma_rank = place(b, &at, sizeof(int32_t) * R * N);
+    p->num_tokens_per_expert = place(b, &at, sizeof(int32_t) * R * E);
+    p->channel_rank_count = place(b, &at, sizeof(int32_t) * R * C * R);
+    p->channel_node_count = place(b, &at, sizeof(int32_t) * R * C * N);
+    p->recv_from = place(b, &at, sizeof(int32_t) * R * R);
+    p->recv_total = place(b, &at, sizeof(int64_t) * R);
+    p->recv_base = place(b, &at, sizeof(int64_t) * (R + 1));
+    return at;
+}
+
 int dispatch_plan_build(const dispatch_shape *sh, dispatch_plan *p, char *err, size_t errlen) {
     memset(p, 0, sizeof *p);
     p->sh = *sh;
-    size_t R = (size_t)sh->num_ranks, N = (size_t)sh->nodes, E = (size_t)sh->experts;
-    size_t C = (size_t)sh->channels, K = (size_t)sh->topk;
     for (int s = 0; s < sh->num_ranks; s++) p->token_base[s + 1] = p->token_base[s] + sh->tokens[s];
-    size_t T = (size_t)p->token_base[R];
-    size_t Tn = T ? T : 1;
-    p->topk_idx = malloc(sizeof(int32_t) * Tn * K);
-    p->topk_weights = malloc(sizeof(float) * Tn * K);
-    p->is_token_in_rank = calloc(Tn * R, 1);
-    p->token_idx_in_rank = malloc(sizeof(int32_t) * Tn * R);
-    p->num_tokens_per_rank = calloc(R * R, sizeof(int32_t));
-    p->num_tokens_per_rdma_rank = calloc(R * N, sizeof(int32_t));
-    p->num_tokens_per_expert = calloc(R * E, sizeof(int32_t));
-    p->channel_rank_count = calloc(R * C * R, sizeof(int32_t));
-    p->channel_node_count = calloc(R * C * N, sizeof(int32_t));
-    p->recv_from = calloc(R * R, sizeof(int32_t));
-    p->recv_total = calloc(R, sizeof(int64_t));
-    p->recv_base = calloc(R + 1, sizeof(int64_t));
-    if (!p->topk_idx || !p->topk_weights || !p->is_token_in_rank || !p->token_idx_in_rank ||
-        !p->num_tokens_per_rank || !p->num_tokens_per_rdma_rank || !p->num_tokens_per_expert ||
-        !p->channel_rank_count || !p->channel_node_count || !p->recv_from || !p->recv_total ||
-        !p->recv_base) {
-        dispatch_plan_free(p);
-        snprintf(err, errlen, "--tokens: out of host memory for the routing of %zu tokens", T);
+    /* one zeroed block for every table: measure, allocate, point */
+    p->tables = calloc(place_tables(p, NULL), 1);
+    if (!p->tables) {
+        snprintf(err, errlen, "--tokens: out of host memory for the routing of %lld tokens",
+                 (long long)p->token_base[sh->num_ranks]);
         return -1;
     }
+    place_tables(p, p->tables);
     if (route(p, err, errlen)) {
         dispatch_plan_free(p);
         return -1;

@@ -43,10 +43,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int write_full(int fd, const void *p, size_t n) {
-    const char *c = p;
+/* Moves all n bytes through fd (write when out, else read), again after a
+ * short or interrupted transfer; -1 on an error or an early end of file. */
+static int move_full(int fd, char *c, size_t n, int out) {
     while (n) {
-        ssize_t k = write(fd, c, n);
+        ssize_t k = out ? write(fd, c, n) : read(fd, c, n);
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0) return -1;
         c += k;
@@ -55,17 +56,8 @@ static int write_full(int fd, const void *p, size_t n) {
     return 0;
 }
 
-static int read_full(int fd, void *p, size_t n) {
-    char *c = p;
-    while (n) {
-        ssize_t k = read(fd, c, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return -1;
-        c += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
+static int write_full(int fd, const void *p, size_t n) { return move_full(fd, (char *)p, n, 1); }
+static int read_full(int fd, void *p, size_t n) { return move_full(fd, p, n, 0); }
 
 static void close_fd(int *fd) {
     if (*fd >= 0) close(*fd);

@@ -101,8 +101,7 @@ static int open_trace(record_session *rc, char *err, size_t errlen) {
     rec_attach(rc->w, rc->e);
     if (rc->hooks.on_event) {
         rec_observer(rc->w, &rc->tee.inner);
-        rc->tee.also = rc->hooks.on_event;
-        rc->tee.also_ctx = rc->hooks.ctx;
+        rc->tee.also = (engine_observer){.ctx = rc->hooks.ctx, .on_event = rc->hooks.on_event};
         engine_observer wrapped = engine_tee_observer(&rc->tee);
         engine_set_observer(rc->e, &wrapped);
     }

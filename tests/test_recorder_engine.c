@@ -109,7 +109,7 @@ static int setup(void **state) {
      * The tee then takes the observer slot and forwards to the recorder. */
     rec_attach(w, e);
     static engine_tee tee;
-    tee = (engine_tee){.also = keep_event, .also_ctx = &g_seen};
+    tee = (engine_tee){.also = {.ctx = &g_seen, .on_event = keep_event}};
     rec_observer(w, &tee.inner);
     engine_observer obs = engine_tee_observer(&tee);
     engine_set_observer(e, &obs);

@@ -141,7 +141,7 @@ static engine_outcome record(const char *dir, int variant, int iters, const char
     rec_writer *w;
     if (rec_open(dir, &info, &w, err, sizeof err)) fail_msg("rec_open: %s", err);
     rec_attach(w, e);
-    engine_tee t = {.also = keep_event, .also_ctx = evs};
+    engine_tee t = {.also = {.ctx = evs, .on_event = keep_event}};
     rec_observer(w, &t.inner);
     engine_observer obs = engine_tee_observer(&t);
     engine_set_observer(e, &obs);
