@@ -251,6 +251,15 @@ typedef struct combine_plan {
 
 extern const kernel_option combine_options[];
 extern const kernel_option combine_normal_options[];
+/* The option entries both normal kernels (combine-normal, dispatch-normal)
+ * take with the same defaults: the MoE shape and routing, and --cores as
+ * A2's tiling sizes it. */
+#define COMBINE_NORMAL_OPTS_SHAPE                                                                  \
+    KIT_OPT_TOKENS("128"), KIT_OPT_HIDDEN("7168", " (A2's tiling takes 1024..7168)"),            \
+        KIT_OPT_TOPK("8"), KIT_OPT_EXPERTS("256", ""), KIT_OPT_ROUTING("uniform")
+#define COMBINE_NORMAL_OPT_CORES                                                                   \
+    {"cores", "0",                                                                                 \
+     "AIV cores per rank; 0 = all of them (48 on 910B2, 40 on 910B4), as A2's tiling takes"}
 
 /* Reads and validates the options against the topology (nodes must be 1).
  * err names the option at fault. */
@@ -271,6 +280,14 @@ int combine_read_shape(const kernel_opts *o, int scheme, const char *kernel, int
  * *fault is the index of the named fault. */
 int combine_read_inputs(const kernel_opts *o, const char *const *faults, combine_shape *sh,
                         int *fault, char *err, size_t errlen);
+/* What both normal kernels read before their UB check: the shape (kernel
+ * names it in messages), --routing, --data-seed, --inject against kernel's
+ * faults, whose [1] must be "no-status-wait" (the fault both have: it sets
+ * inject_no_status_wait), *which the named fault's index (which may be
+ * NULL), and --cores (0 = all num_aiv). */
+int combine_normal_read(const kernel_opts *o, const char *kernel, const char *const *faults,
+                        int nodes, int npus_per_node, int num_aiv, combine_shape *sh, int *which,
+                        char *err, size_t errlen);
 int combine_plan_build(const combine_shape *sh, combine_plan *plan, char *err, size_t errlen);
 void combine_plan_free(combine_plan *plan);
 /* UB bytes one sender / receiver core uses for this shape. */
@@ -303,6 +320,15 @@ kernel_check_fn combine_normal_check;
 /* The weighted sum on every rank against the CPU reference (check step 4). */
 int combine_check_out(engine *e, const combine_plan *p, const combine_args *a, char *msg,
                       size_t msglen);
+/* After a normal kernel's run every byte of its symmetric status area
+ * (bytes at base on each of num_ranks ranks, a COMBINE_NORMAL_STATE_BYTES
+ * status per slot) is zero again: each owner clears its slots after
+ * waiting for them. 0 when so; else 1 with msg naming the first status
+ * still set as "OUTER i INNER j" (slot = i * per_outer + j) and saying
+ * why it is late ("it arrived after its owner had cleared it"). */
+int combine_normal_check_status(engine *e, gm_t base, int num_ranks, uint64_t bytes,
+                                const char *outer, const char *inner, uint64_t per_outer,
+                                const char *late, char *msg, size_t msglen);
 /* When bad > 0, appends " [bad of total WHAT differ]" to the first
  * failure's message and returns 1; else 0. */
 int combine_count_bad(char *msg, size_t msglen, int64_t bad, int64_t total, const char *what);
@@ -329,9 +355,20 @@ int combine_layout(const kernel_opts *o, int scheme, const engine_config *cfg, F
 kernel_layout_fn combine_normal_layout;
 kernel_estimate_fn combine_normal_estimate;
 kernel_destroy_fn combine_destroy;
+/* What a destroy of the combine family frees last: the plan, the guards,
+ * then st, the host state that holds them (dispatch-normal's too). */
+void combine_free_state(combine_plan *plan, kit_guards *guards, void *st);
 /* Byte sizes for layout printouts: "1.50 MiB"; columns of a row, " %12s"
  * each (no newline). */
 void combine_human_bytes(char *buf, size_t n, uint64_t bytes);
 void combine_print_sizes(FILE *out, const uint64_t *bytes, int n);
+/* A normal kernel's layout table (combine-normal, dispatch-normal): one
+ * rank's row (rank, its rows, then the n sizes), returning their sum; and
+ * the table's end, the GM total of all ranks with the guard, then "UB per
+ * core: ub B (WHAT)". */
+uint64_t combine_normal_layout_row(FILE *out, int rank, int64_t rows, const uint64_t *sizes,
+                                   int n);
+void combine_normal_layout_total(FILE *out, uint64_t sum, uint32_t ub, const char *what, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -65,39 +65,39 @@ static int check_windows(engine *e, const combine_state *st, uint16_t *want, uin
                      "0x%02x, expected 0x%02x; %s",
                      s, t, k, q, b, got[b], ((const uint8_t *)want)[b], why);
         }
-    if (bad > 0) {
-        size_t len = strlen(msg);
-        snprintf(msg + len, msglen - len, " [%lld of %lld window rows differ]", (long long)bad,
-                 (long long)total);
-        return 1;
-    }
-    return 0;
+    return combine_count_bad(msg, msglen, bad, total, "window rows");
 }
 
-static int check_states(engine *e, const combine_state *st, char *msg, size_t msglen) {
-    const combine_shape *sh = &st->plan.sh;
-    int T = sh->tokens, K = sh->topk;
-    uint64_t bytes = (uint64_t)T * (uint64_t)K * COMBINE_NORMAL_STATE_BYTES;
-    for (int s = 0; s < sh->num_ranks; s++) {
-        const uint8_t *state = kit_gm_host(e, gm_on_rank(st->args.state_base, s), bytes);
+int combine_normal_check_status(engine *e, gm_t base, int num_ranks, uint64_t bytes,
+                                const char *outer, const char *inner, uint64_t per_outer,
+                                const char *late, char *msg, size_t msglen) {
+    for (int q = 0; q < num_ranks; q++) {
+        const uint8_t *state = kit_gm_host(e, gm_on_rank(base, q), bytes);
         if (!state) {
-            snprintf(msg, msglen, "status area on rank %d: no host view", s);
+            snprintf(msg, msglen, "status area on rank %d: no host view", q);
             return 1;
         }
         for (uint64_t b = 0; b < bytes; b++) {
             if (state[b] == 0) continue;
             uint64_t slot = b / COMBINE_NORMAL_STATE_BYTES;
             snprintf(msg, msglen,
-                     "rank %d status of token %llu slot %llu is still set after the run (byte %llu "
-                     "is 0x%02x): it was written after its owner had cleared the token, so the "
-                     "owner did not wait for it",
-                     s, (unsigned long long)(slot / (uint64_t)K),
-                     (unsigned long long)(slot % (uint64_t)K),
-                     (unsigned long long)(b % COMBINE_NORMAL_STATE_BYTES), state[b]);
+                     "rank %d status of %s %llu %s %llu is still set after the run (byte %llu "
+                     "is 0x%02x): %s, so the owner did not wait for it",
+                     q, outer, (unsigned long long)(slot / per_outer), inner,
+                     (unsigned long long)(slot % per_outer),
+                     (unsigned long long)(b % COMBINE_NORMAL_STATE_BYTES), state[b], late);
             return 1;
         }
     }
     return 0;
+}
+
+static int check_states(engine *e, const combine_state *st, char *msg, size_t msglen) {
+    const combine_shape *sh = &st->plan.sh;
+    uint64_t slots = (uint64_t)sh->tokens * (uint64_t)sh->topk;
+    return combine_normal_check_status(
+        e, st->args.state_base, sh->num_ranks, slots * COMBINE_NORMAL_STATE_BYTES, "token", "slot",
+        (uint64_t)sh->topk, "it was written after its owner had cleared the token", msg, msglen);
 }
 
 int combine_normal_check(engine *e, void *state, char *msg, size_t msglen) {

@@ -9,6 +9,31 @@
  */
 #include "combine.h"
 
+#include <stdarg.h>
+
+uint64_t combine_normal_layout_row(FILE *out, int rank, int64_t rows, const uint64_t *sizes,
+                                   int n) {
+    fprintf(out, "%-5d %10lld", rank, (long long)rows);
+    combine_print_sizes(out, sizes, n);
+    fputc('\n', out);
+    uint64_t sum = 0;
+    for (int i = 0; i < n; i++) sum += sizes[i];
+    return sum;
+}
+
+void combine_normal_layout_total(FILE *out, uint64_t sum, uint32_t ub, const char *what, ...) {
+    char hsum[32];
+    combine_human_bytes(hsum, sizeof hsum, sum);
+    fprintf(out, "total GM over all ranks: %s (plus %u B guard after each buffer)\n", hsum,
+            COMBINE_GUARD_BYTES);
+    fprintf(out, "UB per core: %u B (", ub);
+    va_list ap;
+    va_start(ap, what);
+    vfprintf(out, what, ap);
+    va_end(ap);
+    fputs(")\n", out);
+}
+
 int combine_normal_layout(const kernel_opts *o, const engine_config *cfg, FILE *out, char *err,
                           size_t errlen) {
     combine_shape sh;
@@ -33,19 +58,13 @@ int combine_normal_layout(const kernel_opts *o, const engine_config *cfg, FILE *
         uint64_t window = slots * stride, state = slots * COMBINE_NORMAL_STATE_BYTES;
         uint64_t outb = (uint64_t)T * rb;
         uint64_t tables = (uint64_t)sh.local_experts * (uint64_t)R * 4 + slots * 4 * 2;
-        fprintf(out, "%-5d %10lld", r, (long long)p.x_rows[r]);
         uint64_t sizes[] = {x, info, window, state, outb, tables};
-        combine_print_sizes(out, sizes, 6);
-        fputc('\n', out);
-        sum += x + info + window + state + outb + tables;
+        sum += combine_normal_layout_row(out, r, p.x_rows[r], sizes, 6);
     }
-    char hsum[32];
-    combine_human_bytes(hsum, sizeof hsum, sum);
-    fprintf(out, "total GM over all ranks: %s (plus %u B guard after each buffer)\n", hsum,
-            COMBINE_GUARD_BYTES);
-    fprintf(out, "UB per core: %u B (two bf16 rows, two f32 rows, the bf16 output, %u rows of "
-            "tokenSrcInfo, weights and ids)\n",
-            combine_normal_ub_bytes(&sh), COMBINE_NORMAL_SRC_INFO_ROWS);
+    combine_normal_layout_total(out, sum, combine_normal_ub_bytes(&sh),
+                                "two bf16 rows, two f32 rows, the bf16 output, %u rows of "
+                                "tokenSrcInfo, weights and ids",
+                                COMBINE_NORMAL_SRC_INFO_ROWS);
     fprintf(out, "cores per rank: %d AIV, each sends its share of x's rows, then sums its share "
             "of the rank's tokens\n", sh.cores);
     combine_plan_free(&p);

@@ -12,20 +12,16 @@
 #include "combine.h"
 
 const kernel_option combine_normal_options[] = {
-    KIT_OPT_TOKENS("128"),
-    KIT_OPT_HIDDEN("7168", " (A2's tiling takes 1024..7168)"),
-    KIT_OPT_TOPK("8"),
-    KIT_OPT_EXPERTS("256", ""),
-    KIT_OPT_ROUTING("uniform"),
+    COMBINE_NORMAL_OPTS_SHAPE,
     KIT_OPT_DATA_SEED("the routing and of the payload"),
     KIT_OPT_INJECT("no-status-wait (the owner sums before the rows land) | status-first (the "
                    "status word is written before its row)"),
-    {"cores", "0",
-     "AIV cores per rank; 0 = all of them (48 on 910B2, 40 on 910B4), as A2's tiling takes"},
+    COMBINE_NORMAL_OPT_CORES,
     {NULL, NULL, NULL},
 };
 
-/* In the order of the shape's inject fields (0 = none). */
+/* In the order of the shape's inject fields (0 = none; 1 is the fault both
+ * normal kernels have, combine_normal_read's). */
 static const char *const normal_faults[] = {"none", "no-status-wait", "status-first", NULL};
 
 uint32_t combine_normal_window_stride(const combine_shape *sh) {
@@ -46,25 +42,32 @@ uint32_t combine_normal_ub_bytes(const combine_shape *sh) {
     return total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
 }
 
-int combine_normal_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node,
-                                   int num_aiv, combine_shape *sh, char *err, size_t errlen) {
-    if (combine_read_shape(o, COMBINE_SCHEME_NORMAL, "combine-normal", nodes, npus_per_node, sh,
-                           err, errlen))
-        return -1;
+int combine_normal_read(const kernel_opts *o, const char *kernel, const char *const *faults,
+                        int nodes, int npus_per_node, int num_aiv, combine_shape *sh, int *which,
+                        char *err, size_t errlen) {
     int fault;
-    if (combine_read_inputs(o, normal_faults, sh, &fault, err, errlen)) return -1;
+    if (combine_read_shape(o, COMBINE_SCHEME_NORMAL, kernel, nodes, npus_per_node, sh, err,
+                           errlen) ||
+        combine_read_inputs(o, faults, sh, &fault, err, errlen))
+        return -1;
     sh->inject_no_status_wait = fault == 1;
-    sh->inject_status_first = fault == 2;
+    if (which) *which = fault;
     int64_t v;
     if (kopt_i64_range(o, "cores", 0, num_aiv, &v, err, errlen)) return -1;
     sh->cores = v == 0 ? num_aiv : (int)v;
-    uint32_t need = combine_normal_ub_bytes(sh);
-    if (need > UB_BYTES) {
-        snprintf(err, errlen,
-                 "--hidden %d: combine-normal needs %u B of UB per core (two bf16 rows, two f32 "
-                 "rows, the bf16 output and the tokenSrcInfo chunk), more than the %u B UB",
-                 sh->hidden, need, UB_BYTES);
-        return -1;
-    }
     return 0;
+}
+
+int combine_normal_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node,
+                                   int num_aiv, combine_shape *sh, char *err, size_t errlen) {
+    int fault;
+    if (combine_normal_read(o, "combine-normal", normal_faults, nodes, npus_per_node, num_aiv, sh,
+                            &fault, err, errlen))
+        return -1;
+    sh->inject_status_first = fault == 2;
+    uint32_t need = combine_normal_ub_bytes(sh);
+    return kit_check_ub(need, err, errlen,
+                        "--hidden %d: combine-normal needs %u B of UB per core (two bf16 rows, "
+                        "two f32 rows, the bf16 output and the tokenSrcInfo chunk)",
+                        sh->hidden, need);
 }

@@ -86,19 +86,15 @@ static int normal_setup(engine *e, const kernel_opts *o, void **state, char *err
     a->inject_no_status_wait = sh.inject_no_status_wait;
     a->inject_status_first = sh.inject_status_first;
     uint64_t slots = (uint64_t)sh.tokens * (uint64_t)sh.topk;
-    if (alloc_per_rank(e, st, err, errlen) ||
-        combine_sym_area(e, &st->guards, a->num_ranks, slots * COMBINE_NORMAL_STATE_BYTES,
-                         "combine.state", &a->state_base, err, errlen) ||
-        combine_sym_area(e, &st->guards, a->num_ranks, slots * a->window_stride,
-                         "combine.window", &a->window_base, err, errlen) ||
-        fill_inputs(e, st, err, errlen) ||
-        kit_launch(e, "combine_normal", combine_normal_kernel, a, sh.cores, CORE_AIV, err,
-                      errlen) != ENGINE_OK) {
-        combine_destroy(st);
-        return -1;
-    }
-    *state = st;
-    return 0;
+    int failed = alloc_per_rank(e, st, err, errlen) ||
+                 combine_sym_area(e, &st->guards, a->num_ranks, slots * COMBINE_NORMAL_STATE_BYTES,
+                                  "combine.state", &a->state_base, err, errlen) ||
+                 combine_sym_area(e, &st->guards, a->num_ranks, slots * a->window_stride,
+                                  "combine.window", &a->window_base, err, errlen) ||
+                 fill_inputs(e, st, err, errlen) ||
+                 kit_launch(e, "combine_normal", combine_normal_kernel, a, sh.cores, CORE_AIV,
+                            err, errlen) != ENGINE_OK;
+    return kit_setup_finish(failed, st, combine_destroy, state);
 }
 
 /* Both phases run in the one operator msprof names CamMoeCombineNormal

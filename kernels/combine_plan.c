@@ -106,22 +106,16 @@ int combine_shape_from_opts(const kernel_opts *o, int scheme, int nodes, int npu
     sh->sender_cores = v == 0 ? R : (int)v;
 
     uint32_t need = combine_sender_ub_bytes(sh);
-    if (need > UB_BYTES) {
-        snprintf(err, errlen,
-                 "--staging-bytes %u: the sender needs %u B of UB (2 x staging + 2 x %u B "
-                 "read_temp + two [%d, %d] tables), more than the %u B UB",
-                 sh->staging_bytes, need, COMBINE_READ_TEMP_BYTES, sh->local_experts, R, UB_BYTES);
+    if (kit_check_ub(need, err, errlen,
+                     "--staging-bytes %u: the sender needs %u B of UB (2 x staging + 2 x %u B "
+                     "read_temp + two [%d, %d] tables)",
+                     sh->staging_bytes, need, COMBINE_READ_TEMP_BYTES, sh->local_experts, R))
         return -1;
-    }
     need = combine_receiver_ub_bytes(sh);
-    if (need > UB_BYTES) {
-        snprintf(err, errlen,
-                 "--experts %d: the receiver needs %u B of UB (its expert_window_offset table "
-                 "is 4 B per expert), more than the %u B UB",
-                 sh->experts, need, UB_BYTES);
-        return -1;
-    }
-    return 0;
+    return kit_check_ub(need, err, errlen,
+                        "--experts %d: the receiver needs %u B of UB (its expert_window_offset "
+                        "table is 4 B per expert)",
+                        sh->experts, need);
 }
 
 int combine_shape_from_config(const kernel_opts *o, int scheme, const engine_config *cfg,

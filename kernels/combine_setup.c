@@ -25,12 +25,15 @@ int combine_fill_i32(engine *e, gm_t at, const int32_t *src, size_t n) {
     return 0;
 }
 
+void combine_free_state(combine_plan *plan, kit_guards *guards, void *st) {
+    combine_plan_free(plan);
+    kit_guards_free(guards);
+    free(st);
+}
+
 void combine_destroy(void *state) {
     combine_state *st = state;
-    if (!st) return;
-    combine_plan_free(&st->plan);
-    kit_guards_free(&st->guards);
-    free(st);
+    if (st) combine_free_state(&st->plan, &st->guards, st);
 }
 
 static int alloc_per_rank(engine *e, combine_state *st, char *err, size_t errlen) {
@@ -209,23 +212,16 @@ static int combine_setup(engine *e, const kernel_opts *o, int scheme, void **sta
     a->ring_bytes = sh.ring_bytes;
     a->ring_stride = sh.ring_bytes + COMBINE_GUARD_BYTES;
     a->inject_no_mte3_wait = sh.inject_no_mte3_wait;
-    if (alloc_per_rank(e, st, err, errlen) || setup_rings(e, st, err, errlen) ||
-        fill_inputs(e, st, err, errlen)) {
-        combine_destroy(st);
-        return -1;
-    }
-    engine_kernel_fn sender =
-        scheme == COMBINE_SCHEME_INPLACE ? combine_sender_inplace_kernel : combine_sender_kernel;
-    if (kit_launch(e, scheme == COMBINE_SCHEME_INPLACE ? "combine_sender_inplace"
-                                                          : "combine_sender",
-                      sender, a, sh.sender_cores, CORE_AIV, err, errlen) != ENGINE_OK ||
+    int inplace = scheme == COMBINE_SCHEME_INPLACE;
+    int failed =
+        alloc_per_rank(e, st, err, errlen) || setup_rings(e, st, err, errlen) ||
+        fill_inputs(e, st, err, errlen) ||
+        kit_launch(e, inplace ? "combine_sender_inplace" : "combine_sender",
+                   inplace ? combine_sender_inplace_kernel : combine_sender_kernel, a,
+                   sh.sender_cores, CORE_AIV, err, errlen) != ENGINE_OK ||
         kit_launch(e, "combine_receiver", combine_receiver_kernel, a, sh.num_ranks, CORE_AIV,
-                      err, errlen) != ENGINE_OK) {
-        combine_destroy(st);
-        return -1;
-    }
-    *state = st;
-    return 0;
+                   err, errlen) != ENGINE_OK;
+    return kit_setup_finish(failed, st, combine_destroy, state);
 }
 
 /* ------------------------------------------------------------ descriptors */

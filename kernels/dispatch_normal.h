@@ -120,12 +120,21 @@ int dispatch_normal_shape_from_opts(const kernel_opts *o, int nodes, int npus_pe
  * what setup builds, and layout and estimate without an engine. */
 int dispatch_normal_shape_from_config(const kernel_opts *o, const engine_config *cfg,
                                       combine_shape *sh, char *err, size_t errlen);
+/* That shape's plan (combine_plan_build): what setup runs on and layout
+ * prints. 0, or -1 with err; the caller frees the plan. */
+int dispatch_normal_plan_from_config(const kernel_opts *o, const engine_config *cfg,
+                                     combine_plan *p, char *err, size_t errlen);
 /* UB bytes one core uses for this shape. */
 uint32_t dispatch_normal_ub_bytes(const combine_shape *sh);
 /* The notify's sendOffset of every rank: [s][E], the exclusive prefix over
  * global experts of the rows s sends each. NULL when out of memory;
  * the caller frees it. */
 int32_t *dispatch_normal_send_offsets(const combine_plan *p);
+/* The notify's recvOffset and recvCount of owner r, [L * R] each in its
+ * (local expert, source rank) order: the source's sendOffset of the
+ * expert, and the inclusive prefix of the rows. */
+void dispatch_normal_recv_tables(const combine_plan *p, const int32_t *send_offset, int r,
+                                 int32_t *recv_offset, int32_t *recv_count);
 
 typedef struct dispatch_normal_state {
     combine_plan plan;

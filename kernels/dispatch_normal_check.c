@@ -37,8 +37,8 @@ static void row_diagnosis(const uint8_t *got, const combine_shape *sh, int s, in
         snprintf(out, outlen, "the bytes match no token row (bad length or offset?)");
 }
 
-static int check_expand_x(engine *e, const dispatch_normal_state *st, uint16_t *want,
-                          uint8_t *got, char *msg, size_t msglen) {
+static int check_expand_x_rows(engine *e, const dispatch_normal_state *st, uint16_t *want,
+                               uint8_t *got, char *msg, size_t msglen) {
     const combine_plan *p = &st->plan;
     const combine_shape *sh = &p->sh;
     const dispatch_normal_args *a = &st->args;
@@ -69,6 +69,20 @@ static int check_expand_x(engine *e, const dispatch_normal_state *st, uint16_t *
     return combine_count_bad(msg, msglen, bad, total, "expandX rows");
 }
 
+/* expandX row by row against the generated token rows, in two scratch rows. */
+static int check_expand_x(engine *e, const dispatch_normal_state *st, char *msg, size_t msglen) {
+    uint16_t *want = malloc(st->plan.sh.row_bytes + 2u);
+    uint8_t *got = malloc(st->plan.sh.row_bytes + 2u);
+    int rc = 1;
+    if (!want || !got)
+        snprintf(msg, msglen, "dispatch-normal check: out of host memory");
+    else
+        rc = check_expand_x_rows(e, st, want, got, msg, msglen);
+    free(want);
+    free(got);
+    return rc;
+}
+
 static int check_expand_idx(engine *e, const dispatch_normal_state *st, char *msg,
                             size_t msglen) {
     const combine_plan *p = &st->plan;
@@ -95,29 +109,15 @@ static int check_expand_idx(engine *e, const dispatch_normal_state *st, char *ms
     return 0;
 }
 
+/* Both normal kernels' status slots are A2's 32 B STATE_OFFSET. */
+_Static_assert(DNORMAL_STATE_BYTES == COMBINE_NORMAL_STATE_BYTES, "status slot size");
+
 static int check_states(engine *e, const dispatch_normal_state *st, char *msg, size_t msglen) {
     const combine_shape *sh = &st->plan.sh;
-    uint64_t bytes = (uint64_t)sh->experts * DNORMAL_STATE_BYTES;
-    for (int q = 0; q < sh->num_ranks; q++) {
-        const uint8_t *state = kit_gm_host(e, gm_on_rank(st->args.state_base, q), bytes);
-        if (!state) {
-            snprintf(msg, msglen, "status area on rank %d: no host view", q);
-            return 1;
-        }
-        for (uint64_t b = 0; b < bytes; b++) {
-            if (state[b] == 0) continue;
-            uint64_t slot = b / DNORMAL_STATE_BYTES;
-            snprintf(msg, msglen,
-                     "rank %d status of local expert %llu from rank %llu is still set after the "
-                     "run (byte %llu is 0x%02x): it arrived after its owner had cleared it, so "
-                     "the owner did not wait for it",
-                     q, (unsigned long long)(slot / (uint64_t)sh->num_ranks),
-                     (unsigned long long)(slot % (uint64_t)sh->num_ranks),
-                     (unsigned long long)(b % DNORMAL_STATE_BYTES), state[b]);
-            return 1;
-        }
-    }
-    return 0;
+    return combine_normal_check_status(e, st->args.state_base, sh->num_ranks,
+                                       (uint64_t)sh->experts * DNORMAL_STATE_BYTES, "local expert",
+                                       "from rank", (uint64_t)sh->num_ranks,
+                                       "it arrived after its owner had cleared it", msg, msglen);
 }
 
 static int check_data_state(engine *e, const dispatch_normal_state *st, char *msg,
@@ -137,18 +137,9 @@ static int check_data_state(engine *e, const dispatch_normal_state *st, char *ms
 
 int dispatch_normal_check(engine *e, void *state, char *msg, size_t msglen) {
     dispatch_normal_state *st = state;
-    uint16_t *want = malloc(st->plan.sh.row_bytes + 2u);
-    uint8_t *got = malloc(st->plan.sh.row_bytes + 2u);
-    int rc = 1;
-    if (!want || !got)
-        snprintf(msg, msglen, "dispatch-normal check: out of host memory");
-    else
-        rc = kit_guards_check(e, &st->guards, msg, msglen) ||
-             check_expand_x(e, st, want, got, msg, msglen) ||
-             check_expand_idx(e, st, msg, msglen) || check_states(e, st, msg, msglen) ||
-             check_data_state(e, st, msg, msglen);
-    free(want);
-    free(got);
+    int rc = kit_guards_check(e, &st->guards, msg, msglen) ||
+             check_expand_x(e, st, msg, msglen) || check_expand_idx(e, st, msg, msglen) ||
+             check_states(e, st, msg, msglen) || check_data_state(e, st, msg, msglen);
     if (rc == 0 && msglen) msg[0] = '\0';
     return rc;
 }

@@ -11,10 +11,9 @@
 
 int dispatch_normal_layout(const kernel_opts *o, const engine_config *cfg, FILE *out, char *err,
                            size_t errlen) {
-    combine_shape sh;
-    if (dispatch_normal_shape_from_config(o, cfg, &sh, err, errlen)) return -1;
     combine_plan p;
-    if (combine_plan_build(&sh, &p, err, errlen)) return -1;
+    if (dispatch_normal_plan_from_config(o, cfg, &p, err, errlen)) return -1;
+    const combine_shape sh = p.sh;
     dnormal_geometry g = dispatch_normal_geometry(sh.hidden);
     int R = sh.num_ranks, T = sh.tokens, K = sh.topk;
     uint64_t slots = (uint64_t)T * (uint64_t)K, E = (uint64_t)sh.experts;
@@ -33,19 +32,13 @@ int dispatch_normal_layout(const kernel_opts *o, const engine_config *cfg, FILE 
         uint64_t ex = (uint64_t)p.x_rows[r] * g.row_bytes;
         uint64_t ei = (uint64_t)p.x_rows[r] * DNORMAL_IDX_LEN * 4;
         uint64_t tables = slots * 4 * 2 + E * 4 * 3 + (uint64_t)sh.cores * DNORMAL_DATA_STATE_STRIDE;
-        fprintf(out, "%-5d %10lld", r, (long long)p.x_rows[r]);
         uint64_t sizes[] = {x, window, state, ex, ei, tables};
-        combine_print_sizes(out, sizes, 6);
-        fputc('\n', out);
-        sum += x + window + state + ex + ei + tables;
+        sum += combine_normal_layout_row(out, r, p.x_rows[r], sizes, 6);
     }
-    char hsum[32];
-    combine_human_bytes(hsum, sizeof hsum, sum);
-    fprintf(out, "total GM over all ranks: %s (plus %u B guard after each buffer)\n", hsum,
-            COMBINE_GUARD_BYTES);
-    fprintf(out, "UB per core: %u B (two rows with their triple, sendOffset, recvOffset and "
-            "recvCount, %u slots of expertIds and sendTokenIdx, the statuses)\n",
-            dispatch_normal_ub_bytes(&sh), DNORMAL_IDS_ROWS);
+    combine_normal_layout_total(out, sum, dispatch_normal_ub_bytes(&sh),
+                                "two rows with their triple, sendOffset, recvOffset and "
+                                "recvCount, %u slots of expertIds and sendTokenIdx, the statuses",
+                                DNORMAL_IDS_ROWS);
     fprintf(out, "cores per rank: %d AIV, each copies its share of the %llu slots into the "
             "rank's window, then reads its share of the %llu (expert, rank) segments from the "
             "windows\n", sh.cores, (unsigned long long)slots, (unsigned long long)E);

@@ -11,23 +11,19 @@
  * R + s] on an owner is s's sendOffset of the owner's expert le, and
  * recvCount the inclusive prefix of the rows in that same order. The
  * routing, sendTokenIdx (the plan's expand_idx) and the (expert, rank)
- * counts come from combine_plan_build; this file adds sendOffset.
+ * counts come from combine_plan_build; this file adds sendOffset and
+ * derives an owner's recvOffset and recvCount from it.
  */
 #include "dispatch_normal.h"
 
 #include <stdlib.h>
 
 const kernel_option dispatch_normal_options[] = {
-    KIT_OPT_TOKENS("128"),
-    KIT_OPT_HIDDEN("7168", " (A2's tiling takes 1024..7168)"),
-    KIT_OPT_TOPK("8"),
-    KIT_OPT_EXPERTS("256", ""),
-    KIT_OPT_ROUTING("uniform"),
+    COMBINE_NORMAL_OPTS_SHAPE,
     KIT_OPT_DATA_SEED("the routing and of the token rows"),
     KIT_OPT_INJECT("no-status-wait (the owner copies rows out of the share windows before "
                    "their statuses say they are there)"),
-    {"cores", "0",
-     "AIV cores per rank; 0 = all of them (48 on 910B2, 40 on 910B4), as A2's tiling takes"},
+    COMBINE_NORMAL_OPT_CORES,
     {NULL, NULL, NULL},
 };
 
@@ -62,25 +58,15 @@ uint32_t dispatch_normal_ub_bytes(const combine_shape *sh) {
 
 int dispatch_normal_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node,
                                     int num_aiv, combine_shape *sh, char *err, size_t errlen) {
-    if (combine_read_shape(o, COMBINE_SCHEME_NORMAL, "dispatch-normal", nodes, npus_per_node, sh,
-                           err, errlen))
+    if (combine_normal_read(o, "dispatch-normal", faults, nodes, npus_per_node, num_aiv, sh, NULL,
+                            err, errlen))
         return -1;
-    int fault;
-    if (combine_read_inputs(o, faults, sh, &fault, err, errlen)) return -1;
-    sh->inject_no_status_wait = fault == 1;
-    int64_t v;
-    if (kopt_i64_range(o, "cores", 0, num_aiv, &v, err, errlen)) return -1;
-    sh->cores = v == 0 ? num_aiv : (int)v;
     uint32_t need = dispatch_normal_ub_bytes(sh);
-    if (need > UB_BYTES) {
-        snprintf(err, errlen,
-                 "--hidden %d --experts %d: dispatch-normal needs %u B of UB per core (two rows "
-                 "with their triple, three 4 B-per-expert tables, the id chunks), more than the "
-                 "%u B UB",
-                 sh->hidden, sh->experts, need, UB_BYTES);
-        return -1;
-    }
-    return 0;
+    return kit_check_ub(need, err, errlen,
+                        "--hidden %d --experts %d: dispatch-normal needs %u B of UB per core "
+                        "(two rows with their triple, three 4 B-per-expert tables, the id "
+                        "chunks)",
+                        sh->hidden, sh->experts, need);
 }
 
 int dispatch_normal_shape_from_config(const kernel_opts *o, const engine_config *cfg,
@@ -89,6 +75,15 @@ int dispatch_normal_shape_from_config(const kernel_opts *o, const engine_config 
     return aiv < 0 ? -1
                    : dispatch_normal_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, aiv, sh,
                                                      err, errlen);
+}
+
+int dispatch_normal_plan_from_config(const kernel_opts *o, const engine_config *cfg,
+                                     combine_plan *p, char *err, size_t errlen) {
+    combine_shape sh;
+    return dispatch_normal_shape_from_config(o, cfg, &sh, err, errlen) ||
+                   combine_plan_build(&sh, p, err, errlen)
+               ? -1
+               : 0;
 }
 
 int32_t *dispatch_normal_send_offsets(const combine_plan *p) {
@@ -105,4 +100,16 @@ int32_t *dispatch_normal_send_offsets(const combine_plan *p) {
         }
     }
     return off;
+}
+
+void dispatch_normal_recv_tables(const combine_plan *p, const int32_t *send_offset, int r,
+                                 int32_t *recv_offset, int32_t *recv_count) {
+    size_t R = (size_t)p->sh.num_ranks, L = (size_t)p->sh.local_experts;
+    size_t E = (size_t)p->sh.experts, q = (size_t)r;
+    for (size_t le = 0; le < L; le++)
+        for (size_t s = 0; s < R; s++) {
+            size_t i = le * R + s, at = (q * L + le) * R + s;
+            recv_offset[i] = send_offset[s * E + q * L + le];
+            recv_count[i] = p->offset_table[at] + p->length_table[at];
+        }
 }

@@ -23,10 +23,8 @@
 void dispatch_normal_destroy(void *state) {
     dispatch_normal_state *st = state;
     if (!st) return;
-    combine_plan_free(&st->plan);
     free(st->send_offset);
-    kit_guards_free(&st->guards);
-    free(st);
+    combine_free_state(&st->plan, &st->guards, st);
 }
 
 static int alloc_per_rank(engine *e, dispatch_normal_state *st, char *err, size_t errlen) {
@@ -66,32 +64,24 @@ static int fill_x(engine *e, const dispatch_normal_state *st, char *err, size_t 
     return 0;
 }
 
-static int fill_inputs(engine *e, dispatch_normal_state *st, char *err, size_t errlen) {
+static int fill_inputs(engine *e, const dispatch_normal_state *st, char *err, size_t errlen) {
     const combine_plan *p = &st->plan;
-    const combine_shape *sh = &p->sh;
-    const dispatch_normal_args *a = &st->args;
-    size_t R = (size_t)sh->num_ranks, L = (size_t)sh->local_experts, E = (size_t)sh->experts;
-    size_t TK = (size_t)sh->tokens * (size_t)sh->topk;
+    size_t E = (size_t)p->sh.experts, TK = (size_t)p->sh.tokens * (size_t)p->sh.topk;
     int32_t *recv = malloc(sizeof(int32_t) * 2 * E);
     if (!recv) {
         snprintf(err, errlen, "dispatch-normal setup: out of host memory");
         return -1;
     }
-    for (size_t r = 0; r < R; r++) {
-        /* recvOffset / recvCount in the owner's (local expert, source) order */
-        for (size_t le = 0; le < L; le++)
-            for (size_t s = 0; s < R; s++) {
-                size_t i = le * R + s, at = (r * L + le) * R + s;
-                recv[i] = st->send_offset[s * E + r * L + le];
-                recv[E + i] = p->offset_table[at] + p->length_table[at];
-            }
+    for (int r = 0; r < p->sh.num_ranks; r++) {
+        const dispatch_normal_args *a = &st->args;
+        dispatch_normal_recv_tables(p, st->send_offset, r, recv, recv + E);
         if (combine_fill_i32(e, a->expert_ids[r], p->expert_ids + r * TK, TK) ||
             combine_fill_i32(e, a->send_offset[r], st->send_offset + r * E, E) ||
             combine_fill_i32(e, a->send_token_idx[r], p->expand_idx + r * TK, TK) ||
             combine_fill_i32(e, a->recv_offset[r], recv, E) ||
             combine_fill_i32(e, a->recv_count[r], recv + E, E)) {
             free(recv);
-            snprintf(err, errlen, "dispatch-normal setup: no host view of rank %zu's tables", r);
+            snprintf(err, errlen, "dispatch-normal setup: no host view of rank %d's tables", r);
             return -1;
         }
     }
@@ -115,39 +105,39 @@ static void args_init(dispatch_normal_args *a, const combine_shape *sh) {
     a->inject_no_status_wait = sh->inject_no_status_wait;
 }
 
-static int normal_setup(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
-    dispatch_normal_state *st =
-        kit_state_new(sizeof *st, "dispatch-normal setup", state, err, errlen);
-    if (!st) return -1;
-    kit_guards_init(&st->guards, "dispatch-normal setup", COMBINE_GUARD_BYTE);
-    combine_shape sh;
-    if (dispatch_normal_shape_from_config(o, kit_config(e), &sh, err, errlen) ||
-        combine_plan_build(&sh, &st->plan, err, errlen)) {
-        dispatch_normal_destroy(st);
-        return -1;
-    }
+/* Everything after the plan: the notify's sendOffset, the args, the
+ * buffers and windows, the inputs, the launch. */
+static int build(engine *e, dispatch_normal_state *st, char *err, size_t errlen) {
+    const combine_shape *sh = &st->plan.sh;
+    dispatch_normal_args *a = &st->args;
     st->send_offset = dispatch_normal_send_offsets(&st->plan);
     if (!st->send_offset) {
         snprintf(err, errlen, "dispatch-normal setup: out of host memory");
-        dispatch_normal_destroy(st);
         return -1;
     }
-    dispatch_normal_args *a = &st->args;
-    args_init(a, &sh);
-    uint64_t slots = (uint64_t)sh.tokens * (uint64_t)sh.topk;
-    if (alloc_per_rank(e, st, err, errlen) ||
-        combine_sym_area(e, &st->guards, sh.num_ranks, slots * a->window_stride,
-                         "dispatch.window", &a->window_base, err, errlen) ||
-        combine_sym_area(e, &st->guards, sh.num_ranks, (uint64_t)sh.experts * DNORMAL_STATE_BYTES,
-                         "dispatch.state", &a->state_base, err, errlen) ||
-        fill_inputs(e, st, err, errlen) ||
-        kit_launch(e, "dispatch_normal", dispatch_normal_kernel, a, sh.cores, CORE_AIV, err,
-                   errlen) != ENGINE_OK) {
-        dispatch_normal_destroy(st);
-        return -1;
-    }
-    *state = st;
-    return 0;
+    args_init(a, sh);
+    uint64_t slots = (uint64_t)sh->tokens * (uint64_t)sh->topk;
+    return alloc_per_rank(e, st, err, errlen) ||
+                   combine_sym_area(e, &st->guards, sh->num_ranks, slots * a->window_stride,
+                                    "dispatch.window", &a->window_base, err, errlen) ||
+                   combine_sym_area(e, &st->guards, sh->num_ranks,
+                                    (uint64_t)sh->experts * DNORMAL_STATE_BYTES, "dispatch.state",
+                                    &a->state_base, err, errlen) ||
+                   fill_inputs(e, st, err, errlen) ||
+                   kit_launch(e, "dispatch_normal", dispatch_normal_kernel, a, sh->cores,
+                              CORE_AIV, err, errlen) != ENGINE_OK
+               ? -1
+               : 0;
+}
+
+static int normal_setup(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
+    static const char owner[] = "dispatch-normal setup";
+    dispatch_normal_state *st = kit_state_new(sizeof *st, owner, state, err, errlen);
+    if (!st) return -1;
+    kit_guards_init(&st->guards, owner, COMBINE_GUARD_BYTE);
+    int failed = dispatch_normal_plan_from_config(o, kit_config(e), &st->plan, err, errlen) ||
+                 build(e, st, err, errlen);
+    return kit_setup_finish(failed, st, dispatch_normal_destroy, state);
 }
 
 /* All four steps run in the one operator msprof names CamMoeDispatchNormal

@@ -156,10 +156,19 @@ static inline uint64_t kit_page_of(uint64_t record) { return record < 4096 ? rec
 /* *state = NULL, then a zeroed host state of `bytes`; NULL with err
  * "OWNER: out of host memory" when there is no memory. */
 void *kit_state_new(size_t bytes, const char *owner, void **state, char *err, size_t errlen);
+/* The end of a setup: when nothing failed, *state = st and 0; else
+ * destroy(st) and -1 (*state stays as kit_state_new left it, NULL). */
+int kit_setup_finish(int failed, void *st, void (*destroy)(void *), void **state);
 /* For kernels that run inside one node: --nodes 1 and 1..max_ranks NPUs,
  * else -1 with err saying why ("KERNEL WHY: --nodes must be 1"). */
 int kit_check_one_node(const char *kernel, const char *why, int nodes, int npus_per_node,
                        int max_ranks, char *err, size_t errlen);
+
+/* 0 when need bytes fit one core's UB (UB_BYTES); else -1 with err the
+ * caller's fmt (who needs need bytes, for what, and the options that size
+ * it) followed by ", more than the UB_BYTES B UB". */
+int kit_check_ub(uint32_t need, char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* ------------------------------------------------------------- host API */
 
