@@ -120,34 +120,27 @@ static int setup_round_buffers(engine *e, fm_state *st, int round, char *err,
     return 0;
 }
 
-static int fm_setup(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
-    fm_state *st = kit_state_new(sizeof *st, "fullmesh setup", state, err, errlen);
-    if (!st) return -1;
-    kit_guards_init(&st->guards, "fullmesh setup", FM_GUARD_BYTE);
-    fm_shape sh;
-    if (fm_shape_from_config(o, kit_config(e), &sh, err, errlen) ||
-        fm_plan_build(&sh, &st->plan, err, errlen)) {
-        fm_destroy(st);
-        return -1;
-    }
+/* Everything after the plan: the args and their per-rank / per-round
+ * tables, the windows and buffers, the inputs, the launch. */
+static int build(engine *e, fm_state *st, char *err, size_t errlen) {
+    const fm_shape *sh = &st->plan.sh;
     fm_args *a = &st->args;
-    int W = sh.num_ranks;
-    *a = (fm_args){.num_ranks = W, .local_experts = sh.local_experts, .experts = sh.experts,
-                   .tokens = sh.tokens, .topk = sh.topk, .hidden = sh.hidden,
-                   .rounds = sh.rounds, .dtype = sh.dtype, .row_bytes = sh.row_bytes,
-                   .win_row_bytes = sh.win_row_bytes,
-                   .rank_size_on_win = sh.rank_size_on_win, .block_stride = sh.block_stride,
-                   .inject = sh.inject};
+    int W = sh->num_ranks;
+    *a = (fm_args){.num_ranks = W, .local_experts = sh->local_experts, .experts = sh->experts,
+                   .tokens = sh->tokens, .topk = sh->topk, .hidden = sh->hidden,
+                   .rounds = sh->rounds, .dtype = sh->dtype, .row_bytes = sh->row_bytes,
+                   .win_row_bytes = sh->win_row_bytes,
+                   .rank_size_on_win = sh->rank_size_on_win, .block_stride = sh->block_stride,
+                   .inject = sh->inject};
     size_t per_rank = 3, per_round = 9;
-    size_t n = per_rank * (size_t)W + per_round * (size_t)W * (size_t)sh.rounds;
+    size_t n = per_rank * (size_t)W + per_round * (size_t)W * (size_t)sh->rounds;
     st->tables = calloc(n, sizeof(gm_t));
     if (!st->tables) {
-        fm_destroy(st);
         snprintf(err, errlen, "fullmesh setup: out of host memory");
         return -1;
     }
     gm_t *t = st->tables;
-    size_t RW = (size_t)W * (size_t)sh.rounds;
+    size_t RW = (size_t)W * (size_t)sh->rounds;
     a->tasks = t; t += W;
     a->recv_status = t; t += W;
     a->expert_out = t; t += W;
@@ -161,14 +154,21 @@ static int fm_setup(engine *e, const kernel_opts *o, void **state, char *err, si
     a->out = t; t += RW;
     a->dynamic_scales = t;
     int rc = setup_windows(e, st, err, errlen) || setup_rank_buffers(e, st, err, errlen);
-    for (int r = 0; !rc && r < sh.rounds; r++) rc = setup_round_buffers(e, st, r, err, errlen);
-    if (rc || kit_launch(e, "fullmesh_dispatch_combine", fm_kernel, a, sh.cores, CORE_AIV, err,
-                            errlen) != ENGINE_OK) {
-        fm_destroy(st);
-        return -1;
-    }
-    *state = st;
-    return 0;
+    for (int r = 0; !rc && r < sh->rounds; r++) rc = setup_round_buffers(e, st, r, err, errlen);
+    return rc || kit_launch(e, "fullmesh_dispatch_combine", fm_kernel, a, sh->cores, CORE_AIV,
+                            err, errlen) != ENGINE_OK
+               ? -1
+               : 0;
+}
+
+static int fm_setup(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
+    fm_state *st = kit_state_new(sizeof *st, "fullmesh setup", state, err, errlen);
+    if (!st) return -1;
+    kit_guards_init(&st->guards, "fullmesh setup", FM_GUARD_BYTE);
+    fm_shape sh;
+    int failed = fm_shape_from_config(o, kit_config(e), &sh, err, errlen) ||
+                 fm_plan_build(&sh, &st->plan, err, errlen) || build(e, st, err, errlen);
+    return kit_setup_finish(failed, st, fm_destroy, state);
 }
 
 /* Dispatch and combine, as MoeDistributeDispatch(V2) and
