@@ -451,8 +451,7 @@ static int swap_window(engine *e, int take_messages, uint64_t agreed[4], char *e
             h.out_n > r->n - sizeof h - h.stream_n ||
             h.parts_n != r->n - sizeof h - h.stream_n - h.out_n) {
             snprintf(err, errlen, "process %d's message after a window is corrupt", q);
-            sp->down = 1;
-            return ENGINE_ERR;
+            return ENGINE_ERR;   /* as a corrupt message is (deliver): not a broken job */
         }
         if (h.next < agreed[0]) agreed[0] = h.next;
         for (int k = 0; k < 3; k++)
