@@ -585,7 +585,8 @@ int engine_split(engine *e, const engine_transport *t, char *err, size_t errlen)
  * declarations, events as counts), instead of process 0 merging every
  * event. After each window sink->window gets the number of events merged so
  * far (final: the run's last, its end event included) and may fill out,
- * which reaches process 0's sink->receive, process by process. Call after
+ * which reaches process 0's sink->receive, process by process, with the
+ * next window's exchange (the final one at once). Call after
  * engine_split, before engine_run, on every process or on none. */
 typedef struct engine_split_sink {
     void *ctx;

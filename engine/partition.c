@@ -15,9 +15,10 @@
  *       + barrier_latency.
  *
  * So lookahead = min(rdma_latency, barrier_latency). Each window: the
- * processes agree on the earliest pending time T (allreduce min), run what
- * is before T + lookahead, hand their window's stream to process 0 (which
- * merges, merge.c), and swap outboxes. A seq or site id that travels is
+ * processes run what is before T + lookahead, T the earliest pending time
+ * they agreed on, then swap one message each (swap_window: the next T and
+ * the flags, the window's stream or its skeleton for the merge, merge.c,
+ * the outboxes, the recorder's parts). A seq or site id that travels is
  * tagged with its process (internal.h) until the merge gives it its global
  * number. The run ends when nothing is pending anywhere (completed or a
  * deadlock), when the earliest pending time passes the watchdog, or after
@@ -49,9 +50,11 @@ typedef struct split_state {
     int record_here;
     engine_split_sink sink;
     engine_buf skel;              /* this window's stream without its events */
-    engine_buf *skels;            /* [count] every process's skeleton */
-    engine_buf *streams;          /* [count] what the merge reads: skeletons, ours whole */
+    engine_buf *streams;          /* [count] what the merge reads (views into recv): skeletons
+                                   * or whole streams, ours whole */
     engine_buf parts;             /* what sink->window handed in, to process 0 */
+    engine_buf *send, *recv;      /* [count] a window's messages out and in (swap_window) */
+    uint64_t out_min;             /* the earliest time of a message sent this window */
 } split_state;
 
 /* merge.c */
@@ -171,7 +174,13 @@ int engine_split(engine *e, const engine_transport *t, char *err, size_t errlen)
     sp->out = calloc((size_t)t->count, sizeof *sp->out);
     sp->in = calloc((size_t)t->count, sizeof *sp->in);
     sp->all = t->index == 0 ? calloc((size_t)t->count, sizeof *sp->all) : NULL;
-    if (!sp->out || !sp->in || (t->index == 0 && !sp->all)) abort();
+    sp->send = calloc((size_t)t->count, sizeof *sp->send);
+    sp->recv = calloc((size_t)t->count, sizeof *sp->recv);
+    sp->streams = calloc((size_t)t->count, sizeof *sp->streams);
+    sp->out_min = UINT64_MAX;
+    if (!sp->out || !sp->in || (t->index == 0 && !sp->all) || !sp->send || !sp->recv ||
+        !sp->streams)
+        abort();
     e->split = sp;
     int first, end;
     engine_split_nodes(e->cfg.nodes, t->count, t->index, &first, &end);
@@ -186,16 +195,18 @@ void eng_split_free(engine *e) {
     for (int q = 0; q < sp->t->count; q++) {
         engine_buf_free(&sp->out[q]);
         engine_buf_free(&sp->in[q]);
+        engine_buf_free(&sp->send[q]);
+        engine_buf_free(&sp->recv[q]);
         if (sp->all) engine_buf_free(&sp->all[q]);
     }
     free(sp->out);
     free(sp->in);
+    free(sp->send);
+    free(sp->recv);
     free(sp->all);
     engine_buf_free(&sp->report);
     engine_buf_free(&sp->stream);
     if (sp->merge) eng_merger_free(sp->merge);
-    for (int q = 0; sp->skels && q < sp->t->count; q++) engine_buf_free(&sp->skels[q]);
-    free(sp->skels);
     free(sp->streams);
     engine_buf_free(&sp->skel);
     engine_buf_free(&sp->parts);
@@ -209,10 +220,6 @@ int engine_split_record(engine *e, const engine_split_sink *sink, char *err, siz
         snprintf(err, errlen, "engine_split_record: split the engine first, before it runs");
         return ENGINE_ERR;
     }
-    int count = sp->t->count;
-    sp->skels = calloc((size_t)count, sizeof *sp->skels);
-    sp->streams = calloc((size_t)count, sizeof *sp->streams);
-    if (!sp->skels || !sp->streams) abort();
     sp->sink = *sink;
     sp->record_here = 1;
     return ENGINE_OK;
@@ -246,6 +253,7 @@ void eng_split_send_arrival(engine *e, xfer *x) {
                    x->op != OP_ATOMIC_ADD && x->bytes, x->value, x->dst_raw, x->src_raw,
                    x->bytes, x->dst_off, x->issue_seq, x->start, x->key, x->tx_end, x->arrive_at};
     uint8_t tag = 'A';
+    if (x->arrive_at < e->split->out_min) e->split->out_min = x->arrive_at;
     engine_buf_put(b, &tag, 1);
     engine_buf_put(b, &w, sizeof w);
     /* the NIC reads the source now, at tx begin: these bytes are what lands */
@@ -256,6 +264,7 @@ void eng_split_send_ack(engine *e, xfer *x, uint64_t done_seq) {
     engine_buf *b = &e->split->out[owner_of_rank(e, x->rank)];
     wire_ack w = {(uint32_t)x->origin_xfer, x->end + e->rdma_latency_ps, done_seq};
     uint8_t tag = 'K';
+    if (w.time < e->split->out_min) e->split->out_min = w.time;
     engine_buf_put(b, &tag, 1);
     engine_buf_put(b, &w, sizeof w);
 }
@@ -265,6 +274,7 @@ void eng_split_send_barrier(core *c) {
     split_state *sp = e->split;
     wire_barrier w = {c->launch, c->is_aic, eng_track(e, c, PIPE_S) + 1, c->now, c->last_seq};
     uint8_t tag = 'B';
+    if (w.time < sp->out_min) sp->out_min = w.time;
     for (int q = 0; q < sp->t->count; q++) {
         if (q == sp->t->index) continue;
         engine_buf_put(&sp->out[q], &tag, 1);
@@ -343,21 +353,38 @@ static int deliver(engine *e, char *err, size_t errlen) {
 }
 
 /* ------------------------------------------------------------ windows */
-/* The window's stream to process 0, merged there into the final observer.
- * A merge that fails is kept and told to everyone at the next reduction,
- * so no process is left waiting in a collective. */
+/* After each window every process sends every other one message (one
+ * all-to-all): a header, then what the window made for that process. The
+ * header says what the next window needs agreed: no event of the sender,
+ * nor any it sent, is earlier than next (its queue's head, or the earliest
+ * message of the window, whichever comes first: a message lands no earlier
+ * than its time), and whether a core of it faulted, a stop was asked or
+ * its merge failed. Every process reduces the headers itself, so a window
+ * costs one exchange instead of one per purpose (two reductions, the
+ * skeletons, the parts, the messages: eight collectives each window before
+ * issue 29's split work). next may be below the true earliest time (an
+ * arrival's booking, a barrier's release come later): the window is then
+ * shorter, never wrong, and the events are the same whatever the windows. */
+typedef struct win_head {
+    uint64_t next;
+    uint64_t flags[3];             /* faulted, stop asked, merge failed */
+    uint64_t stream_n, out_n, parts_n;
+} win_head;
+
 /* Recorded where it runs: every process merges the window, its own stream
  * whole and the others' skeletons, so its observer gets its own events
  * numbered as one process numbers them; then what the sink hands in goes
- * to process 0. final: the run's last window (its end event merged). */
+ * to process 0, with the next window's message (final: at once, by a
+ * gather, after the run's last window and its end event). */
 static int parts_to_zero(engine *e, int final, char *err, size_t errlen) {
     split_state *sp = e->split;
-    sp->parts.n = 0;
     sp->sink.window(sp->sink.ctx, eng_merger_events(sp->merge), final, &sp->parts);
+    if (!final) return ENGINE_OK;
     if (sp->t->gather(sp->t->ctx, &sp->parts, sp->all, err, errlen)) {
         sp->down = 1;
         return ENGINE_ERR;
     }
+    sp->parts.n = 0;
     for (int q = 0; sp->all && q < sp->t->count; q++) {
         sp->sink.receive(sp->sink.ctx, q, sp->all[q].p, sp->all[q].n);
         sp->all[q].n = 0;
@@ -365,40 +392,87 @@ static int parts_to_zero(engine *e, int final, char *err, size_t errlen) {
     return ENGINE_OK;
 }
 
-static int merge_here(engine *e, char *err, size_t errlen) {
-    split_state *sp = e->split;
-    int me = sp->t->index, count = sp->t->count;
-    if (eng_capture_skeleton(&sp->stream, &sp->skel) && !sp->failed[0])
-        snprintf(sp->failed, sizeof sp->failed, "process %d's event stream is corrupt", me);
-    engine_buf *to = sp->streams;   /* the same skeleton to everyone */
-    for (int q = 0; q < count; q++) to[q] = sp->skel;
-    int rc = sp->t->alltoall(sp->t->ctx, to, sp->skels, err, errlen);
-    memset(to, 0, (size_t)count * sizeof *to);
-    if (rc) {
-        sp->down = 1;
-        return ENGINE_ERR;
-    }
-    for (int q = 0; q < count; q++) sp->streams[q] = q == me ? sp->stream : sp->skels[q];
-    if (!sp->failed[0])
-        (void)eng_merger_window(sp->merge, sp->streams, sp->failed, sizeof sp->failed);
-    memset(sp->streams, 0, (size_t)count * sizeof *sp->streams);
-    sp->stream.n = 0;
-    return parts_to_zero(e, 0, err, errlen);
+/* What this process sends q after the window: the header; the stream part
+ * q merges (the skeleton, recorded where it runs; the whole stream to
+ * process 0 when only it merges); the messages for q; the parts for
+ * process 0. */
+static void pack_for(split_state *sp, int q, const win_head *mine, engine_buf *b) {
+    int me = sp->t->index;
+    const engine_buf *stream = !sp->ship ? NULL
+                               : sp->record_here ? (q != me ? &sp->skel : NULL)
+                               : (q == 0 && me != 0 ? &sp->stream : NULL);
+    win_head h = *mine;
+    h.stream_n = stream ? stream->n : 0;
+    h.out_n = sp->out[q].n;
+    h.parts_n = q == 0 && sp->record_here ? sp->parts.n : 0;
+    b->n = 0;
+    engine_buf_put(b, &h, sizeof h);
+    if (h.stream_n) engine_buf_put(b, stream->p, stream->n);
+    engine_buf_put(b, sp->out[q].p, sp->out[q].n);
+    if (h.parts_n) engine_buf_put(b, sp->parts.p, sp->parts.n);
 }
 
-static int hand_in_window(engine *e, char *err, size_t errlen) {
+/* The window's one exchange (above), then what follows from it: the merge
+ * (on every process recorded where it runs, else on process 0), the parts
+ * process 0 receives, and with take_messages the messages delivered into
+ * the queues; agreed[0] the next window's earliest time (at or below the
+ * true one), agreed[1..3] the flags, over all processes. */
+static int swap_window(engine *e, int take_messages, uint64_t agreed[4], char *err,
+                       size_t errlen) {
     split_state *sp = e->split;
-    if (!sp->ship) return ENGINE_OK;
-    eng_capture_window_end(&sp->stream, e->outcome == OUTCOME_FAULT);
-    if (sp->record_here) return merge_here(e, err, errlen);
-    if (sp->t->gather(sp->t->ctx, &sp->stream, sp->all, err, errlen)) {
+    int me = sp->t->index, count = sp->t->count;
+    if (sp->ship) {
+        eng_capture_window_end(&sp->stream, e->outcome == OUTCOME_FAULT);
+        if (sp->record_here && eng_capture_skeleton(&sp->stream, &sp->skel) && !sp->failed[0])
+            snprintf(sp->failed, sizeof sp->failed, "process %d's event stream is corrupt", me);
+    }
+    win_head mine;
+    memset(&mine, 0, sizeof mine);
+    mine.next = e->heap_n ? e->heap[0].time : UINT64_MAX;
+    if (sp->out_min < mine.next) mine.next = sp->out_min;
+    mine.flags[0] = e->outcome == OUTCOME_FAULT;
+    mine.flags[1] = e->outcome == OUTCOME_INTERRUPTED || e->stop_requested;
+    mine.flags[2] = sp->failed[0] != 0;
+    for (int q = 0; q < count; q++) pack_for(sp, q, &mine, &sp->send[q]);
+    if (sp->t->alltoall(sp->t->ctx, sp->send, sp->recv, err, errlen)) {
         sp->down = 1;
         return ENGINE_ERR;
     }
+    for (int q = 0; q < count; q++) sp->out[q].n = 0;
+    sp->parts.n = 0;
+    sp->out_min = UINT64_MAX;
+    agreed[0] = UINT64_MAX;
+    agreed[1] = agreed[2] = agreed[3] = 0;
+    for (int q = 0; q < count; q++) {
+        const engine_buf *r = &sp->recv[q];
+        win_head h;
+        if (r->n >= sizeof h) memcpy(&h, r->p, sizeof h);
+        if (r->n < sizeof h || h.stream_n > r->n - sizeof h ||
+            h.out_n > r->n - sizeof h - h.stream_n ||
+            h.parts_n != r->n - sizeof h - h.stream_n - h.out_n) {
+            snprintf(err, errlen, "process %d's message after a window is corrupt", q);
+            return ENGINE_ERR;   /* as a corrupt message is (deliver): not a broken job */
+        }
+        if (h.next < agreed[0]) agreed[0] = h.next;
+        for (int k = 0; k < 3; k++)
+            if (h.flags[k] > agreed[k + 1]) agreed[k + 1] = h.flags[k];
+        const uint8_t *at = r->p + sizeof h;
+        sp->streams[q] = (engine_buf){(uint8_t *)at, (size_t)h.stream_n, 0};
+        at += h.stream_n;
+        sp->in[q].n = 0;
+        if (take_messages) engine_buf_put(&sp->in[q], at, (size_t)h.out_n);
+        at += h.out_n;
+        if (h.parts_n && me == 0) sp->sink.receive(sp->sink.ctx, q, at, (size_t)h.parts_n);
+    }
+    if (sp->ship && (sp->record_here || me == 0)) {
+        sp->streams[me] = sp->stream;
+        if (sp->merge && !sp->failed[0])
+            (void)eng_merger_window(sp->merge, sp->streams, sp->failed, sizeof sp->failed);
+    }
+    memset(sp->streams, 0, (size_t)count * sizeof *sp->streams);
     sp->stream.n = 0;
-    if (sp->merge && !sp->failed[0])
-        (void)eng_merger_window(sp->merge, sp->all, sp->failed, sizeof sp->failed);
-    return ENGINE_OK;
+    if (sp->record_here && parts_to_zero(e, 0, err, errlen)) return ENGINE_ERR;
+    return take_messages ? deliver(e, err, errlen) : ENGINE_OK;
 }
 
 /* After a reduction of `failed` flags: every process returns the error. */
@@ -407,16 +481,6 @@ static int merge_failed(engine *e, uint64_t any, char *err, size_t errlen) {
     if (e->split->failed[0]) snprintf(err, errlen, "%s", e->split->failed);
     else snprintf(err, errlen, "process 0 could not merge the event streams");
     return 1;
-}
-
-static int exchange(engine *e, char *err, size_t errlen) {
-    split_state *sp = e->split;
-    if (sp->t->alltoall(sp->t->ctx, sp->out, sp->in, err, errlen)) {
-        sp->down = 1;
-        return ENGINE_ERR;
-    }
-    for (int q = 0; q < sp->t->count; q++) sp->out[q].n = 0;
-    return ENGINE_OK;
 }
 
 static int reduce(engine *e, uint64_t *v, int n, int op, char *err, size_t errlen) {
@@ -443,17 +507,16 @@ static int same_setup(engine *e, char *err, size_t errlen) {
 
 static int run_windows(engine *e, char *err, size_t errlen) {
     split_state *sp = e->split;
+    /* the first window by reduction; each next one from the last swap */
+    uint64_t agreed[4] = {e->heap_n ? e->heap[0].time : UINT64_MAX, 0,
+                          e->outcome == OUTCOME_INTERRUPTED || e->stop_requested, 0};
+    if (reduce(e, agreed, 1, ENGINE_REDUCE_MIN, err, errlen) ||
+        reduce(e, agreed + 1, 3, ENGINE_REDUCE_MAX, err, errlen))
+        return ENGINE_ERR;
     for (;;) {
-        if (deliver(e, err, errlen)) return ENGINE_ERR;
-        uint64_t next[1] = {e->heap_n ? e->heap[0].time : UINT64_MAX};
-        uint64_t flags[3] = {e->outcome == OUTCOME_FAULT,
-                             e->outcome == OUTCOME_INTERRUPTED || e->stop_requested,
-                             sp->failed[0] != 0};
-        if (reduce(e, next, 1, ENGINE_REDUCE_MIN, err, errlen) ||
-            reduce(e, flags, 3, ENGINE_REDUCE_MAX, err, errlen))
-            return ENGINE_ERR;
-        if (merge_failed(e, flags[2], err, errlen)) return ENGINE_ERR;
-        if (flags[0]) {
+        uint64_t next = agreed[0];
+        if (merge_failed(e, agreed[3], err, errlen)) return ENGINE_ERR;
+        if (agreed[1]) {
             /* the faulting process stopped mid-window, the others ran the
              * window out; the merge cut the stream at the fault */
             sp->faulted_here = e->outcome == OUTCOME_FAULT;
@@ -461,13 +524,13 @@ static int run_windows(engine *e, char *err, size_t errlen) {
             if (e->outcome == OUTCOME_RUNNING) eng_stop(e, OUTCOME_FAULT, "a core faulted");
             return ENGINE_OK;
         }
-        if (flags[1]) {
+        if (agreed[2]) {
             eng_stop(e, OUTCOME_INTERRUPTED, "the run was stopped on request (Ctrl-C or SIGTERM)");
             return ENGINE_OK;
         }
-        if (next[0] == UINT64_MAX) return ENGINE_OK;
+        if (next == UINT64_MAX) return ENGINE_OK;
         uint64_t wd = e->cfg.watchdog_ps;
-        if (wd && next[0] > wd) {
+        if (wd && next > wd) {
             char msg[ENGINE_ERRLEN];
             snprintf(msg, sizeof msg,
                      "virtual time passed %.3f us with cores still running (livelock?)",
@@ -476,11 +539,11 @@ static int run_windows(engine *e, char *err, size_t errlen) {
             eng_stop(e, OUTCOME_WATCHDOG, msg);
             return ENGINE_OK;
         }
-        uint64_t end = next[0] > UINT64_MAX - sp->lookahead ? UINT64_MAX : next[0] + sp->lookahead;
+        uint64_t end = next > UINT64_MAX - sp->lookahead ? UINT64_MAX : next + sp->lookahead;
         if (wd && end > wd + 1) end = wd + 1;
         e->window_end = end;
         eng_run_loop(e);
-        if (hand_in_window(e, err, errlen) || exchange(e, err, errlen)) return ENGINE_ERR;
+        if (swap_window(e, 1, agreed, err, errlen)) return ENGINE_ERR;
     }
 }
 
@@ -621,7 +684,8 @@ static int finish(engine *e, engine_result *res, char *err, size_t errlen) {
         if (c->launch >= 0 && c->status == CS_BLOCKED && e->now > c->wait_begin_time)
             e->stall_ps += e->now - c->wait_begin_time;
     }
-    if (hand_in_window(e, err, errlen)) return ENGINE_ERR;
+    uint64_t ignored[4];
+    if (sp->ship && swap_window(e, 0, ignored, err, errlen)) return ENGINE_ERR;
     /* events: each process counted its own (seq is local until merged) */
     uint64_t stall[3] = {e->stall_ps, sp->failed[0] != 0, e->seq};
     if (reduce(e, stall, 3, ENGINE_REDUCE_SUM, err, errlen)) return ENGINE_ERR;

@@ -1,9 +1,10 @@
 /*
  * split_mpi.c - the MPI transport of a split run (split_mpi.h).
  *
- * Collectives only: an allreduce of a few words per window, a gather of the
- * window's event stream to process 0, an all-to-all of the messages that
- * crossed. Each is started non-blocking and polled (MPI_Test, then short
+ * Collectives only: each window one all-to-all (of sizes, then of the
+ * bytes: engine/partition.c's swap_window puts everything a window sends
+ * into it), and a few allreduces and gathers at the start and the end of
+ * a run. Each is started non-blocking and polled (MPI_Test, then short
  * sleeps, so P processes on fewer cores leave each other the CPU) while a
  * signal is watched for: when mpirun ends the job because a process died,
  * the others get SIGTERM in a wait, stop waiting, and process 0 still

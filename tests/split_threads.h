@@ -28,6 +28,7 @@ typedef struct split_hub {
 typedef struct split_end {
     split_hub *hub;
     int index;
+    unsigned reductions, exchanges, gathers;   /* calls made: allreduce, alltoall, gather */
 } split_end;
 
 static inline void split_copy(engine_buf *to, const engine_buf *from) {
@@ -47,6 +48,7 @@ static inline int split_allreduce(void *ctx, uint64_t *v, int n, int op, char *e
     split_end *me = ctx;
     split_hub *h = me->hub;
     (void)err; (void)errlen;
+    me->reductions++;
     memcpy(h->slot[me->index], v, (size_t)n * sizeof *v);
     pthread_barrier_wait(&h->meet);
     for (int i = 0; i < n; i++) {
@@ -67,6 +69,7 @@ static inline int split_alltoall(void *ctx, const engine_buf *out, engine_buf *i
     split_end *me = ctx;
     split_hub *h = me->hub;
     (void)err; (void)errlen;
+    me->exchanges++;
     h->out[me->index] = out;
     pthread_barrier_wait(&h->meet);
     for (int q = 0; q < h->count; q++) split_copy(&in[q], &h->out[q][me->index]);
@@ -79,6 +82,7 @@ static inline int split_gather(void *ctx, const engine_buf *mine, engine_buf *al
     split_end *me = ctx;
     split_hub *h = me->hub;
     (void)err; (void)errlen;
+    me->gathers++;
     h->out[me->index] = mine;
     pthread_barrier_wait(&h->meet);
     if (me->index == 0)

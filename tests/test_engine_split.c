@@ -160,7 +160,7 @@ static void run_split(const shape *s, int count, int blind, part *parts) {
         parts[q].s = s;
         parts[q].split = 1;
         parts[q].blind = blind;
-        parts[q].end = (split_end){&hub, q};
+        parts[q].end = (split_end){.hub = &hub, .index = q};
         assert_int_equal(pthread_create(&th[q], NULL, run_part, &parts[q]), 0);
     }
     for (int q = 0; q < count; q++) pthread_join(th[q], NULL);
@@ -240,7 +240,7 @@ static void same_recorded_where_it_runs(const shape *s) {
             parts[q].s = s;
             parts[q].split = 1;
             parts[q].here = 1;
-            parts[q].end = (split_end){&hub, q};
+            parts[q].end = (split_end){.hub = &hub, .index = q};
             assert_int_equal(pthread_create(&th[q], NULL, run_part, &parts[q]), 0);
         }
         for (int q = 0; q < count; q++) pthread_join(th[q], NULL);
@@ -402,6 +402,41 @@ static void test_recorded_where_it_runs_is_the_same(void **state) {
     same_recorded_where_it_runs(&lone);
 }
 
+/* A window costs one exchange (issue 29): what the next window needs
+ * agreed travels in it, so the reductions and gathers are the few of a
+ * run's start and end, however many windows it has. Recorded where it
+ * runs and with nobody observing. */
+static void test_a_window_costs_one_exchange(void **state) {
+    (void)state;
+    shape s = {"dispatch-layered", 4, 0, 0.0, 0, ep32, NULL};
+    for (int blind = 0; blind <= 1; blind++) {
+        part parts[2];
+        split_hub hub = {.count = 2};
+        pthread_barrier_init(&hub.meet, NULL, 2);
+        pthread_t th[2];
+        for (int q = 0; q < 2; q++) {
+            memset(&parts[q], 0, sizeof parts[q]);
+            parts[q].s = &s;
+            parts[q].split = 1;
+            parts[q].here = !blind;
+            parts[q].blind = blind;
+            parts[q].end = (split_end){.hub = &hub, .index = q};
+            assert_int_equal(pthread_create(&th[q], NULL, run_part, &parts[q]), 0);
+        }
+        for (int q = 0; q < 2; q++) pthread_join(th[q], NULL);
+        pthread_barrier_destroy(&hub.meet);
+        for (int q = 0; q < 2; q++) {
+            const split_end *x = &parts[q].end;
+            if (parts[q].rc != ENGINE_OK) fail_msg("part %d: %s", q, parts[q].err);
+            assert_int_equal(parts[q].res.outcome, OUTCOME_COMPLETED);
+            if (x->exchanges < 100 || x->reductions + x->gathers > 20)
+                fail_msg("blind %d, part %d: %u exchanges, %u reductions, %u gathers", blind, q,
+                         x->exchanges, x->reductions, x->gathers);
+            free(parts[q].evs);
+        }
+    }
+}
+
 static void test_what_cannot_be_split_is_refused(void **state) {
     (void)state;
     char err[ENGINE_ERRLEN];
@@ -411,7 +446,7 @@ static void test_what_cannot_be_split_is_refused(void **state) {
     engine *e;
     assert_int_equal(engine_create(&cfg, &e, err, sizeof err), ENGINE_OK);
     split_hub hub = {.count = 3};
-    split_end end = {&hub, 0};
+    split_end end = {.hub = &hub, .index = 0};
     engine_transport t = split_transport(&end);
     assert_int_equal(engine_split(e, &t, err, sizeof err), ENGINE_ERR);
     assert_non_null(strstr(err, "3 processes for 2 nodes"));
@@ -436,6 +471,7 @@ int main(void) {
         cmocka_unit_test(test_fault_is_the_same_split),
         cmocka_unit_test(test_fault_after_local_steps_is_the_same_split),
         cmocka_unit_test(test_recorded_where_it_runs_is_the_same),
+        cmocka_unit_test(test_a_window_costs_one_exchange),
         cmocka_unit_test(test_what_cannot_be_split_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
