@@ -88,7 +88,7 @@ static uint64_t role_words(const dispatch_shape *sh) {
 int dispatch_layout(const kernel_opts *o, const engine_config *cfg, FILE *out, char *err,
                     size_t errlen) {
     dispatch_shape sh;
-    /* No engine here: the role core counts against the chip's AIV. */
+    /* No engine call: the role core counts against the chip's AIV. */
     if (dispatch_shape_from_config(o, cfg, &sh, err, errlen)) return -1;
     int R = sh.num_ranks;
     int64_t *recv_total = calloc((size_t)R, sizeof *recv_total);

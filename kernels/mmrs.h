@@ -36,7 +36,7 @@
 #define MMRS_MAX_RANKS 8
 /* Cross-core flag ids 0..stages-1 are the stages, in both directions, as
  * the seed's CrossCoreFlag(stageIdx) (an AIC's set reaches its AIVs, an
- * AIV's set its AIC); the engine has 16 ids. */
+ * AIV's set its AIC); the engine offers 16 ids. */
 #define MMRS_MAX_STAGES 8
 /* Seed: CommBlockShape<64, 256> per AIV, ReduceScatterTileShape<32, 256>
  * per UB trip (32 x 256 f32 = 32 KB), UB_STAGES = 2. */
