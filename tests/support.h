@@ -1,7 +1,7 @@
 /*
  * support.h - what several unit tests share: kernel options from a
  * name/value list, a run's configuration for a layout or estimate hook, the
- * check that setup refuses a bad shape, a recorded
+ * check that setup refuses a bad shape, a layout's text, a recorded
  * scenario run to its end with its index and analysis tables, a run
  * folder's index opened, dumped and rebuilt by reindex, an `events` row checked against the
  * event the observer saw, and a test folder removed (or kept with
@@ -69,6 +69,22 @@ static inline void support_expect_setup_error(const kernel_desc *d, int nodes, i
     assert_int_equal(rc, -1);
     assert_null(state);
     if (!strstr(err, needle)) fail_msg("expected '%s' in: %s", needle, err);
+}
+
+/* What `npurr layout -k d` prints for o on nodes x npus (free it), or NULL
+ * with err when the layout refuses them. */
+static inline char *support_layout_text(const kernel_desc *d, const kernel_opts *o, int nodes,
+                                        int npus, char *err, size_t errlen) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    engine_config cfg = support_config(nodes, npus, PAYLOAD_REF);
+    int rc = d->layout(o, &cfg, f, err, errlen);
+    fclose(f);
+    if (rc == 0) return buf;
+    free(buf);
+    return NULL;
 }
 
 /* RUN/index.db, read-only. */

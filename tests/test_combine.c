@@ -307,20 +307,10 @@ static void test_bad_options(void **s) {
     expect_setup_error(1, tokens, "--tokens");
 }
 
-/* What `npurr layout -k d` prints for o on nodes x 4 NPUs (free it), or
- * NULL with err when the layout refuses them. */
+/* What `npurr layout -k d` prints for o on nodes x 4 NPUs. */
 static char *layout_text(const kernel_desc *d, const kernel_opts *o, int nodes, char *err,
                          size_t errlen) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    assert_non_null(f);
-    engine_config cfg = support_config(nodes, 4, PAYLOAD_REF);
-    int rc = d->layout(o, &cfg, f, err, errlen);
-    fclose(f);
-    if (rc == 0) return buf;
-    free(buf);
-    return NULL;
+    return support_layout_text(d, o, nodes, 4, err, errlen);
 }
 
 static const char *const layout_kv[] = {"tokens", "16", "hidden", "100", "experts", "16",

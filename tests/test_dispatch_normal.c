@@ -349,18 +349,10 @@ static void test_bad_options(void **s) {
     expect_setup_error(1, inject, "--inject status-first");
 }
 
+/* What `npurr layout -k d` prints for o on nodes x 4 NPUs. */
 static char *layout_text(const kernel_desc *d, const kernel_opts *o, int nodes, char *err,
                          size_t errlen) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    assert_non_null(f);
-    engine_config cfg = support_config(nodes, 4, PAYLOAD_REF);
-    int rc = d->layout(o, &cfg, f, err, errlen);
-    fclose(f);
-    if (rc == 0) return buf;
-    free(buf);
-    return NULL;
+    return support_layout_text(d, o, nodes, 4, err, errlen);
 }
 
 static void test_layout_and_estimate(void **s) {
