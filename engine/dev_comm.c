@@ -21,14 +21,19 @@ static void require_same_node(core *c, int peer, dev_site s, const char *api) {
                   api, peer, c->rank / c->e->cfg.npus_per_node);
 }
 
+/* A copy between two ranks' GM of this node issued by this core: a get
+ * (a read of a peer's GM) holds its queue for the round trip, a put's link
+ * latency only delays its completion (dev_copy.c gm_path). */
 static void hccs(core *c, xfer *x, int src_rank, int dst_rank, dev_site s) {
     engine *e = c->e;
     resource *res[3];
     int n = 0;
     res[n++] = &e->ranks[src_rank].hbm;
     if (src_rank != dst_rank) res[n++] = &e->hccs_links[(size_t)src_rank * (size_t)e->n_ranks + (size_t)dst_rank];
-    uint64_t lat = e->mte_latency_ps + (src_rank != dst_rank ? e->hccs_latency_ps : 0);
-    eng_xfer_issue_on(c, x, eng_mte_rate(c, src_rank != dst_rank ? -1 : c->rank), 0, res, n, lat, s);
+    int read = src_rank != c->rank, remote = src_rank != dst_rank;
+    uint64_t lat = e->mte_latency_ps + (remote && !read ? e->hccs_latency_ps : 0);
+    uint64_t held = remote && read ? eng_hccs_read_held_ps(e) : 0;
+    eng_xfer_issue_on(c, x, eng_mte_rate(c, remote ? -1 : c->rank), held, res, n, lat, s);
 }
 
 /* Put and get are one copy between this rank's GM and a peer's in the

@@ -19,20 +19,26 @@ static void check_local_rule(core *c, local_t l, uint64_t bytes, dev_site s, con
 }
 
 /* Resources a GM access of this core crosses: the HBM of the rank that owns
- * the bytes, and the HCCS link when that rank is a peer. */
-static int gm_path(core *c, gm_t g, int to_gm, resource **res, uint64_t *latency, dev_site s,
-                   const char *api) {
+ * the bytes, and the HCCS link when that rank is a peer. *held is what the
+ * transfer holds its queue beyond its bytes: a read of a peer's GM is not
+ * posted, its queue waits for the request to cross and the data to come
+ * back (eng_hccs_read_held_ps); a write is posted, its link latency only
+ * delays its completion. */
+static int gm_path(core *c, gm_t g, int to_gm, resource **res, uint64_t *latency, uint64_t *held,
+                   dev_site s, const char *api) {
     engine *e = c->e;
     int r = gm_rank(g);
     int n = 0;
     res[n++] = &e->ranks[r].hbm;
     *latency = e->mte_latency_ps;
+    *held = 0;
     if (r != c->rank) {
         if (!eng_same_node(e, r, c->rank))
             eng_fault(c, s, "%s: GM of rank %d is in another node; only RDMA reaches it", api, r);
         int a = to_gm ? c->rank : r, b = to_gm ? r : c->rank;
         res[n++] = &e->hccs_links[(size_t)a * (size_t)e->n_ranks + (size_t)b];
-        *latency += e->hccs_latency_ps;
+        if (to_gm) *latency += e->hccs_latency_ps;
+        else *held = eng_hccs_read_held_ps(e);
     }
     return n;
 }
@@ -53,9 +59,9 @@ static void gm_to_local(core *c, int op, local_t dst, uint8_t *d, mseg *d_seg, g
     x->op = op; x->kind = XFER_MTE2; x->pipe = PIPE_MTE2;
     x->dst = d; x->dseg = d_seg; x->src = eng_gm_at(e, src, bytes, &x->sseg);
     x->dst_raw = local_raw(dst); x->src_raw = src.a; x->bytes = bytes; x->peer = gm_rank(src);
-    resource *res[2]; uint64_t lat;
-    int n = gm_path(c, src, 0, res, &lat, s, what);
-    eng_xfer_issue_on(c, x, eng_mte_rate(c, gm_rank(src)), 0, res, n, lat, s);
+    resource *res[2]; uint64_t lat, held;
+    int n = gm_path(c, src, 0, res, &lat, &held, s, what);
+    eng_xfer_issue_on(c, x, eng_mte_rate(c, gm_rank(src)), held, res, n, lat, s);
 }
 
 void dev_copy_gm_to_local(local_t dst, gm_t src, uint64_t bytes, dev_site s) {
@@ -98,9 +104,9 @@ static void copy_out(local_t src, gm_t dst, uint64_t bytes, dev_site s, int pad,
     x->atomic_dtype = c->atomic_dtype;
     x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst);
     x->object = eng_word_object(e, dst);
-    resource *res[2]; uint64_t lat;
-    int n = gm_path(c, dst, 1, res, &lat, s, api);
-    eng_xfer_issue_on(c, x, eng_mte_rate(c, gm_rank(dst)), 0, res, n, lat, s);
+    resource *res[2]; uint64_t lat, held;
+    int n = gm_path(c, dst, 1, res, &lat, &held, s, api);
+    eng_xfer_issue_on(c, x, eng_mte_rate(c, gm_rank(dst)), held, res, n, lat, s);
 }
 
 void dev_copy_local_to_gm(gm_t dst, local_t src, uint64_t bytes, dev_site s) {
@@ -297,9 +303,9 @@ void dev_fixpipe(gm_t dst, local_t src, int dtype, uint64_t elems, dev_site s) {
     x->atomic_dtype = c->atomic_dtype;
     x->dst_raw = dst.a; x->src_raw = local_raw(src); x->bytes = out_bytes; x->peer = gm_rank(dst);
     x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst);
-    resource *res[2]; uint64_t lat;
-    int n = gm_path(c, dst, 1, res, &lat, s, "Fixpipe");
-    eng_xfer_issue_on(c, x, eng_mte_rate(c, gm_rank(dst)), 0, res, n, lat, s);
+    resource *res[2]; uint64_t lat, held;
+    int n = gm_path(c, dst, 1, res, &lat, &held, s, "Fixpipe");
+    eng_xfer_issue_on(c, x, eng_mte_rate(c, gm_rank(dst)), held, res, n, lat, s);
 }
 
 void dev_set_atomic(int dtype, dev_site s) {

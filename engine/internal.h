@@ -368,6 +368,14 @@ static inline double eng_mte_rate(const core *c, int gm_rank) {
     return gm_rank == c->rank ? c->e->mte_ps_per_byte : c->e->mte_hccs_ps_per_byte;
 }
 
+/* What an MTE read of a peer's GM holds its queue for beyond its bytes:
+ * the read is not posted, so the queue waits for its request to cross the
+ * HCCS link and its data to come back, as a scalar GetValue of a peer's
+ * word does (dev_sync.c reach_word): the link's latency both ways. */
+static inline uint64_t eng_hccs_read_held_ps(const engine *e) {
+    return 2 * e->hccs_latency_ps;
+}
+
 /* cluster.c */
 uint32_t eng_intern(engine *e, const char *text);
 uint32_t eng_site(engine *e, dev_site s);
