@@ -44,6 +44,8 @@ typedef struct ana_crit_model {
     uint64_t mte_lat, hccs_lat, rdma_lat, xcore_lat, barrier_lat;
     uint64_t aicpu_task;                            /* the AICPU's cost per posted op */
     uint64_t nic_msg;                               /* a NIC's cost per message (tx) */
+    uint64_t hccs_read_held;                        /* what an MTE read of a peer's GM holds
+                                                       its queue beyond its bytes */
     double mte_ppb, mte_hccs_ppb;                  /* ps per byte: a core's MTE queue to
                                                       its own GM, to a peer's */
     double hbm_ppb, hccs_ppb, nic_ppb;

@@ -55,6 +55,10 @@ static void load_model(rec_reader *r, ana_crit_model *m) {
     m->barrier_lat = ns_to_ps(hw.barrier_latency_ns);
     m->aicpu_task = ns_to_ps(hw.batchwrite_task_ns);
     m->nic_msg = ns_to_ps(hw.nic_message_ns);
+    /* a run recorded before reads held their queue has no such key: its
+     * reads were posted (replay_config.c sets the same) */
+    if (!rec_reader_meta(r, "hw.hccs_read_latencies")) hw.hccs_read_latencies = 0;
+    m->hccs_read_held = ns_to_ps(hw.hccs_read_latencies * hw.hccs_latency_ns);
     m->mte_ppb = ps_per_cycle / hw.mte_bytes_per_cycle;
     m->mte_hccs_ppb = ps_per_cycle / hw.mte_hccs_bytes_per_cycle;
     m->hbm_ppb = 1000.0 / hw.hbm_gbps;

@@ -124,6 +124,12 @@ static int is_rdma(const ana_crit_run *r, const ana_crit_ev *d) {
            (d->sub == XFER_BATCHWRITE && crosses_nodes(r, d));
 }
 
+/* A GM access that reads a peer's GM: not posted, it holds its queue while
+ * its request crosses (engine/internal.h eng_hccs_read_held_ps). */
+static int reads_peer(const ana_crit_ev *d) {
+    return d->peer != d->rank && (d->sub == XFER_MTE2 || d->sub == XFER_HCCS_GET);
+}
+
 /* The part of a transfer after its serial time: what the engine adds once
  * the pipe is free again. */
 static uint64_t xfer_latency(const ana_crit_run *r, const ana_crit_ev *d) {
@@ -192,10 +198,13 @@ static void serial_back(walk *w, uint64_t done) {
         return;
     }
     /* A GM access: the core's MTE queue, the HBM of the rank owning the GM
-     * (peer) and, to a peer, the HCCS link in the direction of the data. */
+     * (peer) and, to a peer, the HCCS link in the direction of the data. A
+     * read of a peer's GM holds the queue first while its request crosses
+     * (hold): HCCS latency. */
     int remote = d->peer != d->rank;
     int reads = d->sub == XFER_MTE2 || d->sub == XFER_HCCS_GET;
-    uint64_t b = nominal(remote ? m->mte_hccs_ppb : m->mte_ppb, d->len);
+    uint64_t hold = reads_peer(d) ? m->hccs_read_held : 0;
+    uint64_t b = nominal(remote ? m->mte_hccs_ppb : m->mte_ppb, d->len) + hold;
     uint64_t h = nominal(m->hbm_ppb, d->len);
     uint64_t l = remote ? nominal(m->hccs_ppb, d->len) : 0;
     int shared_cls = remote && l >= h ? CRIT_HCCS : CRIT_HBM;
@@ -212,8 +221,12 @@ static void serial_back(walk *w, uint64_t done) {
         else
             emit_at(w, s + nom, shared_cls, 0, d, done, hr, hp);
     }
-    if (shared > b) emit_at(w, s, shared_cls, 0, d, done, hr, hp);
-    else emit(w, s, CRIT_MTE, 0, d, done, 1);
+    if (shared > b) {
+        emit_at(w, s, shared_cls, 0, d, done, hr, hp);
+        return;
+    }
+    emit(w, s + hold, CRIT_MTE, 0, d, done, 1);
+    emit_at(w, s, CRIT_HCCS_LATENCY, 0, d, done, d->peer, d->rank);
 }
 
 /* Emits the latency part of the transfer completed by done (w->t is its

@@ -26,6 +26,7 @@ static void derive_timing(engine *e) {
     e->mte_latency_ps = ns_to_ps(hw->mte_latency_ns);
     e->vec_latency_ps = (uint64_t)llround(hw->vector_latency_cycles * e->ps_per_cycle);
     e->hccs_latency_ps = ns_to_ps(hw->hccs_latency_ns);
+    e->hccs_read_held_ps = ns_to_ps(hw->hccs_read_latencies * hw->hccs_latency_ns);
     e->rdma_latency_ps = ns_to_ps(hw->rdma_latency_ns);
     e->rdma_post_ps = ns_to_ps(hw->rdma_post_ns);
     e->batch_task_ps = ns_to_ps(hw->batchwrite_task_ns);

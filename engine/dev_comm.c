@@ -22,8 +22,8 @@ static void require_same_node(core *c, int peer, dev_site s, const char *api) {
 }
 
 /* A copy between two ranks' GM of this node issued by this core: a get
- * (a read of a peer's GM) holds its queue for the round trip, a put's link
- * latency only delays its completion (dev_copy.c gm_path). */
+ * (a read of a peer's GM) holds its queue while its request crosses, and
+ * the link's latency delays either's completion (dev_copy.c gm_path). */
 static void hccs(core *c, xfer *x, int src_rank, int dst_rank, dev_site s) {
     engine *e = c->e;
     resource *res[3];
@@ -31,7 +31,7 @@ static void hccs(core *c, xfer *x, int src_rank, int dst_rank, dev_site s) {
     res[n++] = &e->ranks[src_rank].hbm;
     if (src_rank != dst_rank) res[n++] = &e->hccs_links[(size_t)src_rank * (size_t)e->n_ranks + (size_t)dst_rank];
     int read = src_rank != c->rank, remote = src_rank != dst_rank;
-    uint64_t lat = e->mte_latency_ps + (remote && !read ? e->hccs_latency_ps : 0);
+    uint64_t lat = e->mte_latency_ps + (remote ? e->hccs_latency_ps : 0);
     uint64_t held = remote && read ? eng_hccs_read_held_ps(e) : 0;
     eng_xfer_issue_on(c, x, eng_mte_rate(c, remote ? -1 : c->rank), held, res, n, lat, s);
 }

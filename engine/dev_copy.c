@@ -21,9 +21,9 @@ static void check_local_rule(core *c, local_t l, uint64_t bytes, dev_site s, con
 /* Resources a GM access of this core crosses: the HBM of the rank that owns
  * the bytes, and the HCCS link when that rank is a peer. *held is what the
  * transfer holds its queue beyond its bytes: a read of a peer's GM is not
- * posted, its queue waits for the request to cross and the data to come
- * back (eng_hccs_read_held_ps); a write is posted, its link latency only
- * delays its completion. */
+ * posted, its queue waits for the request to cross before it takes the
+ * next (eng_hccs_read_held_ps); a write is posted. Either way the link's
+ * latency delays the completion. */
 static int gm_path(core *c, gm_t g, int to_gm, resource **res, uint64_t *latency, uint64_t *held,
                    dev_site s, const char *api) {
     engine *e = c->e;
@@ -37,8 +37,8 @@ static int gm_path(core *c, gm_t g, int to_gm, resource **res, uint64_t *latency
             eng_fault(c, s, "%s: GM of rank %d is in another node; only RDMA reaches it", api, r);
         int a = to_gm ? c->rank : r, b = to_gm ? r : c->rank;
         res[n++] = &e->hccs_links[(size_t)a * (size_t)e->n_ranks + (size_t)b];
-        if (to_gm) *latency += e->hccs_latency_ps;
-        else *held = eng_hccs_read_held_ps(e);
+        *latency += e->hccs_latency_ps;
+        if (!to_gm) *held = eng_hccs_read_held_ps(e);
     }
     return n;
 }

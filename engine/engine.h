@@ -67,6 +67,7 @@ typedef struct engine_hw {
     double gm_write_ns;             /* scalar SetValue / atomic on local GM */
     double hccs_link_gbps;          /* per peer link, full mesh inside a node */
     double hccs_latency_ns;         /* one-way latency of an HCCS access */
+    double hccs_read_latencies;     /* one-way HCCS latencies an MTE read of a peer holds its queue */
     double roce_gbps;               /* RoCE NIC bandwidth per NPU (each way) */
     double rdma_latency_ns;         /* one-way latency between nodes */
     double rdma_post_ns;            /* scalar cost of posting one RDMA op */

@@ -282,7 +282,7 @@ struct engine {
     /* timing, precomputed */
     double ps_per_cycle;
     uint64_t scalar_ps, gm_read_ps, gm_write_ps, mte_latency_ps, vec_latency_ps;
-    uint64_t hccs_latency_ps, rdma_latency_ps, rdma_post_ps, batch_task_ps;
+    uint64_t hccs_latency_ps, hccs_read_held_ps, rdma_latency_ps, rdma_post_ps, batch_task_ps;
     uint64_t xcore_latency_ps, barrier_latency_ps;
     double mte_ps_per_byte, vec_ps_per_byte, ps_per_mac;
     double mte_hccs_ps_per_byte;   /* one core's MTE rate to or from a peer's GM */
@@ -370,10 +370,10 @@ static inline double eng_mte_rate(const core *c, int gm_rank) {
 
 /* What an MTE read of a peer's GM holds its queue for beyond its bytes:
  * the read is not posted, so the queue waits for its request to cross the
- * HCCS link and its data to come back, as a scalar GetValue of a peer's
- * word does (dev_sync.c reach_word): the link's latency both ways. */
+ * HCCS link before it takes the next, as a scalar GetValue of a peer's word
+ * waits (dev_sync.c reach_word): hccs_read_latencies one-way latencies. */
 static inline uint64_t eng_hccs_read_held_ps(const engine *e) {
-    return 2 * e->hccs_latency_ps;
+    return e->hccs_read_held_ps;
 }
 
 /* cluster.c */

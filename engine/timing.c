@@ -68,6 +68,12 @@ static const engine_hw_param params[] = {
       "the A2 measurements move 50-80 GB/s a rank over 7 links"),
     P("hccs_latency_ns", NULL, hccs_latency_ns, 800.0, NS_MIN, NS_MAX, "ns",
       "one-way latency of an HCCS access", "estimate: one-way HCCS access inside a node"),
+    F("hccs_read_latencies", NULL, hccs_read_latencies, 1.0, 0, 1e3, "latencies",
+      "what an MTE read of a peer's GM holds its queue for beyond its bytes, in one-way HCCS "
+      "latencies: a read is not posted, its request crosses before the queue takes the next "
+      "(its data then lands a latency later, as a write's does); 1e-9 makes reads posted",
+      "fitted on T1-T3 (tools/fit_timing.sh; T1's dispatch pulls its rows); the estimate was 1, "
+      "a scalar GetValue of a peer's word waits likewise (seed 000 s4.3)"),
     F("roce_gbytes_per_s", "roce_gbps", roce_gbps, 14.0, BW_MIN, BW_MAX, "GB/s",
       "RoCE NIC of one NPU, each way: what a write gets of the 200GE line (25 GB/s)",
       "fitted on T1-T3 (tools/fit_timing.sh); the secondary claim is 200GE RoCE per NPU"),

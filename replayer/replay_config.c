@@ -52,7 +52,8 @@ static char *hw_keys(const engine_hw *hw, char *err, size_t errlen) {
  * after the loop (replay_config_from_meta's end), not warned about. */
 static int legacy_value(const engine_config *cfg, const char *key) {
     (void)cfg;
-    return !strcmp(key, "nic_message_ns") || !strcmp(key, "mte_hccs_bytes_per_cycle");
+    return !strcmp(key, "nic_message_ns") || !strcmp(key, "mte_hccs_bytes_per_cycle") ||
+           !strcmp(key, "hccs_read_latencies");
 }
 
 int replay_config_from_meta(rec_reader *r, engine_config *cfg, char *note, size_t notelen,
@@ -143,5 +144,8 @@ int replay_config_from_meta(rec_reader *r, engine_config *cfg, char *note, size_
         if (!rec_reader_meta(r, "hw.mte_hccs_bytes_per_cycle"))
             cfg->hw.mte_hccs_bytes_per_cycle = cfg->hw.mte_bytes_per_cycle;
     }
+    /* Recorded before an MTE read of a peer's GM held its queue for the
+     * link's round trip: reads were posted as writes are. */
+    if (rc == 0 && !rec_reader_meta(r, "hw.hccs_read_latencies")) cfg->hw.hccs_read_latencies = 0;
     return rc;
 }
