@@ -236,6 +236,64 @@ static void test_remote_put_visible_at_completion(void **state) {
     engine_destroy(e);
 }
 
+/* Two back-to-back 64 B MTE copies between a core's UB and rank 1's GM:
+ * reads (MTE2) or writes (MTE3). */
+typedef struct { gm_t buf; int write; } pair_args;
+static uint64_t g_pair_done[2];
+static int g_pair_n;
+
+static void pair_observer(void *ctx, const engine_event *ev) {
+    (void)ctx;
+    if (ev->kind == EV_XFER_DONE && (ev->sub == XFER_MTE2 || ev->sub == XFER_MTE3) && g_pair_n < 2)
+        g_pair_done[g_pair_n++] = ev->time;
+}
+
+static void k_pair(const void *a) {
+    const pair_args *p = a;
+    if (GetRank() != 0) return;
+    local_t ub = AllocUB(128);
+    gm_t peer = gm_on_rank(p->buf, 1);
+    if (p->write) {
+        DataCopy(peer, ub, 64);
+        DataCopy(gm_add(peer, 64), local_add(ub, 64), 64);
+        SetFlag(MTE3_S, 0);
+        WaitFlag(MTE3_S, 0);
+    } else {
+        DataCopy(ub, peer, 64);
+        DataCopy(local_add(ub, 64), gm_add(peer, 64), 64);
+        SetFlag(MTE2_S, 0);
+        WaitFlag(MTE2_S, 0);
+    }
+}
+
+static uint64_t pair_gap(int write) {
+    engine *e = make(1, 2, 0);
+    pair_args p = {.write = write};
+    assert_int_equal(engine_sym_alloc(e, 128, "win", &p.buf, err, sizeof err), ENGINE_OK);
+    engine_observer obs = {.on_event = pair_observer};
+    engine_set_observer(e, &obs);
+    g_pair_n = 0;
+    launch(e, k_pair, &p, 1);
+    assert_int_equal(run(e).outcome, OUTCOME_COMPLETED);
+    assert_int_equal(g_pair_n, 2);
+    engine_destroy(e);
+    return g_pair_done[1] - g_pair_done[0];
+}
+
+/* A read of a peer's GM is not posted: the queue takes the second read only
+ * after the first's request has crossed (hccs_read_latencies one-way
+ * latencies); writes are posted, back to back at the queue's rate. */
+static void test_peer_reads_hold_their_queue(void **state) {
+    (void)state;
+    engine_config cfg;
+    engine_config_defaults(&cfg);
+    uint64_t held = (uint64_t)(cfg.hw.hccs_read_latencies * cfg.hw.hccs_latency_ns * 1000);
+    uint64_t bytes = (uint64_t)(64 * 1000 / (cfg.hw.mte_hccs_bytes_per_cycle * cfg.hw.aicore_clock_ghz));
+    assert_true(held > 0);
+    assert_true(pair_gap(0) >= held + bytes);
+    assert_true(pair_gap(1) < held);
+}
+
 /* Polls the peer's word at fixed times around the put's completion. */
 typedef struct { gm_t buf; gm_t log; } poll_args;
 
@@ -541,6 +599,7 @@ int main(void) {
         cmocka_unit_test(test_mte2_data_invisible_before_waitflag),
         cmocka_unit_test(test_remote_put_visible_at_completion),
         cmocka_unit_test(test_remote_put_not_visible_before_completion),
+        cmocka_unit_test(test_peer_reads_hold_their_queue),
         cmocka_unit_test(test_rdma_atomic_add_from_8_ranks_sums_exactly),
         cmocka_unit_test(test_mutual_wait_is_a_deadlock_naming_both),
         cmocka_unit_test(test_watchdog_stops_a_livelock),
