@@ -54,7 +54,7 @@ static int alloc_per_rank(engine *e, dispatch_normal_state *st, char *err, size_
 }
 
 /* The token rows: row t of rank s is combine's row (s, t, slot 0, rank s). */
-static int fill_x(engine *e, const dispatch_normal_state *st, char *err, size_t errlen) {
+int dispatch_normal_fill_x(engine *e, const dispatch_normal_state *st, char *err, size_t errlen) {
     const combine_shape *sh = &st->plan.sh;
     for (int s = 0; s < sh->num_ranks; s++)
         for (int t = 0; t < sh->tokens; t++)
@@ -86,7 +86,7 @@ static int fill_inputs(engine *e, const dispatch_normal_state *st, char *err, si
         }
     }
     free(recv);
-    return fill_x(e, st, err, errlen);
+    return dispatch_normal_fill_x(e, st, err, errlen);
 }
 
 static void args_init(dispatch_normal_args *a, const combine_shape *sh) {
@@ -136,7 +136,8 @@ static int normal_setup(engine *e, const kernel_opts *o, void **state, char *err
     if (!st) return -1;
     kit_guards_init(&st->guards, owner, COMBINE_GUARD_BYTE);
     int failed = dispatch_normal_plan_from_config(o, kit_config(e), &st->plan, err, errlen) ||
-                 build(e, st, err, errlen);
+                 (st->plan.sh.nodes > 1 ? dispatch_normal_a2l_build(e, st, err, errlen)
+                                        : build(e, st, err, errlen));
     return kit_setup_finish(failed, st, dispatch_normal_destroy, state);
 }
 
