@@ -524,8 +524,19 @@ static void test_layout_and_estimate(void **s) {
     assert_non_null(strstr(buf, "\n3 "));
     assert_non_null(strstr(buf, "cores per rank: 48 AIV"));
     free(buf);
-    assert_null(layout_text(d, &o, 2, err, sizeof err));
+    assert_null(layout_text(d, &o, 3, err, sizeof err));
     assert_non_null(strstr(err, "--nodes"));
+    /* --nodes 2: DispatchNormalA2's windows, one line per rank of 8 */
+    const char *kv2[] = {"tokens", "40", "hidden", "64", "experts", "16", NULL};
+    support_opts(d, &o, kv2);
+    buf = layout_text(d, &o, 2, err, sizeof err);
+    if (!buf) fail_msg("layout: %s", err);
+    assert_non_null(strstr(buf, "DispatchNormalA2"));
+    assert_non_null(strstr(buf, "256 B token structs"));
+    assert_non_null(strstr(buf, "\n7 "));
+    assert_non_null(strstr(buf, "core 0 posts 4 BatchWrite items"));
+    free(buf);
+    support_opts(d, &o, kv);
     kernel_estimate ref, full;
     engine_config ref_cfg = support_config(1, 4, PAYLOAD_REF);
     engine_config full_cfg = support_config(1, 4, PAYLOAD_FULL);
