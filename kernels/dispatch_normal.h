@@ -1,6 +1,6 @@
 /*
- * dispatch_normal.h - dispatch-normal, A2's intranode normal-mode dispatch
- * CamMoeDispatchNormal (sgl-kernel-npu csrc/deepep/ops2/op_kernel/
+ * dispatch_normal.h - dispatch-normal, A2's normal-mode dispatch: on one
+ * node the intranode CamMoeDispatchNormal (sgl-kernel-npu csrc/deepep/ops2/op_kernel/
  * cam_moe_dispatch_normal.h and op_host/cam_moe_dispatch_normal_tiling.cc
  * at 3a90dfa1), the mirror of combine-normal.
  *
@@ -30,11 +30,45 @@
  * recvOffset, and x_src_info is exactly the expandIdx the dispatch must
  * leave on each owner (expandX's rows are combine-normal's x layout).
  *
+ * At --nodes 2 (at most 8 NPUs per node) the kernel is what deep_ep.cpp
+ * runs on two servers instead, DispatchNormalA2 =
+ * CamMoeDistributeDispatchA2Layered::Process() (a2/cam_moe_distribute_
+ * dispatch_a2_layered.h at 3a90dfa1), BF16, on every AIV core, SyncAll
+ * between the steps:
+ *   Input2Win      tokens split contiguously over the cores; per token the
+ *                  row, its ids and weights GM -> UB (three MTE2 copies),
+ *                  then the token struct (row + 4 x kAlign int slots,
+ *                  tokenStructLen) to windowOut's block of every server it
+ *                  goes to, and to windowIn's own-server block; one token in
+ *                  flight per core;
+ *   BetweenServer  core j builds server j's data item (32 B + rows x
+ *                  tokenStructLen to the same-numbered rank there) and its
+ *                  32 B flag item; core 0 posts all 2N in one BatchWrite (the
+ *                  own-server items too, as the code reads: a loopback);
+ *                  WaitWindow: core j waits for server j's flag;
+ *   IPC barrier    cores < P store a magic flag in each local rank's window
+ *                  and wait for theirs;
+ *   Ipc2Out        per (source rank, local expert) its rows split over the
+ *                  cores; per row two scalar GM reads of the offset tables,
+ *                  the struct from the local window holding it (HCCS unless
+ *                  this rank), the row to expandX, the weight to
+ *                  expandScales behind full pipe barriers, all serialized;
+ *   CleanUp        core 0 zeros the statuses; a second IPC barrier.
+ * NotifyDispatchA2's tables (tokenServerIdx, tokenServerCnt,
+ * epRankTokenCnt, the src / dst offset tables) come from the same plan
+ * (dispatch_normal_a2l_plan.c); the notify is `dispatch-layered --notify
+ * a2`. A2 writes no expandIdx there; the check verifies expandX and
+ * expandScales.
+ *
  * Files: dispatch_normal_plan.c (options, shape, the notify's tables),
  * dispatch_normal_setup.c (buffers, inputs, launch, descriptor),
  * dispatch_normal_send.c (entry, InputToShare), dispatch_normal_status.c
  * (SetStatus, WaitStatus), dispatch_normal_output.c (ShareToOutput),
- * dispatch_normal_check.c, dispatch_normal_layout.c (layout, estimate).
+ * dispatch_normal_check.c, dispatch_normal_layout.c (layout, estimate);
+ * --nodes 2: dispatch_normal_a2l_plan.c (geometry, UB, the A2 notify's
+ * tables), dispatch_normal_a2l_setup.c, dispatch_normal_a2l.c (Init,
+ * Input2Win, the BatchWrite, WaitWindow), dispatch_normal_a2l_out.c (IPC
+ * barrier, Ipc2Out, CleanUp).
  */
 #ifndef NPURR_DISPATCH_NORMAL_H
 #define NPURR_DISPATCH_NORMAL_H
@@ -184,7 +218,8 @@ dnormal_geometry dispatch_normal_geometry(int hidden);
 extern const kernel_option dispatch_normal_options[];
 /* Options -> shape (a combine_shape of scheme COMBINE_SCHEME_NORMAL, so
  * combine_plan_build gives the routing and the notify's tables); checks
- * one node, --cores against num_aiv and UB. err names the option at fault. */
+ * one or two nodes, --cores against num_aiv and UB. err names the option
+ * at fault. */
 int dispatch_normal_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node,
                                     int num_aiv, combine_shape *sh, char *err, size_t errlen);
 /* The shape on the run cfg describes, its chip's AIV bounding --cores:

@@ -22,7 +22,7 @@ const kernel_option dispatch_normal_options[] = {
     COMBINE_NORMAL_OPTS_SHAPE,
     KIT_OPT_DATA_SEED("the routing and of the token rows"),
     KIT_OPT_INJECT("no-status-wait (the owner copies rows out of the share windows before "
-                   "their statuses say they are there)"),
+                   "their statuses say they are there; at --nodes 2, WaitWindow is skipped)"),
     COMBINE_NORMAL_OPT_CORES,
     {NULL, NULL, NULL},
 };

@@ -143,18 +143,23 @@ static int normal_setup(engine *e, const kernel_opts *o, void **state, char *err
 
 /* All four steps run in the one operator msprof names CamMoeDispatchNormal
  * (aclnnCamMoeDispatchNormal on the host side; op names match as
- * substrings). NotifyDispatch, which computes the tables, is not run. */
+ * substrings); at --nodes 2 the steps of DispatchNormalA2 (aclnnDispatchNormalA2).
+ * NotifyDispatch / NotifyDispatchA2, which compute the tables, are not run. */
 static const kernel_phase normal_phases[] = {
-    {"dispatch", {"DispatchSend", "DispatchStatus", "DispatchOutput", NULL},
-     {"CamMoeDispatchNormal", NULL}},
+    {"dispatch",
+     {"DispatchSend", "DispatchStatus", "DispatchOutput", "Input2Win", "BetweenServer",
+      "Ipc2Out", "CleanUp", NULL},
+     {"CamMoeDispatchNormal", "DispatchNormalA2", NULL}},
     {NULL, {NULL}, {NULL}},
 };
 
 const kernel_desc kernel_dispatch_normal = {
     .name = "dispatch-normal",
-    .summary = "MoE intranode normal dispatch as A2's CamMoeDispatchNormal runs it: every AIV "
+    .summary = "MoE normal dispatch as A2 runs it: on one node CamMoeDispatchNormal (every AIV "
                "core copies its share of (token, top-k) rows into its rank's share window, a "
-               "status per (expert, rank), then each owner reads its rows over HCCS",
+               "status per (expert, rank), then each owner reads its rows over HCCS); on "
+               "--nodes 2 the layered DispatchNormalA2 (per-server blocks, one BatchWrite to "
+               "the other server, then the owners pull rows from the local windows)",
     .options = dispatch_normal_options, .setup = normal_setup, .check = dispatch_normal_check,
     .layout = dispatch_normal_layout, .destroy = dispatch_normal_destroy,
     .estimate = dispatch_normal_estimate, .phases = normal_phases,
