@@ -211,7 +211,8 @@ void ring_writer_note(const ring_writer *w, int dst);
 
 typedef struct combine_shape {
     int scheme;
-    int num_ranks;
+    int nodes;                   /* 1, or 2 for dispatch-normal's layered path */
+    int num_ranks;               /* nodes x npus per node */
     KIT_MOE_IN_SHAPE;            /* tokens, hidden, topk, experts, local_experts */
     uint32_t row_bytes;
     uint32_t staging_bytes;
@@ -272,22 +273,24 @@ int combine_normal_shape_from_opts(const kernel_opts *o, int nodes, int npus_per
  * layout and estimate without an engine. */
 int combine_shape_from_config(const kernel_opts *o, int scheme, const engine_config *cfg,
                               combine_shape *sh, char *err, size_t errlen);
-/* What every combine reads first: one node (kernel names the kernel in the
- * message), the MoE shape and the row size. */
+/* What every combine reads first: the topology (kernel names the kernel in
+ * the message; one node unless max_nodes > 1, at most COMBINE_MAX_RANKS
+ * NPUs per node), the MoE shape over all its ranks and the row size. */
 int combine_read_shape(const kernel_opts *o, int scheme, const char *kernel, int nodes,
-                       int npus_per_node, combine_shape *sh, char *err, size_t errlen);
+                       int npus_per_node, int max_nodes, combine_shape *sh, char *err,
+                       size_t errlen);
 /* --routing, --data-seed and --inject against faults ({"none", ..., NULL});
  * *fault is the index of the named fault. */
 int combine_read_inputs(const kernel_opts *o, const char *const *faults, combine_shape *sh,
                         int *fault, char *err, size_t errlen);
-/* What both normal kernels read before their UB check: the shape (kernel
- * names it in messages), --routing, --data-seed, --inject against kernel's
- * faults, whose [1] must be "no-status-wait" (the fault both have: it sets
- * inject_no_status_wait), *which the named fault's index (which may be
- * NULL), and --cores (0 = all num_aiv). */
+/* What both normal kernels read before their UB check: the shape on up to
+ * max_nodes nodes (kernel names it in messages), --routing, --data-seed,
+ * --inject against kernel's faults, whose [1] must be "no-status-wait" (the
+ * fault both have: it sets inject_no_status_wait), *which the named fault's
+ * index (which may be NULL), and --cores (0 = all num_aiv). */
 int combine_normal_read(const kernel_opts *o, const char *kernel, const char *const *faults,
-                        int nodes, int npus_per_node, int num_aiv, combine_shape *sh, int *which,
-                        char *err, size_t errlen);
+                        int nodes, int npus_per_node, int max_nodes, int num_aiv,
+                        combine_shape *sh, int *which, char *err, size_t errlen);
 int combine_plan_build(const combine_shape *sh, combine_plan *plan, char *err, size_t errlen);
 void combine_plan_free(combine_plan *plan);
 /* UB bytes one sender / receiver core uses for this shape. */

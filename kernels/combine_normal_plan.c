@@ -43,11 +43,11 @@ uint32_t combine_normal_ub_bytes(const combine_shape *sh) {
 }
 
 int combine_normal_read(const kernel_opts *o, const char *kernel, const char *const *faults,
-                        int nodes, int npus_per_node, int num_aiv, combine_shape *sh, int *which,
-                        char *err, size_t errlen) {
+                        int nodes, int npus_per_node, int max_nodes, int num_aiv,
+                        combine_shape *sh, int *which, char *err, size_t errlen) {
     int fault;
-    if (combine_read_shape(o, COMBINE_SCHEME_NORMAL, kernel, nodes, npus_per_node, sh, err,
-                           errlen) ||
+    if (combine_read_shape(o, COMBINE_SCHEME_NORMAL, kernel, nodes, npus_per_node, max_nodes, sh,
+                           err, errlen) ||
         combine_read_inputs(o, faults, sh, &fault, err, errlen))
         return -1;
     sh->inject_no_status_wait = fault == 1;
@@ -61,8 +61,8 @@ int combine_normal_read(const kernel_opts *o, const char *kernel, const char *co
 int combine_normal_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node,
                                    int num_aiv, combine_shape *sh, char *err, size_t errlen) {
     int fault;
-    if (combine_normal_read(o, "combine-normal", normal_faults, nodes, npus_per_node, num_aiv, sh,
-                            &fault, err, errlen))
+    if (combine_normal_read(o, "combine-normal", normal_faults, nodes, npus_per_node, 1, num_aiv,
+                            sh, &fault, err, errlen))
         return -1;
     sh->inject_status_first = fault == 2;
     uint32_t need = combine_normal_ub_bytes(sh);

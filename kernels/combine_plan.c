@@ -56,16 +56,24 @@ uint32_t combine_receiver_ub_bytes(const combine_shape *sh) {
 }
 
 int combine_read_shape(const kernel_opts *o, int scheme, const char *kernel, int nodes,
-                       int npus_per_node, combine_shape *sh, char *err, size_t errlen) {
+                       int npus_per_node, int max_nodes, combine_shape *sh, char *err,
+                       size_t errlen) {
     memset(sh, 0, sizeof *sh);
     sh->scheme = scheme;
-    if (kit_check_one_node(kernel, "moves data inside one node over HCCS", nodes, npus_per_node,
-                           COMBINE_MAX_RANKS, err, errlen))
+    if (max_nodes > 1 && (nodes < 1 || nodes > max_nodes)) {
+        snprintf(err, errlen, "%s runs on 1 to %d nodes: --nodes must be 1..%d, got %d", kernel,
+                 max_nodes, max_nodes, nodes);
         return -1;
-    sh->num_ranks = npus_per_node;
+    }
+    if (kit_check_one_node(kernel, "moves data inside one node over HCCS",
+                           max_nodes > 1 ? 1 : nodes, npus_per_node, COMBINE_MAX_RANKS, err,
+                           errlen))
+        return -1;
+    sh->nodes = max_nodes > 1 ? nodes : 1;
+    sh->num_ranks = sh->nodes * npus_per_node;
     static const kit_moe_limits lim = {.tokens = 1 << 24, .hidden = 1 << 16, .topk = 64,
                                         .experts = 1 << 16, .rows = INT32_MAX / 2};
-    if (kit_read_moe(o, npus_per_node, &lim, &sh->moe, err, errlen)) return -1;
+    if (kit_read_moe(o, sh->num_ranks, &lim, &sh->moe, err, errlen)) return -1;
     sh->row_bytes = (uint32_t)sh->hidden * 2u;
     return 0;
 }
@@ -81,7 +89,7 @@ int combine_read_inputs(const kernel_opts *o, const char *const *faults, combine
 
 int combine_shape_from_opts(const kernel_opts *o, int scheme, int nodes, int npus_per_node,
                             int num_aiv, combine_shape *sh, char *err, size_t errlen) {
-    if (combine_read_shape(o, scheme, "combine-sender", nodes, npus_per_node, sh, err, errlen))
+    if (combine_read_shape(o, scheme, "combine-sender", nodes, npus_per_node, 1, sh, err, errlen))
         return -1;
     int R = sh->num_ranks;
     int64_t v;
@@ -271,7 +279,9 @@ int combine_plan_build(const combine_shape *sh, combine_plan *p, char *err, size
         return -1;
     }
     size_t TK = (size_t)sh->tokens * (size_t)sh->topk;
-    routing_shape rs = {.num_ranks = sh->num_ranks, .nodes = 1, .npus_per_node = sh->num_ranks,
+    int nodes = sh->nodes > 0 ? sh->nodes : 1;
+    routing_shape rs = {.num_ranks = sh->num_ranks, .nodes = nodes,
+                        .npus_per_node = sh->num_ranks / nodes,
                         .experts = sh->experts, .topk = sh->topk};
     for (int s = 0; s < sh->num_ranks; s++) {
         if (routing_generate(&sh->routing, &rs, sh->data_seed, s, sh->tokens,

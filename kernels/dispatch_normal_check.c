@@ -15,6 +15,11 @@
  *      waiting for them; one still set arrived after its owner had cleared
  *      it, so the owner did not wait for it;
  *   5. dataState: every core toggled its word from 0 to 1.
+ * At --nodes 2 (DispatchNormalA2) the same guards and expandX, then
+ * expandScales (A2's layered dispatch writes the rows' weights, not
+ * expandIdx) against the routing's weights, and the windows' state:
+ * statuses zero after CleanUp, bufferChosen flipped, the IPC barrier's
+ * flags and magics at their last values.
  */
 #include "dispatch_normal.h"
 
@@ -135,9 +140,85 @@ static int check_data_state(engine *e, const dispatch_normal_state *st, char *ms
     return 0;
 }
 
+/* --nodes 2: expandScales row r is the top-k weight of the (s, t, k) it
+ * holds, bit for bit (Ipc2Out copies it from the token struct). */
+static int check_expand_scales(engine *e, const dispatch_normal_state *st, char *msg,
+                               size_t msglen) {
+    const combine_plan *p = &st->plan;
+    size_t TK = (size_t)p->sh.tokens * (size_t)p->sh.topk, K = (size_t)p->sh.topk;
+    for (int q = 0; q < p->sh.num_ranks; q++) {
+        uint64_t n = (uint64_t)p->x_rows[q];
+        const float *got = n ? kit_gm_host(e, st->args.expand_scales[q], n * 4) : NULL;
+        if (n && !got) {
+            snprintf(msg, msglen, "expandScales on rank %d: no host view", q);
+            return 1;
+        }
+        for (uint64_t r = 0; r < n; r++) {
+            const int32_t *w = p->x_src_info + (p->x_row_base[q] + (int64_t)r) * 3;
+            float want = p->topk_weights[(size_t)w[0] * TK + (size_t)w[1] * K + (size_t)w[2]];
+            if (memcmp(&got[r], &want, 4) == 0) continue;
+            snprintf(msg, msglen,
+                     "rank %d expandScales row %llu is %g, expected %g (the weight of token %d "
+                     "slot %d of rank %d)",
+                     q, (unsigned long long)r, (double)got[r], (double)want, w[1], w[2], w[0]);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* --nodes 2: each rank's statuses zero after CleanUp, bufferChosen
+ * flipped to 1, every core's magic 1 and every IPC flag at the second
+ * step (magic * 2 + 2). */
+static int check_a2l_state(engine *e, const dispatch_normal_state *st, char *msg,
+                           size_t msglen) {
+    const dispatch_normal_args *a = &st->args;
+    for (int q = 0; q < a->num_ranks; q++) {
+        gm_t in = gm_on_rank(a->win_in_base, q), ipc = gm_on_rank(a->ipc_base, q);
+        const uint8_t *status = kit_gm_host(e, gm_add(in, (int64_t)dnl_status_at(a)),
+                                            a->clean_bytes);
+        if (!status) {
+            snprintf(msg, msglen, "rank %d: no host view of its statuses", q);
+            return 1;
+        }
+        for (uint32_t b = 0; b < a->clean_bytes; b++) {
+            if (!status[b]) continue;
+            snprintf(msg, msglen,
+                     "rank %d status from server %u is still set after CleanUp: it arrived "
+                     "after the rank had cleared it, so the rank did not wait for it",
+                     q, b / DNL_STATE_OFFSET);
+            return 1;
+        }
+        int32_t chosen = 0;
+        if (kit_gm_read(e, gm_add(in, (int64_t)dnl_chosen_at(a)), &chosen, 4) || chosen != 1) {
+            snprintf(msg, msglen, "rank %d: bufferChosen is %d, not flipped to 1", q, chosen);
+            return 1;
+        }
+        for (int i = 0; i < a->npus + st->plan.sh.cores; i++) {
+            int flag = i < a->npus;
+            int64_t v = 0, want = flag ? 2 * 1 + DNL_IPC_STEP_2 : 1;
+            uint64_t at = flag ? (uint64_t)i * DNL_IPC_FLAG_BYTES
+                               : (uint64_t)a->npus * DNL_IPC_FLAG_BYTES +
+                                     (uint64_t)(i - a->npus) * UB_ALIGN;
+            if (kit_gm_read(e, gm_add(ipc, (int64_t)at), &v, 8) == 0 && v == want) continue;
+            snprintf(msg, msglen, "rank %d: IPC %s %d is %lld, expected %lld", q,
+                     flag ? "flag from local rank" : "magic of core", flag ? i : i - a->npus,
+                     (long long)v, (long long)want);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int dispatch_normal_check(engine *e, void *state, char *msg, size_t msglen) {
     dispatch_normal_state *st = state;
-    int rc = kit_guards_check(e, &st->guards, msg, msglen) ||
+    int rc;
+    if (st->plan.sh.nodes > 1)
+        rc = kit_guards_check(e, &st->guards, msg, msglen) ||
+             check_expand_x(e, st, msg, msglen) || check_expand_scales(e, st, msg, msglen) ||
+             check_a2l_state(e, st, msg, msglen);
+    else
+        rc = kit_guards_check(e, &st->guards, msg, msglen) ||
              check_expand_x(e, st, msg, msglen) || check_expand_idx(e, st, msg, msglen) ||
              check_states(e, st, msg, msglen) || check_data_state(e, st, msg, msglen);
     if (rc == 0 && msglen) msg[0] = '\0';

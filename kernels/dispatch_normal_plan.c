@@ -22,7 +22,7 @@ const kernel_option dispatch_normal_options[] = {
     COMBINE_NORMAL_OPTS_SHAPE,
     KIT_OPT_DATA_SEED("the routing and of the token rows"),
     KIT_OPT_INJECT("no-status-wait (the owner copies rows out of the share windows before "
-                   "their statuses say they are there)"),
+                   "their statuses say they are there; at --nodes 2, WaitWindow is skipped)"),
     COMBINE_NORMAL_OPT_CORES,
     {NULL, NULL, NULL},
 };
@@ -58,9 +58,10 @@ uint32_t dispatch_normal_ub_bytes(const combine_shape *sh) {
 
 int dispatch_normal_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node,
                                     int num_aiv, combine_shape *sh, char *err, size_t errlen) {
-    if (combine_normal_read(o, "dispatch-normal", faults, nodes, npus_per_node, num_aiv, sh, NULL,
-                            err, errlen))
+    if (combine_normal_read(o, "dispatch-normal", faults, nodes, npus_per_node,
+                            DNORMAL_MAX_NODES, num_aiv, sh, NULL, err, errlen))
         return -1;
+    if (sh->nodes > 1) return dispatch_normal_a2l_check_shape(sh, err, errlen);
     uint32_t need = dispatch_normal_ub_bytes(sh);
     return kit_check_ub(need, err, errlen,
                         "--hidden %d --experts %d: dispatch-normal needs %u B of UB per core "

@@ -54,7 +54,7 @@ static int alloc_per_rank(engine *e, dispatch_normal_state *st, char *err, size_
 }
 
 /* The token rows: row t of rank s is combine's row (s, t, slot 0, rank s). */
-static int fill_x(engine *e, const dispatch_normal_state *st, char *err, size_t errlen) {
+int dispatch_normal_fill_x(engine *e, const dispatch_normal_state *st, char *err, size_t errlen) {
     const combine_shape *sh = &st->plan.sh;
     for (int s = 0; s < sh->num_ranks; s++)
         for (int t = 0; t < sh->tokens; t++)
@@ -86,7 +86,7 @@ static int fill_inputs(engine *e, const dispatch_normal_state *st, char *err, si
         }
     }
     free(recv);
-    return fill_x(e, st, err, errlen);
+    return dispatch_normal_fill_x(e, st, err, errlen);
 }
 
 static void args_init(dispatch_normal_args *a, const combine_shape *sh) {
@@ -136,24 +136,30 @@ static int normal_setup(engine *e, const kernel_opts *o, void **state, char *err
     if (!st) return -1;
     kit_guards_init(&st->guards, owner, COMBINE_GUARD_BYTE);
     int failed = dispatch_normal_plan_from_config(o, kit_config(e), &st->plan, err, errlen) ||
-                 build(e, st, err, errlen);
+                 (st->plan.sh.nodes > 1 ? dispatch_normal_a2l_build(e, st, err, errlen)
+                                        : build(e, st, err, errlen));
     return kit_setup_finish(failed, st, dispatch_normal_destroy, state);
 }
 
 /* All four steps run in the one operator msprof names CamMoeDispatchNormal
  * (aclnnCamMoeDispatchNormal on the host side; op names match as
- * substrings). NotifyDispatch, which computes the tables, is not run. */
+ * substrings); at --nodes 2 the steps of DispatchNormalA2 (aclnnDispatchNormalA2).
+ * NotifyDispatch / NotifyDispatchA2, which compute the tables, are not run. */
 static const kernel_phase normal_phases[] = {
-    {"dispatch", {"DispatchSend", "DispatchStatus", "DispatchOutput", NULL},
-     {"CamMoeDispatchNormal", NULL}},
+    {"dispatch",
+     {"DispatchSend", "DispatchStatus", "DispatchOutput", "Input2Win", "BetweenServer",
+      "Ipc2Out", "CleanUp", NULL},
+     {"CamMoeDispatchNormal", "DispatchNormalA2", NULL}},
     {NULL, {NULL}, {NULL}},
 };
 
 const kernel_desc kernel_dispatch_normal = {
     .name = "dispatch-normal",
-    .summary = "MoE intranode normal dispatch as A2's CamMoeDispatchNormal runs it: every AIV "
+    .summary = "MoE normal dispatch as A2 runs it: on one node CamMoeDispatchNormal (every AIV "
                "core copies its share of (token, top-k) rows into its rank's share window, a "
-               "status per (expert, rank), then each owner reads its rows over HCCS",
+               "status per (expert, rank), then each owner reads its rows over HCCS); on "
+               "--nodes 2 the layered DispatchNormalA2 (per-server blocks, one BatchWrite to "
+               "the other server, then the owners pull rows from the local windows)",
     .options = dispatch_normal_options, .setup = normal_setup, .check = dispatch_normal_check,
     .layout = dispatch_normal_layout, .destroy = dispatch_normal_destroy,
     .estimate = dispatch_normal_estimate, .phases = normal_phases,

@@ -48,6 +48,48 @@ static void count_remote(void *ctx, const engine_event *ev) {
 
 /* Sets up and runs on npus ranks of chip, counting HCCS traffic into t
  * unless it is NULL; does not check. */
+/* Bytes of the transfers that cross HCCS, by the pipe that issues them,
+ * and what the AICPU posts (BatchWrite items): count, and bytes to another
+ * node. */
+typedef struct traffic2 {
+    traffic hccs;
+    uint64_t items, rdma_bytes, rdma_items;
+    int npus;
+} traffic2;
+
+static void count_two_nodes(void *ctx, const engine_event *ev) {
+    traffic2 *t = ctx;
+    count_remote(&t->hccs, ev);
+    if (ev->kind != EV_XFER_ISSUE || ev->pipe != PIPE_AICPU) return;
+    t->items++;
+    if (ev->peer / t->npus != ev->rank / t->npus) {
+        t->rdma_items++;
+        t->rdma_bytes += ev->len;
+    }
+}
+
+static void start_nodes(run *r, engine_chip chip, int nodes, int npus, const char *const *kv,
+                        engine_observer *obs) {
+    memset(r, 0, sizeof *r);
+    const kernel_desc *d = support_kernel(DN);
+    engine_config cfg;
+    engine_config_defaults(&cfg);
+    cfg.nodes = nodes;
+    cfg.npus_per_node = npus;
+    cfg.chip = chip;
+    cfg.watchdog_ps = 0;
+    assert_int_equal(engine_create(&cfg, &r->e, r->err, sizeof r->err), ENGINE_OK);
+    kernel_opts o;
+    support_opts(d, &o, kv);
+    void *state = NULL;
+    if (d->setup(r->e, &o, &state, r->err, sizeof r->err) != 0) fail_msg("setup: %s", r->err);
+    r->st = state;
+    if (obs) engine_set_observer(r->e, obs);
+    assert_int_equal(engine_run(r->e, &r->res, r->err, sizeof r->err), ENGINE_OK);
+    if (r->res.outcome != OUTCOME_COMPLETED)
+        fail_msg("outcome %s: %s", engine_outcome_name(r->res.outcome), r->res.message);
+}
+
 static void start_counting(run *r, engine_chip chip, int npus, const char *const *kv,
                            traffic *t) {
     memset(r, 0, sizeof *r);
@@ -332,6 +374,114 @@ static void test_check_catches(void **s) {
     finish(&r);
 }
 
+/* --nodes 2 (DispatchNormalA2): the check passes on 2 x 4, 2 x 2 with
+ * dropped slots and few cores, and 2 x 8 (A2's 8-rank servers); each rank
+ * posts one BatchWrite of 2N items, and the rows it sends the other server
+ * cross in one item of 32 B + rows * tokenStructLen. */
+static int check_two_nodes(int npus, const char *const *kv, traffic2 *t) {
+    run r;
+    memset(t, 0, sizeof *t);
+    t->npus = npus;
+    engine_observer obs = {.ctx = t, .on_event = count_two_nodes};
+    start_nodes(&r, CHIP_910B2, 2, npus, kv, &obs);
+    int rc = check(&r);
+    if (rc) {
+        char m[2048];
+        snprintf(m, sizeof m, "%s", r.msg);
+        finish(&r);
+        fail_msg("check failed: %s", m);
+    }
+    /* what the other server gets: every source's block for it */
+    const combine_plan *p = &r.st->plan;
+    uint64_t want = 0;
+    int32_t *idx = malloc(sizeof(int32_t) * (size_t)p->sh.tokens * 2), cnt[2];
+    assert_non_null(idx);
+    for (int s = 0; s < p->sh.num_ranks; s++) {
+        dispatch_normal_a2l_source_tables(p, s, idx, cnt);
+        want += DNL_TOKEN_COUNT_SIZE + (uint64_t)cnt[1 - s / npus] * r.st->args.struct_bytes;
+    }
+    free(idx);
+    int R = p->sh.num_ranks;
+    finish(&r);
+    assert_int_equal(t->items, (uint64_t)R * 4);
+    assert_int_equal(t->rdma_items, (uint64_t)R * 2);
+    assert_int_equal(t->rdma_bytes, want + (uint64_t)R * UB_ALIGN);
+    return rc;
+}
+
+static void test_two_nodes(void **s) {
+    (void)s;
+    traffic2 t;
+    const char *a[] = {"tokens", "40", "hidden", "64", "experts", "16", NULL};
+    check_two_nodes(4, a, &t);
+    /* the rows pulled from local peers are whole token structs */
+    assert_true(t.hccs.mte2 > 0);
+    assert_int_equal(t.hccs.mte2 % (64 * 2 + 4 * 8 * 4), 0);
+    const char *b[] = {"tokens", "7", "hidden", "32", "topk", "3", "experts", "8", "routing",
+                       "drop:0.3", "cores", "2", NULL};
+    check_two_nodes(2, b, &t);
+    const char *c[] = {"tokens", "16", "hidden", "16", "topk", "4", "experts", "32", "routing",
+                       "group-limited", "cores", "9", NULL};
+    check_two_nodes(8, c, &t);
+}
+
+/* --nodes 2 --inject no-status-wait: WaitWindow is skipped, Ipc2Out reads
+ * the other server's rows before they land. */
+static void test_two_nodes_no_status_wait_fails(void **s) {
+    (void)s;
+    const char *kv[] = {"tokens", "40", "hidden", "64", "experts", "16", "inject",
+                        "no-status-wait", NULL};
+    run r;
+    start_nodes(&r, CHIP_910B2, 2, 4, kv, NULL);
+    int rc = check(&r);
+    char m[2048];
+    snprintf(m, sizeof m, "%s", r.msg);
+    finish(&r);
+    assert_int_equal(rc, 1);
+    if (!strstr(m, "never arrived") && !strstr(m, "did not wait for it"))
+        fail_msg("message: %s", m);
+}
+
+/* The --nodes 2 check names a wrong weight, a status left set, bufferChosen
+ * and an IPC flag. */
+static void test_two_nodes_check_catches(void **s) {
+    (void)s;
+    const char *kv[] = {"tokens", "8", "hidden", "16", "topk", "2", "experts", "8", NULL};
+    run r;
+    start_nodes(&r, CHIP_910B2, 2, 2, kv, NULL);
+    assert_int_equal(check(&r), 0);
+    const dispatch_normal_args *a = &r.st->args;
+    assert_true(r.st->plan.x_rows[1] >= 1);
+    uint8_t *w = engine_gm_host(r.e, a->expand_scales[1], 4);
+    assert_non_null(w);
+    w[1] ^= 0x40;
+    assert_int_equal(check(&r), 1);
+    if (!strstr(r.msg, "rank 1 expandScales row 0")) fail_msg("message: %s", r.msg);
+    w[1] ^= 0x40;
+    uint8_t *st = engine_gm_host(
+        r.e, gm_add(gm_on_rank(a->win_in_base, 3), (int64_t)(dnl_status_at(a) + DNL_STATE_OFFSET)), 1);
+    assert_non_null(st);
+    st[0] = 0xff;
+    assert_int_equal(check(&r), 1);
+    if (!strstr(r.msg, "rank 3 status from server 1 is still set")) fail_msg("message: %s", r.msg);
+    st[0] = 0;
+    int32_t *chosen = engine_gm_host(r.e, gm_add(gm_on_rank(a->win_in_base, 2),
+                                                 (int64_t)dnl_chosen_at(a)), 4);
+    assert_non_null(chosen);
+    *chosen = 0;
+    assert_int_equal(check(&r), 1);
+    if (!strstr(r.msg, "rank 2: bufferChosen is 0")) fail_msg("message: %s", r.msg);
+    *chosen = 1;
+    int64_t *flag = engine_gm_host(r.e, gm_add(gm_on_rank(a->ipc_base, 0), DNL_IPC_FLAG_BYTES), 8);
+    assert_non_null(flag);
+    *flag = 3;   /* stuck at the first barrier */
+    assert_int_equal(check(&r), 1);
+    if (!strstr(r.msg, "rank 0: IPC flag from local rank 1 is 3")) fail_msg("message: %s", r.msg);
+    *flag = 4;
+    assert_int_equal(check(&r), 0);
+    finish(&r);
+}
+
 static void expect_setup_error(int nodes, const char *const *kv, const char *needle) {
     support_expect_setup_error(support_kernel(DN), nodes, 2, kv, needle);
 }
@@ -339,8 +489,14 @@ static void expect_setup_error(int nodes, const char *const *kv, const char *nee
 static void test_bad_options(void **s) {
     (void)s;
     const char *small[] = {"tokens", "4", "hidden", "8", "experts", "8", "topk", "2", NULL};
-    expect_setup_error(2, small, "dispatch-normal");
-    expect_setup_error(2, small, "--nodes must be 1");
+    expect_setup_error(3, small, "dispatch-normal");
+    expect_setup_error(3, small, "--nodes must be 1..2");
+    /* --nodes 2: the ids behind the row stay 32 B aligned; a core per local rank */
+    const char *odd[] = {"tokens", "4", "hidden", "24", "experts", "8", "topk", "2", NULL};
+    expect_setup_error(2, odd, "--hidden 24");
+    const char *one_core[] = {"tokens", "4", "hidden", "16", "experts", "8", "topk", "2",
+                              "cores", "1", NULL};
+    expect_setup_error(2, one_core, "--cores 1");
     const char *cores[] = {"cores", "49", NULL};
     expect_setup_error(1, cores, "--cores");
     const char *hidden[] = {"hidden", "60000", NULL};
@@ -368,8 +524,19 @@ static void test_layout_and_estimate(void **s) {
     assert_non_null(strstr(buf, "\n3 "));
     assert_non_null(strstr(buf, "cores per rank: 48 AIV"));
     free(buf);
-    assert_null(layout_text(d, &o, 2, err, sizeof err));
+    assert_null(layout_text(d, &o, 3, err, sizeof err));
     assert_non_null(strstr(err, "--nodes"));
+    /* --nodes 2: DispatchNormalA2's windows, one line per rank of 8 */
+    const char *kv2[] = {"tokens", "40", "hidden", "64", "experts", "16", NULL};
+    support_opts(d, &o, kv2);
+    buf = layout_text(d, &o, 2, err, sizeof err);
+    if (!buf) fail_msg("layout: %s", err);
+    assert_non_null(strstr(buf, "DispatchNormalA2"));
+    assert_non_null(strstr(buf, "256 B token structs"));
+    assert_non_null(strstr(buf, "\n7 "));
+    assert_non_null(strstr(buf, "core 0 posts 4 BatchWrite items"));
+    free(buf);
+    support_opts(d, &o, kv);
     kernel_estimate ref, full;
     engine_config ref_cfg = support_config(1, 4, PAYLOAD_REF);
     engine_config full_cfg = support_config(1, 4, PAYLOAD_FULL);
@@ -392,6 +559,9 @@ int main(void) {
         cmocka_unit_test(test_no_status_wait_fails_the_check),
         cmocka_unit_test(test_check_catches),
         cmocka_unit_test(test_bad_options),
+        cmocka_unit_test(test_two_nodes),
+        cmocka_unit_test(test_two_nodes_no_status_wait_fails),
+        cmocka_unit_test(test_two_nodes_check_catches),
         cmocka_unit_test(test_layout_and_estimate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

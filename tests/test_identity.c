@@ -51,6 +51,7 @@ static const pin pins[] = {
     {"-k fullmesh-dispatch-combine", 43556, 0x2117a22e6cedcee9ULL},
     {"-k fullmesh-dispatch-combine --dtype int8 --hidden 256", 51233, 0x5bcc816c35a63011ULL},
     {"-k dispatch-layered --nodes 2 --tokens 256", 1093037, 0xdf1c8ece357f9d9aULL},
+    {"-k dispatch-normal --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16", 71645, 0xff07a1bf7aebf52dULL},
 };
 #define N_PINS (sizeof pins / sizeof pins[0])
 

@@ -4,7 +4,7 @@
 # whose one phase is named after the chip's operator and whose roles are
 # its steps; the fault detected at record time (exit 4), reproduced by
 # replay and seen by the race checker; the rows crossing HCCS as the owners' reads (SQL); `npurr
-# layout`; bad options.
+# layout`; at --nodes 2 DispatchNormalA2, its fault and its races; bad options.
 #
 # Usage: bash dispatch_normal.sh /path/to/npurr /path/to/builddir
 set -u
@@ -58,6 +58,34 @@ expect 0 "$npurr" hw --compare "$work/op_summary_0.csv" --kernel-options "${k[*]
 awk '$3 == "dispatch" && $4 == "30.00" { c = 1 } END { exit c ? 0 : 1 }' "$work/out" ||
     { cat "$work/out" >&2; fail "the CamMoeDispatchNormal row is not the dispatch phase"; }
 
+# --nodes 2 runs DispatchNormalA2 (A2's layered dispatch): the check
+# passes and replay agrees; its steps are the roles; each rank's rows for
+# the other server cross in one BatchWrite item of 32 B + rows x 256 B
+# (a 128 B row and four 32 B int slots).
+two=(--nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16)
+expect 0 "$npurr" record "${k[@]}" "${two[@]}" -o "$work/two"
+has "check     passed"
+has "Input2Win"
+has "Ipc2Out"
+replay 0 "$work/two"
+has "identical"
+expect 0 "$npurr" sql "$work/two" --csv \
+    "SELECT COUNT(*), MIN(len), MAX(len) FROM events WHERE kind = 'xfer_issue' AND pipe = 'AICPU' AND peer / 4 != rank / 4 AND len > 32"
+has "8,10272,10272"
+# The fault skips WaitWindow: Ipc2Out reads the other server's rows before
+# they land (exit 4); the race checker names the BatchWrite's write against
+# that read. A clean run has one race of its own, A2's IPC barrier flag
+# (monotonic, so harmless on the chip), and not that one.
+expect 4 "$npurr" record "${k[@]}" "${two[@]}" --inject no-status-wait -o "$work/two_nowait"
+has "it never arrived"
+expect 6 "$npurr" record "${k[@]}" "${two[@]}" --inject no-status-wait --check races -o "$work/two_nowait_races"
+has "write by AICPU not ordered before read by MTE2"
+expect 6 "$npurr" record "${k[@]}" "${two[@]}" --check races -o "$work/two_races"
+has "1 race, 0 sync errors"
+has "read by S not ordered before write by MTE3"
+expect 0 "$npurr" layout "${k[@]}" "${two[@]}"
+has "DispatchNormalA2"
+
 # Layout: one line per rank, the UB budget and the cores.
 expect 0 "$npurr" layout "${k[@]}" "${small[@]}"
 has "UB per core"
@@ -65,8 +93,10 @@ has "cores per rank: 48 AIV"
 [ "$(grep -cE '^[0-3] ' "$work/out")" -eq 4 ] || { cat "$work/out" >&2; fail "layout lacks a line per rank"; }
 
 # Bad input is refused with a message naming the option (exit 2).
-expect 2 "$npurr" record "${k[@]}" --nodes 2 --tokens 4 -o "$work/bad1"
+expect 2 "$npurr" record "${k[@]}" --nodes 3 --tokens 4 -o "$work/bad1"
 has "--nodes"
+expect 2 "$npurr" record "${k[@]}" --nodes 2 --hidden 100 -o "$work/bad4"
+has "--hidden 100"
 expect 2 "$npurr" record "${k[@]}" --cores 49 -o "$work/bad2"
 has "--cores"
 expect 2 "$npurr" record "${k[@]}" --inject status-first -o "$work/bad3"
