@@ -6,8 +6,8 @@
  * The error is the sum over training rows of log(npurr / measured)^2, so a
  * row 2x too slow weighs what a row 2x too fast does, whatever its size.
  * Each parameter is searched in its logarithm (a bandwidth and a cycle
- * count both act as factors) and stays inside its accepted range. Virtual
- * times are piecewise in the parameters (a cost hides behind another until
+ * count both act as factors) and stays inside its accepted range, within
+ * 16x of its documented default. Virtual times are piecewise in the parameters (a cost hides behind another until
  * it is the longer one), so the search uses no derivatives: a compass
  * search, one parameter at a time, trying a step up and a step down (both
  * at once, so -j runs them side by side and the result does not depend on
@@ -29,6 +29,8 @@
 #define GAIN 1e-3                   /* a step must lower the error by 0.1 % */
 #define DONE 1e-8                   /* per row: 0.01 % off, as close as wanted */
 #define FLOOR 1e-9                  /* lower bound of a parameter whose range starts at 0 */
+#define BOX 2.7725887222397811      /* log 16: how far a fit may take a parameter from its
+                                       documented default */
 
 typedef struct fit {
     const fidelity_table *t;
@@ -131,8 +133,11 @@ int fidelity_fit(const fidelity_table *t, const engine_hw *start, const fidelity
     }
     double x[FIDELITY_MAX_FIT], step[FIDELITY_MAX_FIT];
     for (int i = 0; i < f.np; i++) {
-        f.lo[i] = log(f.p[i]->min > 0 ? f.p[i]->min : FLOOR);
-        f.hi[i] = log(f.p[i]->max);
+        /* inside its accepted range and within 16x of its documented
+         * value: a parameter the rows hardly see would otherwise drift to
+         * a bound (a scalar op of 0.01 cycles) for a sliver of error */
+        f.lo[i] = fmax(log(f.p[i]->min > 0 ? f.p[i]->min : FLOOR), log(f.p[i]->def) - BOX);
+        f.hi[i] = fmin(log(f.p[i]->max), log(f.p[i]->def) + BOX);
         double v = *field((engine_hw *)start, f.p[i]);
         x[i] = fmin(fmax(log(v), f.lo[i]), f.hi[i]);
         f.x0[i] = log(v);   /* a start outside the range moves to its bound */

@@ -200,6 +200,36 @@ static void test_fit_recovers_the_nic(void **state) {
     unlink(path);
 }
 
+/* A row that would take a parameter past 16x of its documented value does
+ * not: the fit stops at the box's edge (a parameter the rows hardly see
+ * would otherwise drift to a bound for a sliver of error). */
+static void test_fit_stays_within_16x_of_the_defaults(void **state) {
+    (void)state;
+    write_file("kernel,options,phase,measured_us\n"
+               "fullmesh-dispatch-combine,\"" SHAPE "\",dispatch,1\n");
+    fidelity_table t;
+    char err[2048];
+    assert_int_equal(fidelity_table_read(path, NULL, 0, &t, err, sizeof err), SESSION_OK);
+    engine_hw start;
+    engine_hw_defaults(&start);
+    fidelity_result r;
+    fidelity_run(&t.rows[0], &start, &r);
+    assert_true(r.ok);
+    t.rows[0].measured_us = r.us * 1000;   /* a thousand times slower than npurr */
+    fidelity_fit_opts o = {.jobs = 2, .max_evals = 60};
+    fidelity_fit_result fr;
+    assert_int_equal(fidelity_fit(&t, &start, &o, &fr, err, sizeof err), SESSION_OK);
+    assert_true(fr.error_fit < fr.error_start);
+    for (size_t i = 0; i < engine_hw_count(); i++) {
+        const engine_hw_param *p = engine_hw_param_at(i);
+        if (!p->fit) continue;
+        double v = *(double *)((char *)&fr.hw + p->offset);
+        assert_true(v >= p->def / 16 * (1 - 1e-9) && v <= p->def * 16 * (1 + 1e-9));
+    }
+    fidelity_table_free(&t);
+    unlink(path);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quoting_comments_bom_and_uncovered),
@@ -208,6 +238,7 @@ int main(void) {
         cmocka_unit_test(test_phases_and_parallel_runs_agree),
         cmocka_unit_test(test_error_formula),
         cmocka_unit_test(test_fit_recovers_the_nic),
+        cmocka_unit_test(test_fit_stays_within_16x_of_the_defaults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
