@@ -190,7 +190,7 @@ typedef struct rec_ctx {
  * rebuilds the engine's order, with exceptions where it differs. */
 typedef struct rec_order {
     uint32_t ncores, heap_n;
-    size_t cap_cores, cap_ev, cap_hash;
+    size_t cap_cores, cap_ev, cap_hash, cap_pend;
     uint32_t *rank, *core, *count, *start, *pos, *heap, *heap_at;
     uint64_t *time;       /* n times, core-major */
     uint32_t *ev_core;    /* each event's core (table index) */
@@ -224,14 +224,19 @@ int rec_order_decode(rec_order *o, size_t n, rec_cur *cores, rec_cur *times, rec
 /* Rank, core and time of event i (called once per event, in order). */
 void rec_order_event(rec_order *o, size_t i, engine_event *e);
 void rec_order_free(rec_order *o);
-/* Pending XFER_ISSUEs per core, for copied DONEs (format 5): reset at a
- * chunk's start (after the order is known), add issue i, and take the
- * issue at src for DONE i (returning its rank among its core's pending
- * issues) or select the k-th for DONE i (SIZE_MAX if there is none). */
-void rec_order_pending_reset(rec_order *o);
-void rec_order_pending_add(rec_order *o, size_t i);
-uint64_t rec_order_pending_take(rec_order *o, size_t i, size_t src);
-size_t rec_order_pending_select(rec_order *o, size_t i, uint64_t k);
+/* Pending XFER_ISSUEs per core, for copied DONEs (format 5), each core by
+ * a number c the caller gives (the decoder: the core table's index; the
+ * encoder: its own numbering): reset at a chunk's start to lists for cores
+ * 0 .. cores - 1, or open one more with pending_core (both -1 on OOM);
+ * add issue i of core c, and take the issue at src for a DONE of core c
+ * (returning its rank among c's pending issues) or select c's k-th
+ * (SIZE_MAX if there is none). pend_next needs room for the chunk's
+ * events (rec_order_reserve). */
+int rec_order_pending_reset(rec_order *o, uint32_t cores);
+int rec_order_pending_core(rec_order *o, uint32_t c);
+void rec_order_pending_add(rec_order *o, uint32_t c, size_t i);
+uint64_t rec_order_pending_take(rec_order *o, uint32_t c, size_t src);
+size_t rec_order_pending_select(rec_order *o, uint32_t c, uint64_t k);
 
 /* Summary of one chunk (a row of the chunks table). */
 typedef struct rec_chunk_row {
@@ -240,6 +245,12 @@ typedef struct rec_chunk_row {
     uint32_t rank_min, rank_max, core_min, core_max;
     uint64_t kind_mask;
 } rec_chunk_row;
+
+/* An entry of the encoder's table of core numbers: key rank << 32 | core. */
+typedef struct rec_core_id {
+    uint64_t key;
+    uint32_t id;
+} rec_core_id;
 
 typedef struct rec_codec {
     rec_ctx ctx[REC_CTX_SLOTS];
@@ -269,8 +280,14 @@ typedef struct rec_codec {
     rec_cur cur[REC_STREAMS];
     int cur_ready;                       /* decoder: cur[] set to empty once */
     uint8_t group_seen[REC_GROUPS];      /* decoder: groups the chunk read */
-    rec_buf arena;
-    uint32_t group_events[REC_GROUPS];   /* encoder: events per group */
+    rec_buf arena;                       /* encoder: the ungrouped streams */
+    /* encoder: each group's streams, in a block of their own with room for
+     * gcap events, groom of them left in this chunk (rec_chunk.c) */
+    uint8_t *gblock[REC_GROUPS];
+    uint32_t gcap[REC_GROUPS], groom[REC_GROUPS];
+    /* encoder: the chunk's cores numbered as met, for their pending lists */
+    rec_core_id *cid;
+    size_t cid_slots, ncid;
     rec_order order;
     /* encoder: the chunks row of the events last encoded (offset and sizes
      * 0), what rec_chunk_summarize gives, found in the encoder's pass */

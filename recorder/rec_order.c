@@ -54,8 +54,7 @@ void rec_order_free(rec_order *o) {
 static int reserve_cores(rec_order *o, size_t cores) {
     size_t cap = o->cap_cores;
     if (grow((void **)&o->rank, &cap, cores, sizeof *o->rank)) return -1;
-    uint32_t **arrays[] = {&o->core,    &o->count,     &o->start,    &o->pos,
-                           &o->heap,    &o->heap_at,   &o->pend_head, &o->pend_tail};
+    uint32_t **arrays[] = {&o->core, &o->count, &o->start, &o->pos, &o->heap, &o->heap_at};
     for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++) {
         size_t c = o->cap_cores;
         if (grow((void **)arrays[k], &c, cores, sizeof(uint32_t))) return -1;
@@ -255,7 +254,7 @@ static int build_table(rec_order *o, const engine_event *evs, size_t n,
  * lower core: a suffix minimum per run of equal times. */
 static void exceptions_in_time_order(rec_order *o, const uint64_t *time, size_t n,
                                      uint8_t **exc_w) {
-    uint32_t *lowest = o->pend_next;   /* scratch: the pending lists start after encoding */
+    uint32_t *lowest = o->pend_next;   /* scratch: the encoder's pending lists are done with */
     size_t last = 0;
     for (size_t a = 0, b; a < n; a = b) {
         for (b = a + 1; b < n && time[b] == time[a]; b++) {}
@@ -407,15 +406,32 @@ void rec_order_event(rec_order *o, size_t i, engine_event *e) {
 /* A copied DONE names its issue by its rank among its own core's pending
  * issues, oldest first: a queue completes in order, so that is nearly
  * always 0, where the rank among every pending issue of the chunk is not.
- * Each core's pending issues are a list linked through pend_next. */
+ * Each core's pending issues are a list linked through pend_next. The
+ * lists are by a core number the caller gives: the decoder's is the core
+ * table's index (ev_core), the encoder's the order in which it met the
+ * chunk's cores (rec_chunk.c), since it encodes the events before it
+ * builds the table; a rank within one core's list is the same either way. */
 #define NONE UINT32_MAX
 
-void rec_order_pending_reset(rec_order *o) {
-    for (uint32_t c = 0; c < o->ncores; c++) o->pend_head[c] = o->pend_tail[c] = NONE;
+int rec_order_pending_reset(rec_order *o, uint32_t cores) {
+    for (uint32_t c = 0; c < cores; c++)
+        if (rec_order_pending_core(o, c)) return -1;
+    return 0;
 }
 
-void rec_order_pending_add(rec_order *o, size_t i) {
-    uint32_t c = o->ev_core[i];
+int rec_order_pending_core(rec_order *o, uint32_t c) {
+    if (c >= o->cap_pend) {
+        size_t cap = o->cap_pend;
+        if (grow((void **)&o->pend_head, &cap, (size_t)c + 1, sizeof *o->pend_head)) return -1;
+        cap = o->cap_pend;
+        if (grow((void **)&o->pend_tail, &cap, (size_t)c + 1, sizeof *o->pend_tail)) return -1;
+        o->cap_pend = cap;
+    }
+    o->pend_head[c] = o->pend_tail[c] = NONE;
+    return 0;
+}
+
+void rec_order_pending_add(rec_order *o, uint32_t c, size_t i) {
     o->pend_next[i] = NONE;
     if (o->pend_tail[c] == NONE) o->pend_head[c] = (uint32_t)i;
     else o->pend_next[o->pend_tail[c]] = (uint32_t)i;
@@ -440,15 +456,15 @@ static uint32_t pending_unlink(rec_order *o, uint32_t c, uint64_t k, uint32_t sr
     return at;
 }
 
-uint64_t rec_order_pending_take(rec_order *o, size_t i, size_t src) {
+uint64_t rec_order_pending_take(rec_order *o, uint32_t c, size_t src) {
     uint64_t rank = 0;
-    pending_unlink(o, o->ev_core[i], NONE, (uint32_t)src, &rank);
+    pending_unlink(o, c, NONE, (uint32_t)src, &rank);
     return rank;
 }
 
-size_t rec_order_pending_select(rec_order *o, size_t i, uint64_t k) {
+size_t rec_order_pending_select(rec_order *o, uint32_t c, uint64_t k) {
     uint64_t rank;
     if (k >= NONE) return SIZE_MAX;
-    uint32_t at = pending_unlink(o, o->ev_core[i], k, NONE, &rank);
+    uint32_t at = pending_unlink(o, c, k, NONE, &rank);
     return at == NONE ? SIZE_MAX : at;
 }
