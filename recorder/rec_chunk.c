@@ -166,6 +166,11 @@ void rec_codec_free(rec_codec *codec) {
     free(codec->pend_bits);
     free(codec->pend_cnt);
     free(codec->cid);
+    free(codec->cslot);
+    for (size_t id = 0; id < codec->cap_ecore; id++) free(codec->ecore[id].block);
+    free(codec->ecore);
+    free(codec->exc);
+    free(codec->csort);
     for (unsigned g = 0; g < REC_GROUPS; g++) free(codec->gblock[g]);
     free(codec);
 }
@@ -273,7 +278,8 @@ static inline size_t pend_select(rec_codec *c, uint64_t k) {
 
 /* The position in evs[0, i) of the event whose seq is seq, or -1. A
  * chunk's seqs are dense, a part's (format 6) ascend with gaps: its seqs'
- * positions are mapped (scan_events), or a binary search when the direct
+ * positions are mapped (the encoder's pass fills the map in as it goes:
+ * an issue comes before its DONE), or a binary search when the direct
  * place does not hold it. */
 static inline long position_of(const rec_codec *c, const engine_event *evs, size_t i,
                                uint64_t seq) {
@@ -394,11 +400,19 @@ static inline int group_room(rec_codec *c, unsigned g) {
     return 0;
 }
 
-/* The encoder numbers the chunk's cores in the order it meets them, for
- * their pending lists (rec_order.c): the core table, sorted, is built
- * after the events are encoded, from what the pass over them left. An
- * open-addressed table of (rank, core) keys, at most half full. */
+/* The encoder numbers the chunk's cores in the order it meets them: their
+ * pending lists (rec_order.c) and their times (below) are kept by that
+ * number during the pass, and the core table, sorted by (rank, core), is
+ * written after it. An open-addressed table of (rank, core) keys, at most
+ * half full, finds a core's number; in front of it a direct slot per
+ * (rank, core) for the ranks and cores of any run npurr makes (one load
+ * per event). */
 #define NO_CORE UINT32_MAX
+#define CSLOTS ((size_t)REC_ORDER_MAX_RANK << REC_ORDER_CORE_BITS)
+static inline int core_fits(uint32_t rank, uint32_t core) {
+    return rank < REC_ORDER_MAX_RANK && core < (1u << REC_ORDER_CORE_BITS);
+}
+
 static int core_ids_grow(rec_codec *c) {
     size_t slots = c->cid_slots ? c->cid_slots * 2 : 4096;
     rec_core_id *t = malloc(slots * sizeof *t), *old = c->cid;
@@ -417,14 +431,44 @@ static int core_ids_grow(rec_codec *c) {
 }
 
 static int core_ids_reset(rec_codec *c) {
+    if (!c->cslot) {
+        c->cslot = malloc(CSLOTS * sizeof *c->cslot);
+        if (!c->cslot) return -1;
+        memset(c->cslot, 0xff, CSLOTS * sizeof *c->cslot);   /* NO_CORE */
+    }
+    for (size_t id = 0; id < c->ncid; id++) {   /* the previous chunk's */
+        uint32_t rank = (uint32_t)(c->ecore[id].key >> 32), core = (uint32_t)c->ecore[id].key;
+        if (core_fits(rank, core)) c->cslot[rank << REC_ORDER_CORE_BITS | core] = NO_CORE;
+    }
     c->ncid = 0;
     if (!c->cid) return core_ids_grow(c);
     for (size_t h = 0; h < c->cid_slots; h++) c->cid[h].id = NO_CORE;
     return 0;
 }
 
-/* e's core's number, a new one (with an empty pending list) for a core
- * not met yet in the chunk; NO_CORE on OOM. */
+/* A new core number: its pending list empty, no times yet. */
+static uint32_t core_new(rec_codec *c, uint64_t key) {
+    size_t id = c->ncid;
+    if (id == c->cap_ecore) {
+        size_t cap = c->cap_ecore ? c->cap_ecore * 2 : 1024;
+        rec_enc_core *p = realloc(c->ecore, cap * sizeof *p);
+        if (!p) return NO_CORE;
+        memset(p + c->cap_ecore, 0, (cap - c->cap_ecore) * sizeof *p);
+        c->ecore = p;
+        c->cap_ecore = cap;
+    }
+    if (rec_order_pending_core(&c->order, (uint32_t)id)) return NO_CORE;
+    rec_enc_core *ec = &c->ecore[id];
+    ec->key = key;
+    ec->count = 0;
+    ec->w = ec->block;
+    ec->room = ec->cap;
+    c->ncid = id + 1;
+    return (uint32_t)id;
+}
+
+/* e's core's number, a new one for a core not met yet in the chunk;
+ * NO_CORE on OOM. */
 static uint32_t core_id(rec_codec *c, const engine_event *e) {
     uint64_t key = (uint64_t)e->rank << 32 | e->core;
     for (;;) {
@@ -433,14 +477,147 @@ static uint32_t core_id(rec_codec *c, const engine_event *e) {
         for (; c->cid[h].id != NO_CORE; h = (h + 1) & mask)
             if (c->cid[h].key == key) return c->cid[h].id;
         if (2 * (c->ncid + 1) <= c->cid_slots) {
-            if (rec_order_pending_core(&c->order, (uint32_t)c->ncid)) return NO_CORE;
+            uint32_t id = core_new(c, key);
+            if (id == NO_CORE) return NO_CORE;
             c->cid[h].key = key;
-            c->cid[h].id = (uint32_t)c->ncid;
-            return (uint32_t)c->ncid++;
+            c->cid[h].id = id;
+            return id;
         }
         if (core_ids_grow(c)) return NO_CORE;
     }
 }
+
+static inline uint32_t core_of(rec_codec *c, const engine_event *e) {
+    if (!core_fits(e->rank, e->core)) return core_id(c, e);
+    uint32_t *s = &c->cslot[e->rank << REC_ORDER_CORE_BITS | e->core];
+    if (*s == NO_CORE) *s = core_id(c, e);
+    return *s;
+}
+
+/* ------------------------------------------------ the order, during the pass */
+/* What rec_order_encode writes (format 5's core table, times and
+ * exceptions), built as the events go by instead of from arrays of every
+ * event's core and time afterwards (which took a scatter of the times
+ * into core order, the slowest part of it): each core keeps its time steps
+ * as the varints the times column holds, in a block of its own that grows
+ * like a group's, and a run of events of one time is checked for
+ * exceptions as soon as it ends (rec_order.c's exceptions_in_time_order:
+ * an event is one when a later event of its time is of a lower core, the
+ * cores' (rank, core) keys ordering them as the table does). The stream
+ * bytes are rec_order_encode's; a chunk whose times go back or whose ranks
+ * or cores do not fit the keys (never the engine's) is left to it. */
+static int core_grow(rec_enc_core *ec) {
+    size_t used = (size_t)(ec->w - ec->block);
+    size_t cap = ec->cap ? (size_t)ec->cap * 2 : 256;
+    if (cap > UINT32_MAX) return -1;
+    uint8_t *nb = malloc(cap * VARINT_MAX);
+    if (!nb) return -1;
+    if (used) memcpy(nb, ec->block, used);
+    free(ec->block);
+    ec->block = nb;
+    ec->w = nb + used;
+    ec->room = (uint32_t)(cap - (ec->cap - ec->room));
+    ec->cap = (uint32_t)cap;
+    return 0;
+}
+
+/* Event time t on core number id. */
+static inline int core_time(rec_codec *c, uint32_t id, uint64_t t) {
+    rec_enc_core *ec = &c->ecore[id];
+    if (ec->count++) {
+        if (__builtin_expect(ec->room == 0, 0) && core_grow(ec)) return -1;
+        ec->room--;
+        ec->w += rec_varint_put(ec->w, rec_zigzag((int64_t)(t - ec->prev)));
+    } else {
+        ec->first = t;
+    }
+    ec->prev = t;
+    return 0;
+}
+
+/* The events a .. b - 1, of one time, keyed: the exceptions among them. */
+static int run_exceptions(rec_codec *c, const uint32_t *key, size_t a, size_t b) {
+    size_t from = c->nexc;
+    uint32_t low = UINT32_MAX;
+    for (size_t i = b; i-- > a;) {
+        if (low < key[i]) {
+            if (c->nexc == c->cap_exc) {
+                size_t cap = c->cap_exc ? c->cap_exc * 2 : 256;
+                uint32_t *p = realloc(c->exc, cap * sizeof *p);
+                if (!p) return -1;
+                c->exc = p;
+                c->cap_exc = cap;
+            }
+            c->exc[c->nexc++] = (uint32_t)i;
+        }
+        if (key[i] < low) low = key[i];
+    }
+    for (size_t l = from, r = c->nexc; l + 1 < r; l++, r--) {   /* found backwards */
+        uint32_t x = c->exc[l];
+        c->exc[l] = c->exc[r - 1];
+        c->exc[r - 1] = x;
+    }
+    return 0;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+#define OPUT(w, v) ((w) += rec_varint_put((w), (v)))
+
+/* The core table, the times and the exceptions of the pass's cores. */
+static int order_write(rec_codec *c, const uint32_t *key) {
+    size_t nc = c->ncid;
+    if (nc > c->cap_csort) {
+        uint64_t *p = realloc(c->csort, nc * sizeof *p);
+        if (!p) return -1;
+        c->csort = p;
+        c->cap_csort = nc;
+    }
+    for (size_t id = 0; id < nc; id++) {
+        uint64_t k = c->ecore[id].key;   /* rank < 2^12, core < 2^8: fits 32 bits */
+        c->csort[id] = ((k >> 32) << REC_ORDER_CORE_BITS | (uint32_t)k) << 32 | id;
+    }
+    if (nc > 1) qsort(c->csort, nc, sizeof *c->csort, cmp_u64);
+    uint8_t *cw = c->w[stream_slot(0, REC_COL_ORDER_CORES)];
+    uint8_t *tw = c->w[stream_slot(0, REC_COL_ORDER_TIMES)];
+    OPUT(cw, nc);
+    uint32_t prev_rank = 0, prev_core = 0;
+    uint64_t prev_first = 0;
+    for (size_t j = 0; j < nc; j++) {
+        uint32_t id = (uint32_t)c->csort[j];
+        rec_enc_core *ec = &c->ecore[id];
+        uint32_t rank = (uint32_t)(ec->key >> 32), core = (uint32_t)ec->key;
+        uint32_t dr = j ? rank - prev_rank : rank;
+        OPUT(cw, dr);
+        OPUT(cw, j && !dr ? core - prev_core : core);
+        OPUT(cw, ec->count);
+        prev_rank = rank;
+        prev_core = core;
+        OPUT(tw, rec_zigzag((int64_t)(ec->first - prev_first)));
+        prev_first = ec->first;
+        size_t len = (size_t)(ec->w - ec->block);
+        memcpy(tw, ec->block, len);
+        tw += len;
+        ec->index = (uint32_t)j;
+    }
+    uint8_t *xw = c->w[stream_slot(0, REC_COL_ORDER_EXC)];
+    size_t last = 0;
+    for (size_t k = 0; k < c->nexc; k++) {
+        size_t i = c->exc[k];
+        OPUT(xw, i - last);
+        OPUT(xw, c->ecore[c->cslot[key[i]]].index);
+        last = i;
+    }
+    c->w[stream_slot(0, REC_COL_ORDER_CORES)] = cw;
+    c->w[stream_slot(0, REC_COL_ORDER_TIMES)] = tw;
+    c->w[stream_slot(0, REC_COL_ORDER_EXC)] = xw;
+    return 0;
+}
+
+#undef OPUT
 
 /* Everything the pass over a chunk's events writes into, made ready: the
  * ungrouped streams' worst-case room (carved out of the arena, so the
@@ -452,6 +629,7 @@ static int encode_start(rec_codec *c, const engine_event *evs, size_t n) {
     size_t need = n * 11 * (REC_COL_COUNT - GROUPED_COLS) + ungrouped_extra(n);
     c->arena.len = 0;
     if (rec_buf_reserve(&c->arena, need) || pend_reset(c, n) || core_ids_reset(c)) return -1;
+    c->nexc = 0;
     uint8_t *at = c->arena.p;
     for (int col = 0; col < REC_COL_COUNT; col++) {
         if (col_grouped[col]) continue;
@@ -566,8 +744,8 @@ static void encode_body(rec_codec *codec, const uint8_t *decls, size_t decl_len,
     uint64_t prev_time = tmin, mask = 0;
     uint32_t rmin = n ? evs[0].rank : 0, rmax = rmin, cmin = n ? evs[0].core : 0, cmax = cmin;
     uint32_t *key = codec->order.in_key, *pos = codec->seq_span ? codec->seq_pos : NULL;
-    uint64_t *time = codec->order.in_time;
     int ordered = 1;
+    size_t run = 0;   /* where the run of events of time prev_time began */
     for (size_t i = 0; i < n; i++) {
         const engine_event *e = &evs[i];
         uint8_t **gw = uw;
@@ -582,9 +760,14 @@ static void encode_body(rec_codec *codec, const uint8_t *decls, size_t decl_len,
         cmin = k < cmin ? k : cmin;
         cmax = k > cmax ? k : cmax;
         ordered &= t >= prev_time;
+        if (t != prev_time) {
+            if (i - run > 1 && run_exceptions(codec, key, run, i)) goto oom;
+            run = i;
+        }
         prev_time = t;
         key[i] = r << REC_ORDER_CORE_BITS | (k & ((1u << REC_ORDER_CORE_BITS) - 1));
-        time[i] = t;
+        uint32_t cid = core_of(codec, e);
+        if (cid == NO_CORE || core_time(codec, cid, t)) goto oom;
         if (pos && e->seq - first < codec->seq_span) pos[e->seq - first] = (uint32_t)i;
         PUT(REC_COL_SEQ, rec_zigzag((int64_t)(e->seq - prev_seq)));
         prev_seq = e->seq;
@@ -594,9 +777,8 @@ static void encode_body(rec_codec *codec, const uint8_t *decls, size_t decl_len,
         if (src >= 0 && !pend_has(codec, (size_t)src)) src = -1;
         if (src >= 0) {
             /* The issue's rank among its core's pending issues. */
-            uint32_t c = core_id(codec, e);
-            if (c == NO_CORE || group_room(codec, COPY_LINK_GROUP)) goto oom;
-            uint64_t rank = rec_order_pending_take(&codec->order, c, (size_t)src);
+            if (group_room(codec, COPY_LINK_GROUP)) goto oom;
+            uint64_t rank = rec_order_pending_take(&codec->order, cid, (size_t)src);
             *uw[REC_COL_KIND]++ = (uint8_t)(REC_KIND_COPY | EV_XFER_DONE);
             gw = &codec->w[stream_slot(COPY_LINK_GROUP, 0)];
             PUT(REC_COL_LINK, rank);
@@ -618,10 +800,8 @@ static void encode_body(rec_codec *codec, const uint8_t *decls, size_t decl_len,
             *uw[REC_COL_SUB]++ = e->sub;
         }
         if (e->kind == EV_XFER_ISSUE) {
-            uint32_t c = core_id(codec, e);
-            if (c == NO_CORE) goto oom;
             pend_add(codec, i);
-            rec_order_pending_add(&codec->order, c, i);
+            rec_order_pending_add(&codec->order, cid, i);
         }
         unsigned cs = core_slot(e);
         /* A core's code walks the same cycle of sites as its siblings:
@@ -665,16 +845,16 @@ static void encode_body(rec_codec *codec, const uint8_t *decls, size_t decl_len,
     row->core_min = cmin;
     row->core_max = cmax;
     row->kind_mask = mask;
-    rec_order_scan scan = {
-        .keyed = cmax < (1u << REC_ORDER_CORE_BITS) && rmax < REC_ORDER_MAX_RANK,
-        .ordered = ordered,
-        .max_rank = rmax,
-    };
-    if (rec_order_encode(&codec->order, evs, n, &scan,
-                         &codec->w[stream_slot(0, REC_COL_ORDER_CORES)],
-                         &codec->w[stream_slot(0, REC_COL_ORDER_TIMES)],
-                         &codec->w[stream_slot(0, REC_COL_ORDER_EXC)]))
-        goto oom;
+    if (n - run > 1 && run_exceptions(codec, key, run, n)) goto oom;
+    if (ordered && core_fits(rmax, cmax)) {
+        if (order_write(codec, key)) goto oom;
+    } else {   /* rec_order.c, from the events */
+        if (rec_order_encode(&codec->order, evs, n, ordered,
+                             &codec->w[stream_slot(0, REC_COL_ORDER_CORES)],
+                             &codec->w[stream_slot(0, REC_COL_ORDER_TIMES)],
+                             &codec->w[stream_slot(0, REC_COL_ORDER_EXC)]))
+            goto oom;
+    }
     streams_emit(codec, out);
     return;
 oom:

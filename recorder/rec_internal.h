@@ -196,28 +196,23 @@ typedef struct rec_order {
     uint32_t *ev_core;    /* each event's core (table index) */
     uint32_t *pend_next, *pend_head, *pend_tail;  /* pending issues per core */
     uint64_t *hash;       /* encoder: open-addressed set of (rank, core) keys */
-    /* encoder: what the codec's one pass over the events (rec_chunk.c)
-     * left for the order, so that the order never walks the events
-     * themselves (a chunk's 16 MiB of them is far larger than a core's
-     * cache): each event's core as rank << REC_ORDER_CORE_BITS | core and
+    /* encoder: each event's core as rank << REC_ORDER_CORE_BITS | core
+     * (the codec's pass fills it in for its exceptions, rec_chunk.c) and
      * its time */
     uint32_t *in_key;
     uint64_t *in_time;
 } rec_order;
-/* What the codec's pass over a chunk's events found (rec_order_reserve
- * first; in_key and in_time filled for every event when keyed). */
+/* The keys fit 32 bits for every rank below REC_ORDER_MAX_RANK and every
+ * core below 2^REC_ORDER_CORE_BITS (any run npurr makes). */
 #define REC_ORDER_CORE_BITS 8
-#define REC_ORDER_MAX_RANK 4096    /* keyed: every rank below it, every core below 256 */
-typedef struct rec_order_scan {
-    int keyed;       /* in_key and in_time hold every event's */
-    int ordered;     /* times never go back */
-    uint32_t max_rank;
-} rec_order_scan;
-/* Room for n events' in_key and in_time; -1 on OOM. */
+#define REC_ORDER_MAX_RANK 4096
+/* Room for n events' in_key, in_time and pending links; -1 on OOM. */
 int rec_order_reserve(rec_order *o, size_t n);
-/* Writes the core table, the times and the exceptions for evs (read only
- * when scan is not keyed); -1 on OOM. */
-int rec_order_encode(rec_order *o, const engine_event *evs, size_t n, const rec_order_scan *scan,
+/* Writes the core table, the times and the exceptions for evs (ordered:
+ * their times never go back); -1 on OOM. The codec builds the same bytes
+ * during its pass over the events (rec_chunk.c) and leaves to this the
+ * chunks it cannot: times that go back, ranks or cores beyond the keys. */
+int rec_order_encode(rec_order *o, const engine_event *evs, size_t n, int ordered,
                      uint8_t **cores_w, uint8_t **times_w, uint8_t **exc_w);
 /* Reads them back for n events; -1 if they are corrupt. */
 int rec_order_decode(rec_order *o, size_t n, rec_cur *cores, rec_cur *times, rec_cur *exc);
@@ -252,6 +247,16 @@ typedef struct rec_core_id {
     uint32_t id;
 } rec_core_id;
 
+/* A core of the chunk being encoded (rec_chunk.c): its key, first and
+ * previous event time, events, and its time steps as varints in a block
+ * with room for cap of them (room left), kept from chunk to chunk; index:
+ * its place in the sorted core table once written. */
+typedef struct rec_enc_core {
+    uint64_t key, first, prev;
+    uint8_t *block, *w;
+    uint32_t count, cap, room, index;
+} rec_enc_core;
+
 typedef struct rec_codec {
     rec_ctx ctx[REC_CTX_SLOTS];
     uint64_t time[REC_CTX_SLOTS];
@@ -285,9 +290,17 @@ typedef struct rec_codec {
      * gcap events, groom of them left in this chunk (rec_chunk.c) */
     uint8_t *gblock[REC_GROUPS];
     uint32_t gcap[REC_GROUPS], groom[REC_GROUPS];
-    /* encoder: the chunk's cores numbered as met, for their pending lists */
+    /* encoder: the chunk's cores numbered as met (a table of keys and, in
+     * front of it, a slot per rank << REC_ORDER_CORE_BITS | core), each
+     * with its times; the exceptions' positions; the cores sorted */
     rec_core_id *cid;
-    size_t cid_slots, ncid;
+    size_t cid_slots, ncid, cap_ecore;
+    uint32_t *cslot;
+    rec_enc_core *ecore;
+    uint32_t *exc;
+    size_t nexc, cap_exc;
+    uint64_t *csort;
+    size_t cap_csort;
     rec_order order;
     /* encoder: the chunks row of the events last encoded (offset and sizes
      * 0), what rec_chunk_summarize gives, found in the encoder's pass */

@@ -187,8 +187,7 @@ static int build_table_hashed(rec_order *o, const engine_event *evs, size_t n) {
     return 0;
 }
 
-/* The dense table from the scan's keys (rank << REC_ORDER_CORE_BITS | core):
- * the events themselves are not read again. */
+/* The dense table from the keys (rank << REC_ORDER_CORE_BITS | core). */
 static int build_table_keyed(rec_order *o, size_t n, uint32_t ranks) {
     size_t slots = (size_t)ranks << REC_ORDER_CORE_BITS, hc = o->cap_hash;
     if (grow((void **)&o->hash, &hc, (slots + 1) / 2, sizeof *o->hash)) return -1;
@@ -218,22 +217,18 @@ static int build_table_keyed(rec_order *o, size_t n, uint32_t ranks) {
     return 0;
 }
 
-/* Table index of every event's (rank, core), cores sorted by (rank, core).
- * The scan keyed the events when every rank and core fits the dense table;
- * a chunk encoded without that scan gets its keys here, else a hash. */
-static int build_table(rec_order *o, const engine_event *evs, size_t n,
-                       const rec_order_scan *scan) {
-    uint32_t max_rank = scan->keyed ? scan->max_rank : 0, max_core = 0;
-    int keyed = scan->keyed && n;
-    if (!scan->keyed && n) {
-        for (size_t i = 0; i < n; i++) {
-            if (evs[i].rank > max_rank) max_rank = evs[i].rank;
-            if (evs[i].core > max_core) max_core = evs[i].core;
-        }
-        keyed = max_core < (1u << REC_ORDER_CORE_BITS) && max_rank < REC_ORDER_MAX_RANK;
-        for (size_t i = 0; keyed && i < n; i++)
-            o->in_key[i] = evs[i].rank << REC_ORDER_CORE_BITS | evs[i].core;
+/* Table index of every event's (rank, core), cores sorted by (rank, core):
+ * through the dense table when every rank and core fits the keys, else a
+ * hash. */
+static int build_table(rec_order *o, const engine_event *evs, size_t n) {
+    uint32_t max_rank = 0, max_core = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (evs[i].rank > max_rank) max_rank = evs[i].rank;
+        if (evs[i].core > max_core) max_core = evs[i].core;
     }
+    int keyed = n && max_core < (1u << REC_ORDER_CORE_BITS) && max_rank < REC_ORDER_MAX_RANK;
+    for (size_t i = 0; keyed && i < n; i++)
+        o->in_key[i] = evs[i].rank << REC_ORDER_CORE_BITS | evs[i].core;
     if (keyed ? build_table_keyed(o, n, max_rank + 1) : build_table_hashed(o, evs, n)) return -1;
     uint32_t at = 0;
     for (uint32_t c = 0; c < o->ncores; c++) {
@@ -274,11 +269,10 @@ static void exceptions_in_time_order(rec_order *o, const uint64_t *time, size_t 
     }
 }
 
-int rec_order_encode(rec_order *o, const engine_event *evs, size_t n, const rec_order_scan *scan,
+int rec_order_encode(rec_order *o, const engine_event *evs, size_t n, int ordered,
                      uint8_t **cores_w, uint8_t **times_w, uint8_t **exc_w) {
-    if (reserve_events(o, n) || build_table(o, evs, n, scan)) return -1;
-    if (!scan->keyed)   /* the times too from the events */
-        for (size_t i = 0; i < n; i++) o->in_time[i] = evs[i].time;
+    if (reserve_events(o, n) || build_table(o, evs, n)) return -1;
+    for (size_t i = 0; i < n; i++) o->in_time[i] = evs[i].time;
     const uint64_t *in_time = o->in_time;
     for (uint32_t c = 0; c < o->ncores; c++) o->pos[c] = 0;
     for (size_t i = 0; i < n; i++) {
@@ -303,7 +297,7 @@ int rec_order_encode(rec_order *o, const engine_event *evs, size_t n, const rec_
         for (uint32_t j = 1; j < o->count[c]; j++) PUT(times_w, rec_zigzag((int64_t)(t[j] - t[j - 1])));
     }
     /* where the engine's order leaves the merge: position step, core */
-    if (scan->ordered) {
+    if (ordered) {
         exceptions_in_time_order(o, in_time, n, exc_w);
         return 0;
     }
