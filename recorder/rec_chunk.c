@@ -165,13 +165,6 @@ void rec_codec_free(rec_codec *codec) {
     free(codec->seq_pos);
     free(codec->pend_bits);
     free(codec->pend_cnt);
-    free(codec->cid);
-    free(codec->cslot);
-    for (size_t id = 0; id < codec->cap_ecore; id++) free(codec->ecore[id].block);
-    free(codec->ecore);
-    free(codec->exc);
-    free(codec->csort);
-    for (unsigned g = 0; g < REC_GROUPS; g++) free(codec->gblock[g]);
     free(codec);
 }
 
@@ -278,8 +271,7 @@ static inline size_t pend_select(rec_codec *c, uint64_t k) {
 
 /* The position in evs[0, i) of the event whose seq is seq, or -1. A
  * chunk's seqs are dense, a part's (format 6) ascend with gaps: its seqs'
- * positions are mapped (the encoder's pass fills the map in as it goes:
- * an issue comes before its DONE), or a binary search when the direct
+ * positions are mapped (scan_events), or a binary search when the direct
  * place does not hold it. */
 static inline long position_of(const rec_codec *c, const engine_event *evs, size_t i,
                                uint64_t seq) {
@@ -340,19 +332,11 @@ static inline size_t stream_slot(unsigned group, int col) {
  * as many cores as events: room beyond the 11 bytes per event. */
 static inline size_t ungrouped_extra(size_t n) { return n * 20 + 16; }
 
-/* The grouped columns in column order: a group's streams are carved out of
- * its block in this order. A varint takes at most VARINT_MAX bytes. */
-#define GROUPED_COLS 8
-#define VARINT_MAX 10
-static const uint8_t grouped_col[GROUPED_COLS] = {
-    REC_COL_TIME, REC_COL_ADDR, REC_COL_LEN, REC_COL_VALUE,
-    REC_COL_AUX,  REC_COL_LINK,    REC_COL_OBJECT, REC_COL_PEER};
-
 /* The events are read in order, one cache line each, with some work
  * between two: fetching a few ahead hides the trip to memory (each chunk's
  * events were written by the engine's thread on another core). A DONE also
  * reads its issue, far back: fetched as early. */
-#define PREFETCH_AHEAD 64
+#define PREFETCH_AHEAD 16
 static inline void prefetch_event(const rec_codec *c, const engine_event *evs, size_t i,
                                   size_t n) {
     if (i + PREFETCH_AHEAD < n) __builtin_prefetch(&evs[i + PREFETCH_AHEAD]);
@@ -366,295 +350,28 @@ static inline void prefetch_event(const rec_codec *c, const engine_event *evs, s
     }
 }
 
-/* Each group's streams live in a block of the group's own, with room for
- * gcap events at the worst case of every grouped column; groom counts the
- * events it still has room for. A group that runs out doubles its block
- * (its bytes moved), and blocks are kept from chunk to chunk, so after the
- * first chunks nothing grows: the encoder needs no count of each group's
- * events before it starts, which took a pass over the events of its own
- * (a chunk's events are far larger than a core's cache). */
-static int group_grow(rec_codec *c, unsigned g) {
-    size_t used = (size_t)c->gcap[g] - c->groom[g];
-    size_t cap = c->gcap[g] ? (size_t)c->gcap[g] * 2 : 1024;
-    if (cap > UINT32_MAX) return -1;
-    uint8_t *nb = malloc(cap * VARINT_MAX * GROUPED_COLS);
-    if (!nb) return -1;
-    for (int j = 0; j < GROUPED_COLS; j++) {
-        size_t s = stream_slot(g, grouped_col[j]), len = (size_t)(c->w[s] - c->w0[s]);
-        uint8_t *to = nb + (size_t)j * cap * VARINT_MAX;
-        if (len) memcpy(to, c->w0[s], len);
-        c->w0[s] = to;
-        c->w[s] = to + len;
-    }
-    free(c->gblock[g]);
-    c->gblock[g] = nb;
-    c->gcap[g] = (uint32_t)cap;
-    c->groom[g] = (uint32_t)(cap - used);
-    return 0;
-}
-
-/* Room for one more event in group g's streams; -1 on OOM. */
-static inline int group_room(rec_codec *c, unsigned g) {
-    if (__builtin_expect(c->groom[g] == 0, 0) && group_grow(c, g)) return -1;
-    c->groom[g]--;
-    return 0;
-}
-
-/* The encoder numbers the chunk's cores in the order it meets them: their
- * pending lists (rec_order.c) and their times (below) are kept by that
- * number during the pass, and the core table, sorted by (rank, core), is
- * written after it. An open-addressed table of (rank, core) keys, at most
- * half full, finds a core's number; in front of it a direct slot per
- * (rank, core) for the ranks and cores of any run npurr makes (one load
- * per event). */
-#define NO_CORE UINT32_MAX
-#define CSLOTS ((size_t)REC_ORDER_MAX_RANK << REC_ORDER_CORE_BITS)
-static inline int core_fits(uint32_t rank, uint32_t core) {
-    return rank < REC_ORDER_MAX_RANK && core < (1u << REC_ORDER_CORE_BITS);
-}
-
-static int core_ids_grow(rec_codec *c) {
-    size_t slots = c->cid_slots ? c->cid_slots * 2 : 4096;
-    rec_core_id *t = malloc(slots * sizeof *t), *old = c->cid;
-    if (!t) return -1;
-    for (size_t h = 0; h < slots; h++) t[h].id = NO_CORE;
-    for (size_t k = 0; k < c->cid_slots; k++) {
-        if (old[k].id == NO_CORE) continue;
-        size_t h = (size_t)((old[k].key * 0x9e3779b97f4a7c15ull) >> 32) & (slots - 1);
-        while (t[h].id != NO_CORE) h = (h + 1) & (slots - 1);
-        t[h] = old[k];
-    }
-    free(old);
-    c->cid = t;
-    c->cid_slots = slots;
-    return 0;
-}
-
-static int core_ids_reset(rec_codec *c) {
-    if (!c->cslot) {
-        c->cslot = malloc(CSLOTS * sizeof *c->cslot);
-        if (!c->cslot) return -1;
-        memset(c->cslot, 0xff, CSLOTS * sizeof *c->cslot);   /* NO_CORE */
-    }
-    for (size_t id = 0; id < c->ncid; id++) {   /* the previous chunk's */
-        uint32_t rank = (uint32_t)(c->ecore[id].key >> 32), core = (uint32_t)c->ecore[id].key;
-        if (core_fits(rank, core)) c->cslot[rank << REC_ORDER_CORE_BITS | core] = NO_CORE;
-    }
-    c->ncid = 0;
-    if (!c->cid) return core_ids_grow(c);
-    for (size_t h = 0; h < c->cid_slots; h++) c->cid[h].id = NO_CORE;
-    return 0;
-}
-
-/* A new core number: its pending list empty, no times yet. */
-static uint32_t core_new(rec_codec *c, uint64_t key) {
-    size_t id = c->ncid;
-    if (id == c->cap_ecore) {
-        size_t cap = c->cap_ecore ? c->cap_ecore * 2 : 1024;
-        rec_enc_core *p = realloc(c->ecore, cap * sizeof *p);
-        if (!p) return NO_CORE;
-        memset(p + c->cap_ecore, 0, (cap - c->cap_ecore) * sizeof *p);
-        c->ecore = p;
-        c->cap_ecore = cap;
-    }
-    if (rec_order_pending_core(&c->order, (uint32_t)id)) return NO_CORE;
-    rec_enc_core *ec = &c->ecore[id];
-    ec->key = key;
-    ec->count = 0;
-    ec->w = ec->block;
-    ec->room = ec->cap;
-    c->ncid = id + 1;
-    return (uint32_t)id;
-}
-
-/* e's core's number, a new one for a core not met yet in the chunk;
- * NO_CORE on OOM. */
-static uint32_t core_id(rec_codec *c, const engine_event *e) {
-    uint64_t key = (uint64_t)e->rank << 32 | e->core;
-    for (;;) {
-        size_t mask = c->cid_slots - 1;
-        size_t h = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & mask;
-        for (; c->cid[h].id != NO_CORE; h = (h + 1) & mask)
-            if (c->cid[h].key == key) return c->cid[h].id;
-        if (2 * (c->ncid + 1) <= c->cid_slots) {
-            uint32_t id = core_new(c, key);
-            if (id == NO_CORE) return NO_CORE;
-            c->cid[h].key = key;
-            c->cid[h].id = id;
-            return id;
-        }
-        if (core_ids_grow(c)) return NO_CORE;
-    }
-}
-
-static inline uint32_t core_of(rec_codec *c, const engine_event *e) {
-    if (!core_fits(e->rank, e->core)) return core_id(c, e);
-    uint32_t *s = &c->cslot[e->rank << REC_ORDER_CORE_BITS | e->core];
-    if (*s == NO_CORE) *s = core_id(c, e);
-    return *s;
-}
-
-/* ------------------------------------------------ the order, during the pass */
-/* What rec_order_encode writes (format 5's core table, times and
- * exceptions), built as the events go by instead of from arrays of every
- * event's core and time afterwards (which took a scatter of the times
- * into core order, the slowest part of it): each core keeps its time steps
- * as the varints the times column holds, in a block of its own that grows
- * like a group's, and a run of events of one time is checked for
- * exceptions as soon as it ends (rec_order.c's exceptions_in_time_order:
- * an event is one when a later event of its time is of a lower core, the
- * cores' (rank, core) keys ordering them as the table does). The stream
- * bytes are rec_order_encode's; a chunk whose times go back or whose ranks
- * or cores do not fit the keys (never the engine's) is left to it. */
-static int core_grow(rec_enc_core *ec) {
-    size_t used = (size_t)(ec->w - ec->block);
-    size_t cap = ec->cap ? (size_t)ec->cap * 2 : 256;
-    if (cap > UINT32_MAX) return -1;
-    uint8_t *nb = malloc(cap * VARINT_MAX);
-    if (!nb) return -1;
-    if (used) memcpy(nb, ec->block, used);
-    free(ec->block);
-    ec->block = nb;
-    ec->w = nb + used;
-    ec->room = (uint32_t)(cap - (ec->cap - ec->room));
-    ec->cap = (uint32_t)cap;
-    return 0;
-}
-
-/* Event time t on core number id. */
-static inline int core_time(rec_codec *c, uint32_t id, uint64_t t) {
-    rec_enc_core *ec = &c->ecore[id];
-    if (ec->count++) {
-        if (__builtin_expect(ec->room == 0, 0) && core_grow(ec)) return -1;
-        ec->room--;
-        ec->w += rec_varint_put(ec->w, rec_zigzag((int64_t)(t - ec->prev)));
-    } else {
-        ec->first = t;
-    }
-    ec->prev = t;
-    return 0;
-}
-
-/* The events a .. b - 1, of one time, keyed: the exceptions among them. */
-static int run_exceptions(rec_codec *c, const uint32_t *key, size_t a, size_t b) {
-    size_t from = c->nexc;
-    uint32_t low = UINT32_MAX;
-    for (size_t i = b; i-- > a;) {
-        if (low < key[i]) {
-            if (c->nexc == c->cap_exc) {
-                size_t cap = c->cap_exc ? c->cap_exc * 2 : 256;
-                uint32_t *p = realloc(c->exc, cap * sizeof *p);
-                if (!p) return -1;
-                c->exc = p;
-                c->cap_exc = cap;
-            }
-            c->exc[c->nexc++] = (uint32_t)i;
-        }
-        if (key[i] < low) low = key[i];
-    }
-    for (size_t l = from, r = c->nexc; l + 1 < r; l++, r--) {   /* found backwards */
-        uint32_t x = c->exc[l];
-        c->exc[l] = c->exc[r - 1];
-        c->exc[r - 1] = x;
-    }
-    return 0;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-#define OPUT(w, v) ((w) += rec_varint_put((w), (v)))
-
-/* The core table, the times and the exceptions of the pass's cores. */
-static int order_write(rec_codec *c, const uint32_t *key) {
-    size_t nc = c->ncid;
-    if (nc > c->cap_csort) {
-        uint64_t *p = realloc(c->csort, nc * sizeof *p);
-        if (!p) return -1;
-        c->csort = p;
-        c->cap_csort = nc;
-    }
-    for (size_t id = 0; id < nc; id++) {
-        uint64_t k = c->ecore[id].key;   /* rank < 2^12, core < 2^8: fits 32 bits */
-        c->csort[id] = ((k >> 32) << REC_ORDER_CORE_BITS | (uint32_t)k) << 32 | id;
-    }
-    if (nc > 1) qsort(c->csort, nc, sizeof *c->csort, cmp_u64);
-    uint8_t *cw = c->w[stream_slot(0, REC_COL_ORDER_CORES)];
-    uint8_t *tw = c->w[stream_slot(0, REC_COL_ORDER_TIMES)];
-    OPUT(cw, nc);
-    uint32_t prev_rank = 0, prev_core = 0;
-    uint64_t prev_first = 0;
-    for (size_t j = 0; j < nc; j++) {
-        uint32_t id = (uint32_t)c->csort[j];
-        rec_enc_core *ec = &c->ecore[id];
-        uint32_t rank = (uint32_t)(ec->key >> 32), core = (uint32_t)ec->key;
-        uint32_t dr = j ? rank - prev_rank : rank;
-        OPUT(cw, dr);
-        OPUT(cw, j && !dr ? core - prev_core : core);
-        OPUT(cw, ec->count);
-        prev_rank = rank;
-        prev_core = core;
-        OPUT(tw, rec_zigzag((int64_t)(ec->first - prev_first)));
-        prev_first = ec->first;
-        size_t len = (size_t)(ec->w - ec->block);
-        memcpy(tw, ec->block, len);
-        tw += len;
-        ec->index = (uint32_t)j;
-    }
-    uint8_t *xw = c->w[stream_slot(0, REC_COL_ORDER_EXC)];
-    size_t last = 0;
-    for (size_t k = 0; k < c->nexc; k++) {
-        size_t i = c->exc[k];
-        OPUT(xw, i - last);
-        OPUT(xw, c->ecore[c->cslot[key[i]]].index);
-        last = i;
-    }
-    c->w[stream_slot(0, REC_COL_ORDER_CORES)] = cw;
-    c->w[stream_slot(0, REC_COL_ORDER_TIMES)] = tw;
-    c->w[stream_slot(0, REC_COL_ORDER_EXC)] = xw;
-    return 0;
-}
-
-#undef OPUT
-
-/* Everything the pass over a chunk's events writes into, made ready: the
- * ungrouped streams' worst-case room (carved out of the arena, so the
- * encoder writes with plain pointer bumps), the groups' blocks emptied,
- * the pending issues, the core numbers, the summary row and, for a part
- * (seqs with gaps), the map from seq to position that the pass fills in as
- * it goes. */
-static int encode_start(rec_codec *c, const engine_event *evs, size_t n) {
-    size_t need = n * 11 * (REC_COL_COUNT - GROUPED_COLS) + ungrouped_extra(n);
-    c->arena.len = 0;
-    if (rec_buf_reserve(&c->arena, need) || pend_reset(c, n) || core_ids_reset(c)) return -1;
-    c->nexc = 0;
-    uint8_t *at = c->arena.p;
-    for (int col = 0; col < REC_COL_COUNT; col++) {
-        if (col_grouped[col]) continue;
-        c->w[stream_slot(0, col)] = c->w0[stream_slot(0, col)] = at;
-        at += n * 11 + (col == REC_COL_ORDER_CORES ? ungrouped_extra(n) : 0);
-    }
-    for (unsigned g = 0; g < REC_GROUPS; g++) {
-        if (!c->gblock[g]) continue;
-        for (int j = 0; j < GROUPED_COLS; j++) {
-            size_t s = stream_slot(g, grouped_col[j]);
-            c->w[s] = c->w0[s] = c->gblock[g] + (size_t)j * c->gcap[g] * VARINT_MAX;
-        }
-        c->groom[g] = c->gcap[g];
-    }
+/* The one pass over the events before encoding them (a chunk's events are
+ * far larger than a core's cache, so each pass over them costs a walk
+ * through memory): the events of each group, the chunk's summary row, and
+ * for the order (rec_order.c) each event's core key and time and whether
+ * times ever go back. */
+static void scan_events(rec_codec *c, const engine_event *evs, size_t n, rec_order_scan *scan) {
+    memset(c->group_events, 0, sizeof c->group_events);
     rec_chunk_row *row = &c->summary;
     memset(row, 0, sizeof *row);
     row->events = n;
+    scan->keyed = 1;
+    scan->ordered = 1;
+    scan->max_rank = 0;
     c->seq_span = 0;
-    if (n == 0) return 0;
+    if (n == 0) return;
     row->first_seq = evs[0].seq;
     row->last_seq = evs[n - 1].seq;
     /* a part's seqs have gaps: map them to positions (not when the range is
      * far wider than the part, or memory is short: then position_of
      * searches) */
     uint64_t first = evs[0].seq, span = evs[n - 1].seq - first + 1;
+    uint32_t *pos = NULL;
     if (evs[n - 1].seq >= first && span != n && span <= 4 * (uint64_t)n + 65536) {
         if (span > c->cap_seq_pos) {
             free(c->seq_pos);
@@ -664,6 +381,70 @@ static int encode_start(rec_codec *c, const engine_event *evs, size_t n) {
         if (c->seq_pos) {
             memset(c->seq_pos, 0xff, span * sizeof *c->seq_pos);
             c->seq_span = span;
+            pos = c->seq_pos;
+        }
+    }
+    uint64_t tmin = evs[0].time, tmax = evs[0].time, prev_time = evs[0].time, mask = 0;
+    uint32_t rmin = evs[0].rank, rmax = evs[0].rank, cmin = evs[0].core, cmax = evs[0].core;
+    uint32_t *key = c->order.in_key;
+    uint64_t *time = c->order.in_time;
+    uint32_t done = 0;
+    int ordered = 1;
+    for (size_t i = 0; i < n; i++) {
+        const engine_event *e = &evs[i];
+        uint64_t t = e->time;
+        if (i + PREFETCH_AHEAD < n) __builtin_prefetch(&evs[i + PREFETCH_AHEAD]);
+        uint32_t r = e->rank, k = e->core;
+        c->group_events[event_group(e)]++;
+        done += e->kind == EV_XFER_DONE;
+        mask |= 1ULL << (e->kind & 63);
+        tmin = t < tmin ? t : tmin;
+        tmax = t > tmax ? t : tmax;
+        rmin = r < rmin ? r : rmin;
+        rmax = r > rmax ? r : rmax;
+        cmin = k < cmin ? k : cmin;
+        cmax = k > cmax ? k : cmax;
+        ordered &= t >= prev_time;
+        prev_time = t;
+        key[i] = r << REC_ORDER_CORE_BITS | (k & ((1u << REC_ORDER_CORE_BITS) - 1));
+        time[i] = t;
+        if (pos && e->seq - first < span) pos[e->seq - first] = (uint32_t)i;
+    }
+    c->group_events[COPY_LINK_GROUP] += done;   /* each DONE maybe a copy */
+    row->first_time = tmin;
+    row->last_time = tmax;
+    row->rank_min = rmin;
+    row->rank_max = rmax;
+    row->core_min = cmin;
+    row->core_max = cmax;
+    row->kind_mask = mask;
+    scan->ordered = ordered;
+    scan->keyed = cmax < (1u << REC_ORDER_CORE_BITS) && rmax < REC_ORDER_MAX_RANK;
+    scan->max_rank = rmax;
+}
+
+/* Carves a worst-case write area for every stream the groups' events can
+ * touch out of one arena, so the encoder writes with plain pointer bumps. */
+static int streams_reserve(rec_codec *c, size_t n) {
+    size_t grouped = 0, events = 0;
+    for (int col = 0; col < REC_COL_COUNT; col++) grouped += col_grouped[col];
+    for (unsigned g = 0; g < REC_GROUPS; g++) events += c->group_events[g];
+    /* A varint takes at most 10 bytes; sub may hold an escaped kind too. */
+    size_t need = events * 10 * grouped + n * 11 * (REC_COL_COUNT - grouped) + ungrouped_extra(n);
+    c->arena.len = 0;
+    if (rec_buf_reserve(&c->arena, need)) return -1;
+    uint8_t *at = c->arena.p;
+    for (int col = 0; col < REC_COL_COUNT; col++) {
+        if (col_grouped[col]) continue;
+        c->w[stream_slot(0, col)] = c->w0[stream_slot(0, col)] = at;
+        at += n * 11 + (col == REC_COL_ORDER_CORES ? ungrouped_extra(n) : 0);
+    }
+    for (unsigned g = 0; g < REC_GROUPS; g++) {
+        if (!c->group_events[g]) continue;
+        for (int col = 0; col < REC_COL_COUNT; col++) {
+            if (!col_grouped[col]) continue;
+            c->w[stream_slot(g, col)] = c->w0[stream_slot(g, col)] = at;
+            at += (size_t)c->group_events[g] * 10;
         }
     }
     return 0;
@@ -676,7 +457,7 @@ static void streams_emit(rec_codec *c, rec_buf *out) {
     size_t total = 0;
     for (int col = 0; col < REC_COL_COUNT; col++) {
         for (unsigned g = 0; g < (col_grouped[col] ? REC_GROUPS : 1u); g++) {
-            if (col_grouped[col] && !c->gblock[g]) continue;
+            if (col_grouped[col] && !c->group_events[g]) continue;
             size_t s = stream_slot(g, col), len = (size_t)(c->w[s] - c->w0[s]);
             if (!len) continue;
             c->stream_id[c->nstreams] = (uint32_t)col << REC_GROUP_BITS | g;
@@ -719,19 +500,25 @@ void rec_chunk_encode_part(rec_codec *codec, const rec_part_head *h, const uint8
     encode_body(codec, decls, decl_len, evs, n, out);
 }
 
-/* One pass over the events: each is read once (a chunk's events are far
- * larger than a core's cache, so each pass costs a walk through memory)
- * and gives its columns, its part of the chunk's summary row, and for the
- * order (rec_order.c, encoded after the pass) its core key and time and
- * whether times ever go back. */
 static void encode_body(rec_codec *codec, const uint8_t *decls, size_t decl_len,
                         const engine_event *evs, size_t n, rec_buf *out) {
     rec_buf_bytes(out, (const char *)decls, decl_len);
     rec_buf_varint(out, n);
-    if (rec_order_reserve(&codec->order, n) || encode_start(codec, evs, n)) {
+    rec_order_scan scan;
+    if (rec_order_reserve(&codec->order, n)) {
         out->oom = 1;
         return;
     }
+    scan_events(codec, evs, n, &scan);
+    if (streams_reserve(codec, n) || pend_reset(codec, n) ||
+        rec_order_encode(&codec->order, evs, n, &scan,
+                         &codec->w[stream_slot(0, REC_COL_ORDER_CORES)],
+                         &codec->w[stream_slot(0, REC_COL_ORDER_TIMES)],
+                         &codec->w[stream_slot(0, REC_COL_ORDER_EXC)])) {
+        out->oom = 1;
+        return;
+    }
+    rec_order_pending_reset(&codec->order);
     memset(codec->ctx, 0, sizeof codec->ctx);
     memset(codec->time, 0, sizeof codec->time);
     memset(codec->prev_site, 0, sizeof codec->prev_site);
@@ -740,35 +527,10 @@ static void encode_body(rec_codec *codec, const uint8_t *decls, size_t decl_len,
     memset(codec->site, 0, sizeof codec->site);
     uint8_t **uw = &codec->w[stream_slot(0, 0)];   /* the ungrouped columns */
     uint64_t prev_seq = 0;
-    uint64_t first = n ? evs[0].seq : 0, tmin = n ? evs[0].time : 0, tmax = tmin;
-    uint64_t prev_time = tmin, mask = 0;
-    uint32_t rmin = n ? evs[0].rank : 0, rmax = rmin, cmin = n ? evs[0].core : 0, cmax = cmin;
-    uint32_t *key = codec->order.in_key, *pos = codec->seq_span ? codec->seq_pos : NULL;
-    int ordered = 1;
-    size_t run = 0;   /* where the run of events of time prev_time began */
     for (size_t i = 0; i < n; i++) {
         const engine_event *e = &evs[i];
         uint8_t **gw = uw;
         prefetch_event(codec, evs, i, n);
-        uint64_t t = e->time;
-        uint32_t r = e->rank, k = e->core;
-        mask |= 1ULL << (e->kind & 63);
-        tmin = t < tmin ? t : tmin;
-        tmax = t > tmax ? t : tmax;
-        rmin = r < rmin ? r : rmin;
-        rmax = r > rmax ? r : rmax;
-        cmin = k < cmin ? k : cmin;
-        cmax = k > cmax ? k : cmax;
-        ordered &= t >= prev_time;
-        if (t != prev_time) {
-            if (i - run > 1 && run_exceptions(codec, key, run, i)) goto oom;
-            run = i;
-        }
-        prev_time = t;
-        key[i] = r << REC_ORDER_CORE_BITS | (k & ((1u << REC_ORDER_CORE_BITS) - 1));
-        uint32_t cid = core_of(codec, e);
-        if (cid == NO_CORE || core_time(codec, cid, t)) goto oom;
-        if (pos && e->seq - first < codec->seq_span) pos[e->seq - first] = (uint32_t)i;
         PUT(REC_COL_SEQ, rec_zigzag((int64_t)(e->seq - prev_seq)));
         prev_seq = e->seq;
         long src = copy_source(codec, evs, i);
@@ -776,12 +538,12 @@ static void encode_body(rec_codec *codec, const uint8_t *decls, size_t decl_len,
          * stored in full). */
         if (src >= 0 && !pend_has(codec, (size_t)src)) src = -1;
         if (src >= 0) {
-            /* The issue's rank among its core's pending issues. */
-            if (group_room(codec, COPY_LINK_GROUP)) goto oom;
-            uint64_t rank = rec_order_pending_take(&codec->order, cid, (size_t)src);
+            /* The issue's rank among pending issues, as a change from the
+             * previous copy's; the duration (done - start) repeats. */
+            uint64_t k = rec_order_pending_take(&codec->order, i, (size_t)src);
             *uw[REC_COL_KIND]++ = (uint8_t)(REC_KIND_COPY | EV_XFER_DONE);
             gw = &codec->w[stream_slot(COPY_LINK_GROUP, 0)];
-            PUT(REC_COL_LINK, rank);
+            PUT(REC_COL_LINK, k);
             pend_del(codec, (size_t)src);
             continue;
         }
@@ -801,7 +563,7 @@ static void encode_body(rec_codec *codec, const uint8_t *decls, size_t decl_len,
         }
         if (e->kind == EV_XFER_ISSUE) {
             pend_add(codec, i);
-            rec_order_pending_add(&codec->order, cid, i);
+            rec_order_pending_add(&codec->order, i);
         }
         unsigned cs = core_slot(e);
         /* A core's code walks the same cycle of sites as its siblings:
@@ -811,9 +573,7 @@ static void encode_body(rec_codec *codec, const uint8_t *decls, size_t decl_len,
         PUT(REC_COL_SITE, *next == e->site ? 0 : zz32(e->site, codec->prev_site[cs]) + 1);
         *next = e->site;
         codec->prev_site[cs] = e->site;
-        unsigned g = event_group(e);
-        if (group_room(codec, g)) goto oom;
-        gw = &codec->w[stream_slot(g, 0)];
+        gw = &codec->w[stream_slot(event_group(e), 0)];
         rec_ctx *c = &codec->ctx[ctx_slot(e)];
         PUT(REC_COL_ADDR, rec_zigzag((int64_t)(e->addr - c->addr)));
         c->addr = e->addr;
@@ -837,28 +597,7 @@ static void encode_body(rec_codec *codec, const uint8_t *decls, size_t decl_len,
         PUT(REC_COL_PEER, zz32(e->peer, c->peer));
         c->peer = e->peer;
     }
-    rec_chunk_row *row = &codec->summary;
-    row->first_time = tmin;
-    row->last_time = tmax;
-    row->rank_min = rmin;
-    row->rank_max = rmax;
-    row->core_min = cmin;
-    row->core_max = cmax;
-    row->kind_mask = mask;
-    if (n - run > 1 && run_exceptions(codec, key, run, n)) goto oom;
-    if (ordered && core_fits(rmax, cmax)) {
-        if (order_write(codec, key)) goto oom;
-    } else {   /* rec_order.c, from the events */
-        if (rec_order_encode(&codec->order, evs, n, ordered,
-                             &codec->w[stream_slot(0, REC_COL_ORDER_CORES)],
-                             &codec->w[stream_slot(0, REC_COL_ORDER_TIMES)],
-                             &codec->w[stream_slot(0, REC_COL_ORDER_EXC)]))
-            goto oom;
-    }
     streams_emit(codec, out);
-    return;
-oom:
-    out->oom = 1;
 }
 
 #undef PUT
@@ -1011,10 +750,7 @@ static int decode_order(rec_codec *codec, size_t n, int *derived, char *err, siz
         snprintf(err, errlen, "chunk event order (core table, times or exceptions) is corrupt");
         return -1;
     }
-    if (rec_order_pending_reset(&codec->order, codec->order.ncores)) {
-        snprintf(err, errlen, "out of memory decoding a chunk of %zu events", n);
-        return -1;
-    }
+    rec_order_pending_reset(&codec->order);
     return 0;
 }
 
@@ -1027,7 +763,7 @@ static int decode_copy(rec_codec *codec, engine_event *all, size_t i, uint8_t kb
     rec_cur *gc = &codec->cur[stream_slot(COPY_LINK_GROUP, 0)];
     size_t src;
     if (derived) {
-        src = rec_order_pending_select(&codec->order, codec->order.ev_core[i], GET(REC_COL_LINK));
+        src = rec_order_pending_select(&codec->order, i, GET(REC_COL_LINK));
     } else {
         uint64_t k = *prev_k + (uint64_t)rec_unzigzag(GET(REC_COL_LINK));
         *prev_k = k;
@@ -1124,7 +860,7 @@ static int decode_full(rec_codec *codec, engine_event *e, size_t i, uint8_t kb, 
     }
     if (decode_site_kind(codec, e, i, kb, err, errlen)) return -1;
     if (e->kind == EV_XFER_ISSUE) {
-        if (derived) rec_order_pending_add(&codec->order, codec->order.ev_core[i], i);
+        if (derived) rec_order_pending_add(&codec->order, i);
         else pend_add(codec, i);
     }
     unsigned g = event_group(e);

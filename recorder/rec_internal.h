@@ -190,48 +190,48 @@ typedef struct rec_ctx {
  * rebuilds the engine's order, with exceptions where it differs. */
 typedef struct rec_order {
     uint32_t ncores, heap_n;
-    size_t cap_cores, cap_ev, cap_hash, cap_pend;
+    size_t cap_cores, cap_ev, cap_hash;
     uint32_t *rank, *core, *count, *start, *pos, *heap, *heap_at;
     uint64_t *time;       /* n times, core-major */
     uint32_t *ev_core;    /* each event's core (table index) */
     uint32_t *pend_next, *pend_head, *pend_tail;  /* pending issues per core */
     uint64_t *hash;       /* encoder: open-addressed set of (rank, core) keys */
-    /* encoder: each event's core as rank << REC_ORDER_CORE_BITS | core
-     * (the codec's pass fills it in for its exceptions, rec_chunk.c) and
+    /* encoder: what the codec's one pass over the events (rec_chunk.c)
+     * left for the order, so that the order never walks the events
+     * themselves (a chunk's 16 MiB of them is far larger than a core's
+     * cache): each event's core as rank << REC_ORDER_CORE_BITS | core and
      * its time */
     uint32_t *in_key;
     uint64_t *in_time;
 } rec_order;
-/* The keys fit 32 bits for every rank below REC_ORDER_MAX_RANK and every
- * core below 2^REC_ORDER_CORE_BITS (any run npurr makes). */
+/* What the codec's pass over a chunk's events found (rec_order_reserve
+ * first; in_key and in_time filled for every event when keyed). */
 #define REC_ORDER_CORE_BITS 8
-#define REC_ORDER_MAX_RANK 4096
-/* Room for n events' in_key, in_time and pending links; -1 on OOM. */
+#define REC_ORDER_MAX_RANK 4096    /* keyed: every rank below it, every core below 256 */
+typedef struct rec_order_scan {
+    int keyed;       /* in_key and in_time hold every event's */
+    int ordered;     /* times never go back */
+    uint32_t max_rank;
+} rec_order_scan;
+/* Room for n events' in_key and in_time; -1 on OOM. */
 int rec_order_reserve(rec_order *o, size_t n);
-/* Writes the core table, the times and the exceptions for evs (ordered:
- * their times never go back); -1 on OOM. The codec builds the same bytes
- * during its pass over the events (rec_chunk.c) and leaves to this the
- * chunks it cannot: times that go back, ranks or cores beyond the keys. */
-int rec_order_encode(rec_order *o, const engine_event *evs, size_t n, int ordered,
+/* Writes the core table, the times and the exceptions for evs (read only
+ * when scan is not keyed); -1 on OOM. */
+int rec_order_encode(rec_order *o, const engine_event *evs, size_t n, const rec_order_scan *scan,
                      uint8_t **cores_w, uint8_t **times_w, uint8_t **exc_w);
 /* Reads them back for n events; -1 if they are corrupt. */
 int rec_order_decode(rec_order *o, size_t n, rec_cur *cores, rec_cur *times, rec_cur *exc);
 /* Rank, core and time of event i (called once per event, in order). */
 void rec_order_event(rec_order *o, size_t i, engine_event *e);
 void rec_order_free(rec_order *o);
-/* Pending XFER_ISSUEs per core, for copied DONEs (format 5), each core by
- * a number c the caller gives (the decoder: the core table's index; the
- * encoder: its own numbering): reset at a chunk's start to lists for cores
- * 0 .. cores - 1, or open one more with pending_core (both -1 on OOM);
- * add issue i of core c, and take the issue at src for a DONE of core c
- * (returning its rank among c's pending issues) or select c's k-th
- * (SIZE_MAX if there is none). pend_next needs room for the chunk's
- * events (rec_order_reserve). */
-int rec_order_pending_reset(rec_order *o, uint32_t cores);
-int rec_order_pending_core(rec_order *o, uint32_t c);
-void rec_order_pending_add(rec_order *o, uint32_t c, size_t i);
-uint64_t rec_order_pending_take(rec_order *o, uint32_t c, size_t src);
-size_t rec_order_pending_select(rec_order *o, uint32_t c, uint64_t k);
+/* Pending XFER_ISSUEs per core, for copied DONEs (format 5): reset at a
+ * chunk's start (after the order is known), add issue i, and take the
+ * issue at src for DONE i (returning its rank among its core's pending
+ * issues) or select the k-th for DONE i (SIZE_MAX if there is none). */
+void rec_order_pending_reset(rec_order *o);
+void rec_order_pending_add(rec_order *o, size_t i);
+uint64_t rec_order_pending_take(rec_order *o, size_t i, size_t src);
+size_t rec_order_pending_select(rec_order *o, size_t i, uint64_t k);
 
 /* Summary of one chunk (a row of the chunks table). */
 typedef struct rec_chunk_row {
@@ -240,22 +240,6 @@ typedef struct rec_chunk_row {
     uint32_t rank_min, rank_max, core_min, core_max;
     uint64_t kind_mask;
 } rec_chunk_row;
-
-/* An entry of the encoder's table of core numbers: key rank << 32 | core. */
-typedef struct rec_core_id {
-    uint64_t key;
-    uint32_t id;
-} rec_core_id;
-
-/* A core of the chunk being encoded (rec_chunk.c): its key, first and
- * previous event time, events, and its time steps as varints in a block
- * with room for cap of them (room left), kept from chunk to chunk; index:
- * its place in the sorted core table once written. */
-typedef struct rec_enc_core {
-    uint64_t key, first, prev;
-    uint8_t *block, *w;
-    uint32_t count, cap, room, index;
-} rec_enc_core;
 
 typedef struct rec_codec {
     rec_ctx ctx[REC_CTX_SLOTS];
@@ -285,22 +269,8 @@ typedef struct rec_codec {
     rec_cur cur[REC_STREAMS];
     int cur_ready;                       /* decoder: cur[] set to empty once */
     uint8_t group_seen[REC_GROUPS];      /* decoder: groups the chunk read */
-    rec_buf arena;                       /* encoder: the ungrouped streams */
-    /* encoder: each group's streams, in a block of their own with room for
-     * gcap events, groom of them left in this chunk (rec_chunk.c) */
-    uint8_t *gblock[REC_GROUPS];
-    uint32_t gcap[REC_GROUPS], groom[REC_GROUPS];
-    /* encoder: the chunk's cores numbered as met (a table of keys and, in
-     * front of it, a slot per rank << REC_ORDER_CORE_BITS | core), each
-     * with its times; the exceptions' positions; the cores sorted */
-    rec_core_id *cid;
-    size_t cid_slots, ncid, cap_ecore;
-    uint32_t *cslot;
-    rec_enc_core *ecore;
-    uint32_t *exc;
-    size_t nexc, cap_exc;
-    uint64_t *csort;
-    size_t cap_csort;
+    rec_buf arena;
+    uint32_t group_events[REC_GROUPS];   /* encoder: events per group */
     rec_order order;
     /* encoder: the chunks row of the events last encoded (offset and sizes
      * 0), what rec_chunk_summarize gives, found in the encoder's pass */

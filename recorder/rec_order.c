@@ -54,7 +54,8 @@ void rec_order_free(rec_order *o) {
 static int reserve_cores(rec_order *o, size_t cores) {
     size_t cap = o->cap_cores;
     if (grow((void **)&o->rank, &cap, cores, sizeof *o->rank)) return -1;
-    uint32_t **arrays[] = {&o->core, &o->count, &o->start, &o->pos, &o->heap, &o->heap_at};
+    uint32_t **arrays[] = {&o->core,    &o->count,     &o->start,    &o->pos,
+                           &o->heap,    &o->heap_at,   &o->pend_head, &o->pend_tail};
     for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++) {
         size_t c = o->cap_cores;
         if (grow((void **)arrays[k], &c, cores, sizeof(uint32_t))) return -1;
@@ -187,7 +188,8 @@ static int build_table_hashed(rec_order *o, const engine_event *evs, size_t n) {
     return 0;
 }
 
-/* The dense table from the keys (rank << REC_ORDER_CORE_BITS | core). */
+/* The dense table from the scan's keys (rank << REC_ORDER_CORE_BITS | core):
+ * the events themselves are not read again. */
 static int build_table_keyed(rec_order *o, size_t n, uint32_t ranks) {
     size_t slots = (size_t)ranks << REC_ORDER_CORE_BITS, hc = o->cap_hash;
     if (grow((void **)&o->hash, &hc, (slots + 1) / 2, sizeof *o->hash)) return -1;
@@ -217,18 +219,22 @@ static int build_table_keyed(rec_order *o, size_t n, uint32_t ranks) {
     return 0;
 }
 
-/* Table index of every event's (rank, core), cores sorted by (rank, core):
- * through the dense table when every rank and core fits the keys, else a
- * hash. */
-static int build_table(rec_order *o, const engine_event *evs, size_t n) {
-    uint32_t max_rank = 0, max_core = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (evs[i].rank > max_rank) max_rank = evs[i].rank;
-        if (evs[i].core > max_core) max_core = evs[i].core;
+/* Table index of every event's (rank, core), cores sorted by (rank, core).
+ * The scan keyed the events when every rank and core fits the dense table;
+ * a chunk encoded without that scan gets its keys here, else a hash. */
+static int build_table(rec_order *o, const engine_event *evs, size_t n,
+                       const rec_order_scan *scan) {
+    uint32_t max_rank = scan->keyed ? scan->max_rank : 0, max_core = 0;
+    int keyed = scan->keyed && n;
+    if (!scan->keyed && n) {
+        for (size_t i = 0; i < n; i++) {
+            if (evs[i].rank > max_rank) max_rank = evs[i].rank;
+            if (evs[i].core > max_core) max_core = evs[i].core;
+        }
+        keyed = max_core < (1u << REC_ORDER_CORE_BITS) && max_rank < REC_ORDER_MAX_RANK;
+        for (size_t i = 0; keyed && i < n; i++)
+            o->in_key[i] = evs[i].rank << REC_ORDER_CORE_BITS | evs[i].core;
     }
-    int keyed = n && max_core < (1u << REC_ORDER_CORE_BITS) && max_rank < REC_ORDER_MAX_RANK;
-    for (size_t i = 0; keyed && i < n; i++)
-        o->in_key[i] = evs[i].rank << REC_ORDER_CORE_BITS | evs[i].core;
     if (keyed ? build_table_keyed(o, n, max_rank + 1) : build_table_hashed(o, evs, n)) return -1;
     uint32_t at = 0;
     for (uint32_t c = 0; c < o->ncores; c++) {
@@ -249,7 +255,7 @@ static int build_table(rec_order *o, const engine_event *evs, size_t n) {
  * lower core: a suffix minimum per run of equal times. */
 static void exceptions_in_time_order(rec_order *o, const uint64_t *time, size_t n,
                                      uint8_t **exc_w) {
-    uint32_t *lowest = o->pend_next;   /* scratch: the encoder's pending lists are done with */
+    uint32_t *lowest = o->pend_next;   /* scratch: the pending lists start after encoding */
     size_t last = 0;
     for (size_t a = 0, b; a < n; a = b) {
         for (b = a + 1; b < n && time[b] == time[a]; b++) {}
@@ -269,10 +275,11 @@ static void exceptions_in_time_order(rec_order *o, const uint64_t *time, size_t 
     }
 }
 
-int rec_order_encode(rec_order *o, const engine_event *evs, size_t n, int ordered,
+int rec_order_encode(rec_order *o, const engine_event *evs, size_t n, const rec_order_scan *scan,
                      uint8_t **cores_w, uint8_t **times_w, uint8_t **exc_w) {
-    if (reserve_events(o, n) || build_table(o, evs, n)) return -1;
-    for (size_t i = 0; i < n; i++) o->in_time[i] = evs[i].time;
+    if (reserve_events(o, n) || build_table(o, evs, n, scan)) return -1;
+    if (!scan->keyed)   /* the times too from the events */
+        for (size_t i = 0; i < n; i++) o->in_time[i] = evs[i].time;
     const uint64_t *in_time = o->in_time;
     for (uint32_t c = 0; c < o->ncores; c++) o->pos[c] = 0;
     for (size_t i = 0; i < n; i++) {
@@ -297,7 +304,7 @@ int rec_order_encode(rec_order *o, const engine_event *evs, size_t n, int ordere
         for (uint32_t j = 1; j < o->count[c]; j++) PUT(times_w, rec_zigzag((int64_t)(t[j] - t[j - 1])));
     }
     /* where the engine's order leaves the merge: position step, core */
-    if (ordered) {
+    if (scan->ordered) {
         exceptions_in_time_order(o, in_time, n, exc_w);
         return 0;
     }
@@ -400,32 +407,15 @@ void rec_order_event(rec_order *o, size_t i, engine_event *e) {
 /* A copied DONE names its issue by its rank among its own core's pending
  * issues, oldest first: a queue completes in order, so that is nearly
  * always 0, where the rank among every pending issue of the chunk is not.
- * Each core's pending issues are a list linked through pend_next. The
- * lists are by a core number the caller gives: the decoder's is the core
- * table's index (ev_core), the encoder's the order in which it met the
- * chunk's cores (rec_chunk.c), since it encodes the events before it
- * builds the table; a rank within one core's list is the same either way. */
+ * Each core's pending issues are a list linked through pend_next. */
 #define NONE UINT32_MAX
 
-int rec_order_pending_reset(rec_order *o, uint32_t cores) {
-    for (uint32_t c = 0; c < cores; c++)
-        if (rec_order_pending_core(o, c)) return -1;
-    return 0;
+void rec_order_pending_reset(rec_order *o) {
+    for (uint32_t c = 0; c < o->ncores; c++) o->pend_head[c] = o->pend_tail[c] = NONE;
 }
 
-int rec_order_pending_core(rec_order *o, uint32_t c) {
-    if (c >= o->cap_pend) {
-        size_t cap = o->cap_pend;
-        if (grow((void **)&o->pend_head, &cap, (size_t)c + 1, sizeof *o->pend_head)) return -1;
-        cap = o->cap_pend;
-        if (grow((void **)&o->pend_tail, &cap, (size_t)c + 1, sizeof *o->pend_tail)) return -1;
-        o->cap_pend = cap;
-    }
-    o->pend_head[c] = o->pend_tail[c] = NONE;
-    return 0;
-}
-
-void rec_order_pending_add(rec_order *o, uint32_t c, size_t i) {
+void rec_order_pending_add(rec_order *o, size_t i) {
+    uint32_t c = o->ev_core[i];
     o->pend_next[i] = NONE;
     if (o->pend_tail[c] == NONE) o->pend_head[c] = (uint32_t)i;
     else o->pend_next[o->pend_tail[c]] = (uint32_t)i;
@@ -450,15 +440,15 @@ static uint32_t pending_unlink(rec_order *o, uint32_t c, uint64_t k, uint32_t sr
     return at;
 }
 
-uint64_t rec_order_pending_take(rec_order *o, uint32_t c, size_t src) {
+uint64_t rec_order_pending_take(rec_order *o, size_t i, size_t src) {
     uint64_t rank = 0;
-    pending_unlink(o, c, NONE, (uint32_t)src, &rank);
+    pending_unlink(o, o->ev_core[i], NONE, (uint32_t)src, &rank);
     return rank;
 }
 
-size_t rec_order_pending_select(rec_order *o, uint32_t c, uint64_t k) {
+size_t rec_order_pending_select(rec_order *o, size_t i, uint64_t k) {
     uint64_t rank;
     if (k >= NONE) return SIZE_MAX;
-    uint32_t at = pending_unlink(o, c, k, NONE, &rank);
+    uint32_t at = pending_unlink(o, o->ev_core[i], k, NONE, &rank);
     return at == NONE ? SIZE_MAX : at;
 }
