@@ -336,7 +336,8 @@ void rec_chunk_summarize(const engine_event *evs, size_t n, rec_chunk_row *row);
  * --hash-log 14, EP64 chunks 0-19, least of 3): 0.025 us against 0.032
  * for 3.28 bytes against 3.22 (5-byte matches in 2^14: 0.027, 7 in
  * 2^15: 0.026 for 3.26, 7 in 2^13: 0.024 for 3.30; an acceleration,
- * targetLength 1, 0.029 for 3.74). */
+ * targetLength 1, 0.029 for 3.74). Over the whole run (105 chunks):
+ * 0.027 us against 0.035, 3.60 bytes per event against 3.54. */
 #define REC_ZSTD_LEVEL 1
 #define REC_ZSTD_WINDOW_LOG 21
 #define REC_ZSTD_HASH_LOG 14
