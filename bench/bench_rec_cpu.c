@@ -21,6 +21,8 @@
  *   build/bench_rec_cpu RUN --chunks 40     the first 40 chunks only
  *   build/bench_rec_cpu RUN --skip 100      ... after skipping 100
  *   build/bench_rec_cpu RUN --level 1       zstd at a level, not the recorder's parameters
+ *   build/bench_rec_cpu RUN --hash-log 15 --min-match 6 --target-length 1
+ *                                           the recorder's parameters but these
  *   build/bench_rec_cpu RUN --split 4     each chunk cut in 4 (smaller chunks)
  *   build/bench_rec_cpu RUN --repeat 3    the least of 3 runs, stage by stage
  *   build/bench_rec_cpu RUN --columns 1   and each column's bytes per event
@@ -56,6 +58,9 @@ typedef struct stage_out {
 
 /* The stages over every held chunk into out (made afresh): each stage's
  * CPU seconds summed into st, the sizes into o. */
+/* zstd parameters over the recorder's (0: its own) */
+static int zstd_hash_log, zstd_min_match, zstd_target_length;
+
 static int run_stages(const held *hs, size_t nheld, const rec_kv *header, int level,
                       const char *out, int columns, double *st, stage_out *o) {
     char err[4096], cmd[4300], path[4200];
@@ -68,6 +73,9 @@ static int run_stages(const held *hs, size_t nheld, const rec_kv *header, int le
     ZSTD_CCtx *cctx = ZSTD_createCCtx();
     if (level) ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
     else rec_frame_params(cctx);   /* the recorder's */
+    if (zstd_hash_log) ZSTD_CCtx_setParameter(cctx, ZSTD_c_hashLog, zstd_hash_log);
+    if (zstd_min_match) ZSTD_CCtx_setParameter(cctx, ZSTD_c_minMatch, zstd_min_match);
+    if (zstd_target_length) ZSTD_CCtx_setParameter(cctx, ZSTD_c_targetLength, zstd_target_length);
     ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
     ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 1);
     rec_index *ix = rec_ix_new();
@@ -172,7 +180,8 @@ static int run_stages(const held *hs, size_t nheld, const rec_kv *header, int le
 
 static const char usage[] =
     "usage: bench_rec_cpu RUN [--chunks N] [--skip N] [--level L] [--split K] [--repeat R]\n"
-    "                     [--columns 1] [--out DIR]\n"
+    "                     [--columns 1] [--out DIR] [--hash-log H] [--min-match M]\n"
+    "                     [--target-length T]\n"
     "  re-records RUN's chunks through the recorder's stages on one thread and prints\n"
     "  each stage's CPU per event, and trace and index bytes per event\n";
 
@@ -185,6 +194,9 @@ int main(int argc, char **argv) {
     size_t max_chunks = (size_t)strtoull(arg_value(argc, argv, "--chunks", "0"), NULL, 10);
     size_t skip = (size_t)strtoull(arg_value(argc, argv, "--skip", "0"), NULL, 10);
     int level = atoi(arg_value(argc, argv, "--level", "0"));
+    zstd_hash_log = atoi(arg_value(argc, argv, "--hash-log", "0"));
+    zstd_min_match = atoi(arg_value(argc, argv, "--min-match", "0"));
+    zstd_target_length = atoi(arg_value(argc, argv, "--target-length", "0"));
     size_t split = (size_t)strtoull(arg_value(argc, argv, "--split", "1"), NULL, 10);
     if (!split) split = 1;
     const char *out = arg_value(argc, argv, "--out", "/tmp/npurr_bench_rec_cpu");

@@ -62,6 +62,8 @@ struct rec_ix_db {
     sqlite3_stmt *waits_batch, *waits_one;
     size_t waits_done;    /* entries of ix->ended_waits written */
     size_t *remap, cap_remap;   /* drop_written's new positions */
+    uint8_t *mark;              /* order_rows' marks */
+    size_t cap_mark;
 };
 
 /* Inserting several rows per statement roughly halves the per-row cost of
@@ -317,14 +319,43 @@ static int cmp_row(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* rows[from, n), distinct positions, into increasing order. They are
+ * about one chunk's waits among the few thousand the builder holds, so a
+ * mark per position in their range and a walk over the marks costs a
+ * fraction of a sort; a range far wider than the rows is sorted. */
+static void order_rows(rec_ix_db *d, size_t *rows, size_t from, size_t n) {
+    if (n - from < 2) return;
+    size_t lo = SIZE_MAX, hi = 0;
+    for (size_t k = from; k < n; k++) {
+        lo = rows[k] < lo ? rows[k] : lo;
+        hi = rows[k] > hi ? rows[k] : hi;
+    }
+    size_t span = hi - lo + 1;
+    uint8_t *m = span > d->cap_mark && span <= 16 * (n - from) + 65536 ? realloc(d->mark, span)
+                                                                      : d->mark;
+    if (span > 16 * (n - from) + 65536 || !m) {
+        qsort(rows + from, n - from, sizeof *rows, cmp_row);
+        return;
+    }
+    if (span > d->cap_mark) {
+        d->mark = m;
+        d->cap_mark = span;
+    }
+    memset(d->mark, 0, span);
+    for (size_t k = from; k < n; k++) d->mark[rows[k] - lo] = 1;
+    size_t k = from;
+    for (size_t i = 0; i < span; i++)
+        if (d->mark[i]) rows[k++] = lo + i;
+}
+
 /* Writes the rows listed in rows[*done..n) in batches; the last
  * n % BATCH_ROWS one by one only if final (the next flush may fill the
  * batch). */
-static int write_rows(db_ctx *c, sqlite3_stmt *batch, sqlite3_stmt *one,
+static int write_rows(db_ctx *c, rec_ix_db *d, sqlite3_stmt *batch, sqlite3_stmt *one,
                       void (*bind)(db_ctx *c, size_t i), size_t *rows, size_t *done,
                       size_t n, int final, char *err, size_t errlen) {
     /* In row id order, SQLite's b-tree inserts mostly append. */
-    if (n > *done) qsort(rows + *done, n - *done, sizeof *rows, cmp_row);
+    order_rows(d, rows, *done, n);
     while (*done + BATCH_ROWS <= n) {
         c->st = batch;
         c->col = 0;
@@ -350,6 +381,7 @@ static void db_close(rec_index *ix, int keep) {
     sqlite3_close(d->db);
     if (!keep) unlink(d->tmp);
     free(d->remap);
+    free(d->mark);
     free(d);
     ix->db = NULL;
 }
@@ -451,7 +483,7 @@ static int write_big(rec_index *ix, int final, char *err, size_t errlen) {
             return -1;
         }
     }
-    return write_rows(&c, d->waits_batch, d->waits_one, bind_wait, ix->ended_waits,
+    return write_rows(&c, d, d->waits_batch, d->waits_one, bind_wait, ix->ended_waits,
                       &d->waits_done, ix->nended_waits, final, err, errlen);
 }
 

@@ -331,11 +331,17 @@ void rec_chunk_summarize(const engine_event *evs, size_t n, rec_chunk_row *row);
  * in 0.029, fast with a 2^16 hash table and 5-byte matches 3.76 in 0.036
  * (level 7: 3.53 in 0.124, level 2: 3.78 in 0.037). Chunks of 524288
  * events (REC_CHUNK_EVENTS) take all of them 3-4 % smaller, so the fast
- * parameters give the size level 3 gave at 262144 (3.62) for 0.012 us less. */
+ * parameters give the size level 3 gave at 262144 (3.62) for 0.012 us less.
+ * Then 7-byte matches in a 2^14 table (bench_rec_cpu --min-match 7
+ * --hash-log 14, EP64 chunks 0-19, least of 3): 0.025 us against 0.032
+ * for 3.28 bytes against 3.22 (5-byte matches in 2^14: 0.027, 7 in
+ * 2^15: 0.026 for 3.26, 7 in 2^13: 0.024 for 3.30; an acceleration,
+ * targetLength 1, 0.029 for 3.74). Over the whole run (105 chunks):
+ * 0.027 us against 0.035, 3.60 bytes per event against 3.54. */
 #define REC_ZSTD_LEVEL 1
 #define REC_ZSTD_WINDOW_LOG 21
-#define REC_ZSTD_HASH_LOG 16
-#define REC_ZSTD_MIN_MATCH 5
+#define REC_ZSTD_HASH_LOG 14
+#define REC_ZSTD_MIN_MATCH 7
 /* Sets those parameters on a ZSTD_CCtx (cctx; checksum and content size
  * are the frame writer's business). */
 void rec_frame_params(void *cctx);
