@@ -367,7 +367,9 @@ static int store_causes(ctx *c) {
     if (sqlite3_create_function(c->db, "npurr_cause", 1, SQLITE_UTF8, c, cause_fn, NULL,
                                 NULL) != SQLITE_OK)
         return fail_sql(c, "npurr_cause");
-    int rc = ana_exec(c->db, "UPDATE waits SET cause = npurr_cause(id)", c->err, c->errlen);
+    char sql[128];
+    snprintf(sql, sizeof sql, "UPDATE %s SET cause = npurr_cause(id)", ana_waits_table(c->db));
+    int rc = ana_exec(c->db, sql, c->err, c->errlen);
     sqlite3_create_function(c->db, "npurr_cause", 1, SQLITE_UTF8, NULL, NULL, NULL, NULL);
     return rc;
 }

@@ -88,6 +88,10 @@ int ana_has_table(sqlite3 *db, const char *name) {
     return found;
 }
 
+const char *ana_waits_table(sqlite3 *db) {
+    return ana_has_table(db, "wait_rows") ? "wait_rows" : "waits";
+}
+
 static void ana_core_label_sql(char *buf, size_t len, const char *alias, int64_t num_aic) {
     /* AIV cores are numbered after the AICs inside a rank; people count them
      * from 0 per type, as the tracks' names do ("r3 AIV5"). */

@@ -78,8 +78,9 @@ static int derive_steps(sqlite3 *db, const ana_run *run, const char *dir, char *
     }
     ana_causes_free(c);
     /* The partial index finds a deadlock's blocked waits without a scan;
-     * the recorder makes it with the table, older indexes get it here. */
-    if (!rc)
+     * the recorder makes it with the table (wait_rows_blocked), older
+     * indexes, whose waits is a wide table, get it here. */
+    if (!rc && !strcmp(ana_waits_table(db), "waits"))
         rc = ana_exec(db,
                       "CREATE INDEX IF NOT EXISTS waits_blocked ON waits(rank, core)"
                       " WHERE end_seq IS NULL;",

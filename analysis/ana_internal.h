@@ -72,6 +72,10 @@ int ana_create_table(sqlite3 *db, const char *table, const char *columns, char *
 int64_t ana_meta_i64(sqlite3 *db, const char *key, int64_t def);
 /* 1 if table or view `name` exists in the main schema. */
 int ana_has_table(sqlite3 *db, const char *name);
+/* The table that stores the waits, the one to update (waits.cause) or
+ * index: wait_rows under the waits view (index version 2), or the wide
+ * waits table itself of an index written before it. */
+const char *ana_waits_table(sqlite3 *db);
 
 /* The rows of the `cores` table (rank, core, core_type, name, role) as a
  * SELECT over `tracks`: one row per core that has a track; role is the

@@ -9,10 +9,11 @@
  * can always rebuild it. The schema is the contract with analysis and
  * replay (see README / DESIGN): change it only together with them.
  *
- * The big table, waits, is written while the run goes on: after each chunk
- * the live recorder's background thread calls rec_ix_db_flush, which inserts
- * the rows that can no longer change (the waits that ended), a batch of BATCH_ROWS at a time, and drops them from the
- * builder's memory. rec_close is then left with the last rows and the
+ * The big table, wait_rows (the storage of the waits view), is written
+ * while the run goes on: after each chunk the live recorder's background
+ * thread calls rec_ix_db_flush, which inserts the rows that can no longer
+ * change (the waits that ended), a batch of BATCH_ROWS at a time, and drops
+ * them from the builder's memory. rec_close is then left with the last rows and the
  * small tables. reindex writes everything at the end.
  * Transfers are not indexed here: there is one per two events, so analysis
  * derives that table on first use (ana_scan.c), as it does its own.
@@ -38,13 +39,17 @@ static const char *const schema =
     "CREATE TABLE chunks(id INTEGER PRIMARY KEY, stream INT, first_seq INT, last_seq INT,"
     " first_time INT, last_time INT, offset INT, compressed_bytes INT, raw_bytes INT,"
     " events INT, rank_min INT, rank_max INT, core_min INT, core_max INT, kind_mask INT);"
-    "CREATE TABLE waits(id INTEGER PRIMARY KEY, track INT, rank INT, core INT, role TEXT,"
-    " kind TEXT, object INT, site INT, begin_seq INT, end_seq INT, begin_ps INT, end_ps INT,"
-    " dur_ps INT, expected INT, seen INT, waker_track INT, waker_seq INT, waker_rank INT,"
-    " waker_core INT, cause TEXT);"
+    /* waits is a view (made by write_view, once cores_per_rank is known)
+     * over wait_rows, which stores only what cannot be derived: rank and
+     * core come from the track, end_ps from begin_ps + dur_ps, role and
+     * kind are ids. Fewer, smaller columns per row are less of SQLite's
+     * work on the recorder's thread and a smaller index (issue 29). */
+    "CREATE TABLE wait_rows(id INTEGER PRIMARY KEY, track INT, role INT, kind INT, object INT,"
+    " site INT, begin_seq INT, end_seq INT, begin_ps INT, dur_ps INT, expected INT, seen INT,"
+    " waker_track INT, waker_seq INT, cause TEXT);"
     /* A deadlock's blocked waits, found without a scan (kept up as the rows
      * go in, so it costs nothing like building it afterwards). */
-    "CREATE INDEX waits_blocked ON waits(rank, core) WHERE end_seq IS NULL;"
+    "CREATE INDEX wait_rows_blocked ON wait_rows(end_seq) WHERE end_seq IS NULL;"
 ;
 
 typedef struct db_ctx {
@@ -67,8 +72,8 @@ struct rec_ix_db {
 };
 
 /* Inserting several rows per statement roughly halves the per-row cost of
- * SQLite's VM for the wide waits table; 128 (2432 parameters) is a few
- * percent cheaper than 32. */
+ * SQLite's VM for the waits rows; 128 (1792 parameters) is a few percent
+ * cheaper than 32. */
 #define BATCH_ROWS 128
 
 static const char *str_of(const rec_index *ix, uint32_t id) {
@@ -261,37 +266,60 @@ static int write_chunks(db_ctx *c, char *err, size_t errlen) {
     return 0;
 }
 
-/* Binds wait i at c->col + 1 onwards. */
+/* Binds wait i at c->col + 1 onwards: a wait_rows row. */
 static void bind_wait(db_ctx *c, size_t i) {
     const rec_index *ix = c->ix;
     const ix_wait *w = &ix->waits[i];
     b_int(c, (int64_t)w->id);
     b_int(c, w->track);
-    b_int(c, w->rank);
-    b_int(c, w->core);
-    b_text(c, str_of(ix, w->role));
-    b_text(c, rec_wait_kind_name(w->kind));
+    b_id(c, w->role);
+    b_int(c, w->kind);
     b_id(c, w->object);
     b_id(c, w->site);
     b_int(c, (int64_t)w->begin_seq);
     b_id(c, w->end_seq);
     b_int(c, (int64_t)w->begin_ps);
-    b_int(c, (int64_t)w->end_ps);
     b_int(c, (int64_t)(w->end_ps - w->begin_ps));
     b_int(c, w->expected);
     b_int(c, w->seen);
-    if (w->waker_peer) {
-        uint32_t wt = w->waker_peer - 1, rc = wt / PIPE_COUNT;
-        b_int(c, wt);
-        b_id(c, w->waker_seq);
-        b_int(c, rc / ix->cpr);
-        b_int(c, rc % ix->cpr);
-    } else {
-        b_null(c);
-        b_id(c, w->waker_seq);
-        b_null(c);
-        b_null(c);
+    if (w->waker_peer) b_int(c, w->waker_peer - 1);
+    else b_null(c);
+    b_id(c, w->waker_seq);
+}
+
+/* The waits view: wait_rows with the columns it does not store derived
+ * exactly as the wide table of index version 1 stored them (the track id
+ * is (rank * cores_per_rank + core) * PIPE_COUNT + pipe; a role id names
+ * a string; kind numbers the names of rec_wait_kind_name). */
+static int write_view(db_ctx *c, char *err, size_t errlen) {
+    const rec_index *ix = c->ix;
+    char kinds[512];
+    int n = 0;
+    for (int k = 0; k < WK_COUNT; k++)
+        n += snprintf(kinds + n, sizeof kinds - (size_t)n, " WHEN %d THEN '%s'", k,
+                      rec_wait_kind_name(k));
+    unsigned per_rank = ix->cpr * PIPE_COUNT;
+    char sql[2048];
+    snprintf(sql, sizeof sql,
+             "CREATE VIEW waits AS SELECT w.id AS id, w.track AS track,"
+             " w.track / %u AS rank, w.track / %d %% %u AS core,"
+             " (SELECT s.text FROM strings s WHERE s.id = w.role) AS role,"
+             " CASE w.kind%s END AS kind, w.object AS object, w.site AS site,"
+             " w.begin_seq AS begin_seq, w.end_seq AS end_seq, w.begin_ps AS begin_ps,"
+             " w.begin_ps + w.dur_ps AS end_ps, w.dur_ps AS dur_ps, w.expected AS expected,"
+             " w.seen AS seen, w.waker_track AS waker_track, w.waker_seq AS waker_seq,"
+             " w.waker_track / %u AS waker_rank, w.waker_track / %d %% %u AS waker_core,"
+             " w.cause AS cause FROM wait_rows w;"
+             "INSERT OR REPLACE INTO meta VALUES('index_version', '%d');",
+             per_rank, PIPE_COUNT, ix->cpr, kinds, per_rank, PIPE_COUNT, ix->cpr,
+             REC_INDEX_VERSION);
+    char *msg = NULL;
+    if (sqlite3_exec(c->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        snprintf(err, errlen, "index: cannot create the waits view: %s", msg ? msg : "?");
+        sqlite3_free(msg);
+        return -1;
     }
+    return 0;
 }
 
 /* gm_t raw addresses name their rank; local (UB, L1...) addresses belong to
@@ -424,7 +452,7 @@ int rec_ix_db_open(rec_index *ix, const char *path, char *err, size_t errlen) {
         db_close(ix, 0);
         return -1;
     }
-    if (prep_rows(d->db, "waits", "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL)",
+    if (prep_rows(d->db, "wait_rows", "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL)",
                   &d->waits_batch, &d->waits_one, err, errlen)) {
         db_close(ix, 0);
         return -1;
@@ -511,6 +539,7 @@ int rec_ix_write_db(rec_index *ix, const char *path, char *err, size_t errlen) {
     rec_ix_db *d = ix->db;
     db_ctx c = {d->db, NULL, 0, ix};
     if (write_big(ix, 1, err, errlen) || write_meta(&c, err, errlen) ||
+        write_view(&c, err, errlen) ||
         write_tracks(&c, err, errlen) || write_objects(&c, err, errlen) ||
         write_chunks(&c, err, errlen) ||
         sqlite3_exec(d->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {

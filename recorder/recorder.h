@@ -48,6 +48,12 @@
  * traces/FORMAT.md. */
 #define REC_FORMAT_VERSION 6
 #define REC_FORMAT_OLDEST 4
+
+/* Version of index.db's schema (meta index_version; absent in version 1).
+ * 2: waits is a view over the narrow wait_rows table (README, "SQL over a
+ * run"); version 1 stored waits as a wide table. Readers query waits by
+ * name, which both versions answer alike. */
+#define REC_INDEX_VERSION 2
 /* Events per chunk frame. A chunk pays for its stream directory, its zstd
  * tables and (format 5) a table of its cores, and a transfer whose issue
  * fell in the previous chunk cannot be stored as a copy: at EP16 x 4096

@@ -195,7 +195,7 @@ static void test_recorded_tables_match_derived(void **state) {
         ana_stall_table_free(&r);
     }
     /* Before ana_derive there are no causes: one unclassified group. */
-    assert_int_equal(sqlite3_exec(db, "BEGIN; UPDATE waits SET cause = NULL", NULL, NULL, NULL),
+    assert_int_equal(sqlite3_exec(db, "BEGIN; UPDATE wait_rows SET cause = NULL", NULL, NULL, NULL),
                      SQLITE_OK);
     ana_stall_table r;
     if (ana_stall_table_get_recorded(db, ANA_BY_CAUSE, 0, &r, err, sizeof err))
