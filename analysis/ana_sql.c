@@ -9,8 +9,10 @@
  * SQLite error stops at the failing statement and comes back with SQLite's
  * message and the query, for the CLI to print and exit 1.
  */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "analysis/analysis.h"
 #include "analysis/ana_internal.h"
@@ -94,6 +96,31 @@ static int print_aligned(sqlite3_stmt *st, FILE *out, int *oom) {
     return rc;
 }
 
+/* Whether sql's first statement begins with a keyword that writes. A
+ * write SQLite refuses at prepare time (DELETE FROM waits: waits is a view)
+ * is still reported as what it is, a write refused. */
+static int begins_with_write(const char *sql) {
+    for (;;) {
+        while (isspace((unsigned char)*sql)) sql++;
+        if (sql[0] == '-' && sql[1] == '-') {
+            while (*sql && *sql != '\n') sql++;
+        } else if (sql[0] == '/' && sql[1] == '*') {
+            const char *end = strstr(sql + 2, "*/");
+            if (!end) return 0;
+            sql = end + 2;
+        } else {
+            break;
+        }
+    }
+    static const char *const words[] = {"INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE",
+                                        "DROP", "ALTER", "VACUUM", "REINDEX"};
+    size_t n = 0;
+    while (isalpha((unsigned char)sql[n])) n++;
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+        if (strlen(words[i]) == n && !strncasecmp(sql, words[i], n)) return 1;
+    return 0;
+}
+
 int ana_sql_print(sqlite3 *db, const char *query, int csv, FILE *out, char *err,
                   size_t errlen) {
     const char *tail = query;
@@ -102,11 +129,15 @@ int ana_sql_print(sqlite3 *db, const char *query, int csv, FILE *out, char *err,
         sqlite3_stmt *st = NULL;
         const char *next = NULL;
         if (sqlite3_prepare_v2(db, tail, -1, &st, &next) != SQLITE_OK) {
-            ana_err(err, errlen, "%s\n  in query: %s",
-                    sqlite3_errcode(db) == SQLITE_AUTH
-                        ? "read-only: ATTACH, DETACH and PRAGMA assignments are refused"
-                        : sqlite3_errmsg(db),
-                    query);
+            if (sqlite3_errcode(db) != SQLITE_AUTH && begins_with_write(tail))
+                ana_err(err, errlen, "read-only: this statement would write, so it is refused"
+                        " (%s)\n  in query: %s", sqlite3_errmsg(db), query);
+            else
+                ana_err(err, errlen, "%s\n  in query: %s",
+                        sqlite3_errcode(db) == SQLITE_AUTH
+                            ? "read-only: ATTACH, DETACH and PRAGMA assignments are refused"
+                            : sqlite3_errmsg(db),
+                        query);
             return -1;
         }
         tail = next;

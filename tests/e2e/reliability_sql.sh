@@ -17,6 +17,8 @@ while IFS= read -r q; do
     [ "$(sum_of "$work/run/index.db")" = "$index_sum" ] || fail "'$q' changed index.db"
 done <<EOS
 DELETE FROM waits
+DELETE FROM wait_rows
+UPDATE waits SET cause = 'x'
 DROP TABLE meta
 DROP VIEW stall_summary
 UPDATE meta SET value = 'deadlock' WHERE key = 'outcome'
