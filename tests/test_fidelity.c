@@ -180,8 +180,9 @@ static void test_fit_recovers_the_nic(void **state) {
     fidelity_fit_result fr;
     assert_int_equal(fidelity_fit(&t, &start, &o, &fr, err, sizeof err), SESSION_OK);
     assert_true(fr.error_start > 0.01);
-    /* 0.034 -> 0.0004 on the fitted defaults of issue #26: every row back within 5 % */
-    assert_true(fr.error_fit < fr.error_start / 50);
+    /* 0.013 -> 0.001 on the fitted defaults of issue #26 (the 6 us AICPU task hides much of
+     * the NIC at this shape): every row back within 5 % */
+    assert_true(fr.error_fit < fr.error_start / 10);
     assert_true(fr.evals <= 60);
     for (int i = 0; i < t.n; i++) {
         fidelity_result r;
