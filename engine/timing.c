@@ -74,8 +74,8 @@ static const engine_hw_param params[] = {
       "what an MTE read of a peer's GM holds its queue for beyond its bytes, in one-way HCCS "
       "latencies: a read is not posted, its request crosses before the queue takes the next "
       "(its data then lands a latency later, as a write's does); 1e-9 makes reads posted",
-      "fitted on T1-T3 (tools/fit_timing.sh; T1's dispatch pulls its rows): the round trip; the estimate was 1, "
-      "a scalar GetValue of a peer's word waits likewise (seed 000 s4.3)"),
+      "fitted on T1-T3 (tools/fit_timing.sh; T1's dispatch pulls its rows): the round trip; "
+      "the estimate was 1, a scalar GetValue of a peer's word waits likewise (seed 000 s4.3)"),
     F("roce_gbytes_per_s", "roce_gbps", roce_gbps, 14.0, BW_MIN, BW_MAX, "GB/s",
       "RoCE NIC of one NPU, each way: what a write gets of the 200GE line (25 GB/s)",
       "fitted on T1-T3 (tools/fit_timing.sh); the secondary claim is 200GE RoCE per NPU"),

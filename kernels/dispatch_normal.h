@@ -280,6 +280,9 @@ typedef struct dispatch_normal_state {
  * (dispatch_normal_a2l_setup.c). */
 int dispatch_normal_a2l_build(engine *e, dispatch_normal_state *st, char *err,
                               size_t errlen);
+/* The args both setups take from the shape as it is (counts, hidden, the
+ * injected fault); each adds its own geometry (dispatch_normal_setup.c). */
+void dispatch_normal_args_shape(dispatch_normal_args *a, const combine_shape *sh);
 /* The token rows on every rank, both setups' x. */
 int dispatch_normal_fill_x(engine *e, const dispatch_normal_state *st, char *err,
                            size_t errlen);

@@ -108,14 +108,8 @@ static int fill_inputs(engine *e, const dispatch_normal_state *st, char *err, si
 
 static void args_init(dispatch_normal_args *a, const combine_shape *sh) {
     dnl_geometry g = dispatch_normal_a2l_geometry(sh);
-    a->num_ranks = sh->num_ranks;
-    a->local_experts = sh->local_experts;
-    a->experts = sh->experts;
-    a->tokens = sh->tokens;
-    a->topk = sh->topk;
-    a->hidden = sh->hidden;
+    dispatch_normal_args_shape(a, sh);
     a->row_bytes = g.row_bytes;
-    a->inject_no_status_wait = sh->inject_no_status_wait;
     a->nodes = sh->nodes;
     a->npus = sh->num_ranks / sh->nodes;
     a->struct_bytes = g.struct_bytes;

@@ -89,20 +89,24 @@ static int fill_inputs(engine *e, const dispatch_normal_state *st, char *err, si
     return dispatch_normal_fill_x(e, st, err, errlen);
 }
 
-static void args_init(dispatch_normal_args *a, const combine_shape *sh) {
-    dnormal_geometry g = dispatch_normal_geometry(sh->hidden);
+void dispatch_normal_args_shape(dispatch_normal_args *a, const combine_shape *sh) {
     a->num_ranks = sh->num_ranks;
     a->local_experts = sh->local_experts;
     a->experts = sh->experts;
     a->tokens = sh->tokens;
     a->topk = sh->topk;
     a->hidden = sh->hidden;
+    a->inject_no_status_wait = sh->inject_no_status_wait;
+}
+
+static void args_init(dispatch_normal_args *a, const combine_shape *sh) {
+    dnormal_geometry g = dispatch_normal_geometry(sh->hidden);
+    dispatch_normal_args_shape(a, sh);
     a->row_bytes = g.row_bytes;
     a->idx_offset = g.idx_offset;
     a->share_bytes = g.share_bytes;
     a->share_ub_bytes = g.share_ub_bytes;
     a->window_stride = g.window_stride;
-    a->inject_no_status_wait = sh->inject_no_status_wait;
 }
 
 /* Everything after the plan: the notify's sendOffset, the args, the

@@ -360,14 +360,14 @@ static void order_rows(rec_ix_db *d, size_t *rows, size_t from, size_t n) {
     }
     size_t span = hi - lo + 1;
     uint8_t *m = span > d->cap_mark && span <= 16 * (n - from) + 65536 ? realloc(d->mark, span)
-                                                                      : d->mark;
-    if (span > 16 * (n - from) + 65536 || !m) {
-        qsort(rows + from, n - from, sizeof *rows, cmp_row);
-        return;
-    }
-    if (span > d->cap_mark) {
+                                                                      : NULL;
+    if (m) {
         d->mark = m;
         d->cap_mark = span;
+    }
+    if (span > d->cap_mark) {   /* too wide to mark, or no memory for the marks */
+        qsort(rows + from, n - from, sizeof *rows, cmp_row);
+        return;
     }
     memset(d->mark, 0, span);
     for (size_t k = from; k < n; k++) d->mark[rows[k] - lo] = 1;
