@@ -253,13 +253,13 @@ static void k_puts(const void *a) {
     WaitFlag(MTE3_S, 0);
 }
 
-/* core_rate: a core's MTE rate over HCCS (B/cycle); 0 keeps the default. */
+/* core_rate: a core's MTE rate over HCCS (B/cycle). */
 static uint64_t time_puts(int senders, int same_link, double core_rate) {
     engine_config cfg;
     engine_config_defaults(&cfg);
     cfg.nodes = 1;
     cfg.npus_per_node = 4;
-    if (core_rate > 0) cfg.hw.mte_hccs_bytes_per_cycle = core_rate;
+    cfg.hw.mte_hccs_bytes_per_cycle = core_rate;
     engine *e = NULL;
     assert_int_equal(engine_create(&cfg, &e, err, sizeof err), ENGINE_OK);
     bwshare_args p = {.senders = senders, .same_link = same_link};
@@ -275,18 +275,18 @@ static uint64_t time_puts(int senders, int same_link, double core_rate) {
 
 static void test_concurrent_puts_share_a_link(void **state) {
     (void)state;
-    /* A core that can fill the link (64 B/cycle, 118 GB/s, over a 14 GB/s
-     * link): 4 MiB is ~300 us of link, latency is nothing; two puts on one
+    /* A core that can fill the link (64 B/cycle, 118 GB/s, over a 20 GB/s
+     * link): 4 MiB is ~200 us of link, latency is nothing; two puts on one
      * link take twice as long, on two links as long as one. */
     double one = (double)time_puts(1, 1, 64);
     double two_same = (double)time_puts(2, 1, 64);
     double two_diff = (double)time_puts(2, 0, 64);
     assert_true(two_same / one > 1.8 && two_same / one < 2.2);
     assert_true(two_diff / one > 0.9 && two_diff / one < 1.1);
-    /* At the fitted rate one core cannot fill a link (mte_hccs_bytes_per_cycle
-     * 2.12, ~3.9 GB/s): a second core on the same link costs nothing. */
-    one = (double)time_puts(1, 1, 0);
-    two_same = (double)time_puts(2, 1, 0);
+    /* A core that cannot fill the link (1.5 B/cycle, ~2.8 GB/s, over the
+     * 20 GB/s default): a second core on the same link costs nothing. */
+    one = (double)time_puts(1, 1, 1.5);
+    two_same = (double)time_puts(2, 1, 1.5);
     assert_true(two_same / one > 0.9 && two_same / one < 1.1);
 }
 

@@ -41,17 +41,17 @@ typedef struct pin {
 
 /* The pinned streams. Regenerate with `build/test_identity --print`. */
 static const pin pins[] = {
-    {"-k combine-sender", 175618, 0x31ee4221ac1adebaULL},
-    {"-k combine-sender-inplace", 169989, 0x841352e692af0119ULL},
-    {"-k combine-normal", 171899, 0x02e2bd2480c1b7adULL},
-    {"-k dispatch-normal", 174782, 0xf5cdfeb08851b71bULL},
-    {"-k dispatch-layered", 253949, 0xe52c1882c8232b98ULL},
-    {"-k dispatch-layered --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16 --notify a2 --dispatches 1", 1123362, 0x1bf4cb1f6677a86bULL},
-    {"-k matmul-reduce-scatter", 44417, 0x1f30f1bd82c11d1bULL},
+    {"-k combine-sender", 176677, 0xa026f99484414de6ULL},
+    {"-k combine-sender-inplace", 169974, 0xdd5b2d3f2eb173e4ULL},
+    {"-k combine-normal", 171974, 0xc63e574651ababa4ULL},
+    {"-k dispatch-normal", 174791, 0xfab1170e5934b665ULL},
+    {"-k dispatch-layered", 253683, 0xabaf4417d5a62158ULL},
+    {"-k dispatch-layered --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16 --notify a2 --dispatches 1", 1123385, 0xa6e6a38462a01b73ULL},
+    {"-k matmul-reduce-scatter", 44417, 0x7d53c8bfff8bc8abULL},
     {"-k fullmesh-dispatch-combine", 43557, 0x81f7c6eca2b0f2acULL},
     {"-k fullmesh-dispatch-combine --dtype int8 --hidden 256", 51230, 0x31ab03d265ada669ULL},
-    {"-k dispatch-layered --nodes 2 --tokens 256", 1117354, 0xade70d342846b569ULL},
-    {"-k dispatch-normal --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16", 71645, 0xcd30794a998c9361ULL},
+    {"-k dispatch-layered --nodes 2 --tokens 256", 1156761, 0xf3e7f49194c91244ULL},
+    {"-k dispatch-normal --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16", 71645, 0xb8d109cf441851b1ULL},
 };
 #define N_PINS (sizeof pins / sizeof pins[0])
 
