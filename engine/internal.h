@@ -77,6 +77,7 @@ typedef struct gm_alloc {
     uint64_t size;
     mseg *seg;            /* heap-allocated: stays put when allocs grow */
     uint32_t name;        /* string id */
+    uint32_t n_words;     /* named words overlapping it: 0 = writes here skip the word search */
 } gm_alloc;
 
 /* A named GM word (ring head/tail, flag, ...). */
@@ -99,9 +100,11 @@ typedef struct watcher {
 typedef struct rank_state {
     gm_alloc *allocs;     /* sorted by off */
     int n_allocs, cap_allocs;
+    int last_alloc;       /* eng_gm_find's last answer; -1 none */
     uint64_t next_off;    /* bump pointer for private allocations */
     named_word *words;    /* sorted by off */
     int n_words, cap_words;
+    int stray_words;      /* named words in no allocation: every lookup searches */
     watcher *watchers;        /* cores blocked on a GM word of this rank, sorted by off */
     int n_watchers, cap_watchers;
     resource hbm;

@@ -51,8 +51,12 @@ static int insert_alloc(engine *e, int rank, uint64_t off, uint64_t bytes, uint3
     int pos = rs->n_allocs;
     while (pos > 0 && rs->allocs[pos - 1].off > off) pos--;
     memmove(&rs->allocs[pos + 1], &rs->allocs[pos], (size_t)(rs->n_allocs - pos) * sizeof *rs->allocs);
-    rs->allocs[pos] = (gm_alloc){off, bytes, seg, name};
+    uint32_t n_words = 0;   /* words named before the allocation (eng_word_object) */
+    for (int i = 0; i < rs->n_words; i++)
+        if (rs->words[i].off < off + bytes && rs->words[i].off + rs->words[i].width > off) n_words++;
+    rs->allocs[pos] = (gm_alloc){off, bytes, seg, name, n_words};
     rs->n_allocs++;
+    rs->last_alloc = -1;
     return ENGINE_OK;
 }
 
@@ -108,12 +112,20 @@ const gm_alloc *eng_gm_find(engine *e, gm_t p) {
     if (rank < 0 || rank >= e->n_ranks) return NULL;
     rank_state *rs = &e->ranks[rank];
     uint64_t off = gm_offset(p);
+    /* An access is mostly followed by another to the same allocation (its
+     * object's lookup, its completion's write): allocations do not
+     * overlap, so one that holds off is the search's answer. */
+    if ((unsigned)rs->last_alloc < (unsigned)rs->n_allocs) {
+        const gm_alloc *a = &rs->allocs[rs->last_alloc];
+        if (off >= a->off && off - a->off < a->size) return a;
+    }
     int lo = 0, hi = rs->n_allocs - 1, best = -1;
     while (lo <= hi) {
         int mid = (lo + hi) / 2;
         if (rs->allocs[mid].off <= off) { best = mid; lo = mid + 1; } else hi = mid - 1;
     }
     if (best < 0) return NULL;
+    rs->last_alloc = best;
     return &rs->allocs[best];
 }
 

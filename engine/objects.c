@@ -77,6 +77,24 @@ static void add_word(engine *e, gm_t addr, uint32_t width, uint32_t object) {
     memmove(&rs->words[pos + 1], &rs->words[pos], (size_t)(rs->n_words - pos) * sizeof *rs->words);
     rs->words[pos] = (named_word){off, width, object};
     rs->n_words++;
+    int in_alloc = 0;
+    for (int i = 0; i < rs->n_allocs; i++) {
+        gm_alloc *a = &rs->allocs[i];
+        if (off < a->off + a->size && off + width > a->off) { a->n_words++; in_alloc = 1; }
+    }
+    if (!in_alloc) rs->stray_words++;
+}
+
+/* Can [off, off+len) of rank rs hold a named word? Most writes land in
+ * data allocations that hold none (rows, rings' slots), which the
+ * allocation's count tells without searching the rank's words. */
+static int may_hold_words(engine *e, int rank, uint64_t off, uint64_t len) {
+    const rank_state *rs = &e->ranks[rank];
+    if (!rs->n_words) return 0;
+    if (rs->stray_words) return 1;
+    const gm_alloc *a = eng_gm_find(e, gm_make(rank, off));
+    if (!a || off - a->off >= a->size || len > a->size - (off - a->off)) return 1;
+    return a->n_words != 0;
 }
 
 uint32_t eng_word_object(engine *e, gm_t p) {
@@ -84,6 +102,7 @@ uint32_t eng_word_object(engine *e, gm_t p) {
     if (rank < 0 || rank >= e->n_ranks) return 0;
     rank_state *rs = &e->ranks[rank];
     uint64_t off = gm_offset(p);
+    if (!may_hold_words(e, rank, off, 1)) return 0;
     int lo = 0, hi = rs->n_words - 1;
     while (lo <= hi) {
         int mid = (lo + hi) / 2;
@@ -212,7 +231,7 @@ static int first_watcher(const rank_state *rs, uint64_t off) {
 void eng_gm_written(engine *e, int rank, uint64_t off, uint64_t len, uint64_t seq, uint32_t track1,
                     uint64_t time) {
     rank_state *rs = &e->ranks[rank];
-    if (rs->n_words) {
+    if (may_hold_words(e, rank, off, len)) {
         /* first named word ending after off */
         int lo = 0, hi = rs->n_words - 1, first = rs->n_words;
         while (lo <= hi) {

@@ -9,6 +9,11 @@
  * later than some pending event, it yields (eng_sync). So every access
  * happens in global time order, exactly one core runs at a time, and the
  * event stream is a function of the configuration and the seed.
+ *
+ * A core that stops does the loop's work itself while the next items are
+ * transfers: it runs them on its own stack, in the loop's order, and goes on
+ * without a switch if it comes first then (switch_to_scheduler, yield_at).
+ * The loop is only needed to start cores and to end a run or a window.
  */
 #include "internal.h"
 
@@ -131,28 +136,52 @@ static void begin_item(engine *e, const qitem *it) {
     if (e->obs.on_segment && it->type != Q_CORE_LOCAL) e->obs.on_segment(e->obs.ctx, it->time, it->key);
 }
 
-/* c stops (queued or blocked). When the next item is a core's, c hands
- * over to it directly, as the loop would, instead of switching to the
- * loop and the loop to it: one switch instead of two. A core whose
- * coroutine has not started yet is started by the loop (its first switch
- * tells a sanitizer where the loop's stack is). */
+/* A transfer's turn (completion, RDMA stage): the loop runs it, or a core
+ * that stops runs it on its own stack (switch_to_scheduler, yield_at). */
+static void run_transfer(engine *e, const qitem *it) {
+    switch (it->type) {
+    case Q_XFER: eng_xfer_complete(e, &e->xfers[it->idx]); break;
+    case Q_RDMA_TX: eng_rdma_tx(e, &e->xfers[it->idx]); break;
+    case Q_RDMA_ARRIVE: eng_rdma_arrive(e, &e->xfers[it->idx]); break;
+    case Q_RDMA_ACK: eng_rdma_ack(e, &e->xfers[it->idx]); break;
+    default: abort();
+    }
+}
+
+static int is_core_item(const qitem *it) { return it->type == Q_CORE || it->type == Q_CORE_LOCAL; }
+
+/* c stops (queued or blocked) and does what the loop would do next, in
+ * the loop's order, without switching to it: runs the transfers that come
+ * first on its own stack, then resumes the core whose item comes first:
+ * itself without a switch (a completion woke it, or it was queued), another
+ * by one switch instead of two. The loop takes over when the run or its
+ * window ends there, and for a core whose coroutine has not started yet
+ * (its first switch tells a sanitizer where the loop's stack is). */
 static void switch_to_scheduler(core *c) {
     engine *e = c->e;
     g_current = NULL;
-    const qitem *first = queue_peek(e);
-    if (first && (first->type == Q_CORE || first->type == Q_CORE_LOCAL) &&
-        first->idx != (uint32_t)(c - e->cores) && e->cores[first->idx].entered &&
-        loop_runs(e, first)) {
+    for (;;) {
+        const qitem *first = queue_peek(e);
+        if (!first || !loop_runs(e, first)) break;
+        if (!is_core_item(first)) {
+            qitem it = queue_take(e);
+            begin_item(e, &it);
+            run_transfer(e, &it);
+            continue;
+        }
+        core *t = &e->cores[first->idx];
+        if (!t->entered) break;
         qitem it = queue_take(e);
         begin_item(e, &it);
-        core *t = &e->cores[it.idx];
         e->current = t;
-        g_current = t;
-        coro_switch(&c->co, &t->co);
-    } else {
-        coro_switch(&c->co, &e->sched_co);
+        if (t != c) {
+            g_current = t;
+            coro_switch(&c->co, &t->co);
+        }
+        goto resumed;
     }
-    /* resumed by the loop or by another core */
+    coro_switch(&c->co, &e->sched_co);
+resumed:   /* by the loop, by another core or by itself */
     g_current = c;
     c->status = CS_RUNNING;
     e->now = c->now;
@@ -178,11 +207,33 @@ static int must_yield(const engine *e, const core *c) {
            (e->cfg.watchdog_ps && c->now > e->cfg.watchdog_ps);
 }
 
+/* The transfers queued before c's step (me) run on c's stack, as the loop
+ * would run them next; returns 1 if c's step comes first then and may run
+ * at once, as if queued and popped (the heap never holds it). */
+static int run_transfers_before(engine *e, core *c, const qitem *me) {
+    g_current = NULL;
+    for (;;) {
+        const qitem *top = e->heap_n ? &e->heap[0] : NULL;
+        if (!top || !item_less(top, me)) break;
+        if (is_core_item(top) || !loop_runs(e, top)) return 0;
+        qitem it = heap_pop(e);
+        begin_item(e, &it);
+        run_transfer(e, &it);
+    }
+    if (!loop_runs(e, me)) return 0;
+    begin_item(e, me);
+    g_current = c;
+    c->status = CS_RUNNING;
+    e->now = c->now;
+    return 1;
+}
+
 static void yield_at(engine *e, core *c, uint64_t time, uint64_t key, qitem_type type) {
     c->status = CS_READY;
     c->lagging = 0;
     c->after_local = 0;
     qitem me = {time, key, type, (uint32_t)(c - e->cores)};
+    if (run_transfers_before(e, c, &me)) return;
     if (e->heap_n && item_less(&e->heap[0], &me)) queue_behind_first(e, me);
     else eng_push(e, time, key, type, me.idx);
     switch_to_scheduler(c);
@@ -425,20 +476,16 @@ void eng_run_loop(engine *e) {
             break;
         }
         begin_item(e, &it);
-        switch (it.type) {
-        case Q_XFER: eng_xfer_complete(e, &e->xfers[it.idx]); break;
-        case Q_RDMA_TX: eng_rdma_tx(e, &e->xfers[it.idx]); break;
-        case Q_RDMA_ARRIVE: eng_rdma_arrive(e, &e->xfers[it.idx]); break;
-        case Q_RDMA_ACK: eng_rdma_ack(e, &e->xfers[it.idx]); break;
-        default: {
-            core *c = &e->cores[it.idx];
-            e->current = c;
-            g_current = c;
-            coro_switch(&e->sched_co, &c->co);
-            g_current = NULL;
-            e->current = NULL;
+        if (!is_core_item(&it)) {
+            run_transfer(e, &it);
+            continue;
         }
-        }
+        core *c = &e->cores[it.idx];
+        e->current = c;
+        g_current = c;
+        coro_switch(&e->sched_co, &c->co);
+        g_current = NULL;
+        e->current = NULL;
     }
     if (e->has_next) {   /* left for a later window or nobody: back into the queue */
         e->has_next = 0;
