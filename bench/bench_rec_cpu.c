@@ -232,7 +232,7 @@ int main(int argc, char **argv) {
             h->decls = malloc(h->decl_len + 1);
             memcpy(h->decls, view.decls, h->decl_len);
             h->n = to - from;
-            h->evs = malloc(h->n * sizeof *h->evs + 1);
+            h->evs = rec_big_alloc(h->n * sizeof *h->evs);   /* as the writer's buffers */
             memcpy(h->evs, evs + from, h->n * sizeof *evs);
         }
         events += view.n;

@@ -283,8 +283,8 @@ void rec_attach(rec_writer *w, engine *e) {
 
 int rec_writer_alloc(rec_writer *w, const rec_run_info *info, char *err, size_t errlen) {
     if (chunk_events(&w->chunk_events, err, errlen)) return -1;
-    w->evs = malloc(w->chunk_events * sizeof *w->evs);
-    w->job_evs = malloc(w->chunk_events * sizeof *w->job_evs);
+    w->evs = rec_big_alloc(w->chunk_events * sizeof *w->evs);
+    w->job_evs = rec_big_alloc(w->chunk_events * sizeof *w->job_evs);
     w->codec = calloc(1, sizeof *w->codec);
     w->cctx = ZSTD_createCCtx();
     w->ix = rec_ix_new();
