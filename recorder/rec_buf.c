@@ -28,7 +28,7 @@ void rec_buf_free(rec_buf *b) {
 
 #define BIG_PAGE ((size_t)2 << 20)
 
-void rec_big_advise(void *p, size_t bytes) {
+static void big_advise(void *p, size_t bytes) {
 #ifdef MADV_HUGEPAGE
     uintptr_t from = ((uintptr_t)p + BIG_PAGE - 1) & ~(uintptr_t)(BIG_PAGE - 1);
     uintptr_t to = ((uintptr_t)p + bytes) & ~(uintptr_t)(BIG_PAGE - 1);
@@ -42,7 +42,7 @@ void *rec_big_alloc(size_t bytes) {
     if (bytes < BIG_PAGE) return malloc(bytes ? bytes : 1);
     size_t size = (bytes + BIG_PAGE - 1) & ~(BIG_PAGE - 1);
     void *p = aligned_alloc(BIG_PAGE, size);
-    rec_big_advise(p, size);
+    big_advise(p, size);
     return p;
 }
 

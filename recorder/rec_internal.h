@@ -47,8 +47,6 @@ void rec_buf_bytes(rec_buf *b, const char *s, size_t n);   /* varint length + by
 /* bytes of memory (free with free()), on huge pages when large and the
  * kernel agrees; NULL when out of memory */
 void *rec_big_alloc(size_t bytes);
-/* the same advice for a block already allocated (its whole 2 MiB pages) */
-void rec_big_advise(void *p, size_t bytes);
 
 static inline uint64_t rec_zigzag(int64_t v) {
     return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);

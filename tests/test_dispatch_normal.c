@@ -92,26 +92,8 @@ static void start_nodes(run *r, engine_chip chip, int nodes, int npus, const cha
 
 static void start_counting(run *r, engine_chip chip, int npus, const char *const *kv,
                            traffic *t) {
-    memset(r, 0, sizeof *r);
-    const kernel_desc *d = support_kernel(DN);
-    engine_config cfg;
-    engine_config_defaults(&cfg);
-    cfg.npus_per_node = npus;
-    cfg.chip = chip;
-    cfg.watchdog_ps = 0;
-    assert_int_equal(engine_create(&cfg, &r->e, r->err, sizeof r->err), ENGINE_OK);
-    kernel_opts o;
-    support_opts(d, &o, kv);
-    void *state = NULL;
-    if (d->setup(r->e, &o, &state, r->err, sizeof r->err) != 0) fail_msg("setup: %s", r->err);
-    r->st = state;
-    if (t) {
-        engine_observer obs = {.ctx = t, .on_event = count_remote};
-        engine_set_observer(r->e, &obs);
-    }
-    assert_int_equal(engine_run(r->e, &r->res, r->err, sizeof r->err), ENGINE_OK);
-    if (r->res.outcome != OUTCOME_COMPLETED)
-        fail_msg("outcome %s: %s", engine_outcome_name(r->res.outcome), r->res.message);
+    engine_observer obs = {.ctx = t, .on_event = count_remote};
+    start_nodes(r, chip, 1, npus, kv, t ? &obs : NULL);
 }
 
 static void start_on(run *r, engine_chip chip, int npus, const char *const *kv) {
