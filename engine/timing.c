@@ -164,10 +164,22 @@ int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen) {
                  "--file` prints one)", path, why);
         return ENGINE_ERR;
     }
-    char line[512];
+    /* Lines of any length: `npurr hw --file` writes each parameter's
+     * source as one comment line, and some are longer than any fixed
+     * buffer would be. */
+    char *line = NULL;
+    size_t line_cap = 0;
     int lineno = 0;
-    while (fgets(line, sizeof line, f)) {
+    ssize_t got;
+    while ((got = getline(&line, &line_cap, f)) != -1) {
         lineno++;
+        if (got > 65536) {
+            snprintf(err, errlen, "--hw %s:%d: a line of %zd bytes: not a key=value file", path,
+                     lineno, got);
+            free(line);
+            fclose(f);
+            return ENGINE_ERR;
+        }
         char *hash = strchr(line, '#');
         if (hash) *hash = '\0';
         char *s = line;
@@ -179,6 +191,7 @@ int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen) {
         char *eq = strchr(s, '=');
         if (!eq) {
             snprintf(err, errlen, "--hw %s:%d: expected key=value, got '%s'", path, lineno, s);
+            free(line);
             fclose(f);
             return ENGINE_ERR;
         }
@@ -196,10 +209,12 @@ int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen) {
         char sub[ENGINE_ERRLEN];
         if (engine_hw_set(hw, key, val, sub, sizeof sub) != ENGINE_OK) {
             snprintf(err, errlen, "--hw %s:%d: %s", path, lineno, sub);
+            free(line);
             fclose(f);
             return ENGINE_ERR;
         }
     }
+    free(line);
     if (ferror(f)) {
         snprintf(err, errlen, "--hw %s: read error: %s", path, strerror(errno));
         fclose(f);

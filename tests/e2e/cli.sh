@@ -53,6 +53,17 @@ zstd -q -t "$tmp/run/trace.zst" || fail "zstd -t rejects the trace"
 "$npurr" sql "$tmp/run" "SELECT value FROM meta WHERE key='hw.hbm_gbytes_per_s'" > "$tmp/hw"
 grep -q 3200 "$tmp/hw" || fail "the --hw value is not recorded in meta"
 
+# `npurr hw --file` is a --hw file as it is: its comment lines (each
+# parameter's source) are longer than a line buffer would hold
+"$npurr" hw --file > "$tmp/defaults.hw"
+[ "$(awk '{ if (length($0) > m) m = length($0) } END { print m }' "$tmp/defaults.hw")" -gt 512 ] ||
+    fail "hw --file has no line longer than 512 bytes: this check no longer tries one"
+expect_exit 0 "record --hw (hw --file)" "$npurr" record -k combine-sender --npus-per-node 2 \
+    --tokens 16 --hidden 256 --experts 8 --topk 2 --no-trace --hw "$tmp/defaults.hw"
+awk 'BEGIN { printf "# "; for (i = 0; i < 70000; i++) printf "x"; print "" }' > "$tmp/long.hw"
+expect_exit 2 "a 70 kB line in --hw" "$npurr" record -k combine-sender --hw "$tmp/long.hw" -o "$tmp/r"
+grep -q "long.hw:1: a line of 70003 bytes" "$tmp/err" || fail "an endless line is not named"
+
 # --no-trace runs the same emulation and writes nothing
 expect_exit 0 "record --no-trace" "$npurr" record -k combine-sender --npus-per-node 2 --tokens 16 \
     --hidden 256 --experts 8 --topk 2 --no-trace
