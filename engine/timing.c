@@ -41,11 +41,14 @@ static const engine_hw_param params[] = {
     P("mte_bytes_per_cycle", NULL, mte_bytes_per_cycle, 64.0, 1e-3, 1e9, "B/cycle",
       "one core's MTE2/MTE3 queue bandwidth",
       "estimate: one core's MTE queue, ~118 GB/s at 1.85 GHz"),
-    F("mte_hccs_bytes_per_cycle", NULL, mte_hccs_bytes_per_cycle, 6.0, 1e-3, 1e9, "B/cycle",
+    F("mte_hccs_bytes_per_cycle", NULL, mte_hccs_bytes_per_cycle, 8.0, 1e-3, 1e9, "B/cycle",
       "one core's MTE2/MTE3 queue bandwidth when the GM at the other end is a peer NPU's, "
       "over HCCS (its outstanding requests over the link's latency)",
-      "fitted on T1-T3 (tools/fit_timing.sh, tools/fidelity_anchors.csv): 11 GB/s a core, so "
-      "a rank's pulls are bound by its HCCS links, not by its cores"),
+      "fitted on T1-T3 (tools/fit_timing.sh, tools/fidelity_anchors.csv): 14.8 GB/s a core; "
+      "T1's pulls are bound by each core's reads (this rate and hccs_read_latencies), not by "
+      "the links, and its rows are all 14 KB, so T1's dispatch fixes the two's sum per row; "
+      "moved with hccs_read_latencies along that sum (a move the one-parameter search cannot "
+      "make) to where T1's combine, which pushes, fits best"),
     P("mte_latency_ns", NULL, mte_latency_ns, 200.0, NS_MIN, NS_MAX, "ns",
       "fixed cost of one GM<->local transfer",
       "estimate: GM access latency, a few hundred cycles (seed 000 s4.3)"),
@@ -71,11 +74,11 @@ static const engine_hw_param params[] = {
       "the A2 measurements move 50-80 GB/s a rank over 7 links"),
     P("hccs_latency_ns", NULL, hccs_latency_ns, 800.0, NS_MIN, NS_MAX, "ns",
       "one-way latency of an HCCS access", "estimate: one-way HCCS access inside a node"),
-    F("hccs_read_latencies", NULL, hccs_read_latencies, 7.0, 0, 1e3, "latencies",
+    F("hccs_read_latencies", NULL, hccs_read_latencies, 7.4, 0, 1e3, "latencies",
       "what an MTE read of a peer's GM holds its queue for beyond its bytes, in one-way HCCS "
       "latencies: a read is not posted, its request crosses before the queue takes the next "
       "(its data then lands a latency later, as a write's does); 1e-9 makes reads posted",
-      "fitted on T1-T3 (tools/fit_timing.sh; T1's dispatch pulls its rows one at a time): 5.6 us "
+      "fitted on T1-T3 (tools/fit_timing.sh; T1's dispatch pulls its rows one at a time): 5.9 us "
       "a read, more than the round trip (2), so it also carries the per-row costs of a remote "
       "pull the model prices nowhere else; the estimate was 1, a scalar GetValue of a peer's "
       "word waits likewise (seed 000 s4.3)"),

@@ -41,17 +41,17 @@ typedef struct pin {
 
 /* The pinned streams. Regenerate with `build/test_identity --print`. */
 static const pin pins[] = {
-    {"-k combine-sender", 176677, 0xa026f99484414de6ULL},
-    {"-k combine-sender-inplace", 169974, 0xdd5b2d3f2eb173e4ULL},
-    {"-k combine-normal", 171974, 0xc63e574651ababa4ULL},
-    {"-k dispatch-normal", 174791, 0xfab1170e5934b665ULL},
-    {"-k dispatch-layered", 253683, 0xabaf4417d5a62158ULL},
-    {"-k dispatch-layered --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16 --notify a2 --dispatches 1", 1123385, 0xa6e6a38462a01b73ULL},
-    {"-k matmul-reduce-scatter", 44417, 0x7d53c8bfff8bc8abULL},
+    {"-k combine-sender", 175863, 0x34d8efcdabbdbf03ULL},
+    {"-k combine-sender-inplace", 170892, 0xfcdd79182371ba5eULL},
+    {"-k combine-normal", 171957, 0xab75687e660bb1a2ULL},
+    {"-k dispatch-normal", 174791, 0xd63ee81431e3f47eULL},
+    {"-k dispatch-layered", 253609, 0x621123d0c49a30d7ULL},
+    {"-k dispatch-layered --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16 --notify a2 --dispatches 1", 1123389, 0x59128b9c4251082fULL},
+    {"-k matmul-reduce-scatter", 44417, 0xc819f66a905c1033ULL},
     {"-k fullmesh-dispatch-combine", 43557, 0x81f7c6eca2b0f2acULL},
     {"-k fullmesh-dispatch-combine --dtype int8 --hidden 256", 51230, 0x31ab03d265ada669ULL},
-    {"-k dispatch-layered --nodes 2 --tokens 256", 1156761, 0xf3e7f49194c91244ULL},
-    {"-k dispatch-normal --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16", 71645, 0xb8d109cf441851b1ULL},
+    {"-k dispatch-layered --nodes 2 --tokens 256", 1157698, 0x1f5955042c0800c1ULL},
+    {"-k dispatch-normal --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16", 71645, 0x5dc8e4755c74aefeULL},
 };
 #define N_PINS (sizeof pins / sizeof pins[0])
 
