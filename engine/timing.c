@@ -175,14 +175,14 @@ int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen) {
     size_t line_cap = 0;
     int lineno = 0;
     ssize_t got;
+    int rc = ENGINE_OK;
     while ((got = getline(&line, &line_cap, f)) != -1) {
         lineno++;
         if (got > 65536) {
             snprintf(err, errlen, "--hw %s:%d: a line of %zd bytes: not a key=value file", path,
                      lineno, got);
-            free(line);
-            fclose(f);
-            return ENGINE_ERR;
+            rc = ENGINE_ERR;
+            break;
         }
         char *hash = strchr(line, '#');
         if (hash) *hash = '\0';
@@ -195,9 +195,8 @@ int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen) {
         char *eq = strchr(s, '=');
         if (!eq) {
             snprintf(err, errlen, "--hw %s:%d: expected key=value, got '%s'", path, lineno, s);
-            free(line);
-            fclose(f);
-            return ENGINE_ERR;
+            rc = ENGINE_ERR;
+            break;
         }
         *eq = '\0';
         char *key = s, *val = eq + 1;
@@ -213,19 +212,17 @@ int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen) {
         char sub[ENGINE_ERRLEN];
         if (engine_hw_set(hw, key, val, sub, sizeof sub) != ENGINE_OK) {
             snprintf(err, errlen, "--hw %s:%d: %s", path, lineno, sub);
-            free(line);
-            fclose(f);
-            return ENGINE_ERR;
+            rc = ENGINE_ERR;
+            break;
         }
     }
     free(line);
-    if (ferror(f)) {
+    if (rc == ENGINE_OK && ferror(f)) {
         snprintf(err, errlen, "--hw %s: read error: %s", path, strerror(errno));
-        fclose(f);
-        return ENGINE_ERR;
+        rc = ENGINE_ERR;
     }
     fclose(f);
-    return ENGINE_OK;
+    return rc;
 }
 
 void engine_hw_write(const engine_hw *hw, FILE *out) {
