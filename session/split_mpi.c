@@ -116,7 +116,7 @@ static int finish(split_mpi *m, MPI_Request *rq, const char *what, char *err, si
             m->broken = 1;
             return -1;
         }
-        if (spins < 64) {
+        if (spins < 1) {
             sched_yield();
         } else {
             struct timespec ts = {0, 20000};
