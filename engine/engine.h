@@ -473,6 +473,15 @@ typedef struct engine_observer {
      * run split over processes merge by comparing their next segments' keys,
      * as a scheduler pops queues, not by sorting. Optional. */
     void (*on_segment)(void *ctx, uint64_t time, uint64_t key);
+    /* A run recorded where it runs (engine_split_record): with this set,
+     * this process's own events come to on_event as they are made, with
+     * the process's own numbers (seq, links, run-time string and site
+     * ids); after each window is merged the engine calls on_renumber, and
+     * the observer passes each event shown since its last call, in order,
+     * to fix, which gives it the run's numbers and returns 0, or returns 1:
+     * drop it (the run was cut before it). Without it the engine holds the
+     * window's events and shows them numbered, a copy each. Optional. */
+    void (*on_renumber)(void *ctx, int (*fix)(void *fix_ctx, engine_event *ev), void *fix_ctx);
 } engine_observer;
 
 /* The pipe a hard event's SetFlag waits for (consumer 0) or WaitFlag holds

@@ -252,6 +252,7 @@ typedef struct xfer {
 /* ------------------------------------------------------------ event queue */
 /* Q_CORE_LOCAL: a core that yielded in a local step (eng_sync_local),
  * resumed as Q_CORE but without a scheduling segment of its own. */
+#define ENG_KEY_COUNTER_BITS 41   /* a tie key: priority << 41 | counter (eng_core_key) */
 typedef enum { Q_CORE = 1, Q_XFER, Q_RDMA_TX, Q_RDMA_ARRIVE, Q_RDMA_ACK, Q_CORE_LOCAL } qitem_type;
 typedef struct qitem {
     uint64_t time;
@@ -514,6 +515,20 @@ void eng_split_send_barrier(core *c);
 void eng_barrier_arrival(engine *e, launch_info *l, int type, uint64_t time, uint64_t seq,
                          uint32_t track1);
 void eng_split_free(engine *e);
+/* merge.c: one window of this process as captured: every record (the
+ * stream) and, when every process merges (recorded where it runs), the
+ * skeleton the others merge, built on the way (merge.c says its form). */
+typedef struct eng_capture {
+    engine_buf stream, skel;
+    int skeleton;                 /* build skel too */
+    engine_observer direct;       /* set: events go to it as made, the stream keeps none
+                                   * (merged from skel, renumbered, engine.h on_renumber) */
+    int pending;                  /* a segment waits for the count of its events */
+    uint32_t run;                 /* events since the skeleton's last record */
+    uint64_t seg_time, seg_key, base_time;
+    uint64_t *counters;           /* by priority: the last segment key's counter */
+    size_t n_counters;
+} eng_capture;
 /* sched.c: the loop, the end, shared with the window loop */
 void eng_run_loop(engine *e);
 int eng_start_cores(engine *e, char *err, size_t errlen);

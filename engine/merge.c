@@ -38,12 +38,16 @@ typedef struct part_map {
     uint64_t n_seq, cap_seq;
     uint32_t *str, *site;    /* run-time local id - n0 - 1 -> global id */
     uint32_t n_str, cap_str, n_site, cap_site;
+    uint64_t *counters;      /* its skeleton's counter table (skel_flush) */
+    size_t n_counters;
 } part_map;
 
 typedef struct eng_merger {
     engine_observer out;
     int count;
     int me;                  /* -1: out sees every stream's events; else only stream me's */
+    int direct;              /* me's events went to out as made: numbered here, fixed by
+                              * out.on_renumber (engine.h) */
     uint32_t n0_strings, n0_sites;
     part_map *parts;
     uint64_t seq;
@@ -58,9 +62,26 @@ typedef struct eng_merger {
 } eng_merger;
 
 /* ------------------------------------------------------------ capture */
-static void put_rec(engine_buf *b, uint8_t tag, const void *p, size_t n) {
-    engine_buf_put(b, &tag, 1);
-    engine_buf_put(b, p, n);
+/* Room for n more bytes at the end of b (grown as engine_buf_put grows). */
+static uint8_t *room(engine_buf *b, size_t n) {
+    if (b->cap - b->n < n) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap - b->n < n) cap *= 2;
+        uint8_t *np = realloc(b->p, cap);
+        if (!np) abort();
+        b->p = np;
+        b->cap = cap;
+    }
+    return b->p + b->n;
+}
+
+/* A record of fixed size: one reservation and one copy whose size the
+ * compiler sees (events and segments are most of a window). */
+static inline void put_rec(engine_buf *b, uint8_t tag, const void *p, size_t n) {
+    uint8_t *at = room(b, 1 + n);
+    at[0] = tag;
+    memcpy(at + 1, p, n);
+    b->n += 1 + n;
 }
 
 static void put_text(engine_buf *b, const char *text) {
@@ -69,9 +90,82 @@ static void put_text(engine_buf *b, const char *text) {
     engine_buf_put(b, text, n);
 }
 
+static size_t varint_put(uint8_t *p, uint64_t v) {
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static int64_t unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+
+/*
+ * The skeleton, built while the window is captured: the stream without its
+ * events, which become counts, except faults, kept whole (their text ends
+ * the run). A segment is one record with the count of the events right
+ * after it ('s': varints of its time less the previous segment's, its
+ * key's priority, its counter less the last one of that priority, the
+ * count; 'K' carries a key that names no core whole), since a segment
+ * holds about one event: 22 bytes an event went to 6-8. 'N' counts events
+ * not right after a segment (before the first, after a declaration).
+ * Another process merges it as it merges the stream, numbering the events
+ * without seeing them.
+ */
+#define SKEL_PRIOS 65536   /* priorities with a counter table entry */
+
+static void skel_flush(eng_capture *c) {
+    engine_buf *b = &c->skel;
+    if (c->pending) {
+        uint8_t *at = room(b, 1 + 4 * 10);
+        size_t n = 1;
+        uint64_t prio = c->seg_key >> ENG_KEY_COUNTER_BITS;
+        uint64_t counter = c->seg_key & ((1ULL << ENG_KEY_COUNTER_BITS) - 1);
+        n += varint_put(at + n, zigzag((int64_t)(c->seg_time - c->base_time)));
+        if (prio < SKEL_PRIOS) {
+            at[0] = 's';
+            if (prio >= c->n_counters) {
+                size_t want = c->n_counters ? c->n_counters : 64;
+                while (want <= prio) want *= 2;
+                uint64_t *t = realloc(c->counters, want * sizeof *t);
+                if (!t) abort();
+                memset(t + c->n_counters, 0, (want - c->n_counters) * sizeof *t);
+                c->counters = t;
+                c->n_counters = want;
+            }
+            n += varint_put(at + n, prio);
+            n += varint_put(at + n, zigzag((int64_t)(counter - c->counters[prio])));
+            c->counters[prio] = counter;
+        } else {
+            at[0] = 'K';
+            n += varint_put(at + n, c->seg_key);
+        }
+        n += varint_put(at + n, c->run);
+        b->n += n;
+        c->base_time = c->seg_time;
+    } else if (c->run) {
+        put_rec(b, 'N', &c->run, sizeof c->run);
+    }
+    c->pending = 0;
+    c->run = 0;
+}
+
+/* A record other than an event or a segment: the skeleton keeps it whole. */
+static void skel_whole(eng_capture *c, const uint8_t *rec, size_t n) {
+    if (!c->skeleton) return;
+    skel_flush(c);
+    engine_buf_put(&c->skel, rec, n);
+}
+
 static void cap_string(void *ctx, uint32_t id, const char *text) {
-    put_rec(ctx, 'T', &id, sizeof id);
-    put_text(ctx, text);
+    eng_capture *c = ctx;
+    size_t at = c->stream.n;
+    put_rec(&c->stream, 'T', &id, sizeof id);
+    put_text(&c->stream, text);
+    skel_whole(c, c->stream.p + at, c->stream.n - at);
 }
 
 /* The engine tells sites apart by (file pointer, line), and an unoptimized
@@ -84,89 +178,73 @@ static int64_t site_file_key(const char *file) {
 }
 
 static void cap_site(void *ctx, const engine_site *s) {
+    eng_capture *c = ctx;
+    size_t at = c->stream.n;
     int64_t key = site_file_key(s->file);
-    put_rec(ctx, 'I', &s->id, sizeof s->id);
-    engine_buf_put(ctx, &s->line, sizeof s->line);
-    engine_buf_put(ctx, &key, sizeof key);
-    put_text(ctx, s->file ? s->file : "");
-    put_text(ctx, s->func ? s->func : "");
+    put_rec(&c->stream, 'I', &s->id, sizeof s->id);
+    engine_buf_put(&c->stream, &s->line, sizeof s->line);
+    engine_buf_put(&c->stream, &key, sizeof key);
+    put_text(&c->stream, s->file ? s->file : "");
+    put_text(&c->stream, s->func ? s->func : "");
+    skel_whole(c, c->stream.p + at, c->stream.n - at);
 }
 
-static void cap_object(void *ctx, const engine_object *o) { put_rec(ctx, 'O', o, sizeof *o); }
-static void cap_event(void *ctx, const engine_event *ev) { put_rec(ctx, 'E', ev, sizeof *ev); }
+static void cap_object(void *ctx, const engine_object *o) {
+    eng_capture *c = ctx;
+    put_rec(&c->stream, 'O', o, sizeof *o);
+    skel_whole(c, c->stream.p + c->stream.n - 1 - sizeof *o, 1 + sizeof *o);
+}
+
+static void cap_event(void *ctx, const engine_event *ev) {
+    eng_capture *c = ctx;
+    if (c->direct.on_event) c->direct.on_event(c->direct.ctx, ev);
+    else put_rec(&c->stream, 'E', ev, sizeof *ev);
+    if (!c->skeleton) return;
+    if (ev->kind == EV_FAULT) {
+        skel_flush(c);
+        put_rec(&c->skel, 'E', ev, sizeof *ev);
+    } else {
+        c->run++;
+    }
+}
 
 static void cap_segment(void *ctx, uint64_t time, uint64_t key) {
+    eng_capture *c = ctx;
     uint64_t v[2] = {time, key};
-    put_rec(ctx, 'S', v, sizeof v);
+    if (!c->direct.on_event) put_rec(&c->stream, 'S', v, sizeof v);
+    if (!c->skeleton) return;
+    skel_flush(c);
+    c->pending = 1;
+    c->seg_time = time;
+    c->seg_key = key;
 }
 
-engine_observer eng_capture_observer(engine_buf *stream) {
-    engine_observer o = {stream, cap_string, cap_site, cap_object, cap_event, NULL, cap_segment};
+engine_observer eng_capture_observer(eng_capture *c) {
+    engine_observer o = {c, cap_string, cap_site, cap_object, cap_event, NULL, cap_segment, NULL};
     return o;
 }
 
-void eng_capture_window_end(engine_buf *stream, int faulted) {
+void eng_capture_window_end(eng_capture *c, int faulted) {
     uint8_t f = (uint8_t)faulted;
-    put_rec(stream, 'F', &f, 1);
+    put_rec(&c->stream, 'F', &f, 1);
+    skel_whole(c, c->stream.p + c->stream.n - 2, 2);
 }
 
-/* Bytes of the record at p (avail bytes from there), 0 if it is cut. */
-static size_t record_size(const uint8_t *p, size_t avail) {
-    size_t n;
-    uint32_t t1, t2;
-    switch (p[0]) {
-    case 'S': n = 1 + 2 * sizeof(uint64_t); break;
-    case 'E': n = 1 + sizeof(engine_event); break;
-    case 'O': n = 1 + sizeof(engine_object); break;
-    case 'F': n = 2; break;
-    case 'T':
-        if (avail < 1 + 2 * sizeof t1) return 0;
-        memcpy(&t1, p + 1 + sizeof t1, sizeof t1);
-        n = 1 + 2 * sizeof t1 + t1;
-        break;
-    case 'I': {
-        size_t at = 1 + sizeof(uint32_t) + sizeof(int) + sizeof(int64_t);
-        if (avail < at + sizeof t1) return 0;
-        memcpy(&t1, p + at, sizeof t1);
-        at += sizeof t1 + t1;
-        if (avail < at + sizeof t2) return 0;
-        memcpy(&t2, p + at, sizeof t2);
-        n = at + sizeof t2 + t2;
-        break;
-    }
-    default: return 0;
-    }
-    return n <= avail ? n : 0;
+/* After the window's merge: both buffers start again (times in the next
+ * skeleton count from 0; the counter tables go on, as a merger's do). */
+void eng_capture_reset(eng_capture *c) {
+    c->stream.n = 0;
+    c->skel.n = 0;
+    c->base_time = 0;
+    c->pending = 0;
+    c->run = 0;
 }
 
-/* The stream's skeleton: every record but events, which become counts
- * ('N', a run of events) except faults, kept whole (their text ends the
- * run). Another process merges it as it merges the stream, numbering the
- * events without seeing them. -1 if the stream is corrupt. */
-int eng_capture_skeleton(const engine_buf *stream, engine_buf *skel) {
-    skel->n = 0;
-    uint32_t run = 0;
-    for (size_t at = 0; at < stream->n;) {
-        const uint8_t *p = stream->p + at;
-        size_t n = record_size(p, stream->n - at);
-        if (!n) return -1;
-        int whole = 1;
-        if (p[0] == 'E') {
-            engine_event ev;
-            memcpy(&ev, p + 1, sizeof ev);
-            whole = ev.kind == EV_FAULT;
-        }
-        if (!whole) {
-            run++;
-        } else {
-            if (run) put_rec(skel, 'N', &run, sizeof run);
-            run = 0;
-            engine_buf_put(skel, p, n);
-        }
-        at += n;
-    }
-    if (run) put_rec(skel, 'N', &run, sizeof run);
-    return 0;
+void eng_capture_free(eng_capture *c) {
+    engine_buf_free(&c->stream);
+    engine_buf_free(&c->skel);
+    free(c->counters);
+    memset(c, 0, sizeof *c);
 }
 
 /* ------------------------------------------------------------ merger */
@@ -189,6 +267,7 @@ void eng_merger_free(eng_merger *m) {
         free(m->parts[q].seq);
         free(m->parts[q].str);
         free(m->parts[q].site);
+        free(m->parts[q].counters);
     }
     free(m->parts);
     for (uint32_t i = 0; i < m->n_strings; i++) free(m->strings[i]);
@@ -202,9 +281,11 @@ void eng_merger_free(eng_merger *m) {
     free(m);
 }
 
+/* p with room for index n (capacity doubled until it is). */
 static void *grow(void *p, uint64_t n, uint64_t *cap, size_t size) {
     if (n < *cap) return p;
     uint64_t c = *cap ? *cap * 2 : 1024;
+    while (c <= n) c *= 2;
     void *np = realloc(p, c * size);
     if (!np) abort();
     *cap = c;
@@ -221,7 +302,27 @@ static void *grow32(void *p, uint32_t n, uint32_t *cap, size_t size) {
 typedef struct cursor {
     const uint8_t *p;
     size_t n, at;
+    /* the segment at `at` once peek_segment decoded it (head 1) */
+    int head, has_prio;
+    uint64_t t, k, prio, counter;
+    uint32_t count;           /* a skeleton's: the events right after it */
+    size_t next;              /* where the record after it starts */
+    uint64_t base_time;       /* a skeleton's times count from the last segment's */
 } cursor;
+
+static int varint_get(const cursor *c, size_t *at, uint64_t *v) {
+    uint64_t x = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        if (*at >= c->n) return -1;
+        uint8_t b = c->p[(*at)++];
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = x;
+            return 0;
+        }
+    }
+    return -1;
+}
 
 static int take(cursor *c, void *out, size_t n) {
     if (c->n - c->at < n) return -1;
@@ -273,6 +374,19 @@ static int remap_string(const eng_merger *m, int q, int64_t v, int64_t *out) {
     return 0;
 }
 
+/* ev's link, site and run-time strings as the run numbers them. */
+static int remap_event(const eng_merger *m, int q, engine_event *ev) {
+    if (remap_seq(m, q, ev->link, &ev->link) || remap_site(m, q, ev->site, &ev->site)) return -1;
+    switch (ev->kind) {
+    case EV_ROLE: case EV_FAULT: case EV_KERNEL_BEGIN: case EV_KERNEL_END:
+        return remap_string(m, q, ev->value, &ev->value);
+    case EV_NOTE:
+        return remap_string(m, q, ev->aux, &ev->aux);
+    default:
+        return 0;
+    }
+}
+
 static int merge_event(eng_merger *m, int q, cursor *c) {
     engine_event ev;
     if (take(c, &ev, sizeof ev)) return -1;
@@ -281,38 +395,56 @@ static int merge_event(eng_merger *m, int q, cursor *c) {
     if (m->seq + 1 > UINT32_MAX) return -1;   /* the maps hold 32-bit seqs */
     pm->seq = grow(pm->seq, pm->n_seq, &pm->cap_seq, sizeof *pm->seq);
     pm->seq[pm->n_seq++] = (uint32_t)(m->seq + 1);
-    if (remap_seq(m, q, ev.link, &ev.link) || remap_site(m, q, ev.site, &ev.site)) return -1;
-    int rc = 0;
-    switch (ev.kind) {
-    case EV_ROLE: case EV_FAULT: case EV_KERNEL_BEGIN: case EV_KERNEL_END:
-        rc = remap_string(m, q, ev.value, &ev.value);
-        break;
-    case EV_NOTE:
-        rc = remap_string(m, q, ev.aux, &ev.aux);
-        break;
-    default:
-        break;
-    }
-    if (rc) return -1;
+    if (remap_event(m, q, &ev)) return -1;
     if (ev.kind == EV_FAULT && ev.value > (int64_t)m->n0_strings)
         m->fault_text = m->strings[ev.value - m->n0_strings - 1];
     ev.seq = ++m->seq;
-    if (m->out.on_event && (m->me < 0 || q == m->me)) m->out.on_event(m->out.ctx, &ev);
+    int shown = m->me < 0 || (q == m->me && !m->direct);
+    if (m->out.on_event && shown) m->out.on_event(m->out.ctx, &ev);
     return 0;
+}
+
+/* out.on_renumber's fix for me's events (direct): the numbers the merge
+ * gave; 1 for an event no merge numbered (past a cut, or in a window that
+ * was not merged). */
+static int fix_merged(void *ctx, engine_event *ev) {
+    const eng_merger *m = ctx;
+    const part_map *pm = &m->parts[m->me];
+    if (ev->seq == 0 || ev->seq > pm->n_seq) return 1;
+    engine_event fixed = *ev;
+    fixed.seq = pm->seq[ev->seq - 1];
+    if (remap_event(m, m->me, &fixed)) return 1;
+    *ev = fixed;
+    return 0;
+}
+
+/* The run's end event is numbered when made. */
+static int fix_none(void *ctx, engine_event *ev) {
+    (void)ctx, (void)ev;
+    return 0;
+}
+
+static void renumber(eng_merger *m, int (*fix)(void *, engine_event *)) {
+    if (m->direct && m->out.on_renumber) m->out.on_renumber(m->out.ctx, fix, m);
 }
 
 /* A run of n events of stream q seen as its skeleton's count: numbered,
  * not shown. */
+static int count_events(eng_merger *m, int q, uint32_t n) {
+    part_map *pm = &m->parts[q];
+    if (m->seq + n > UINT32_MAX) return -1;
+    pm->seq = grow(pm->seq, pm->n_seq + n - 1, &pm->cap_seq, sizeof *pm->seq);
+    uint32_t *at = pm->seq + pm->n_seq;
+    for (uint32_t i = 0; i < n; i++) at[i] = (uint32_t)(m->seq + 1 + i);
+    pm->n_seq += n;
+    m->seq += n;
+    return 0;
+}
+
 static int merge_count(eng_merger *m, int q, cursor *c) {
     uint32_t n;
     if (take(c, &n, sizeof n) || !n) return -1;
-    part_map *pm = &m->parts[q];
-    if (m->seq + n > UINT32_MAX) return -1;
-    for (uint32_t i = 0; i < n; i++) {
-        pm->seq = grow(pm->seq, pm->n_seq, &pm->cap_seq, sizeof *pm->seq);
-        pm->seq[pm->n_seq++] = (uint32_t)(++m->seq);
-    }
-    return 0;
+    return count_events(m, q, n);
 }
 
 static int merge_string(eng_merger *m, int q, cursor *c) {
@@ -393,48 +525,110 @@ static int merge_record(eng_merger *m, int q, cursor *c) {
 
 static int at_tag(const cursor *c, uint8_t tag) { return c->at < c->n && c->p[c->at] == tag; }
 
+static int at_segment_or_end(const cursor *c) {
+    if (c->at >= c->n) return 1;
+    uint8_t t = c->p[c->at];
+    return t == 'S' || t == 's' || t == 'K' || t == 'F';
+}
+
 /* Records of q up to its next segment start or its window's end. */
 static int merge_run(eng_merger *m, int q, cursor *c) {
-    while (c->at < c->n && !at_tag(c, 'S') && !at_tag(c, 'F'))
+    while (!at_segment_or_end(c))
         if (merge_record(m, q, c)) return -1;
     return 0;
 }
 
-static int peek_segment(const cursor *c, uint64_t *time, uint64_t *key) {
-    if (!at_tag(c, 'S') || c->n - c->at < 1 + 2 * sizeof(uint64_t)) return 0;
-    memcpy(time, c->p + c->at + 1, sizeof *time);
-    memcpy(key, c->p + c->at + 1 + sizeof *time, sizeof *key);
+/* Decodes the segment at c->at into c (once): 1 if there is one, 0 if the
+ * next record is none (or is cut: the window's check then fails). */
+static int peek_segment(const eng_merger *m, int q, cursor *c) {
+    if (c->head) return 1;
+    if (c->at >= c->n) return 0;
+    uint8_t tag = c->p[c->at];
+    size_t at = c->at + 1;
+    uint64_t v, n;
+    c->has_prio = 0;
+    c->count = 0;
+    if (tag == 'S') {
+        if (c->n - at < 2 * sizeof(uint64_t)) return 0;
+        memcpy(&c->t, c->p + at, sizeof c->t);
+        memcpy(&c->k, c->p + at + sizeof c->t, sizeof c->k);
+        at += 2 * sizeof(uint64_t);
+    } else if (tag == 's' || tag == 'K') {
+        if (varint_get(c, &at, &v)) return 0;
+        c->t = c->base_time + (uint64_t)unzigzag(v);
+        if (tag == 'K') {
+            if (varint_get(c, &at, &c->k)) return 0;
+        } else {
+            if (varint_get(c, &at, &c->prio) || c->prio >= SKEL_PRIOS || varint_get(c, &at, &v))
+                return 0;
+            const part_map *pm = &m->parts[q];
+            uint64_t last = c->prio < pm->n_counters ? pm->counters[c->prio] : 0;
+            c->counter = (last + (uint64_t)unzigzag(v)) & ((1ULL << ENG_KEY_COUNTER_BITS) - 1);
+            c->k = c->prio << ENG_KEY_COUNTER_BITS | c->counter;
+            c->has_prio = 1;
+        }
+        if (varint_get(c, &at, &n) || n > UINT32_MAX) return 0;
+        c->count = (uint32_t)n;
+    } else {
+        return 0;
+    }
+    c->next = at;
+    c->head = 1;
     return 1;
+}
+
+/* Steps past the peeked segment: a skeleton's counter table follows it,
+ * and the events right after it are numbered. */
+static int take_segment(eng_merger *m, int q, cursor *c) {
+    if (c->has_prio) {
+        part_map *pm = &m->parts[q];
+        if (c->prio >= pm->n_counters) {
+            size_t want = pm->n_counters ? pm->n_counters : 64;
+            while (want <= c->prio) want *= 2;
+            uint64_t *t = realloc(pm->counters, want * sizeof *t);
+            if (!t) abort();
+            memset(t + pm->n_counters, 0, (want - pm->n_counters) * sizeof *t);
+            pm->counters = t;
+            pm->n_counters = want;
+        }
+        pm->counters[c->prio] = c->counter;
+    }
+    c->base_time = c->t;
+    c->at = c->next;
+    c->head = 0;
+    return c->count ? count_events(m, q, c->count) : 0;
 }
 
 static int faulted_here(const cursor *c) {
     return at_tag(c, 'F') && c->n - c->at >= 2 && c->p[c->at + 1];
 }
 
-int eng_merger_window(eng_merger *m, const engine_buf *streams, char *err, size_t errlen) {
+static int merge_window(eng_merger *m, const engine_buf *streams, char *err, size_t errlen) {
     if (m->cut) return ENGINE_OK;   /* the run ended at a fault */
     cursor cur[256];
     int bad = -1;
     for (int q = 0; q < m->count; q++) {
-        cur[q] = (cursor){streams[q].p, streams[q].n, 0};
+        cur[q] = (cursor){.p = streams[q].p, .n = streams[q].n};
         if (merge_run(m, q, &cur[q]) && bad < 0) bad = q;
     }
     while (bad < 0) {
         int best = -1;
         uint64_t bt = 0, bk = 0;
         for (int q = 0; q < m->count; q++) {
-            uint64_t t, k;
-            if (peek_segment(&cur[q], &t, &k) && (best < 0 || t < bt || (t == bt && k < bk))) {
+            cursor *c = &cur[q];
+            if (peek_segment(m, q, c) && (best < 0 || c->t < bt || (c->t == bt && c->k < bk))) {
                 best = q;
-                bt = t;
-                bk = k;
+                bt = c->t;
+                bk = c->k;
             }
         }
         if (best < 0) break;
-        cur[best].at += 1 + 2 * sizeof(uint64_t);
         if (m->out.on_segment) m->out.on_segment(m->out.ctx, bt, bk);
         m->last_time = bt;
-        if (merge_run(m, best, &cur[best])) { bad = best; break; }
+        if (take_segment(m, best, &cur[best]) || merge_run(m, best, &cur[best])) {
+            bad = best;
+            break;
+        }
         if (faulted_here(&cur[best])) {
             m->cut = 1;
             m->cut_time = bt;
@@ -449,6 +643,14 @@ int eng_merger_window(eng_merger *m, const engine_buf *streams, char *err, size_
     }
     return ENGINE_OK;
 }
+
+int eng_merger_window(eng_merger *m, const engine_buf *streams, char *err, size_t errlen) {
+    int rc = merge_window(m, streams, err, errlen);
+    renumber(m, fix_merged);
+    return rc;
+}
+
+void eng_merger_direct(eng_merger *m) { m->direct = m->me >= 0; }
 
 int eng_merger_cut(const eng_merger *m, uint64_t *time, const char **message) {
     if (!m->cut) return 0;
@@ -468,7 +670,9 @@ uint64_t eng_merger_last_time(const eng_merger *m) { return m->last_time; }
 void eng_merger_end(eng_merger *m, uint64_t time, engine_outcome outcome) {
     if (m->ended) return;
     m->ended = 1;
+    renumber(m, fix_merged);   /* what a window that was not merged showed goes */
     engine_event end = {.kind = EV_RUN_END, .time = time, .value = outcome};
     end.seq = ++m->seq;
     if (m->out.on_event && m->me <= 0) m->out.on_event(m->out.ctx, &end);
+    renumber(m, fix_none);
 }

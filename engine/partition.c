@@ -33,7 +33,7 @@ typedef struct split_state {
     const engine_transport *t;
     uint64_t lookahead;
     engine_buf *out, *in;         /* [count] outboxes and inboxes */
-    engine_buf stream;            /* this window's records (merge.c) */
+    eng_capture cap;              /* this window's records and skeleton (merge.c) */
     engine_buf *all;              /* process 0: every process's stream */
     engine_observer final;        /* process 0: who sees the merged run */
     struct eng_merger *merge;     /* process 0 */
@@ -49,7 +49,6 @@ typedef struct split_state {
     /* recorded where it runs (engine_split_record): every process merges */
     int record_here;
     engine_split_sink sink;
-    engine_buf skel;              /* this window's stream without its events */
     engine_buf *streams;          /* [count] what the merge reads (views into recv): skeletons
                                    * or whole streams, ours whole */
     engine_buf parts;             /* what sink->window handed in, to process 0 */
@@ -60,7 +59,6 @@ typedef struct split_state {
 /* merge.c */
 struct eng_merger *eng_merger_new(const engine_observer *out, int count, int me,
                                   uint32_t n0_strings, uint32_t n0_sites);
-int eng_capture_skeleton(const engine_buf *stream, engine_buf *skel);
 void eng_merger_free(struct eng_merger *m);
 int eng_merger_window(struct eng_merger *m, const engine_buf *streams, char *err, size_t errlen);
 int eng_merger_cut(const struct eng_merger *m, uint64_t *time, const char **message);
@@ -68,8 +66,11 @@ uint64_t eng_merger_events(const struct eng_merger *m);
 uint64_t eng_merger_last_time(const struct eng_merger *m);
 void eng_merger_end(struct eng_merger *m, uint64_t time, engine_outcome outcome);
 uint64_t eng_merger_seq(const struct eng_merger *m, int q, uint64_t local);
-engine_observer eng_capture_observer(engine_buf *stream);
-void eng_capture_window_end(engine_buf *stream, int faulted);
+engine_observer eng_capture_observer(eng_capture *c);
+void eng_capture_window_end(eng_capture *c, int faulted);
+void eng_capture_reset(eng_capture *c);
+void eng_merger_direct(struct eng_merger *m);
+void eng_capture_free(eng_capture *c);
 
 /* ------------------------------------------------------------ buffers */
 void engine_buf_put(engine_buf *b, const void *p, size_t n) {
@@ -205,10 +206,9 @@ void eng_split_free(engine *e) {
     free(sp->recv);
     free(sp->all);
     engine_buf_free(&sp->report);
-    engine_buf_free(&sp->stream);
+    eng_capture_free(&sp->cap);
     if (sp->merge) eng_merger_free(sp->merge);
     free(sp->streams);
-    engine_buf_free(&sp->skel);
     engine_buf_free(&sp->parts);
     free(sp);
     e->split = NULL;
@@ -399,8 +399,8 @@ static int parts_to_zero(engine *e, int final, char *err, size_t errlen) {
 static void pack_for(split_state *sp, int q, const win_head *mine, engine_buf *b) {
     int me = sp->t->index;
     const engine_buf *stream = !sp->ship ? NULL
-                               : sp->record_here ? (q != me ? &sp->skel : NULL)
-                               : (q == 0 && me != 0 ? &sp->stream : NULL);
+                               : sp->record_here ? (q != me ? &sp->cap.skel : NULL)
+                               : (q == 0 && me != 0 ? &sp->cap.stream : NULL);
     win_head h = *mine;
     h.stream_n = stream ? stream->n : 0;
     h.out_n = sp->out[q].n;
@@ -421,11 +421,7 @@ static int swap_window(engine *e, int take_messages, uint64_t agreed[4], char *e
                        size_t errlen) {
     split_state *sp = e->split;
     int me = sp->t->index, count = sp->t->count;
-    if (sp->ship) {
-        eng_capture_window_end(&sp->stream, e->outcome == OUTCOME_FAULT);
-        if (sp->record_here && eng_capture_skeleton(&sp->stream, &sp->skel) && !sp->failed[0])
-            snprintf(sp->failed, sizeof sp->failed, "process %d's event stream is corrupt", me);
-    }
+    if (sp->ship) eng_capture_window_end(&sp->cap, e->outcome == OUTCOME_FAULT);
     win_head mine;
     memset(&mine, 0, sizeof mine);
     mine.next = e->heap_n ? e->heap[0].time : UINT64_MAX;
@@ -465,12 +461,12 @@ static int swap_window(engine *e, int take_messages, uint64_t agreed[4], char *e
         if (h.parts_n && me == 0) sp->sink.receive(sp->sink.ctx, q, at, (size_t)h.parts_n);
     }
     if (sp->ship && (sp->record_here || me == 0)) {
-        sp->streams[me] = sp->stream;
+        sp->streams[me] = sp->cap.direct.on_event ? sp->cap.skel : sp->cap.stream;
         if (sp->merge && !sp->failed[0])
             (void)eng_merger_window(sp->merge, sp->streams, sp->failed, sizeof sp->failed);
     }
     memset(sp->streams, 0, (size_t)count * sizeof *sp->streams);
-    sp->stream.n = 0;
+    eng_capture_reset(&sp->cap);
     if (sp->record_here && parts_to_zero(e, 0, err, errlen)) return ENGINE_ERR;
     return take_messages ? deliver(e, err, errlen) : ENGINE_OK;
 }
@@ -754,7 +750,14 @@ int eng_split_run(engine *e, engine_result *res, char *err, size_t errlen) {
                                    e->n_sites);
     else if (sp->t->index == 0 && sp->ship)
         sp->merge = eng_merger_new(&sp->final, sp->t->count, -1, e->n_strings, e->n_sites);
-    if (sp->ship) e->obs = eng_capture_observer(&sp->stream);
+    sp->cap.skeleton = sp->record_here;
+    /* an observer that renumbers takes this process's events as they are
+     * made: the merge reads this process's skeleton, as the others do */
+    if (sp->record_here && f->on_event && f->on_renumber) {
+        sp->cap.direct = *f;
+        eng_merger_direct(sp->merge);
+    }
+    if (sp->ship) e->obs = eng_capture_observer(&sp->cap);
     else memset(&e->obs, 0, sizeof e->obs);
     int rc = eng_start_cores(e, err, errlen);
     if (!rc) rc = run_windows(e, err, errlen);

@@ -23,14 +23,13 @@
 
 static _Thread_local core *g_current;
 
-#define KEY_COUNTER_BITS 41
-#define KEY_COUNTER_MASK ((1ULL << KEY_COUNTER_BITS) - 1)
+#define KEY_COUNTER_MASK ((1ULL << ENG_KEY_COUNTER_BITS) - 1)
 
 /* A tie key names its core (the priority is unique per core) and counts that
  * core's items: which process pushes an item never enters its key, so a run
  * split over processes orders ties exactly as one process does. */
 uint64_t eng_core_key(core *c) {
-    return (c->prio << KEY_COUNTER_BITS) | (c->counter++ & KEY_COUNTER_MASK);
+    return (c->prio << ENG_KEY_COUNTER_BITS) | (c->counter++ & KEY_COUNTER_MASK);
 }
 
 /* ------------------------------------------------------------ heap */

@@ -81,19 +81,24 @@ static void encode_part(void *arg) {
     if (n && pr.row.last_time > w->max_time) w->max_time = pr.row.last_time;
 }
 
-/* Hands over the events of the group ending at group_last as the part of
- * seqs up to last (the group's end, or the run's last seq). */
-static void hand_part(rec_writer *w, uint64_t last) {
+/* Hands over the first n events, those of the group ending at group_last,
+ * as the part of seqs up to last (the group's end, or the run's last seq). */
+static void hand_part(rec_writer *w, uint64_t last, size_t n) {
     rec_writer_settle(w);
     w->job_head = (rec_part_head){w->group_last - w->chunk_events + 1, last, (uint32_t)w->part,
                                   (uint32_t)w->parts};
-    rec_writer_hand_over(w, encode_part);
+    rec_writer_hand_over(w, encode_part, n);
 }
 
-void rec_split_event_seq(rec_writer *w, uint64_t seq) {
-    while (seq > w->group_last) {
-        hand_part(w, w->group_last);
+void rec_split_settle(rec_writer *w, size_t from) {
+    for (size_t i = from; i < w->nev;) {
+        if (w->evs[i].seq <= w->group_last) {
+            i++;
+            continue;
+        }
+        hand_part(w, w->group_last, i);   /* the events from i on stay, first */
         w->group_last += w->chunk_events;
+        i = 0;
     }
 }
 
@@ -174,11 +179,11 @@ static void sink_receive(void *ctx, int from, const uint8_t *p, size_t n) {
 static void sink_window(void *ctx, uint64_t events, int final, engine_buf *out) {
     rec_writer *w = ctx;
     while (w->group_last <= events) {
-        hand_part(w, w->group_last);
+        hand_part(w, w->group_last, w->nev);
         w->group_last += w->chunk_events;
     }
     if (final) {
-        if (events + w->chunk_events > w->group_last) hand_part(w, events);   /* the last, cut */
+        if (events + w->chunk_events > w->group_last) hand_part(w, events, w->nev);   /* the last, cut */
         w->group_last = UINT64_MAX;
         rec_writer_settle(w);
     }

@@ -194,26 +194,48 @@ void rec_writer_settle(rec_writer *w) {
 }
 #define settle rec_writer_settle
 
-/* Hands the buffered chunk (or part) to the worker (or writes it in line)
- * and starts an empty one. Always empties the buffers: after a failure
- * (reported by rec_close) events are dropped, never written past the chunk
- * buffer. */
-void rec_writer_hand_over(rec_writer *w, void (*fn)(void *)) {
+/* evs with room for need events (*cap grown); -1 out of memory. */
+static int room_for(engine_event **evs, size_t *cap, size_t need) {
+    if (need <= *cap) return 0;
+    size_t c = *cap ? *cap : 1024;
+    while (c < need) c *= 2;
+    engine_event *p = realloc(*evs, c * sizeof *p);
+    if (!p) return -1;
+    *evs = p;
+    *cap = c;
+    return 0;
+}
+
+/* Hands the buffered chunk (or part: its first n events) to the worker (or
+ * writes it in line) and starts empty buffers but for the events after n.
+ * After a failure (reported by rec_close) events are dropped, never
+ * written past the chunk buffer. */
+void rec_writer_hand_over(rec_writer *w, void (*fn)(void *), size_t n) {
     settle(w);
+    size_t keep = w->nev - n;
     if (!w->failed && w->decls.oom)
         fail(w, "%s/trace.zst: cannot buffer declarations (%s)", "out of memory");
+    if (!w->failed && keep && room_for(&w->job_evs, &w->cap_job_evs, keep))
+        fail(w, "%s/trace.zst: cannot buffer events (%s)", "out of memory");
     if (!w->failed) {
         engine_event *e = w->job_evs;
+        size_t cap = w->cap_job_evs;
         w->job_evs = w->evs;
+        w->cap_job_evs = w->cap_evs;
         w->evs = e;
-        w->job_nev = w->nev;
+        w->cap_evs = cap;
+        w->job_nev = n;
+        if (keep) memcpy(w->evs, w->job_evs + n, keep * sizeof *w->evs);   /* before the worker runs */
         rec_buf d = w->job_decls;
         w->job_decls = w->decls;
         w->decls = d;
         if (w->worker) rec_worker_submit(w->worker, fn, w);
         else fn(w);
+        w->nev = keep;
+        w->pend = w->pend > n ? w->pend - n : 0;
+    } else {
+        w->nev = w->pend = 0;
     }
-    w->nev = 0;
     w->decls.len = 0;
     w->decls.oom = 0;
     memset(&w->prev_obj, 0, sizeof w->prev_obj);
@@ -221,7 +243,7 @@ void rec_writer_hand_over(rec_writer *w, void (*fn)(void *)) {
 }
 
 static void flush_chunk(rec_writer *w) {
-    if (w->nev || w->decls.len) rec_writer_hand_over(w, encode_and_write);
+    if (w->nev || w->decls.len) rec_writer_hand_over(w, encode_and_write, w->nev);
 }
 
 /* A split run's parts are handed over at group ends and windows
@@ -249,12 +271,33 @@ static void obs_object(void *ctx, const engine_object *obj) {
 static void obs_event(void *ctx, const engine_event *ev) {
     rec_writer *w = ctx;
     if (w->parts) {
-        if (ev->seq > w->group_last) rec_split_event_seq(w, ev->seq);
+        /* numbered at the window's end (obs_renumber): a window may hold
+         * more than a chunk */
+        if (w->nev == w->cap_evs && room_for(&w->evs, &w->cap_evs, w->nev + 1)) {
+            fail(w, "%s/trace.zst: cannot buffer events (%s)", "out of memory");
+            return;
+        }
         w->evs[w->nev++] = *ev;
         return;
     }
     w->evs[w->nev++] = *ev;
     if (w->nev == w->chunk_events) flush_chunk(w);
+}
+
+/* A split run's window was merged: the events since the last call get the
+ * run's numbers (those the run was cut before go), then fall into their
+ * groups' parts. */
+static void obs_renumber(void *ctx, int (*fix)(void *, engine_event *), void *fix_ctx) {
+    rec_writer *w = ctx;
+    size_t k = w->pend;
+    for (size_t i = w->pend; i < w->nev; i++) {
+        if (fix(fix_ctx, &w->evs[i])) continue;
+        if (k != i) w->evs[k] = w->evs[i];
+        k++;
+    }
+    w->nev = k;
+    if (w->parts) rec_split_settle(w, w->pend);
+    w->pend = w->nev;
 }
 
 void rec_observer(rec_writer *w, engine_observer *obs) {
@@ -264,6 +307,7 @@ void rec_observer(rec_writer *w, engine_observer *obs) {
     obs->on_site = obs_site;
     obs->on_object = obs_object;
     obs->on_event = obs_event;
+    obs->on_renumber = obs_renumber;
 }
 
 void rec_attach(rec_writer *w, engine *e) {
@@ -285,6 +329,7 @@ int rec_writer_alloc(rec_writer *w, const rec_run_info *info, char *err, size_t 
     if (chunk_events(&w->chunk_events, err, errlen)) return -1;
     w->evs = rec_big_alloc(w->chunk_events * sizeof *w->evs);
     w->job_evs = rec_big_alloc(w->chunk_events * sizeof *w->job_evs);
+    w->cap_evs = w->cap_job_evs = w->chunk_events;
     w->codec = calloc(1, sizeof *w->codec);
     w->cctx = ZSTD_createCCtx();
     w->ix = rec_ix_new();

@@ -19,14 +19,16 @@ struct rec_writer {
     rec_kv header;
     /* Engine thread: the chunk being filled. */
     engine_event *evs;
-    size_t nev;
+    size_t nev, cap_evs;
+    size_t pend;              /* split: evs from here on carry this process's numbers until
+                               * the engine renumbers them (engine.h on_renumber) */
     size_t chunk_events;  /* REC_CHUNK_EVENTS, or NPURR_CHUNK_EVENTS */
     rec_buf decls;
     engine_object prev_obj;   /* the last object declared in decls */
     uint32_t prev_string;     /* the last string id declared in decls */
     /* The chunk handed to the worker, and what writing it takes. */
     engine_event *job_evs;
-    size_t job_nev;
+    size_t job_nev, cap_job_evs;
     rec_buf job_decls;
     rec_worker *worker;       /* NULL: chunks are written in line */
     rec_codec *codec;
@@ -55,14 +57,14 @@ void rec_writer_free(rec_writer *w);
 void rec_writer_fail(rec_writer *w, const char *fmt, const char *detail);
 int rec_writer_write(rec_writer *w, const uint8_t *p, size_t n);   /* at the file's end */
 void rec_writer_settle(rec_writer *w);   /* the job in flight is done */
-/* Hands the buffered events and declarations to fn on the worker (or runs
- * it in line) and starts empty buffers. */
-void rec_writer_hand_over(rec_writer *w, void (*fn)(void *));
+/* Hands the first n buffered events and the declarations to fn on the
+ * worker (or runs it in line); the events after them stay, first. */
+void rec_writer_hand_over(rec_writer *w, void (*fn)(void *), size_t n);
 
 /* rec_split.c, for rec_writer.c */
-/* The event ev of a split run arrives: the parts of the groups before its
- * seq are handed over first. */
-void rec_split_event_seq(rec_writer *w, uint64_t seq);
+/* The events of a split run from evs[from] on have the run's seqs now:
+ * the parts of the groups before each are handed over first. */
+void rec_split_settle(rec_writer *w, size_t from);
 void rec_split_free(rec_writer *w);
 
 #endif

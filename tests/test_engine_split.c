@@ -50,9 +50,11 @@ typedef struct part {
     /* recorded where it runs (engine_split_record), or alone with the
      * same observer: the events it saw, its declarations' digest */
     int here, collect;
+    int renumber;             /* here: takes its events as made (engine.h on_renumber) */
     engine_event *evs;
-    size_t nev, cap;
+    size_t nev, cap, pend;
     digest decls;
+    digest segs;              /* the scheduling segments it saw, every process's */
     int finals;               /* sink: final windows seen, and its count */
     uint64_t final_events;
     uint64_t told[SPLIT_THREADS_MAX];   /* process 0: what each process handed in */
@@ -68,10 +70,22 @@ static void c_event(void *ctx, const engine_event *ev) {
     }
     p->evs[p->nev++] = *ev;
 }
+/* As the recorder does: fixes the events since the last call, keeping
+ * those fix numbers. */
+static void c_renumber(void *ctx, int (*fix)(void *, engine_event *), void *fix_ctx) {
+    part *p = ctx;
+    size_t k = p->pend;
+    for (size_t i = p->pend; i < p->nev; i++)
+        if (!fix(fix_ctx, &p->evs[i])) p->evs[k++] = p->evs[i];
+    p->nev = p->pend = k;
+}
 static void c_string(void *ctx, uint32_t id, const char *text) {
     digest_on_string(&((part *)ctx)->decls, id, text);
 }
 static void c_site(void *ctx, const engine_site *s) { digest_on_site(&((part *)ctx)->decls, s); }
+static void c_segment(void *ctx, uint64_t time, uint64_t key) {
+    digest_on_segment(&((part *)ctx)->segs, time, key);
+}
 
 /* The sink hands in, at the final window, how many events this process saw. */
 static void sink_window(void *ctx, uint64_t events, int final, engine_buf *out) {
@@ -122,8 +136,10 @@ static void *run_part(void *arg) {
     engine_observer obs = digest_observer(&p->d);
     if (p->here || p->collect) {
         digest_init(&p->decls);
+        digest_init(&p->segs);
         obs = (engine_observer){.ctx = p, .on_string = c_string, .on_site = c_site,
-                                .on_event = c_event};
+                                .on_event = c_event, .on_segment = c_segment,
+                                .on_renumber = p->renumber ? c_renumber : NULL};
     }
     /* setup declarations already went by: every part has the same */
     engine_set_observer(e, &obs);
@@ -220,9 +236,10 @@ static int by_seq(const void *a, const void *b) {
 }
 
 /* Recorded where it runs, P = 2 to 4: every process's observer saw its own
- * events, numbered as one process numbers them, and every declaration;
- * together they are one process's events, each once. */
-static void same_recorded_where_it_runs(const shape *s) {
+ * events, numbered as one process numbers them, every declaration and
+ * every scheduling segment (the others' from their skeletons); together
+ * they are one process's events, each once. */
+static void same_recorded_where_it_runs(const shape *s, int renumber) {
     part alone;
     memset(&alone, 0, sizeof alone);
     alone.s = s;
@@ -240,6 +257,7 @@ static void same_recorded_where_it_runs(const shape *s) {
             parts[q].s = s;
             parts[q].split = 1;
             parts[q].here = 1;
+            parts[q].renumber = renumber;
             parts[q].end = (split_end){.hub = &hub, .index = q};
             assert_int_equal(pthread_create(&th[q], NULL, run_part, &parts[q]), 0);
         }
@@ -253,6 +271,11 @@ static void same_recorded_where_it_runs(const shape *s) {
             assert_int_equal(parts[q].res.events, alone.nev);
             if (parts[q].decls.h != alone.decls.h || parts[q].decls.strings != alone.decls.strings)
                 fail_msg("%s, %d parts: part %d saw other declarations", s->kernel, count, q);
+            /* every segment, the others' too: their skeletons carry the keys */
+            if (parts[q].segs.h != alone.segs.h || parts[q].segs.segments != alone.segs.segments)
+                fail_msg("%s, %d parts: part %d saw other segments (%llu vs %llu)", s->kernel,
+                         count, q, (unsigned long long)parts[q].segs.segments,
+                         (unsigned long long)alone.segs.segments);
             assert_int_equal(parts[q].finals, 1);
             assert_int_equal(parts[q].final_events, alone.nev);
             n += parts[q].nev;
@@ -394,12 +417,15 @@ static void test_fault_after_local_steps_is_the_same_split(void **state) {
 
 static void test_recorded_where_it_runs_is_the_same(void **state) {
     (void)state;
+    /* as the recorder takes them (renumbered), and held by the engine */
     shape ok = {"dispatch-layered", 4, 7, 0.1, 0, ep32, NULL};
-    same_recorded_where_it_runs(&ok);
+    same_recorded_where_it_runs(&ok, 1);
+    same_recorded_where_it_runs(&ok, 0);
     shape leak = {"dispatch-layered", 4, 0, 0.0, 0, ep32_leak, NULL};
-    same_recorded_where_it_runs(&leak);
+    same_recorded_where_it_runs(&leak, 1);
     shape lone = {.kernel = "lone UB fault", .nodes = 4, .program = lone_program};
-    same_recorded_where_it_runs(&lone);
+    same_recorded_where_it_runs(&lone, 1);
+    same_recorded_where_it_runs(&lone, 0);
 }
 
 /* A window costs one exchange (issue 29): what the next window needs
