@@ -9,6 +9,7 @@
  * core is one process's), counts summed. The chunks table is process 0's
  * alone: it writes every group (rec_split.c).
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,20 +61,25 @@ static int widen(void **arr, size_t *have, size_t n, size_t elem) {
     return 0;
 }
 
-/* ix's waits and the incoming ones, both by begin seq, merged. */
+/* ix's waits and the incoming ones, both by begin seq, merged in place:
+ * from the back, into ix's array grown to hold both (the parts are
+ * hundreds of MB at production size; no third array). */
 static int merge_waits(rec_index *ix, const ix_wait *in, size_t n) {
-    size_t total = ix->nwaits + n;
-    ix_wait *all = malloc((total ? total : 1) * sizeof *all);
-    if (!all) return -1;
-    size_t a = 0, b = 0;
-    for (size_t k = 0; k < total; k++) {
-        int mine = b == n || (a < ix->nwaits && ix->waits[a].begin_seq < in[b].begin_seq);
-        all[k] = mine ? ix->waits[a++] : in[b++];
+    size_t had = ix->nwaits, total = had + n;
+    if (total > ix->cap_waits) {
+        ix_wait *p = realloc(ix->waits, (total ? total : 1) * sizeof *p);
+        if (!p) return -1;
+        ix->waits = p;
+        ix->cap_waits = total;
     }
-    free(ix->waits);
-    ix->waits = all;
-    ix->nwaits = ix->cap_waits = total;
-    for (size_t k = 0; k < total; k++) all[k].id = k + 1;   /* one process's ids */
+    ix_wait *all = ix->waits;
+    size_t a = had, b = n, k = total;
+    while (b) {
+        int mine = a && all[a - 1].begin_seq > in[b - 1].begin_seq;
+        all[--k] = mine ? all[--a] : in[--b];
+    }
+    ix->nwaits = total;
+    for (size_t i = 0; i < total; i++) all[i].id = i + 1;   /* one process's ids */
     ix->wait_ids = total;
     /* rows moved: the ended list is rebuilt, in row order (rec_db.c sorts) */
     ix->nended_waits = 0;
@@ -100,10 +106,15 @@ int rec_ix_merge(rec_index *ix, const uint8_t *p, size_t len) {
         take_u64(&c, &bytes) || take_u64(&c, &max_time) || take_u64(&c, &last_seq) ||
         c.at != c.n)
         return -1;
-    ix_wait *copy = malloc((nw ? nw : 1) * sizeof *copy);
-    if (!copy) return -1;
-    memcpy(copy, waits, nw * sizeof *copy);   /* the bytes may be unaligned */
-    int rc = merge_waits(ix, copy, nw);
+    /* the bytes may be unaligned: then a copy */
+    ix_wait *copy = NULL;
+    if ((uintptr_t)waits % _Alignof(ix_wait)) {
+        copy = malloc((nw ? nw : 1) * sizeof *copy);
+        if (!copy) return -1;
+        memcpy(copy, waits, nw * sizeof *copy);
+        waits = copy;
+    }
+    int rc = merge_waits(ix, waits, nw);
     free(copy);
     if (rc || widen((void **)&ix->track_seen, &ix->ntracks, nt, 1) ||
         widen((void **)&ix->core_role, &ix->ncores, nc, sizeof *ix->core_role))
