@@ -593,7 +593,8 @@ int engine_split(engine *e, const engine_transport *t, char *err, size_t errlen)
  * end event, and no process another's events. Each process merges every
  * window itself: its own stream, and the others' skeletons (segments and
  * declarations, events as counts), instead of process 0 merging every
- * event. After each window sink->window gets the number of events merged so
+ * event; an observer with on_renumber takes its own events as they are
+ * made and has them renumbered after each window. After each window sink->window gets the number of events merged so
  * far (final: the run's last, its end event included) and may fill out,
  * which reaches process 0's sink->receive, process by process, with the
  * next window's exchange (the final one at once). Call after

@@ -17,9 +17,14 @@
  *    process stops there; what the others ran past it is dropped.
  *
  * A run recorded where it runs (engine_split_record) merges on every
- * process: its own stream whole, the others' as skeletons (eng_capture_
- * skeleton: events as counts), so each numbers every event but shows its
- * observer only its own (me), with every declaration.
+ * process: the others' windows as skeletons (built while capturing, events
+ * as counts: skel_flush says the form), its own whole, so each numbers
+ * every event but shows its observer only its own (me), with every
+ * declaration. An observer that renumbers (engine.h, on_renumber) takes
+ * its own events as they are made instead: the merge then reads this
+ * process's skeleton too, and after the window hands the observer the fix
+ * that gives each event the run's numbers (fix_merged), so no event is
+ * copied after the engine made it.
  *
  * Numbers are made global on the way: an event's seq is the merged count;
  * a link is a seq of its own process, or tagged with the process it came

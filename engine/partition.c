@@ -371,8 +371,9 @@ typedef struct win_head {
     uint64_t stream_n, out_n, parts_n;
 } win_head;
 
-/* Recorded where it runs: every process merges the window, its own stream
- * whole and the others' skeletons, so its observer gets its own events
+/* Recorded where it runs: every process merges the window, the others'
+ * skeletons and its own stream (or skeleton, when its observer renumbers
+ * the events it took as made), so its observer gets its own events
  * numbered as one process numbers them; then what the sink hands in goes
  * to process 0, with the next window's message (final: at once, by a
  * gather, after the run's last window and its end event). */
