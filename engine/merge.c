@@ -45,6 +45,7 @@ typedef struct part_map {
     uint32_t n_str, cap_str, n_site, cap_site;
     uint64_t *counters;      /* its skeleton's counter table (skel_flush) */
     size_t n_counters;
+    uint64_t base_time;      /* its skeleton's last segment's time */
 } part_map;
 
 typedef struct eng_merger {
@@ -112,44 +113,60 @@ static int64_t unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 
  * The skeleton, built while the window is captured: the stream without its
  * events, which become counts, except faults, kept whole (their text ends
  * the run). A segment is one record with the count of the events right
- * after it ('s': varints of its time less the previous segment's, its
- * key's priority, its counter less the last one of that priority, the
- * count; 'K' carries a key that names no core whole), since a segment
- * holds about one event: 22 bytes an event went to 6-8. 'N' counts events
- * not right after a segment (before the first, after a declaration).
+ * after it, since a segment holds about one event: 's' is 9 bytes of fixed
+ * fields (its time less the previous segment's, u32; its key's priority,
+ * u16; its counter less the last one of that priority, u8; the count, u8:
+ * no varint's data-dependent branches in the merge, which decodes every
+ * segment of every process), 'K' the same as varints when a field does
+ * not fit; a segment was 22 bytes before. 'N' counts events not right
+ * after a segment (before the first, after a declaration). Times and
+ * counters follow on from window to window.
  * Another process merges it as it merges the stream, numbering the events
  * without seeing them.
  */
 #define SKEL_PRIOS 65536   /* priorities with a counter table entry */
 
+/* The counter table entry of prio (< SKEL_PRIOS), grown to hold it. */
+static uint64_t *counter_of(uint64_t **table, size_t *n, uint64_t prio) {
+    if (prio >= *n) {
+        size_t want = *n ? *n : 64;
+        while (want <= prio) want *= 2;
+        uint64_t *t = realloc(*table, want * sizeof *t);
+        if (!t) abort();
+        memset(t + *n, 0, (want - *n) * sizeof *t);
+        *table = t;
+        *n = want;
+    }
+    return &(*table)[prio];
+}
+
 static void skel_flush(eng_capture *c) {
     engine_buf *b = &c->skel;
     if (c->pending) {
-        uint8_t *at = room(b, 1 + 4 * 10);
-        size_t n = 1;
+        uint8_t *at = room(b, 1 + 3 * 10);
         uint64_t prio = c->seg_key >> ENG_KEY_COUNTER_BITS;
         uint64_t counter = c->seg_key & ((1ULL << ENG_KEY_COUNTER_BITS) - 1);
-        n += varint_put(at + n, zigzag((int64_t)(c->seg_time - c->base_time)));
-        if (prio < SKEL_PRIOS) {
+        uint64_t *last = prio < SKEL_PRIOS ? counter_of(&c->counters, &c->n_counters, prio) : NULL;
+        uint64_t dt = c->seg_time - c->base_time, dc = last ? counter - *last : 0;
+        if (last && c->seg_time >= c->base_time && dt <= UINT32_MAX && counter >= *last &&
+            dc <= UINT8_MAX && c->run <= UINT8_MAX) {
+            uint32_t t32 = (uint32_t)dt;
+            uint16_t p16 = (uint16_t)prio;
             at[0] = 's';
-            if (prio >= c->n_counters) {
-                size_t want = c->n_counters ? c->n_counters : 64;
-                while (want <= prio) want *= 2;
-                uint64_t *t = realloc(c->counters, want * sizeof *t);
-                if (!t) abort();
-                memset(t + c->n_counters, 0, (want - c->n_counters) * sizeof *t);
-                c->counters = t;
-                c->n_counters = want;
-            }
-            n += varint_put(at + n, prio);
-            n += varint_put(at + n, zigzag((int64_t)(counter - c->counters[prio])));
-            c->counters[prio] = counter;
+            memcpy(at + 1, &t32, 4);
+            memcpy(at + 5, &p16, 2);
+            at[7] = (uint8_t)dc;
+            at[8] = (uint8_t)c->run;
+            b->n += 9;
         } else {
+            size_t n = 1;
             at[0] = 'K';
+            n += varint_put(at + n, zigzag((int64_t)(c->seg_time - c->base_time)));
             n += varint_put(at + n, c->seg_key);
+            n += varint_put(at + n, c->run);
+            b->n += n;
         }
-        n += varint_put(at + n, c->run);
-        b->n += n;
+        if (last) *last = counter;
         c->base_time = c->seg_time;
     } else if (c->run) {
         put_rec(b, 'N', &c->run, sizeof c->run);
@@ -235,12 +252,11 @@ void eng_capture_window_end(eng_capture *c, int faulted) {
     skel_whole(c, c->stream.p + c->stream.n - 2, 2);
 }
 
-/* After the window's merge: both buffers start again (times in the next
- * skeleton count from 0; the counter tables go on, as a merger's do). */
+/* After the window's merge: both buffers start again (the skeleton's times
+ * and counters go on from the last segment, as a merger's do). */
 void eng_capture_reset(eng_capture *c) {
     c->stream.n = 0;
     c->skel.n = 0;
-    c->base_time = 0;
     c->pending = 0;
     c->run = 0;
 }
@@ -312,7 +328,6 @@ typedef struct cursor {
     uint64_t t, k, prio, counter;
     uint32_t count;           /* a skeleton's: the events right after it */
     size_t next;              /* where the record after it starts */
-    uint64_t base_time;       /* a skeleton's times count from the last segment's */
 } cursor;
 
 static int varint_get(const cursor *c, size_t *at, uint64_t *v) {
@@ -348,7 +363,7 @@ static char *take_text(cursor *c) {
     return s;
 }
 
-static int remap_seq(const eng_merger *m, int q, uint64_t v, uint64_t *out) {
+static inline int remap_seq(const eng_merger *m, int q, uint64_t v, uint64_t *out) {
     if (!v) { *out = 0; return 0; }
     uint64_t tag = v >> SPLIT_SEQ_SHIFT;
     if (tag) {
@@ -360,7 +375,7 @@ static int remap_seq(const eng_merger *m, int q, uint64_t v, uint64_t *out) {
     return 0;
 }
 
-static int remap_site(const eng_merger *m, int q, uint32_t v, uint32_t *out) {
+static inline int remap_site(const eng_merger *m, int q, uint32_t v, uint32_t *out) {
     uint32_t tag = v >> SPLIT_SITE_SHIFT;
     if (tag) {
         q = (int)tag - 1;
@@ -372,7 +387,7 @@ static int remap_site(const eng_merger *m, int q, uint32_t v, uint32_t *out) {
     return 0;
 }
 
-static int remap_string(const eng_merger *m, int q, int64_t v, int64_t *out) {
+static inline int remap_string(const eng_merger *m, int q, int64_t v, int64_t *out) {
     if (v <= (int64_t)m->n0_strings) { *out = v; return 0; }
     if (v - m->n0_strings > m->parts[q].n_str) return -1;
     *out = m->parts[q].str[v - m->n0_strings - 1];
@@ -380,7 +395,7 @@ static int remap_string(const eng_merger *m, int q, int64_t v, int64_t *out) {
 }
 
 /* ev's link, site and run-time strings as the run numbers them. */
-static int remap_event(const eng_merger *m, int q, engine_event *ev) {
+static inline int remap_event(const eng_merger *m, int q, engine_event *ev) {
     if (remap_seq(m, q, ev->link, &ev->link) || remap_site(m, q, ev->site, &ev->site)) return -1;
     switch (ev->kind) {
     case EV_ROLE: case EV_FAULT: case EV_KERNEL_BEGIN: case EV_KERNEL_END:
@@ -415,11 +430,10 @@ static int merge_event(eng_merger *m, int q, cursor *c) {
 static int fix_merged(void *ctx, engine_event *ev) {
     const eng_merger *m = ctx;
     const part_map *pm = &m->parts[m->me];
-    if (ev->seq == 0 || ev->seq > pm->n_seq) return 1;
-    engine_event fixed = *ev;
-    fixed.seq = pm->seq[ev->seq - 1];
-    if (remap_event(m, m->me, &fixed)) return 1;
-    *ev = fixed;
+    /* in place, not through a copy: this runs on every event of a split
+     * recording (an event dropped may be left half fixed) */
+    if (ev->seq == 0 || ev->seq > pm->n_seq || remap_event(m, m->me, ev)) return 1;
+    ev->seq = pm->seq[ev->seq - 1];
     return 0;
 }
 
@@ -558,21 +572,28 @@ static int peek_segment(const eng_merger *m, int q, cursor *c) {
         memcpy(&c->t, c->p + at, sizeof c->t);
         memcpy(&c->k, c->p + at + sizeof c->t, sizeof c->k);
         at += 2 * sizeof(uint64_t);
-    } else if (tag == 's' || tag == 'K') {
+    } else if (tag == 's') {
+        if (c->n - at < 8) return 0;
+        uint32_t t32;
+        uint16_t p16;
+        memcpy(&t32, c->p + at, 4);
+        memcpy(&p16, c->p + at + 4, 2);
+        const part_map *pm = &m->parts[q];
+        c->t = pm->base_time + t32;
+        c->prio = p16;
+        uint64_t last = c->prio < pm->n_counters ? pm->counters[c->prio] : 0;
+        c->counter = last + c->p[at + 6];
+        c->k = c->prio << ENG_KEY_COUNTER_BITS | c->counter;
+        c->has_prio = 1;
+        c->count = c->p[at + 7];
+        at += 8;
+    } else if (tag == 'K') {
         if (varint_get(c, &at, &v)) return 0;
-        c->t = c->base_time + (uint64_t)unzigzag(v);
-        if (tag == 'K') {
-            if (varint_get(c, &at, &c->k)) return 0;
-        } else {
-            if (varint_get(c, &at, &c->prio) || c->prio >= SKEL_PRIOS || varint_get(c, &at, &v))
-                return 0;
-            const part_map *pm = &m->parts[q];
-            uint64_t last = c->prio < pm->n_counters ? pm->counters[c->prio] : 0;
-            c->counter = (last + (uint64_t)unzigzag(v)) & ((1ULL << ENG_KEY_COUNTER_BITS) - 1);
-            c->k = c->prio << ENG_KEY_COUNTER_BITS | c->counter;
-            c->has_prio = 1;
-        }
-        if (varint_get(c, &at, &n) || n > UINT32_MAX) return 0;
+        c->t = m->parts[q].base_time + (uint64_t)unzigzag(v);
+        if (varint_get(c, &at, &c->k) || varint_get(c, &at, &n) || n > UINT32_MAX) return 0;
+        c->prio = c->k >> ENG_KEY_COUNTER_BITS;
+        c->counter = c->k & ((1ULL << ENG_KEY_COUNTER_BITS) - 1);
+        c->has_prio = c->prio < SKEL_PRIOS;
         c->count = (uint32_t)n;
     } else {
         return 0;
@@ -585,20 +606,9 @@ static int peek_segment(const eng_merger *m, int q, cursor *c) {
 /* Steps past the peeked segment: a skeleton's counter table follows it,
  * and the events right after it are numbered. */
 static int take_segment(eng_merger *m, int q, cursor *c) {
-    if (c->has_prio) {
-        part_map *pm = &m->parts[q];
-        if (c->prio >= pm->n_counters) {
-            size_t want = pm->n_counters ? pm->n_counters : 64;
-            while (want <= c->prio) want *= 2;
-            uint64_t *t = realloc(pm->counters, want * sizeof *t);
-            if (!t) abort();
-            memset(t + pm->n_counters, 0, (want - pm->n_counters) * sizeof *t);
-            pm->counters = t;
-            pm->n_counters = want;
-        }
-        pm->counters[c->prio] = c->counter;
-    }
-    c->base_time = c->t;
+    part_map *pm = &m->parts[q];
+    if (c->has_prio) *counter_of(&pm->counters, &pm->n_counters, c->prio) = c->counter;
+    if (c->p[c->at] != 'S') pm->base_time = c->t;
     c->at = c->next;
     c->head = 0;
     return c->count ? count_events(m, q, c->count) : 0;
