@@ -515,6 +515,9 @@ void eng_split_send_barrier(core *c);
 void eng_barrier_arrival(engine *e, launch_info *l, int type, uint64_t time, uint64_t seq,
                          uint32_t track1);
 void eng_split_free(engine *e);
+/* partition.c: room for n more bytes at the end of b (grown by doubling;
+ * aborts out of memory), where the caller writes before adding to b->n. */
+uint8_t *eng_buf_room(engine_buf *b, size_t n);
 /* merge.c: one window of this process as captured: every record (the
  * stream) and, when every process merges (recorded where it runs), the
  * skeleton the others merge, built on the way (merge.c says its form). */

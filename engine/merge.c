@@ -68,23 +68,10 @@ typedef struct eng_merger {
 } eng_merger;
 
 /* ------------------------------------------------------------ capture */
-/* Room for n more bytes at the end of b (grown as engine_buf_put grows). */
-static uint8_t *room(engine_buf *b, size_t n) {
-    if (b->cap - b->n < n) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap - b->n < n) cap *= 2;
-        uint8_t *np = realloc(b->p, cap);
-        if (!np) abort();
-        b->p = np;
-        b->cap = cap;
-    }
-    return b->p + b->n;
-}
-
 /* A record of fixed size: one reservation and one copy whose size the
  * compiler sees (events and segments are most of a window). */
 static inline void put_rec(engine_buf *b, uint8_t tag, const void *p, size_t n) {
-    uint8_t *at = room(b, 1 + n);
+    uint8_t *at = eng_buf_room(b, 1 + n);
     at[0] = tag;
     memcpy(at + 1, p, n);
     b->n += 1 + n;
@@ -143,7 +130,7 @@ static uint64_t *counter_of(uint64_t **table, size_t *n, uint64_t prio) {
 static void skel_flush(eng_capture *c) {
     engine_buf *b = &c->skel;
     if (c->pending) {
-        uint8_t *at = room(b, 1 + 3 * 10);
+        uint8_t *at = eng_buf_room(b, 1 + 3 * 10);
         uint64_t prio = c->seg_key >> ENG_KEY_COUNTER_BITS;
         uint64_t counter = c->seg_key & ((1ULL << ENG_KEY_COUNTER_BITS) - 1);
         uint64_t *last = prio < SKEL_PRIOS ? counter_of(&c->counters, &c->n_counters, prio) : NULL;

@@ -73,16 +73,21 @@ void eng_merger_direct(struct eng_merger *m);
 void eng_capture_free(eng_capture *c);
 
 /* ------------------------------------------------------------ buffers */
-void engine_buf_put(engine_buf *b, const void *p, size_t n) {
-    if (b->n + n > b->cap) {
+uint8_t *eng_buf_room(engine_buf *b, size_t n) {
+    if (b->cap - b->n < n) {
         size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->n + n) cap *= 2;
+        while (cap - b->n < n) cap *= 2;
         uint8_t *np = realloc(b->p, cap);
         if (!np) abort();
         b->p = np;
         b->cap = cap;
     }
-    if (n) memcpy(b->p + b->n, p, n);
+    return b->p + b->n;
+}
+
+void engine_buf_put(engine_buf *b, const void *p, size_t n) {
+    uint8_t *at = eng_buf_room(b, n);
+    if (n) memcpy(at, p, n);
     b->n += n;
 }
 
