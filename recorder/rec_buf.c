@@ -46,6 +46,17 @@ void *rec_big_alloc(size_t bytes) {
     return p;
 }
 
+int rec_grow_events(engine_event **evs, size_t *cap, size_t need) {
+    if (need <= *cap) return 0;
+    size_t c = *cap ? *cap : 4096;
+    while (c < need) c *= 2;
+    engine_event *p = realloc(*evs, c * sizeof *p);
+    if (!p) return -1;
+    *evs = p;
+    *cap = c;
+    return 0;
+}
+
 int rec_buf_reserve(rec_buf *b, size_t extra) {
     if (b->len + extra <= b->cap) return 0;
     size_t cap = b->cap ? b->cap : 256;

@@ -34,17 +34,6 @@ void rec_group_free(rec_group *g) {
     memset(g, 0, sizeof *g);
 }
 
-static int grow_events(engine_event **p, size_t *cap, size_t need) {
-    if (need <= *cap) return 0;
-    size_t c = *cap ? *cap : 4096;
-    while (c < need) c *= 2;
-    engine_event *np = realloc(*p, c * sizeof *np);
-    if (!np) return -1;
-    *p = np;
-    *cap = c;
-    return 0;
-}
-
 /* Part k of the group, decoded into g->one (view): its events are appended
  * to g->part and its declarations to g->decls. */
 static int take_part(rec_group *g, const rec_chunk_view *view, const rec_part_head *want,
@@ -64,7 +53,7 @@ static int take_part(rec_group *g, const rec_chunk_view *view, const rec_part_he
             return -1;
         }
     starts[k] = g->npart;
-    if (grow_events(&g->part, &g->part_cap, g->npart + view->n)) {
+    if (rec_grow_events(&g->part, &g->part_cap, g->npart + view->n)) {
         snprintf(err, errlen, "out of memory decoding a group");
         return -1;
     }
@@ -79,7 +68,7 @@ static int merge_parts(rec_group *g, const size_t *starts, uint32_t parts, char 
                        size_t errlen) {
     size_t at[REC_MAX_PARTS + 1];
     for (uint32_t k = 0; k < parts; k++) at[k] = starts[k];
-    if (grow_events(&g->evs, &g->cap, g->npart)) {
+    if (rec_grow_events(&g->evs, &g->cap, g->npart)) {
         snprintf(err, errlen, "out of memory decoding a group");
         return -1;
     }

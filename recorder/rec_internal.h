@@ -47,6 +47,9 @@ void rec_buf_bytes(rec_buf *b, const char *s, size_t n);   /* varint length + by
 /* bytes of memory (free with free()), on huge pages when large and the
  * kernel agrees; NULL when out of memory */
 void *rec_big_alloc(size_t bytes);
+/* *evs with room for need events (*cap doubled from 4096 until it does);
+ * -1 out of memory, *evs untouched. */
+int rec_grow_events(engine_event **evs, size_t *cap, size_t need);
 
 static inline uint64_t rec_zigzag(int64_t v) {
     return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);

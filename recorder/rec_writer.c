@@ -194,18 +194,6 @@ void rec_writer_settle(rec_writer *w) {
 }
 #define settle rec_writer_settle
 
-/* evs with room for need events (*cap grown); -1 out of memory. */
-static int room_for(engine_event **evs, size_t *cap, size_t need) {
-    if (need <= *cap) return 0;
-    size_t c = *cap ? *cap : 1024;
-    while (c < need) c *= 2;
-    engine_event *p = realloc(*evs, c * sizeof *p);
-    if (!p) return -1;
-    *evs = p;
-    *cap = c;
-    return 0;
-}
-
 /* Hands the buffered chunk (or part: its first n events) to the worker (or
  * writes it in line) and starts empty buffers but for the events after n.
  * After a failure (reported by rec_close) events are dropped, never
@@ -215,7 +203,7 @@ void rec_writer_hand_over(rec_writer *w, void (*fn)(void *), size_t n) {
     size_t keep = w->nev - n;
     if (!w->failed && w->decls.oom)
         fail(w, "%s/trace.zst: cannot buffer declarations (%s)", "out of memory");
-    if (!w->failed && keep && room_for(&w->job_evs, &w->cap_job_evs, keep))
+    if (!w->failed && keep && rec_grow_events(&w->job_evs, &w->cap_job_evs, keep))
         fail(w, "%s/trace.zst: cannot buffer events (%s)", "out of memory");
     if (!w->failed) {
         engine_event *e = w->job_evs;
@@ -273,7 +261,7 @@ static void obs_event(void *ctx, const engine_event *ev) {
     if (w->parts) {
         /* numbered at the window's end (obs_renumber): a window may hold
          * more than a chunk */
-        if (w->nev == w->cap_evs && room_for(&w->evs, &w->cap_evs, w->nev + 1)) {
+        if (w->nev == w->cap_evs && rec_grow_events(&w->evs, &w->cap_evs, w->nev + 1)) {
             fail(w, "%s/trace.zst: cannot buffer events (%s)", "out of memory");
             return;
         }
