@@ -39,8 +39,10 @@ struct rec_writer {
     int failed;
     char fail_msg[4400];
     /* Split over processes, recorded where it runs (rec_split.c): parts 0
-     * when not. The events buffered are this process's of the seqs up to
-     * group_last (a group is chunk_events seqs); job_head names the part
+     * when not. The events buffered are this process's: those before pend
+     * numbered and of the seqs up to group_last (a group is chunk_events
+     * seqs), those from pend on the window's, not numbered yet (they may
+     * pass the chunk's size: evs grows); job_head names the part
      * handed to the worker, which appends it, encoded, to done. */
     int part, parts;
     uint64_t group_last;
