@@ -46,15 +46,22 @@ void *rec_big_alloc(size_t bytes) {
     return p;
 }
 
-int rec_grow_events(engine_event **evs, size_t *cap, size_t need) {
+int rec_grow(void **arr, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap) return 0;
     size_t c = *cap ? *cap : 4096;
     while (c < need) c *= 2;
-    engine_event *p = realloc(*evs, c * sizeof *p);
+    void *p = realloc(*arr, c * elem);
     if (!p) return -1;
-    *evs = p;
+    *arr = p;
     *cap = c;
     return 0;
+}
+
+int rec_grow_events(engine_event **evs, size_t *cap, size_t need) {
+    void *p = *evs;
+    int rc = rec_grow(&p, cap, need, sizeof **evs);
+    *evs = p;
+    return rc;
 }
 
 int rec_buf_reserve(rec_buf *b, size_t extra) {

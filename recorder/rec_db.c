@@ -66,7 +66,6 @@ struct rec_ix_db {
     /* BATCH_ROWS rows per insert, and one */
     sqlite3_stmt *waits_batch, *waits_one;
     size_t waits_done;    /* entries of ix->ended_waits written */
-    size_t *remap, cap_remap;   /* drop_written's new positions */
     uint8_t *mark;              /* order_rows' marks */
     size_t cap_mark;
 };
@@ -267,9 +266,7 @@ static int write_chunks(db_ctx *c, char *err, size_t errlen) {
 }
 
 /* Binds wait i at c->col + 1 onwards: a wait_rows row. */
-static void bind_wait(db_ctx *c, size_t i) {
-    const rec_index *ix = c->ix;
-    const ix_wait *w = &ix->waits[i];
+static void bind_wait_row(db_ctx *c, const ix_wait *w) {
     b_int(c, (int64_t)w->id);
     b_int(c, w->track);
     b_id(c, w->role);
@@ -286,6 +283,8 @@ static void bind_wait(db_ctx *c, size_t i) {
     else b_null(c);
     b_id(c, w->waker_seq);
 }
+
+static void bind_wait(db_ctx *c, size_t i) { bind_wait_row(c, &c->ix->waits[i]); }
 
 /* The waits view: wait_rows with the columns it does not store derived
  * exactly as the wide table of index version 1 stored them (the track id
@@ -408,7 +407,6 @@ static void db_close(rec_index *ix, int keep) {
     sqlite3_finalize(d->waits_one);
     sqlite3_close(d->db);
     if (!keep) unlink(d->tmp);
-    free(d->remap);
     free(d->mark);
     free(d);
     ix->db = NULL;
@@ -460,39 +458,18 @@ int rec_ix_db_open(rec_index *ix, const char *path, char *err, size_t errlen) {
     return 0;
 }
 
-/* Drops the waits written so far from the builder's array: the ones still
- * open and the ended ones not written yet move down (keeping their order,
- * so rows stay in id order), and open_wait and the ended list follow them.
- * The array then holds about what one chunk adds instead of every wait of
- * the run (a hundred bytes each: 0.7 GB at EP64, each page of it faulted
- * in as it grew). Only the live recorder flushes; reindex and a split
- * run's builders keep every wait until the end. */
+/* Drops the waits written so far from the builder's array (the ones
+ * still open and the ended ones not written yet move down, keeping their
+ * order, so rows stay in id order). The array then holds about what one
+ * chunk adds instead of every wait of the run (a hundred bytes each: 0.7 GB
+ * at EP64, each page of it faulted in as it grew). Only the live recorder
+ * flushes; reindex keeps every wait until the end, and a split run's
+ * processes send theirs to process 0 with their parts (rec_ix_take_part). */
 static int drop_written(rec_index *ix) {
     rec_ix_db *d = ix->db;
     if (d->waits_done == 0) return 0;
-    if (ix->nwaits > d->cap_remap) {
-        size_t cap = d->cap_remap ? d->cap_remap : 4096;
-        while (cap < ix->nwaits) cap *= 2;
-        size_t *p = realloc(d->remap, cap * sizeof *p);
-        if (!p) return -1;
-        d->remap = p;
-        d->cap_remap = cap;
-    }
     for (size_t k = 0; k < d->waits_done; k++) ix->waits[ix->ended_waits[k]].written = 1;
-    size_t kept = 0;
-    for (size_t i = 0; i < ix->nwaits; i++) {
-        if (ix->waits[i].written) continue;
-        d->remap[i] = kept;
-        if (kept != i) ix->waits[kept] = ix->waits[i];
-        kept++;
-    }
-    ix->nwaits = kept;
-    for (size_t t = 0; t < ix->nopen; t++)
-        if (ix->open_wait[t]) ix->open_wait[t] = d->remap[ix->open_wait[t] - 1] + 1;
-    size_t left = 0;
-    for (size_t k = d->waits_done; k < ix->nended_waits; k++)
-        ix->ended_waits[left++] = d->remap[ix->ended_waits[k]];
-    ix->nended_waits = left;
+    if (rec_ix_drop_marked(ix)) return -1;
     d->waits_done = 0;
     return 0;
 }
@@ -513,6 +490,26 @@ static int write_big(rec_index *ix, int final, char *err, size_t errlen) {
     }
     return write_rows(&c, d, d->waits_batch, d->waits_one, bind_wait, ix->ended_waits,
                       &d->waits_done, ix->nended_waits, final, err, errlen);
+}
+
+int rec_ix_db_put_waits(rec_index *ix, const ix_wait *rows, size_t n, size_t *done, int final,
+                        char *err, size_t errlen) {
+    rec_ix_db *d = ix->db;
+    db_ctx c = {d ? d->db : NULL, NULL, 0, ix};
+    *done = 0;
+    if (!d) {
+        snprintf(err, errlen, "index.db.tmp is not open");
+        return -1;
+    }
+    while (*done + BATCH_ROWS <= n || (final && *done < n)) {
+        size_t k = *done + BATCH_ROWS <= n ? BATCH_ROWS : 1;
+        c.st = k == 1 ? d->waits_one : d->waits_batch;
+        c.col = 0;
+        for (size_t r = 0; r < k; r++) bind_wait_row(&c, &rows[*done + r]);
+        if (step(&c, err, errlen)) return -1;
+        *done += k;
+    }
+    return 0;
 }
 
 int rec_ix_db_flush(rec_index *ix, char *err, size_t errlen) {

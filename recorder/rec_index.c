@@ -59,6 +59,7 @@ void rec_ix_free(rec_index *ix) {
     free(ix->core_role);
     free(ix->waits);
     free(ix->ended_waits);
+    free(ix->remap);
     free(ix->chunks);
     free(ix);
 }
@@ -93,6 +94,34 @@ static void *push_row(rec_index *ix, void **arr, size_t *n, size_t *cap, size_t 
 void rec_ix_push_ended(rec_index *ix, size_t **arr, size_t *n, size_t *cap, size_t row) {
     size_t *slot = push_row(ix, (void **)arr, n, cap, sizeof **arr);
     if (slot) *slot = row;
+}
+
+int rec_ix_drop_marked(rec_index *ix) {
+    if (ix->nwaits > ix->cap_remap) {
+        size_t cap = ix->cap_remap ? ix->cap_remap : 4096;
+        while (cap < ix->nwaits) cap *= 2;
+        size_t *p = realloc(ix->remap, cap * sizeof *p);
+        if (!p) return -1;
+        ix->remap = p;
+        ix->cap_remap = cap;
+    }
+    size_t left = 0;   /* the ended list first: it reads the marks */
+    for (size_t k = 0; k < ix->nended_waits; k++)
+        if (!ix->waits[ix->ended_waits[k]].written) ix->ended_waits[left++] = ix->ended_waits[k];
+    ix->nended_waits = left;
+    size_t kept = 0;
+    for (size_t i = 0; i < ix->nwaits; i++) {
+        if (ix->waits[i].written) continue;
+        ix->remap[i] = kept;
+        if (kept != i) ix->waits[kept] = ix->waits[i];
+        kept++;
+    }
+    ix->nwaits = kept;
+    for (size_t t = 0; t < ix->nopen; t++)
+        if (ix->open_wait[t]) ix->open_wait[t] = ix->remap[ix->open_wait[t] - 1] + 1;
+    for (size_t k = 0; k < ix->nended_waits; k++)
+        ix->ended_waits[k] = ix->remap[ix->ended_waits[k]];
+    return 0;
 }
 
 int rec_ix_header(rec_index *ix, const rec_kv *header) {

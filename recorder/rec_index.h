@@ -51,6 +51,8 @@ struct rec_index {
      * stay in memory; open_wait and ended_waits are positions in it. */
     ix_wait *waits; size_t nwaits, cap_waits;
     uint64_t wait_ids;        /* waits begun: the last id given */
+    uint64_t begins_taken;    /* a split run's part: the last id whose begin went out */
+    size_t *remap, cap_remap; /* rec_ix_drop_marked's new positions */
     uint64_t xfer_bytes;      /* bytes of every issued transfer (meta transfer_bytes) */
     /* Rows that can no longer change, in the order they became final (a
      * wait ended, a transfer completed), for rec_db.c to write as the run
@@ -66,6 +68,15 @@ struct rec_index {
 
 /* Appends row to one of the ended_* lists (sets oom on failure). */
 void rec_ix_push_ended(rec_index *ix, size_t **arr, size_t *n, size_t *cap, size_t row);
+/* Drops the waits marked `written` from the array, keeping the others'
+ * order; open_wait and the ended list follow them (a dropped row leaves the
+ * list). -1 without memory for the new positions (nothing dropped). */
+int rec_ix_drop_marked(rec_index *ix);
+/* Process 0 of a split run: n waits rows with the run's ids into
+ * index.db.tmp, in batches; *done says how many went (the rest fill a
+ * batch later, or go one by one with final). */
+int rec_ix_db_put_waits(rec_index *ix, const ix_wait *rows, size_t n, size_t *done, int final,
+                        char *err, size_t errlen);
 
 const char *rec_wait_kind_name(int wk);
 const char *rec_object_kind_name(int kind);

@@ -47,8 +47,9 @@ void rec_buf_bytes(rec_buf *b, const char *s, size_t n);   /* varint length + by
 /* bytes of memory (free with free()), on huge pages when large and the
  * kernel agrees; NULL when out of memory */
 void *rec_big_alloc(size_t bytes);
-/* *evs with room for need events (*cap doubled from 4096 until it does);
- * -1 out of memory, *evs untouched. */
+/* *arr with room for need elements of elem bytes (*cap doubled from 4096
+ * until it does); -1 out of memory, *arr untouched. */
+int rec_grow(void **arr, size_t *cap, size_t need, size_t elem);
 int rec_grow_events(engine_event **evs, size_t *cap, size_t need);
 
 static inline uint64_t rec_zigzag(int64_t v) {
@@ -444,11 +445,18 @@ int rec_ix_write_db(rec_index *ix, const char *path, char *err, size_t errlen);
 int rec_ix_db_open(rec_index *ix, const char *path, char *err, size_t errlen);
 int rec_ix_db_flush(rec_index *ix, char *err, size_t errlen);
 void rec_ix_db_discard(rec_index *ix);
-/* A split run's index (rec_ix_parts.c): a process's waits, tracks, roles and
- * counts packed, merged into process 0's; and a chunks row of process 0's
- * (a group it wrote). */
+/* A split run's index (rec_ix_parts.c). With each part: the begin seqs of
+ * the waits begun since the last (u64 each, in begin order) onto begins,
+ * and the rows of those that ended (ix_wait, in id order) onto rows, which
+ * leave ix. After the run: a process's open waits, tracks, roles and
+ * counts packed, merged into process 0's, each wait's id made the run's by
+ * id_of (0: the wait goes); process 0's own by rec_ix_renumber. And a
+ * chunks row of process 0's (a group it wrote). */
+typedef uint64_t (*rec_ix_id_fn)(void *ctx, uint64_t local_id);
+void rec_ix_take_part(rec_index *ix, rec_buf *begins, rec_buf *rows);
 void rec_ix_pack(const rec_index *ix, engine_buf *out);
-int rec_ix_merge(rec_index *ix, const uint8_t *p, size_t len);
+int rec_ix_merge(rec_index *ix, const uint8_t *p, size_t len, rec_ix_id_fn id_of, void *ctx);
+void rec_ix_renumber(rec_index *ix, rec_ix_id_fn id_of, void *ctx);
 void rec_ix_chunk_row(rec_index *ix, const rec_chunk_row *row);
 
 /* ---------------------------------------------------------------- worker */

@@ -15,10 +15,16 @@
  * them per process (the assembly) and writes every group whose parts have
  * all come, in part order, as one row of the chunks table. So each process
  * encodes, compresses and indexes its own events; process 0 orders and
- * writes frames, and merges the index parts once at the end
- * (rec_ix_parts.c). A group lost with a process is missing from the trace,
- * which then ends at the groups before it, like a killed recording.
+ * writes frames. A part also carries its process's waits (rec_ix_parts.c):
+ * the begin seqs of those begun in it and the rows of those that ended.
+ * Writing a group, process 0 numbers the waits begun in it in begin order
+ * over every process, as one process would, and writes the ended rows into
+ * index.db.tmp with those numbers; the waits still open at the end and the
+ * small tables are merged once after the run. A group lost with a process
+ * is missing from the trace, which then ends at the groups before it, like
+ * a killed recording.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,27 +32,45 @@
 #include "recorder/rec_writer.h"
 
 /* A finished part as it travels: its group's range, the summary of its own
- * events (events 0: none), its frame's length; then the frame. */
+ * events (events 0: none), its frame's length, its waits' begins and
+ * ended rows; then the frame, the begins (u64 seqs) and the rows
+ * (ix_wait). */
 typedef struct part_rec {
     uint64_t first_seq, last_seq;
     rec_chunk_row row;
-    uint64_t frame_len;
+    uint64_t frame_len, begins, rows;
 } part_rec;
 
-/* Process 0: per process, the parts handed in and not written yet. */
+/* Process 0: per process, the parts handed in and not written yet, and
+ * the run's id of each of its waits. */
 struct rec_assembly {
     int parts;
     rec_buf *q;               /* [parts] part records, oldest first */
     size_t *head;             /* [parts] where the oldest starts */
+    uint32_t **ids;           /* [parts] a process's wait id - 1 -> the run's */
+    size_t *nids, *cap_ids;
+    uint64_t last_id;         /* the run's last wait id given */
+    ix_wait *rows;            /* numbered rows short of a batch (rec_ix_db_put_waits) */
+    size_t nrows, cap_rows;
+    int own_numbered;         /* process 0's own open waits have the run's ids */
 };
 
 void rec_split_free(rec_writer *w) {
     rec_assembly *a = w->assembly;
     rec_buf_free(&w->done);
+    rec_buf_free(&w->ix_begins);
+    rec_buf_free(&w->ix_rows);
     if (!a) return;
-    for (int k = 0; k < a->parts; k++) rec_buf_free(&a->q[k]);
+    for (int k = 0; k < a->parts; k++) {
+        rec_buf_free(&a->q[k]);
+        if (a->ids) free(a->ids[k]);
+    }
     free(a->q);
     free(a->head);
+    free(a->ids);
+    free(a->nids);
+    free(a->cap_ids);
+    free(a->rows);
     free(a);
     w->assembly = NULL;
 }
@@ -73,10 +97,17 @@ static void encode_part(void *arg) {
         rec_writer_fail(w, "%s/trace.zst: cannot compress a part (%s)", "out of memory");
         return;
     }
+    w->ix_begins.len = w->ix_rows.len = 0;
+    if (rec_ix_chunk(w->ix, w->job_decls.p, w->job_decls.len, evs, n, NULL) == 0)
+        rec_ix_take_part(w->ix, &w->ix_begins, &w->ix_rows);
     pr.frame_len = w->comp.len;
+    pr.begins = w->ix_begins.len / sizeof(uint64_t);
+    pr.rows = w->ix_rows.len / sizeof(ix_wait);
     rec_buf_put(&w->done, &pr, sizeof pr);
     rec_buf_put(&w->done, w->comp.p, w->comp.len);
-    if (w->done.oom || rec_ix_chunk(w->ix, w->job_decls.p, w->job_decls.len, evs, n, NULL))
+    rec_buf_put(&w->done, w->ix_begins.p, w->ix_begins.len);
+    rec_buf_put(&w->done, w->ix_rows.p, w->ix_rows.len);
+    if (w->done.oom || w->ix->oom || w->ix_begins.oom || w->ix_rows.oom)
         rec_writer_fail(w, "%s: cannot keep a part of the trace or index (%s)", "out of memory");
     if (n && pr.row.last_time > w->max_time) w->max_time = pr.row.last_time;
 }
@@ -104,6 +135,104 @@ void rec_split_settle(rec_writer *w, size_t from) {
 
 /* ------------------------------------------------------------ process 0 */
 
+static size_t part_bytes(const part_rec *pr) {
+    return sizeof *pr + (size_t)pr->frame_len + (size_t)pr->begins * sizeof(uint64_t) +
+           (size_t)pr->rows * sizeof(ix_wait);
+}
+
+static uint64_t load_u64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* The run's id of process k's wait local (0: none given). */
+static uint64_t run_id(const rec_assembly *a, int k, uint64_t local) {
+    return local >= 1 && local <= a->nids[k] ? a->ids[k][local - 1] : 0;
+}
+
+typedef struct id_ctx {
+    const rec_assembly *a;
+    int k;
+} id_ctx;
+
+static uint64_t id_of(void *ctx, uint64_t local) {
+    const id_ctx *c = ctx;
+    return run_id(c->a, c->k, local);
+}
+
+/* The numbered rows into index.db.tmp, whole batches (all with final);
+ * the rest wait for the next group's. */
+static int put_rows(rec_writer *w, int final) {
+    rec_assembly *a = w->assembly;
+    size_t done = 0;
+    char err[300];
+    if (rec_ix_db_put_waits(w->ix, a->rows, a->nrows, &done, final, err, sizeof err)) {
+        rec_writer_fail(w, "%s/index.db: %s", err);
+        return -1;
+    }
+    memmove(a->rows, a->rows + done, (a->nrows - done) * sizeof *a->rows);
+    a->nrows -= done;
+    return 0;
+}
+
+/* The group's waits: those begun in it numbered in begin order over every
+ * process (one process's builder numbers them so), then the ended rows,
+ * by run id (each process's are in id order), into index.db.tmp. begins[k]
+ * and rows[k] point into the queues. 0, or -1 failed. */
+static int number_waits(rec_writer *w, const uint8_t *const *begins, const uint64_t *nbegins,
+                        const uint8_t *const *rows, const uint64_t *nrows) {
+    rec_assembly *a = w->assembly;
+    size_t at[REC_MAX_PARTS] = {0};
+    for (;;) {
+        int best = -1;
+        uint64_t bs = 0;
+        for (int k = 0; k < a->parts; k++) {
+            if (at[k] == nbegins[k]) continue;
+            uint64_t s = load_u64(begins[k] + at[k] * sizeof(uint64_t));
+            if (best < 0 || s < bs) best = k, bs = s;
+        }
+        if (best < 0) break;
+        at[best]++;
+        void *ids = a->ids[best];
+        int grown = rec_grow(&ids, &a->cap_ids[best], a->nids[best] + 1, sizeof **a->ids);
+        a->ids[best] = ids;
+        if (a->last_id == UINT32_MAX || grown) {
+            rec_writer_fail(w, "%s/index.db: cannot number the waits (%s)", "out of memory");
+            return -1;
+        }
+        a->ids[best][a->nids[best]++] = (uint32_t)++a->last_id;
+    }
+    memset(at, 0, sizeof at);
+    for (;;) {
+        int best = -1;
+        uint64_t bid = 0;
+        for (int k = 0; k < a->parts; k++) {
+            if (at[k] == nrows[k]) continue;
+            uint64_t id = run_id(a, k, load_u64(rows[k] + at[k] * sizeof(ix_wait) +
+                                                offsetof(ix_wait, id)));
+            if (!id) {
+                rec_writer_fail(w, "%s/index.db: a part's waits are corrupt (%s)",
+                                "a row of a wait that never began");
+                return -1;
+            }
+            if (best < 0 || id < bid) best = k, bid = id;
+        }
+        if (best < 0) break;
+        void *all = a->rows;
+        int grown = rec_grow(&all, &a->cap_rows, a->nrows + 1, sizeof *a->rows);
+        a->rows = all;
+        if (grown) {
+            rec_writer_fail(w, "%s/index.db: cannot keep the waits (%s)", "out of memory");
+            return -1;
+        }
+        ix_wait *r = &a->rows[a->nrows++];
+        memcpy(r, rows[best] + at[best]++ * sizeof *r, sizeof *r);
+        r->id = bid;
+    }
+    return put_rows(w, 0);
+}
+
 /* Writes the oldest group when every process's part of it has come: 1
  * written, 0 not yet, -1 failed. */
 static int write_group(rec_writer *w) {
@@ -113,6 +242,7 @@ static int write_group(rec_writer *w) {
         part_rec pr;
         if (a->q[k].len - a->head[k] < sizeof pr) return 0;
         memcpy(&pr, a->q[k].p + a->head[k], sizeof pr);
+        if (a->q[k].len - a->head[k] < part_bytes(&pr)) return 0;
         if (k == 0) first = pr;
         else if (pr.first_seq != first.first_seq || pr.last_seq != first.last_seq) {
             rec_writer_fail(w, "%s/trace.zst: the processes' parts do not cover the same seqs "
@@ -123,12 +253,18 @@ static int write_group(rec_writer *w) {
     rec_chunk_row row;
     memset(&row, 0, sizeof row);
     row.offset = w->offset;
+    const uint8_t *begins[REC_MAX_PARTS], *rows[REC_MAX_PARTS];
+    uint64_t nbegins[REC_MAX_PARTS], nrows[REC_MAX_PARTS];
     for (int k = 0; k < a->parts; k++) {
         part_rec pr;
         memcpy(&pr, a->q[k].p + a->head[k], sizeof pr);
         const uint8_t *frame = a->q[k].p + a->head[k] + sizeof pr;
         if (rec_writer_write(w, frame, (size_t)pr.frame_len)) return -1;
-        a->head[k] += sizeof pr + (size_t)pr.frame_len;
+        begins[k] = frame + pr.frame_len;
+        nbegins[k] = pr.begins;
+        rows[k] = begins[k] + pr.begins * sizeof(uint64_t);
+        nrows[k] = pr.rows;
+        a->head[k] += part_bytes(&pr);
         row.compressed_bytes += pr.frame_len;
         row.raw_bytes += pr.row.raw_bytes;
         if (!pr.row.events) continue;
@@ -148,6 +284,7 @@ static int write_group(rec_writer *w) {
 #undef LOWER
 #undef HIGHER
     }
+    if (number_waits(w, begins, nbegins, rows, nrows)) return -1;
     for (int k = 0; k < a->parts; k++) {   /* keep each queue from growing without end */
         if (a->head[k] == a->q[k].len) {
             a->head[k] = a->q[k].len = 0;
@@ -215,8 +352,11 @@ static int make_split(rec_writer *w, int part, int parts, char *err, size_t errl
         a->parts = parts;
         a->q = calloc((size_t)parts, sizeof *a->q);
         a->head = calloc((size_t)parts, sizeof *a->head);
+        a->ids = calloc((size_t)parts, sizeof *a->ids);
+        a->nids = calloc((size_t)parts, sizeof *a->nids);
+        a->cap_ids = calloc((size_t)parts, sizeof *a->cap_ids);
     }
-    if (!a || !a->q || !a->head) {
+    if (!a || !a->q || !a->head || !a->ids || !a->nids || !a->cap_ids) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -260,11 +400,35 @@ void rec_split_index_pack(rec_writer *w, engine_buf *out) {
     rec_ix_pack(w->ix, out);
 }
 
-int rec_split_index_merge(rec_writer *w, const uint8_t *p, size_t n, char *err, size_t errlen) {
+/* Process 0's own open waits get the run's ids (once: before the others'
+ * are merged in, or at close when they never came). */
+static void number_own(rec_writer *w) {
+    rec_assembly *a = w->assembly;
+    if (!a || a->own_numbered) return;
+    a->own_numbered = 1;
+    id_ctx c = {a, 0};
+    rec_ix_renumber(w->ix, id_of, &c);
+}
+
+int rec_split_index_merge(rec_writer *w, int part, const uint8_t *p, size_t n, char *err,
+                          size_t errlen) {
     rec_writer_settle(w);
-    if (rec_ix_merge(w->ix, p, n)) {
+    rec_assembly *a = w->assembly;
+    if (!a || part < 1 || part >= a->parts) {
+        snprintf(err, errlen, "%s: no part %d of the index to merge", w->dir, part);
+        return -1;
+    }
+    number_own(w);
+    id_ctx c = {a, part};
+    if (rec_ix_merge(w->ix, p, n, id_of, &c)) {
         snprintf(err, errlen, "%s: another process's part of the index is corrupt", w->dir);
         return -1;
     }
     return 0;
+}
+
+void rec_split_index_close(rec_writer *w) {
+    if (!w->assembly) return;
+    number_own(w);
+    if (!w->failed) put_rows(w, 1);
 }

@@ -478,6 +478,13 @@ int rec_close(rec_writer *w, const engine_result *res, const char *check_status,
         rec_path(path, sizeof path, w->dir, "trace.zst");
         if (rec_trace_fingerprint(path, &fp, err, errlen)) status = -1;
         rec_path(path, sizeof path, w->dir, "index.db");
+        if (!status && w->parts) {
+            rec_split_index_close(w);
+            if (w->failed) {
+                snprintf(err, errlen, "%s", w->fail_msg);
+                status = -1;
+            }
+        }
         if (!status && (rec_ix_finish(w->ix, &trailer, &fp) ||
                         rec_ix_write_db(w->ix, path, err, errlen)))
             status = -1;

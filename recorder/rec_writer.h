@@ -48,6 +48,7 @@ struct rec_writer {
     uint64_t group_last;
     rec_part_head job_head;
     rec_buf done;
+    rec_buf ix_begins, ix_rows;   /* the part's waits (rec_ix_take_part), the worker's */
     rec_assembly *assembly;   /* process 0: parts waiting for their group */
 };
 
@@ -68,5 +69,7 @@ void rec_writer_hand_over(rec_writer *w, void (*fn)(void *), size_t n);
  * the parts of the groups before each are handed over first. */
 void rec_split_settle(rec_writer *w, size_t from);
 void rec_split_free(rec_writer *w);
+/* Process 0, closing: its own open waits numbered, the last rows written. */
+void rec_split_index_close(rec_writer *w);
 
 #endif

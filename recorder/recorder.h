@@ -125,9 +125,11 @@ engine_split_sink rec_split_sink(rec_writer *w);
 /* Process k > 0: its part of the index as bytes in *out (the caller frees
  * it with engine_buf_free). */
 void rec_split_index_pack(rec_writer *w, engine_buf *out);
-/* Process 0: merges a part packed by rec_split_index_pack (p, n stay the
- * caller's) into w's index. 0, or -1 with err. */
-int rec_split_index_merge(rec_writer *w, const uint8_t *p, size_t n, char *err, size_t errlen);
+/* Process 0: merges process part's part of the index, packed by
+ * rec_split_index_pack (p, n stay the caller's), into w's index. 0, or -1
+ * with err. */
+int rec_split_index_merge(rec_writer *w, int part, const uint8_t *p, size_t n, char *err,
+                          size_t errlen);
 
 /* Rebuilds RUN/index.db from RUN/trace.zst alone. Returns 0 when the trace
  * is complete; 1 when it is truncated: index.db is then rebuilt from the

@@ -140,7 +140,7 @@ static void gather_index(record_session *rc) {
     char err[ENGINE_ERRLEN];
     if (!t->gather(t->ctx, &mine, all, err, sizeof err) && all)
         for (int q = 1; q < t->count; q++)
-            if (rec_split_index_merge(rc->w, all[q].p, all[q].n, err, sizeof err)) break;
+            if (rec_split_index_merge(rc->w, q, all[q].p, all[q].n, err, sizeof err)) break;
     for (int q = 0; all && q < t->count; q++) engine_buf_free(&all[q]);
     free(all);
     engine_buf_free(&mine);
