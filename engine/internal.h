@@ -521,6 +521,24 @@ uint8_t *eng_buf_room(engine_buf *b, size_t n);
 /* merge.c: one window of this process as captured: every record (the
  * stream) and, when every process merges (recorded where it runs), the
  * skeleton the others merge, built on the way (merge.c says its form). */
+/* seq_map.c: one process's local seq -> the run's, in a split run's merge
+ * (the last events' in a ring, every run of them compactly). */
+typedef struct seq_map {
+    uint32_t *tail;               /* the last 65536 locals' run seqs, by (local - 1) */
+    uint64_t n;                   /* locals mapped: 1..n */
+    uint8_t *bytes;               /* closed runs: varint (length, gap) pairs */
+    size_t n_bytes, cap_bytes;
+    struct seq_block *blocks;     /* every 64th closed run's starts */
+    size_t n_blocks, cap_blocks;
+    uint64_t runs;                /* closed runs */
+    uint64_t open_local, open_global, open_len, open_gap;   /* the run still growing */
+} seq_map;
+/* The next n locals (n + 1 ..) get the run's seqs global.. (< 2^32). */
+void seq_map_add(seq_map *s, uint64_t global, uint32_t n);
+/* local's run seq; 0 if local is not mapped. */
+uint64_t seq_map_get(const seq_map *s, uint64_t local);
+void seq_map_free(seq_map *s);
+
 typedef struct eng_capture {
     engine_buf stream, skel;
     int skeleton;                 /* build skel too */

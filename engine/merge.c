@@ -39,8 +39,7 @@
 #include <string.h>
 
 typedef struct part_map {
-    uint32_t *seq;           /* local seq -> global seq */
-    uint64_t n_seq, cap_seq;
+    seq_map seq;             /* local seq -> global seq */
     uint32_t *str, *site;    /* run-time local id - n0 - 1 -> global id */
     uint32_t n_str, cap_str, n_site, cap_site;
     uint64_t *counters;      /* its skeleton's counter table (skel_flush) */
@@ -272,7 +271,7 @@ eng_merger *eng_merger_new(const engine_observer *out, int count, int me, uint32
 
 void eng_merger_free(eng_merger *m) {
     for (int q = 0; q < m->count; q++) {
-        free(m->parts[q].seq);
+        seq_map_free(&m->parts[q].seq);
         free(m->parts[q].str);
         free(m->parts[q].site);
         free(m->parts[q].counters);
@@ -357,8 +356,8 @@ static inline int remap_seq(const eng_merger *m, int q, uint64_t v, uint64_t *ou
         q = (int)tag - 1;
         v &= (1ULL << SPLIT_SEQ_SHIFT) - 1;
     }
-    if (q >= m->count || v > m->parts[q].n_seq) return -1;
-    *out = m->parts[q].seq[v - 1];
+    if (q >= m->count || v > m->parts[q].seq.n) return -1;
+    *out = seq_map_get(&m->parts[q].seq, v);
     return 0;
 }
 
@@ -398,10 +397,9 @@ static int merge_event(eng_merger *m, int q, cursor *c) {
     engine_event ev;
     if (take(c, &ev, sizeof ev)) return -1;
     part_map *pm = &m->parts[q];
-    if (ev.seq != pm->n_seq + 1) return -1;
+    if (ev.seq != pm->seq.n + 1) return -1;
     if (m->seq + 1 > UINT32_MAX) return -1;   /* the maps hold 32-bit seqs */
-    pm->seq = grow(pm->seq, pm->n_seq, &pm->cap_seq, sizeof *pm->seq);
-    pm->seq[pm->n_seq++] = (uint32_t)(m->seq + 1);
+    seq_map_add(&pm->seq, m->seq + 1, 1);
     if (remap_event(m, q, &ev)) return -1;
     if (ev.kind == EV_FAULT && ev.value > (int64_t)m->n0_strings)
         m->fault_text = m->strings[ev.value - m->n0_strings - 1];
@@ -419,8 +417,8 @@ static int fix_merged(void *ctx, engine_event *ev) {
     const part_map *pm = &m->parts[m->me];
     /* in place, not through a copy: this runs on every event of a split
      * recording (an event dropped may be left half fixed) */
-    if (ev->seq == 0 || ev->seq > pm->n_seq || remap_event(m, m->me, ev)) return 1;
-    ev->seq = pm->seq[ev->seq - 1];
+    if (ev->seq == 0 || ev->seq > pm->seq.n || remap_event(m, m->me, ev)) return 1;
+    ev->seq = seq_map_get(&pm->seq, ev->seq);
     return 0;
 }
 
@@ -439,10 +437,7 @@ static void renumber(eng_merger *m, int (*fix)(void *, engine_event *)) {
 static int count_events(eng_merger *m, int q, uint32_t n) {
     part_map *pm = &m->parts[q];
     if (m->seq + n > UINT32_MAX) return -1;
-    pm->seq = grow(pm->seq, pm->n_seq + n - 1, &pm->cap_seq, sizeof *pm->seq);
-    uint32_t *at = pm->seq + pm->n_seq;
-    for (uint32_t i = 0; i < n; i++) at[i] = (uint32_t)(m->seq + 1 + i);
-    pm->n_seq += n;
+    seq_map_add(&pm->seq, m->seq + 1, n);
     m->seq += n;
     return 0;
 }

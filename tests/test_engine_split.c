@@ -9,7 +9,9 @@
  * BarrierAll across nodes), jittered with a seeded tie order, the
  * credit-leak deadlock, a watchdog stop, and a fault on a core of the last
  * part (an RDMA ring written here, the run cut at the faulting event).
- * Also: what cannot be split is refused with a message.
+ * Also: what cannot be split is refused with a message, and the merge's
+ * map of a process's seqs to the run's answers for every event of a long
+ * run, not only the recent ones it keeps whole.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +24,7 @@
 
 #include "engine/device.h"
 #include "engine/engine.h"
+#include "engine/internal.h"
 #include "kernels/kernels.h"
 #include "tests/digest.h"
 #include "tests/split_threads.h"
@@ -488,8 +491,43 @@ static void test_what_cannot_be_split_is_refused(void **state) {
     engine_destroy(e);
 }
 
+/* Runs of 1 to 300 locals with 0 to 40 others between them (a quarter of
+ * them hundreds to thousands, some a million), 600,000 locals in all: far
+ * more than the ring keeps. */
+static void test_seq_map_answers_for_the_whole_run(void **state) {
+    (void)state;
+    enum { N = 600000 };
+    uint32_t *want = malloc(N * sizeof *want);
+    assert_non_null(want);
+    seq_map s;
+    memset(&s, 0, sizeof s);
+    uint64_t rng = 12345, global = 1, n = 0;
+    while (n < N) {
+        rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint32_t len = 1 + (uint32_t)(rng >> 33) % 300;
+        uint64_t pick = (rng >> 40) % 16, gap = (rng >> 20) % 41;
+        if (pick >= 12) gap = 100 + (rng >> 16) % 20000;   /* varints of 2 and 3 bytes */
+        if (pick == 15) gap += 1000000;
+        if (len > N - n) len = (uint32_t)(N - n);
+        global += gap;
+        seq_map_add(&s, global, len);
+        for (uint32_t i = 0; i < len; i++) want[n + i] = (uint32_t)(global + i);
+        n += len;
+        global += len;
+    }
+    assert_int_equal(s.n, N);
+    for (uint64_t v = 1; v <= N; v++)
+        if (seq_map_get(&s, v) != want[v - 1]) fail_msg("local %llu", (unsigned long long)v);
+    assert_int_equal(seq_map_get(&s, 0), 0);
+    assert_int_equal(seq_map_get(&s, N + 1), 0);
+    assert_true(s.n_bytes < N);   /* about a byte a run, not 4 an event */
+    seq_map_free(&s);
+    free(want);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_seq_map_answers_for_the_whole_run),
         cmocka_unit_test(test_dispatch_ep32_is_the_same_split),
         cmocka_unit_test(test_jitter_and_seeded_ties_are_the_same_split),
         cmocka_unit_test(test_deadlock_is_the_same_split),

@@ -1,0 +1,124 @@
+/*
+ * seq_map.c - one process's local seq -> the run's seq, as a split run's
+ * merge numbers it (merge.c; internal.h declares it).
+ *
+ * The merge gives a process's events the run's seqs in runs: its events
+ * between two of another process's take consecutive numbers. A link may
+ * name any earlier event, so the map must answer for the whole run, but
+ * a flat array of every event's number took 4 bytes an event in every
+ * process for every process (EP64: 456 MB each, faulted in page by page).
+ * So the map keeps:
+ *
+ *  - the last SEQ_TAIL events' numbers in a ring: the renumbering of a
+ *    window's own events and nearly every link (most name an event a few
+ *    thousand back) read one word;
+ *  - every run, as varint pairs (its length, the other processes' events
+ *    between it and the one before), SEQ_BLOCK runs to a block whose first
+ *    run's local and run seqs are stored whole: an older event is a binary
+ *    search over the blocks and a walk of at most SEQ_BLOCK pairs. Runs
+ *    average about four events, so the pairs cost about half a byte an
+ *    event.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SEQ_TAIL (1u << 16)
+#define SEQ_BLOCK 64
+
+struct seq_block {
+    uint64_t local, global;   /* the block's first run starts at these */
+    size_t at;                /* its pairs start here in bytes */
+};
+
+static void *grow_to(void *p, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return p;
+    size_t c = *cap ? *cap : 256;
+    while (c < need) c *= 2;
+    p = realloc(p, c * elem);
+    if (!p) abort();   /* as the engine's other growth (eng_buf_room) */
+    *cap = c;
+    return p;
+}
+
+static void put_varint(seq_map *s, uint64_t v) {
+    s->bytes = grow_to(s->bytes, &s->cap_bytes, s->n_bytes + 10, 1);
+    while (v >= 0x80) {
+        s->bytes[s->n_bytes++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    s->bytes[s->n_bytes++] = (uint8_t)v;
+}
+
+static uint64_t get_varint(const uint8_t *p, size_t *at) {
+    uint64_t v = 0;
+    for (unsigned shift = 0;; shift += 7) {
+        uint8_t b = p[(*at)++];
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) return v;
+    }
+}
+
+/* The open run into the pairs: it can no longer grow. */
+static void close_run(seq_map *s) {
+    if (!s->open_len) return;
+    if (s->runs % SEQ_BLOCK == 0) {
+        s->blocks = grow_to(s->blocks, &s->cap_blocks, s->n_blocks + 1, sizeof *s->blocks);
+        s->blocks[s->n_blocks++] = (struct seq_block){s->open_local, s->open_global, s->n_bytes};
+    }
+    put_varint(s, s->open_len);
+    put_varint(s, s->open_gap);
+    s->runs++;
+    s->open_len = 0;
+}
+
+void seq_map_add(seq_map *s, uint64_t global, uint32_t n) {
+    if (!n) return;
+    if (!s->tail) {
+        s->tail = malloc(SEQ_TAIL * sizeof *s->tail);
+        if (!s->tail) abort();
+    }
+    for (uint32_t i = 0; i < n; i++)
+        s->tail[(s->n + i) & (SEQ_TAIL - 1)] = (uint32_t)(global + i);
+    if (s->open_len && global == s->open_global + s->open_len) {
+        s->open_len += n;
+    } else {
+        uint64_t end = s->open_global + s->open_len;   /* 1 before the first run */
+        close_run(s);
+        s->open_local = s->n + 1;
+        s->open_global = global;
+        s->open_gap = s->n ? global - end : 0;
+        s->open_len = n;
+    }
+    s->n += n;
+}
+
+uint64_t seq_map_get(const seq_map *s, uint64_t local) {
+    if (local == 0 || local > s->n) return 0;
+    if (s->n - local < SEQ_TAIL) return s->tail[(local - 1) & (SEQ_TAIL - 1)];
+    if (local >= s->open_local) return s->open_global + (local - s->open_local);
+    size_t lo = 0, hi = s->n_blocks;   /* the last block starting at or before local */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->blocks[mid].local <= local) lo = mid;
+        else hi = mid;
+    }
+    const struct seq_block *b = &s->blocks[lo];
+    uint64_t at_local = b->local, at_global = b->global;
+    size_t at = b->at;
+    for (int first = 1;; first = 0) {
+        uint64_t len = get_varint(s->bytes, &at), gap = get_varint(s->bytes, &at);
+        if (!first) at_global += gap;
+        if (local < at_local + len) return at_global + (local - at_local);
+        at_local += len;
+        at_global += len;
+    }
+}
+
+void seq_map_free(seq_map *s) {
+    free(s->tail);
+    free(s->bytes);
+    free(s->blocks);
+    memset(s, 0, sizeof *s);
+}
