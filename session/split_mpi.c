@@ -186,8 +186,9 @@ static int mpi_alltoall(void *ctx, const engine_buf *out, engine_buf *in, char *
 }
 
 /* Sizes by a gather; then each process's bytes straight into its all[q] on
- * process 0 (the index parts at a run's end are hundreds of MB: no bytes
- * go through a staging buffer). */
+ * process 0 (no byte goes through a staging buffer: the index parts at a
+ * run's end were hundreds of MB before the waits travelled with the
+ * parts). */
 static int mpi_gather(void *ctx, const engine_buf *mine, engine_buf *all, char *err,
                       size_t errlen) {
     split_mpi *m = ctx;
