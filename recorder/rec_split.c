@@ -167,11 +167,13 @@ static int put_rows(rec_writer *w, int final) {
     rec_assembly *a = w->assembly;
     size_t done = 0;
     char err[300];
+    if (!a->nrows) return 0;   /* rows may be NULL yet */
     if (rec_ix_db_put_waits(w->ix, a->rows, a->nrows, &done, final, err, sizeof err)) {
         rec_writer_fail(w, "%s/index.db: %s", err);
         return -1;
     }
-    memmove(a->rows, a->rows + done, (a->nrows - done) * sizeof *a->rows);
+    if (done && done < a->nrows)
+        memmove(a->rows, a->rows + done, (a->nrows - done) * sizeof *a->rows);
     a->nrows -= done;
     return 0;
 }
