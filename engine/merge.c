@@ -609,28 +609,38 @@ static int merge_window(eng_merger *m, const engine_buf *streams, char *err, siz
         if (merge_run(m, q, &cur[q]) && bad < 0) bad = q;
     }
     while (bad < 0) {
-        int best = -1;
-        uint64_t bt = 0, bk = 0;
+        /* the stream with the smallest head, and the smallest of the others' */
+        int best = -1, others = 0;
+        uint64_t bt = 0, bk = 0, nt = UINT64_MAX, nk = UINT64_MAX;
         for (int q = 0; q < m->count; q++) {
             cursor *c = &cur[q];
-            if (peek_segment(m, q, c) && (best < 0 || c->t < bt || (c->t == bt && c->k < bk))) {
+            if (!peek_segment(m, q, c)) continue;
+            if (best < 0 || c->t < bt || (c->t == bt && c->k < bk)) {
+                if (best >= 0) nt = bt, nk = bk, others = 1;
                 best = q;
                 bt = c->t;
                 bk = c->k;
+            } else if (c->t < nt || (c->t == nt && c->k < nk)) {
+                nt = c->t, nk = c->k, others = 1;
             }
         }
         if (best < 0) break;
-        if (m->out.on_segment) m->out.on_segment(m->out.ctx, bt, bk);
-        m->last_time = bt;
-        if (take_segment(m, best, &cur[best]) || merge_run(m, best, &cur[best])) {
-            bad = best;
-            break;
-        }
-        if (faulted_here(&cur[best])) {
-            m->cut = 1;
-            m->cut_time = bt;
-            return ENGINE_OK;
-        }
+        /* best's segments go one after another until one passes the
+         * others' first: their heads do not move meanwhile */
+        cursor *c = &cur[best];
+        do {
+            if (m->out.on_segment) m->out.on_segment(m->out.ctx, c->t, c->k);
+            m->last_time = c->t;
+            if (take_segment(m, best, c) || merge_run(m, best, c)) {
+                bad = best;
+                break;
+            }
+            if (faulted_here(c)) {
+                m->cut = 1;
+                m->cut_time = m->last_time;
+                return ENGINE_OK;
+            }
+        } while (peek_segment(m, best, c) && (!others || c->t < nt || (c->t == nt && c->k < nk)));
     }
     for (int q = 0; q < m->count && bad < 0; q++)
         if (!at_tag(&cur[q], 'F') || cur[q].at + 2 != cur[q].n) bad = q;
