@@ -140,6 +140,18 @@ static size_t part_bytes(const part_rec *pr) {
            (size_t)pr->rows * sizeof(ix_wait);
 }
 
+/* Whether the whole part whose record is pr is among the avail bytes
+ * (each length checked on its own: they come from another process). */
+static int part_here(const part_rec *pr, size_t avail) {
+    if (avail < sizeof *pr) return 0;
+    avail -= sizeof *pr;
+    if (pr->frame_len > avail) return 0;
+    avail -= (size_t)pr->frame_len;
+    if (pr->begins > avail / sizeof(uint64_t)) return 0;
+    avail -= (size_t)pr->begins * sizeof(uint64_t);
+    return pr->rows <= avail / sizeof(ix_wait);
+}
+
 static uint64_t load_u64(const uint8_t *p) {
     uint64_t v;
     memcpy(&v, p, sizeof v);
@@ -244,7 +256,7 @@ static int write_group(rec_writer *w) {
         part_rec pr;
         if (a->q[k].len - a->head[k] < sizeof pr) return 0;
         memcpy(&pr, a->q[k].p + a->head[k], sizeof pr);
-        if (a->q[k].len - a->head[k] < part_bytes(&pr)) return 0;
+        if (!part_here(&pr, a->q[k].len - a->head[k])) return 0;
         if (k == 0) first = pr;
         else if (pr.first_seq != first.first_seq || pr.last_seq != first.last_seq) {
             rec_writer_fail(w, "%s/trace.zst: the processes' parts do not cover the same seqs "
