@@ -21,17 +21,6 @@
 
 #include "recorder/rec_internal.h"
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return 0;
-    size_t nc = *cap ? *cap : 1024;
-    while (nc < need) nc *= 2;
-    void *np = realloc(*p, nc * elem);
-    if (!np) return -1;
-    *p = np;
-    *cap = nc;
-    return 0;
-}
-
 void rec_order_free(rec_order *o) {
     free(o->rank);
     free(o->core);
@@ -53,12 +42,12 @@ void rec_order_free(rec_order *o) {
 
 static int reserve_cores(rec_order *o, size_t cores) {
     size_t cap = o->cap_cores;
-    if (grow((void **)&o->rank, &cap, cores, sizeof *o->rank)) return -1;
+    if (rec_grow((void **)&o->rank, &cap, cores, sizeof *o->rank)) return -1;
     uint32_t **arrays[] = {&o->core,    &o->count,     &o->start,    &o->pos,
                            &o->heap,    &o->heap_at,   &o->pend_head, &o->pend_tail};
     for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++) {
         size_t c = o->cap_cores;
-        if (grow((void **)arrays[k], &c, cores, sizeof(uint32_t))) return -1;
+        if (rec_grow((void **)arrays[k], &c, cores, sizeof(uint32_t))) return -1;
     }
     o->cap_cores = cap;
     return 0;
@@ -66,15 +55,15 @@ static int reserve_cores(rec_order *o, size_t cores) {
 
 static int reserve_events(rec_order *o, size_t n) {
     size_t cap = o->cap_ev;
-    if (grow((void **)&o->time, &cap, n, sizeof *o->time)) return -1;
+    if (rec_grow((void **)&o->time, &cap, n, sizeof *o->time)) return -1;
     cap = o->cap_ev;
-    if (grow((void **)&o->ev_core, &cap, n, sizeof *o->ev_core)) return -1;
+    if (rec_grow((void **)&o->ev_core, &cap, n, sizeof *o->ev_core)) return -1;
     cap = o->cap_ev;
-    if (grow((void **)&o->pend_next, &cap, n, sizeof *o->pend_next)) return -1;
+    if (rec_grow((void **)&o->pend_next, &cap, n, sizeof *o->pend_next)) return -1;
     cap = o->cap_ev;
-    if (grow((void **)&o->in_key, &cap, n, sizeof *o->in_key)) return -1;
+    if (rec_grow((void **)&o->in_key, &cap, n, sizeof *o->in_key)) return -1;
     cap = o->cap_ev;
-    if (grow((void **)&o->in_time, &cap, n, sizeof *o->in_time)) return -1;
+    if (rec_grow((void **)&o->in_time, &cap, n, sizeof *o->in_time)) return -1;
     o->cap_ev = cap;
     return 0;
 }
@@ -156,7 +145,7 @@ static int build_table_hashed(rec_order *o, const engine_event *evs, size_t n) {
     size_t slots = 1024;
     while (slots < 2 * n) slots *= 2;
     size_t hc = o->cap_hash;
-    if (grow((void **)&o->hash, &hc, slots, sizeof *o->hash)) return -1;
+    if (rec_grow((void **)&o->hash, &hc, slots, sizeof *o->hash)) return -1;
     o->cap_hash = hc;
     memset(o->hash, 0xff, slots * sizeof *o->hash);   /* empty: key all ones */
     uint64_t *keys = (uint64_t *)(void *)o->time;     /* scratch until times are laid out */
@@ -192,7 +181,7 @@ static int build_table_hashed(rec_order *o, const engine_event *evs, size_t n) {
  * the events themselves are not read again. */
 static int build_table_keyed(rec_order *o, size_t n, uint32_t ranks) {
     size_t slots = (size_t)ranks << REC_ORDER_CORE_BITS, hc = o->cap_hash;
-    if (grow((void **)&o->hash, &hc, (slots + 1) / 2, sizeof *o->hash)) return -1;
+    if (rec_grow((void **)&o->hash, &hc, (slots + 1) / 2, sizeof *o->hash)) return -1;
     o->cap_hash = hc;
     uint32_t *slot = (uint32_t *)(void *)o->hash;
     const uint32_t *key = o->in_key;
