@@ -518,6 +518,11 @@ void eng_split_free(engine *e);
 /* partition.c: room for n more bytes at the end of b (grown by doubling;
  * aborts out of memory), where the caller writes before adding to b->n. */
 uint8_t *eng_buf_room(engine_buf *b, size_t n);
+/* LEB128 varints (partition.c): put writes v at p (at most 10 bytes) and
+ * says how many; get reads one at p[*at], of the n bytes there, and steps
+ * past it, -1 if it is cut or too long. */
+size_t eng_varint_put(uint8_t *p, uint64_t v);
+int eng_varint_get(const uint8_t *p, size_t n, size_t *at, uint64_t *v);
 /* merge.c: one window of this process as captured: every record (the
  * stream) and, when every process merges (recorded where it runs), the
  * skeleton the others merge, built on the way (merge.c says its form). */
@@ -526,10 +531,8 @@ uint8_t *eng_buf_room(engine_buf *b, size_t n);
 typedef struct seq_map {
     uint32_t *tail;               /* the last 65536 locals' run seqs, by (local - 1) */
     uint64_t n;                   /* locals mapped: 1..n */
-    uint8_t *bytes;               /* closed runs: varint (length, gap) pairs */
-    size_t n_bytes, cap_bytes;
-    struct seq_block *blocks;     /* every 64th closed run's starts */
-    size_t n_blocks, cap_blocks;
+    engine_buf bytes;             /* closed runs: varint (length, gap) pairs */
+    engine_buf blocks;            /* every 64th closed run's starts (struct seq_block) */
     uint64_t runs;                /* closed runs */
     uint64_t open_local, open_global, open_len, open_gap;   /* the run still growing */
 } seq_map;

@@ -82,16 +82,6 @@ static void put_text(engine_buf *b, const char *text) {
     engine_buf_put(b, text, n);
 }
 
-static size_t varint_put(uint8_t *p, uint64_t v) {
-    size_t n = 0;
-    while (v >= 0x80) {
-        p[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    p[n++] = (uint8_t)v;
-    return n;
-}
-
 static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 static int64_t unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
 
@@ -147,9 +137,9 @@ static void skel_flush(eng_capture *c) {
         } else {
             size_t n = 1;
             at[0] = 'K';
-            n += varint_put(at + n, zigzag((int64_t)(c->seg_time - c->base_time)));
-            n += varint_put(at + n, c->seg_key);
-            n += varint_put(at + n, c->run);
+            n += eng_varint_put(at + n, zigzag((int64_t)(c->seg_time - c->base_time)));
+            n += eng_varint_put(at + n, c->seg_key);
+            n += eng_varint_put(at + n, c->run);
             b->n += n;
         }
         if (last) *last = counter;
@@ -315,20 +305,6 @@ typedef struct cursor {
     uint32_t count;           /* a skeleton's: the events right after it */
     size_t next;              /* where the record after it starts */
 } cursor;
-
-static int varint_get(const cursor *c, size_t *at, uint64_t *v) {
-    uint64_t x = 0;
-    for (unsigned shift = 0; shift < 64; shift += 7) {
-        if (*at >= c->n) return -1;
-        uint8_t b = c->p[(*at)++];
-        x |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *v = x;
-            return 0;
-        }
-    }
-    return -1;
-}
 
 static int take(cursor *c, void *out, size_t n) {
     if (c->n - c->at < n) return -1;
@@ -570,9 +546,11 @@ static int peek_segment(const eng_merger *m, int q, cursor *c) {
         c->count = c->p[at + 7];
         at += 8;
     } else if (tag == 'K') {
-        if (varint_get(c, &at, &v)) return 0;
+        if (eng_varint_get(c->p, c->n, &at, &v)) return 0;
         c->t = m->parts[q].base_time + (uint64_t)unzigzag(v);
-        if (varint_get(c, &at, &c->k) || varint_get(c, &at, &n) || n > UINT32_MAX) return 0;
+        if (eng_varint_get(c->p, c->n, &at, &c->k) || eng_varint_get(c->p, c->n, &at, &n) ||
+            n > UINT32_MAX)
+            return 0;
         c->prio = c->k >> ENG_KEY_COUNTER_BITS;
         c->counter = c->k & ((1ULL << ENG_KEY_COUNTER_BITS) - 1);
         c->has_prio = c->prio < SKEL_PRIOS;

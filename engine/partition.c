@@ -85,6 +85,30 @@ uint8_t *eng_buf_room(engine_buf *b, size_t n) {
     return b->p + b->n;
 }
 
+size_t eng_varint_put(uint8_t *p, uint64_t v) {
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+int eng_varint_get(const uint8_t *p, size_t n, size_t *at, uint64_t *v) {
+    uint64_t x = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        if (*at >= n) return -1;
+        uint8_t b = p[(*at)++];
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = x;
+            return 0;
+        }
+    }
+    return -1;
+}
+
 void engine_buf_put(engine_buf *b, const void *p, size_t n) {
     uint8_t *at = eng_buf_room(b, n);
     if (n) memcpy(at, p, n);

@@ -32,43 +32,17 @@ struct seq_block {
     size_t at;                /* its pairs start here in bytes */
 };
 
-static void *grow_to(void *p, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return p;
-    size_t c = *cap ? *cap : 256;
-    while (c < need) c *= 2;
-    p = realloc(p, c * elem);
-    if (!p) abort();   /* as the engine's other growth (eng_buf_room) */
-    *cap = c;
-    return p;
-}
-
-static void put_varint(seq_map *s, uint64_t v) {
-    s->bytes = grow_to(s->bytes, &s->cap_bytes, s->n_bytes + 10, 1);
-    while (v >= 0x80) {
-        s->bytes[s->n_bytes++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    s->bytes[s->n_bytes++] = (uint8_t)v;
-}
-
-static uint64_t get_varint(const uint8_t *p, size_t *at) {
-    uint64_t v = 0;
-    for (unsigned shift = 0;; shift += 7) {
-        uint8_t b = p[(*at)++];
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) return v;
-    }
-}
-
 /* The open run into the pairs: it can no longer grow. */
 static void close_run(seq_map *s) {
     if (!s->open_len) return;
     if (s->runs % SEQ_BLOCK == 0) {
-        s->blocks = grow_to(s->blocks, &s->cap_blocks, s->n_blocks + 1, sizeof *s->blocks);
-        s->blocks[s->n_blocks++] = (struct seq_block){s->open_local, s->open_global, s->n_bytes};
+        struct seq_block b = {s->open_local, s->open_global, s->bytes.n};
+        memcpy(eng_buf_room(&s->blocks, sizeof b), &b, sizeof b);
+        s->blocks.n += sizeof b;
     }
-    put_varint(s, s->open_len);
-    put_varint(s, s->open_gap);
+    uint8_t *at = eng_buf_room(&s->bytes, 20);
+    size_t n = eng_varint_put(at, s->open_len);
+    s->bytes.n += n + eng_varint_put(at + n, s->open_gap);
     s->runs++;
     s->open_len = 0;
 }
@@ -98,17 +72,20 @@ uint64_t seq_map_get(const seq_map *s, uint64_t local) {
     if (local == 0 || local > s->n) return 0;
     if (s->n - local < SEQ_TAIL) return s->tail[(local - 1) & (SEQ_TAIL - 1)];
     if (local >= s->open_local) return s->open_global + (local - s->open_local);
-    size_t lo = 0, hi = s->n_blocks;   /* the last block starting at or before local */
+    const struct seq_block *blocks = (const struct seq_block *)(const void *)s->blocks.p;
+    size_t lo = 0, hi = s->blocks.n / sizeof *blocks;   /* the last block starting at or before local */
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
-        if (s->blocks[mid].local <= local) lo = mid;
+        if (blocks[mid].local <= local) lo = mid;
         else hi = mid;
     }
-    const struct seq_block *b = &s->blocks[lo];
+    const struct seq_block *b = &blocks[lo];
     uint64_t at_local = b->local, at_global = b->global;
     size_t at = b->at;
     for (int first = 1;; first = 0) {
-        uint64_t len = get_varint(s->bytes, &at), gap = get_varint(s->bytes, &at);
+        uint64_t len = 0, gap = 0;   /* its own pairs: whole */
+        eng_varint_get(s->bytes.p, s->bytes.n, &at, &len);
+        eng_varint_get(s->bytes.p, s->bytes.n, &at, &gap);
         if (!first) at_global += gap;
         if (local < at_local + len) return at_global + (local - at_local);
         at_local += len;
@@ -118,7 +95,7 @@ uint64_t seq_map_get(const seq_map *s, uint64_t local) {
 
 void seq_map_free(seq_map *s) {
     free(s->tail);
-    free(s->bytes);
-    free(s->blocks);
+    engine_buf_free(&s->bytes);
+    engine_buf_free(&s->blocks);
     memset(s, 0, sizeof *s);
 }

@@ -520,7 +520,7 @@ static void test_seq_map_answers_for_the_whole_run(void **state) {
         if (seq_map_get(&s, v) != want[v - 1]) fail_msg("local %llu", (unsigned long long)v);
     assert_int_equal(seq_map_get(&s, 0), 0);
     assert_int_equal(seq_map_get(&s, N + 1), 0);
-    assert_true(s.n_bytes < N);   /* about a byte a run, not 4 an event */
+    assert_true(s.bytes.n < N);   /* about a byte a run, not 4 an event */
     seq_map_free(&s);
     free(want);
 }
