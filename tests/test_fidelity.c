@@ -9,9 +9,10 @@
  * row; msprof op_summary rows matched by "OP Type" alone, averaged, other
  * ops ignored; a run's phases inside its total and the same row giving the
  * same time run alone, forked, and deduplicated with its sibling phase;
- * the error's formula; and the fit recovering one perturbed parameter on
- * the rows that depend on it, while one they do not see stays where it
- * started.
+ * the error's formula; the fit recovering two perturbed parameters at
+ * once (a rate and a per-task cost) from the rows that depend on them,
+ * while the fitted ones they were not perturbed in stay where they
+ * started; and the fit staying within 16x of the defaults.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -37,6 +38,8 @@ static void write_file(const char *text) {
 }
 
 #define SHAPE "--nodes 2 --npus-per-node 2 --tokens 32 --hidden 512 --experts 16 --rounds 1"
+/* the same run with 14 KB rows */
+#define WIDE_SHAPE "--nodes 2 --npus-per-node 2 --tokens 32 --hidden 7168 --experts 16 --rounds 1"
 
 static void test_quoting_comments_bom_and_uncovered(void **state) {
     (void)state;
@@ -154,12 +157,21 @@ static void test_error_formula(void **state) {
     assert_true(fabs(fidelity_error(npurr, meas, 2) - 2 * log(2) * log(2)) < 1e-12);
 }
 
-static void test_fit_recovers_the_nic(void **state) {
+/* Issue #26's check: "measured" times made by npurr itself under a
+ * perturbed --hw, and the fit from the defaults brings every row back
+ * within 5 % and the perturbed parameters back to their true values. Two
+ * costs at once: a rate (the NIC at 0.5x) and a per-request cost (the
+ * AICPU's task at 2x), on three rows that weigh them differently (a
+ * 512 B and a 14 KB row cross the NIC for about the same AICPU time). The
+ * scalar issue cost the issue names as an example is not one of them: at
+ * these shapes 2x of it moves no row by 1 %, so no fit could recover it
+ * and a check of the rows would pass without fitting it. */
+static void test_fit_recovers_a_rate_and_a_task_cost(void **state) {
     (void)state;
-    /* measured: npurr's own times with the NIC at 0.6x */
     write_file("kernel,options,phase,measured_us\n"
                "fullmesh-dispatch-combine,\"" SHAPE "\",dispatch,1\n"
-               "fullmesh-dispatch-combine,\"" SHAPE "\",combine,1\n");
+               "fullmesh-dispatch-combine,\"" SHAPE "\",combine,1\n"
+               "fullmesh-dispatch-combine,\"" WIDE_SHAPE "\",dispatch,1\n");
     fidelity_table t;
     char err[2048];
     assert_int_equal(fidelity_table_read(path, NULL, 0, &t, err, sizeof err), SESSION_OK);
@@ -167,35 +179,39 @@ static void test_fit_recovers_the_nic(void **state) {
     engine_hw_defaults(&truth);
     engine_hw_defaults(&start);
     const engine_hw_param *nic = engine_hw_find("roce_gbytes_per_s");
+    const engine_hw_param *task = engine_hw_find("batchwrite_task_ns");
     assert_non_null(nic);
-    assert_true(nic->fit);   /* the NIC stays a fitted cost */
-    *(double *)((char *)&truth + nic->offset) *= 0.6;
+    assert_non_null(task);
+    assert_true(nic->fit && task->fit);   /* both stay fitted costs */
+    *(double *)((char *)&truth + nic->offset) *= 0.5;
+    *(double *)((char *)&truth + task->offset) *= 2;
     for (int i = 0; i < t.n; i++) {
         fidelity_result r;
         fidelity_run(&t.rows[i], &truth, &r);
         assert_true(r.ok);
         t.rows[i].measured_us = r.us;
     }
-    fidelity_fit_opts o = {.jobs = 2, .max_evals = 60};
+    fidelity_fit_opts o = {.jobs = 2, .max_evals = 80};
     fidelity_fit_result fr;
     assert_int_equal(fidelity_fit(&t, &start, &o, &fr, err, sizeof err), SESSION_OK);
-    assert_true(fr.error_start > 0.01);
-    /* 0.013 -> 0.001 on the fitted defaults of issue #26 (the 6 us AICPU task hides much of
-     * the NIC at this shape): every row back within 5 % */
-    assert_true(fr.error_fit < fr.error_start / 10);
-    assert_true(fr.evals <= 60);
+    assert_true(fr.error_start > 0.5);   /* every row about 0.57x of the truth */
+    assert_true(fr.evals <= 80);
     for (int i = 0; i < t.n; i++) {
         fidelity_result r;
         fidelity_run(&t.rows[i], &fr.hw, &r);
         assert_true(r.ok);
         assert_true(fabs(r.us / t.rows[i].measured_us - 1) < 0.05);
     }
-    /* parameters the fit does not own are the start's, bit for bit */
+    /* the two perturbed parameters are found again, the other fitted ones
+     * stay near where they started */
     for (size_t i = 0; i < engine_hw_count(); i++) {
         const engine_hw_param *p = engine_hw_param_at(i);
-        if (p->fit) continue;
-        assert_true(*(double *)((char *)&fr.hw + p->offset) ==
-                    *(double *)((char *)&start + p->offset));
+        double got = *(double *)((char *)&fr.hw + p->offset);
+        double want = *(double *)((char *)&truth + p->offset);
+        if (p->fit)
+            assert_true(fabs(got / want - 1) < 0.05);
+        else   /* parameters the fit does not own are the start's, bit for bit */
+            assert_true(got == *(double *)((char *)&start + p->offset));
     }
     fidelity_table_free(&t);
     unlink(path);
@@ -238,7 +254,7 @@ int main(void) {
         cmocka_unit_test(test_op_summary_by_type_averaged),
         cmocka_unit_test(test_phases_and_parallel_runs_agree),
         cmocka_unit_test(test_error_formula),
-        cmocka_unit_test(test_fit_recovers_the_nic),
+        cmocka_unit_test(test_fit_recovers_a_rate_and_a_task_cost),
         cmocka_unit_test(test_fit_stays_within_16x_of_the_defaults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
