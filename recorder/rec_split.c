@@ -399,7 +399,7 @@ int rec_open_part(const rec_run_info *info, int part, int parts, rec_writer **ou
         snprintf(err, errlen, "rec_open_part: process 0 records into the run folder (rec_split)");
     } else if (!rec_writer_alloc(w, info, err, errlen) && !make_split(w, part, parts, err, errlen)) {
         rec_ix_header(w->ix, &w->header);
-        w->worker = rec_worker_start();   /* NULL: parts are encoded in line */
+        w->worker = rec_worker_start_if_cpu();   /* NULL: parts are encoded in line */
         *out = w;
         return 0;
     }

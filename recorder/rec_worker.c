@@ -11,8 +11,15 @@
  * variable, not a queue: submit hands over a job, wait blocks until it has
  * run. Everything a job touches belongs to it until wait returns; the mutex
  * hand-off orders its writes before the caller's reads.
+ *
+ * A worker pays only with a CPU of its own. The writers start none when
+ * their thread is bound to one CPU (rec_worker_start_if_cpu): each process
+ * of a split run under mpirun is, and there the engine and the worker took
+ * turns on one core, an EP32 split spending about a tenth more CPU and
+ * 3 s more wall time than encoding in line.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -75,6 +82,16 @@ rec_worker *rec_worker_start(void) {
         return NULL;
     }
     return w;
+}
+
+int rec_worker_has_cpu(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;   /* more CPUs than a set holds */
+    return CPU_COUNT(&set) > 1;
+}
+
+rec_worker *rec_worker_start_if_cpu(void) {
+    return rec_worker_has_cpu() ? rec_worker_start() : NULL;
 }
 
 void rec_worker_wait(rec_worker *w) {

@@ -279,6 +279,14 @@ typedef struct rec_worker rec_worker;
 /* Starts the thread. NULL when no thread can be made (callers then do the
  * work themselves); stop it with rec_worker_stop. */
 rec_worker *rec_worker_start(void);
+/* 1 when the calling thread may run on more than one CPU, so a worker it
+ * starts can run beside it. 0 when it is bound to one (mpirun binds each
+ * process of a split run to a core): a worker there only takes turns with
+ * its caller, and costs the switches between them. */
+int rec_worker_has_cpu(void);
+/* rec_worker_start when rec_worker_has_cpu, else NULL: the recorder's
+ * writers, which encode in line without a worker. */
+rec_worker *rec_worker_start_if_cpu(void);
 /* Waits for the previous job, then hands fn(arg) to the thread; arg stays the
  * caller's until rec_worker_wait. */
 void rec_worker_submit(rec_worker *w, void (*fn)(void *arg), void *arg);

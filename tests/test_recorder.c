@@ -11,6 +11,7 @@
  * it is complete; `zstd -t` accepts the trace; a WHERE on rank and time
  * decodes only the chunks that overlap.
  */
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -606,6 +607,55 @@ static void test_reader_meta_and_info(void **state) {
     rec_run_summary_free(&sum);
 }
 
+static char *read_whole(const char *dir, const char *name, size_t *len) {
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    long n = ftell(f);
+    assert_true(n > 0);
+    rewind(f);
+    char *p = malloc((size_t)n);
+    assert_non_null(p);
+    assert_int_equal(fread(p, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return p;
+}
+
+/* Bound to one CPU, as mpirun binds each process of a split run, the
+ * writer starts no worker and encodes in line: the same trace, byte for
+ * byte, and the same index as with the worker. */
+static void test_one_cpu_records_in_line(void **state) {
+    (void)state;
+    cpu_set_t all, one;
+    assert_int_equal(sched_getaffinity(0, sizeof all, &all), 0);
+    int cpu = 0;
+    while (!CPU_ISSET(cpu, &all)) cpu++;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+    assert_int_equal(rec_worker_has_cpu(), 0);
+    assert_null(rec_worker_start_if_cpu());
+    char run[320];
+    snprintf(run, sizeof run, "%s/one_cpu", g_tmp);
+    record_run(run);
+    assert_int_equal(sched_setaffinity(0, sizeof all, &all), 0);
+    if (CPU_COUNT(&all) > 1) assert_int_equal(rec_worker_has_cpu(), 1);
+
+    size_t na, nb;
+    char *a = read_whole(g_run, "trace.zst", &na), *b = read_whole(run, "trace.zst", &nb);
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, na);
+    free(a);
+    free(b);
+    char *ia = support_dump_index(g_run), *ib = support_dump_index(run);
+    assert_string_equal(ia, ib);
+    free(ia);
+    free(ib);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_events_match_observed),
@@ -618,6 +668,7 @@ int main(void) {
         cmocka_unit_test(test_missing_trailer_is_truncated),
         cmocka_unit_test(test_refuses_foreign_directory),
         cmocka_unit_test(test_reader_meta_and_info),
+        cmocka_unit_test(test_one_cpu_records_in_line),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
