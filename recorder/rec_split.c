@@ -377,16 +377,20 @@ static int make_split(rec_writer *w, int part, int parts, char *err, size_t errl
     return 0;
 }
 
-int rec_split(rec_writer *w, int parts, char *err, size_t errlen) {
+int rec_split(rec_writer *w, int parts, int here, char *err, size_t errlen) {
     if (w->nev || w->events) {
         snprintf(err, errlen, "rec_split: the writer has already recorded events");
         return -1;
     }
+    if (w->worker && !rec_worker_has_cpu(here)) {   /* no job was handed to it yet */
+        rec_worker_stop(w->worker);
+        w->worker = NULL;
+    }
     return make_split(w, 0, parts, err, errlen);
 }
 
-int rec_open_part(const rec_run_info *info, int part, int parts, rec_writer **out, char *err,
-                  size_t errlen) {
+int rec_open_part(const rec_run_info *info, int part, int parts, int here, rec_writer **out,
+                  char *err, size_t errlen) {
     *out = NULL;
     rec_writer *w = calloc(1, sizeof *w);
     if (!w) {
@@ -399,7 +403,7 @@ int rec_open_part(const rec_run_info *info, int part, int parts, rec_writer **ou
         snprintf(err, errlen, "rec_open_part: process 0 records into the run folder (rec_split)");
     } else if (!rec_writer_alloc(w, info, err, errlen) && !make_split(w, part, parts, err, errlen)) {
         rec_ix_header(w->ix, &w->header);
-        w->worker = rec_worker_start_if_cpu();   /* NULL: parts are encoded in line */
+        w->worker = rec_worker_start_if_cpu(here);   /* NULL: parts are encoded in line */
         *out = w;
         return 0;
     }

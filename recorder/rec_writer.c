@@ -413,7 +413,7 @@ int rec_open_with_meta(const char *run_dir, const rec_run_info *info,
         rec_writer_free(w);
         return -1;
     }
-    w->worker = rec_worker_start_if_cpu(); /* NULL: chunks are written in line */
+    w->worker = rec_worker_start_if_cpu(1); /* NULL: chunks are written in line */
     *out = w;
     return 0;
 }

@@ -114,13 +114,15 @@ int rec_close(rec_writer *w, const engine_result *res, const char *check_status,
  * waits still open, tracks, roles, counts), process 0 merges them
  * (rec_split_index_merge), and every process rec_closes (process k > 0
  * only frees its writer). */
+/* here is how many of the processes share this machine's CPUs: with as
+ * many of them as CPUs, each encodes in line (rec_worker_has_cpu). */
 /* Process 0: its writer w will take parts from parts processes. 0, or -1
  * with err. */
-int rec_split(rec_writer *w, int parts, char *err, size_t errlen);
+int rec_split(rec_writer *w, int parts, int here, char *err, size_t errlen);
 /* Process part > 0: a writer without a folder, into *out (the caller
  * rec_closes it). 0, or -1 with err. */
-int rec_open_part(const rec_run_info *info, int part, int parts, rec_writer **out, char *err,
-                  size_t errlen);
+int rec_open_part(const rec_run_info *info, int part, int parts, int here, rec_writer **out,
+                  char *err, size_t errlen);
 /* The sink that hands w's windows between processes (engine_split_record);
  * it points into w, so it lives as long as w. */
 engine_split_sink rec_split_sink(rec_writer *w);
@@ -279,14 +281,16 @@ typedef struct rec_worker rec_worker;
 /* Starts the thread. NULL when no thread can be made (callers then do the
  * work themselves); stop it with rec_worker_stop. */
 rec_worker *rec_worker_start(void);
-/* 1 when the calling thread may run on more than one CPU, so a worker it
- * starts can run beside it. 0 when it is bound to one (mpirun binds each
- * process of a split run to a core): a worker there only takes turns with
+/* 1 when the CPUs the calling thread may run on outnumber the processes
+ * that share them (sharers, 1 for a process alone), so a worker it starts
+ * can run beside it. 0 when they do not: bound to one CPU (mpirun binds
+ * each process of a split run to a core), or as many processes as CPUs (an
+ * oversubscribed split, unbound); a worker there only takes turns with
  * its caller, and costs the switches between them. */
-int rec_worker_has_cpu(void);
-/* rec_worker_start when rec_worker_has_cpu, else NULL: the recorder's
- * writers, which encode in line without a worker. */
-rec_worker *rec_worker_start_if_cpu(void);
+int rec_worker_has_cpu(int sharers);
+/* rec_worker_start when rec_worker_has_cpu(sharers), else NULL: the
+ * recorder's writers, which then encode in line. */
+rec_worker *rec_worker_start_if_cpu(int sharers);
 /* Waits for the previous job, then hands fn(arg) to the thread; arg stays the
  * caller's until rec_worker_wait. */
 void rec_worker_submit(rec_worker *w, void (*fn)(void *arg), void *arg);

@@ -115,8 +115,8 @@ static int open_part(record_session *rc, char *err, size_t errlen) {
     rec_run_info info = {rc->ro->kernel->name, rc->command_line, &rc->ro->config,
                          engine_cores_per_rank(rc->e), engine_num_aic(rc->e),
                          engine_num_aiv(rc->e)};
-    if (rec_open_part(&info, split_mpi_index(rc->split), split_mpi_count(rc->split), &rc->part,
-                      err, errlen))
+    if (rec_open_part(&info, split_mpi_index(rc->split), split_mpi_count(rc->split),
+                      split_mpi_on_this_machine(rc->split), &rc->part, err, errlen))
         return -1;
     rec_attach(rc->part, rc->e);
     return 0;
@@ -125,7 +125,9 @@ static int open_part(record_session *rc, char *err, size_t errlen) {
 static int record_where_it_runs(record_session *rc, char *err, size_t errlen) {
     rec_writer *w = rc->w ? rc->w : rc->part;
     if (!w) return 0;
-    if (rc->w && rec_split(rc->w, split_mpi_count(rc->split), err, errlen)) return -1;
+    if (rc->w && rec_split(rc->w, split_mpi_count(rc->split), split_mpi_on_this_machine(rc->split),
+                           err, errlen))
+        return -1;
     engine_split_sink sink = rec_split_sink(w);
     return engine_split_record(rc->e, &sink, err, errlen) ? -1 : 0;
 }
