@@ -107,8 +107,8 @@ int rec_close(rec_writer *w, const engine_result *res, const char *check_status,
  * rec_split.c): each process encodes, compresses and indexes its own
  * events, process 0 writes them into the run folder, and the waits that
  * ended into its index as they come. Process 0 opens the folder as usual
- * and calls rec_split(w, P); process k > 0 opens a writer without a
- * folder, rec_open_part(info, k, P). Each attaches (rec_attach), gives the
+ * and calls rec_split(w, P, here); process k > 0 opens a writer without a
+ * folder, rec_open_part(info, k, P, here). Each attaches (rec_attach), gives the
  * engine rec_split_sink(w) (engine_split_record), runs; then every process
  * k > 0 packs the rest of its part of the index (rec_split_index_pack: the
  * waits still open, tracks, roles, counts), process 0 merges them
