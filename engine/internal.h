@@ -528,8 +528,9 @@ int eng_varint_get(const uint8_t *p, size_t n, size_t *at, uint64_t *v);
  * skeleton the others merge, built on the way (merge.c says its form). */
 /* seq_map.c: one process's local seq -> the run's, in a split run's merge
  * (the last events' in a ring, every run of them compactly). */
+#define SEQ_TAIL (1u << 20)
 typedef struct seq_map {
-    uint32_t *tail;               /* the last 65536 locals' run seqs, by (local - 1) */
+    uint32_t *tail;               /* the last SEQ_TAIL locals' run seqs, by (local - 1) */
     uint64_t n;                   /* locals mapped: 1..n */
     engine_buf bytes;             /* closed runs: varint (length, gap) pairs */
     engine_buf blocks;            /* every 64th closed run's starts (struct seq_block) */
@@ -538,8 +539,14 @@ typedef struct seq_map {
 } seq_map;
 /* The next n locals (n + 1 ..) get the run's seqs global.. (< 2^32). */
 void seq_map_add(seq_map *s, uint64_t global, uint32_t n);
-/* local's run seq; 0 if local is not mapped. */
-uint64_t seq_map_get(const seq_map *s, uint64_t local);
+uint64_t seq_map_get_old(const seq_map *s, uint64_t local);
+/* local's run seq; 0 if local is not mapped. The ring inline: it is read
+ * twice for every event of a split recording. */
+static inline uint64_t seq_map_get(const seq_map *s, uint64_t local) {
+    if (local == 0 || local > s->n) return 0;
+    if (s->n - local < SEQ_TAIL) return s->tail[(local - 1) & (SEQ_TAIL - 1)];
+    return seq_map_get_old(s, local);
+}
 void seq_map_free(seq_map *s);
 
 typedef struct eng_capture {

@@ -119,10 +119,14 @@ static uint64_t *counter_of(uint64_t **table, size_t *n, uint64_t prio) {
 static void skel_flush(eng_capture *c) {
     engine_buf *b = &c->skel;
     if (c->pending) {
-        uint8_t *at = eng_buf_room(b, 1 + 3 * 10);
+        /* once a segment: the room and the counter found without a call
+         * when there is one */
+        uint8_t *at = b->cap - b->n >= 1 + 3 * 10 ? b->p + b->n : eng_buf_room(b, 1 + 3 * 10);
         uint64_t prio = c->seg_key >> ENG_KEY_COUNTER_BITS;
         uint64_t counter = c->seg_key & ((1ULL << ENG_KEY_COUNTER_BITS) - 1);
-        uint64_t *last = prio < SKEL_PRIOS ? counter_of(&c->counters, &c->n_counters, prio) : NULL;
+        uint64_t *last = prio < c->n_counters ? &c->counters[prio]
+                         : prio < SKEL_PRIOS  ? counter_of(&c->counters, &c->n_counters, prio)
+                                              : NULL;
         uint64_t dt = c->seg_time - c->base_time, dc = last ? counter - *last : 0;
         if (last && c->seg_time >= c->base_time && dt <= UINT32_MAX && counter >= *last &&
             dc <= UINT8_MAX && c->run <= UINT8_MAX) {
@@ -574,6 +578,54 @@ static int take_segment(eng_merger *m, int q, cursor *c) {
     return c->count ? count_events(m, q, c->count) : 0;
 }
 
+/*
+ * The common case of the loop below, on every segment of every process:
+ * 's' records back to back while they come before the others' first
+ * (others, at nt/nk), with no observer of segments. Decoded, numbered and
+ * counted in one pass, the events as one run of the seq map (a segment
+ * holds about one event, so this is most of a split recording's merge).
+ * Takes the decoded head, then each next 's' that still comes first; stops
+ * with c's head decoded at the first that does not, or with no head at a
+ * record of another kind (merge_run's), as take_segment would leave it.
+ */
+static int take_short_run(eng_merger *m, int q, cursor *c, int others, uint64_t nt,
+                          uint64_t nk) {
+    part_map *pm = &m->parts[q];
+    const uint8_t *p = c->p;
+    uint64_t events = 0, t = c->t, k = c->k, prio = c->prio, counter = c->counter;
+    uint32_t count = c->count;
+    size_t next = c->next;
+    for (;;) {
+        if (prio < pm->n_counters) pm->counters[prio] = counter;
+        else *counter_of(&pm->counters, &pm->n_counters, prio) = counter;
+        pm->base_time = t;
+        events += count;
+        m->last_time = t;
+        c->at = next;
+        c->head = 0;
+        if (c->n - next < 9 || p[next] != 's') break;
+        uint32_t t32;
+        uint16_t p16;
+        memcpy(&t32, p + next + 1, 4);
+        memcpy(&p16, p + next + 5, 2);
+        t = pm->base_time + t32;
+        prio = p16;
+        counter = (prio < pm->n_counters ? pm->counters[prio] : 0) + p[next + 7];
+        k = prio << ENG_KEY_COUNTER_BITS | counter;
+        count = p[next + 8];
+        next += 9;
+        if (others && !(t < nt || (t == nt && k < nk))) {
+            c->t = t, c->k = k, c->prio = prio, c->counter = counter, c->count = count;
+            c->has_prio = 1;
+            c->next = next;
+            c->head = 1;
+            break;
+        }
+    }
+    if (events > UINT32_MAX) return -1;
+    return events ? count_events(m, q, (uint32_t)events) : 0;
+}
+
 static int faulted_here(const cursor *c) {
     return at_tag(c, 'F') && c->n - c->at >= 2 && c->p[c->at + 1];
 }
@@ -607,6 +659,23 @@ static int merge_window(eng_merger *m, const engine_buf *streams, char *err, siz
          * others' first: their heads do not move meanwhile */
         cursor *c = &cur[best];
         do {
+            if (!m->out.on_segment && c->p[c->at] == 's') {
+                if (take_short_run(m, best, c, others, nt, nk)) {
+                    bad = best;
+                    break;
+                }
+                if (c->head) break;   /* the next passes the others' first */
+                if (merge_run(m, best, c)) {
+                    bad = best;
+                    break;
+                }
+                if (faulted_here(c)) {
+                    m->cut = 1;
+                    m->cut_time = m->last_time;
+                    return ENGINE_OK;
+                }
+                continue;
+            }
             if (m->out.on_segment) m->out.on_segment(m->out.ctx, c->t, c->k);
             m->last_time = c->t;
             if (take_segment(m, best, c) || merge_run(m, best, c)) {

@@ -492,11 +492,12 @@ static void test_what_cannot_be_split_is_refused(void **state) {
 }
 
 /* Runs of 1 to 300 locals with 0 to 40 others between them (a quarter of
- * them hundreds to thousands, some a million), 600,000 locals in all: far
- * more than the ring keeps. */
+ * them hundreds to thousands, some a million), 3,000,000 locals in all:
+ * more than the ring keeps (SEQ_TAIL). */
 static void test_seq_map_answers_for_the_whole_run(void **state) {
     (void)state;
-    enum { N = 600000 };
+    enum { N = 3000000 };
+    assert_true(N > 2 * SEQ_TAIL);   /* most lookups walk the runs */
     uint32_t *want = malloc(N * sizeof *want);
     assert_non_null(want);
     seq_map s;
