@@ -659,26 +659,17 @@ static int merge_window(eng_merger *m, const engine_buf *streams, char *err, siz
          * others' first: their heads do not move meanwhile */
         cursor *c = &cur[best];
         do {
+            int rc;
             if (!m->out.on_segment && c->p[c->at] == 's') {
-                if (take_short_run(m, best, c, others, nt, nk)) {
-                    bad = best;
-                    break;
-                }
-                if (c->head) break;   /* the next passes the others' first */
-                if (merge_run(m, best, c)) {
-                    bad = best;
-                    break;
-                }
-                if (faulted_here(c)) {
-                    m->cut = 1;
-                    m->cut_time = m->last_time;
-                    return ENGINE_OK;
-                }
-                continue;
+                /* stopped at a head that passes the others' first, it
+                 * leaves nothing for merge_run and ends the loop below */
+                rc = take_short_run(m, best, c, others, nt, nk);
+            } else {
+                if (m->out.on_segment) m->out.on_segment(m->out.ctx, c->t, c->k);
+                m->last_time = c->t;
+                rc = take_segment(m, best, c);
             }
-            if (m->out.on_segment) m->out.on_segment(m->out.ctx, c->t, c->k);
-            m->last_time = c->t;
-            if (take_segment(m, best, c) || merge_run(m, best, c)) {
+            if (rc || merge_run(m, best, c)) {
                 bad = best;
                 break;
             }
