@@ -121,9 +121,13 @@ done
 # A process that dies mid-run (kill -9 of process 1 once the trace holds
 # some 200 KB of events): mpirun stops the job with SIGTERM, process 0 stops
 # waiting and closes the trace as an interrupted run. mpirun's default of
-# 1 s before SIGKILL is too short for a large index; 5 s is ample here (it
-# waits that long per process, see README).
-OMPI_MCA_odls_base_sigkill_timeout=5 mpirun --allow-run-as-root --oversubscribe -np 2 \
+# 1 s before SIGKILL is too short for a large index; so was 5 s for the
+# ASan build while another test held the second core (CI once found the
+# folder still hidden: process 0 was killed before it installed it; alone,
+# the ASan build installs it about 4.6 s after its SIGTERM). mpirun waits
+# the timeout twice whatever the processes do (the job ends about 2 x 15 s
+# after the kill), so it is not set higher than it needs (see README).
+OMPI_MCA_odls_base_sigkill_timeout=15 mpirun --allow-run-as-root --oversubscribe -np 2 \
     "$npurr" record -k dispatch-layered --nodes 4 --tokens 512 -o "$work/died" >"$work/out" 2>&1 &
 job=$!
 victim=""
