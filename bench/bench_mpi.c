@@ -159,6 +159,13 @@ static void run_one(const char *self, const char *npurr, const shape *s, int pro
     if (system(cmd) != 0) fprintf(stderr, "bench_mpi: could not remove %s\n", run);
 }
 
+/* Every process's CPU time (recorder threads included). */
+static double total_cpu_of(const result *r) {
+    double cpu = 0;
+    for (int q = 0; q < r->procs; q++) cpu += r->p[q].cpu_s;
+    return cpu;
+}
+
 static void print_result(const shape *s, const result *r, const result *one) {
     char label[64];
     snprintf(label, sizeof label, "EP%d x %d, %s", s->nodes * 8, s->tokens,
@@ -176,8 +183,7 @@ static void print_result(const shape *s, const result *r, const result *one) {
            r->ok ? "" : " (a process exited above 0)");
     /* what the machine allows: no run is shorter than its processes' CPU
      * time (recorder threads included) spread over every core */
-    double total_cpu = 0;
-    for (int q = 0; q < r->procs; q++) total_cpu += r->p[q].cpu_s;
+    double total_cpu = total_cpu_of(r);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (one && one->ok && r->ok && cores > 0 && total_cpu > 0) {
         printf("%-26s      total CPU %.1f s on %ld cores: host time >= %.1f s, speedup <= %.2fx\n",
@@ -212,11 +218,8 @@ static void print_result(const shape *s, const result *r, const result *one) {
  * destinations), memory with the nodes each process emulates. */
 static void project(const shape *s, const result *r) {
     if (!r->ok || !r->events || r->wall_s <= 0) return;
-    double rss = 0, cpu = 0;
-    for (int q = 0; q < r->procs; q++) {
-        rss += r->p[q].rss_gib;
-        cpu += r->p[q].cpu_s;
-    }
+    double rss = 0, cpu = total_cpu_of(r);
+    for (int q = 0; q < r->procs; q++) rss += r->p[q].rss_gib;
     double per_node = rss / s->nodes, ev_per_rank = (double)r->events / (s->nodes * 8);
     double us_per_event = cpu / (double)r->events * 1e6;
     printf("  from EP%d, P=%d, %s: %.2f GiB per emulated node, %.2f M events per rank, "
@@ -233,22 +236,11 @@ static void project(const shape *s, const result *r) {
  * completed). */
 static const result *least_cpu(const result *runs, int n) {
     const result *best = NULL;
-    double best_cpu = 0;
     for (int i = 0; i < n; i++) {
-        double cpu = 0;
-        for (int q = 0; q < runs[i].procs; q++) cpu += runs[i].p[q].cpu_s;
-        if (runs[i].ok && cpu > 0 && (!best || cpu < best_cpu)) {
-            best = &runs[i];
-            best_cpu = cpu;
-        }
+        double cpu = total_cpu_of(&runs[i]);
+        if (runs[i].ok && cpu > 0 && (!best || cpu < total_cpu_of(best))) best = &runs[i];
     }
     return best;
-}
-
-static double total_cpu_of(const result *r) {
-    double cpu = 0;
-    for (int q = 0; q < r->procs; q++) cpu += r->p[q].cpu_s;
-    return cpu;
 }
 
 /* After N alternated pairs: each pair's ratio, then the least CPU's. */

@@ -102,31 +102,31 @@ static int64_t unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 
  */
 #define SKEL_PRIOS 65536   /* priorities with a counter table entry */
 
-/* The counter table entry of prio (< SKEL_PRIOS), grown to hold it. */
-static uint64_t *counter_of(uint64_t **table, size_t *n, uint64_t prio) {
-    if (prio >= *n) {
-        size_t want = *n ? *n : 64;
-        while (want <= prio) want *= 2;
-        uint64_t *t = realloc(*table, want * sizeof *t);
-        if (!t) abort();
-        memset(t + *n, 0, (want - *n) * sizeof *t);
-        *table = t;
-        *n = want;
-    }
-    return &(*table)[prio];
+static uint64_t *grow_counters(uint64_t **table, size_t *n, uint64_t prio) {
+    size_t want = *n ? *n : 64;
+    while (want <= prio) want *= 2;
+    uint64_t *t = realloc(*table, want * sizeof *t);
+    if (!t) abort();
+    memset(t + *n, 0, (want - *n) * sizeof *t);
+    *table = t;
+    *n = want;
+    return &t[prio];
+}
+
+/* The counter table entry of prio (< SKEL_PRIOS), grown to hold it; inline
+ * when it is there (once a segment, in capture and in every merge). */
+static inline uint64_t *counter_of(uint64_t **table, size_t *n, uint64_t prio) {
+    return prio < *n ? &(*table)[prio] : grow_counters(table, n, prio);
 }
 
 static void skel_flush(eng_capture *c) {
     engine_buf *b = &c->skel;
     if (c->pending) {
-        /* once a segment: the room and the counter found without a call
-         * when there is one */
+        /* once a segment: the room found without a call when there is one */
         uint8_t *at = b->cap - b->n >= 1 + 3 * 10 ? b->p + b->n : eng_buf_room(b, 1 + 3 * 10);
         uint64_t prio = c->seg_key >> ENG_KEY_COUNTER_BITS;
         uint64_t counter = c->seg_key & ((1ULL << ENG_KEY_COUNTER_BITS) - 1);
-        uint64_t *last = prio < c->n_counters ? &c->counters[prio]
-                         : prio < SKEL_PRIOS  ? counter_of(&c->counters, &c->n_counters, prio)
-                                              : NULL;
+        uint64_t *last = prio < SKEL_PRIOS ? counter_of(&c->counters, &c->n_counters, prio) : NULL;
         uint64_t dt = c->seg_time - c->base_time, dc = last ? counter - *last : 0;
         if (last && c->seg_time >= c->base_time && dt <= UINT32_MAX && counter >= *last &&
             dc <= UINT8_MAX && c->run <= UINT8_MAX) {
@@ -519,6 +519,22 @@ static int merge_run(eng_merger *m, int q, cursor *c) {
     return 0;
 }
 
+/* An 's' record's 8 bytes after its tag (skel_flush says the form), into
+ * c's head fields: its time and counter follow on from stream q's last
+ * segment taken. */
+static inline void decode_short(const part_map *pm, const uint8_t *r, cursor *c) {
+    uint32_t t32;
+    uint16_t p16;
+    memcpy(&t32, r, 4);
+    memcpy(&p16, r + 4, 2);
+    c->t = pm->base_time + t32;
+    c->prio = p16;
+    c->counter = (c->prio < pm->n_counters ? pm->counters[c->prio] : 0) + r[6];
+    c->k = c->prio << ENG_KEY_COUNTER_BITS | c->counter;
+    c->has_prio = 1;
+    c->count = r[7];
+}
+
 /* Decodes the segment at c->at into c (once): 1 if there is one, 0 if the
  * next record is none (or is cut: the window's check then fails). */
 static int peek_segment(const eng_merger *m, int q, cursor *c) {
@@ -536,18 +552,7 @@ static int peek_segment(const eng_merger *m, int q, cursor *c) {
         at += 2 * sizeof(uint64_t);
     } else if (tag == 's') {
         if (c->n - at < 8) return 0;
-        uint32_t t32;
-        uint16_t p16;
-        memcpy(&t32, c->p + at, 4);
-        memcpy(&p16, c->p + at + 4, 2);
-        const part_map *pm = &m->parts[q];
-        c->t = pm->base_time + t32;
-        c->prio = p16;
-        uint64_t last = c->prio < pm->n_counters ? pm->counters[c->prio] : 0;
-        c->counter = last + c->p[at + 6];
-        c->k = c->prio << ENG_KEY_COUNTER_BITS | c->counter;
-        c->has_prio = 1;
-        c->count = c->p[at + 7];
+        decode_short(&m->parts[q], c->p + at, c);
         at += 8;
     } else if (tag == 'K') {
         if (eng_varint_get(c->p, c->n, &at, &v)) return 0;
@@ -591,33 +596,18 @@ static int take_segment(eng_merger *m, int q, cursor *c) {
 static int take_short_run(eng_merger *m, int q, cursor *c, int others, uint64_t nt,
                           uint64_t nk) {
     part_map *pm = &m->parts[q];
-    const uint8_t *p = c->p;
-    uint64_t events = 0, t = c->t, k = c->k, prio = c->prio, counter = c->counter;
-    uint32_t count = c->count;
-    size_t next = c->next;
+    uint64_t events = 0;
     for (;;) {
-        if (prio < pm->n_counters) pm->counters[prio] = counter;
-        else *counter_of(&pm->counters, &pm->n_counters, prio) = counter;
-        pm->base_time = t;
-        events += count;
-        m->last_time = t;
-        c->at = next;
+        *counter_of(&pm->counters, &pm->n_counters, c->prio) = c->counter;
+        pm->base_time = c->t;
+        events += c->count;
+        m->last_time = c->t;
+        c->at = c->next;
         c->head = 0;
-        if (c->n - next < 9 || p[next] != 's') break;
-        uint32_t t32;
-        uint16_t p16;
-        memcpy(&t32, p + next + 1, 4);
-        memcpy(&p16, p + next + 5, 2);
-        t = pm->base_time + t32;
-        prio = p16;
-        counter = (prio < pm->n_counters ? pm->counters[prio] : 0) + p[next + 7];
-        k = prio << ENG_KEY_COUNTER_BITS | counter;
-        count = p[next + 8];
-        next += 9;
-        if (others && !(t < nt || (t == nt && k < nk))) {
-            c->t = t, c->k = k, c->prio = prio, c->counter = counter, c->count = count;
-            c->has_prio = 1;
-            c->next = next;
+        if (c->n - c->at < 9 || c->p[c->at] != 's') break;
+        decode_short(pm, c->p + c->at + 1, c);
+        c->next = c->at + 9;
+        if (others && !(c->t < nt || (c->t == nt && c->k < nk))) {
             c->head = 1;
             break;
         }
