@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "bench/bench_support.h"
-#include "engine/device.h"
+#include "npurr/device.h"
 #include "engine/engine.h"
 
 static void count_event(void *ctx, const engine_event *ev) {

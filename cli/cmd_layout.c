@@ -16,10 +16,12 @@ static void human(char *buf, size_t n, uint64_t bytes) {
 
 static int print_memory(const run_options *ro, char *err, size_t errlen) {
     kernel_estimate full, mode;
-    engine_config full_cfg = ro->config;   /* every byte stored: the logical GM */
-    full_cfg.payload = PAYLOAD_FULL;
-    if (kernel_estimate_memory(ro->kernel, &ro->kopts, &full_cfg, &full, err, errlen) ||
-        kernel_estimate_memory(ro->kernel, &ro->kopts, &ro->config, &mode, err, errlen))
+    npurr_topology topo, full_topo;
+    if (kernels_topology(&ro->config, &topo, err, errlen)) return -1;
+    full_topo = topo;
+    full_topo.payload_full = 1;   /* every byte stored: the logical GM */
+    if (kernel_estimate_memory(ro->kernel, &ro->kopts, &full_topo, &full, err, errlen) ||
+        kernel_estimate_memory(ro->kernel, &ro->kopts, &topo, &mode, err, errlen))
         return -1;
     char lg[32], gm[32], plan[32], eng[32], tot[32];
     human(lg, sizeof lg, full.gm_bytes);
@@ -65,7 +67,9 @@ int cmd_layout(int argc, char **argv) {
         fprintf(stderr, "npurr layout: -k %s has no layout report\n", ro.kernel->name);
         return EXIT_ERROR;
     }
-    if (ro.kernel->layout(&ro.kopts, &ro.config, stdout, err, sizeof err) != 0) {
+    npurr_topology topo;
+    if (kernels_topology(&ro.config, &topo, err, sizeof err) ||
+        ro.kernel->layout(&ro.kopts, &topo, stdout, err, sizeof err) != 0) {
         fprintf(stderr, "npurr layout: -k %s: %s\n", ro.kernel->name, err);
         return EXIT_ERROR;
     }

@@ -12,13 +12,13 @@
 #include <string.h>
 
 /* ------------------------------------------------------------ identity */
-int GetBlockIdx(void) { return eng_current("GetBlockIdx")->block_idx; }
-int GetBlockNum(void) { return eng_current("GetBlockNum")->block_num; }
-int GetSubBlockIdx(void) { return eng_current("GetSubBlockIdx")->sub_idx; }
-int GetSubBlockNum(void) { return eng_current("GetSubBlockNum")->sub_num; }
-int GetRank(void) { return eng_current("GetRank")->rank; }
-int GetRankSize(void) { return eng_current("GetRankSize")->e->n_ranks; }
-int IsAic(void) { return eng_current("IsAic")->is_aic; }
+int dev_block_idx(void) { return eng_current("GetBlockIdx")->block_idx; }
+int dev_block_num(void) { return eng_current("GetBlockNum")->block_num; }
+int dev_sub_block_idx(void) { return eng_current("GetSubBlockIdx")->sub_idx; }
+int dev_sub_block_num(void) { return eng_current("GetSubBlockNum")->sub_num; }
+int dev_rank(void) { return eng_current("GetRank")->rank; }
+int dev_rank_size(void) { return eng_current("GetRankSize")->e->n_ranks; }
+int dev_is_aic(void) { return eng_current("IsAic")->is_aic; }
 
 void dev_set_role(const char *name, dev_site s) {
     core *c = eng_current("SetRole");

@@ -41,6 +41,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "npurr/types.h"   /* gm_t, core types, pipes, conditions: shared with kernels and plugins */
+
 #define ENGINE_VERSION "0.1.0"
 #define ENGINE_ERRLEN 512
 
@@ -217,26 +219,6 @@ const engine_config *engine_get_config(const engine *e);
 
 /* ---------------------------------------------------------------- memory */
 
-/* A GM address names a byte on one rank: rank in bits 40..55, offset below.
- * Symmetric allocations have the same offset on every rank, so
- * gm_on_rank(p, r) is the peer's copy of p. */
-typedef struct { uint64_t a; } gm_t;
-
-#define GM_RANK_SHIFT 40
-#define GM_OFFSET_MASK ((1ULL << GM_RANK_SHIFT) - 1)
-/* The GM address of byte off on rank. */
-static inline gm_t gm_make(int rank, uint64_t off) {
-    gm_t g = {((uint64_t)rank << GM_RANK_SHIFT) | off}; return g;
-}
-/* The rank whose GM holds g. */
-static inline int gm_rank(gm_t g) { return (int)(g.a >> GM_RANK_SHIFT); }
-/* g's byte offset in its rank's GM. */
-static inline uint64_t gm_offset(gm_t g) { return g.a & GM_OFFSET_MASK; }
-/* g moved by bytes (may be negative) on the same rank. */
-static inline gm_t gm_add(gm_t g, int64_t bytes) { gm_t r = {g.a + (uint64_t)bytes}; return r; }
-/* The same offset on another rank: a symmetric allocation's copy there. */
-static inline gm_t gm_on_rank(gm_t g, int rank) { return gm_make(rank, gm_offset(g)); }
-
 /* Zero-filled GM on one rank; name appears in faults and the index. */
 int engine_gm_alloc(engine *e, int rank, uint64_t bytes, const char *name, gm_t *out,
                     char *err, size_t errlen);
@@ -250,13 +232,11 @@ int engine_sym_alloc(engine *e, uint64_t bytes, const char *name, gm_t *out,
 void *engine_gm_host(engine *e, gm_t p, uint64_t bytes);
 
 /* An input tensor: rows of row_bytes at p, row i being what fn(params, i, out)
- * writes (row_bytes bytes). params (params_size bytes) is copied. In REF mode
- * the rows are references generated when something computes on them; in FULL
- * mode they are written at once. ENGINE_ERR if the range is not in one
+ * writes (row_bytes bytes; engine_row_fn, npurr/types.h). params
+ * (params_size bytes) is copied. In REF mode the rows are references
+ * generated when something computes on them; in FULL mode they are written
+ * at once. ENGINE_OK, or ENGINE_ERR with err when the range is not in one
  * allocation. */
-typedef void (*engine_row_fn)(const void *params, uint64_t row, uint8_t *out);
-/* Declares [p, p + rows x row_bytes) an input tensor of generated rows (as above). ENGINE_OK,
- * or ENGINE_ERR with err. */
 int engine_gm_generate(engine *e, gm_t p, uint64_t rows, uint64_t row_bytes, engine_row_fn fn,
                        const void *params, size_t params_size, char *err, size_t errlen);
 /* Copies [p, p+bytes) to out without materializing it. ENGINE_ERR if out of bounds. */
@@ -275,6 +255,27 @@ int engine_gm_equal_host(engine *e, gm_t a, const void *want, uint64_t bytes, ui
 int engine_gm_equal_generated(engine *e, gm_t p, uint64_t rows, uint64_t row_bytes,
                               engine_row_fn fn, const void *params, size_t params_size,
                               uint64_t *diff);
+/* A GM tensor a kernel named for the user (`record --dump NAME@RANK`):
+ * where it is, its bytes, and what its elements are as the kernel says
+ * (dtype is the plugin ABI's npurr_dtype; the engine only keeps it). */
+typedef struct engine_tensor {
+    const char *name;          /* interned: owned by the engine */
+    gm_t addr;
+    uint64_t bytes;
+    int dtype, ndim;
+    uint64_t shape[8];
+} engine_tensor;
+/* Names [t->addr, + t->bytes) as tensor t->name (copied; the range must lie
+ * in one allocation; the same name on the same rank again replaces it):
+ * ENGINE_OK, or ENGINE_ERR with err. */
+int engine_name_tensor(engine *e, const engine_tensor *t, char *err, size_t errlen);
+/* The tensor named name on rank into *out: 1; else, when an allocation of
+ * that name lives on rank, that allocation as bytes (dtype 0, one
+ * dimension): 1; 0 when neither exists. */
+int engine_tensor_find(engine *e, const char *name, int rank, engine_tensor *out);
+/* Calls fn for every named tensor, in naming order (for listing them). */
+void engine_tensor_each(engine *e, void (*fn)(void *ctx, const engine_tensor *t), void *ctx);
+
 /* How memory is held now: the logical GM (every allocation), the bytes held
  * as references (GM and local memories) in how many extents, and the bytes
  * written literally so far by copies, computations, generators in FULL mode
@@ -292,18 +293,9 @@ void engine_memory_get(const engine *e, engine_memory *m);
 
 /* ---------------------------------------------------------- named objects */
 
-/* Named GM words are what waits, deadlock reports and the trace talk about:
- * every write that touches one records its writer. Rings are a pair of named
- * words (head, tail) with a capacity, in units of slots or bytes. */
-typedef enum {
-    OBJ_WORD = 1, OBJ_RING = 2, OBJ_RING_HEAD = 3, OBJ_RING_TAIL = 4, OBJ_FLAG = 5,
-    OBJ_BUFFER = 6, OBJ_XCORE_FLAG = 7, OBJ_BARRIER = 8
-} engine_obj_kind;
-
-/* What carries a ring's records. The trace and the objects table keep it as
- * the level text engine_ring_kind_name gives ("rdma", "hccs", ...); readers
- * turn the text back with engine_ring_kind_from_name. */
-typedef enum { RING_NONE = 0, RING_LOCAL, RING_HCCS, RING_RDMA } engine_ring_kind;
+/* Named GM words and rings: engine_obj_kind and engine_ring_kind
+ * (npurr/types.h); readers turn a ring kind's text back with
+ * engine_ring_kind_from_name. */
 /* The text of a ring kind ("local", "hccs", "rdma"; "" for RING_NONE); static. */
 const char *engine_ring_kind_name(engine_ring_kind kind);
 /* RING_NONE for NULL, "" or a text no kind has. */
@@ -341,9 +333,6 @@ uint32_t engine_object_count(const engine *e);
 
 /* ---------------------------------------------------------------- launch */
 
-typedef enum { CORE_AIV = 0, CORE_AIC = 1, CORE_MIX = 2 } engine_core_type;
-typedef void (*engine_kernel_fn)(const void *args);
-
 /* Launch fn on block_dim cores of every rank, starting at the first free
  * core of that type; MIX launches block_dim AIC and 2*block_dim AIV (one
  * cube and two vector cores per group, GetSubBlockIdx 0/1). args is passed
@@ -380,13 +369,6 @@ typedef enum {
     XFER_HCCS_PUT, XFER_HCCS_GET, XFER_RDMA_WRITE, XFER_RDMA_ATOMIC, XFER_BATCHWRITE,
     XFER_REMOTE_STORE, XFER_KIND_COUNT
 } engine_xfer;
-
-typedef enum { PIPE_S = 0, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_FIX,
-               PIPE_NIC, PIPE_AICPU, PIPE_COUNT, PIPE_ALL = 15 } engine_pipe;
-
-typedef enum { ATOMIC_ADD = 1, ATOMIC_CAS, ATOMIC_MAX } engine_atomic;
-
-typedef enum { COND_EQ = 1, COND_NE, COND_GE, COND_GT, COND_LE, COND_LT } engine_cond;
 
 typedef enum {
     OUTCOME_RUNNING = 0, OUTCOME_COMPLETED = 1, OUTCOME_DEADLOCK = 2, OUTCOME_WATCHDOG = 3,

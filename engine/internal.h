@@ -11,7 +11,7 @@
 #define NPURR_ENGINE_INTERNAL_H
 
 #include "engine.h"
-#include "device.h"
+#include "npurr/device.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -352,6 +352,9 @@ struct engine {
 
     role_span *role_spans;    /* role_spans.c */
     int n_role_spans, cap_role_spans;
+
+    engine_tensor *tensors;   /* tensors.c: named for --dump; names are interned */
+    int n_tensors, cap_tensors;
 
     engine_observer obs;
     uint64_t break_seq;

@@ -33,7 +33,7 @@
 
 #include <stdint.h>
 
-#include "engine/device.h"
+#include "npurr/device.h"
 #include "kernels.h"
 #include "kit.h"
 #include "routing.h"
@@ -269,9 +269,9 @@ int combine_shape_from_opts(const kernel_opts *o, int scheme, int nodes, int npu
 int combine_normal_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node,
                                    int num_aiv, combine_shape *sh, char *err, size_t errlen);
 /* The shape of scheme (COMBINE_SCHEME_NORMAL: combine-normal's) on the run
- * cfg describes, its chip's AIV bounding the cores: what setup builds, and
+ * topo describes, its chip's AIV bounding the cores: what setup builds, and
  * layout and estimate without an engine. */
-int combine_shape_from_config(const kernel_opts *o, int scheme, const engine_config *cfg,
+int combine_shape_from_topology(const kernel_opts *o, int scheme, const npurr_topology *topo,
                               combine_shape *sh, char *err, size_t errlen);
 /* What every combine reads first: the topology (kernel names the kernel in
  * the message; one node unless max_nodes > 1, at most COMBINE_MAX_RANKS
@@ -351,9 +351,9 @@ combine_state *combine_state_begin(engine *e, const kernel_opts *o, int scheme, 
                                    void **state, char *err, size_t errlen);
 int combine_fill_i32(engine *e, gm_t at, const int32_t *src, size_t n);
 int combine_fill_x(engine *e, const combine_state *st, char *err, size_t errlen);
-int combine_estimate(const kernel_opts *o, int scheme, const engine_config *cfg,
+int combine_estimate(const kernel_opts *o, int scheme, const npurr_topology *topo,
                      kernel_estimate *est, char *err, size_t errlen);
-int combine_layout(const kernel_opts *o, int scheme, const engine_config *cfg, FILE *out,
+int combine_layout(const kernel_opts *o, int scheme, const npurr_topology *topo, FILE *out,
                    char *err, size_t errlen);
 kernel_layout_fn combine_normal_layout;
 kernel_estimate_fn combine_normal_estimate;

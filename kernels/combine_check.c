@@ -33,7 +33,7 @@ typedef struct checker {
 
 static int64_t read_word(engine *e, gm_t at) {
     int64_t v = 0;
-    const void *h = kit_gm_host(e, at, 8);
+    const void *h = npurr_gm_host(e, at, 8);
     if (h) memcpy(&v, h, 8);
     return v;
 }
@@ -138,7 +138,7 @@ static int check_recv(const checker *c, char *msg, size_t msglen) {
             int t, k;
             int q = expected_row(c, s, row, c->row, &t, &k);
             const uint8_t *got = c->got;
-            if (kit_gm_read(c->e, gm_add(c->a->recv[s], row * (int64_t)rb), c->got, rb)) {
+            if (npurr_gm_read(c->e, gm_add(c->a->recv[s], row * (int64_t)rb), c->got, rb)) {
                 snprintf(msg, msglen, "recv on rank %d: row %lld is outside its allocation", s,
                          (long long)row);
                 return 1;
@@ -184,7 +184,7 @@ int combine_check_out(engine *e, const combine_plan *p, const combine_args *a, c
     }
     int64_t bad = 0;
     for (int s = 0; s < sh->num_ranks; s++) {
-        const uint16_t *out = kit_gm_host(e, a->out[s], (uint64_t)T * sh->row_bytes);
+        const uint16_t *out = npurr_gm_host(e, a->out[s], (uint64_t)T * sh->row_bytes);
         if (!out) {
             free(acc);
             free(row);

@@ -22,10 +22,10 @@ void combine_human_bytes(char *buf, size_t n, uint64_t bytes) {
     else snprintf(buf, n, "%llu B", (unsigned long long)bytes);
 }
 
-int combine_layout(const kernel_opts *o, int scheme, const engine_config *cfg, FILE *out,
+int combine_layout(const kernel_opts *o, int scheme, const npurr_topology *topo, FILE *out,
                    char *err, size_t errlen) {
     combine_shape sh;
-    if (combine_shape_from_config(o, scheme, cfg, &sh, err, errlen)) return -1;
+    if (combine_shape_from_topology(o, scheme, topo, &sh, err, errlen)) return -1;
     combine_plan p;
     if (combine_plan_build(&sh, &p, err, errlen)) return -1;
     int R = sh.num_ranks, L = sh.local_experts, T = sh.tokens, K = sh.topk;
@@ -74,16 +74,16 @@ int combine_layout(const kernel_opts *o, int scheme, const engine_config *cfg, F
 
 /* The memory estimate (kernels.h, the descriptor's estimate hook): the big
  * terms of the formulas above over every rank. */
-int combine_estimate(const kernel_opts *o, int scheme, const engine_config *cfg,
+int combine_estimate(const kernel_opts *o, int scheme, const npurr_topology *topo,
                      kernel_estimate *est, char *err, size_t errlen) {
     combine_shape sh;
-    int payload = cfg->payload;
-    if (combine_shape_from_config(o, scheme, cfg, &sh, err, errlen)) return -1;
+    int payload_full = topo->payload_full;
+    if (combine_shape_from_topology(o, scheme, topo, &sh, err, errlen)) return -1;
     uint64_t R = (uint64_t)sh.num_ranks, T = (uint64_t)sh.tokens, K = (uint64_t)sh.topk;
     uint64_t row = sh.row_bytes;
     /* expert-major x (T*K rows on average per rank, twice for the in-place
      * reorder), the combined output, one ring per peer */
-    est->gm_bytes = payload == PAYLOAD_FULL ? R * (2 * T * K * row + T * row + R * sh.ring_bytes)
+    est->gm_bytes = payload_full ? R * (2 * T * K * row + T * row + R * sh.ring_bytes)
                                             : R * (T * row + R * sh.ring_bytes);
     est->host_bytes = R * T * K * KIT_PLAN_BYTES_PER_SLOT;
     snprintf(est->driver, sizeof est->driver,

@@ -49,7 +49,7 @@ static int check_windows(engine *e, const combine_state *st, uint16_t *want, uin
             total++;
             int t = i / K, k = i % K, q = ex / sh->local_experts;
             gm_t at = gm_add(gm_on_rank(a->window_base, s), (int64_t)i * a->window_stride);
-            if (kit_gm_read(e, at, got, sh->row_bytes)) {
+            if (npurr_gm_read(e, at, got, sh->row_bytes)) {
                 snprintf(msg, msglen, "window on rank %d: slot %d is outside its allocation", s, i);
                 return 1;
             }
@@ -72,7 +72,7 @@ int combine_normal_check_status(engine *e, gm_t base, int num_ranks, uint64_t by
                                 const char *outer, const char *inner, uint64_t per_outer,
                                 const char *late, char *msg, size_t msglen) {
     for (int q = 0; q < num_ranks; q++) {
-        const uint8_t *state = kit_gm_host(e, gm_on_rank(base, q), bytes);
+        const uint8_t *state = npurr_gm_host(e, gm_on_rank(base, q), bytes);
         if (!state) {
             snprintf(msg, msglen, "status area on rank %d: no host view", q);
             return 1;

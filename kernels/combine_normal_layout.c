@@ -34,10 +34,10 @@ void combine_normal_layout_total(FILE *out, uint64_t sum, uint32_t ub, const cha
     fputs(")\n", out);
 }
 
-int combine_normal_layout(const kernel_opts *o, const engine_config *cfg, FILE *out, char *err,
+int combine_normal_layout(const kernel_opts *o, const npurr_topology *topo, FILE *out, char *err,
                           size_t errlen) {
     combine_shape sh;
-    if (combine_shape_from_config(o, COMBINE_SCHEME_NORMAL, cfg, &sh, err, errlen)) return -1;
+    if (combine_shape_from_topology(o, COMBINE_SCHEME_NORMAL, topo, &sh, err, errlen)) return -1;
     combine_plan p;
     if (combine_plan_build(&sh, &p, err, errlen)) return -1;
     int R = sh.num_ranks, T = sh.tokens, K = sh.topk;
@@ -71,18 +71,18 @@ int combine_normal_layout(const kernel_opts *o, const engine_config *cfg, FILE *
     return 0;
 }
 
-int combine_normal_estimate(const kernel_opts *o, const engine_config *cfg, kernel_estimate *est,
+int combine_normal_estimate(const kernel_opts *o, const npurr_topology *topo, kernel_estimate *est,
                             char *err, size_t errlen) {
     combine_shape sh;
-    int payload = cfg->payload;
-    if (combine_shape_from_config(o, COMBINE_SCHEME_NORMAL, cfg, &sh, err, errlen)) return -1;
+    int payload_full = topo->payload_full;
+    if (combine_shape_from_topology(o, COMBINE_SCHEME_NORMAL, topo, &sh, err, errlen)) return -1;
     uint64_t R = (uint64_t)sh.num_ranks, T = (uint64_t)sh.tokens, K = (uint64_t)sh.topk;
     uint64_t row = sh.row_bytes, stride = combine_normal_window_stride(&sh);
     /* Moved rows (x, the windows) are references unless payload is full;
      * tokenSrcInfo, ids, weights and status are per slot, the output per token. */
     uint64_t per_slot = COMBINE_NORMAL_SRC_INFO_LEN * 4 + 8 + COMBINE_NORMAL_STATE_BYTES;
     est->gm_bytes = R * (T * row + T * K * per_slot);
-    if (payload == PAYLOAD_FULL) est->gm_bytes += R * T * K * (row + stride);
+    if (payload_full) est->gm_bytes += R * T * K * (row + stride);
     est->host_bytes = R * T * K * (KIT_PLAN_BYTES_PER_SLOT + COMBINE_NORMAL_SRC_INFO_LEN * 4);
     snprintf(est->driver, sizeof est->driver, "--tokens %d --hidden %d --topk %d on %d ranks",
              sh.tokens, sh.hidden, sh.topk, sh.num_ranks);

@@ -92,8 +92,8 @@ static int normal_setup(engine *e, const kernel_opts *o, void **state, char *err
                  combine_sym_area(e, &st->guards, a->num_ranks, slots * a->window_stride,
                                   "combine.window", &a->window_base, err, errlen) ||
                  fill_inputs(e, st, err, errlen) ||
-                 kit_launch(e, "combine_normal", combine_normal_kernel, a, sh.cores, CORE_AIV,
-                            err, errlen) != ENGINE_OK;
+                 npurr_launch(e, "combine_normal", combine_normal_kernel, a, sh.cores, CORE_AIV,
+                            err, errlen) != 0;
     return kit_setup_finish(failed, st, combine_destroy, state);
 }
 

@@ -47,6 +47,6 @@ static void x_row(const void *params, uint64_t row, uint8_t *out) {
 int combine_generate_row(engine *e, gm_t at, const combine_shape *sh, int s, int t, int k, int p,
                          char *err, size_t errlen) {
     row_params rp = {sh->data_seed, sh->hidden, s, t, k, p};
-    return kit_gm_generate(e, at, 1, sh->row_bytes, x_row, &rp, sizeof rp, err, errlen) ==
-                   ENGINE_OK ? 0 : -1;
+    return npurr_gm_generate(e, at, 1, sh->row_bytes, x_row, &rp, sizeof rp, err, errlen) ==
+                   0 ? 0 : -1;
 }

@@ -126,14 +126,14 @@ int combine_shape_from_opts(const kernel_opts *o, int scheme, int nodes, int npu
                         sh->experts, need);
 }
 
-int combine_shape_from_config(const kernel_opts *o, int scheme, const engine_config *cfg,
+int combine_shape_from_topology(const kernel_opts *o, int scheme, const npurr_topology *topo,
                               combine_shape *sh, char *err, size_t errlen) {
-    int aiv = kit_cores(cfg, CORE_AIV, err, errlen);
+    int aiv = kit_cores(topo, CORE_AIV);
     if (aiv < 0) return -1;
     return scheme == COMBINE_SCHEME_NORMAL
-               ? combine_normal_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, aiv, sh, err,
+               ? combine_normal_shape_from_opts(o, topo->nodes, topo->npus_per_node, aiv, sh, err,
                                                 errlen)
-               : combine_shape_from_opts(o, scheme, cfg->nodes, cfg->npus_per_node, aiv, sh, err,
+               : combine_shape_from_opts(o, scheme, topo->nodes, topo->npus_per_node, aiv, sh, err,
                                          errlen);
 }
 

@@ -19,7 +19,7 @@
 
 int combine_fill_i32(engine *e, gm_t at, const int32_t *src, size_t n) {
     if (n == 0) return 0;
-    void *h = kit_gm_host(e, at, n * 4);
+    void *h = npurr_gm_host(e, at, n * 4);
     if (!h) return -1;
     memcpy(h, src, n * 4);
     return 0;
@@ -83,7 +83,7 @@ static int setup_ring(engine *e, combine_state *st, size_t src, size_t s, char *
         return -1;
     char name[64];
     snprintf(name, sizeof name, "combine_ring[%zu->%zu]", src, s);
-    a->ring_id[src][s] = kit_declare_ring(e, name, RING_HCCS, gm_add(block, COMBINE_CTRL_HEAD),
+    a->ring_id[src][s] = npurr_declare_ring(e, name, RING_HCCS, gm_add(block, COMBINE_CTRL_HEAD),
                                              gm_add(block, COMBINE_CTRL_TAIL), 8, a->ring_bytes,
                                              (int)src, (int)s);
     if (a->ring_id[src][s] == 0) {
@@ -95,7 +95,7 @@ static int setup_ring(engine *e, combine_state *st, size_t src, size_t s, char *
 
 int combine_sym_area(engine *e, kit_guards *g, int num_ranks, uint64_t bytes, const char *what,
                      gm_t *base, char *err, size_t errlen) {
-    if (kit_sym_alloc(e, bytes + COMBINE_GUARD_BYTES, what, base, err, errlen) != ENGINE_OK)
+    if (npurr_sym_alloc(e, bytes + COMBINE_GUARD_BYTES, what, base, err, errlen) != 0)
         return -1;
     for (int s = 0; s < num_ranks; s++)
         if (kit_guard_fill(e, g, gm_add(gm_on_rank(*base, s), (int64_t)bytes),
@@ -109,7 +109,7 @@ static int setup_rings(engine *e, combine_state *st, char *err, size_t errlen) {
     combine_args *a = &st->args;
     size_t R = (size_t)a->num_ranks;
     uint64_t ring_area = R * a->ring_stride;
-    if (kit_sym_alloc(e, ring_area, "combine.rings", &a->ring_base, err, errlen) != ENGINE_OK ||
+    if (npurr_sym_alloc(e, ring_area, "combine.rings", &a->ring_base, err, errlen) != 0 ||
         combine_sym_area(e, &st->guards, a->num_ranks, R * COMBINE_CTRL_STRIDE, "combine.ctrl",
                          &a->ctrl_base, err, errlen))
         return -1;
@@ -191,7 +191,9 @@ combine_state *combine_state_begin(engine *e, const kernel_opts *o, int scheme, 
     if (!st) return NULL;
     kit_guards_init(&st->guards, owner, COMBINE_GUARD_BYTE);
     combine_shape sh;
-    if (combine_shape_from_config(o, scheme, kit_config(e), &sh, err, errlen) ||
+    npurr_topology topo;
+    npurr_topology_of(e, &topo);
+    if (combine_shape_from_topology(o, scheme, &topo, &sh, err, errlen) ||
         combine_plan_build(&sh, &st->plan, err, errlen)) {
         combine_destroy(st);
         return NULL;
@@ -216,11 +218,11 @@ static int combine_setup(engine *e, const kernel_opts *o, int scheme, void **sta
     int failed =
         alloc_per_rank(e, st, err, errlen) || setup_rings(e, st, err, errlen) ||
         fill_inputs(e, st, err, errlen) ||
-        kit_launch(e, inplace ? "combine_sender_inplace" : "combine_sender",
+        npurr_launch(e, inplace ? "combine_sender_inplace" : "combine_sender",
                    inplace ? combine_sender_inplace_kernel : combine_sender_kernel, a,
-                   sh.sender_cores, CORE_AIV, err, errlen) != ENGINE_OK ||
-        kit_launch(e, "combine_receiver", combine_receiver_kernel, a, sh.num_ranks, CORE_AIV,
-                   err, errlen) != ENGINE_OK;
+                   sh.sender_cores, CORE_AIV, err, errlen) != 0 ||
+        npurr_launch(e, "combine_receiver", combine_receiver_kernel, a, sh.num_ranks, CORE_AIV,
+                   err, errlen) != 0;
     return kit_setup_finish(failed, st, combine_destroy, state);
 }
 
@@ -232,22 +234,22 @@ static int setup_gather(engine *e, const kernel_opts *o, void **state, char *err
 static int setup_inplace(engine *e, const kernel_opts *o, void **state, char *err, size_t errlen) {
     return combine_setup(e, o, COMBINE_SCHEME_INPLACE, state, err, errlen);
 }
-static int layout_gather(const kernel_opts *o, const engine_config *cfg, FILE *out, char *err,
+static int layout_gather(const kernel_opts *o, const npurr_topology *topo, FILE *out, char *err,
                          size_t errlen) {
-    return combine_layout(o, COMBINE_SCHEME_GATHER, cfg, out, err, errlen);
+    return combine_layout(o, COMBINE_SCHEME_GATHER, topo, out, err, errlen);
 }
-static int layout_inplace(const kernel_opts *o, const engine_config *cfg, FILE *out, char *err,
+static int layout_inplace(const kernel_opts *o, const npurr_topology *topo, FILE *out, char *err,
                           size_t errlen) {
-    return combine_layout(o, COMBINE_SCHEME_INPLACE, cfg, out, err, errlen);
+    return combine_layout(o, COMBINE_SCHEME_INPLACE, topo, out, err, errlen);
 }
 
-static int estimate_gather(const kernel_opts *o, const engine_config *cfg, kernel_estimate *est,
+static int estimate_gather(const kernel_opts *o, const npurr_topology *topo, kernel_estimate *est,
                            char *err, size_t errlen) {
-    return combine_estimate(o, COMBINE_SCHEME_GATHER, cfg, est, err, errlen);
+    return combine_estimate(o, COMBINE_SCHEME_GATHER, topo, est, err, errlen);
 }
-static int estimate_inplace(const kernel_opts *o, const engine_config *cfg, kernel_estimate *est,
+static int estimate_inplace(const kernel_opts *o, const npurr_topology *topo, kernel_estimate *est,
                             char *err, size_t errlen) {
-    return combine_estimate(o, COMBINE_SCHEME_INPLACE, cfg, est, err, errlen);
+    return combine_estimate(o, COMBINE_SCHEME_INPLACE, topo, est, err, errlen);
 }
 
 /* Sender and receiver run side by side: one phase. */

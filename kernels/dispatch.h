@@ -44,9 +44,9 @@ extern const kernel_option dispatch_options[];
  * count (num_aiv); err names the option at fault. */
 int dispatch_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int num_aiv,
                              dispatch_shape *sh, char *err, size_t errlen);
-/* The same on the run cfg describes (its topology, its chip's AIV): what
+/* The same on the run topo describes (its topology, its chip's AIV): what
  * setup builds, and layout and estimate without an engine. */
-int dispatch_shape_from_config(const kernel_opts *o, const engine_config *cfg, dispatch_shape *sh,
+int dispatch_shape_from_topology(const kernel_opts *o, const npurr_topology *topo, dispatch_shape *sh,
                                char *err, size_t errlen);
 
 /* UB bytes each phase / role uses on one core (the arenas of

@@ -42,14 +42,14 @@ static const uint8_t zero_bytes[32];
 
 static const void *view(const checker *k, gm_t at, uint64_t bytes) {
     if (bytes == 0) return zero_bytes;
-    const void *h = kit_gm_host(k->e, at, bytes);
+    const void *h = npurr_gm_host(k->e, at, bytes);
     if (!h) snprintf(k->msg, k->len, "no host view of GM rank %d +0x%llx (%llu B)", gm_rank(at),
                      (unsigned long long)gm_offset(at), (unsigned long long)bytes);
     return h;
 }
 
 static int64_t word(const checker *k, gm_t at, int width) {
-    const void *h = kit_gm_host(k->e, at, (uint64_t)width);
+    const void *h = npurr_gm_host(k->e, at, (uint64_t)width);
     return h ? kit_int_at(h, width) : INT64_MIN;
 }
 
@@ -64,7 +64,7 @@ static int check_inputs(const checker *k) {
     }
     int rc = 0;
     for (int s = 0; !rc && s < sh->num_ranks; s++) {
-        if (!kit_rank_local(k->e, s)) continue;
+        if (!npurr_rank_local(k->e, s)) continue;
         uint64_t T = (uint64_t)sh->tokens[s];
         const float *xs = view(k, k->a->x_scales[s], T * (uint64_t)sh->num_scales * 4);
         if (!xs) { rc = 1; break; }
@@ -107,7 +107,7 @@ static int check_layout(const checker *k) {
     const dispatch_count_layout *cl = &k->a->cl;
     int R = sh->num_ranks, N = sh->nodes, E = sh->experts, C = sh->channels;
     for (int s = 0; s < R; s++) {
-        if (!kit_rank_local(k->e, s)) continue;
+        if (!npurr_rank_local(k->e, s)) continue;
         const int32_t *cnt = view(k, k->a->layout_counts[s], (uint64_t)cl->total * 4);
         uint64_t T = (uint64_t)sh->tokens[s];
         const uint8_t *in = view(k, k->a->is_token_in_rank[s], T * (uint64_t)R);
@@ -149,7 +149,7 @@ static int check_notify(const checker *k) {
         return 1;
     }
     for (int d = 0; d < R; d++) {
-        if (!kit_rank_local(k->e, d)) continue;
+        if (!npurr_rank_local(k->e, d)) continue;
         const int32_t *out = view(k, k->a->notify_out[d], (uint64_t)nl->total * 4);
         if (!out) {
             free(ref);
@@ -198,15 +198,15 @@ static int check_notify(const checker *k) {
 static int check_row_bytes(const checker *k, gm_t got_at, gm_t want_at, const char *head) {
     const dispatch_shape *sh = k->sh;
     uint64_t b = 0;
-    int eq = kit_gm_equal(k->e, got_at, want_at, sh->x_row_bytes, &b);
+    int eq = npurr_gm_equal(k->e, got_at, want_at, sh->x_row_bytes, &b);
     if (eq == 1) return 0;
     if (eq < 0) {
         snprintf(k->msg, k->len, "%s: recv_x row is outside its allocation", head);
         return 1;
     }
     uint8_t *got = malloc(sh->x_row_bytes), *want = malloc(sh->x_row_bytes);
-    if (!got || !want || kit_gm_read(k->e, got_at, got, sh->x_row_bytes) ||
-        kit_gm_read(k->e, want_at, want, sh->x_row_bytes)) {
+    if (!got || !want || npurr_gm_read(k->e, got_at, got, sh->x_row_bytes) ||
+        npurr_gm_read(k->e, want_at, want, sh->x_row_bytes)) {
         snprintf(k->msg, k->len, "%s: recv_x differs from the source row at byte %llu", head,
                  (unsigned long long)b);
     } else {
@@ -287,7 +287,7 @@ static int check_recv(const checker *k, int disp) {
     const dispatch_args *a = k->a;
     uint64_t K = (uint64_t)sh->topk;
     for (int d = 0; d < sh->num_ranks; d++) {
-        if (!kit_rank_local(k->e, d)) continue;
+        if (!npurr_rank_local(k->e, d)) continue;
         uint64_t n = (uint64_t)k->p->recv_total[d];
         gm_t rx = a->recv_x[disp][d];
         const float *rs = view(k, a->recv_x_scales[disp][d], n * (uint64_t)sh->num_scales * 4);
@@ -305,7 +305,7 @@ static int same_bytes(const checker *k, gm_t *first, gm_t *later, uint64_t bytes
                       const char *what) {
     if (bytes == 0) return 0;
     uint64_t b = 0;
-    int eq = kit_gm_equal(k->e, first[d], later[d], bytes, &b);
+    int eq = npurr_gm_equal(k->e, first[d], later[d], bytes, &b);
     if (eq == 1) return 0;
     if (eq < 0)
         snprintf(k->msg, k->len, "no host view of rank %d's %s", d, what);
@@ -323,7 +323,7 @@ static int check_repeat(const checker *k) {
     uint64_t K = (uint64_t)sh->topk;
     for (int disp = 1; disp < sh->dispatches; disp++)
         for (int d = 0; d < sh->num_ranks; d++) {
-            if (!kit_rank_local(k->e, d)) continue;
+            if (!npurr_rank_local(k->e, d)) continue;
             uint64_t n = (uint64_t)k->p->recv_total[d];
             if (same_bytes(k, a->recv_x[0], a->recv_x[disp], n * sh->x_row_bytes, d, disp,
                            "recv_x") ||
@@ -353,7 +353,7 @@ static int check_rings(const checker *k) {
                 uint64_t w = (uint64_t)c * (uint64_t)N;
                 int64_t want = D * dispatch_ring_total(p, s, c, n);
                 /* each side where it lives: a split run checks its own ranks */
-                if (kit_rank_local(k->e, s)) {
+                if (npurr_rank_local(k->e, s)) {
                     int64_t head = word(k, dispatch_word(a->rdma_channel_head, s, w + (uint64_t)n, 8), 8);
                     int64_t filled = word(k, dispatch_word(a->rdma_send_channel_tail, s, w + (uint64_t)n, 8), 8);
                     int64_t lock = word(k, dispatch_word(a->rdma_send_channel_lock, s, w + (uint64_t)n, 4), 4);
@@ -367,7 +367,7 @@ static int check_rings(const checker *k) {
                         return 1;
                     }
                 }
-                if (!kit_rank_local(k->e, f)) continue;
+                if (!npurr_rank_local(k->e, f)) continue;
                 int64_t tail = word(k, dispatch_word(a->rdma_channel_tail, f, w + (uint64_t)(s / P), 8), 8);
                 if (tail != want) {
                     snprintf(k->msg, k->len,
@@ -400,7 +400,7 @@ static int check_rings(const checker *k) {
             }
     for (int d = 0; d < R; d++)
         for (int c = 0; c < C; c++)
-            for (int l = 0; l < P && kit_rank_local(k->e, d); l++) {
+            for (int l = 0; l < P && npurr_rank_local(k->e, d); l++) {
                 uint64_t w = (uint64_t)c * (uint64_t)P + (uint64_t)l;
                 int64_t want = D * dispatch_hccs_ring_total(p, d, c, l);
                 int64_t head = word(k, dispatch_word(a->hccs_channel_head, d, w, 4), 4);

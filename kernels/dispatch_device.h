@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "engine/device.h"
+#include "npurr/device.h"
 #include "kit.h"
 #include "routing.h"
 

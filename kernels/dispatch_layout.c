@@ -85,11 +85,11 @@ static uint64_t role_words(const dispatch_shape *sh) {
            8 * (uint64_t)(sh->coordinators + sh->fwd_coordinators + sh->receivers);
 }
 
-int dispatch_layout(const kernel_opts *o, const engine_config *cfg, FILE *out, char *err,
+int dispatch_layout(const kernel_opts *o, const npurr_topology *topo, FILE *out, char *err,
                     size_t errlen) {
     dispatch_shape sh;
     /* No engine call: the role core counts against the chip's AIV. */
-    if (dispatch_shape_from_config(o, cfg, &sh, err, errlen)) return -1;
+    if (dispatch_shape_from_topology(o, topo, &sh, err, errlen)) return -1;
     int R = sh.num_ranks;
     int64_t *recv_total = calloc((size_t)R, sizeof *recv_total);
     if (!recv_total) {
@@ -177,11 +177,11 @@ int dispatch_layout(const kernel_opts *o, const engine_config *cfg, FILE *out, c
 
 /* The memory estimate (kernels.h, the descriptor's estimate hook): the big
  * terms of the formulas above over every rank. */
-int dispatch_estimate(const kernel_opts *o, const engine_config *cfg, kernel_estimate *est,
+int dispatch_estimate(const kernel_opts *o, const npurr_topology *topo, kernel_estimate *est,
                       char *err, size_t errlen) {
     dispatch_shape sh;
-    int payload = cfg->payload;
-    if (dispatch_shape_from_config(o, cfg, &sh, err, errlen)) return -1;
+    int payload_full = topo->payload_full;
+    if (dispatch_shape_from_topology(o, topo, &sh, err, errlen)) return -1;
     uint64_t R = (uint64_t)sh.num_ranks, K = (uint64_t)sh.topk, T = 0;
     for (int r = 0; r < sh.num_ranks; r++) T += (uint64_t)sh.tokens[r];
     uint64_t row = sh.x_row_bytes + (uint64_t)sh.num_scales * 4;
@@ -194,7 +194,7 @@ int dispatch_estimate(const kernel_opts *o, const engine_config *cfg, kernel_est
     /* Rings are backed only where written: at least a page per record
      * (its metadata). Full mode also stores every row of x and recv_x. */
     uint64_t ring_pages = R * (rings / S) * kit_page_of(S);
-    if (payload == PAYLOAD_FULL)
+    if (payload_full)
         est->gm_bytes = T * (row + K * 8) + (uint64_t)sh.dispatches * T * fan * (row + K * 8 + 16) +
                         ring_pages;
     else   /* rows are references */

@@ -222,13 +222,13 @@ extern const kernel_option dispatch_normal_options[];
  * at fault. */
 int dispatch_normal_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node,
                                     int num_aiv, combine_shape *sh, char *err, size_t errlen);
-/* The shape on the run cfg describes, its chip's AIV bounding --cores:
+/* The shape on the run topo describes, its chip's AIV bounding --cores:
  * what setup builds, and layout and estimate without an engine. */
-int dispatch_normal_shape_from_config(const kernel_opts *o, const engine_config *cfg,
+int dispatch_normal_shape_from_topology(const kernel_opts *o, const npurr_topology *topo,
                                       combine_shape *sh, char *err, size_t errlen);
 /* That shape's plan (combine_plan_build): what setup runs on and layout
  * prints. 0, or -1 with err; the caller frees the plan. */
-int dispatch_normal_plan_from_config(const kernel_opts *o, const engine_config *cfg,
+int dispatch_normal_plan_from_topology(const kernel_opts *o, const npurr_topology *topo,
                                      combine_plan *p, char *err, size_t errlen);
 /* UB bytes one core uses for this shape. */
 uint32_t dispatch_normal_ub_bytes(const combine_shape *sh);

@@ -133,8 +133,8 @@ int dispatch_normal_a2l_build(engine *e, dispatch_normal_state *st, char *err, s
                    combine_sym_area(e, &st->guards, R, g.ipc_bytes, "dispatch.ipc",
                                     &a->ipc_base, err, errlen) ||
                    fill_inputs(e, st, err, errlen) ||
-                   kit_launch(e, "dispatch_normal_a2", dispatch_normal_a2l_kernel, a, sh->cores,
-                              CORE_AIV, err, errlen) != ENGINE_OK
+                   npurr_launch(e, "dispatch_normal_a2", dispatch_normal_a2l_kernel, a, sh->cores,
+                              CORE_AIV, err, errlen) != 0
                ? -1
                : 0;
 }

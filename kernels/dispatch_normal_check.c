@@ -53,7 +53,7 @@ static int check_expand_x_rows(engine *e, const dispatch_normal_state *st, uint1
             const int32_t *info = p->x_src_info + (p->x_row_base[q] + r) * COMBINE_NORMAL_SRC_INFO_LEN;
             int s = info[0], t = info[1], k = info[2];
             total++;
-            if (kit_gm_read(e, gm_add(a->expand_x[q], r * (int64_t)a->row_bytes), got,
+            if (npurr_gm_read(e, gm_add(a->expand_x[q], r * (int64_t)a->row_bytes), got,
                             a->row_bytes)) {
                 snprintf(msg, msglen, "expandX on rank %d: row %lld is outside its allocation", q,
                          (long long)r);
@@ -93,7 +93,7 @@ static int check_expand_idx(engine *e, const dispatch_normal_state *st, char *ms
     const combine_plan *p = &st->plan;
     for (int q = 0; q < p->sh.num_ranks; q++) {
         uint64_t n = (uint64_t)p->x_rows[q] * COMBINE_NORMAL_SRC_INFO_LEN;
-        const int32_t *got = n ? kit_gm_host(e, st->args.expand_idx[q], n * 4) : NULL;
+        const int32_t *got = n ? npurr_gm_host(e, st->args.expand_idx[q], n * 4) : NULL;
         if (n && !got) {
             snprintf(msg, msglen, "expandIdx on rank %d: no host view", q);
             return 1;
@@ -131,7 +131,7 @@ static int check_data_state(engine *e, const dispatch_normal_state *st, char *ms
     for (int q = 0; q < sh->num_ranks; q++)
         for (int c = 0; c < sh->cores; c++) {
             int32_t v;
-            if (kit_gm_read(e, gm_add(st->args.data_state[q], (int64_t)c * DNORMAL_DATA_STATE_STRIDE),
+            if (npurr_gm_read(e, gm_add(st->args.data_state[q], (int64_t)c * DNORMAL_DATA_STATE_STRIDE),
                             &v, 4) == 0 && v == 1)
                 continue;
             snprintf(msg, msglen, "rank %d core %d: its dataState word was not toggled to 1", q, c);
@@ -148,7 +148,7 @@ static int check_expand_scales(engine *e, const dispatch_normal_state *st, char 
     size_t TK = (size_t)p->sh.tokens * (size_t)p->sh.topk, K = (size_t)p->sh.topk;
     for (int q = 0; q < p->sh.num_ranks; q++) {
         uint64_t n = (uint64_t)p->x_rows[q];
-        const float *got = n ? kit_gm_host(e, st->args.expand_scales[q], n * 4) : NULL;
+        const float *got = n ? npurr_gm_host(e, st->args.expand_scales[q], n * 4) : NULL;
         if (n && !got) {
             snprintf(msg, msglen, "expandScales on rank %d: no host view", q);
             return 1;
@@ -175,7 +175,7 @@ static int check_a2l_state(engine *e, const dispatch_normal_state *st, char *msg
     const dispatch_normal_args *a = &st->args;
     for (int q = 0; q < a->num_ranks; q++) {
         gm_t in = gm_on_rank(a->win_in_base, q), ipc = gm_on_rank(a->ipc_base, q);
-        const uint8_t *status = kit_gm_host(e, gm_add(in, (int64_t)dnl_status_at(a)),
+        const uint8_t *status = npurr_gm_host(e, gm_add(in, (int64_t)dnl_status_at(a)),
                                             a->clean_bytes);
         if (!status) {
             snprintf(msg, msglen, "rank %d: no host view of its statuses", q);
@@ -190,7 +190,7 @@ static int check_a2l_state(engine *e, const dispatch_normal_state *st, char *msg
             return 1;
         }
         int32_t chosen = 0;
-        if (kit_gm_read(e, gm_add(in, (int64_t)dnl_chosen_at(a)), &chosen, 4) || chosen != 1) {
+        if (npurr_gm_read(e, gm_add(in, (int64_t)dnl_chosen_at(a)), &chosen, 4) || chosen != 1) {
             snprintf(msg, msglen, "rank %d: bufferChosen is %d, not flipped to 1", q, chosen);
             return 1;
         }
@@ -200,7 +200,7 @@ static int check_a2l_state(engine *e, const dispatch_normal_state *st, char *msg
             uint64_t at = flag ? (uint64_t)i * DNL_IPC_FLAG_BYTES
                                : (uint64_t)a->npus * DNL_IPC_FLAG_BYTES +
                                      (uint64_t)(i - a->npus) * UB_ALIGN;
-            if (kit_gm_read(e, gm_add(ipc, (int64_t)at), &v, 8) == 0 && v == want) continue;
+            if (npurr_gm_read(e, gm_add(ipc, (int64_t)at), &v, 8) == 0 && v == want) continue;
             snprintf(msg, msglen, "rank %d: IPC %s %d is %lld, expected %lld", q,
                      flag ? "flag from local rank" : "magic of core", flag ? i : i - a->npus,
                      (long long)v, (long long)want);

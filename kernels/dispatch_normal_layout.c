@@ -45,10 +45,10 @@ static void layout_a2l(const combine_plan *p, FILE *out) {
             sh->cores, sh->tokens, 2 * N);
 }
 
-int dispatch_normal_layout(const kernel_opts *o, const engine_config *cfg, FILE *out, char *err,
+int dispatch_normal_layout(const kernel_opts *o, const npurr_topology *topo, FILE *out, char *err,
                            size_t errlen) {
     combine_plan p;
-    if (dispatch_normal_plan_from_config(o, cfg, &p, err, errlen)) return -1;
+    if (dispatch_normal_plan_from_topology(o, topo, &p, err, errlen)) return -1;
     if (p.sh.nodes > 1) {
         layout_a2l(&p, out);
         combine_plan_free(&p);
@@ -87,11 +87,11 @@ int dispatch_normal_layout(const kernel_opts *o, const engine_config *cfg, FILE 
     return 0;
 }
 
-int dispatch_normal_estimate(const kernel_opts *o, const engine_config *cfg,
+int dispatch_normal_estimate(const kernel_opts *o, const npurr_topology *topo,
                              kernel_estimate *est, char *err, size_t errlen) {
     combine_shape sh;
-    int payload = cfg->payload;
-    if (dispatch_normal_shape_from_config(o, cfg, &sh, err, errlen)) return -1;
+    int payload_full = topo->payload_full;
+    if (dispatch_normal_shape_from_topology(o, topo, &sh, err, errlen)) return -1;
     dnormal_geometry g = dispatch_normal_geometry(sh.hidden);
     uint64_t R = (uint64_t)sh.num_ranks, T = (uint64_t)sh.tokens, K = (uint64_t)sh.topk;
     uint64_t E = (uint64_t)sh.experts;
@@ -108,13 +108,13 @@ int dispatch_normal_estimate(const kernel_opts *o, const engine_config *cfg,
         uint64_t N = (uint64_t)sh.nodes;
         est->gm_bytes = R * (T * K * (4 + 4 + 4 + 8) + T * N * 4 + E * R * 4 +
                              3 * N * T * UB_ALIGN + dg.clean_bytes + dg.ipc_bytes);
-        if (payload == PAYLOAD_FULL)
+        if (payload_full)
             est->gm_bytes += R * (T * g.row_bytes + 3 * N * T * dg.struct_bytes +
                                   T * K * g.row_bytes);
     } else {
         est->gm_bytes = R * (T * K * per_slot + E * (DNORMAL_STATE_BYTES + 12) +
                              (uint64_t)sh.cores * DNORMAL_DATA_STATE_STRIDE);
-        if (payload == PAYLOAD_FULL)
+        if (payload_full)
             est->gm_bytes += R * (T * g.row_bytes + T * K * (g.window_stride + g.row_bytes));
     }
     est->host_bytes = R * T * K * (KIT_PLAN_BYTES_PER_SLOT + COMBINE_NORMAL_SRC_INFO_LEN * 4) +

@@ -70,18 +70,18 @@ int dispatch_normal_shape_from_opts(const kernel_opts *o, int nodes, int npus_pe
                         sh->hidden, sh->experts, need);
 }
 
-int dispatch_normal_shape_from_config(const kernel_opts *o, const engine_config *cfg,
+int dispatch_normal_shape_from_topology(const kernel_opts *o, const npurr_topology *topo,
                                       combine_shape *sh, char *err, size_t errlen) {
-    int aiv = kit_cores(cfg, CORE_AIV, err, errlen);
+    int aiv = kit_cores(topo, CORE_AIV);
     return aiv < 0 ? -1
-                   : dispatch_normal_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, aiv, sh,
+                   : dispatch_normal_shape_from_opts(o, topo->nodes, topo->npus_per_node, aiv, sh,
                                                      err, errlen);
 }
 
-int dispatch_normal_plan_from_config(const kernel_opts *o, const engine_config *cfg,
+int dispatch_normal_plan_from_topology(const kernel_opts *o, const npurr_topology *topo,
                                      combine_plan *p, char *err, size_t errlen) {
     combine_shape sh;
-    return dispatch_normal_shape_from_config(o, cfg, &sh, err, errlen) ||
+    return dispatch_normal_shape_from_topology(o, topo, &sh, err, errlen) ||
                    combine_plan_build(&sh, p, err, errlen)
                ? -1
                : 0;

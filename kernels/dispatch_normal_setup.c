@@ -128,8 +128,8 @@ static int build(engine *e, dispatch_normal_state *st, char *err, size_t errlen)
                                     (uint64_t)sh->experts * DNORMAL_STATE_BYTES, "dispatch.state",
                                     &a->state_base, err, errlen) ||
                    fill_inputs(e, st, err, errlen) ||
-                   kit_launch(e, "dispatch_normal", dispatch_normal_kernel, a, sh->cores,
-                              CORE_AIV, err, errlen) != ENGINE_OK
+                   npurr_launch(e, "dispatch_normal", dispatch_normal_kernel, a, sh->cores,
+                              CORE_AIV, err, errlen) != 0
                ? -1
                : 0;
 }
@@ -139,7 +139,9 @@ static int normal_setup(engine *e, const kernel_opts *o, void **state, char *err
     dispatch_normal_state *st = kit_state_new(sizeof *st, owner, state, err, errlen);
     if (!st) return -1;
     kit_guards_init(&st->guards, owner, COMBINE_GUARD_BYTE);
-    int failed = dispatch_normal_plan_from_config(o, kit_config(e), &st->plan, err, errlen) ||
+    npurr_topology topo;
+    npurr_topology_of(e, &topo);
+    int failed = dispatch_normal_plan_from_topology(o, &topo, &st->plan, err, errlen) ||
                  (st->plan.sh.nodes > 1 ? dispatch_normal_a2l_build(e, st, err, errlen)
                                         : build(e, st, err, errlen));
     return kit_setup_finish(failed, st, dispatch_normal_destroy, state);

@@ -452,10 +452,10 @@ int dispatch_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node,
     return choose_ub(sh, err, errlen);
 }
 
-int dispatch_shape_from_config(const kernel_opts *o, const engine_config *cfg, dispatch_shape *sh,
+int dispatch_shape_from_topology(const kernel_opts *o, const npurr_topology *topo, dispatch_shape *sh,
                                char *err, size_t errlen) {
-    int aiv = kit_cores(cfg, CORE_AIV, err, errlen);
+    int aiv = kit_cores(topo, CORE_AIV);
     return aiv < 0 ? -1
-                   : dispatch_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, aiv, sh, err,
+                   : dispatch_shape_from_opts(o, topo->nodes, topo->npus_per_node, aiv, sh, err,
                                               errlen);
 }

@@ -64,14 +64,14 @@ static void x_row(const void *params, uint64_t row, uint8_t *out) {
 int dispatch_generate_x(engine *e, gm_t x, const dispatch_shape *sh, int s, char *err,
                         size_t errlen) {
     x_params xp = {sh->data_seed, sh->hidden, sh->dtype, s};
-    return kit_gm_generate(e, x, (uint64_t)sh->tokens[s], sh->x_row_bytes, x_row, &xp,
-                              sizeof xp, err, errlen) == ENGINE_OK ? 0 : -1;
+    return npurr_gm_generate(e, x, (uint64_t)sh->tokens[s], sh->x_row_bytes, x_row, &xp,
+                              sizeof xp, err, errlen) == 0 ? 0 : -1;
 }
 
 int dispatch_x_unchanged(engine *e, gm_t x, const dispatch_shape *sh, int s, int *token) {
     x_params xp = {sh->data_seed, sh->hidden, sh->dtype, s};
     uint64_t diff = 0;
-    int eq = kit_gm_equal_generated(e, x, (uint64_t)sh->tokens[s], sh->x_row_bytes, x_row, &xp,
+    int eq = npurr_gm_equal_generated(e, x, (uint64_t)sh->tokens[s], sh->x_row_bytes, x_row, &xp,
                                        sizeof xp, &diff);
     if (eq == 0) *token = (int)(diff / sh->x_row_bytes);
     return eq;

@@ -31,13 +31,13 @@ void dispatch_destroy(void *state) {
 static int alloc_rank(engine *e, int rank, uint64_t bytes, const char *name, gm_t *out, char *err,
                       size_t errlen) {
     uint64_t n = kit_align_up(bytes ? bytes : 1, UB_ALIGN);
-    return kit_gm_alloc(e, rank, n, name, out, err, errlen) == ENGINE_OK ? 0 : -1;
+    return npurr_gm_alloc(e, rank, n, name, out, err, errlen) == 0 ? 0 : -1;
 }
 
 static int alloc_sym(engine *e, uint64_t bytes, const char *name, gm_t *out, char *err,
                      size_t errlen) {
     uint64_t n = kit_align_up(bytes ? bytes : 1, UB_ALIGN);
-    return kit_sym_alloc(e, n, name, out, err, errlen) == ENGINE_OK ? 0 : -1;
+    return npurr_sym_alloc(e, n, name, out, err, errlen) == 0 ? 0 : -1;
 }
 
 /* Carves every per-rank gm_t table of the args out of one block. */
@@ -81,8 +81,8 @@ static int alloc_a2_rank(engine *e, dispatch_args *a, int r, char *err, size_t e
     const dispatch_a2_layout *al = &a->al;
     uint64_t R = (uint64_t)a->sh.num_ranks, blob = (uint64_t)al->len * 4;
     return alloc_rank(e, r, blob, "notify_a2_send", &a->a2_send[r], err, errlen) ||
-           kit_gm_generate(e, a->a2_send[r], al->len, 4, zero_row, NULL, 0, err, errlen) !=
-               ENGINE_OK ||
+           npurr_gm_generate(e, a->a2_send[r], al->len, 4, zero_row, NULL, 0, err, errlen) !=
+               0 ||
            alloc_rank(e, r, R * blob, "notify_a2_recv", &a->a2_recv[r], err, errlen) ||
            alloc_rank(e, r, al->scratch_bytes, "notify_a2_index", &a->a2_scratch[r], err,
                       errlen) ||
@@ -188,7 +188,7 @@ static int name(engine *e, gm_t at, uint32_t width, char *err, size_t errlen, co
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    if (kit_name_word(e, at, width, OBJ_WORD, buf) == 0) {
+    if (npurr_name_word(e, at, width, OBJ_WORD, buf) == 0) {
         snprintf(err, errlen, "dispatch setup: the engine refused to name %s", buf);
         return -1;
     }
@@ -217,7 +217,7 @@ static int declare_rings(engine *e, dispatch_state *st, char *err, size_t errlen
                 int f = n * P + s % P;
                 uint64_t w = (uint64_t)c * (uint64_t)N;
                 snprintf(buf, sizeof buf, "rdma_channel[c%d][%d->%d]", c, s, f);
-                uint32_t id = kit_declare_ring(
+                uint32_t id = npurr_declare_ring(
                     e, buf, RING_RDMA, dispatch_word(a->rdma_channel_head, s, w + (uint64_t)n, 8),
                     dispatch_word(a->rdma_channel_tail, f, w + (uint64_t)(s / P), 8), 8,
                     (uint64_t)sh->rdma_ring_tokens, s, f);
@@ -230,7 +230,7 @@ static int declare_rings(engine *e, dispatch_state *st, char *err, size_t errlen
                 int f = (d / P) * P + l;
                 uint64_t w = (uint64_t)c * (uint64_t)P + (uint64_t)l;
                 snprintf(buf, sizeof buf, "hccs_channel[c%d][%d->%d]", c, f, d);
-                uint32_t id = kit_declare_ring(
+                uint32_t id = npurr_declare_ring(
                     e, buf, RING_HCCS, dispatch_word(a->hccs_channel_head, d, w, 4),
                     dispatch_word(a->hccs_channel_tail, d, w, 4), 4,
                     (uint64_t)sh->hccs_ring_tokens, f, d);
@@ -310,9 +310,9 @@ static int fill_inputs(engine *e, dispatch_state *st, char *err, size_t errlen) 
         uint64_t T = (uint64_t)sh->tokens[r];
         if (T == 0) continue;
         if (dispatch_generate_x(e, a->x[r], sh, r, err, errlen)) return -1;
-        int32_t *idx = kit_gm_host(e, a->topk_idx[r], T * K * 4);
-        float *w = kit_gm_host(e, a->topk_weights[r], T * K * 4);
-        float *sc = sh->num_scales ? kit_gm_host(e, a->x_scales[r], T * sh->num_scales * 4) : NULL;
+        int32_t *idx = npurr_gm_host(e, a->topk_idx[r], T * K * 4);
+        float *w = npurr_gm_host(e, a->topk_weights[r], T * K * 4);
+        float *sc = sh->num_scales ? npurr_gm_host(e, a->x_scales[r], T * sh->num_scales * 4) : NULL;
         if (!idx || !w || (sh->num_scales && !sc)) {
             snprintf(err, errlen, "dispatch setup: no host view of rank %d's inputs", r);
             return -1;
@@ -365,7 +365,9 @@ static int dispatch_setup(engine *e, const kernel_opts *o, void **state, char *e
     dispatch_state *st = kit_state_new(sizeof *st, "dispatch setup", state, err, errlen);
     if (!st) return -1;
     dispatch_shape sh;
-    if (dispatch_shape_from_config(o, kit_config(e), &sh, err, errlen) ||
+    npurr_topology topo;
+    npurr_topology_of(e, &topo);
+    if (dispatch_shape_from_topology(o, &topo, &sh, err, errlen) ||
         dispatch_plan_build(&sh, &st->plan, err, errlen)) {
         dispatch_destroy(st);
         return -1;
@@ -378,8 +380,8 @@ static int dispatch_setup(engine *e, const kernel_opts *o, void **state, char *e
     if (choose_injection(st, err, errlen) || carve_tables(st, err, errlen) ||
         alloc_per_rank(e, st, err, errlen) || alloc_symmetric(e, a, err, errlen) ||
         declare(e, st, err, errlen) || fill_inputs(e, st, err, errlen) ||
-        kit_launch(e, "dispatch_layered", dispatch_kernel, a, sh.block_dim, CORE_AIV, err,
-                      errlen) != ENGINE_OK) {
+        npurr_launch(e, "dispatch_layered", dispatch_kernel, a, sh.block_dim, CORE_AIV, err,
+                      errlen) != 0) {
         dispatch_destroy(st);
         return -1;
     }
@@ -398,7 +400,7 @@ static int dispatch_progress(engine *e, const void *state, uint64_t *done, uint6
         want += (uint64_t)st->plan.recv_total[d];
         for (uint64_t w = 0; w < (uint64_t)sh->channels * (uint64_t)sh->npus; w++) {
             int32_t head = 0;
-            if (kit_gm_read(e, dispatch_word(st->args.hccs_channel_head, d, w, 4), &head, 4))
+            if (npurr_gm_read(e, dispatch_word(st->args.hccs_channel_head, d, w, 4), &head, 4))
                 return -1;
             got += head > 0 ? (uint64_t)head : 0;
         }

@@ -34,18 +34,17 @@
  * 512 ranks hold about 160 MB before the kernel allocates anything. */
 #define ENGINE_BYTES_PER_RANK (320ull << 10)
 
-int kernel_estimate_memory(const kernel_desc *k, const kernel_opts *o, const engine_config *cfg,
+int kernel_estimate_memory(const kernel_desc *k, const kernel_opts *o, const npurr_topology *topo,
                            kernel_estimate *est, char *err, size_t errlen) {
     memset(est, 0, sizeof *est);
     est->engine_bytes =
-        (uint64_t)cfg->nodes * (uint64_t)cfg->npus_per_node * ENGINE_BYTES_PER_RANK;
-    if (kit_cores(cfg, CORE_AIV, err, errlen) < 0) return -1;   /* a chip the engine knows */
+        (uint64_t)topo->nodes * (uint64_t)topo->npus_per_node * ENGINE_BYTES_PER_RANK;
     if (k->estimate) {
-        if (k->estimate(o, cfg, est, err, errlen)) return -1;
+        if (k->estimate(o, topo, est, err, errlen)) return -1;
     } else {
         /* A kernel without an estimator: only the engine's own state is known. */
-        snprintf(est->driver, sizeof est->driver, "--nodes %d --npus-per-node %d", cfg->nodes,
-                 cfg->npus_per_node);
+        snprintf(est->driver, sizeof est->driver, "--nodes %d --npus-per-node %d", topo->nodes,
+                 topo->npus_per_node);
     }
     est->total_bytes = est->gm_bytes + est->host_bytes + est->engine_bytes;
     return 0;

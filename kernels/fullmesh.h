@@ -41,7 +41,7 @@
 
 #include <stdint.h>
 
-#include "engine/device.h"
+#include "npurr/device.h"
 #include "kernels.h"
 #include "kit.h"
 #include "routing.h"
@@ -225,9 +225,9 @@ extern const kernel_option fm_options[];
 /* Reads and validates the options; err names the option at fault. */
 int fm_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int num_aiv,
                        fm_shape *sh, char *err, size_t errlen);
-/* The same on the run cfg describes (its topology, its chip's AIV): what
+/* The same on the run topo describes (its topology, its chip's AIV): what
  * setup builds, and layout and estimate without an engine. */
-int fm_shape_from_config(const kernel_opts *o, const engine_config *cfg, fm_shape *sh, char *err,
+int fm_shape_from_topology(const kernel_opts *o, const npurr_topology *topo, fm_shape *sh, char *err,
                          size_t errlen);
 int fm_plan_build(const fm_shape *sh, fm_plan *plan, char *err, size_t errlen);
 void fm_plan_free(fm_plan *plan);

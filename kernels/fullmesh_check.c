@@ -50,9 +50,9 @@ static int check_metadata(checker *c, int round) {
     size_t tk = (size_t)a->tokens * (size_t)a->topk;
     for (int s = 0; s < W; s++) {
         int at = round * W + s;
-        const int32_t *idx = kit_gm_host(c->e, a->expand_idx[at], tk * 4);
-        const int32_t *epc = kit_gm_host(c->e, a->ep_recv_count[at], (uint64_t)L * W * 4);
-        const int64_t *etn = kit_gm_host(c->e, a->expert_token_num[at], (uint64_t)L * 8);
+        const int32_t *idx = npurr_gm_host(c->e, a->expand_idx[at], tk * 4);
+        const int32_t *epc = npurr_gm_host(c->e, a->ep_recv_count[at], (uint64_t)L * W * 4);
+        const int64_t *etn = npurr_gm_host(c->e, a->expert_token_num[at], (uint64_t)L * 8);
         if (!idx || !epc || !etn) return fail(c, "fullmesh check: no host view of the metadata");
         for (size_t i = 0; i < tk; i++)
             if (idx[i] != rp->expand_idx[(size_t)s * tk + i]) {
@@ -119,8 +119,8 @@ static int check_recv_int8(checker *c, int round, int p, int64_t row, int s, int
     int H = a->hidden, nb = H / FM_QUANT_BLOCK, W = a->num_ranks;
     fm_fill_token(c->row, H, a->dtype, c->p->sh.data_seed, round, s, t);
     fm_quantize_ref(c->row, H, c->q, c->scales);
-    if (kit_gm_read(c->e, gm_add(a->expand_x[round * W + p], row * (int64_t)H), c->got, (uint64_t)H) ||
-        kit_gm_read(c->e, gm_add(a->dynamic_scales[round * W + p], row * (int64_t)nb * 4),
+    if (npurr_gm_read(c->e, gm_add(a->expand_x[round * W + p], row * (int64_t)H), c->got, (uint64_t)H) ||
+        npurr_gm_read(c->e, gm_add(a->dynamic_scales[round * W + p], row * (int64_t)nb * 4),
                        c->got_scales, (uint64_t)nb * 4)) {
         fail(c, "fullmesh check: expand_x or dynamic_scales row outside its allocation");
         return -1;
@@ -181,7 +181,7 @@ static int check_recv(checker *c, int round) {
             }
             fm_fill_token(c->row, a->hidden, a->dtype, c->p->sh.data_seed, round, s, t);
             const uint8_t *got = c->got;
-            if (kit_gm_read(c->e, gm_add(x, row * (int64_t)rb), c->got, rb))
+            if (npurr_gm_read(c->e, gm_add(x, row * (int64_t)rb), c->got, rb))
                 return fail(c, "fullmesh check: expand_x row outside its allocation");
             if (memcmp(got, c->row, rb) == 0) continue;
             if (bad++ > 0) continue;
@@ -208,7 +208,7 @@ static int check_out(checker *c, int round) {
     int W = a->num_ranks, T = a->tokens, K = a->topk, H = a->hidden;
     int64_t bad = 0;
     for (int s = 0; s < W; s++) {
-        const uint16_t *out = kit_gm_host(c->e, a->out[round * W + s], (uint64_t)T * a->row_bytes);
+        const uint16_t *out = npurr_gm_host(c->e, a->out[round * W + s], (uint64_t)T * a->row_bytes);
         if (!out) return fail(c, "fullmesh check: no host view of the combined tokens");
         for (int t = 0; t < T; t++) {
             fm_fill_token(c->row, H, a->dtype, c->p->sh.data_seed, round, s, t);

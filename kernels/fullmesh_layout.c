@@ -7,10 +7,10 @@
  */
 #include "fullmesh.h"
 
-int fm_layout(const kernel_opts *o, const engine_config *cfg, FILE *out, char *err,
+int fm_layout(const kernel_opts *o, const npurr_topology *topo, FILE *out, char *err,
               size_t errlen) {
     fm_shape sh;
-    if (fm_shape_from_config(o, cfg, &sh, err, errlen)) return -1;
+    if (fm_shape_from_topology(o, topo, &sh, err, errlen)) return -1;
     fm_plan p;
     if (fm_plan_build(&sh, &p, err, errlen)) return -1;
     int W = sh.num_ranks, L = sh.local_experts, T = sh.tokens, K = sh.topk;
@@ -62,15 +62,15 @@ int fm_layout(const kernel_opts *o, const engine_config *cfg, FILE *out, char *e
 
 /* The memory estimate (kernels.h, the descriptor's estimate hook): the big
  * terms of the formulas above over every rank. */
-int fm_estimate(const kernel_opts *o, const engine_config *cfg, kernel_estimate *est, char *err,
+int fm_estimate(const kernel_opts *o, const npurr_topology *topo, kernel_estimate *est, char *err,
                 size_t errlen) {
     fm_shape sh;
-    int payload = cfg->payload;
-    if (fm_shape_from_config(o, cfg, &sh, err, errlen)) return -1;
+    int payload_full = topo->payload_full;
+    if (fm_shape_from_topology(o, topo, &sh, err, errlen)) return -1;
     uint64_t R = (uint64_t)sh.num_ranks, T = (uint64_t)sh.tokens, K = (uint64_t)sh.topk;
     uint64_t row = sh.row_bytes;
     /* x and the combined output per round, the double-buffered windows */
-    est->gm_bytes = R * ((uint64_t)sh.rounds * (payload == PAYLOAD_FULL ? 2 : 1) * T * row +
+    est->gm_bytes = R * ((uint64_t)sh.rounds * (payload_full ? 2 : 1) * T * row +
                          2 * sh.block_stride);
     /* INT8 rows are computed, so bytes even with payload references: at
      * most every token-expert pair's int8 values and scales in expand_x */

@@ -62,6 +62,6 @@ static void x_row(const void *params, uint64_t row, uint8_t *out) {
 int fm_generate_x(engine *e, gm_t x, int tokens, uint64_t row_bytes, int hidden, int dtype,
                   uint64_t seed, int round, int rank, char *err, size_t errlen) {
     x_params xp = {seed, row_bytes, hidden, dtype, round, rank};
-    return kit_gm_generate(e, x, (uint64_t)tokens, row_bytes, x_row, &xp, sizeof xp, err,
-                              errlen) == ENGINE_OK ? 0 : -1;
+    return npurr_gm_generate(e, x, (uint64_t)tokens, row_bytes, x_row, &xp, sizeof xp, err,
+                              errlen) == 0 ? 0 : -1;
 }

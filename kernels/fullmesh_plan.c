@@ -133,11 +133,11 @@ int fm_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int n
     return 0;
 }
 
-int fm_shape_from_config(const kernel_opts *o, const engine_config *cfg, fm_shape *sh, char *err,
+int fm_shape_from_topology(const kernel_opts *o, const npurr_topology *topo, fm_shape *sh, char *err,
                          size_t errlen) {
-    int aiv = kit_cores(cfg, CORE_AIV, err, errlen);
+    int aiv = kit_cores(topo, CORE_AIV);
     return aiv < 0 ? -1
-                   : fm_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, aiv, sh, err, errlen);
+                   : fm_shape_from_opts(o, topo->nodes, topo->npus_per_node, aiv, sh, err, errlen);
 }
 
 static void round_free(fm_round_plan *r) {

@@ -29,7 +29,7 @@ void fm_destroy(void *state) {
 static int fill(engine *e, gm_t at, const void *src, uint64_t bytes, const char *what, int rank,
                 char *err, size_t errlen) {
     if (bytes == 0) return 0;
-    void *h = kit_gm_host(e, at, bytes);
+    void *h = npurr_gm_host(e, at, bytes);
     if (!h) {
         snprintf(err, errlen, "fullmesh setup: no host view of %s on rank %d", what, rank);
         return -1;
@@ -41,24 +41,24 @@ static int fill(engine *e, gm_t at, const void *src, uint64_t bytes, const char 
 static int setup_windows(engine *e, fm_state *st, char *err, size_t errlen) {
     fm_args *a = &st->args;
     int W = a->num_ranks;
-    if (kit_sym_alloc(e, 2 * a->block_stride, "fullmesh.windows_in", &a->windows_in, err,
-                         errlen) != ENGINE_OK ||
-        kit_sym_alloc(e, 2 * a->block_stride, "fullmesh.windows_out", &a->windows_out, err,
-                         errlen) != ENGINE_OK)
+    if (npurr_sym_alloc(e, 2 * a->block_stride, "fullmesh.windows_in", &a->windows_in, err,
+                         errlen) != 0 ||
+        npurr_sym_alloc(e, 2 * a->block_stride, "fullmesh.windows_out", &a->windows_out, err,
+                         errlen) != 0)
         return -1;
     /* Named words: what waits and deadlock reports talk about. */
     for (int r = 0; r < W; r++) {
         gm_t ctrl = fm_ctrl(a, r);
         char name[96];
         snprintf(name, sizeof name, "fullmesh.bufferChosen[%d]", r);
-        kit_name_word(e, gm_add(ctrl, FM_CTRL_BUFFER_CHOSEN), 4, OBJ_WORD, name);
+        npurr_name_word(e, gm_add(ctrl, FM_CTRL_BUFFER_CHOSEN), 4, OBJ_WORD, name);
         snprintf(name, sizeof name, "fullmesh.ep_ops[%d]", r);
-        kit_name_word(e, gm_add(ctrl, FM_CTRL_EP_OPS), 4, OBJ_WORD, name);
+        npurr_name_word(e, gm_add(ctrl, FM_CTRL_EP_OPS), 4, OBJ_WORD, name);
         for (int src = 0; src < W; src++) {
             /* Dispatch runs in block 0 (the first op of every round). */
             gm_t w = gm_add(gm_on_rank(a->windows_in, r), (int64_t)((uint64_t)src * a->rank_size_on_win));
             snprintf(name, sizeof name, "fullmesh.FLAG1[%d->%d]", src, r);
-            kit_name_word(e, gm_add(w, FM_FLAG_OFFSET * 4), 4, OBJ_FLAG, name);
+            npurr_name_word(e, gm_add(w, FM_FLAG_OFFSET * 4), 4, OBJ_FLAG, name);
         }
     }
     return 0;
@@ -155,8 +155,8 @@ static int build(engine *e, fm_state *st, char *err, size_t errlen) {
     a->dynamic_scales = t;
     int rc = setup_windows(e, st, err, errlen) || setup_rank_buffers(e, st, err, errlen);
     for (int r = 0; !rc && r < sh->rounds; r++) rc = setup_round_buffers(e, st, r, err, errlen);
-    return rc || kit_launch(e, "fullmesh_dispatch_combine", fm_kernel, a, sh->cores, CORE_AIV,
-                            err, errlen) != ENGINE_OK
+    return rc || npurr_launch(e, "fullmesh_dispatch_combine", fm_kernel, a, sh->cores, CORE_AIV,
+                            err, errlen) != 0
                ? -1
                : 0;
 }
@@ -166,7 +166,9 @@ static int fm_setup(engine *e, const kernel_opts *o, void **state, char *err, si
     if (!st) return -1;
     kit_guards_init(&st->guards, "fullmesh setup", FM_GUARD_BYTE);
     fm_shape sh;
-    int failed = fm_shape_from_config(o, kit_config(e), &sh, err, errlen) ||
+    npurr_topology topo;
+    npurr_topology_of(e, &topo);
+    int failed = fm_shape_from_topology(o, &topo, &sh, err, errlen) ||
                  fm_plan_build(&sh, &st->plan, err, errlen) || build(e, st, err, errlen);
     return kit_setup_finish(failed, st, fm_destroy, state);
 }

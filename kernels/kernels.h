@@ -1,12 +1,15 @@
 /*
- * kernels.h - the kernel set from the seeds, as the CLI sees it.
+ * kernels.h - the kernel set: the seeds' kernels and A2's own, built in,
+ * and the kernels of loaded plugins, as the CLI sees them.
  *
- * Each kernel is a descriptor: its name (`-k NAME`), the options it accepts
- * with defaults and help, a setup that allocates and fills the cluster's
- * memories and launches the device code, a check that compares the outputs
- * with a CPU reference after the run, and optionally a layout printer.
- * Options arrive as name/value strings so the CLI stays thin and a recorded
- * command line is all replay needs to rebuild the same run.
+ * Each kernel is a descriptor of the plugin ABI (npurr/plugin.h): its name
+ * (`-k NAME`), the options it accepts with defaults and help, a setup that
+ * allocates and fills the cluster's memories and launches the device code,
+ * a check that compares the outputs with a CPU reference after the run,
+ * and optionally a layout printer, a memory estimate and progress. The
+ * built-in ones are listed in registry.c; a plugin's are added when it is
+ * loaded (plugin_load.c), refused when a name is taken. Options arrive as
+ * name/value strings so the CLI stays thin.
  *
  * The engine's types are only named here (pointers to an engine, a run's
  * configuration): this header does not include the engine's host header,
@@ -20,26 +23,30 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "npurr/plugin.h"
+
+/* The plugin ABI's types are the kernels' types: a built-in kernel is an
+ * npurr_kernel descriptor like a plugin's, and makes its host calls through
+ * the same npurr_host table (npurr/plugin.h). */
 typedef struct engine engine;          /* the engine's host header: a cluster */
 struct engine_config;                  /* the same: a run's topology, chip, payload */
 
-typedef struct kernel_option {
-    const char *name;          /* without leading dashes: "tokens" */
-    const char *default_value; /* NULL = flag without value (e.g. "inject" has a value) */
-    const char *help;
-} kernel_option;
-
+typedef npurr_option kernel_option;
 /* The parsed options of one run: every option the kernel declares, with the
  * user's value or the default. */
-typedef struct kernel_opts {
-    int count;
-    const char *names[64];
-    const char *values[64];
-} kernel_opts;
+typedef npurr_opts kernel_opts;
+typedef npurr_kernel kernel_desc;
+typedef npurr_phase kernel_phase;
+typedef npurr_estimate kernel_estimate;
+typedef npurr_setup_fn kernel_setup_fn;
+typedef npurr_check_fn kernel_check_fn;
+typedef npurr_layout_fn kernel_layout_fn;
+typedef npurr_destroy_fn kernel_destroy_fn;
+typedef npurr_progress_fn kernel_progress_fn;
+typedef npurr_estimate_fn kernel_estimate_fn;
 
-struct kernel_desc;
 /* Fills o with every option d declares and its default value. */
-void kopts_init(kernel_opts *o, const struct kernel_desc *d);
+void kopts_init(kernel_opts *o, const kernel_desc *d);
 /* Overrides one option's value (value is not copied); -1 if d has no such option. */
 int kopts_set(kernel_opts *o, const char *name, const char *value);
 
@@ -57,82 +64,22 @@ int kopt_f64(const kernel_opts *o, const char *name, double *out, char *err, siz
 int kopt_i64_range(const kernel_opts *o, const char *name, int64_t lo, int64_t hi, int64_t *out,
                    char *err, size_t errlen);
 
-struct kernel_estimate;
+/* The topology a run of cfg has (its chip's cores from the engine's
+ * table), as kernels see it: 0, or -1 with err when the chip is in no row
+ * of that table. */
+int kernels_topology(const struct engine_config *cfg, npurr_topology *t, char *err,
+                     size_t errlen);
+/* The host table npurr gives every kernel, built-in or plugin (kit_host.c);
+ * static. */
+const npurr_host *kernels_host(void);
 
-/* The hooks of a kernel, as function types so a kernel's header declares
- * its hooks in one line each (`kernel_check_fn fm_check;`). */
-/* Allocates, fills inputs, declares rings, launches. *state is passed to
- * check/destroy. Returns 0 or -1 with err naming the bad input. */
-typedef int kernel_setup_fn(engine *e, const kernel_opts *o, void **state, char *err,
-                            size_t errlen);
-/* After the run (completed outcome only): 0 all checks passed; 1 a data
- * check failed, msg says which token/byte. */
-typedef int kernel_check_fn(engine *e, void *state, char *msg, size_t msglen);
-/* Prints every buffer's size per rank for these options on the topology and
- * chip of cfg (nothing is allocated). */
-typedef int kernel_layout_fn(const kernel_opts *o, const struct engine_config *cfg, FILE *out,
-                             char *err, size_t errlen);
-typedef void kernel_destroy_fn(void *state);
-/* How far a running kernel is, in the unit it names ("tokens received"):
- * done of total, read from GM without changing the run. Returns 0, or -1
- * when it cannot say yet. */
-typedef int kernel_progress_fn(engine *e, const void *state, uint64_t *done, uint64_t *total,
-                               const char **unit);
-/* What a run of these options will hold in memory, from the options alone,
- * after validating them as setup would against cfg's topology and chip (see
- * kernel_estimate_memory); fills gm_bytes, host_bytes and driver, counting
- * moved rows as cfg's payload mode keeps them. */
-typedef int kernel_estimate_fn(const kernel_opts *o, const struct engine_config *cfg,
-                               struct kernel_estimate *est, char *err, size_t errlen);
-
-/* A phase of a kernel as the chip's profilers time it (sgl-kernel-npu's
- * tests time NotifyDispatchA2 apart from DispatchNormalA2): the roles
- * whose cores run it, its span from the first of them taking one of these
- * roles to the last leaving one (engine_role_span), and the operator names
- * msprof's op_summary gives the kernel that runs this phase on the chip,
- * matched as substrings. Both lists end at the first NULL. */
-typedef struct kernel_phase {
-    const char *name;                     /* "notify", "dispatch", "combine", ... */
-    const char *roles[8];
-    const char *op_names[6];
-} kernel_phase;
-
-typedef struct kernel_desc {
-    const char *name;
-    const char *summary;                  /* one line for `npurr record --help` */
-    const kernel_option *options;         /* terminated by {NULL} */
-    kernel_setup_fn *setup;
-    kernel_check_fn *check;
-    kernel_layout_fn *layout;             /* optional */
-    kernel_destroy_fn *destroy;
-    kernel_progress_fn *progress;         /* optional */
-    kernel_estimate_fn *estimate;         /* optional: without it only the engine is counted */
-    /* The check reads only what lives on ranks engine_rank_local names, so
-     * each process of a split run (mpirun) checks its own nodes; a kernel
-     * without it is recorded in one process. */
-    int check_splits;
-    const kernel_phase *phases;           /* optional: terminated by {NULL} */
-} kernel_desc;
-
-/* What a run of these options will hold in memory, from the options alone
- * (estimate.c): nothing is allocated, no routing is generated. */
-typedef struct kernel_estimate {
-    uint64_t gm_bytes;       /* emulated GM the host backs, by the layout formulas: with
-                              * payload references (PAYLOAD_REF) the moved rows are not
-                              * counted, a ring record's metadata costs its page */
-    uint64_t host_bytes;     /* host-side plan (routing, expected outputs) */
-    uint64_t engine_bytes;   /* the engine's own per-rank state */
-    uint64_t total_bytes;    /* the sum: what the memory check compares */
-    char driver[160];        /* the options that drive it, e.g. "--tokens N --hidden H ..." */
-} kernel_estimate;
-/* Validates o against cfg's topology and chip as the kernel's setup would
- * (so a shape the kernel refuses is refused before any engine exists),
- * then fills est (cfg's payload mode decides what moved rows cost).
- * Returns 0, or -1 with err naming the option at fault. The one estimate
- * `record` and `layout` check against the machine's memory. */
-int kernel_estimate_memory(const struct kernel_desc *k, const kernel_opts *o,
-                           const struct engine_config *cfg, kernel_estimate *est, char *err,
-                           size_t errlen);
+/* Validates o against topology t as the kernel's setup would (so a shape
+ * the kernel refuses is refused before any engine exists), then fills est
+ * (t's payload mode decides what moved rows cost). Returns 0, or -1 with
+ * err naming the option at fault. The one estimate `record` and `layout`
+ * check against the machine's memory. */
+int kernel_estimate_memory(const kernel_desc *k, const kernel_opts *o, const npurr_topology *t,
+                           kernel_estimate *est, char *err, size_t errlen);
 
 /* The routing kinds every kernel's --routing accepts ("uniform | zipf:S |
  * ..."), for help texts outside the kernels (routing.c). */
@@ -151,9 +98,64 @@ int routing_npy_per_rank(const char *path);
  * when it has none). 0, or -1 when it does not fit in outlen. */
 int routing_npy_rank_path(const char *path, int rank, char *out, size_t outlen);
 
-/* NULL-terminated list of every kernel. */
+/* ---- NumPy .npy files (npy.c): inputs a kernel reads, tensors --dump writes ---- */
+
+#define NPY_MAX_DIMS NPURR_MAX_DIMS
+/* A .npy header as npy_parse accepts it: a C-order array of one of the
+ * element types npurr_dtype names. */
+typedef struct npy_header {
+    npurr_dtype dtype;
+    char descr[16];        /* as the file says: "<i8" */
+    int elem;              /* bytes an element */
+    int swap;              /* big-endian data: bytes to reverse on this host */
+    int ndim;
+    int64_t shape[NPY_MAX_DIMS];
+    size_t data_off;       /* where the array starts */
+    uint64_t data_bytes;   /* the product of shape times elem: exactly what follows data_off */
+} npy_header;
+/* Parses the first len bytes of a .npy file (magic, version 1-3, header
+ * dict); reads nothing past len. 0, or -1 with err saying what the file is
+ * instead ("holds dtype '<c16'...", "is in Fortran order"). */
+int npy_parse(const unsigned char *buf, size_t len, npy_header *h, char *err, size_t errlen);
+/* Writes a version 1.0 .npy header for a C-order array of dtype and shape
+ * (ndim dimensions; bfloat16 has no NumPy type: write it as float32) to
+ * out: 0, or -1 on a write error or a dtype no .npy descr names. */
+int npy_write_header(FILE *out, npurr_dtype dtype, int ndim, const uint64_t *shape);
+/* Bytes of one element of t (0 for NPURR_DT_UNKNOWN). */
+int npy_dtype_size(npurr_dtype t);
+/* NumPy's name of t ("int32", "bfloat16"); static. */
+const char *npy_dtype_name(npurr_dtype t);
+
+/* ---- the kernel list (registry.c) ---- */
+
+/* NULL-terminated list of the built-in kernels (static). */
+const kernel_desc *const *kernels_builtin(void);
+/* NULL-terminated list of every kernel: the built-in ones, then each loaded
+ * plugin's in load order. Valid until the next kernels_load_plugin. */
 const kernel_desc *const *kernels_all(void);
-/* The kernel called name (its descriptor, static); NULL when none is. */
+/* The kernel called name, built in or of a loaded plugin (its descriptor,
+ * static or the plugin's); NULL when none is. */
 const kernel_desc *kernels_find(const char *name);
+
+/* ---- plugins (plugin_load.c) ---- */
+
+/* A loaded plugin: a shared object that exported the plugin ABI. */
+typedef struct kernel_plugin {
+    char path[4096];            /* as given to kernels_load_plugin */
+    char name[128];             /* what its npurr_plugin_abi says */
+    unsigned abi_major, abi_minor;
+    const kernel_desc *const *kernels;   /* NULL-terminated, the plugin's */
+    void *handle;               /* dlopen's */
+} kernel_plugin;
+/* Loads the plugin at path (a shared object exporting npurr_plugin_abi and
+ * npurr_plugin_kernels) and adds its kernels to the set, so kernels_find
+ * finds them; loading the same file again returns the plugin loaded
+ * before. Refused, with err naming path, when it is no shared object, not a
+ * plugin, of another ABI major version, lists no kernel or a malformed one,
+ * or names a kernel that is already built in or loaded. 0 with *out (static,
+ * until the process ends), or -1 with err. */
+int kernels_load_plugin(const char *path, const kernel_plugin **out, char *err, size_t errlen);
+/* The loaded plugin kernel k comes from; NULL for a built-in kernel. */
+const kernel_plugin *kernels_plugin_of(const kernel_desc *k);
 
 #endif

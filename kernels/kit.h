@@ -19,18 +19,18 @@
  *   memory estimate  the per-slot plan cost and the page a ring record
  *                    costs, for the kernels' estimate hooks (this header)
  *   host API         the engine calls a kernel's host side (setup, check,
- *                    layout, estimate, the routing reader) makes: GM
- *                    allocation, host views, generated inputs, named words
- *                    and rings, launch, the run's topology (kit_host.c)
+ *                    layout, estimate) makes are the plugin ABI's host
+ *                    table (npurr/plugin.h's npurr_* calls), which
+ *                    kit_host.c builds; plus the routing reader's input
+ *                    file (kit_fopen_input)
  *
- * Kernel files are written against engine/device.h; the engine's host API
- * (its host header) is reached only through the kit_* calls of the host API
- * section below, whose one implementation, kit_host.c, is the only file of
- * kernels/ that includes that header or calls a function it declares
- * (tools/check_layering.sh refuses any other, though device.h brings the
- * declarations in). So the engine calls the kernels make are this short
- * list, and the rest of the host API (running, observers, split runs,
- * reports) is out of a kernel's reach.
+ * Kernel files are written against npurr/device.h and npurr/plugin.h, as a
+ * plugin is; the engine's host API (engine/engine.h) is reached only
+ * through the host table, whose one implementation, kit_host.c, is the only
+ * file of kernels/ that includes that header or calls a function it
+ * declares (tools/check_layering.sh refuses any other). So the engine calls
+ * the kernels make are the ABI's short list, and the rest of the host API
+ * (running, observers, split runs, reports) is out of a kernel's reach.
  */
 #ifndef NPURR_KERNEL_KIT_H
 #define NPURR_KERNEL_KIT_H
@@ -40,9 +40,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/device.h"
+#include "npurr/device.h"
+#include "npurr/plugin.h"
+#include "kernels.h"
 
-struct kernel_opts;
 struct routing_spec;
 
 /* ------------------------------------------------------------ alignment */
@@ -126,21 +127,21 @@ typedef struct kit_moe { KIT_MOE_FIELDS; } kit_moe;
 /* Reads --tokens (unless lim->tokens is 0), --hidden, --experts and --topk,
  * in that order, each against its limit, then the rows. 0, or -1 with err
  * naming the option. */
-int kit_read_moe(const struct kernel_opts *o, int num_ranks, const kit_moe_limits *lim,
+int kit_read_moe(const npurr_opts *o, int num_ranks, const kit_moe_limits *lim,
                  kit_moe *m, char *err, size_t errlen);
 /* A string option that must have a value. */
-int kit_read_str(const struct kernel_opts *o, const char *name, const char **out, char *err,
+int kit_read_str(const npurr_opts *o, const char *name, const char **out, char *err,
                  size_t errlen);
 /* --routing parsed into spec. */
 /* --routing, parsed and checked against the run's num_ranks (a routing that
  * names ranks the run does not have is a usage error, found before the run). */
-int kit_read_routing(const struct kernel_opts *o, int num_ranks, struct routing_spec *spec,
+int kit_read_routing(const npurr_opts *o, int num_ranks, struct routing_spec *spec,
                      char *err, size_t errlen);
 /* --data-seed. */
-int kit_read_seed(const struct kernel_opts *o, uint64_t *seed, char *err, size_t errlen);
+int kit_read_seed(const npurr_opts *o, uint64_t *seed, char *err, size_t errlen);
 /* --inject against the kernel's faults: faults[0] is "none", the list ends
  * with NULL; *which is the index of the named fault. */
-int kit_read_inject(const struct kernel_opts *o, const char *const *faults, int *which, char *err,
+int kit_read_inject(const npurr_opts *o, const char *const *faults, int *which, char *err,
                     size_t errlen);
 
 /* ------------------------------------------------------ memory estimate */
@@ -172,51 +173,14 @@ int kit_check_ub(uint32_t need, char *err, size_t errlen, const char *fmt, ...)
 
 /* ------------------------------------------------------------- host API */
 
-/* The run's configuration (topology, chip, payload mode), owned by e. */
-const engine_config *kit_config(const engine *e);
-/* AI cores of type (CORE_AIV, else AIC) per rank on cfg's chip (what the
- * engine built for it has), so a shape is the same with an engine (setup)
- * or before any (layout, estimate); -1 with err ("chip 7: not
- * 910B2 or 910B4") when the chip is in no row of the engine's table. */
-int kit_cores(const engine_config *cfg, engine_core_type type, char *err, size_t errlen);
-/* 1 when rank's memory lives in this process (a split run checks only
- * its own ranks), else 0. */
-int kit_rank_local(const engine *e, int rank);
+/* A kernel's host side calls the engine through the plugin ABI's host table
+ * (npurr/plugin.h: npurr_gm_alloc, npurr_launch, ...), as a plugin does;
+ * kit_host.c builds that table. Beside it, for the built-in kernels: */
 
-/* Zero-filled GM of bytes on rank, named for faults and the index:
- * ENGINE_OK, or ENGINE_ERR with err. */
-int kit_gm_alloc(engine *e, int rank, uint64_t bytes, const char *name, gm_t *out, char *err,
-                 size_t errlen);
-/* The same at one offset on every rank (the symmetric heap); *out is rank 0's. */
-int kit_sym_alloc(engine *e, uint64_t bytes, const char *name, gm_t *out, char *err,
-                  size_t errlen);
-/* Host view of [p, p + bytes), materialized (literal bytes); NULL when the
- * range is in no one allocation. For inputs and small outputs only. */
-void *kit_gm_host(engine *e, gm_t p, uint64_t bytes);
-/* Copies [p, p + bytes) into out without materializing: 0, or -1 out of bounds. */
-int kit_gm_read(engine *e, gm_t p, void *out, uint64_t bytes);
-/* rows of row_bytes at p declared generated by fn(params, row, out), kept as
- * references (engine_gm_generate): ENGINE_OK, or ENGINE_ERR with err. */
-int kit_gm_generate(engine *e, gm_t p, uint64_t rows, uint64_t row_bytes, engine_row_fn fn,
-                    const void *params, size_t params_size, char *err, size_t errlen);
-/* 1 when the two ranges hold the same bytes, 0 when not (first difference
- * in *diff), -1 out of bounds; equal references are not generated. */
-int kit_gm_equal(engine *e, gm_t a, gm_t b, uint64_t bytes, uint64_t *diff);
-/* The same against what kit_gm_generate(p, rows, row_bytes, fn, params) holds. */
-int kit_gm_equal_generated(engine *e, gm_t p, uint64_t rows, uint64_t row_bytes,
-                           engine_row_fn fn, const void *params, size_t params_size,
-                           uint64_t *diff);
-/* Names the GM word at addr as an object of kind; its object id. */
-uint32_t kit_name_word(engine *e, gm_t addr, uint32_t width, engine_obj_kind kind,
-                       const char *name);
-/* Declares a ring whose head and tail words count capacity units; its id. */
-uint32_t kit_declare_ring(engine *e, const char *name, engine_ring_kind kind, gm_t head,
-                          gm_t tail, uint32_t width, uint64_t capacity, int producer_rank,
-                          int consumer_rank);
-/* Launches fn(args) on block_dim cores of type on every rank (args must
- * outlive the run): ENGINE_OK, or ENGINE_ERR with err. */
-int kit_launch(engine *e, const char *name, engine_kernel_fn fn, const void *args,
-               int block_dim, engine_core_type type, char *err, size_t errlen);
+/* AI cores of type (CORE_AIV, else AIC) per rank on topo's chip. */
+static inline int kit_cores(const npurr_topology *topo, engine_core_type type) {
+    return type == CORE_AIV ? topo->aiv : topo->aic;
+}
 /* An input file opened for reading ("rb"), refused if it is a FIFO or a
  * device; NULL with why. The caller fcloses it. */
 FILE *kit_fopen_input(const char *path, char *why, size_t whylen);

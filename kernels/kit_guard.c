@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/device.h"
+#include "npurr/device.h"
 
 void kit_guards_init(kit_guards *g, const char *owner, uint8_t value) {
     *g = (kit_guards){.owner = owner, .value = value};
@@ -42,7 +42,7 @@ int kit_guard_expect(kit_guards *g, gm_t at, uint32_t bytes, uint8_t value, cons
 
 int kit_guard_fill(engine *e, kit_guards *g, gm_t at, uint32_t bytes, const char *what,
                    char *err, size_t errlen) {
-    uint8_t *h = kit_gm_host(e, at, bytes);
+    uint8_t *h = npurr_gm_host(e, at, bytes);
     if (!h) {
         snprintf(err, errlen, "%s: no host view of %s on rank %d", g->owner, what, gm_rank(at));
         return -1;
@@ -55,7 +55,7 @@ static int kit_alloc(engine *e, kit_guards *g, int rank, uint64_t bytes, const c
               gm_t *out, char *err, size_t errlen) {
     uint64_t data = bytes < UB_ALIGN ? UB_ALIGN : kit_align_up(bytes, UB_ALIGN);
     uint64_t total = data + (guarded ? KIT_GUARD_BYTES : 0);
-    if (kit_gm_alloc(e, rank, total, what, out, err, errlen) != ENGINE_OK) return -1;
+    if (npurr_gm_alloc(e, rank, total, what, out, err, errlen) != 0) return -1;
     if (!guarded) return 0;
     return kit_guard_fill(e, g, gm_add(*out, (int64_t)bytes), (uint32_t)(total - bytes), what,
                           err, errlen);
@@ -73,7 +73,7 @@ int kit_alloc_all(engine *e, kit_guards *g, int rank, const kit_buffer *bufs, si
 int kit_guards_check(engine *e, const kit_guards *g, char *msg, size_t msglen) {
     for (int i = 0; i < g->n; i++) {
         const kit_guard *r = &g->v[i];
-        const uint8_t *h = kit_gm_host(e, r->at, r->bytes);
+        const uint8_t *h = npurr_gm_host(e, r->at, r->bytes);
         if (!h) {
             snprintf(msg, msglen, "guard of %s on rank %d: no host view", r->what, gm_rank(r->at));
             return 1;

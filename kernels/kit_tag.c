@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#include "engine/device.h"
+#include "npurr/device.h"
 
 int kit_tag_bytes(const int *values, const int *widths, int nfields, uint8_t *elems) {
     int n = 0;

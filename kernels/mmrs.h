@@ -28,7 +28,7 @@
 
 #include <stdint.h>
 
-#include "engine/device.h"
+#include "npurr/device.h"
 #include "kernels.h"
 #include "kit.h"
 
@@ -128,9 +128,9 @@ extern const kernel_option mmrs_options[];
  * option at fault. num_aic bounds --cores. */
 int mmrs_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int num_aic,
                          mmrs_shape *sh, char *err, size_t errlen);
-/* The same on the run cfg describes (its topology, its chip's AIC): what
+/* The same on the run topo describes (its topology, its chip's AIC): what
  * setup builds, and layout and estimate without an engine. */
-int mmrs_shape_from_config(const kernel_opts *o, const engine_config *cfg, mmrs_shape *sh,
+int mmrs_shape_from_topology(const kernel_opts *o, const npurr_topology *topo, mmrs_shape *sh,
                            char *err, size_t errlen);
 /* Copies the resolved shape into the kernel's arguments (buffers not set). */
 void mmrs_args_from_shape(const mmrs_shape *sh, mmrs_args *a);

@@ -63,7 +63,7 @@ static int check_guards(engine *e, const mmrs_state *st, char *msg, size_t msgle
                       gm_add(gm_on_rank(a->symmetric, r), (int64_t)st->sh.workspace_bytes)};
         const char *what[2] = {"D", "the workspace"};
         for (int i = 0; i < 2; i++) {
-            const uint8_t *h = kit_gm_host(e, at[i], MMRS_GUARD_BYTES);
+            const uint8_t *h = npurr_gm_host(e, at[i], MMRS_GUARD_BYTES);
             if (!h) {
                 snprintf(msg, msglen, "rank %d: no host view of the guard after %s", r, what[i]);
                 return 1;
@@ -206,7 +206,7 @@ int mmrs_check(engine *e, void *state, char *msg, size_t msglen) {
         }
     int64_t bad = 0;
     for (uint32_t me = 0; me < R && bad == 0; me++) {
-        const float *d = kit_gm_host(e, a->d[me], (uint64_t)mr * a->n * 4);
+        const float *d = npurr_gm_host(e, a->d[me], (uint64_t)mr * a->n * 4);
         if (!d) {
             snprintf(msg, msglen, "rank %u: no host view of D", me);
             bad = 1;

@@ -5,10 +5,10 @@
  */
 #include "mmrs.h"
 
-int mmrs_layout(const kernel_opts *o, const engine_config *cfg, FILE *out, char *err,
+int mmrs_layout(const kernel_opts *o, const npurr_topology *topo, FILE *out, char *err,
                 size_t errlen) {
     mmrs_shape sh;
-    if (mmrs_shape_from_config(o, cfg, &sh, err, errlen)) return -1;
+    if (mmrs_shape_from_topology(o, topo, &sh, err, errlen)) return -1;
     mmrs_args a;
     mmrs_args_from_shape(&sh, &a);
     int R = sh.num_ranks;
@@ -36,10 +36,10 @@ int mmrs_layout(const kernel_opts *o, const engine_config *cfg, FILE *out, char 
 
 /* The memory estimate (kernels.h, the descriptor's estimate hook): the big
  * terms of the formulas above over every rank. */
-int mmrs_estimate(const kernel_opts *o, const engine_config *cfg, kernel_estimate *est, char *err,
+int mmrs_estimate(const kernel_opts *o, const npurr_topology *topo, kernel_estimate *est, char *err,
                   size_t errlen) {
     mmrs_shape sh;
-    if (mmrs_shape_from_config(o, cfg, &sh, err, errlen)) return -1;
+    if (mmrs_shape_from_topology(o, topo, &sh, err, errlen)) return -1;
     uint64_t R = (uint64_t)sh.num_ranks, m = sh.m, n = sh.n, kk = sh.k;
     /* fp16 A, B and output, the staged workspace; the check's fp32 reference */
     /* A and B are stored as bytes in both modes: the cube computes on them */

@@ -138,11 +138,11 @@ int mmrs_shape_from_opts(const kernel_opts *o, int nodes, int npus_per_node, int
     return plan_comm(sh, err, errlen);
 }
 
-int mmrs_shape_from_config(const kernel_opts *o, const engine_config *cfg, mmrs_shape *sh,
+int mmrs_shape_from_topology(const kernel_opts *o, const npurr_topology *topo, mmrs_shape *sh,
                            char *err, size_t errlen) {
-    int aic = kit_cores(cfg, CORE_AIC, err, errlen);
+    int aic = kit_cores(topo, CORE_AIC);
     return aic < 0 ? -1
-                   : mmrs_shape_from_opts(o, cfg->nodes, cfg->npus_per_node, aic, sh, err, errlen);
+                   : mmrs_shape_from_opts(o, topo->nodes, topo->npus_per_node, aic, sh, err, errlen);
 }
 
 void mmrs_args_from_shape(const mmrs_shape *sh, mmrs_args *a) {

@@ -38,7 +38,7 @@ uint16_t mmrs_input(uint64_t seed, int which, int rank, uint64_t index) {
 static int fill_matrix(engine *e, gm_t at, uint32_t rows, uint32_t cols, uint64_t seed,
                        int which, int rank, char *err, size_t errlen) {
     uint64_t n = (uint64_t)rows * cols;
-    uint16_t *h = kit_gm_host(e, at, n * 2);
+    uint16_t *h = npurr_gm_host(e, at, n * 2);
     if (!h) {
         snprintf(err, errlen, "mmrs setup: no host view of %s on rank %d", which ? "B" : "A", rank);
         return -1;
@@ -59,7 +59,7 @@ float mmrs_f16_to_float(uint16_t h) {
 static void mmrs_destroy(void *state) { free(state); }
 
 static int guard(engine *e, gm_t at, const char *what, int rank, char *err, size_t errlen) {
-    uint8_t *h = kit_gm_host(e, at, MMRS_GUARD_BYTES);
+    uint8_t *h = npurr_gm_host(e, at, MMRS_GUARD_BYTES);
     if (!h) {
         snprintf(err, errlen, "mmrs setup: no host view of the guard after %s on rank %d", what, rank);
         return -1;
@@ -72,7 +72,9 @@ static int mmrs_setup(engine *e, const kernel_opts *o, void **state, char *err, 
     mmrs_state *st = kit_state_new(sizeof *st, "mmrs setup", state, err, errlen);
     if (!st) return -1;
     mmrs_shape *sh = &st->sh;
-    if (mmrs_shape_from_config(o, kit_config(e), sh, err, errlen)) {
+    npurr_topology topo;
+    npurr_topology_of(e, &topo);
+    if (mmrs_shape_from_topology(o, &topo, sh, err, errlen)) {
         free(st);
         return -1;
     }
@@ -82,10 +84,10 @@ static int mmrs_setup(engine *e, const kernel_opts *o, void **state, char *err, 
     uint64_t a_bytes = (uint64_t)sh->m * sh->k * 2, b_bytes = (uint64_t)sh->k * sh->n * 2;
     uint64_t d_bytes = (uint64_t)(sh->m / (uint32_t)R) * sh->n * 4;
     for (int r = 0; r < R; r++) {
-        if (kit_gm_alloc(e, r, a_bytes, "mmrs.a", &a->a[r], err, errlen) != ENGINE_OK ||
-            kit_gm_alloc(e, r, b_bytes, "mmrs.b", &a->b[r], err, errlen) != ENGINE_OK ||
-            kit_gm_alloc(e, r, d_bytes + MMRS_GUARD_BYTES, "mmrs.d", &a->d[r], err, errlen) !=
-                ENGINE_OK ||
+        if (npurr_gm_alloc(e, r, a_bytes, "mmrs.a", &a->a[r], err, errlen) != 0 ||
+            npurr_gm_alloc(e, r, b_bytes, "mmrs.b", &a->b[r], err, errlen) != 0 ||
+            npurr_gm_alloc(e, r, d_bytes + MMRS_GUARD_BYTES, "mmrs.d", &a->d[r], err, errlen) !=
+                0 ||
             guard(e, gm_add(a->d[r], (int64_t)d_bytes), "mmrs.d", r, err, errlen)) {
             free(st);
             return -1;
@@ -96,8 +98,8 @@ static int mmrs_setup(engine *e, const kernel_opts *o, void **state, char *err, 
             return -1;
         }
     }
-    if (kit_sym_alloc(e, sh->workspace_bytes + MMRS_GUARD_BYTES, "mmrs.symmetric", &a->symmetric,
-                         err, errlen) != ENGINE_OK) {
+    if (npurr_sym_alloc(e, sh->workspace_bytes + MMRS_GUARD_BYTES, "mmrs.symmetric", &a->symmetric,
+                         err, errlen) != 0) {
         free(st);
         return -1;
     }
@@ -107,8 +109,8 @@ static int mmrs_setup(engine *e, const kernel_opts *o, void **state, char *err, 
             free(st);
             return -1;
         }
-    if (kit_launch(e, "matmul_reduce_scatter", mmrs_kernel, a, sh->cores, CORE_MIX, err,
-                      errlen) != ENGINE_OK) {
+    if (npurr_launch(e, "matmul_reduce_scatter", mmrs_kernel, a, sh->cores, CORE_MIX, err,
+                      errlen) != 0) {
         free(st);
         return -1;
     }

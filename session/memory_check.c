@@ -48,8 +48,10 @@ static void machine_memory(uint64_t *total, uint64_t *avail) {
 int session_memory_check(const run_options *ro, int host_only, int processes, int here,
                          char *err, size_t errlen) {
     kernel_estimate est;
+    npurr_topology topo;
     char why[ENGINE_ERRLEN];
-    if (kernel_estimate_memory(ro->kernel, &ro->kopts, &ro->config, &est, why, sizeof why)) {
+    if (kernels_topology(&ro->config, &topo, why, sizeof why) ||
+        kernel_estimate_memory(ro->kernel, &ro->kopts, &topo, &est, why, sizeof why)) {
         snprintf(err, errlen, "-k %s: %s", ro->kernel->name, why);
         return -1;
     }

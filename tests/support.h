@@ -71,6 +71,18 @@ static inline void support_expect_setup_error(const kernel_desc *d, int nodes, i
     if (!strstr(err, needle)) fail_msg("expected '%s' in: %s", needle, err);
 }
 
+/* The topology kernels see for cfg (layout and estimate hooks): a pointer to
+ * one of four slots that are reused in turn, enough for the calls of one
+ * assertion. */
+static inline const npurr_topology *support_topo(const engine_config *cfg) {
+    static npurr_topology slots[4];
+    static int next;
+    npurr_topology *t = &slots[next++ % 4];
+    char err[128];
+    assert_int_equal(kernels_topology(cfg, t, err, sizeof err), 0);
+    return t;
+}
+
 /* What `npurr layout -k d` prints for o on nodes x npus (free it), or NULL
  * with err when the layout refuses them. */
 static inline char *support_layout_text(const kernel_desc *d, const kernel_opts *o, int nodes,
@@ -80,7 +92,9 @@ static inline char *support_layout_text(const kernel_desc *d, const kernel_opts 
     FILE *f = open_memstream(&buf, &len);
     assert_non_null(f);
     engine_config cfg = support_config(nodes, npus, PAYLOAD_REF);
-    int rc = d->layout(o, &cfg, f, err, errlen);
+    npurr_topology topo;
+    assert_int_equal(kernels_topology(&cfg, &topo, err, errlen), 0);
+    int rc = d->layout(o, &topo, f, err, errlen);
     fclose(f);
     if (rc == 0) return buf;
     free(buf);

@@ -41,7 +41,7 @@
 #include <cmocka.h>
 
 #include "analysis/analysis.h"
-#include "engine/device.h"
+#include "npurr/device.h"
 #include "recorder/recorder.h"
 #include "tests/support.h"
 

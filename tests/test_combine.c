@@ -547,8 +547,8 @@ static void test_normal_layout_and_estimate(void **s) {
     kernel_estimate ref, full;
     engine_config ref_cfg = support_config(1, 4, PAYLOAD_REF);
     engine_config full_cfg = support_config(1, 4, PAYLOAD_FULL);
-    assert_int_equal(d->estimate(&o, &ref_cfg, &ref, err, sizeof err), 0);
-    assert_int_equal(d->estimate(&o, &full_cfg, &full, err, sizeof err), 0);
+    assert_int_equal(d->estimate(&o, support_topo(&ref_cfg), &ref, err, sizeof err), 0);
+    assert_int_equal(d->estimate(&o, support_topo(&full_cfg), &full, err, sizeof err), 0);
     /* full payload also holds x and the windows: 16 x 4 slots a rank */
     assert_true(full.gm_bytes >= ref.gm_bytes + 4ull * 16 * 4 * (200 + 512));
 }

@@ -254,7 +254,7 @@ static void test_rows_cross_as_reads(void **s) {
             int e = p->expert_ids[src * 64 + i];
             int64_t row = r.st->send_offset[src * 8 + e] + p->expand_idx[src * 64 + i];
             int32_t triple[3];
-            assert_int_equal(kit_gm_read(r.e, gm_add(gm_on_rank(a->window_base, src),
+            assert_int_equal(npurr_gm_read(r.e, gm_add(gm_on_rank(a->window_base, src),
                                                      row * a->window_stride + a->idx_offset),
                                          triple, 12), 0);
             assert_int_equal(triple[0], src);
@@ -522,8 +522,8 @@ static void test_layout_and_estimate(void **s) {
     kernel_estimate ref, full;
     engine_config ref_cfg = support_config(1, 4, PAYLOAD_REF);
     engine_config full_cfg = support_config(1, 4, PAYLOAD_FULL);
-    assert_int_equal(d->estimate(&o, &ref_cfg, &ref, err, sizeof err), 0);
-    assert_int_equal(d->estimate(&o, &full_cfg, &full, err, sizeof err), 0);
+    assert_int_equal(d->estimate(&o, support_topo(&ref_cfg), &ref, err, sizeof err), 0);
+    assert_int_equal(d->estimate(&o, support_topo(&full_cfg), &full, err, sizeof err), 0);
     /* full payload also holds the windows and expandX: 16 x 4 slots a rank */
     assert_true(full.gm_bytes >= ref.gm_bytes + 4ull * 16 * 4 * (512 + 200));
 }

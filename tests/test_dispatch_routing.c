@@ -343,7 +343,7 @@ static void test_layout_worked_example(void **s) {
     FILE *f = open_memstream(&buf, &len);
     char err[512];
     engine_config cfg = support_config(2, 8, PAYLOAD_REF);
-    assert_int_equal(dispatch_layout(&o, &cfg, f, err, sizeof err), 0);
+    assert_int_equal(dispatch_layout(&o, support_topo(&cfg), f, err, sizeof err), 0);
     fclose(f);
     /* seed 003: B_rdma = 10*2*(1024*1024 + 88), B_hccs = 10*8*(1024*1024 + 8*2 + 8) */
     const char *want[] = {"S_token = 1024 B", "20973280 B", "83888000 B", "104861280 B",

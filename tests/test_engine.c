@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "engine/device.h"
+#include "npurr/device.h"
 #include "engine/engine.h"
 
 static char err[ENGINE_ERRLEN];

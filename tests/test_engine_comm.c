@@ -14,7 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "engine/device.h"
+#include "npurr/device.h"
 #include "engine/engine.h"
 #include "engine/internal.h"
 

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "engine/device.h"
+#include "npurr/device.h"
 #include "engine/engine.h"
 #include "engine/internal.h"
 #include "kernels/kernels.h"

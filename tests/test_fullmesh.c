@@ -517,11 +517,11 @@ static void test_int8_estimate_counts_its_computed_rows(void **s) {
     engine_config cfg = support_config(1, 4, PAYLOAD_REF);
     const char *bkv[] = {"tokens", "64", "hidden", "1024", "topk", "4", "experts", "32", NULL};
     make_opts(&o, bkv);
-    assert_int_equal(desc()->estimate(&o, &cfg, &bf, err, sizeof err), 0);
+    assert_int_equal(desc()->estimate(&o, support_topo(&cfg), &bf, err, sizeof err), 0);
     const char *ikv[] = {"tokens", "64", "hidden", "1024", "topk", "4", "experts", "32", "dtype",
                          "int8", NULL};
     make_opts(&o, ikv);
-    assert_int_equal(desc()->estimate(&o, &cfg, &i8, err, sizeof err), 0);
+    assert_int_equal(desc()->estimate(&o, support_topo(&cfg), &i8, err, sizeof err), 0);
     /* 4 ranks x 2 rounds x 64 x 4 pairs of 1024 int8 + 8 scales held as
      * bytes; the combine's bf16 rows size the windows, 128 B (no count
      * row) under the bf16 dispatch's: 4 ranks x 2 blocks x 4 windows */
@@ -565,7 +565,7 @@ static void test_layout(void **s) {
     FILE *f = open_memstream(&buf, &len);
     char err[512];
     engine_config cfg = support_config(2, 2, PAYLOAD_REF);
-    assert_int_equal(desc()->layout(&o, &cfg, f, err, sizeof err), 0);
+    assert_int_equal(desc()->layout(&o, support_topo(&cfg), f, err, sizeof err), 0);
     fclose(f);
     assert_non_null(strstr(buf, "rankSizeOnWin"));
     assert_non_null(strstr(buf, "\n3     1 "));   /* rank 3, round 1 */
@@ -573,7 +573,7 @@ static void test_layout(void **s) {
     const char *kv[] = {"dtype", "int8", "hidden", "256", NULL};
     make_opts(&o, kv);
     f = open_memstream(&buf, &len);
-    assert_int_equal(desc()->layout(&o, &cfg, f, err, sizeof err), 0);
+    assert_int_equal(desc()->layout(&o, support_topo(&cfg), f, err, sizeof err), 0);
     fclose(f);
     if (!strstr(buf, "dtype int8: a dispatched row is 288 B (256 int8 + 2 float scales") ||
         !strstr(buf, "dynamic_scales"))

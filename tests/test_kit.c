@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "engine/device.h"
+#include "npurr/device.h"
 #include "engine/engine.h"
 #include "kernels/kernels.h"
 #include "kernels/kit.h"

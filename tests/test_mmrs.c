@@ -209,7 +209,7 @@ static void test_layout(void **s) {
     FILE *f = open_memstream(&buf, &len);
     char err[512];
     engine_config cfg = support_config(1, 4, PAYLOAD_REF);
-    assert_int_equal(desc()->layout(&o, &cfg, f, err, sizeof err), 0);
+    assert_int_equal(desc()->layout(&o, support_topo(&cfg), f, err, sizeof err), 0);
     fclose(f);
     assert_non_null(strstr(buf, "commLoops"));
     assert_non_null(strstr(buf, "\n3 "));

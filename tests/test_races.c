@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "checker/hb.h"
-#include "engine/device.h"
+#include "npurr/device.h"
 #include "engine/engine.h"
 
 static char err[ENGINE_ERRLEN];

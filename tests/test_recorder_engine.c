@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "engine/device.h"
+#include "npurr/device.h"
 #include "recorder/recorder.h"
 #include "tests/support.h"
 

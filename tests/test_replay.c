@@ -36,7 +36,7 @@
 #include <zstd.h>
 #include <cmocka.h>
 
-#include "engine/device.h"
+#include "npurr/device.h"
 #include "recorder/rec_internal.h"
 #include "recorder/recorder.h"
 #include "replayer/replayer.h"

@@ -33,7 +33,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "engine/device.h"
+#include "npurr/device.h"
 #include "recorder/recorder.h"
 #include "replayer/replayer.h"
 

@@ -24,6 +24,12 @@
 #   exempt|tests bench|
 # naming the folders the rules do not apply to (they test internals).
 #
+# include/npurr/ is what npurr installs for kernel authors (the device API,
+# the plugin ABI, the Ascend C headers): every folder may include its
+# headers (as "npurr/device.h", found in include/ as the compiler finds
+# it), and they may include only each other and system headers, so the
+# installed copy stands alone. Their functions need comments too.
+#
 # For every "quoted" include in the .c, .h and .S files directly inside a
 # ruled folder (a subfolder is a folder of its own, with its own rule):
 # the include is resolved as the compiler does (next to the including file,
@@ -51,7 +57,7 @@ root=$1
 rules=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
 
 # The files to check, root-relative: those directly inside every folder the
-# rules name (not the exempt ones).
+# rules name (not the exempt ones), and the installed headers.
 cd "$root"
 files=
 for folder in $(awk -F'|' '$1 != "exempt" && $1 !~ /^#/ && NF >= 3 { print $1 }' "$rules"); do
@@ -59,6 +65,8 @@ for folder in $(awk -F'|' '$1 != "exempt" && $1 !~ /^#/ && NF >= 3 { print $1 }'
         if [ -f "$f" ]; then files="$files $f"; fi
     done
 done
+installed=$(find include/npurr -type f -name '*.h' 2>/dev/null | sort | tr '\n' ' ')
+files="$files $installed"
 [ -n "$files" ] || exit 0
 
 status=0
@@ -113,13 +121,23 @@ function exists(p,    l, r) {
 match($0, /^[ \t]*#[ \t]*include[ \t]*"[^"]*"/) {
     inc = substr($0, RSTART, RLENGTH); sub(/^[^"]*"/, "", inc); sub(/"$/, "", inc)
     from = folder_of(FILENAME)
-    # As the compiler looks: next to the including file, then from the root.
+    # As the compiler looks: next to the including file, then from the root,
+    # then from include/.
     if (exists(from "/" inc)) path = normalize(from "/" inc)
     else if (exists(inc)) path = normalize(inc)
+    else if (exists("include/" inc)) path = normalize("include/" inc)
     else next
     to = folder_of(path)
-    if (from == to) next
     where = FILENAME ":" FNR ": #include \"" inc "\": "
+    if (from ~ /^include\/npurr/) {
+        # installed: stands alone, so only installed headers
+        if (path !~ /^include\/npurr\//) {
+            print where "an installed header (include/npurr/) includes only installed headers, " \
+                  "not " path; bad = 1
+        }
+        next
+    }
+    if (from == to || path ~ /^include\/npurr\//) next
     if (to in exempt) {
         print where path " belongs to " to "/, which only tests and benchmarks may use"; bad = 1
     } else if (!(to in ruled)) {
@@ -202,8 +220,8 @@ for rule in $glue_rules; do
     }' "$header" $others || status=1
 done
 
-# The public headers, root-relative, that exist.
-headers=
+# The public headers, root-relative, that exist (the installed ones too).
+headers=$installed
 for h in $(awk -F'|' '$1 != "exempt" && $1 !~ /^#/ && NF >= 3 { print $2 }' "$rules"); do
     if [ -f "$h" ]; then headers="$headers $h"; fi
 done

@@ -1,0 +1,232 @@
+/*
+ * npurr/device_calls.h - the functions behind npurr's device API.
+ *
+ * Installed with npurr. Kernels written in C use the Ascend-C-like names of
+ * npurr/device.h (DataCopy, SetFlag, WaitGM32, ...), which are macros and
+ * inline functions over the dev_* calls declared here; other front ends
+ * (npurr's Ascend C headers, npurr/ascendc/kernel_operator.h) call these
+ * directly, so they do not see the C macros. Each call takes the call site
+ * (dev_site: file, line, function) that the trace and every fault name.
+ *
+ * The calls are implemented by the engine inside the npurr executable and
+ * resolved when npurr loads a plugin (they are its exported symbols); they
+ * may be made only from device code running on an emulated core, never
+ * from a kernel's host side (setup, check). Plain C, usable from C++.
+ */
+#ifndef NPURR_DEVICE_CALLS_H
+#define NPURR_DEVICE_CALLS_H
+
+#include <stdint.h>
+
+#include "npurr/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Local memory address: space and byte offset. */
+typedef enum { LM_UB = 1, LM_L1, LM_L0A, LM_L0B, LM_L0C } local_space;
+typedef struct { uint32_t space; uint32_t off; } local_t;
+
+#define UB_BYTES (192u * 1024u)
+#define L1_BYTES (512u * 1024u)
+#define L0A_BYTES (64u * 1024u)
+#define L0B_BYTES (64u * 1024u)
+#define L0C_BYTES (128u * 1024u)
+#define UB_ALIGN 32u
+
+/* l moved bytes further into the same local memory. */
+static inline local_t local_add(local_t l, uint32_t bytes) { l.off += bytes; return l; }
+/* Raw encodings used in trace events: gm_t raw has bit 63 clear. */
+static inline uint64_t local_raw(local_t l) {
+    return (1ULL << 63) | ((uint64_t)l.space << 56) | l.off;
+}
+
+/* Hard events of SetFlag/WaitFlag: producer pipe _ consumer pipe. */
+typedef enum {
+    MTE2_V = 1, V_MTE2, MTE3_V, V_MTE3, MTE2_MTE3, MTE3_MTE2, MTE3_S, S_MTE3, MTE2_S,
+    S_MTE2, V_S, S_V, MTE1_M, M_MTE1, MTE2_MTE1, MTE1_MTE2, M_FIX, FIX_M, FIX_S, S_FIX,
+    MTE2_M, M_V, V_M, FIX_MTE2, MTE2_FIX, HARD_EVENT_COUNT
+} hard_event;
+
+typedef enum { DT_INT32 = 1, DT_FLOAT, DT_BF16, DT_FP16, DT_INT64, DT_INT8 } data_type;
+
+typedef struct { const char *file; int line; const char *func; } dev_site;
+
+/* The task struct of seed 002: localBuf, remoteBuf, count, dataType, remoteRankId. */
+typedef struct batch_write_task {
+    uint64_t local_buf;    /* gm_t raw of this rank's window */
+    uint64_t remote_buf;   /* gm_t raw on the remote rank */
+    uint64_t count;        /* elements */
+    uint32_t data_type;    /* data_type */
+    uint32_t remote_rank_id;
+} batch_write_task;
+/* Bytes of a quantized row of n elements: n int8, then the scales. */
+static inline uint32_t dev_quant_int8_bytes(uint32_t n, uint32_t block) {
+    return n + n / block * 4u;
+}
+
+/* ------------------------------------------------------------- identity */
+/* What GetBlockIdx() returns: index of this core in its launch on this rank. */
+int dev_block_idx(void);
+/* What GetBlockNum() returns: block_dim of the launch. */
+int dev_block_num(void);
+/* What GetSubBlockIdx() returns: 0/1 for the two AIVs of a MIX group, else 0. */
+int dev_sub_block_idx(void);
+/* What GetSubBlockNum() returns: how many AIVs share this core's MIX group,
+ * 2 in a MIX launch, else 1. */
+int dev_sub_block_num(void);
+/* What GetRank() returns: this core's rank (shmem_my_pe). */
+int dev_rank(void);
+/* What GetRankSize() returns: ranks in the run (shmem_n_pes). */
+int dev_rank_size(void);
+/* What IsAic() returns: 1 on a cube core (AIC), 0 on a vector core (AIV). */
+int dev_is_aic(void);
+
+/* What SetRole(name) calls: the core's role is name from here on (interned;
+ * the caller keeps name). */
+void dev_set_role(const char *name, dev_site s);
+/* What CoreNote(key, value) calls: publishes key = value for this core's
+ * reports. */
+void dev_note(const char *key, int64_t value, dev_site s);
+/* What ScalarCycles(n) calls: the scalar unit is busy n cycles. */
+void dev_scalar_cycles(uint64_t n, dev_site s);
+/* What AllocLocal(space, bytes) calls: the next 32 B aligned buffer of space;
+ * faults when the memory is full. */
+local_t dev_alloc_local(int space, uint32_t bytes, dev_site s);
+/* What DataCopy(local, gm, bytes) calls: queued on MTE2 (MTE1 into L0A/L0B is
+ * the local form). */
+void dev_copy_gm_to_local(local_t dst, gm_t src, uint64_t bytes, dev_site s);
+/* What DataCopy(gm, local, bytes) calls: queued on MTE3. */
+void dev_copy_local_to_gm(gm_t dst, local_t src, uint64_t bytes, dev_site s);
+/* What DataCopy(local, local, bytes) calls: L1 to L0A/L0B on MTE1, UB to UB
+ * on V. */
+void dev_copy_local_to_local(local_t dst, local_t src, uint64_t bytes, dev_site s);
+/* What DataCopyPadIn calls: any GM length, the local side padded to 32 B. */
+void dev_copy_gm_to_local_pad(local_t dst, gm_t src, uint64_t bytes, dev_site s);
+/* What DataCopyPadOut calls: any GM length from a 32 B padded local buffer. */
+void dev_copy_local_to_gm_pad(gm_t dst, local_t src, uint64_t bytes, dev_site s);
+/* What SetFlag(ev, id) calls: raises flag id of hard event ev once its
+ * producer pipe is done. */
+void dev_set_flag(int ev, int id, dev_site s);
+/* What WaitFlag(ev, id) calls: the consumer pipe waits for the matching
+ * SetFlag. */
+void dev_wait_flag(int ev, int id, dev_site s);
+/* What PipeBarrier(pipe) calls: waits until pipe (or every pipe) has drained. */
+void dev_pipe_barrier(int pipe, dev_site s);
+/* What CrossCoreSetFlag(pipe, flag_id) calls: raises flag_id for the other
+ * cores of this MIX group once pipe is done. */
+void dev_xcore_set(int pipe, int flag_id, dev_site s);
+/* What CrossCoreWaitFlag(flag_id) calls: blocks until flag_id was raised. */
+void dev_xcore_wait(int flag_id, dev_site s);
+/* What BarrierAll() (all_ranks 1) and SyncAll() (0) calls: blocks until every
+ * core of the launch (on every rank) arrived. */
+void dev_barrier(int all_ranks, dev_site s);
+/* What GetValue32/64 calls: the width-byte GM word at p, read by the scalar
+ * unit. */
+int64_t dev_gm_load(gm_t p, int width, dev_site s);
+/* What SetValue32/64 calls: stores v as a width-byte GM word at p. */
+void dev_gm_store(gm_t p, int width, int64_t v, dev_site s);
+/* What AtomicAdd/Cas/Max calls: op (engine_atomic) with v (and cmp) on the
+ * word at p; returns the old value. */
+int64_t dev_gm_atomic(gm_t p, int width, int op, int64_t v, int64_t cmp, dev_site s);
+/* What WaitGM32/64 calls: blocks until the word at p satisfies cond
+ * (engine_cond) against v; returns the value seen. */
+int64_t dev_gm_wait(gm_t p, int width, int cond, int64_t v, dev_site s);
+/* What NameWord(p, width, name) calls: engine_name_word from a kernel. */
+void dev_name_word(gm_t p, int width, const char *name);
+/* What UbGet32/64 calls: the width-byte word at byte_off in l. */
+int64_t dev_local_load(local_t l, uint32_t byte_off, int width, dev_site s);
+/* What UbSet32/64 calls: stores v as a width-byte word at byte_off in l. */
+void dev_local_store(local_t l, uint32_t byte_off, int width, int64_t v, dev_site s);
+/* What SetAtomicAdd(dtype) and SetAtomicNone() (dtype 0) calls: MTE3 copies
+ * to GM add in dtype from now on, or store again. */
+void dev_set_atomic(int dtype, dev_site s);
+/* What VecCopy(dst, src, bytes) calls: a byte-granular UB to UB copy on V. */
+void dev_vec_copy(local_t dst, local_t src, uint32_t bytes, dev_site s);
+/* What VecDup(dst, dtype, value, n) calls: n elements of dtype set to value
+ * on V. */
+void dev_vec_dup(local_t dst, int dtype, double value, uint32_t n, dev_site s);
+/* What VecAxpy calls: dst_f32[i] += w * src[i] for n elements on V. */
+void dev_vec_axpy(local_t dst, local_t src, int src_dtype, float w, uint32_t n, dev_site s);
+/* What VecAdd calls: dst[i] = a[i] + b[i] for n elements of dtype on V. */
+void dev_vec_add(local_t dst, local_t a, local_t b, int dtype, uint32_t n, dev_site s);
+/* What VecCast calls: n elements of src_dtype converted into dst_dtype on V. */
+void dev_vec_cast(local_t dst, int dst_dtype, local_t src, int src_dtype, uint32_t n, dev_site s);
+/* What VecQuantInt8 calls: per block of src (src_dtype) elements, int8
+ * values then one f32 scale per block at dst (see the macro). */
+void dev_vec_quant_int8(local_t dst, local_t src, int src_dtype, uint32_t n, uint32_t block, dev_site s);
+/* What VecDequantInt8 calls: dst_f32 = w * int8 value * its block's scale. */
+void dev_vec_dequant_int8(local_t dst, local_t src, float w, uint32_t n, uint32_t block, dev_site s);
+/* What Mmad calls: the cube multiply-accumulate of an m x k by k x n tile
+ * into L0C on M. */
+void dev_mmad(local_t c, local_t a, local_t b, int dtype, uint32_t m, uint32_t n, uint32_t k,
+              int accumulate, dev_site s);
+/* What Fixpipe(dst, src, dtype, elems) calls: L0C to GM on FIX, converted to
+ * dtype. */
+void dev_fixpipe(gm_t dst, local_t src, int dtype, uint64_t elems, dev_site s);
+/* What ShmemPutNbi calls: a GM to peer GM copy over HCCS, queued on MTE3. */
+void dev_hccs_put(gm_t dst, gm_t src, uint64_t bytes, dev_site s);
+/* What ShmemGetNbi calls: a peer GM to GM copy over HCCS, queued on MTE2. */
+void dev_hccs_get(gm_t dst, gm_t src, uint64_t bytes, dev_site s);
+/* What ShmemPutFromUB calls: UB to peer GM over HCCS, queued on MTE3. */
+void dev_hccs_put_ub(gm_t dst, local_t src, uint64_t bytes, dev_site s);
+/* What RdmaWrite calls: bytes from this rank's GM to a rank of another node,
+ * posted to the NIC. */
+void dev_rdma_write(gm_t dst, gm_t src, uint64_t bytes, dev_site s);
+/* What RdmaAtomicAdd calls: adds v to a word on a rank of another node,
+ * posted to the NIC. */
+void dev_rdma_atomic(gm_t dst, int64_t v, dev_site s);
+/* What RdmaQuiet() calls: blocks until every RDMA op this core posted is
+ * acknowledged. */
+void dev_rdma_quiet(dev_site s);
+/* What BatchWrite(tasks_gm, count) calls: the AICPU posts the count tasks at
+ * tasks. */
+void dev_batch_write(gm_t tasks, uint32_t count, dev_site s);
+/* What RingStoreHead/Tail calls: stores v into the ring's head (tail 0) or
+ * tail (1) word. */
+void dev_ring_store(uint32_t ring, int tail, int64_t v, dev_site s);
+/* What RingLoadHead/Tail calls: the ring's head (tail 0) or tail (1) word. */
+int64_t dev_ring_load(uint32_t ring, int tail, dev_site s);
+/* What RingWaitSpace calls: blocks until need slots are free behind tail;
+ * returns the head seen. */
+int64_t dev_ring_wait_space(uint32_t ring, int64_t tail, int64_t need, dev_site s);
+/* What RingWaitData calls: blocks until the tail passes head; returns the
+ * tail seen. */
+int64_t dev_ring_wait_data(uint32_t ring, int64_t head, dev_site s);
+/* What RingAtomicAdd calls: adds v to the ring's head (which 0) or tail (1)
+ * word, over RDMA or HCCS when remote. */
+void dev_ring_atomic(uint32_t ring, int tail, int64_t v, dev_site s);
+
+/* 32-bit forms as functions, so an ignored result draws no warning. */
+static inline int32_t dev_gm_load32(gm_t p, dev_site s) { return (int32_t)dev_gm_load(p, 4, s); }
+/* dev_gm_atomic on a 4-byte word, as int32. */
+static inline int32_t dev_gm_atomic32(gm_t p, int op, int64_t v, int64_t cmp, dev_site s) {
+    return (int32_t)dev_gm_atomic(p, 4, op, v, cmp, s);
+}
+/* dev_gm_wait on a 4-byte word, as int32. */
+static inline int32_t dev_gm_wait32(gm_t p, int cond, int64_t v, dev_site s) {
+    return (int32_t)dev_gm_wait(p, 4, cond, v, s);
+}
+/* dev_local_load of a 4-byte word, as int32. */
+static inline int32_t dev_local_load32(local_t l, uint32_t off, dev_site s) {
+    return (int32_t)dev_local_load(l, off, 4, s);
+}
+
+/* bf16 helpers for kernels and references (round to nearest even). */
+static inline float bf16_to_float(uint16_t h) {
+    union { uint32_t u; float f; } x; x.u = (uint32_t)h << 16; return x.f;
+}
+/* f rounded to the nearest bf16 (ties to even; a NaN stays a NaN). */
+static inline uint16_t float_to_bf16(float f) {
+    union { uint32_t u; float f; } x; x.f = f;
+    if ((x.u & 0x7f800000u) == 0x7f800000u && (x.u & 0x7fffffu)) return (uint16_t)((x.u >> 16) | 0x40);
+    uint32_t rounding = 0x7fffu + ((x.u >> 16) & 1u);
+    return (uint16_t)((x.u + rounding) >> 16);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
