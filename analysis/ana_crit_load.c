@@ -33,19 +33,13 @@ static double meta_num(rec_reader *r, const char *key, double def) {
 }
 
 static void load_model(rec_reader *r, ana_crit_model *m) {
-    engine_hw hw;
-    engine_hw_defaults(&hw);
-    char key[96], err[256];
-    for (size_t i = 0; i < engine_hw_count(); i++) {
-        const engine_hw_param *p = engine_hw_param_at(i);
-        snprintf(key, sizeof key, "hw.%s", p->key);
-        const char *v = rec_reader_meta(r, key);
-        if (!v && p->old_key) {
-            snprintf(key, sizeof key, "hw.%s", p->old_key);
-            v = rec_reader_meta(r, key);
-        }
-        if (v) engine_hw_set(&hw, p->key, v, err, sizeof err);   /* a bad value keeps the default */
-    }
+    /* the configuration the run used, as replay rebuilds it; a damaged
+     * header leaves the defaults (the path is then approximate, not refused) */
+    engine_config cfg;
+    char err[512];
+    if (rec_meta_get_config(rec_reader_meta_get, r, &cfg, NULL, err, sizeof err))
+        engine_config_defaults(&cfg);
+    engine_hw hw = cfg.hw;
     double ps_per_cycle = 1000.0 / hw.aicore_clock_ghz;
     memset(m, 0, sizeof *m);
     m->mte_lat = ns_to_ps(hw.mte_latency_ns);
@@ -55,17 +49,14 @@ static void load_model(rec_reader *r, ana_crit_model *m) {
     m->barrier_lat = ns_to_ps(hw.barrier_latency_ns);
     m->aicpu_task = ns_to_ps(hw.batchwrite_task_ns);
     m->nic_msg = ns_to_ps(hw.nic_message_ns);
-    /* a run recorded before reads held their queue has no such key: its
-     * reads were posted (replay_config.c sets the same) */
-    if (!rec_reader_meta(r, "hw.hccs_read_latencies")) hw.hccs_read_latencies = 0;
     m->hccs_read_held = ns_to_ps(hw.hccs_read_latencies * hw.hccs_latency_ns);
     m->mte_ppb = ps_per_cycle / hw.mte_bytes_per_cycle;
     m->mte_hccs_ppb = ps_per_cycle / hw.mte_hccs_bytes_per_cycle;
     m->hbm_ppb = 1000.0 / hw.hbm_gbps;
     m->hccs_ppb = 1000.0 / hw.hccs_link_gbps;
     m->nic_ppb = 1000.0 / hw.roce_gbps;
-    m->jitter = meta_num(r, "config.jitter", 0);
-    m->npus_per_node = (int)meta_num(r, "config.npus_per_node", 8);
+    m->jitter = cfg.jitter;
+    m->npus_per_node = cfg.npus_per_node;
     m->num_aic = (int)meta_num(r, "num_aic", 24);
 }
 

@@ -200,7 +200,7 @@ static int synthesize(const char *run, uint64_t target, char *err, size_t errlen
     cfg.npus_per_node = RANKS;
     int num_aic = 24, num_aiv = 48, cpr = num_aic + num_aiv;
     rec_run_info info = {"synthetic-rings", "bench_analysis (synthetic events)", &cfg, cpr,
-                         num_aic, num_aiv};
+                         num_aic, num_aiv, NULL};
     rec_writer *w = NULL;
     if (rec_open(run, &info, &w, err, errlen)) return -1;
     synth s = {.cpr = cpr};

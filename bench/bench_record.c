@@ -69,7 +69,7 @@ static int run_once(const kernel_desc *kd, const kernel_opts *opts, const engine
     rec_writer *w = NULL;
     if (out_dir) {
         rec_run_info info = {kd->name, cmdline, cfg, engine_cores_per_rank(e), engine_num_aic(e),
-                             engine_num_aiv(e)};
+                             engine_num_aiv(e), NULL};
         if (rec_open(out_dir, &info, &w, err, sizeof err)) {
             fprintf(stderr, "bench_record: %s\n", err);
             if (kd->destroy) kd->destroy(state);

@@ -164,6 +164,23 @@ int cli_output_finish(cli_output *o, int rc, char *err, size_t errlen);
 int cli_output_check(const char *run_dir, const char *out, const char *option, char *err,
                      size_t errlen);
 
+/* `--dump NAME[@RANK]=FILE.npy` of record and replay (dump.c). */
+typedef struct cli_dump {
+    char name[128];
+    int rank;              /* 0 unless @RANK */
+    const char *path;      /* points into the text parsed */
+} cli_dump;
+/* text parsed into *d: 0, or -1 with err (a usage error). */
+int cli_dump_parse(const char *text, cli_dump *d, char *err, size_t errlen);
+/* Before the run: d's rank exists among ranks and its file may be written
+ * by a command of run_dir (cli_output_check; run_dir NULL: no run folder).
+ * 0, or -1 with err (a usage error). */
+int cli_dump_check(const cli_dump *d, const char *run_dir, int ranks, char *err, size_t errlen);
+/* After the run: d's tensor (or GM allocation) written as .npy, *written
+ * 1; nothing (written 0) when another process of a split run owns its
+ * rank. 0, or -1 with err. */
+int cli_dump_write(engine *e, const cli_dump *d, int *written, char *err, size_t errlen);
+
 /* An integer option's value v (numbers.c): decimal digits only, within
  * lo..hi, no overflow. 0 with *out, or -1 (the caller names the option). */
 int cli_parse_uint(const char *v, unsigned long long lo, unsigned long long hi,

@@ -31,6 +31,9 @@ static void fmt_ps(char *out, size_t n, uint64_t ps) {
 static void print_run(const char *run, const rec_run_summary *s, FILE *out) {
     fprintf(out, "run          %s\n", run);
     fprintf(out, "kernel       %s\n", s->kernel);
+    if (*s->plugin_name)
+        fprintf(out, "plugin       %s: %s/%s (copied from %s), sha256 %s\n", s->plugin_name, run,
+                s->plugin_file, s->plugin_source, s->plugin_sha256);
     fprintf(out, "command      %s\n", s->command_line);
     fprintf(out, "cluster      %s nodes x %s NPUs (%s), %s cores per rank (%s AIC + %s AIV), "
                  "seed %s, jitter %s\n",

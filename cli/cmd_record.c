@@ -96,6 +96,8 @@ static void write_stalls(const char *run_dir, const char *shown_as, int derived,
 /* What record prints, as the session's hooks. */
 typedef struct record_view {
     const run_options *ro;
+    cli_dump dumps[16];       /* --dump, written once the run is over (view_ran) */
+    int dump_failed;
     record_progress prog;
     char *stalls;             /* the stall summary's text (on_closed) */
     size_t stalls_len;
@@ -143,7 +145,29 @@ static void view_ran(void *ctx, engine *e, const record_result *r) {
     record_progress_end(&v->prog);
     if (!r->ran) fprintf(stderr, "npurr record: %s\n", r->error);
     else view_summary(v, e, r);
+    for (int i = 0; r->ran && i < v->ro->n_dumps; i++) {
+        char err[ENGINE_ERRLEN];
+        int written;
+        if (cli_dump_write(e, &v->dumps[i], &written, err, sizeof err)) {
+            fprintf(stderr, "npurr record: %s\n", err);
+            v->dump_failed = 1;
+        } else if (written) {
+            printf("dump      %s@%d -> %s\n", v->dumps[i].name, v->dumps[i].rank,
+                   v->dumps[i].path);
+        }
+    }
     fflush(stdout);
+}
+
+/* --dump's texts parsed and their files checked, before anything runs. */
+static int check_dumps(record_view *v, char *err, size_t errlen) {
+    const run_options *ro = v->ro;
+    int ranks = ro->config.nodes * ro->config.npus_per_node;
+    for (int i = 0; i < ro->n_dumps; i++)
+        if (cli_dump_parse(ro->dumps[i], &v->dumps[i], err, errlen) ||
+            cli_dump_check(&v->dumps[i], ro->no_trace ? NULL : ro->out_dir, ranks, err, errlen))
+            return -1;
+    return 0;
 }
 
 static void view_closed(void *ctx, const char *run_dir, const record_result *r) {
@@ -196,7 +220,12 @@ int cmd_record(int argc, char **argv) {
     record_view view = {.ro = &spec.opts};
     record_hooks hooks = {.ctx = &view, .on_start = view_start, .on_event = view_event,
                           .on_ran = view_ran, .on_closed = view_closed};
-    record_session *s;
+    record_session *s = NULL;
+    if (check_dumps(&view, err, sizeof err)) {
+        if (session_process_speaks()) fprintf(stderr, "npurr record: %s\n", err);
+        run_spec_free(&spec);
+        return EXIT_USAGE;
+    }
     rc = record_session_open(&spec, &hooks, &s, err, sizeof err);
     if (rc) {
         fprintf(stderr, "npurr record: %s\n", err);
@@ -204,6 +233,7 @@ int cmd_record(int argc, char **argv) {
         const record_result *r = record_session_run(s, 1);
         print_ending(&view, r);
         rc = record_status(r);
+        if (!rc && view.dump_failed) rc = EXIT_ERROR;
     }
     free(view.stalls);
     record_session_close(s);

@@ -21,7 +21,7 @@
 
 static void print_help(void) {
     printf("usage: npurr replay RUN [--break-at SEQ] [--checkpoint-every N [--max-checkpoints N]]\n"
-           "                        [--quiet]\n\n"
+           "                        [--dump NAME[@RANK]=FILE.npy] [--quiet]\n\n"
            "Re-executes the run recorded in RUN from what the folder holds (command line,\n"
            "configuration, seed, hardware parameters), compares every event with\n"
            "RUN/trace.zst field by field, and stops at the first difference with a report:\n"
@@ -39,6 +39,9 @@ static void print_help(void) {
            "                          `npurr goto SEQ` resumes these snapshots)\n"
            "  --max-checkpoints N     snapshots kept at once (default 32; when full, every\n"
            "                          other one is dropped and the interval doubles)\n"
+           "  --dump NAME[@RANK]=FILE.npy\n"
+           "                          after the replay, write the tensor (or GM allocation)\n"
+           "                          NAME of RANK (default 0) as a NumPy file; repeatable\n"
            "  --quiet                 print only the verdict\n\n"
            "under gdb:  gdb -x build/npurr_gdb.py --args build/npurr replay RUN --break-at SEQ\n"
            "            (commands: npurr when | cores | rings | bt RANK CORE | goto SEQ)\n\n"
@@ -63,6 +66,8 @@ typedef struct replay_cli {
     const char *run;
     replay_opts opts;
     int quiet;
+    cli_dump dumps[16];      /* --dump, written after the replay */
+    int n_dumps;
 } replay_cli;
 
 static int parse_args(int argc, char **argv, replay_cli *c) {
@@ -86,6 +91,18 @@ static int parse_args(int argc, char **argv, replay_cli *c) {
             i += next;
         } else if (strcmp(a, "--checkpoint-every") == 0) {
             if (parse_count(a, v, &c->opts.checkpoint_every)) return EXIT_USAGE;
+            i += next;
+        } else if (strcmp(a, "--dump") == 0) {
+            char err[512];
+            if (c->n_dumps == (int)(sizeof c->dumps / sizeof c->dumps[0]) || !v ||
+                cli_dump_parse(v, &c->dumps[c->n_dumps], err, sizeof err)) {
+                if (!v) snprintf(err, sizeof err, "--dump: missing value");
+                else if (c->n_dumps == (int)(sizeof c->dumps / sizeof c->dumps[0]))
+                    snprintf(err, sizeof err, "--dump: at most 16 tensors");
+                fprintf(stderr, "npurr replay: %s\n", err);
+                return EXIT_USAGE;
+            }
+            c->n_dumps++;
             i += next;
         } else if (strcmp(a, "--max-checkpoints") == 0) {
             uint64_t m;
@@ -210,6 +227,13 @@ int cmd_replay(int argc, char **argv) {
                ro->kernel->name, ro->config.nodes, ro->config.nodes == 1 ? "" : "s",
                ro->config.npus_per_node, engine_num_ranks(replay_session_engine(s)),
                (unsigned long long)ro->config.seed);
+    engine *e = replay_session_engine(s);
+    for (int i = 0; i < c.n_dumps; i++)
+        if (cli_dump_check(&c.dumps[i], c.run, engine_num_ranks(e), err, sizeof err)) {
+            fprintf(stderr, "npurr replay: %s\n", err);
+            replay_session_close(s);
+            return EXIT_USAGE;
+        }
     replay_run rr;
     int status = EXIT_ERROR;
     if (replay_session_run(s, &c.opts, 1, &rr, err, sizeof err)) {
@@ -217,6 +241,15 @@ int cmd_replay(int argc, char **argv) {
     } else {
         if (!rr.ran) fprintf(stderr, "npurr replay: %s\n", rr.error);
         status = print_verdict(s, &rr, &c);
+        for (int i = 0; rr.ran && i < c.n_dumps; i++) {
+            int written;
+            if (cli_dump_write(e, &c.dumps[i], &written, err, sizeof err)) {
+                fprintf(stderr, "npurr replay: %s\n", err);
+                if (!status) status = EXIT_ERROR;
+            } else if (written && !c.quiet) {
+                printf("dump %s@%d -> %s\n", c.dumps[i].name, c.dumps[i].rank, c.dumps[i].path);
+            }
+        }
         /* Stopped by the user: neither a divergence nor a verdict. */
         if (rr.interrupted) {
             fflush(stdout);

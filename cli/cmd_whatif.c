@@ -72,11 +72,11 @@ static void scale_hw(engine_hw *hw, const char *cls, char *text, size_t len) {
     for (; k && k->key; k++) {
         const engine_hw_param *p = engine_hw_find(k->key);
         if (!p) continue;
-        double *f = (double *)(void *)((char *)hw + p->offset);
-        double was = *f, now = was * k->factor;
+        double was = engine_hw_get(hw, p), now = was * k->factor;
         if (now < p->min) now = p->min;
         if (now > p->max) now = p->max;
-        *f = now;
+        char err[256];
+        if (engine_hw_put(hw, p, now, err, sizeof err) != ENGINE_OK) continue;
         int w = snprintf(text + used, len - used, "%s%s %g->%g", used ? ", " : "", p->key, was, now);
         if (w < 0 || (size_t)w >= len - used) break;
         used += (size_t)w;

@@ -167,7 +167,7 @@ void engine_destroy(engine *e) {
     }
     free(e->launches);
     free(e->role_spans);
-    free(e->tensors);
+    eng_tensors_free(e);
     for (uint32_t i = 0; i < e->n_strings; i++) free(e->strings[i]);
     free(e->strings);
     free(e->str_hash);

@@ -103,6 +103,11 @@ FILE *engine_fopen_input(const char *path, char *why, size_t whylen);
 /* engine_open_input's check alone, for a file another library opens by name (SQLite's): 0, or
  * -1 with why. */
 int engine_check_input(const char *path, char *why, size_t whylen);
+/* SHA-256 of the file at path (read through engine_open_input) as 64 hex
+ * digits and a NUL into hex: 0, or -1 with why (sha256.c). */
+int engine_sha256_file(const char *path, char hex[65], char *why, size_t whylen);
+/* SHA-256 of n bytes at p, as engine_sha256_file gives it. */
+void engine_sha256_bytes(const void *p, size_t n, char hex[65]);
 /* Sets one parameter of *hw by key (or old key) from its text value, checked against the
  * accepted range: ENGINE_OK, or ENGINE_ERR with err naming key and value. */
 int engine_hw_set(engine_hw *hw, const char *key, const char *value, char *err, size_t errlen);
@@ -129,6 +134,12 @@ size_t engine_hw_count(void);
 const engine_hw_param *engine_hw_param_at(size_t i);
 /* By key or old key; NULL if unknown. */
 const engine_hw_param *engine_hw_find(const char *key);
+/* Parameter p's value in *hw: the one way to read a parameter the table
+ * names (no offset arithmetic outside timing.c). */
+double engine_hw_get(const engine_hw *hw, const engine_hw_param *p);
+/* Sets parameter p of *hw to v, checked against p's accepted range:
+ * ENGINE_OK, or ENGINE_ERR with err naming p's key and v. */
+int engine_hw_put(engine_hw *hw, const engine_hw_param *p, double v, char *err, size_t errlen);
 
 /* ---------------------------------------------------------------- config */
 
@@ -259,7 +270,7 @@ int engine_gm_equal_generated(engine *e, gm_t p, uint64_t rows, uint64_t row_byt
  * where it is, its bytes, and what its elements are as the kernel says
  * (dtype is the plugin ABI's npurr_dtype; the engine only keeps it). */
 typedef struct engine_tensor {
-    const char *name;          /* interned: owned by the engine */
+    const char *name;          /* owned by the engine */
     gm_t addr;
     uint64_t bytes;
     int dtype, ndim;
@@ -273,8 +284,10 @@ int engine_name_tensor(engine *e, const engine_tensor *t, char *err, size_t errl
  * that name lives on rank, that allocation as bytes (dtype 0, one
  * dimension): 1; 0 when neither exists. */
 int engine_tensor_find(engine *e, const char *name, int rank, engine_tensor *out);
-/* Calls fn for every named tensor, in naming order (for listing them). */
-void engine_tensor_each(engine *e, void (*fn)(void *ctx, const engine_tensor *t), void *ctx);
+/* Calls fn with the name of every tensor on rank, in naming order, then
+ * of every allocation there no tensor of its name stands for (what
+ * engine_tensor_find finds on rank). */
+void engine_tensor_names(engine *e, int rank, void (*fn)(void *ctx, const char *name), void *ctx);
 
 /* How memory is held now: the logical GM (every allocation), the bytes held
  * as references (GM and local memories) in how many extents, and the bytes

@@ -362,6 +362,9 @@ struct engine {
     void *break_ctx;
 };
 
+/* tensors.c: frees the named tensors. */
+void eng_tensors_free(engine *e);
+
 /* role_spans.c: a core takes a role (closing the one it held) or leaves
  * its role at its kernel's end. */
 void eng_role_enter(core *c, uint32_t role);

@@ -6,7 +6,8 @@
  * The engine keeps the name, range, element type and shape and nothing
  * else: what a dtype means is the plugin ABI's (npurr/plugin.h), and the
  * bytes are read like any other GM (engine_gm_read) when they are wanted.
- * Named tensors are host metadata: no event, no trace record.
+ * Named tensors are host metadata: no event, no trace record, no interned
+ * string.
  */
 #include "internal.h"
 
@@ -29,11 +30,19 @@ int engine_name_tensor(engine *e, const engine_tensor *t, char *err, size_t errl
         snprintf(err, errlen, "tensor '%s': %d dimensions (at most 8)", t->name, t->ndim);
         return ENGINE_ERR;
     }
+    /* a copy of the name, not an interned string: interning would
+     * declare a string to the observer and move every later id */
     engine_tensor copy = *t;
-    copy.name = engine_string(e, eng_intern(e, t->name));
+    char *name = strdup(t->name);
+    if (!name) {
+        snprintf(err, errlen, "tensor '%s': out of memory", t->name);
+        return ENGINE_ERR;
+    }
+    copy.name = name;
     for (int i = 0; i < e->n_tensors; i++)
         if (strcmp(e->tensors[i].name, copy.name) == 0 &&
             gm_rank(e->tensors[i].addr) == gm_rank(copy.addr)) {
+            free((char *)e->tensors[i].name);
             e->tensors[i] = copy;
             return ENGINE_OK;
         }
@@ -41,6 +50,7 @@ int engine_name_tensor(engine *e, const engine_tensor *t, char *err, size_t errl
         int cap = e->cap_tensors ? e->cap_tensors * 2 : 16;
         engine_tensor *grown = realloc(e->tensors, (size_t)cap * sizeof *grown);
         if (!grown) {
+            free(name);
             snprintf(err, errlen, "tensor '%s': out of memory", t->name);
             return ENGINE_ERR;
         }
@@ -73,6 +83,23 @@ int engine_tensor_find(engine *e, const char *name, int rank, engine_tensor *out
     return 0;
 }
 
-void engine_tensor_each(engine *e, void (*fn)(void *ctx, const engine_tensor *t), void *ctx) {
-    for (int i = 0; i < e->n_tensors; i++) fn(ctx, &e->tensors[i]);
+void engine_tensor_names(engine *e, int rank, void (*fn)(void *ctx, const char *name), void *ctx) {
+    for (int i = 0; i < e->n_tensors; i++)
+        if (gm_rank(e->tensors[i].addr) == rank) fn(ctx, e->tensors[i].name);
+    if (rank < 0 || rank >= e->n_ranks) return;
+    const rank_state *rs = &e->ranks[rank];
+    for (int i = 0; i < rs->n_allocs; i++) {
+        const char *name = engine_string(e, rs->allocs[i].name);
+        int named = 0;   /* a tensor of that name stands for it */
+        for (int j = 0; j < e->n_tensors && !named; j++)
+            named = gm_rank(e->tensors[j].addr) == rank && strcmp(e->tensors[j].name, name) == 0;
+        if (!named) fn(ctx, name);
+    }
+}
+
+void eng_tensors_free(engine *e) {
+    for (int i = 0; i < e->n_tensors; i++) free((char *)e->tensors[i].name);
+    free(e->tensors);
+    e->tensors = NULL;
+    e->n_tensors = e->cap_tensors = 0;
 }

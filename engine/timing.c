@@ -128,6 +128,20 @@ const engine_hw_param *engine_hw_find(const char *key) {
     return NULL;
 }
 
+double engine_hw_get(const engine_hw *hw, const engine_hw_param *p) {
+    return *field((engine_hw *)hw, p);
+}
+
+int engine_hw_put(engine_hw *hw, const engine_hw_param *p, double v, char *err, size_t errlen) {
+    if (!isfinite(v) || v <= 0 || v < p->min || v > p->max) {
+        snprintf(err, errlen, "hardware parameter %s: %.17g %s is outside %g..%g %s (npurr hw)",
+                 p->key, v, p->unit, p->min, p->max, p->unit);
+        return ENGINE_ERR;
+    }
+    *field(hw, p) = v;
+    return ENGINE_OK;
+}
+
 void engine_hw_defaults(engine_hw *hw) {
     memset(hw, 0, sizeof *hw);
     for (size_t i = 0; i < N_PARAMS; i++) *field(hw, &params[i]) = params[i].def;

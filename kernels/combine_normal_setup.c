@@ -39,7 +39,11 @@ static int alloc_per_rank(engine *e, combine_state *st, char *err, size_t errlen
             {T * (uint64_t)sh->row_bytes, "combine.out", 1, &a->out[r]},
         };
         if (kit_alloc_all(e, &st->guards, (int)r, bufs, sizeof bufs / sizeof bufs[0], err,
-                          errlen))
+                          errlen) ||
+            kit_name_rows(e, a->x[r], "combine.x", NPURR_DT_BF16, rows, (uint64_t)sh->hidden,
+                          err, errlen) ||
+            kit_name_rows(e, a->out[r], "combine.out", NPURR_DT_BF16, T, (uint64_t)sh->hidden,
+                          err, errlen))
             return -1;
     }
     return 0;

@@ -60,7 +60,12 @@ static int alloc_per_rank(engine *e, combine_state *st, char *err, size_t errlen
             {(uint64_t)p->x_rows[r] * rb, "combine.x_sorted", 1, &a->x_sorted[r]},
         };
         size_t n = sizeof bufs / sizeof bufs[0] - (sh->scheme == COMBINE_SCHEME_INPLACE ? 0 : 1);
-        if (kit_alloc_all(e, &st->guards, (int)r, bufs, n, err, errlen)) return -1;
+        if (kit_alloc_all(e, &st->guards, (int)r, bufs, n, err, errlen) ||
+            kit_name_rows(e, a->x[r], "combine.x", NPURR_DT_BF16, (uint64_t)p->x_rows[r],
+                          (uint64_t)sh->hidden, err, errlen) ||
+            kit_name_rows(e, a->out[r], "combine.out", NPURR_DT_BF16, T, (uint64_t)sh->hidden,
+                          err, errlen))
+            return -1;
     }
     return 0;
 }

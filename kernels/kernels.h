@@ -143,14 +143,16 @@ const kernel_desc *kernels_find(const char *name);
 typedef struct kernel_plugin {
     char path[4096];            /* as given to kernels_load_plugin */
     char name[128];             /* what its npurr_plugin_abi says */
+    char sha256[65];            /* of the file as it was loaded */
     unsigned abi_major, abi_minor;
     const kernel_desc *const *kernels;   /* NULL-terminated, the plugin's */
     void *handle;               /* dlopen's */
 } kernel_plugin;
 /* Loads the plugin at path (a shared object exporting npurr_plugin_abi and
  * npurr_plugin_kernels) and adds its kernels to the set, so kernels_find
- * finds them; loading the same file again returns the plugin loaded
- * before. Refused, with err naming path, when it is no shared object, not a
+ * finds them; loading the same file, or a file of the same content (a
+ * run's copy of a plugin loaded from where it was built), again returns
+ * the plugin loaded before. Refused, with err naming path, when it is no shared object, not a
  * plugin, of another ABI major version, lists no kernel or a malformed one,
  * or names a kernel that is already built in or loaded. 0 with *out (static,
  * until the process ends), or -1 with err. */

@@ -184,6 +184,8 @@ static inline int kit_cores(const npurr_topology *topo, engine_core_type type) {
 /* An input file opened for reading ("rb"), refused if it is a FIFO or a
  * device; NULL with why. The caller fcloses it. */
 FILE *kit_fopen_input(const char *path, char *why, size_t whylen);
+/* SHA-256 of the file at path as hex (a plugin's identity): 0, or -1 with why. */
+int kit_sha256_file(const char *path, char hex[65], char *why, size_t whylen);
 
 /* --------------------------------------------------------- guard regions */
 
@@ -230,6 +232,10 @@ typedef struct kit_buffer {
 /* Allocates every buffer of the list on one rank, in order. */
 int kit_alloc_all(engine *e, kit_guards *g, int rank, const kit_buffer *bufs, size_t n,
                   char *err, size_t errlen);
+/* Names [p, ...) a rows x cols tensor of dtype for `--dump name@RANK`
+ * (kit_alloc_all names every buffer as its bytes): 0, or -1 with err. */
+int kit_name_rows(engine *e, gm_t p, const char *name, npurr_dtype dtype, uint64_t rows,
+                  uint64_t cols, char *err, size_t errlen);
 /* After the run: 0 when every guard byte is intact, else 1 with msg naming
  * the buffer, the rank, the byte and its GM offset. */
 int kit_guards_check(engine *e, const kit_guards *g, char *msg, size_t msglen);

@@ -56,6 +56,10 @@ static int kit_alloc(engine *e, kit_guards *g, int rank, uint64_t bytes, const c
     uint64_t data = bytes < UB_ALIGN ? UB_ALIGN : kit_align_up(bytes, UB_ALIGN);
     uint64_t total = data + (guarded ? KIT_GUARD_BYTES : 0);
     if (npurr_gm_alloc(e, rank, total, what, out, err, errlen) != 0) return -1;
+    /* `--dump WHAT@RANK` writes the buffer, not its guard; a kernel that
+     * knows the element type names it again (kit_name_rows) */
+    npurr_tensor t = {NPURR_DT_U8, 1, {bytes}};
+    if (bytes && npurr_name_tensor(e, *out, &t, what, err, errlen)) return -1;
     if (!guarded) return 0;
     return kit_guard_fill(e, g, gm_add(*out, (int64_t)bytes), (uint32_t)(total - bytes), what,
                           err, errlen);
@@ -89,4 +93,11 @@ int kit_guards_check(engine *e, const kit_guards *g, char *msg, size_t msglen) {
             }
     }
     return 0;
+}
+
+int kit_name_rows(engine *e, gm_t p, const char *name, npurr_dtype dtype, uint64_t rows,
+                  uint64_t cols, char *err, size_t errlen) {
+    if (!rows || !cols) return 0;
+    npurr_tensor t = {dtype, 2, {rows, cols}};
+    return npurr_name_tensor(e, p, &t, name, err, errlen);
 }

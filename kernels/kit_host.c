@@ -193,3 +193,7 @@ const npurr_host *kernels_host(void) { return &host_table; }
 FILE *kit_fopen_input(const char *path, char *why, size_t whylen) {
     return engine_fopen_input(path, why, whylen);
 }
+
+int kit_sha256_file(const char *path, char hex[65], char *why, size_t whylen) {
+    return engine_sha256_file(path, hex, why, whylen);
+}

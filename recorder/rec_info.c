@@ -39,6 +39,10 @@ static const struct {
     {"outcome_message", offsetof(rec_run_summary, outcome_message)},
     {"check", offsetof(rec_run_summary, check)},
     {"check_message", offsetof(rec_run_summary, check_message)},
+    {"plugin.name", offsetof(rec_run_summary, plugin_name)},
+    {"plugin.file", offsetof(rec_run_summary, plugin_file)},
+    {"plugin.sha256", offsetof(rec_run_summary, plugin_sha256)},
+    {"plugin.source", offsetof(rec_run_summary, plugin_source)},
 };
 #define N_TEXT_FIELDS (sizeof text_fields / sizeof text_fields[0])
 

@@ -15,22 +15,22 @@
 
 #include "recorder/rec_internal.h"
 
-static const char *meta_hw(sqlite3 *db, const engine_hw_param *p, sqlite3_stmt *q, char *buf,
-                           size_t len) {
-    const char *keys[2] = {p->key, p->old_key};
-    for (int i = 0; i < 2; i++) {
-        if (!keys[i]) continue;
-        char name[128];
-        snprintf(name, sizeof name, "hw.%s", keys[i]);
-        sqlite3_reset(q);
-        sqlite3_bind_text(q, 1, name, -1, SQLITE_TRANSIENT);
-        if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0)) {
-            snprintf(buf, len, "%s", (const char *)sqlite3_column_text(q, 0));
-            return buf;
-        }
-    }
-    (void)db;
-    return NULL;
+/* The index's meta table as a rec_meta_get_fn: values copied into a ring
+ * of buffers, so the reader may hold a few at once. */
+typedef struct meta_source {
+    sqlite3_stmt *q;
+    char buf[4][512];
+    int next;
+} meta_source;
+
+static const char *meta_get(void *ctx, const char *key) {
+    meta_source *m = ctx;
+    sqlite3_reset(m->q);
+    sqlite3_bind_text(m->q, 1, key, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(m->q) != SQLITE_ROW || !sqlite3_column_text(m->q, 0)) return NULL;
+    char *out = m->buf[m->next++ % 4];
+    snprintf(out, sizeof m->buf[0], "%s", (const char *)sqlite3_column_text(m->q, 0));
+    return out;
 }
 
 int rec_run_timing(const char *run_dir, rec_hw_value *vals, size_t n, char *err,
@@ -55,16 +55,21 @@ int rec_run_timing(const char *run_dir, rec_hw_value *vals, size_t n, char *err,
         sqlite3_close(db);
         return -1;
     }
+    meta_source src = {.q = q};
+    engine_config cfg;
+    rec_meta_config_read how;
+    if (rec_meta_get_config(meta_get, &src, &cfg, &how, err, errlen)) {
+        sqlite3_finalize(q);
+        sqlite3_close(db);
+        return -1;
+    }
     for (size_t i = 0; i < engine_hw_count(); i++) {
         const engine_hw_param *p = engine_hw_param_at(i);
-        char buf[64];
-        const char *v = meta_hw(db, p, q, buf, sizeof buf);
-        vals[i] = (rec_hw_value){.param = p, .recorded = v != NULL};
-        if (!v) continue;
-        char *end = NULL;
-        vals[i].value = strtod(v, &end);
-        /* Recorded with %.17g, so equality with the default is exact. */
-        vals[i].from_hw = end != v && vals[i].value != p->def;
+        vals[i] = (rec_hw_value){.param = p, .recorded = how.hw_recorded[i]};
+        if (!vals[i].recorded) continue;
+        vals[i].value = engine_hw_get(&cfg.hw, p);
+        /* recorded with %.17g, so equality with the default is exact */
+        vals[i].from_hw = vals[i].value != p->def;
     }
     sqlite3_finalize(q);
     sqlite3_close(db);

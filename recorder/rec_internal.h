@@ -119,6 +119,11 @@ void rec_kv_encode(const rec_kv *kv, rec_buf *b);
 int rec_kv_decode(rec_kv *kv, rec_cur *c);
 /* Header meta of a run: kernel, command_line, config.*, hw.*, cores... */
 int rec_meta_from_info(rec_kv *kv, const rec_run_info *info, char *err, size_t errlen);
+/* rec_meta_config.c: cfg's config.* and hw.* keys into kv (the writer of
+ * rec_meta_get_config's keys): 0, or -1 out of memory. */
+int rec_meta_put_config(rec_kv *kv, const engine_config *cfg);
+/* v as the fewest digits that read back bit for bit ("0.1"). */
+void rec_fmt_double(char *out, size_t outlen, double v);
 
 /* ---------------------------------------------------------------- chunks */
 

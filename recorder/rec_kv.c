@@ -100,66 +100,18 @@ int rec_kv_decode(rec_kv *kv, rec_cur *c) {
     return c->bad ? -1 : 0;
 }
 
-static void rec_fmt_double(char *out, size_t outlen, double v) {
-    /* Replay rebuilds the config from these strings: they must read back
-     * bit for bit, yet stay readable in `npurr info` (0.1, not 0.1000...01). */
-    for (int prec = 6; prec <= 17; prec++) {
-        snprintf(out, outlen, "%.*g", prec, v);
-        if (strtod(out, NULL) == v) return;
-    }
-}
-
 int rec_meta_from_info(rec_kv *kv, const rec_run_info *info, char *err, size_t errlen) {
-    const engine_config *cfg = info->config;
-    char num[64];
     int rc = 0;
     rc |= rec_kv_setf(kv, "format_version", "%d", REC_FORMAT_VERSION);
     rc |= rec_kv_set(kv, "npurr_version", ENGINE_VERSION);
     rc |= rec_kv_set(kv, "kernel", info->kernel ? info->kernel : "");
     rc |= rec_kv_set(kv, "command_line", info->command_line ? info->command_line : "");
-    rc |= rec_kv_setf(kv, "config.nodes", "%d", cfg->nodes);
-    rc |= rec_kv_setf(kv, "config.npus_per_node", "%d", cfg->npus_per_node);
-    rc |= rec_kv_set(kv, "config.chip", engine_chip_name(cfg->chip));
-    rc |= rec_kv_setf(kv, "config.seed", "%llu", (unsigned long long)cfg->seed);
-    rec_fmt_double(num, sizeof num, cfg->jitter);
-    rc |= rec_kv_set(kv, "config.jitter", num);
-    rc |= rec_kv_setf(kv, "config.watchdog_ps", "%llu", (unsigned long long)cfg->watchdog_ps);
-    rc |= rec_kv_set(kv, "config.payload", engine_payload_name(cfg->payload));
-    if (cfg->pct_points)   /* only then, so other runs' headers are unchanged */
-        rc |= rec_kv_setf(kv, "config.pct", "%u points over %llu steps, %llu ps each",
-                          cfg->pct_points, (unsigned long long)cfg->pct_span,
-                          (unsigned long long)cfg->pct_delay_ps);
-
-    /* hw.* keys are exactly what engine_hw_write prints, so engine_hw_set
-     * can read them back without the recorder knowing the parameter list. */
-    char *text = NULL;
-    size_t text_len = 0;
-    FILE *m = open_memstream(&text, &text_len);
-    if (!m) {
-        snprintf(err, errlen, "cannot format the hardware parameters: out of memory");
-        return -1;
-    }
-    engine_hw_write(&cfg->hw, m);
-    fclose(m);
-    for (char *line = text, *next; line && *line; line = next) {
-        next = strchr(line, '\n');
-        if (next) *next++ = 0;
-        if (*line == '#' || *line == 0) continue;
-        char *eq = strchr(line, '=');
-        if (!eq) continue;
-        *eq = 0;
-        char *key = line, *val = eq + 1;
-        while (*key == ' ') key++;
-        for (char *e = eq - 1; e > key && *e == ' '; e--) *e = 0;
-        while (*val == ' ') val++;
-        char name[256];
-        snprintf(name, sizeof name, "hw.%s", key);
-        rc |= rec_kv_set(kv, name, val);
-    }
-    free(text);
+    rc |= rec_meta_put_config(kv, info->config);
     rc |= rec_kv_setf(kv, "cores_per_rank", "%d", info->cores_per_rank);
     rc |= rec_kv_setf(kv, "num_aic", "%d", info->num_aic);
     rc |= rec_kv_setf(kv, "num_aiv", "%d", info->num_aiv);
+    for (const char *const *m = info->spec_meta; m && m[0] && m[1]; m += 2)
+        rc |= rec_kv_set(kv, m[0], m[1]);
     if (rc) {
         snprintf(err, errlen, "cannot build the run metadata: out of memory");
         return -1;

@@ -293,6 +293,15 @@ const char *rec_reader_meta(rec_reader *r, const char *key) {
     return v ? v : rec_kv_get(&r->trailer, key);
 }
 
+const char *rec_reader_meta_at(rec_reader *r, size_t i, const char **value) {
+    if (i >= r->header.n) {
+        *value = NULL;
+        return NULL;
+    }
+    *value = r->header.values[i];
+    return r->header.keys[i];
+}
+
 const rec_kv *rec_reader_header(const rec_reader *r) { return &r->header; }
 const rec_kv *rec_reader_trailer(const rec_reader *r) { return &r->trailer; }
 uint64_t rec_reader_size(const rec_reader *r) { return r->t.size; }
@@ -349,8 +358,12 @@ int rec_reader_header_matches(rec_reader *r, const rec_run_info *info, char *wha
             continue;
         const char *rec = rec_kv_get(&r->header, mine.keys[i]);
         /* a timing parameter added after the recording: the replay set it
-         * as that engine behaved (replay_config.c), or warns it could not */
-        if (!rec && !strncmp(mine.keys[i], "hw.", 3)) continue;
+         * as that engine behaved (rec_meta_config.c), or warns it could not;
+         * a kernel option added since: the run had its default */
+        if (!rec && (!strncmp(mine.keys[i], "hw.", 3) || !strncmp(mine.keys[i], "opt.", 4)))
+            continue;
+        /* a run from before the typed keys has none of the newer ones */
+        if (!rec && !rec_kv_get(&r->header, "spec_version")) continue;
         if (!rec || strcmp(rec, mine.values[i]) != 0) {
             snprintf(what, len, "header %s: recorded '%s', the replayed run has '%s'",
                      mine.keys[i], rec ? rec : "(missing)", mine.values[i]);

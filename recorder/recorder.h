@@ -70,10 +70,34 @@ typedef struct rec_writer rec_writer;
 
 typedef struct rec_run_info {
     const char *kernel;          /* -k name */
-    const char *command_line;    /* shell-quoted argv of the record command */
+    const char *command_line;    /* shell-quoted argv of the record command, for people */
     const engine_config *config;
     int cores_per_rank, num_aic, num_aiv;
+    /* What else rebuilds the run, as header keys (key, value, ..., NULL; may
+     * be NULL): the session's spec_version, plugin.* and opt.* keys. */
+    const char *const *spec_meta;
 } rec_run_info;
+
+/* A run's meta, key by key, from wherever the run keeps it: the value of
+ * key as text, or NULL when the run has no such key. rec_reader_meta_get
+ * reads a trace header (ctx a rec_reader). */
+typedef const char *rec_meta_get_fn(void *ctx, const char *key);
+/* rec_reader_meta as a rec_meta_get_fn (reader is a rec_reader *). */
+const char *rec_reader_meta_get(void *reader, const char *key);
+/* What rec_meta_get_config found beside the configuration. */
+typedef struct rec_meta_config_read {
+    char missing_hw[512];        /* hw.<key>s the run lacks ("" if none): their defaults were
+                                  * used, so the run's timing may differ */
+    unsigned char hw_recorded[64]; /* per engine_hw_param_at(i): 1 when the run has its key */
+} rec_meta_config_read;
+/* The engine configuration a run used (topology, chip, seed, jitter,
+ * watchdog, payload, PCT schedule, every timing value), read from its typed
+ * meta keys (config.*, hw.*) as the recorder wrote them: the one reader
+ * record, replay, info, critical and calibrate use. *cfg starts from the
+ * defaults; how (may be NULL) says which timing keys the run had. 0, or -1
+ * with err naming the key whose value is malformed or missing. */
+int rec_meta_get_config(rec_meta_get_fn *get, void *ctx, engine_config *cfg,
+                        rec_meta_config_read *how, char *err, size_t errlen);
 
 /* Creates RUN (mkdir -p; refuses a non-empty dir that is not an npurr run,
  * replaces trace.zst and index.db of one that is), writes the trace header
@@ -157,6 +181,7 @@ typedef struct rec_run_summary {
     char *nodes, *npus_per_node, *chip, *cores_per_rank, *num_aic, *num_aiv, *seed, *jitter;
     char *format_version, *npurr_version;
     char *outcome, *outcome_message, *check, *check_message;
+    char *plugin_name, *plugin_file, *plugin_sha256, *plugin_source;   /* "" built in */
     uint64_t end_time_ps;                  /* virtual time at the end */
     uint64_t events;                       /* in the whole run */
     uint64_t kind_events[EV_KIND_COUNT];   /* per engine_event_kind */
@@ -234,6 +259,9 @@ int rec_reader_open(const char *run_dir, rec_reader **out, char *err, size_t err
  * outcome_message, end_time_ps, events, check, check_message). NULL if
  * absent. */
 const char *rec_reader_meta(rec_reader *r, const char *key);
+/* The i-th key of the trace header (in the order it was written), its
+ * value in *value; NULL (and *value NULL) past the last. Owned by r. */
+const char *rec_reader_meta_at(rec_reader *r, size_t i, const char **value);
 /* 1 event, 0 clean end, -1 error/truncated (rec_reader_error says which). */
 int rec_reader_next(rec_reader *r, engine_event *ev);
 /* 1 when the trace ended inside a chunk or without its trailer (a killed

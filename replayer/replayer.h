@@ -4,8 +4,8 @@
  *
  * The engine is deterministic: the same configuration, seed and kernel
  * options give the same event stream byte for byte. So a replay is the same
- * run built again (the CLI rebuilds it from the trace's metadata, see
- * replay_config_from_meta) with a comparing observer installed: every event
+ * run built again (the session rebuilds it from the trace's typed meta
+ * keys: rec_meta_get_config, run_spec_from_run) with a comparing observer installed: every event
  * the engine emits is compared field by field with the next event of the
  * trace, and the first difference stops the engine with a report naming the
  * seq, both events, the core and the kernel line that issued it. At the end
@@ -14,7 +14,7 @@
  * execution as often as needed, stop anywhere in it with a debugger.
  *
  * Use:
- *   rec_reader_open(RUN) -> replay_config_from_meta -> engine_create ->
+ *   rec_reader_open(RUN) -> rec_meta_get_config -> engine_create ->
  *   the kernel's setup -> replay_attach -> engine_run -> the kernel's check
  *   (completed runs) -> replay_finish -> replay_write_report /
  *   replay_exit_code -> replay_free.
@@ -85,15 +85,6 @@ typedef struct replay_verdict {
     uint64_t blocked;          /* EV_BLOCKED reports reproduced (deadlock, watchdog) */
     uint64_t first_blocked_seq;
 } replay_verdict;
-
-/* Applies the trace header's config.* (nodes, npus_per_node, chip, seed,
- * jitter, watchdog_ps) and every hw.* key over *cfg, so the replay uses the
- * recorded topology, seed and timing even if the --hw file named on the
- * recorded command line is gone. hw parameters this engine knows but the
- * trace lacks keep their defaults and are named in note (NULL allowed;
- * "" when none). */
-int replay_config_from_meta(rec_reader *r, engine_config *cfg, char *note, size_t notelen,
-                            char *err, size_t errlen);
 
 /* Checks that the trace was recorded for an engine of this shape (cores
  * per rank, AIC count) and installs the comparing observer and the break

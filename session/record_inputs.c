@@ -1,10 +1,17 @@
 /*
- * record_inputs.c - input files named by kernel options (`--routing
- * npy:PATH`, with `{rank}` for one file per rank) travel with the run:
- * `record` copies them into RUN/inputs/ and writes a header key
- * replay.opt.NAME = npy:{RUN}/inputs/... so `replay` reads the copies
- * (record_inputs_redirect), and a run folder stays all that replay needs.
- * The npy:PATH / {rank} grammar itself is routing_npy_path.c's.
+ * record_inputs.c - what a run reads from outside travels with its folder,
+ * so the folder is all a replay needs and the user may move, rebuild or
+ * delete their files:
+ *   - input files named by kernel options (`--routing npy:PATH`, `{rank}`
+ *     for one file per rank): `record` copies them into RUN/inputs/ and the
+ *     option's recorded value (opt.NAME, run_spec.c) becomes
+ *     npy:{RUN}/inputs/..., which replay points at the copies;
+ *   - the plugin a kernel comes from: copied to RUN/plugin/, the copy's
+ *     SHA-256 checked against the plugin npurr loaded (run_spec.c records
+ *     it and refuses a replaced copy at replay).
+ * Runs recorded before the typed keys carry replay.opt.NAME keys instead
+ * (record_inputs_redirect). The npy:PATH / {rank} grammar itself is
+ * routing_npy_path.c's.
  */
 #include "session/record_inputs.h"
 
@@ -12,12 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "engine/engine.h"
 #include "kernels/kernels.h"
 
-/* Where a run folder's path goes in a replay.opt value. */
-#define RUN_PLACEHOLDER "{RUN}"
+#define RUN_PLACEHOLDER RECORD_RUN_PLACEHOLDER
 
 int record_inputs_plan(const run_options *ro, record_inputs *in) {
     memset(in, 0, sizeof *in);
@@ -27,22 +34,24 @@ int record_inputs_plan(const run_options *ro, record_inputs *in) {
         if (!path) continue;
         int per_rank = routing_npy_per_rank(path);
         record_input *r = &in->items[k++];
+        r->index = i;
         r->option = ro->kopts.names[i];
         r->source = path;
         r->per_rank = per_rank;
-        snprintf(r->key, sizeof r->key, "replay.opt.%s", r->option);
         snprintf(r->value, sizeof r->value, "%s" RUN_PLACEHOLDER "/inputs/%s%s.npy",
                  ROUTING_NPY_SCHEME, r->option, per_rank ? "." ROUTING_NPY_RANK : "");
     }
     in->count = k;
-    for (int i = 0; i < k; i++) {
-        in->meta[2 * i] = in->items[i].key;
-        in->meta[2 * i + 1] = in->items[i].value;
-    }
-    in->meta[2 * k] = NULL;
     return k;
 }
 
+const record_input *record_inputs_of(const record_inputs *in, int i) {
+    for (int k = 0; k < in->count; k++)
+        if (in->items[k].index == i) return &in->items[k];
+    return NULL;
+}
+
+/* Copies from to to (created, 0644 less the umask): 0, or -1 with err. */
 static int copy_file(const char *from, const char *to, char *err, size_t errlen) {
     char why[200];
     FILE *in = engine_fopen_input(from, why, sizeof why);
@@ -93,8 +102,32 @@ int record_inputs_copy(const record_inputs *in, const char *run_dir, int n_ranks
     return 0;
 }
 
-/* value with every {RUN} replaced by run_dir; malloc'd. */
-static char *with_run_dir(const char *value, const char *run_dir) {
+int record_plugin_copy(const kernel_plugin *p, const char *file, const char *run_dir, char *err,
+                       size_t errlen) {
+    char dir[4200], to[4400], sha[65], why[256];
+    snprintf(dir, sizeof dir, "%s/plugin", run_dir);
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+        return -1;
+    }
+    snprintf(to, sizeof to, "%s/%s", run_dir, file);
+    if (copy_file(p->path, to, err, errlen)) return -1;
+    if (engine_sha256_file(to, sha, why, sizeof why)) {
+        snprintf(err, errlen, "%s: %s", to, why);
+        unlink(to);
+        return -1;
+    }
+    if (strcmp(sha, p->sha256) != 0) {
+        snprintf(err, errlen, "plugin %s (%s) changed on disk since npurr loaded it (SHA-256 %.12s... "
+                 "then, %.12s... now): the run would not carry the code it ran; record again",
+                 p->name, p->path, p->sha256, sha);
+        unlink(to);
+        return -1;
+    }
+    return 0;
+}
+
+char *record_inputs_in_run(const char *value, const char *run_dir) {
     size_t ph = strlen(RUN_PLACEHOLDER), cap = strlen(value) + 1;
     for (const char *p = strstr(value, RUN_PLACEHOLDER); p; p = strstr(p + ph, RUN_PLACEHOLDER))
         cap += strlen(run_dir);
@@ -115,7 +148,7 @@ int record_inputs_redirect(rec_reader *r, const char *run_dir, run_options *ro, 
         snprintf(key, sizeof key, "replay.opt.%s", ro->kopts.names[i]);
         const char *v = rec_reader_meta(r, key);
         if (!v) continue;
-        owned[i] = with_run_dir(v, run_dir);
+        owned[i] = record_inputs_in_run(v, run_dir);
         if (!owned[i]) { snprintf(err, errlen, "out of memory"); return -1; }
         ro->kopts.values[i] = owned[i];
     }

@@ -80,13 +80,13 @@ static int open_trace(record_session *rc, char *err, size_t errlen) {
     record_result *r = &rc->r;
     record_inputs inputs;
     record_inputs_plan(ro, &inputs);
-    rec_run_info info = {ro->kernel->name, rc->command_line, &ro->config,
-                         engine_cores_per_rank(rc->e), engine_num_aic(rc->e),
-                         engine_num_aiv(rc->e)};
+    rec_run_info info = run_spec_info(rc->spec, rc->e);
     recording_set(&rc->run_dir, &r->run_dir, run_folder_make_temp(ro->out_dir, err, errlen));
     int orc = rc->run_dir ? 0 : -1;
-    if (!orc) orc = rec_open_with_meta(r->run_dir, &info, inputs.meta, &rc->w, err, errlen);
-    if (!orc && record_inputs_copy(&inputs, r->run_dir, engine_num_ranks(rc->e), err, errlen)) {
+    if (!orc) orc = rec_open_with_meta(r->run_dir, &info, NULL, &rc->w, err, errlen);
+    if (!orc && (record_inputs_copy(&inputs, r->run_dir, engine_num_ranks(rc->e), err, errlen) ||
+                 (ro->plugin && record_plugin_copy(ro->plugin, rc->spec->plugin_file,
+                                                   r->run_dir, err, errlen)))) {
         char cerr[ENGINE_ERRLEN];
         rec_close(rc->w, NULL, "skipped", "the input files could not be copied", cerr, sizeof cerr);
         rc->w = NULL;
@@ -112,9 +112,7 @@ static int open_trace(record_session *rc, char *err, size_t errlen) {
  * split over P processes"): process k > 0 into a writer without a folder,
  * which hands its parts to process 0 window by window. */
 static int open_part(record_session *rc, char *err, size_t errlen) {
-    rec_run_info info = {rc->ro->kernel->name, rc->command_line, &rc->ro->config,
-                         engine_cores_per_rank(rc->e), engine_num_aic(rc->e),
-                         engine_num_aiv(rc->e)};
+    rec_run_info info = run_spec_info(rc->spec, rc->e);
     if (rec_open_part(&info, split_mpi_index(rc->split), split_mpi_count(rc->split),
                       split_mpi_on_this_machine(rc->split), &rc->part, err, errlen))
         return -1;
@@ -282,8 +280,8 @@ int record_session_open(const run_spec *spec, const record_hooks *hooks, record_
         snprintf(err, errlen, "out of memory");
         return SESSION_ERROR;
     }
+    rc->spec = spec;
     rc->ro = &spec->opts;
-    rc->command_line = spec->command_line;
     if (hooks) rc->hooks = *hooks;
     record_result *r = &rc->r;
     r->check = "skipped";

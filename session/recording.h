@@ -12,8 +12,8 @@
 #include "session/session.h"
 
 struct record_session {
-    const run_options *ro;
-    const char *command_line;
+    const run_spec *spec;
+    const run_options *ro;       /* &spec->opts */
     record_hooks hooks;
     int catch_signals;
     record_result r;

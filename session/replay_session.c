@@ -37,8 +37,7 @@ static int rebuild(replay_session *s, char *err, size_t errlen) {
         return SESSION_ERROR;
     }
     /* The header must describe the run it rebuilds, key by key. */
-    rec_run_info info = {ro->kernel->name, s->spec.command_line, &ro->config,
-                         engine_cores_per_rank(s->e), engine_num_aic(s->e), engine_num_aiv(s->e)};
+    rec_run_info info = run_spec_info(&s->spec, s->e);
     if (rec_reader_header_matches(s->reader, &info, err, errlen)) return SESSION_DIVERGED;
     return SESSION_OK;
 }

@@ -26,6 +26,8 @@ static const struct {
     /* RUN_OPT_EXECUTES: only for commands that run the engine (record,
      * replay); `layout` computes sizes and would silently ignore them. */
     {"-k", "KERNEL", 0, "kernel to run (see the list below)"},
+    {"--plugin", "PATH.so", 0,
+     "load your own kernels from a plugin built against npurr (npurr/plugin.h); repeatable"},
     {"--nodes", "N", 0, "nodes in the cluster (default 1)"},
     {"--npus-per-node", "N", 0, "NPUs per node, HCCS full mesh (default 8)"},
     {"--chip", "910B2|910B4", 0, "24 AIC + 48 AIV, or 20 + 40 (default 910B2)"},
@@ -39,6 +41,9 @@ static const struct {
     {"--payload", "ref|full", 0, "ref: moved payload kept as references (default); full: every byte stored"},
     {"-o", "RUN", RUN_OPT_OUTPUT, "run folder to write (trace.zst, index.db)"},
     {"--force", NULL, RUN_OPT_OUTPUT, "let -o replace an existing run (once the new one is complete)"},
+    {"--dump", "NAME[@RANK]=FILE.npy", RUN_OPT_OUTPUT,
+     "after the run, write the tensor (or GM allocation) NAME of RANK (default 0) as a NumPy "
+     "file; repeatable"},
     {"--check", "races", RUN_OPT_EXECUTES, "happens-before checker: races and sync errors (exit 6)"},
     {"--no-trace", NULL, RUN_OPT_NO_TRACE, "emulate without recording (overhead measurements)"},
     {"--quiet", NULL, RUN_OPT_EXECUTES, "print only the final summary"},
@@ -50,8 +55,12 @@ static const struct {
 
 static void run_options_list_kernels(FILE *out) {
     fprintf(out, "kernels:\n");
-    for (const kernel_desc *const *k = kernels_all(); *k; k++)
-        fprintf(out, "  %-26s %s\n", (*k)->name, (*k)->summary);
+    for (const kernel_desc *const *k = kernels_all(); *k; k++) {
+        const kernel_plugin *p = kernels_plugin_of(*k);
+        fprintf(out, "  %-26s %s", (*k)->name, (*k)->summary ? (*k)->summary : "");
+        if (p) fprintf(out, " [plugin %s]", p->name);
+        fprintf(out, "\n");
+    }
 }
 
 /* record and replay run the engine; layout (allow 0) only computes sizes. */
@@ -137,8 +146,34 @@ static int needs_execution(const char *opt) {
     return 0;
 }
 
+/* Every --plugin PATH (or --plugin=PATH), loaded in order: their kernels
+ * join the list before -k is looked up. SESSION_ERROR when one cannot be
+ * loaded (err names it), SESSION_USAGE for a missing path or too many. */
+static int load_plugins(int argc, char **argv, run_options *ro, char *err, size_t errlen) {
+    for (int i = FIRST_OPTION; i < argc; i++) {
+        const char *path = NULL;
+        if (strcmp(argv[i], "--plugin") == 0) {
+            if (i + 1 >= argc) { snprintf(err, errlen, "--plugin: missing value"); return EXIT_USAGE; }
+            path = argv[++i];
+        } else if (strncmp(argv[i], "--plugin=", 9) == 0) {
+            path = argv[i] + 9;
+        }
+        if (!path) continue;
+        if (ro->n_plugins == RUN_MAX_PLUGINS) {
+            snprintf(err, errlen, "--plugin %s: at most %d plugins", path, RUN_MAX_PLUGINS);
+            return EXIT_USAGE;
+        }
+        const kernel_plugin *p;
+        if (kernels_load_plugin(path, &p, err, errlen)) return SESSION_ERROR;
+        ro->plugin_paths[ro->n_plugins++] = path;
+    }
+    return 0;
+}
+
 /* -k first, and --help: the kernel decides which options exist. */
 static int find_kernel(int argc, char **argv, run_options *ro, char *err, size_t errlen) {
+    int rc = load_plugins(argc, argv, ro, err, errlen);
+    if (rc) return rc;
     for (int i = FIRST_OPTION; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) ro->help = 1;
         const char *name = NULL;
@@ -155,9 +190,11 @@ static int find_kernel(int argc, char **argv, run_options *ro, char *err, size_t
         if (name) {
             ro->kernel = kernels_find(name);
             if (!ro->kernel) {
-                snprintf(err, errlen, "-k %s: no such kernel (npurr record --help lists them)", name);
+                snprintf(err, errlen, "-k %s: no such kernel (npurr record --help lists them; "
+                         "a plugin's kernels need --plugin PATH.so)", name);
                 return EXIT_USAGE;
             }
+            ro->plugin = kernels_plugin_of(ro->kernel);
         }
     }
     return 0;
@@ -239,7 +276,8 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
     memset(ro, 0, sizeof *ro);
     engine_config_defaults(&ro->config);
     allow = effective_allow(allow);
-    if (find_kernel(argc, argv, ro, err, errlen)) return EXIT_USAGE;
+    int found = find_kernel(argc, argv, ro, err, errlen);
+    if (found) return found;
     if (ro->help) return 0;
     if (!ro->kernel) { snprintf(err, errlen, "-k KERNEL is required"); return EXIT_USAGE; }
     kopts_init(&ro->kopts, ro->kernel);
@@ -284,8 +322,18 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
             if (!v) { snprintf(err, errlen, "%s: missing value", a); return EXIT_USAGE; }
             i++;
         }
-        if (strcmp(a, "-k") == 0 || strcmp(a, "--kernel") == 0) continue;
+        if (strcmp(a, "-k") == 0 || strcmp(a, "--kernel") == 0 || strcmp(a, "--plugin") == 0)
+            continue;   /* taken by find_kernel */
         if (strcmp(a, "-o") == 0 && (allow & RUN_OPT_OUTPUT)) { ro->out_dir = v; continue; }
+        if (strcmp(a, "--dump") == 0 && (allow & RUN_OPT_OUTPUT)) {
+            if (ro->n_dumps == (int)(sizeof ro->dumps / sizeof ro->dumps[0])) {
+                snprintf(err, errlen, "--dump %s: at most %zu tensors", v,
+                         sizeof ro->dumps / sizeof ro->dumps[0]);
+                return EXIT_USAGE;
+            }
+            ro->dumps[ro->n_dumps++] = v;
+            continue;
+        }
         if (strcmp(a, "--check") == 0) {
             if (strcmp(v, "races") != 0) {
                 snprintf(err, errlen, "--check: '%s' is not a check (races)", v);

@@ -50,8 +50,14 @@ typedef enum {
 /* ---- options and run specs (run_options.c, run_spec.c) ---- */
 
 /* A run's options as parsed from argv. Strings point into argv. */
+#define RUN_MAX_PLUGINS 8
 typedef struct run_options {
     const kernel_desc *kernel;
+    const kernel_plugin *plugin;   /* the plugin kernel comes from; NULL: built in */
+    const char *plugin_paths[RUN_MAX_PLUGINS];   /* --plugin PATH, as given */
+    int n_plugins;
+    const char *dumps[16];     /* --dump NAME[@RANK]=FILE.npy, as given (the CLI writes them) */
+    int n_dumps;
     engine_config config;
     kernel_opts kopts;
     const char *out_dir;      /* -o RUN */
@@ -98,10 +104,18 @@ int shell_split(const char *line, char ***argv_out);
 /* A run spec: the options and the storage they point into. */
 typedef struct run_spec {
     run_options opts;
-    char *command_line;              /* as the trace header keeps it (owned) */
+    char *command_line;              /* as the trace header keeps it, for people (owned) */
     char **words, **argv;            /* a recorded line split back (owned) */
-    char *inputs[64];                /* option values redirected into a run folder,
-                                      * one per kernel option (kernel_opts holds 64) */
+    char *inputs[64];                /* option values the spec owns, one per kernel option
+                                      * (kernel_opts holds 64): from a run, every value
+                                      * (input files pointed into its folder) */
+    /* What rebuilds the run beside its engine configuration, as the header
+     * keys rec_run_info.spec_meta takes (key, value, ..., NULL; owned):
+     * spec_version, the plugin's plugin.* and every kernel option's opt.*,
+     * an input file's as npy:{RUN}/inputs/... */
+    char **meta;
+    const char *plugin_file;         /* plugin.file: where the run keeps its plugin
+                                      * ("plugin/NAME.so", points into meta); NULL built in */
 } run_spec;
 
 /* From a whole command line: argv[0] the program, argv[1] the subcommand
@@ -116,12 +130,19 @@ int run_spec_from_argv(int argc, char **argv, run_spec *spec, char *err, size_t 
  * SESSION_ERROR with err naming the option at fault (the words freed). */
 int run_spec_from_words(const char *kernel, char **words, int n, run_spec *spec, char *err,
                         size_t errlen);
-/* From the run folder dir whose trace r is open: its recorded command
- * line, the header's config.* and hw.* over it, input options pointed at
- * the copies in dir. note names hw keys the trace lacks ("" if none).
- * SESSION_OK, or SESSION_ERROR with err naming dir. */
+/* From the run folder dir whose trace r is open: the kernel (its plugin
+ * loaded from the copy in dir, refused when the copy is not the one the
+ * run recorded), its options and the engine configuration, all from the
+ * header's typed keys (opt.*, plugin.*, config.*, hw.*); input options
+ * point at the copies in dir. A run recorded before those keys is rebuilt
+ * from its command line, with config.* and hw.* over it. note names keys
+ * the run lacks, whose defaults are used ("" if none). SESSION_OK, or
+ * SESSION_ERROR with err naming dir. */
 int run_spec_from_run(rec_reader *r, const char *dir, run_spec *spec, char *note, size_t notelen,
                       char *err, size_t errlen);
+/* What a recording of spec on engine e writes into its header, and what a
+ * replay of it must find there (rec_run_info); points into spec. */
+rec_run_info run_spec_info(const run_spec *spec, const engine *e);
 /* Frees what spec owns (command line, split words, redirected inputs) and
  * zeroes it; argv given to run_spec_from_argv stays the caller's. */
 void run_spec_free(run_spec *spec);

@@ -83,6 +83,16 @@ static inline const npurr_topology *support_topo(const engine_config *cfg) {
     return t;
 }
 
+/* The configuration r's header records (rec_meta_get_config), with the
+ * hw keys it lacks in note (NULL allowed): 0, or -1 with err. */
+static inline int replay_meta_config(rec_reader *r, engine_config *cfg, char *note,
+                                     size_t notelen, char *err, size_t errlen) {
+    rec_meta_config_read how;
+    int rc = rec_meta_get_config(rec_reader_meta_get, r, cfg, &how, err, errlen);
+    if (note && notelen) snprintf(note, notelen, "%.*s", (int)(notelen - 1), how.missing_hw);
+    return rc;
+}
+
 /* What `npurr layout -k d` prints for o on nodes x npus (free it), or NULL
  * with err when the layout refuses them. */
 static inline char *support_layout_text(const kernel_desc *d, const kernel_opts *o, int nodes,
@@ -164,7 +174,7 @@ static inline int support_record_start(const engine_config *cfg, const char *ker
         return -1;
     }
     rec_run_info info = {kernel, command_line, engine_get_config(*e), engine_cores_per_rank(*e),
-                         engine_num_aic(*e), engine_num_aiv(*e)};
+                         engine_num_aic(*e), engine_num_aiv(*e), NULL};
     if (rec_open(run_dir, &info, w, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         engine_destroy(*e);

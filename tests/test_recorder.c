@@ -156,7 +156,7 @@ static void record_run(const char *dir) {
     cfg.npus_per_node = 8;
     cfg.seed = 42;
     cfg.jitter = 0.1;
-    rec_run_info info = {"synthetic", "npurr record -k synthetic -o 'my run'", &cfg, CPR, 24, 48};
+    rec_run_info info = {"synthetic", "npurr record -k synthetic -o 'my run'", &cfg, CPR, 24, 48, NULL};
     rec_writer *w;
     char err[1024];
     int rc = rec_open(dir, &info, &w, err, sizeof err);
@@ -552,7 +552,7 @@ static void test_refuses_foreign_directory(void **state) {
     fclose(f);
     engine_config cfg;
     engine_config_defaults(&cfg);
-    rec_run_info info = {"synthetic", "npurr record", &cfg, CPR, 24, 48};
+    rec_run_info info = {"synthetic", "npurr record", &cfg, CPR, 24, 48, NULL};
     rec_writer *w = NULL;
     assert_int_equal(rec_open(dir, &info, &w, err, sizeof err), -1);
     assert_null(w);

@@ -98,7 +98,7 @@ static int setup(void **state) {
         engine_name_word(e, gm_on_rank(args.flag, r), 4, OBJ_FLAG, "release");
     }
     rec_run_info info = {"tiny", "test_recorder_engine", &cfg, engine_cores_per_rank(e),
-                         engine_num_aic(e), engine_num_aiv(e)};
+                         engine_num_aic(e), engine_num_aiv(e), NULL};
     rec_writer *w;
     if (rec_open(g_run, &info, &w, err, sizeof err)) {
         fprintf(stderr, "rec_open: %s\n", err);
@@ -271,7 +271,7 @@ static void test_deadlock_is_recorded(void **state) {
     assert_int_equal(engine_sym_alloc(e, 64, "flag", &args.flag, err, sizeof err), ENGINE_OK);
     engine_name_word(e, args.flag, 4, OBJ_FLAG, "never");
     rec_run_info info = {"stuck", "test_recorder_engine stuck", &cfg, engine_cores_per_rank(e),
-                         engine_num_aic(e), engine_num_aiv(e)};
+                         engine_num_aic(e), engine_num_aiv(e), NULL};
     rec_writer *w;
     assert_int_equal(rec_open(dir, &info, &w, err, sizeof err), 0);
     rec_attach(w, e);

@@ -137,7 +137,7 @@ static engine_outcome record(const char *dir, int variant, int iters, const char
     tiny_args args;
     assert_int_equal(tiny_setup(e, variant, iters, &args), 0);
     rec_run_info info = {"tiny", "test_replay", &cfg, engine_cores_per_rank(e), engine_num_aic(e),
-                         engine_num_aiv(e)};
+                         engine_num_aiv(e), NULL};
     rec_writer *w;
     if (rec_open(dir, &info, &w, err, sizeof err)) fail_msg("rec_open: %s", err);
     rec_attach(w, e);
@@ -171,8 +171,8 @@ static void session_open(session *s, const char *dir, int variant, int iters,
     if (rec_reader_open(dir, &s->r, err, sizeof err)) fail_msg("rec_reader_open: %s", err);
     engine_config cfg;
     engine_config_defaults(&cfg);
-    if (replay_config_from_meta(s->r, &cfg, note, sizeof note, err, sizeof err))
-        fail_msg("replay_config_from_meta: %s", err);
+    if (replay_meta_config(s->r, &cfg, note, sizeof note, err, sizeof err))
+        fail_msg("rec_meta_get_config: %s", err);
     assert_string_equal(note, "");
     assert_int_equal(engine_create(&cfg, &s->e, err, sizeof err), ENGINE_OK);
     assert_int_equal(tiny_setup(s->e, variant, iters, &s->args), 0);
@@ -304,7 +304,7 @@ static void test_config_comes_from_the_header(void **state) {
     engine_config want, got;
     tiny_config(&want);
     engine_config_defaults(&got);
-    assert_int_equal(replay_config_from_meta(r, &got, note, sizeof note, err, sizeof err), 0);
+    assert_int_equal(replay_meta_config(r, &got, note, sizeof note, err, sizeof err), 0);
     assert_int_equal(got.nodes, want.nodes);
     assert_int_equal(got.npus_per_node, want.npus_per_node);
     assert_int_equal(got.seed, want.seed);

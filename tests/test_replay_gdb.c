@@ -124,7 +124,7 @@ static int replay_child(int argc, char **argv) {
     engine *e;
     dl_args args;
     replay *rp;
-    if (replay_config_from_meta(r, &cfg, NULL, 0, err, sizeof err) ||
+    if (rec_meta_get_config(rec_reader_meta_get, r, &cfg, NULL, err, sizeof err) ||
         engine_create(&cfg, &e, err, sizeof err) != ENGINE_OK) {
         fprintf(stderr, "%s\n", err);
         return 1;
@@ -179,7 +179,7 @@ static void record(const char *dir, int iters, recorded *out) {
     dl_args args;
     assert_int_equal(dl_setup(e, iters, &args), 0);
     rec_run_info info = {"deadlock", "test_replay_gdb", &cfg, engine_cores_per_rank(e),
-                         engine_num_aic(e), engine_num_aiv(e)};
+                         engine_num_aic(e), engine_num_aiv(e), NULL};
     rec_writer *w;
     if (rec_open(dir, &info, &w, err, sizeof err)) fail_msg("rec_open: %s", err);
     rec_attach(w, e);

@@ -26,8 +26,8 @@ PY
 for rank in $(seq 0 15); do
     cmp -s "$tmp/route$rank.npy" "$tmp/run/inputs/routing.$rank.npy" || fail "rank $rank's routing not copied"
 done
-"$npurr" sql "$tmp/run" "SELECT value FROM meta WHERE key = 'replay.opt.routing'" > "$tmp/meta"
-grep -q 'npy:{RUN}/inputs/routing.{rank}.npy' "$tmp/meta" || { cat "$tmp/meta"; fail "no replay.opt.routing key"; }
+"$npurr" sql "$tmp/run" "SELECT value FROM meta WHERE key = 'opt.routing'" > "$tmp/meta"
+grep -q 'npy:{RUN}/inputs/routing.{rank}.npy' "$tmp/meta" || { cat "$tmp/meta"; fail "no opt.routing key"; }
 rm "$tmp"/route*.npy
 "$npurr" replay "$tmp/run" > "$tmp/out" 2>&1 || fail "replay without the original inputs failed"
 grep -q "^identical" "$tmp/out" || fail "replay did not report identical"
