@@ -124,6 +124,10 @@ int cmd_calibrate(int argc, char **argv);
 int measured_load(const char *cmd, const char *file, const char *kernel_options,
                   const char *hw_file, fidelity_table *t, engine_hw *hw);
 /* -j's value into *out (1..256); -1 with the error printed. */
+/* `--plugin PATH.so` of hw --compare and calibrate (measured.c): the
+ * plugin's kernels may then name rows. 0, or EXIT_ERROR after saying why
+ * as "npurr CMD: ...". */
+int measured_plugin(const char *cmd, const char *path);
 int measured_jobs(const char *cmd, const char *v, int *out);
 /* Every row of t under hw, jobs at once; 1 if a row failed (res says why). */
 int measured_run_all(const fidelity_table *t, const engine_hw *hw, int jobs,

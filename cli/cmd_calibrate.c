@@ -24,7 +24,7 @@
 static void calibrate_usage(FILE *out) {
     fprintf(out,
           "usage: npurr calibrate MEASURED.csv -o OUT.hw [--hw START] [-j J]\n"
-          "                       [--max-evals N] [--kernel-options OPTS]\n"
+          "                       [--max-evals N] [--kernel-options OPTS] [--plugin PATH.so]\n"
           "\n"
           "Fits the timing parameters `npurr hw` marks as fitted to measured kernel\n"
           "times and writes every parameter as a --hw file for `npurr record --hw`.\n"
@@ -47,6 +47,7 @@ static void calibrate_usage(FILE *out) {
           "  -j J                   rows run at once, in forked processes (default 1)\n"
           "  --max-evals N          parameter sets tried at most (default %d)\n"
           "  --kernel-options OPTS  an op_summary's shape: \"-k KERNEL --nodes N ...\"\n"
+          "  --plugin PATH.so       load a plugin whose kernels rows name (repeatable)\n"
           "  -h, --help             this text\n"
           "\n"
           "Exit status: 0 fitted and written, 1 a bad file or a row that fails, 2 usage.\n",
@@ -126,6 +127,11 @@ static int set_jobs(void *ctx, const char *v) {
     return measured_jobs("calibrate", v, &((calibrate_args *)ctx)->jobs) ? EXIT_USAGE : 0;
 }
 
+static int load_plugin(void *ctx, const char *v) {
+    (void)ctx;
+    return measured_plugin("calibrate", v);
+}
+
 static int set_max_evals(void *ctx, const char *v) {
     char *end = NULL;
     long n = strtol(v, &end, 10);
@@ -142,8 +148,9 @@ int cmd_calibrate(int argc, char **argv) {
     calibrate_args x = {.jobs = 1, .max_evals = DEFAULT_EVALS};
     const cli_opt opts[] = {{"-o", .value = &x.out}, {"--hw", .value = &x.hw_file},
                             {"--kernel-options", .value = &x.kernel_options},
-                            {"-j", .set = set_jobs}, {"--max-evals", .set = set_max_evals}};
-    cli_args p = {.cmd = "calibrate", .usage = calibrate_usage, .opts = opts, .nopts = 5,
+                            {"-j", .set = set_jobs}, {"--max-evals", .set = set_max_evals},
+                            {"--plugin", .set = load_plugin}};
+    cli_args p = {.cmd = "calibrate", .usage = calibrate_usage, .opts = opts, .nopts = 6,
                   .ctx = &x, .words = {&x.file},
                   .extra = "one measured file only ('%s' and '%s')", .extra_after_first = 1,
                   .missing_says = CLI_MISSING_USAGE};

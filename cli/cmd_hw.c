@@ -15,6 +15,7 @@
 static void hw_usage(FILE *out) {
     fputs("usage: npurr hw [--file]\n"
           "       npurr hw --compare MEASURED.csv [--hw FILE] [-j J] [--kernel-options OPTS]\n"
+          "                [--plugin PATH.so]\n"
           "\n"
           "Prints every timing parameter of the emulated 910B: key, default value,\n"
           "unit, accepted range, what it models and the source of the default\n"
@@ -38,6 +39,7 @@ static void hw_usage(FILE *out) {
           "  --hw FILE              timing parameters to compare (default: the defaults)\n"
           "  -j J                   rows run at once, in forked processes (default 1)\n"
           "  --kernel-options OPTS  an op_summary's shape: \"-k KERNEL --nodes N ...\"\n"
+          "  --plugin PATH.so       load a plugin whose kernels rows name (repeatable)\n"
           "\n"
           "Exit status: 0 ok, 1 a bad file or a row that failed to run, 2 usage.\n",
           out);
@@ -83,7 +85,7 @@ int cmd_hw(int argc, char **argv) {
     for (int i = CLI_FIRST_ARG; i < argc; i++) {
         const char *a = argv[i];
         int takes = !strcmp(a, "--compare") || !strcmp(a, "--hw") || !strcmp(a, "-j") ||
-                    !strcmp(a, "--kernel-options");
+                    !strcmp(a, "--kernel-options") || !strcmp(a, "--plugin");
         if (takes && i + 1 >= argc) {
             fprintf(stderr, "npurr hw: %s needs a value\n", a);
             hw_usage(stderr);
@@ -100,6 +102,9 @@ int cmd_hw(int argc, char **argv) {
             hw_file = argv[++i];
         } else if (!strcmp(a, "--kernel-options")) {
             kernel_options = argv[++i];
+        } else if (!strcmp(a, "--plugin")) {
+            int rc = measured_plugin("hw", argv[++i]);
+            if (rc) return rc;
         } else if (!strcmp(a, "-j")) {
             if (measured_jobs("hw", argv[++i], &jobs)) return EXIT_USAGE;
         } else {

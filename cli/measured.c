@@ -93,3 +93,11 @@ int measured_run_all(const fidelity_table *t, const engine_hw *hw, int jobs,
     for (int i = 0; i < t->n; i++) failed |= t->rows[i].covered && !res[i].ok;
     return failed;
 }
+
+int measured_plugin(const char *cmd, const char *path) {
+    char err[4096];
+    const kernel_plugin *p;
+    if (!path || kernels_load_plugin(path, &p, err, sizeof err) == 0) return path ? 0 : EXIT_USAGE;
+    fprintf(stderr, "npurr %s: %s\n", cmd, err);
+    return EXIT_ERROR;
+}
