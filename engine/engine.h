@@ -650,6 +650,11 @@ int engine_core_count(const engine *e);   /* ranks * cores_per_rank */
 void engine_core_state_get(const engine *e, int index, engine_core_state *st);
 uint64_t engine_now(const engine *e);     /* time of the event being processed */
 uint64_t engine_seq(const engine *e);     /* seq of the last emitted event */
+/* For a report of a crash inside device code: 1 when a core of e is
+ * executing its kernel right now (*rank, *core its place), 0 when none is
+ * (the scheduler or host code runs); *last is the call site of the last
+ * event that had one (id 0 when none). */
+int engine_running_core(const engine *e, int *rank, int *core, engine_site *last);
 /* Scheduling steps taken so far (the unit of pct_span). */
 uint64_t engine_sched_steps(const engine *e);
 /* Reads a named word's current value (rings in gdb, reports). */

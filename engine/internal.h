@@ -308,6 +308,7 @@ struct engine {
     core *current;
     uint64_t now;
     uint64_t seq;
+    uint32_t last_site;       /* of the last event that had one: what a crash report names */
     volatile int stop_requested;
     engine_outcome outcome;
     char message[ENGINE_ERRLEN];

@@ -97,6 +97,7 @@ uint64_t eng_emit(engine *e, engine_event *ev) {
     }
     e->seq = seq;
     ev->seq = seq;
+    if (ev->site) e->last_site = ev->site;
     if (e->obs.on_event) e->obs.on_event(e->obs.ctx, ev);
     return seq;
 }
@@ -410,6 +411,15 @@ void engine_set_break(engine *e, uint64_t seq, engine_break_fn fn, void *ctx) {
 void engine_request_stop(engine *e) { e->stop_requested = 1; }
 uint64_t engine_now(const engine *e) { return e->now; }
 uint64_t engine_seq(const engine *e) { return e->seq; }
+
+int engine_running_core(const engine *e, int *rank, int *core, engine_site *last) {
+    memset(last, 0, sizeof *last);
+    if (e->last_site) (void)engine_site_get(e, e->last_site, last);
+    if (!g_current || g_current->e != e) return 0;
+    *rank = g_current->rank;
+    *core = g_current->index;
+    return 1;
+}
 uint64_t engine_sched_steps(const engine *e) { return e->sched_steps; }
 
 void eng_emit_blocked(engine *e) {

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "session/plugin_guard.h"
 #include "session/record_races.h"
 #include "session/recording.h"
 #include "session/run_folder.h"
@@ -86,10 +87,12 @@ void record_finish(record_session *rc) {
             finish_folder(rc);
     }
     if (rc->hooks.on_ran) rc->hooks.on_ran(rc->hooks.ctx, rc->e, r);
+    plugin_guard_phase("destroy", rc->e);
     if (rc->ro->kernel->destroy) rc->ro->kernel->destroy(rc->state);
     engine_destroy(rc->e);
     rc->e = NULL;
     rc->state = NULL;
+    plugin_guard_disarm();   /* no plugin code runs past here: the run may be installed */
     if (rc->thread_started) pthread_join(rc->thread, NULL);
     if (!r->traced) return;
     if (rc->catch_signals) session_signals_release();

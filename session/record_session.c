@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "session/plugin_guard.h"
 #include "session/record_inputs.h"
 #include "session/record_races.h"
 #include "session/recording.h"
@@ -44,16 +45,29 @@ static int check_before_building(const run_options *ro, const split_mpi *sp, cha
     return SESSION_OK;
 }
 
+/* "-k NAME" and, for a plugin's kernel, which plugin: how messages name it. */
+void session_kernel_name(const run_options *ro, char *out, size_t len) {
+    if (ro->plugin)
+        snprintf(out, len, "-k %s (plugin %s, %s)", ro->kernel->name, ro->plugin->name,
+                 ro->plugin->path);
+    else
+        snprintf(out, len, "-k %s", ro->kernel->name);
+}
+
 static int build(record_session *rc, char *err, size_t errlen) {
     const run_options *ro = rc->ro;
     if (engine_create(&ro->config, &rc->e, err, errlen) != ENGINE_OK) return -1;
-    char why[ENGINE_ERRLEN];
+    char why[ENGINE_ERRLEN], who[4400];
+    plugin_guard_arm(ro->plugin, ro->kernel->name, rc->e);
     if (ro->kernel->setup(rc->e, &ro->kopts, &rc->state, why, sizeof why) != 0) {
-        snprintf(err, errlen, "-k %s: %s", ro->kernel->name, why);
+        session_kernel_name(ro, who, sizeof who);
+        snprintf(err, errlen, "%s: %s", who, why);
         engine_destroy(rc->e);
         rc->e = NULL;
+        plugin_guard_disarm();
         return -1;
     }
+    plugin_guard_phase("device code", rc->e);
     return 0;
 }
 
@@ -68,10 +82,12 @@ void record_close_part(record_session *rc) {
 
 static void discard(record_session *rc) {
     record_close_part(rc);
+    plugin_guard_phase("destroy", rc->e);
     if (rc->ro->kernel->destroy) rc->ro->kernel->destroy(rc->state);
     engine_destroy(rc->e);
     rc->e = NULL;
     rc->state = NULL;
+    plugin_guard_disarm();
 }
 
 /* The recorder in a hidden folder next to -o, with the input files. */
@@ -98,6 +114,7 @@ static int open_trace(record_session *rc, char *err, size_t errlen) {
         return -1;
     }
     r->traced = 1;
+    plugin_guard_run_dir(r->run_dir);
     rec_attach(rc->w, rc->e);
     if (rc->hooks.on_event) {
         rec_observer(rc->w, &rc->tee.inner);
@@ -177,6 +194,7 @@ static void check_outputs(record_session *rc) {
         snprintf(r->check_message, sizeof r->check_message, "interrupted before the output check");
         return;
     }
+    plugin_guard_phase("check", rc->e);
     int failed = k->check(rc->e, rc->state, r->check_message, sizeof r->check_message) != 0;
     r->check = failed ? "failed" : "passed";
     if (rc->split) agree_on_check(rc, failed);

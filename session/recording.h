@@ -43,6 +43,9 @@ void recording_set(char **slot, const char **view, char *s);
  * waits for the thread and puts the run folder in place, filling
  * r.installed, run_dir, finish_error and analysis_error. */
 void record_finish(record_session *s);
+/* "-k NAME", with the plugin it comes from: how messages name a kernel
+ * (record_session.c). */
+void session_kernel_name(const run_options *ro, char *out, size_t len);
 /* Frees process k > 0's part writer (record_session.c). */
 void record_close_part(record_session *rc);
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "recorder/recorder.h"
+#include "session/plugin_guard.h"
 #include "session/session.h"
 #include "session/session_signals.h"
 
@@ -32,10 +33,16 @@ static int rebuild(replay_session *s, char *err, size_t errlen) {
     const run_options *ro = &s->spec.opts;
     if (engine_create(&ro->config, &s->e, err, errlen) != ENGINE_OK) return SESSION_ERROR;
     char why[ENGINE_ERRLEN];
+    plugin_guard_arm(ro->plugin, ro->kernel->name, s->e);
     if (ro->kernel->setup(s->e, &ro->kopts, &s->state, why, sizeof why) != 0) {
-        snprintf(err, errlen, "-k %s: %s", ro->kernel->name, why);
+        if (ro->plugin)
+            snprintf(err, errlen, "-k %s (plugin %s, %s): %s", ro->kernel->name, ro->plugin->name,
+                     ro->plugin->path, why);
+        else
+            snprintf(err, errlen, "-k %s: %s", ro->kernel->name, why);
         return SESSION_ERROR;
     }
+    plugin_guard_phase("device code", s->e);
     /* The header must describe the run it rebuilds, key by key. */
     rec_run_info info = run_spec_info(&s->spec, s->e);
     if (rec_reader_header_matches(s->reader, &info, err, errlen)) return SESSION_DIVERGED;
@@ -89,6 +96,7 @@ int replay_session_run(replay_session *s, const replay_opts *o, int catch_signal
     }
     const kernel_desc *k = s->spec.opts.kernel;
     if (rr->ran && rr->run.outcome == OUTCOME_COMPLETED && k->check) {
+        plugin_guard_phase("check", s->e);
         int failed = k->check(s->e, s->state, rr->check_message, sizeof rr->check_message) != 0;
         rr->check = failed ? "failed" : "passed";
     }
@@ -105,8 +113,10 @@ replay *replay_session_replay(replay_session *s) { return s->rp; }
 void replay_session_close(replay_session *s) {
     if (!s) return;
     replay_free(s->rp);
+    plugin_guard_phase("destroy", s->e);
     if (s->state && s->spec.opts.kernel->destroy) s->spec.opts.kernel->destroy(s->state);
     if (s->e) engine_destroy(s->e);
+    plugin_guard_disarm();
     rec_reader_close(s->reader);
     run_spec_free(&s->spec);
     free(s);

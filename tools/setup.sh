@@ -9,7 +9,7 @@ if command -v apt-get >/dev/null 2>&1; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq build-essential cmake pkg-config libsqlite3-dev libzstd-dev \
-        libcmocka-dev zstd sqlite3 gdb python3 zlib1g-dev protobuf-compiler chromium \
+        libcmocka-dev zstd sqlite3 gdb python3 python3-numpy zlib1g-dev protobuf-compiler chromium \
         libopenmpi-dev openmpi-bin >/dev/null
 fi
 if [ "${1:-}" = "--debug" ]; then
