@@ -35,6 +35,8 @@
  */
 #include "internal.h"
 
+#include <dlfcn.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -172,10 +174,23 @@ static void cap_string(void *ctx, uint32_t id, const char *text) {
 
 /* The engine tells sites apart by (file pointer, line), and an unoptimized
  * build has several copies of one __FILE__ text: the key is the pointer's
- * distance to a literal of this binary, the same in every process of it. */
+ * distance to a literal of this binary, the same in every process of it.
+ * A plugin's sites point into the plugin, which each process loads at an
+ * address of its own: their key is the offset in the shared object they
+ * point into, mixed with its file name (the same plugin in every process). */
 static const char site_anchor[] = "npurr site anchor";
 
 static int64_t site_file_key(const char *file) {
+    Dl_info in_self, in_file;
+    if (file && dladdr(site_anchor, &in_self) && dladdr(file, &in_file) &&
+        in_file.dli_fbase != in_self.dli_fbase && in_file.dli_fname) {
+        const char *base = strrchr(in_file.dli_fname, '/');
+        base = base ? base + 1 : in_file.dli_fname;
+        uint64_t h = 0xcbf29ce484222325ull;   /* FNV-1a of the object's name */
+        for (const char *c = base; *c; c++) h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+        uint64_t off = (uint64_t)((uintptr_t)file - (uintptr_t)in_file.dli_fbase);
+        return (int64_t)((h << 32) ^ off ^ (1ull << 63));
+    }
     return (int64_t)((intptr_t)file - (intptr_t)site_anchor);
 }
 

@@ -153,4 +153,20 @@ has "interrupted"
 grep -q "^outcome *interrupted" "$work/info" || fail "the index does not say interrupted"
 kept=$("$npurr" sql "$work/died" "select count(*) from events" | tail -1)
 [ "$kept" -gt 10000 ] 2>/dev/null || fail "the interrupted run kept $kept events, not the ones recorded before the death"
+# A plugin's kernel splits too: every process loads the plugin (at an
+# address of its own), process 0 copies it into the run, and the split run
+# is the one-process run and replays in one process.
+if command -v cc >/dev/null; then
+    root=$(cd "$(dirname "$0")/../.." && pwd)
+    cc -std=c11 -g -shared -fPIC -fvisibility=hidden -I"$root/include" \
+        -o "$work/ag.so" "$root/examples/ring_allgather/ring_allgather.c" ||
+        fail "cannot build the ring_allgather plugin"
+    plugin=(--plugin "$work/ag.so" -k ring-allgather --nodes 2)
+    expect 0 "$npurr" record "${plugin[@]}" -o "$work/ag.alone"
+    expect 0 mpi 2 "$npurr" record "${plugin[@]}" -o "$work/ag.split"
+    [ "$(signature "$work/ag.alone" 2>/dev/null)" = "$(signature "$work/ag.split" 2>/dev/null)" ] ||
+        fail "the plugin's split run differs from its run in one process"
+    expect 0 "$npurr" replay "$work/ag.split"
+    has "identical:"
+fi
 echo "mpi: P = $counts identical to one process; refusals clear"
