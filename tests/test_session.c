@@ -148,6 +148,76 @@ static void test_completed_run_replays_identical(void **state) {
     assert_int_equal(support_remove_dir(tmp), 0);
 }
 
+/* A run is rebuilt from its typed meta keys alone: every kernel option,
+ * the PCT schedule, the jitter and a --hw value come back though the hw
+ * file is gone and the recorded command line is not one (a run recorded
+ * before the keys would be rebuilt from it, and fail). */
+static void test_run_rebuilt_from_typed_keys(void **state) {
+    (void)state;
+    char tmp[] = "/tmp/npurr_session_XXXXXX", dir[4200], hw[4300];
+    assert_int_equal(support_tmp_run(tmp, sizeof tmp, dir, sizeof dir), 0);
+    snprintf(hw, sizeof hw, "%s/my.hw", tmp);
+    FILE *f = fopen(hw, "w");
+    assert_non_null(f);
+    fprintf(f, "roce_gbytes_per_s=21.5\n");
+    fclose(f);
+    const char *words[] = {"npurr", "record", "-k", "combine-sender", "--npus-per-node", "2",
+                           "--tokens", "16", "--ring-bytes", "64k", "--jitter", "0.1",
+                           "--pct-points", "3", "--pct-span", "500", "--pct-delay-us", "2",
+                           "--force", "--hw", hw, "-o", dir, NULL};
+    static char *argv[64];
+    int argc = make_argv(argv, 64, words);
+    run_spec spec;
+    record_session *rs;
+    char err[ENGINE_ERRLEN], note[256];
+    assert_int_equal(run_spec_from_argv(argc, argv, &spec, err, sizeof err), 0);
+    /* the command line is for people only: a run must not need it */
+    free(spec.command_line);
+    spec.command_line = strdup("a line nothing parses");
+    assert_int_equal(record_session_open(&spec, NULL, &rs, err, sizeof err), 0);
+    const record_result *r = record_session_run(rs, 0);
+    assert_true(r->ran && r->installed);
+    uint64_t events = r->run.events;
+    record_session_close(rs);
+    run_spec_free(&spec);
+    assert_int_equal(unlink(hw), 0);
+
+    /* the typed keys, as the index's meta keeps them */
+    sqlite3 *db = support_open_index(dir);
+    char v[128];
+    rec_index_meta_text(db, "spec_version", v, sizeof v);
+    assert_string_equal(v, "1");
+    rec_index_meta_text(db, "opt.ring-bytes", v, sizeof v);
+    assert_string_equal(v, "64k");
+    rec_index_meta_text(db, "opt.hidden", v, sizeof v);   /* a default is recorded too */
+    assert_string_equal(v, "7168");
+    rec_index_meta_text(db, "config.pct_points", v, sizeof v);
+    assert_string_equal(v, "3");
+    rec_index_meta_text(db, "config.pct_delay_ps", v, sizeof v);
+    assert_string_equal(v, "2000000");
+    rec_index_meta_text(db, "hw.roce_gbytes_per_s", v, sizeof v);
+    assert_string_equal(v, "21.5");
+    sqlite3_close(db);
+
+    rec_reader *rd;
+    assert_int_equal(rec_reader_open(dir, &rd, err, sizeof err), 0);
+    run_spec back;
+    assert_int_equal(run_spec_from_run(rd, dir, &back, note, sizeof note, err, sizeof err), 0);
+    rec_reader_close(rd);   /* the spec owns what it took from the reader */
+    assert_string_equal(back.command_line, "a line nothing parses");
+    const char *rb = NULL;
+    assert_int_equal(kopt_str(&back.opts.kopts, "ring-bytes", &rb), 0);
+    assert_string_equal(rb, "64k");
+    assert_int_equal(back.opts.config.pct_points, 3);
+    assert_int_equal(back.opts.config.pct_span, 500);
+    assert_int_equal(back.opts.config.pct_delay_ps, 2000000);
+    assert_true(back.opts.config.jitter == 0.1);
+    assert_true(back.opts.config.hw.roce_gbps == 21.5);
+    run_spec_free(&back);
+    replay_identical(dir, "combine-sender", events);
+    assert_int_equal(support_remove_dir(tmp), 0);
+}
+
 static void test_deadlock_is_derived_and_reproduced(void **state) {
     (void)state;
     char tmp[] = "/tmp/npurr_session_XXXXXX", dir[4200];
@@ -427,6 +497,7 @@ static void test_closing_before_the_run_leaves_nothing(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_completed_run_replays_identical),
+        cmocka_unit_test(test_run_rebuilt_from_typed_keys),
         cmocka_unit_test(test_deadlock_is_derived_and_reproduced),
         cmocka_unit_test(test_npy_inputs_travel_with_the_run),
         cmocka_unit_test(test_races_are_counted_and_written),
