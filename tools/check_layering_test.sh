@@ -146,6 +146,30 @@ printf '/* Says. */\n\nstatic inline int lib_gap(void) { return 0; }\n' >> "$tmp
 expect 1 "lib/lib.h:5: lib_gap: a public function without a comment of its own" \
     "an inline definition whose comment is not just above it"
 
+# include/npurr: what npurr installs. Any folder includes it; it includes
+# only itself (so the installed copy stands alone); its functions need comments.
+installed_tree() {
+    fresh_tree
+    mkdir -p "$tmp/root/include/npurr"
+    printf '/* Types. */\ntypedef int npurr_int;\n' > "$tmp/root/include/npurr/types.h"
+    printf '#include "npurr/types.h"\n/* Calls. */\nint npurr_call(npurr_int x);\n' \
+        > "$tmp/root/include/npurr/api.h"
+}
+installed_tree
+printf '#include "npurr/api.h"\n' >> "$tmp/root/other/other.c"
+printf '#include "npurr/api.h"\n' >> "$tmp/root/lib/lib.c"
+expect 0 "" "any folder includes an installed header; installed headers include each other"
+
+installed_tree
+printf '#include "lib/lib.h"\n' >> "$tmp/root/include/npurr/api.h"
+expect 1 "include/npurr/api.h:4: #include \"lib/lib.h\": an installed header (include/npurr/) includes only installed headers" \
+    "an installed header including a library's header"
+
+installed_tree
+printf 'int npurr_undocumented(void);\n' >> "$tmp/root/include/npurr/api.h"
+expect 1 "include/npurr/api.h:4: npurr_undocumented: a public function without a comment of its own" \
+    "an installed header's undocumented function"
+
 status=0
 sh "$check" "$tmp/root" "$tmp/no-such-rules" >/dev/null 2>&1 || status=$?
 if [ "$status" -eq 2 ]; then echo "ok   usage error on a missing rules file"; else
