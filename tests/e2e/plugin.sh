@@ -95,21 +95,19 @@ has "bad_plugin.c:$(line 'WaitGM32')"
 expect 3 "$npurr" replay wait
 
 # --- crashes: the plugin and the site named, nothing left behind
+crashes() {   # crashes SO WHERE: recording with SO dies of a signal, saying WHERE
+    { "$npurr" record --plugin "./$1" "${run[@]}" -o crash >out 2>&1; } 2>/dev/null
+    local rc=$?
+    [ "$rc" -gt 128 ] || { cat out >&2; fail "a crash of $1 exited $rc"; }
+    grep -qF "plugin bad-plugin ($work/$1) crashed with Segmentation fault in -k bad-kernel's $2" out ||
+        { cat out >&2; fail "the crash of $1 was not reported in $2"; }
+    nothing_left crash
+}
 build host 8
-"$npurr" record --plugin ./host.so "${run[@]}" -o crash >out 2>&1
-rc=$?
-[ "$rc" -gt 128 ] || { cat out >&2; fail "a crash in setup exited $rc"; }
-grep -qF "plugin bad-plugin ($work/host.so) crashed with Segmentation fault in -k bad-kernel's setup hook" out ||
-    { cat out >&2; fail "the host crash was not reported"; }
-nothing_left crash
+crashes host.so "setup hook"
 build device 9
-"$npurr" record --plugin ./device.so "${run[@]}" -o crash >out 2>&1
-rc=$?
-[ "$rc" -gt 128 ] || { cat out >&2; fail "a crash in device code exited $rc"; }
-grep -qF "crashed with Segmentation fault in -k bad-kernel's device code on rank 0 AIV0" out ||
-    { cat out >&2; fail "the device crash was not reported with its core"; }
+crashes device.so "device code on rank 0 AIV0"
 grep -qF "the last device call was $root/tests/data/bad_plugin.c:$(line 'SetRole')" out ||
     { cat out >&2; fail "the device crash did not name the last device call"; }
 grep -qF "no run was kept" out || { cat out >&2; fail "the crash did not say the run is gone"; }
-nothing_left crash
 echo "plugin: ok"
