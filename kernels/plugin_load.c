@@ -83,7 +83,21 @@ static int check_kernels(const char *path, const char *pname, const kernel_desc 
             return -1;
         }
         int n_opts = 0;
-        for (const kernel_option *o = k->options; o && o->name; o++) n_opts++;
+        for (const kernel_option *o = k->options; o && o->name; o++, n_opts++) {
+            if (!valid_kernel_name(o->name) || !o->default_value) {
+                snprintf(err, errlen, "plugin %s (%s): kernel %s's option '%.64s' %s", pname,
+                         path, k->name, o->name,
+                         o->default_value ? "is not 1-63 letters, digits, '-' or '_'"
+                                          : "has no default value (give \"\" for none)");
+                return -1;
+            }
+            for (const kernel_option *p = k->options; p != o; p++)
+                if (strcmp(p->name, o->name) == 0) {
+                    snprintf(err, errlen, "plugin %s (%s): kernel %s declares --%s twice", pname,
+                             path, k->name, o->name);
+                    return -1;
+                }
+        }
         if (n_opts > NPURR_MAX_OPTIONS) {
             snprintf(err, errlen, "plugin %s (%s): kernel %s declares %d options (at most %d)",
                      pname, path, k->name, n_opts, NPURR_MAX_OPTIONS);

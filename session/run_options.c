@@ -165,6 +165,17 @@ static int load_plugins(int argc, char **argv, run_options *ro, char *err, size_
         }
         const kernel_plugin *p;
         if (kernels_load_plugin(path, &p, err, errlen)) return SESSION_ERROR;
+        /* a kernel option named like an engine option could never be set */
+        for (const kernel_desc *const *k = p->kernels; *k; k++)
+            for (const kernel_option *o = (*k)->options; o && o->name; o++)
+                for (size_t e = 0; e < N_ENGINE_OPTS; e++)
+                    if (strncmp(engine_opts[e].name, "--", 2) == 0 &&
+                        strcmp(engine_opts[e].name + 2, o->name) == 0) {
+                        snprintf(err, errlen, "plugin %s (%s): kernel %s's option --%s is an "
+                                 "engine option of npurr; rename it", p->name, p->path,
+                                 (*k)->name, o->name);
+                        return SESSION_ERROR;
+                    }
         ro->plugin_paths[ro->n_plugins++] = path;
     }
     return 0;

@@ -14,6 +14,7 @@
  *   BAD_WAIT        device code waits for a word nobody writes
  *   BAD_HOST_CRASH  setup dereferences NULL
  *   BAD_DEVICE_CRASH device code dereferences NULL
+ *   BAD_OPTION      an option named like an engine option (--nodes)
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@
 #define BAD_WAIT 7
 #define BAD_HOST_CRASH 8
 #define BAD_DEVICE_CRASH 9
+#define BAD_OPTION 10
 #ifndef BAD
 #define BAD BAD_NONE
 #endif
@@ -58,6 +60,9 @@ static void bad_kernel(const void *p) {
 
 static const npurr_option bad_options[] = {
     {"bytes", "64", "bytes copied (only 64 works)"},
+#if BAD == BAD_OPTION
+    {"nodes", "1", "a name npurr's engine options have"},
+#endif
     {NULL, NULL, NULL},
 };
 

@@ -70,6 +70,10 @@ expect 1 "$npurr" record --plugin ./text.so "${run[@]}" -o r
 has "not a shared object"
 expect 1 "$npurr" record --plugin ./missing.so "${run[@]}" -o r
 has "--plugin ./missing.so: No such file or directory"
+build option 10
+expect 1 "$npurr" record --plugin ./option.so "${run[@]}" -o r
+has "kernel bad-kernel's option --nodes is an engine option of npurr; rename it"
+nothing_left r
 build setup 4
 expect 1 "$npurr" record --plugin ./setup.so "${run[@]}" -o r
 has "-k bad-kernel (plugin bad-plugin, $work/setup.so): --bytes: this plugin refuses every shape"
