@@ -233,6 +233,10 @@ static int parse_explore(int argc, char **argv, explore_opts *xo, words *base, c
         snprintf(err, errlen, "-o RUN is required (where the failing run is recorded)");
         return EXIT_USAGE;
     }
+    /* before any run: the failing one must be recordable where it is asked for */
+    int force = 0;
+    for (int i = 0; i < base->n; i++) force |= strcmp(base->v[i], "--force") == 0;
+    if (session_check_output(xo->out_dir, force, err, errlen)) return EXIT_USAGE;
     return 0;
 }
 

@@ -123,9 +123,11 @@ static void view_summary(const record_view *v, engine *e, const record_result *r
            res->outcome == OUTCOME_COMPLETED ? "" : ": ",
            res->outcome == OUTCOME_COMPLETED ? "" : res->message);
     printf("check     %s%s%s\n", r->check, r->check_message[0] ? ": " : "", r->check_message);
-    printf("virtual   %.3f us, %llu events, stalls %.3f us summed over cores\n",
-           (double)res->end_time / 1e6, (unsigned long long)res->events,
-           (double)res->stall_ps / 1e6);
+    char end[32], stalls[32];
+    ana_format_ps((double)res->end_time, end, sizeof end);
+    ana_format_ps((double)res->stall_ps, stalls, sizeof stalls);
+    printf("virtual   %s, %llu events, stalls %s summed over cores\n", end,
+           (unsigned long long)res->events, stalls);
     engine_memory mem;
     engine_memory_get(e, &mem);
     printf("host      %.2f s, %.2f M events/s, GM %.1f MiB\n", r->wall,

@@ -505,6 +505,10 @@ into the registers for the backtrace and restored afterwards."""
             gdb.execute("bt")
             return
         c = cores[index]
+        if c["finished"]:
+            print("rank %d core %d has finished its kernel: it has no stack left to show"
+                  % (rank, core))
+            return
         stack = _read_u64(c["slots.stack"]) if c["slots.stack"] else 0
         sp = _read_u64(c["slots.saved_sp"]) if c["slots.saved_sp"] else 0
         if not c["launched"] or not c["started"] or not stack or not sp:

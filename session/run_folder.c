@@ -288,3 +288,7 @@ int run_folder_install(const char *tmp, const char *target, int force, char *err
     close(lock);
     return rc;
 }
+
+int session_check_output(const char *out_dir, int force, char *err, size_t errlen) {
+    return run_folder_check_target(out_dir, force, err, errlen);
+}

@@ -94,6 +94,12 @@ void run_options_help(FILE *out, const kernel_desc *k, int allow);
 int session_memory_check(const run_options *ro, int host_only, int processes, int here,
                          char *err, size_t errlen);
 
+/* Whether a record may write its run folder to out_dir, as record checks
+ * it before anything is built (a run there needs force; a folder that is
+ * no run is refused): 0, or -1 with err naming -o (a usage error). For
+ * commands that record a run only after long work (explore). */
+int session_check_output(const char *out_dir, int force, char *err, size_t errlen);
+
 /* Joins argv with POSIX shell quoting (the recorded command_line);
  * malloc'd, NULL when out of memory. */
 char *shell_join(int argc, char **argv);
