@@ -9,18 +9,25 @@ set -u
 npurr=$1
 . "$(dirname "$0")/lib/reliability.bash"
 
-# --- concurrent readers during record --force (12 s of swaps)
+# --- concurrent readers during record --force (50 reads, 12 s at least)
 rec() { "$npurr" record -k fullmesh-dispatch-combine --tokens 16 --rounds 1 -o "$work/R" "$@" \
             --quiet >/dev/null 2>&1; }
 rec || fail "first record"
 # A swap every 30 ms at most: a reader caught by a swap reads the run again,
 # a few times (each retry needs another swap), and this run records in a
 # few ms, so back-to-back swaps could catch one read in each of its retries.
-( end=$((SECONDS + 12)); while [ $SECONDS -lt $end ]; do rec --seed $RANDOM --force; sleep 0.03; done ) &
+# The swaps go on until the readers have made 50 reads (a sanitizer build on
+# a loaded machine reads slower), 120 s at most.
+rm -f "$work/enough"
+( end=$((SECONDS + 120)); start=$SECONDS
+  while [ $SECONDS -lt $end ] && { [ $((SECONDS - start)) -lt 12 ] || [ ! -e "$work/enough" ]; }; do
+      rec --seed $RANDOM --force; sleep 0.03
+  done ) &
 swapper=$!
 n=0 bad=0
 while kill -0 $swapper 2>/dev/null; do
     n=$((n + 1))
+    [ "$n" = 50 ] && touch "$work/enough"
     cmd=info; [ $((n % 2)) = 0 ] && cmd=stats
     if ! "$npurr" $cmd "$work/R" >/dev/null 2>"$work/err"; then
         bad=$((bad + 1))
@@ -28,7 +35,7 @@ while kill -0 $swapper 2>/dev/null; do
     fi
 done
 wait $swapper
-[ "$n" -ge 50 ] || fail "only $n reads during the swaps"
+[ "$n" -ge 50 ] || fail "only $n reads during 120 s of swaps"
 [ "$bad" = 0 ] || fail "$bad of $n reads failed while record --force replaced the run"
 echo "reliability_concurrent: $n reads during record --force, none failed"
 
