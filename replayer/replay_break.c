@@ -39,6 +39,49 @@ int replay_pid_traced(pid_t pid) {
 
 static int replay_debugger_attached(void) { return replay_pid_traced(getpid()); }
 
+/* 1 when the process tracing this one is gdb (its /proc comm), which
+ * swallows a trap instruction's SIGTRAP and resumes after it. */
+static int traced_by_gdb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256], comm[64] = "";
+    int tracer = 0;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "TracerPid:", 10) == 0) tracer = atoi(line + 10);
+    fclose(f);
+    if (tracer <= 0) return 0;
+    snprintf(line, sizeof line, "/proc/%d/comm", tracer);
+    f = fopen(line, "r");
+    if (!f) return 0;
+    int got = fgets(comm, sizeof comm, f) != NULL;
+    fclose(f);
+    return got && strncmp(comm, "gdb", 3) == 0;
+}
+
+/* Stops the debugger here. Under gdb a trap instruction, so gdb stops in
+ * this frame (raise would stop it inside glibc's pthread_kill, whose
+ * source gdb then says it cannot find); under another tracer (strace,
+ * which passes the signal on) a SIGTRAP raised while it is ignored. */
+static void trap_to_debugger(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    if (traced_by_gdb()) {
+        __asm__ volatile("int3");
+        return;
+    }
+#elif defined(__aarch64__)
+    if (traced_by_gdb()) {
+        __asm__ volatile("brk #0");
+        return;
+    }
+#endif
+    struct sigaction ign, old;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGTRAP, &ign, &old);
+    raise(SIGTRAP);
+    sigaction(SIGTRAP, &old, NULL);
+}
+
 static void print_break(replay *rp, const engine_event *ev, int on_stack) {
     char text[600], where[400];
     replay_fmt_event(rp, ev, text, sizeof text);
@@ -84,13 +127,8 @@ static void replay_on_break(void *ctx, const engine_event *ev) {
     replay_gdb_note_break(rp, ev, on_stack);
     if (replay_debugger_attached()) {
         /* gdb swallows the SIGTRAP it stops on; a tracer that passes it on
-         * (strace) must not see the process die of it: ignore it meanwhile. */
-        struct sigaction ign, old;
-        memset(&ign, 0, sizeof ign);
-        ign.sa_handler = SIG_IGN;
-        sigaction(SIGTRAP, &ign, &old);
-        raise(SIGTRAP);
-        sigaction(SIGTRAP, &old, NULL);
+         * (strace) must not see the process die of it (trap_to_debugger) */
+        trap_to_debugger();
         /* Continued: the replay goes on (the debugger may have moved the
          * break with `npurr goto`). */
         rp->at_break = 0;
