@@ -23,6 +23,25 @@
 
 #include "npurr/device_calls.h"
 
+/* The C names of device_calls.h's sizes and element types. */
+#define UB_BYTES ((uint32_t)DEV_UB_BYTES)
+#define L1_BYTES ((uint32_t)DEV_L1_BYTES)
+#define L0A_BYTES ((uint32_t)DEV_L0A_BYTES)
+#define L0B_BYTES ((uint32_t)DEV_L0B_BYTES)
+#define L0C_BYTES ((uint32_t)DEV_L0C_BYTES)
+#define UB_ALIGN ((uint32_t)DEV_UB_ALIGN)
+#define DT_INT32 DEV_DT_INT32
+#define DT_FLOAT DEV_DT_FLOAT
+#define DT_BF16 DEV_DT_BF16
+#define DT_FP16 DEV_DT_FP16
+#define DT_INT64 DEV_DT_INT64
+#define DT_INT8 DEV_DT_INT8
+#define DT_UINT8 DEV_DT_UINT8
+#define DT_INT16 DEV_DT_INT16
+#define DT_UINT16 DEV_DT_UINT16
+#define DT_UINT32 DEV_DT_UINT32
+#define DT_UINT64 DEV_DT_UINT64
+
 /* The call site a macro passes: this file, line and function. */
 #define DEV_SITE ((dev_site){__FILE__, __LINE__, __func__})
 

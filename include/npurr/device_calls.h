@@ -28,12 +28,13 @@ extern "C" {
 typedef enum { LM_UB = 1, LM_L1, LM_L0A, LM_L0B, LM_L0C } local_space;
 typedef struct { uint32_t space; uint32_t off; } local_t;
 
-#define UB_BYTES (192u * 1024u)
-#define L1_BYTES (512u * 1024u)
-#define L0A_BYTES (64u * 1024u)
-#define L0B_BYTES (64u * 1024u)
-#define L0C_BYTES (128u * 1024u)
-#define UB_ALIGN 32u
+/* Sizes of a core's local memories and the UB's alignment (enum constants,
+ * not macros: this header is included by C++ front ends whose users name
+ * their own UB_ALIGN; npurr/device.h gives the C API its short names). */
+enum {
+    DEV_UB_BYTES = 192 * 1024, DEV_L1_BYTES = 512 * 1024, DEV_L0A_BYTES = 64 * 1024,
+    DEV_L0B_BYTES = 64 * 1024, DEV_L0C_BYTES = 128 * 1024, DEV_UB_ALIGN = 32
+};
 
 /* l moved bytes further into the same local memory. */
 static inline local_t local_add(local_t l, uint32_t bytes) { l.off += bytes; return l; }
@@ -49,7 +50,13 @@ typedef enum {
     MTE2_M, M_V, V_M, FIX_MTE2, MTE2_FIX, HARD_EVENT_COUNT
 } hard_event;
 
-typedef enum { DT_INT32 = 1, DT_FLOAT, DT_BF16, DT_FP16, DT_INT64, DT_INT8 } data_type;
+/* Element types of vector, cube and atomic operations. npurr/device.h names
+ * them DT_INT32 ... for C kernels; front ends with types of their own (the
+ * Ascend C headers' DT_* are CANN's numbers) use these names. */
+typedef enum {
+    DEV_DT_INT32 = 1, DEV_DT_FLOAT, DEV_DT_BF16, DEV_DT_FP16, DEV_DT_INT64, DEV_DT_INT8,
+    DEV_DT_UINT8, DEV_DT_INT16, DEV_DT_UINT16, DEV_DT_UINT32, DEV_DT_UINT64
+} data_type;
 
 typedef struct { const char *file; int line; const char *func; } dev_site;
 
