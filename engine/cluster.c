@@ -145,6 +145,7 @@ void engine_destroy(engine *e) {
             core *c = &e->cores[i];
             coro_free(&c->co);
             eng_local_free(c);
+            eng_core_storage_free(c);
         }
     }
     if (e->ranks) {
@@ -168,6 +169,7 @@ void engine_destroy(engine *e) {
     free(e->launches);
     free(e->role_spans);
     eng_tensors_free(e);
+    free(e->host_index);
     for (uint32_t i = 0; i < e->n_strings; i++) free(e->strings[i]);
     free(e->strings);
     free(e->str_hash);

@@ -90,7 +90,7 @@ void dev_hccs_put_ub(gm_t dst, local_t src, uint64_t bytes, dev_site s) {
     eng_sync(c);
     xfer *x = eng_xfer_new(e);
     x->op = OP_COPY; x->kind = XFER_HCCS_PUT; x->pipe = PIPE_MTE3;
-    x->dst = eng_gm_at(e, dst, bytes, &x->dseg); x->src = sp; x->sseg = sp_seg; x->atomic_dtype = c->atomic_dtype;
+    x->dst = eng_gm_at(e, dst, bytes, &x->dseg); x->src = sp; x->sseg = sp_seg; x->atomic_dtype = c->atomic_dtype; x->atomic_op = c->atomic_op;
     x->dst_raw = dst.a; x->src_raw = local_raw(src); x->bytes = bytes; x->peer = gm_rank(dst);
     x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst); x->object = eng_word_object(e, dst);
     resource *res[2];

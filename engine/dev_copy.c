@@ -10,7 +10,7 @@
  */
 #include "internal.h"
 
-static void check_local_rule(core *c, local_t l, uint64_t bytes, dev_site s, const char *api) {
+void eng_check_local_rule(core *c, local_t l, uint64_t bytes, dev_site s, const char *api) {
     if (l.off % UB_ALIGN)
         eng_fault(c, s, "%s: %s address %u is not 32 B aligned", api, eng_space_name((int)l.space), l.off);
     if (bytes % UB_ALIGN)
@@ -24,8 +24,8 @@ static void check_local_rule(core *c, local_t l, uint64_t bytes, dev_site s, con
  * posted, its queue waits for the request to cross before it takes the
  * next (eng_hccs_read_held_ps); a write is posted. Either way the link's
  * latency delays the completion. */
-static int gm_path(core *c, gm_t g, int to_gm, resource **res, uint64_t *latency, uint64_t *held,
-                   dev_site s, const char *api) {
+int eng_gm_path(core *c, gm_t g, int to_gm, resource **res, uint64_t *latency, uint64_t *held,
+                dev_site s, const char *api) {
     engine *e = c->e;
     int r = gm_rank(g);
     int n = 0;
@@ -60,7 +60,7 @@ static void gm_to_local(core *c, int op, local_t dst, uint8_t *d, mseg *d_seg, g
     x->dst = d; x->dseg = d_seg; x->src = eng_gm_at(e, src, bytes, &x->sseg);
     x->dst_raw = local_raw(dst); x->src_raw = src.a; x->bytes = bytes; x->peer = gm_rank(src);
     resource *res[2]; uint64_t lat, held;
-    int n = gm_path(c, src, 0, res, &lat, &held, s, what);
+    int n = eng_gm_path(c, src, 0, res, &lat, &held, s, what);
     eng_xfer_issue_on(c, x, eng_mte_rate(c, gm_rank(src)), held, res, n, lat, s);
 }
 
@@ -70,7 +70,7 @@ void dev_copy_gm_to_local(local_t dst, gm_t src, uint64_t bytes, dev_site s) {
     if (dst.space == LM_L0A || dst.space == LM_L0B || dst.space == LM_L0C)
         eng_fault(c, s, "DataCopy: no data path from GM to %s on 910B (load L1 first)",
                   eng_space_name((int)dst.space));
-    check_local_rule(c, dst, bytes, s, "DataCopy GM->local");
+    eng_check_local_rule(c, dst, bytes, s, "DataCopy GM->local");
     mseg *d_seg; uint8_t *d = eng_local_at(c, dst, bytes, s, "DataCopy GM->local", &d_seg);
     gm_to_local(c, OP_COPY, dst, d, d_seg, src, bytes, s, "DataCopy GM->local");
 }
@@ -81,7 +81,7 @@ void dev_copy_gm_to_local_pad(local_t dst, gm_t src, uint64_t bytes, dev_site s)
     if (dst.space != LM_UB && dst.space != LM_L1)
         eng_fault(c, s, "DataCopyPad: destination must be UB or L1");
     uint64_t padded = (bytes + UB_ALIGN - 1) / UB_ALIGN * UB_ALIGN;
-    check_local_rule(c, dst, padded, s, "DataCopyPad GM->local");
+    eng_check_local_rule(c, dst, padded, s, "DataCopyPad GM->local");
     mseg *d_seg; uint8_t *d = eng_local_at(c, dst, padded, s, "DataCopyPad GM->local", &d_seg);
     gm_to_local(c, OP_COPY_PAD_IN, dst, d, d_seg, src, bytes, s, "DataCopyPad GM->local");
 }
@@ -93,7 +93,7 @@ static void copy_out(local_t src, gm_t dst, uint64_t bytes, dev_site s, int pad,
     if (src.space != LM_UB)
         eng_fault(c, s, "%s: only UB is copied to GM by MTE3 (L0C goes through Fixpipe)", api);
     uint64_t local_bytes = pad ? (bytes + UB_ALIGN - 1) / UB_ALIGN * UB_ALIGN : bytes;
-    check_local_rule(c, src, local_bytes, s, api);
+    eng_check_local_rule(c, src, local_bytes, s, api);
     mseg *sp_seg; uint8_t *sp = eng_local_at(c, src, local_bytes, s, api, &sp_seg);
     eng_gm_check(c, dst, bytes, s, api);
     eng_sync(c);
@@ -102,10 +102,11 @@ static void copy_out(local_t src, gm_t dst, uint64_t bytes, dev_site s, int pad,
     x->dst = eng_gm_at(e, dst, bytes, &x->dseg); x->src = sp; x->sseg = sp_seg;
     x->dst_raw = dst.a; x->src_raw = local_raw(src); x->bytes = bytes; x->peer = gm_rank(dst);
     x->atomic_dtype = c->atomic_dtype;
+    x->atomic_op = c->atomic_op;
     x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst);
     x->object = eng_word_object(e, dst);
     resource *res[2]; uint64_t lat, held;
-    int n = gm_path(c, dst, 1, res, &lat, &held, s, api);
+    int n = eng_gm_path(c, dst, 1, res, &lat, &held, s, api);
     eng_xfer_issue_on(c, x, eng_mte_rate(c, gm_rank(dst)), held, res, n, lat, s);
 }
 
@@ -132,8 +133,8 @@ void dev_copy_local_to_local(local_t dst, local_t src, uint64_t bytes, dev_site 
         eng_fault(c, s, "DataCopy: no data path from %s to %s on 910B", eng_space_name((int)src.space),
                   eng_space_name((int)dst.space));
     }
-    check_local_rule(c, dst, bytes, s, "DataCopy local->local");
-    check_local_rule(c, src, bytes, s, "DataCopy local->local");
+    eng_check_local_rule(c, dst, bytes, s, "DataCopy local->local");
+    eng_check_local_rule(c, src, bytes, s, "DataCopy local->local");
     mseg *d_seg; uint8_t *d = eng_local_at(c, dst, bytes, s, "DataCopy local->local", &d_seg);
     mseg *sp_seg; uint8_t *sp = eng_local_at(c, src, bytes, s, "DataCopy local->local", &sp_seg);
     eng_sync(c);
@@ -304,7 +305,7 @@ void dev_fixpipe(gm_t dst, local_t src, int dtype, uint64_t elems, dev_site s) {
     x->dst_raw = dst.a; x->src_raw = local_raw(src); x->bytes = out_bytes; x->peer = gm_rank(dst);
     x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst);
     resource *res[2]; uint64_t lat, held;
-    int n = gm_path(c, dst, 1, res, &lat, &held, s, "Fixpipe");
+    int n = eng_gm_path(c, dst, 1, res, &lat, &held, s, "Fixpipe");
     eng_xfer_issue_on(c, x, eng_mte_rate(c, gm_rank(dst)), held, res, n, lat, s);
 }
 
@@ -313,4 +314,5 @@ void dev_set_atomic(int dtype, dev_site s) {
     begin_call(c);
     if (dtype && eng_dtype_size(dtype) == 0) eng_fault(c, s, "SetAtomicAdd: %d is not a data type", dtype);
     c->atomic_dtype = dtype;
+    c->atomic_op = dtype ? ATOMIC_ADD : 0;
 }

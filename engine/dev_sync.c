@@ -61,7 +61,8 @@ void dev_scalar_cycles(uint64_t n, dev_site s) {
 
 /* ------------------------------------------------------------ GM scalar */
 static void check_word(core *c, gm_t p, int width, dev_site s, const char *api) {
-    if (width != 4 && width != 8) eng_fault(c, s, "%s: width %d (4 or 8 bytes)", api, width);
+    if (width != 1 && width != 2 && width != 4 && width != 8)
+        eng_fault(c, s, "%s: width %d (1, 2, 4 or 8 bytes)", api, width);
     if (gm_offset(p) % (uint64_t)width)
         eng_fault(c, s, "%s: GM address 0x%llx is not %d-byte aligned", api,
                   (unsigned long long)gm_offset(p), width);
@@ -235,7 +236,10 @@ static uint8_t *ub_word(const char *api, local_t l, uint32_t byte_off, int width
                         dev_site s) {
     core *c = eng_current(api);
     eng_advance(c, c->e->scalar_ps);
-    if (width != 4 && width != 8) eng_fault(c, s, "%s: width %d (4 or 8 bytes)", api, width);
+    if (width != 1 && width != 2 && width != 4 && width != 8)
+        eng_fault(c, s, "%s: width %d (1, 2, 4 or 8 bytes)", api, width);
+    if (byte_off % (uint32_t)width || l.off % (uint32_t)width)
+        eng_fault(c, s, "%s: UB address %u is not %d-byte aligned", api, l.off + byte_off, width);
     mseg *m;
     uint8_t *h = eng_local_at(c, local_add(l, byte_off), (uint64_t)width, s, api, &m);
     uint8_t *p = eng_seg_lit(c->e, m, eng_seg_off(m, h), (uint64_t)width);

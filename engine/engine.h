@@ -266,6 +266,31 @@ int engine_gm_equal_host(engine *e, gm_t a, const void *want, uint64_t bytes, ui
 int engine_gm_equal_generated(engine *e, gm_t p, uint64_t rows, uint64_t row_bytes,
                               engine_row_fn fn, const void *params, size_t params_size,
                               uint64_t *diff);
+/* GM as host pointers (host_addr.c), for front ends whose kernels hold GM
+ * addresses as plain pointers (the Ascend C headers' GM_ADDR): the host
+ * address of p in its allocation's mapping (NULL when p is in none), not
+ * materialized (bytes held as references read as whatever the mapping
+ * holds, so only what the host wrote or a scalar store made literal is
+ * meaningful to read through it). */
+void *engine_gm_host_addr(engine *e, gm_t p);
+/* The GM address of host pointer p into *out: 1, or 0 when p is in no
+ * allocation's mapping. */
+int engine_gm_from_host(const engine *e, const void *p, gm_t *out);
+
+/* An HCCL group as Ascend C kernels see it (GetHcclContext<group>,
+ * Hccl::GetWindowsInAddr): a context every rank has at the same offset
+ * (symmetric; its bytes are the host's to fill: the kernel reads them
+ * in place), and symmetric in and out windows of win_size bytes. */
+#define ENGINE_HCCL_GROUPS 4
+typedef struct engine_hccl {
+    int declared;
+    gm_t context, win_in, win_out;   /* rank 0's addresses of symmetric allocations */
+    uint64_t win_size;
+} engine_hccl;
+/* Declares HCCL group id (0..ENGINE_HCCL_GROUPS-1) of e (hccl.c): ENGINE_OK,
+ * or ENGINE_ERR with err when id or an address is bad. */
+int engine_hccl_group(engine *e, int id, const engine_hccl *g, char *err, size_t errlen);
+
 /* A GM tensor a kernel named for the user (`record --dump NAME@RANK`):
  * where it is, its bytes, and what its elements are as the kernel says
  * (dtype is the plugin ABI's npurr_dtype; the engine only keeps it). */

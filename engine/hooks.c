@@ -37,6 +37,17 @@ static void range(engine *e, const xfer *x, uint64_t addr, uint64_t len, int wri
     emit(e, &h);
 }
 
+typedef struct range_ctx {
+    engine *e;
+    const xfer *x;
+    int atomic;
+} range_ctx;
+
+static void block_range(void *ctx, uint64_t addr, uint64_t len, int write) {
+    range_ctx *r = ctx;
+    range(r->e, r->x, addr, len, write, write && r->atomic);
+}
+
 void eng_hook_xfer(engine *e, const xfer *x) {
     if (!e->obs.on_hook || x->op == OP_XCORE) return;
     const core *c = eng_core(e, x->rank, x->core_index);
@@ -91,6 +102,18 @@ void eng_hook_xfer(engine *e, const xfer *x) {
     case OP_FIXPIPE:
         range(e, x, x->src_raw, n * 4, 0, 0);
         range(e, x, x->dst_raw, x->bytes, 1, x->atomic_dtype != 0);
+        break;
+    case OP_COPY_BLOCKS: {
+        range_ctx r = {e, x, x->atomic_dtype != 0};
+        eng_copy_blocks_ranges(x, block_range, &r);
+        break;
+    }
+    case OP_VEC_GEN:
+        /* the span of each operand: a masked or strided instruction's
+         * elements lie inside it */
+        range(e, x, x->src_raw, x->ext[1], 0, 0);
+        if (x->ext[2]) range(e, x, local_raw_of(c, x->src2), x->ext[2], 0, 0);
+        range(e, x, x->dst_raw, x->ext[0], 1, 0);
         break;
     default:
         break;

@@ -208,12 +208,17 @@ typedef struct core {
     uint8_t after_local;      /* its last step was a local one, which opened no segment */
     uint8_t lagging;          /* and it went past earlier queue items without yielding */
     uint64_t local_time, local_key;   /* that step, where a fault catches up (eng_fault) */
+    int atomic_op;            /* with atomic_dtype: ATOMIC_ADD, _MAX, _MIN (dev_set_atomic_op) */
+    void *storage;            /* dev_core_storage: a front end's per-core state, or NULL */
 } core;
 
 /* ------------------------------------------------------------ transfers */
 typedef enum { OP_COPY = 1, OP_COPY_PAD_IN, OP_VEC_DUP, OP_VEC_AXPY, OP_VEC_ADD, OP_VEC_CAST,
                OP_MMAD, OP_FIXPIPE, OP_STORE, OP_ATOMIC_ADD, OP_BATCH_TASK, OP_XCORE,
-               OP_VEC_QUANT_I8, OP_VEC_DEQUANT_I8 } xfer_op;
+               OP_VEC_QUANT_I8, OP_VEC_DEQUANT_I8,
+               OP_VEC_GEN,      /* vec_ops.c: a masked, repeated, strided instruction */
+               OP_COPY_BLOCKS   /* copy_blocks.c: a DataCopy of blocks with gaps, one DMA */
+} xfer_op;
 
 typedef struct xfer {
     int op;
@@ -247,6 +252,14 @@ typedef struct xfer {
     uint64_t done_seq;        /* the done event, for the ack */
     mseg flight;              /* the bytes the NIC read at tx begin */
     int32_t origin_xfer;      /* split runs: the source process's xfer (-1 local) */
+    /* front ends' instructions (vec_ops.c, copy_blocks.c) */
+    dev_vec_shape vshape;
+    dev_vec_reduce vred;
+    dev_copy_blocks blocks;
+    int vop, vround;          /* vop: a dev_vec_op, 0 Cast, -1 a reduction */
+    int atomic_op;            /* with atomic_dtype: ATOMIC_ADD, _MAX or _MIN */
+    int64_t iscalar;
+    uint64_t ext[3];          /* bytes each operand spans from its start */
 } xfer;
 
 /* ------------------------------------------------------------ event queue */
@@ -275,6 +288,14 @@ typedef struct role_span {
     uint32_t role;            /* string id */
     uint64_t begin, end;
 } role_span;
+
+/* host_addr.c: one GM mapping's host range and where it is in GM. */
+typedef struct host_span {
+    const uint8_t *host;
+    uint64_t size;
+    int rank;
+    uint64_t off;
+} host_span;
 
 struct engine {
     engine_config cfg;
@@ -354,6 +375,11 @@ struct engine {
     role_span *role_spans;    /* role_spans.c */
     int n_role_spans, cap_role_spans;
 
+    host_span *host_index;    /* host_addr.c: every GM mapping by host address */
+    int n_host, cap_host;
+
+    engine_hccl hccl[ENGINE_HCCL_GROUPS];   /* hccl.c: groups the host declared */
+
     engine_tensor *tensors;   /* tensors.c: named for --dump; names are interned */
     int n_tensors, cap_tensors;
 
@@ -362,6 +388,23 @@ struct engine {
     engine_break_fn break_fn;
     void *break_ctx;
 };
+
+/* pipes.c: dst[i] op= src[i] over bytes as dtype (op ATOMIC_ADD, _MAX,
+ * _MIN; 0 is ADD): MTE3's atomic mode. */
+void eng_atomic_accumulate(uint8_t *dst, const uint8_t *src, uint64_t bytes, int dtype, int op);
+/* vec_ops.c: a general vector instruction's effect at its completion. */
+void eng_vec_apply(engine *e, xfer *x);
+/* copy_blocks.c: a block copy's effect at its completion, and its ranges
+ * for the checker (fn per range: address, length, write). */
+void eng_copy_blocks_apply(engine *e, xfer *x);
+void eng_copy_blocks_ranges(const xfer *x, void (*fn)(void *ctx, uint64_t addr, uint64_t len,
+                                                      int write), void *ctx);
+
+/* host_addr.c: a GM mapping, indexed by its host address. */
+void eng_host_index_add(engine *e, const uint8_t *host, uint64_t size, int rank, uint64_t off);
+
+/* dev_front.c: frees a core's per-core storage. */
+void eng_core_storage_free(core *c);
 
 /* tensors.c: frees the named tensors. */
 void eng_tensors_free(engine *e);
@@ -466,6 +509,13 @@ uint32_t eng_origin_add(engine *e, engine_row_fn fn, const void *params, size_t 
 /* Offset of a host pointer inside its segment. */
 static inline uint64_t eng_seg_off(const mseg *s, const uint8_t *p) { return (uint64_t)(p - s->host); }
 void eng_gm_check(core *c, gm_t p, uint64_t bytes, dev_site s, const char *what);
+/* dev_copy.c: the resources a GM access of c crosses (the owner's HBM, the
+ * HCCS link to a peer), its latency and what it holds its queue beyond its
+ * bytes; faults (api) when g is in another node. Returns how many in res. */
+int eng_gm_path(core *c, gm_t g, int to_gm, resource **res, uint64_t *latency, uint64_t *held,
+                dev_site s, const char *api);
+/* dev_copy.c: a local address and length the MTEs take: 32 B aligned. */
+void eng_check_local_rule(core *c, local_t l, uint64_t bytes, dev_site s, const char *api);
 
 /* objects.c */
 void eng_gm_written(engine *e, int rank, uint64_t off, uint64_t len, uint64_t seq, uint32_t track1,

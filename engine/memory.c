@@ -56,6 +56,7 @@ static int insert_alloc(engine *e, int rank, uint64_t off, uint64_t bytes, uint3
         if (rs->words[i].off < off + bytes && rs->words[i].off + rs->words[i].width > off) n_words++;
     rs->allocs[pos] = (gm_alloc){off, bytes, seg, name, n_words};
     rs->n_allocs++;
+    eng_host_index_add(e, host, bytes, rank, off);
     rs->last_alloc = -1;
     return ENGINE_OK;
 }

@@ -16,11 +16,15 @@
 
 int64_t eng_read_word(const uint8_t *p, int width) {
     if (width == 4) { int32_t v; memcpy(&v, p, 4); return v; }
+    if (width == 2) { int16_t v; memcpy(&v, p, 2); return v; }
+    if (width == 1) return (int8_t)p[0];
     int64_t v; memcpy(&v, p, 8); return v;
 }
 
 void eng_write_word(uint8_t *p, int width, int64_t v) {
     if (width == 4) { int32_t w = (int32_t)v; memcpy(p, &w, 4); }
+    else if (width == 2) { int16_t w = (int16_t)v; memcpy(p, &w, 2); }
+    else if (width == 1) p[0] = (uint8_t)v;
     else memcpy(p, &v, 8);
 }
 

@@ -10,6 +10,7 @@
  * reader that does not wait for it sees the old bytes, as on the chip.
  */
 #include "internal.h"
+#include "vec.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -183,7 +184,22 @@ static void accumulate_half(uint8_t *dst, const uint8_t *src, uint64_t bytes,
     }
 }
 
-static void atomic_accumulate(uint8_t *dst, const uint8_t *src, uint64_t bytes, int dtype) {
+/* SetAtomicMax / SetAtomicMin: dst[i] = max or min of dst[i] and src[i],
+ * compared as dtype (vec_math.c). */
+static void atomic_extreme(uint8_t *dst, const uint8_t *src, uint64_t bytes, int dtype, int op) {
+    int size = eng_vec_dtype_size(dtype);
+    if (!size) return;
+    int vop = op == ATOMIC_MAX ? VOP_MAX : VOP_MIN;
+    for (uint64_t i = 0; i + (uint64_t)size <= bytes; i += (uint64_t)size)
+        eng_vec_store(dst + i, dtype, eng_vec_binary(vop, dtype, eng_vec_load(dst + i, dtype),
+                                                     eng_vec_load(src + i, dtype)));
+}
+
+void eng_atomic_accumulate(uint8_t *dst, const uint8_t *src, uint64_t bytes, int dtype, int op) {
+    if (op == ATOMIC_MAX || op == ATOMIC_MIN) {
+        atomic_extreme(dst, src, bytes, dtype, op);
+        return;
+    }
     switch (dtype) {
     case DT_FLOAT:
         for (uint64_t i = 0; i + 4 <= bytes; i += 4) {
@@ -221,8 +237,9 @@ static void apply(engine *e, xfer *x) {
     case OP_COPY:
     case OP_BATCH_TASK:
         if (x->atomic_dtype)
-            atomic_accumulate(lit(e, x->dseg, x->dst, x->bytes), lit(e, x->sseg, x->src, x->bytes),
-                              x->bytes, x->atomic_dtype);
+            eng_atomic_accumulate(lit(e, x->dseg, x->dst, x->bytes),
+                                  lit(e, x->sseg, x->src, x->bytes), x->bytes, x->atomic_dtype,
+                                  x->atomic_op);
         else  /* only moves: references travel as references */
             eng_seg_copy(e, x->dseg, eng_seg_off(x->dseg, x->dst), x->sseg,
                          eng_seg_off(x->sseg, x->src), x->bytes);
@@ -243,6 +260,12 @@ static void apply(engine *e, xfer *x) {
         eng_write_word(p, x->width, eng_read_word(p, x->width) + x->value);
         break;
     }
+    case OP_VEC_GEN:
+        eng_vec_apply(e, x);
+        break;
+    case OP_COPY_BLOCKS:
+        eng_copy_blocks_apply(e, x);
+        break;
     default:
         eng_apply_compute(e, x);
         break;
@@ -268,7 +291,8 @@ void eng_xfer_complete(engine *e, xfer *x) {
     }
     if (x->dst_rank >= 0)
         eng_gm_written(e, x->dst_rank, x->dst_off, x->op == OP_STORE || x->op == OP_ATOMIC_ADD ?
-                       (uint64_t)x->width : x->bytes, seq, x->track + 1, x->end);
+                       (uint64_t)x->width : x->op == OP_COPY_BLOCKS ? x->ext[0] : x->bytes,
+                       seq, x->track + 1, x->end);
     if (x->rdma) eng_rdma_completed(e, x, seq);   /* the source learns it from the ack */
     else eng_xfer_free(e, x);
 }

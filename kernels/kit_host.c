@@ -160,6 +160,12 @@ static int host_gm_from_npy(engine *e, const npurr_opts *o, const char *option, 
     return rc;
 }
 
+static int host_hccl_group(engine *e, int group, gm_t context, gm_t win_in, gm_t win_out,
+                           uint64_t win_size, char *err, size_t errlen) {
+    engine_hccl g = {1, context, win_in, win_out, win_size};
+    return engine_hccl_group(e, group, &g, err, errlen) == ENGINE_OK ? 0 : -1;
+}
+
 static const npurr_host host_table = {
     .abi_major = NPURR_ABI_MAJOR,
     .abi_minor = NPURR_ABI_MINOR,
@@ -182,6 +188,8 @@ static const npurr_host host_table = {
     .declare_ring = engine_declare_ring,
     .name_tensor = host_name_tensor,
     .launch = engine_launch,
+    .gm_addr = engine_gm_host_addr,
+    .hccl_group = host_hccl_group,
 };
 
 /* The built-in kernels' copy of the pointer every plugin keeps

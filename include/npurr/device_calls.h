@@ -129,7 +129,8 @@ void dev_xcore_wait(int flag_id, dev_site s);
 /* What BarrierAll() (all_ranks 1) and SyncAll() (0) calls: blocks until every
  * core of the launch (on every rank) arrived. */
 void dev_barrier(int all_ranks, dev_site s);
-/* What GetValue32/64 calls: the width-byte GM word at p, read by the scalar
+/* What GetValue32/64 calls (width 1, 2, 4 or 8; narrower words come back
+ * sign-extended): the width-byte GM word at p, read by the scalar
  * unit. */
 int64_t dev_gm_load(gm_t p, int width, dev_site s);
 /* What SetValue32/64 calls: stores v as a width-byte GM word at p. */
@@ -142,7 +143,8 @@ int64_t dev_gm_atomic(gm_t p, int width, int op, int64_t v, int64_t cmp, dev_sit
 int64_t dev_gm_wait(gm_t p, int width, int cond, int64_t v, dev_site s);
 /* What NameWord(p, width, name) calls: engine_name_word from a kernel. */
 void dev_name_word(gm_t p, int width, const char *name);
-/* What UbGet32/64 calls: the width-byte word at byte_off in l. */
+/* What UbGet32/64 calls: the width-byte word (1, 2, 4 or 8, aligned;
+ * sign-extended) at byte_off in l. */
 int64_t dev_local_load(local_t l, uint32_t byte_off, int width, dev_site s);
 /* What UbSet32/64 calls: stores v as a width-byte word at byte_off in l. */
 void dev_local_store(local_t l, uint32_t byte_off, int width, int64_t v, dev_site s);
@@ -231,6 +233,114 @@ static inline uint16_t float_to_bf16(float f) {
     uint32_t rounding = 0x7fffu + ((x.u >> 16) & 1u);
     return (uint16_t)((x.u + rounding) >> 16);
 }
+
+/* --------------------------------------------- calls for other front ends */
+/* What npurr's Ascend C headers (npurr/ascendc/kernel_operator.h) are
+ * built on; C kernels have npurr/device.h's simpler forms. */
+
+/* GM addresses as host pointers: Ascend C kernels hold GM as `__gm__ T *`,
+ * pointers into the host mappings of npurr's GM allocations, and compute
+ * with them (a window's base plus an offset). Each call that moves data
+ * turns one back into a gm_t; a pointer into no allocation faults. */
+gm_t dev_gm_from_host(const void *p, dev_site s);
+/* The host pointer of a GM address (faults outside every allocation). */
+void *dev_gm_to_host(gm_t p, dev_site s);
+
+/* 256 zeroed bytes of this core's own, for a front end's per-core state
+ * (the current TPipe): all cores share one address space, so a static
+ * would be shared by all of them. Valid until the core's kernel returns. */
+void *dev_core_storage(void);
+/* Bytes of local memory space allocated so far on this core (a mark). */
+uint32_t dev_local_used(int space);
+/* Frees this core's allocations of space made after mark used (TPipe's
+ * Reset): the next AllocLocal starts there again; the bytes stay as they
+ * are, as in the chip's buffers. Faults when used is past what is allocated. */
+void dev_local_release(int space, uint32_t used, dev_site s);
+/* This core's virtual time in ticks of the 50 MHz system counter
+ * (GetSystemCycle); costs one scalar operation. */
+uint64_t dev_system_cycle(dev_site s);
+/* A data cache clean and invalidate of GM [p, p + bytes) (the scalar
+ * unit's cache; npurr's GM is always coherent, so only its time is paid). */
+void dev_dcache_sync(gm_t p, uint64_t bytes, dev_site s);
+/* MTE3 copies to GM accumulate with op (ATOMIC_ADD, ATOMIC_MAX,
+ * ATOMIC_MIN) in dtype from now on; op 0: store again. */
+void dev_set_atomic_op(int op, int dtype, dev_site s);
+
+/* HCCL groups the host declared (npurr_host.hccl_group): this rank's
+ * context (a host pointer into its GM), rank's window (out 0: in, 1:
+ * out) and the windows' size. Fault when the group was not declared. */
+void *dev_hccl_context(int group, dev_site s);
+void *dev_hccl_window(int group, int rank, int out, dev_site s);
+uint64_t dev_hccl_window_size(int group, dev_site s);
+
+/* A DataCopy of count blocks in one DMA (DataCopyParams, DataCopyExtParams):
+ * block i is block_bytes at gm + i * (block_bytes + gm_gap) and at local +
+ * i * (align32(block_bytes) + local_gap); the local side of each block is
+ * padded to 32 B. pad: 1 writes pad_left / pad_right elements of elem_bytes
+ * holding pad_value around each block in local memory (DataCopyPad). */
+typedef struct dev_copy_blocks {
+    uint32_t count, block_bytes;
+    uint64_t gm_gap;
+    uint32_t local_gap;
+    int pad;
+    uint32_t pad_left, pad_right, elem_bytes;
+    uint64_t pad_value;
+} dev_copy_blocks;
+/* GM -> local on MTE2. */
+void dev_copy_blocks_in(local_t dst, gm_t src, const dev_copy_blocks *b, dev_site s);
+/* local -> GM on MTE3 (atomic when dev_set_atomic_op is on). */
+void dev_copy_blocks_out(gm_t dst, local_t src, const dev_copy_blocks *b, dev_site s);
+
+/* A vector instruction's elements. count > 0: count elements from each
+ * operand's start, contiguous. Else repeats of 256 bytes of the widest
+ * operand (elements_per_repeat = 256 / widest element), the elements of a
+ * repeat taking part where mask has their bit (bit j of mask[j / 64]);
+ * element j of repeat r of an operand is at its start + r * rep * 32 +
+ * (j / per_block) * blk * 32 + (j % per_block) * size, per_block = 32 /
+ * size. Operands: 0 the destination, 1 and 2 the sources. */
+typedef struct dev_vec_shape {
+    uint32_t count;
+    uint32_t repeats;
+    uint64_t mask[2];
+    uint16_t blk[3], rep[3];
+} dev_vec_shape;
+
+/* Elementwise operations. */
+typedef enum {
+    VOP_ADD = 1, VOP_SUB, VOP_MUL, VOP_DIV, VOP_MAX, VOP_MIN, VOP_AND, VOP_OR,   /* dst = a op b */
+    VOP_ADDS, VOP_MULS, VOP_MAXS, VOP_MINS,                                      /* dst = a op scalar */
+    VOP_ABS, VOP_COPY,                                                           /* dst = f(a) */
+    VOP_DUP                                                                      /* dst = scalar */
+} dev_vec_op;
+/* Round modes of Cast (Ascend C's RoundMode). */
+typedef enum {
+    VROUND_NONE = 0, VROUND_RINT, VROUND_FLOOR, VROUND_CEIL, VROUND_ROUND, VROUND_TRUNC,
+    VROUND_ODD
+} dev_vec_round;
+/* Reductions: over every selected element (ALL: value, then with_index
+ * its index as the destination type's bits), per repeat (REPEAT: one
+ * result per repeat, dst_stride results apart; with_index: value, index
+ * pairs), per 32-byte block (BLOCK: 8 results a repeat, dst_stride * 8
+ * apart), or per row (ROWS: count rows of row elements, row_stride apart). */
+typedef enum { VRED_ALL = 1, VRED_REPEAT, VRED_BLOCK, VRED_ROWS } dev_vec_reduce_kind;
+typedef enum { VRED_SUM = 1, VRED_MAX, VRED_MIN } dev_vec_reduce_fold;
+typedef struct dev_vec_reduce {
+    int kind, op, with_index, index_first;
+    uint32_t dst_stride;
+    uint32_t rows, row, row_stride;   /* VRED_ROWS */
+} dev_vec_reduce;
+
+/* dst = op(src0, src1 | scalar) over shape, elements of dtype, on V.
+ * scalar is taken as dtype (fscalar for float types, iscalar else). */
+void dev_vec_elem(int op, int dtype, local_t dst, local_t src0, local_t src1, double fscalar,
+                  int64_t iscalar, const dev_vec_shape *shape, dev_site s);
+/* dst (dst_dtype) = src (src_dtype) rounded under round (dev_vec_round),
+ * saturated into integers, over shape, on V. */
+void dev_vec_convert(local_t dst, int dst_dtype, local_t src, int src_dtype, int round,
+                     const dev_vec_shape *shape, dev_site s);
+/* A reduction r of src (dtype) over shape into dst, on V. */
+void dev_vec_reduce_op(const dev_vec_reduce *r, int dtype, local_t dst, local_t src,
+                       const dev_vec_shape *shape, dev_site s);
 
 #ifdef __cplusplus
 }

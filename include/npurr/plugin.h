@@ -264,6 +264,16 @@ typedef struct npurr_host {
      * with err. */
     int (*launch)(npurr_engine *e, const char *name, engine_kernel_fn fn, const void *args,
                   int block_dim, engine_core_type type, char *err, size_t errlen);
+
+    /* For kernels that hold GM as host pointers (Ascend C's GM_ADDR): the pointer that
+     * stands for p in device code (into its allocation's host mapping; NULL when p is in
+     * none). Its value differs from run to run: never store it in GM for a kernel to read. */
+    void *(*gm_addr)(npurr_engine *e, gm_t p);
+    /* Declares HCCL group `group` (0..3) for Ascend C's GetHcclContext and Hccl: a
+     * symmetric context allocation (its bytes are the host's to fill) and symmetric in and
+     * out windows of win_size bytes. 0, or -1 with err. */
+    int (*hccl_group)(npurr_engine *e, int group, gm_t context, gm_t win_in, gm_t win_out,
+                      uint64_t win_size, char *err, size_t errlen);
 } npurr_host;
 
 /* ------------------------------------------------------------ the entry */
@@ -408,6 +418,14 @@ static inline int npurr_launch(npurr_engine *e, const char *name, engine_kernel_
                                const void *args, int block_dim, engine_core_type type,
                                char *err, size_t errlen) {
     return npurr_host_api->launch(e, name, fn, args, block_dim, type, err, errlen);
+}
+
+/* The host pointer that stands for GM address p in Ascend C device code. */
+static inline void *npurr_gm_addr(npurr_engine *e, gm_t p) { return npurr_host_api->gm_addr(e, p); }
+/* Declares an HCCL group (see npurr_host.hccl_group): 0, or -1 with err. */
+static inline int npurr_hccl_group(npurr_engine *e, int group, gm_t context, gm_t win_in,
+                                   gm_t win_out, uint64_t win_size, char *err, size_t errlen) {
+    return npurr_host_api->hccl_group(e, group, context, win_in, win_out, win_size, err, errlen);
 }
 
 #ifdef __cplusplus

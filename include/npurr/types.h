@@ -63,7 +63,7 @@ typedef enum { PIPE_S = 0, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE
                PIPE_NIC, PIPE_AICPU, PIPE_COUNT, PIPE_ALL = 15 } engine_pipe;
 
 /* Atomic operations on a GM word. */
-typedef enum { ATOMIC_ADD = 1, ATOMIC_CAS, ATOMIC_MAX } engine_atomic;
+typedef enum { ATOMIC_ADD = 1, ATOMIC_CAS, ATOMIC_MAX, ATOMIC_MIN } engine_atomic;
 
 /* Conditions a wait on a GM word holds for: word COND value. */
 typedef enum { COND_EQ = 1, COND_NE, COND_GE, COND_GT, COND_LE, COND_LT } engine_cond;
