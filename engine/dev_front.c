@@ -65,3 +65,8 @@ void dev_set_atomic_op(int op, int dtype, dev_site s) {
     c->atomic_dtype = op ? dtype : 0;
     c->atomic_op = op;
 }
+
+void dev_unsupported(const char *what, dev_site s) {
+    core *c = eng_current("device call");
+    eng_fault(c, s, "%s", what);
+}

@@ -53,3 +53,8 @@ uint64_t dev_hccl_window_size(int id, dev_site s) {
     core *c = eng_current("Hccl");
     return group(c, id, s)->win_size;
 }
+
+int dev_hccl_declared(int id) {
+    core *c = eng_current("Hccl");
+    return id >= 0 && id < ENGINE_HCCL_GROUPS && c->e->hccl[id].declared;
+}

@@ -266,12 +266,18 @@ void dev_dcache_sync(gm_t p, uint64_t bytes, dev_site s);
  * ATOMIC_MIN) in dtype from now on; op 0: store again. */
 void dev_set_atomic_op(int op, int dtype, dev_site s);
 
+/* Faults the core with what: a call or an argument the front end cannot
+ * model (the run ends as a fault at the caller's site). Never returns. */
+void dev_unsupported(const char *what, dev_site s) __attribute__((noreturn));
+
 /* HCCL groups the host declared (npurr_host.hccl_group): this rank's
  * context (a host pointer into its GM), rank's window (out 0: in, 1:
  * out) and the windows' size. Fault when the group was not declared. */
 void *dev_hccl_context(int group, dev_site s);
 void *dev_hccl_window(int group, int rank, int out, dev_site s);
 uint64_t dev_hccl_window_size(int group, dev_site s);
+/* 1 when the host declared HCCL group `group`, else 0. */
+int dev_hccl_declared(int group);
 
 /* A DataCopy of count blocks in one DMA (DataCopyParams, DataCopyExtParams):
  * block i is block_bytes at gm + i * (block_bytes + gm_gap) and at local +
