@@ -292,6 +292,11 @@ typedef const npurr_kernel *const *npurr_plugin_kernels_fn(const npurr_host *hos
 #define NPURR_PLUGIN_ABI_SYMBOL "npurr_plugin_abi"
 #define NPURR_PLUGIN_KERNELS_SYMBOL "npurr_plugin_kernels"
 
+#ifdef __cplusplus
+#define NPURR_EXTERN_C extern "C"
+#else
+#define NPURR_EXTERN_C
+#endif
 #if defined(__GNUC__)
 #define NPURR_EXPORT __attribute__((visibility("default")))
 #define NPURR_HIDDEN __attribute__((visibility("hidden")))
@@ -311,11 +316,12 @@ extern NPURR_HIDDEN const npurr_host *npurr_host_api;
  * The list names npurr_kernel descriptors of the plugin. */
 #define NPURR_PLUGIN(plugin_name, ...)                                                     \
     NPURR_HIDDEN const npurr_host *npurr_host_api;                                        \
-    NPURR_EXPORT const npurr_plugin_abi_info npurr_plugin_abi = {                         \
+    NPURR_EXTERN_C NPURR_EXPORT const npurr_plugin_abi_info npurr_plugin_abi = {          \
         {'n', 'p', 'u', 'r', 'r', 'a', 'b', 'i'}, NPURR_ABI_MAJOR, NPURR_ABI_MINOR,        \
         plugin_name};                                                                     \
-    NPURR_EXPORT const npurr_kernel *const *npurr_plugin_kernels(const npurr_host *host);  \
-    const npurr_kernel *const *npurr_plugin_kernels(const npurr_host *host) {              \
+    NPURR_EXTERN_C NPURR_EXPORT const npurr_kernel *const *npurr_plugin_kernels(          \
+        const npurr_host *host);                                                          \
+    NPURR_EXTERN_C const npurr_kernel *const *npurr_plugin_kernels(const npurr_host *host) { \
         static const npurr_kernel *const list[] = {__VA_ARGS__, NULL};                    \
         npurr_host_api = host;                                                            \
         return list;                                                                      \
