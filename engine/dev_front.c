@@ -10,6 +10,7 @@
  */
 #include "internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #define CORE_STORAGE_BYTES 256
@@ -64,6 +65,13 @@ void dev_set_atomic_op(int op, int dtype, dev_site s) {
         eng_fault(c, s, "SetAtomic: %d is not a data type MTE3 accumulates", dtype);
     c->atomic_dtype = op ? dtype : 0;
     c->atomic_op = op;
+}
+
+void dev_set_deq_scale(float scale, dev_site s) {
+    core *c = eng_current("SetDeqScale");
+    eng_advance(c, c->e->scalar_ps);
+    if (!isfinite(scale)) eng_fault(c, s, "SetDeqScale: scale %g is not finite", (double)scale);
+    c->deq_scale = scale;
 }
 
 void dev_unsupported(const char *what, dev_site s) {

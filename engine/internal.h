@@ -210,6 +210,7 @@ typedef struct core {
     uint64_t local_time, local_key;   /* that step, where a fault catches up (eng_fault) */
     int atomic_op;            /* with atomic_dtype: ATOMIC_ADD, _MAX, _MIN (dev_set_atomic_op) */
     void *storage;            /* dev_core_storage: a front end's per-core state, or NULL */
+    double deq_scale;         /* dev_set_deq_scale's scale; 0: none set (1.0) */
 } core;
 
 /* ------------------------------------------------------------ transfers */

@@ -79,11 +79,18 @@ static uint8_t *operand(core *c, local_t l, uint64_t bytes, int align, dev_site 
     return eng_local_at(c, l, bytes ? bytes : 1, s, api, seg);
 }
 
-static void check_shape(core *c, const dev_vec_shape *sh, dev_site s, const char *api) {
-    if (!sh->count && sh->repeats > 255)
-        eng_fault(c, s, "%s: repeatTimes %u is more than 255", api, sh->repeats);
-    if (!sh->count && !sh->mask[0] && !sh->mask[1] && sh->repeats)
-        eng_fault(c, s, "%s: the mask selects no element", api);
+/* A repeated shape's limits: 255 repeats, a mask within the repeat's per
+ * elements (a count mask past them is the caller's error, not a wider op). */
+static void check_shape(core *c, const dev_vec_shape *sh, uint32_t per, dev_site s, const char *api) {
+    if (sh->count) return;
+    if (sh->repeats > 255) eng_fault(c, s, "%s: repeatTimes %u is more than 255", api, sh->repeats);
+    if (!sh->mask[0] && !sh->mask[1] && sh->repeats) eng_fault(c, s, "%s: the mask selects no element", api);
+    uint64_t past = per >= 128 ? 0 : per >= 64 ? sh->mask[1] >> (per - 64) : sh->mask[1];
+    if (per < 64 && (sh->mask[0] >> per)) past = 1;
+    if (past) {
+        int top = sh->mask[1] ? 127 - __builtin_clzll(sh->mask[1]) : 63 - __builtin_clzll(sh->mask[0]);
+        eng_fault(c, s, "%s: the mask selects element %d of a repeat of %u", api, top, per);
+    }
 }
 
 static xfer *queue(core *c, int op, dev_site s, const char *api) {
@@ -104,14 +111,17 @@ static void issue(core *c, xfer *x, uint64_t repeats, int levels, dev_site s) {
 void dev_vec_elem(int op, int dtype, local_t dst, local_t src0, local_t src1, double fscalar,
                   int64_t iscalar, const dev_vec_shape *shape, dev_site s) {
     core *c = eng_current("vector instruction");
-    const char *api = "vector instruction";
+    static const char *const names[] = {"vector instruction", "Add", "Sub", "Mul", "Div", "Max",
+                                        "Min", "And", "Or", "Adds", "Muls", "Maxs", "Mins", "Abs",
+                                        "Copy", "Duplicate"};
+    const char *api = op >= VOP_ADD && op <= VOP_DUP ? names[op] : names[0];
     int size = eng_vec_dtype_size(dtype);
     if (!size || op < VOP_ADD || op > VOP_DUP) eng_fault(c, s, "%s: op %d on type %d", api, op, dtype);
     if (op == VOP_DIV && !eng_vec_is_float(dtype))
         eng_fault(c, s, "Div: the vector unit divides half and float only");
-    check_shape(c, shape, s, api);
-    xfer *x = queue(c, OP_VEC_GEN, s, api);
     uint32_t per = per_repeat(size, size);
+    check_shape(c, shape, per, s, api);
+    xfer *x = queue(c, OP_VEC_GEN, s, api);
     x->vshape = *shape;
     x->vop = op; x->dtype = dtype; x->scalar = fscalar; x->iscalar = iscalar;
     x->ext[0] = extent(shape, 0, size, per);
@@ -135,11 +145,13 @@ void dev_vec_convert(local_t dst, int dst_dtype, local_t src, int src_dtype, int
     int ds = eng_vec_dtype_size(dst_dtype), ss = eng_vec_dtype_size(src_dtype);
     if (!ds || !ss) eng_fault(c, s, "Cast: type %d to %d", src_dtype, dst_dtype);
     if (round < VROUND_NONE || round > VROUND_ODD) eng_fault(c, s, "Cast: round mode %d", round);
-    check_shape(c, shape, s, "Cast");
-    xfer *x = queue(c, OP_VEC_GEN, s, "Cast");
     uint32_t per = per_repeat(ds, ss);
+    check_shape(c, shape, per, s, "Cast");
+    xfer *x = queue(c, OP_VEC_GEN, s, "Cast");
     x->vshape = *shape;
     x->vop = 0; x->vround = round; x->dtype = dst_dtype; x->dtype2 = src_dtype;
+    /* int32 -> half dequantizes: the scale as the instruction is issued */
+    x->scalar = src_dtype == DEV_DT_INT32 && dst_dtype == DEV_DT_FP16 && c->deq_scale ? c->deq_scale : 1.0;
     x->ext[0] = extent(shape, 0, ds, per);
     x->ext[1] = extent(shape, 1, ss, per);
     x->dst = operand(c, dst, x->ext[0], 32, s, "Cast", &x->dseg);
@@ -159,9 +171,9 @@ void dev_vec_reduce_op(const dev_vec_reduce *r, int dtype, local_t dst, local_t 
         memset(&sh, 0, sizeof sh);
         sh.count = r->rows ? (r->rows - 1) * r->row_stride + r->row : 0;
     }
-    check_shape(c, &sh, s, "reduction");
-    xfer *x = queue(c, OP_VEC_GEN, s, "reduction");
     uint32_t per = per_repeat(size, size);
+    check_shape(c, &sh, per, s, "reduction");
+    xfer *x = queue(c, OP_VEC_GEN, s, "reduction");
     x->vshape = sh;
     x->vred = *r;
     x->vop = -1; x->dtype = dtype;
@@ -275,7 +287,8 @@ static void apply_elementwise(xfer *x) {
     uint32_t per = per_repeat(ds, ss), repeats, elems;
     walk_bounds(sh, per, &repeats, &elems);
     vec_val scalar = {0};
-    if (eng_vec_is_float(dt)) scalar = eng_vec_convert((vec_val){.f = x->scalar}, DEV_DT_FLOAT, dt,
+    if (convert) scalar.f = 0;
+    else if (eng_vec_is_float(dt)) scalar = eng_vec_convert((vec_val){.f = x->scalar}, DEV_DT_FLOAT, dt,
                                                        VROUND_RINT);
     else scalar.i = eng_vec_convert((vec_val){.i = x->iscalar}, DEV_DT_INT64, dt, VROUND_RINT).i;
     vec_val in[128];
@@ -288,7 +301,10 @@ static void apply_elementwise(xfer *x) {
                 uint32_t j = j0 + k;
                 if (!selected(sh, j)) continue;
                 vec_val a = x->vop == VOP_DUP ? scalar : eng_vec_load(x->src + elem_off(sh, 1, ss, r, j), st);
-                if (convert) in[k] = eng_vec_convert(a, st, dt, x->vround);
+                if (convert && x->scalar != 1.0)   /* exact: 31 by 11 bits fit a double */
+                    in[k] = eng_vec_convert((vec_val){.f = (double)a.i * x->scalar}, DEV_DT_FLOAT, dt,
+                                            x->vround);
+                else if (convert) in[k] = eng_vec_convert(a, st, dt, x->vround);
                 else if (x->vop <= VOP_OR)
                     in[k] = eng_vec_binary(x->vop, dt, a, eng_vec_load(x->src2 + elem_off(sh, 2, ss, r, j), st));
                 else if (x->vop <= VOP_MINS) in[k] = eng_vec_binary(x->vop, dt, a, scalar);

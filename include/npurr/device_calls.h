@@ -265,6 +265,9 @@ void dev_dcache_sync(gm_t p, uint64_t bytes, dev_site s);
 /* MTE3 copies to GM accumulate with op (ATOMIC_ADD, ATOMIC_MAX,
  * ATOMIC_MIN) in dtype from now on; op 0: store again. */
 void dev_set_atomic_op(int op, int dtype, dev_site s);
+/* Casts from int32 to half on this core multiply by scale first (Ascend
+ * C's SetDeqScale; 1.0 until set). */
+void dev_set_deq_scale(float scale, dev_site s);
 
 /* Faults the core with what: a call or an argument the front end cannot
  * model (the run ends as a fault at the caller's site). Never returns. */

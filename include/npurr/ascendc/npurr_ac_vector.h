@@ -230,10 +230,9 @@ __aicore__ inline void Cast(const LocalTensor<TD> &dst, const LocalTensor<TS> &s
                       s.dev());
 }
 
-/* The scale Cast from int32 to half multiplies by: npurr models 1.0 only. */
+/* The scale a Cast from int32 to half multiplies by (1.0 until set). */
 __aicore__ inline void SetDeqScale(half scale, npurr_site s = npurr_site()) {
-    if ((float)scale != 1.0f)
-        ::dev_unsupported("SetDeqScale: npurr models a dequantization scale of 1.0 only", s.dev());
+    ::dev_set_deq_scale((float)scale, s.dev());
 }
 
 /* One reduction (dev_vec_reduce_op). */
