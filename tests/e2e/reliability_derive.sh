@@ -26,14 +26,19 @@ fresh_copy() {
 
 # kill_points DIR LABEL: 20 first stats on copies of the run in DIR, each
 # killed (SIGKILL) at its point, spread over how long a first stats takes
-# there; the index must be whole after every one.
+# there (the fastest of three: a first one slowed by a busy machine would
+# put the late points after the derive); the index must be whole after
+# every one.
 kill_points() {
     local dir=$1 label=$2 landed=0
-    fresh_copy "$dir"
-    local t0 span_us
-    t0=$(date +%s%N)
-    expect 0 "$npurr" stats "$dir/run"
-    span_us=$(( ($(date +%s%N) - t0) / 1000 ))
+    local t0 us span_us=0
+    for _ in 1 2 3; do
+        fresh_copy "$dir"
+        t0=$(date +%s%N)
+        expect 0 "$npurr" stats "$dir/run"
+        us=$(( ($(date +%s%N) - t0) / 1000 ))
+        [ $span_us -eq 0 ] || [ $us -lt $span_us ] && span_us=$us
+    done
     for i in $(seq 1 20); do
         fresh_copy "$dir"
         "$npurr" stats "$dir/run" >/dev/null 2>&1 &
