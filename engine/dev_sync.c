@@ -149,14 +149,31 @@ static void local_store(core *c, gm_t p, int width, int64_t v, int kind, dev_sit
                    eng_track(e, c, PIPE_S) + 1, c->now);
 }
 
+/* EV_RING_HEAD / EV_RING_TAIL when p is a declared ring's head or tail
+ * word of this width, else EV_GM_STORE; *object the word's id then. */
+static int store_kind(engine *e, gm_t p, int width, uint32_t *object) {
+    uint32_t id = eng_word_object(e, p);
+    const engine_object *o = engine_object_get(e, id);
+    *object = 0;
+    if (!o || (int)o->width != width || o->addr.a != p.a) return EV_GM_STORE;
+    if (o->kind != OBJ_RING_HEAD && o->kind != OBJ_RING_TAIL) return EV_GM_STORE;
+    *object = id;
+    return o->kind == OBJ_RING_TAIL ? EV_RING_TAIL : EV_RING_HEAD;
+}
+
 void dev_gm_store(gm_t p, int width, int64_t v, dev_site s) {
     core *c = gm_word_access("SetValue", p, width, s);
     engine *e = c->e;
     eng_sync(c);
+    /* a plain store to a declared ring's head or tail (Ascend C's SetValue)
+     * is that ring's update, as RingStoreHead/Tail would record it */
+    uint32_t object;
+    int kind = store_kind(e, p, width, &object);
     if (gm_rank(p) != c->rank) {
+        if (kind != EV_GM_STORE) emit_word(c, kind, p, width, v, object, eng_site(e, s));
         remote_store(c, p, width, v, OP_STORE, XFER_REMOTE_STORE, s);
     } else {
-        local_store(c, p, width, v, EV_GM_STORE, s);
+        local_store(c, p, width, v, kind, s);
         eng_advance(c, e->gm_write_ps);
     }
 }

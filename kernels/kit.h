@@ -186,6 +186,12 @@ static inline int kit_cores(const npurr_topology *topo, engine_core_type type) {
 FILE *kit_fopen_input(const char *path, char *why, size_t whylen);
 /* SHA-256 of the file at path as hex (a plugin's identity): 0, or -1 with why. */
 int kit_sha256_file(const char *path, char hex[65], char *why, size_t whylen);
+/* The plugin ABI's MoE inputs (npurr_host.moe_routing, .moe_row): the
+ * routing and the tagged rows the built-in MoE kernels use. kit_moe.c. */
+int kit_moe_routing(const npurr_topology *t, const char *spec, uint64_t seed, int experts,
+                    int topk, int rank, int tokens, int32_t *expert_ids, float *weights,
+                    char *err, size_t errlen);
+void kit_moe_row(uint64_t seed, int s, int t, int k, int p, int hidden, uint16_t *row);
 
 /* --------------------------------------------------------- guard regions */
 

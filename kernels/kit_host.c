@@ -190,6 +190,8 @@ static const npurr_host host_table = {
     .launch = engine_launch,
     .gm_addr = engine_gm_host_addr,
     .hccl_group = host_hccl_group,
+    .moe_routing = kit_moe_routing,
+    .moe_row = kit_moe_row,
 };
 
 /* The built-in kernels' copy of the pointer every plugin keeps

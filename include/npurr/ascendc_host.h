@@ -49,6 +49,7 @@ struct Buffer {
 /* The state a launch keeps for the run: the kernel and each rank's pointers. */
 struct LaunchData {
     void *kernel = nullptr;
+    std::string role;   /* the cores' role from the start; "" none */
     uint64_t tiling_key = 0;
     size_t nargs = 0;
     std::vector<uint8_t *> ptrs;   /* rank * nargs + i */
@@ -171,17 +172,27 @@ class Host {
     template <typename... P>
     int launch(void (*kernel)(P...), int block_dim, std::initializer_list<Buffer> args,
                uint64_t tiling_key = 0, engine_core_type type = CORE_AIV) {
+        return launch(nullptr, kernel, block_dim, args, tiling_key, type);
+    }
+    /* The same, the launch named name, which is also its cores' role in the
+     * trace and the analysis ("stalls by role"); NULL: "ascendc", no role. */
+    template <typename... P>
+    int launch(const char *name, void (*kernel)(P...), int block_dim,
+               std::initializer_list<Buffer> args, uint64_t tiling_key = 0,
+               engine_core_type type = CORE_AIV) {
         static_assert(sizeof...(P) > 0, "a kernel takes its GM_ADDR arguments");
         if (args.size() != sizeof...(P)) return fail_code("launch: as many buffers as the kernel's parameters");
         LaunchData *d = new LaunchData;
         launches_.push_back(d);
         d->kernel = reinterpret_cast<void *>(kernel);
+        d->role = name ? name : "";
         d->tiling_key = tiling_key;
         d->nargs = sizeof...(P);
         for (int r = 0; r < topo_.ranks; r++)
             for (const Buffer &b : args) d->ptrs.push_back(b.ok() ? addr(b, r) : nullptr);
         char err[512];
-        if (npurr_launch(e_, "ascendc", &trampoline<P...>, d, block_dim, type, err, sizeof err))
+        if (npurr_launch(e_, name ? name : "ascendc", &trampoline<P...>, d, block_dim, type, err,
+                         sizeof err))
             return fail_code(err);
         return 0;
     }
@@ -200,6 +211,7 @@ class Host {
     template <typename... P> static void trampoline(const void *p) {
         const LaunchData *d = static_cast<const LaunchData *>(p);
         AscendC::current_tiling_key() = d->tiling_key;
+        if (!d->role.empty()) ::dev_set_role(d->role.c_str(), dev_site{__FILE__, __LINE__, "launch"});
         call<P...>(d, ::dev_rank(), std::index_sequence_for<P...>{});
     }
     static uint64_t elem_bytes(npurr_dtype t) {

@@ -274,6 +274,20 @@ typedef struct npurr_host {
      * out windows of win_size bytes. 0, or -1 with err. */
     int (*hccl_group)(npurr_engine *e, int group, gm_t context, gm_t win_in, gm_t win_out,
                       uint64_t win_size, char *err, size_t errlen);
+
+    /* MoE inputs as npurr's own MoE kernels make them, so a kernel can run on exactly their
+     * data and be compared with them. moe_routing: rank's [tokens, topk] expert ids (-1: a
+     * dropped slot) and weights (a token's kept slots sum to 1) under spec, --routing's
+     * grammar (uniform, zipf:S, group-limited[:M], active-ranks:N, drop:P, npy:PATH), from
+     * seed (--data-seed); the topology gives the ranks and nodes some kinds need. 0, or -1
+     * with err naming --routing. */
+    int (*moe_routing)(const npurr_topology *t, const char *spec, uint64_t seed, int experts,
+                       int topk, int rank, int tokens, int32_t *expert_ids, float *weights,
+                       char *err, size_t errlen);
+    /* moe_row: the expert output row (hidden bf16, as bits) for slot k of token t of rank
+     * s, computed on expert rank p: a tag of (t, k, p) in its first elements (small
+     * integers, exact in bf16), then values in [-1, 1) drawn from (seed, s, t, k). */
+    void (*moe_row)(uint64_t seed, int s, int t, int k, int p, int hidden, uint16_t *row);
 } npurr_host;
 
 /* ------------------------------------------------------------ the entry */
@@ -432,6 +446,20 @@ static inline void *npurr_gm_addr(npurr_engine *e, gm_t p) { return npurr_host_a
 static inline int npurr_hccl_group(npurr_engine *e, int group, gm_t context, gm_t win_in,
                                    gm_t win_out, uint64_t win_size, char *err, size_t errlen) {
     return npurr_host_api->hccl_group(e, group, context, win_in, win_out, win_size, err, errlen);
+}
+
+/* npurr's MoE routing for one rank (see npurr_host.moe_routing): 0, or -1 with err. */
+static inline int npurr_moe_routing(const npurr_topology *t, const char *spec, uint64_t seed,
+                                    int experts, int topk, int rank, int tokens,
+                                    int32_t *expert_ids, float *weights, char *err,
+                                    size_t errlen) {
+    return npurr_host_api->moe_routing(t, spec, seed, experts, topk, rank, tokens, expert_ids,
+                                       weights, err, errlen);
+}
+/* npurr's tagged expert output row (see npurr_host.moe_row). */
+static inline void npurr_moe_row(uint64_t seed, int s, int t, int k, int p, int hidden,
+                                 uint16_t *row) {
+    npurr_host_api->moe_row(seed, s, t, k, p, hidden, row);
 }
 
 #ifdef __cplusplus
