@@ -96,6 +96,9 @@ static void check_shape(core *c, const dev_vec_shape *sh, uint32_t per, dev_site
 static xfer *queue(core *c, int op, dev_site s, const char *api) {
     eng_advance(c, c->e->scalar_ps);
     if (c->is_aic) eng_fault(c, s, "%s: the vector unit is on AIV cores", api);
+    /* caught up before the xfer is taken: other cores run in eng_sync and
+     * may grow the xfer table under a pointer held across it */
+    eng_sync(c);
     xfer *x = eng_xfer_new(c->e);
     x->op = op; x->kind = XFER_VEC; x->pipe = PIPE_V; x->peer = c->rank;
     return x;
@@ -104,7 +107,6 @@ static xfer *queue(core *c, int op, dev_site s, const char *api) {
 static void issue(core *c, xfer *x, uint64_t repeats, int levels, dev_site s) {
     engine *e = c->e;
     x->bytes = repeats * 256;
-    eng_sync(c);
     eng_xfer_issue_on(c, x, e->vec_ps_per_byte, (uint64_t)levels * e->vec_latency_ps, NULL, 0, 0, s);
 }
 
@@ -279,7 +281,61 @@ static void apply_reduce(xfer *x) {
     }
 }
 
+/* Whether [a, a + an) and [b, b + bn) are the same start or apart (the
+ * fast path's elementwise loop then reads each element before writing it). */
+static int same_or_apart(const uint8_t *a, uint64_t an, const uint8_t *b, uint64_t bn) {
+    return a == b || a + an <= b || b + bn <= a;
+}
+
+/* The contiguous (count) float cases every combine runs per row, without
+ * the general walk's per-element dispatch: Cast bf16 <-> float (to bf16
+ * under RINT / NONE) and float Add, Sub, Mul, Adds, Muls. The same bits as
+ * the general walk, NaNs included; 0 when x is no such case. */
+static int apply_fast(xfer *x) {
+    const dev_vec_shape *sh = &x->vshape;
+    uint32_t n = sh->count;
+    if (!n) return 0;
+    if (x->vop == 0) {   /* the sizes differ: only operands apart are the same in any order */
+        if (x->dst < x->src + x->ext[1] && x->src < x->dst + x->ext[0]) return 0;
+        if (x->dtype2 == DEV_DT_BF16 && x->dtype == DEV_DT_FLOAT && x->scalar == 1.0) {
+            for (uint32_t i = 0; i < n; i++) {
+                uint16_t h;
+                memcpy(&h, x->src + 2 * (size_t)i, 2);
+                uint32_t u = (uint32_t)h << 16;
+                if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x7fffffu)) u |= 0x00400000u;   /* quieted */
+                memcpy(x->dst + 4 * (size_t)i, &u, 4);
+            }
+            return 1;
+        }
+        if (x->dtype2 == DEV_DT_FLOAT && x->dtype == DEV_DT_BF16 &&
+            (x->vround == VROUND_RINT || x->vround == VROUND_NONE)) {
+            for (uint32_t i = 0; i < n; i++) {
+                float f;
+                memcpy(&f, x->src + 4 * (size_t)i, 4);
+                uint16_t h = isnan(f) ? (uint16_t)(signbit(f) ? 0xffc0u : 0x7fc0u) : float_to_bf16(f);
+                memcpy(x->dst + 2 * (size_t)i, &h, 2);
+            }
+            return 1;
+        }
+        return 0;
+    }
+    if (x->dtype != DEV_DT_FLOAT || !same_or_apart(x->dst, x->ext[0], x->src, x->ext[1])) return 0;
+    int binary = x->vop == VOP_ADD || x->vop == VOP_SUB || x->vop == VOP_MUL;
+    if (!binary && x->vop != VOP_ADDS && x->vop != VOP_MULS) return 0;
+    if (binary && !same_or_apart(x->dst, x->ext[0], x->src2, x->ext[2])) return 0;
+    float k = (float)x->scalar;
+    for (uint32_t i = 0; i < n; i++) {
+        float a, b = k, z;
+        memcpy(&a, x->src + 4 * (size_t)i, 4);
+        if (binary) memcpy(&b, x->src2 + 4 * (size_t)i, 4);
+        z = x->vop == VOP_SUB ? a - b : x->vop == VOP_MUL || x->vop == VOP_MULS ? a * b : a + b;
+        memcpy(x->dst + 4 * (size_t)i, &z, 4);
+    }
+    return 1;
+}
+
 static void apply_elementwise(xfer *x) {
+    if (apply_fast(x)) return;
     const dev_vec_shape *sh = &x->vshape;
     int convert = x->vop == 0;
     int dt = x->dtype, st = convert ? x->dtype2 : x->dtype;
