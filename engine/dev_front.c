@@ -51,6 +51,7 @@ uint64_t dev_system_cycle(dev_site s) {
 
 void dev_dcache_sync(gm_t p, uint64_t bytes, dev_site s) {
     core *c = eng_current("DataCacheCleanAndInvalid");
+    c->calls--;   /* a poll loop's own step: it does not end the loop (dev_gm_load) */
     eng_gm_check(c, p, bytes ? bytes : 1, s, "DataCacheCleanAndInvalid");
     /* a cache line written back or dropped: one GM write's time */
     eng_advance(c, c->e->scalar_ps + c->e->gm_write_ps);

@@ -104,13 +104,37 @@ static uint64_t emit_word(core *c, int kind, gm_t p, int width, int64_t value, u
     return c->last_seq = eng_emit(c->e, &ev);
 }
 
+static int64_t gm_wait(core *c, gm_t p, int width, int cond, int64_t v, uint32_t object,
+                       dev_site s);
+
+/* A poll loop ("while (t.GetValue(0) == x) ;", Ascend C's way to wait on a
+ * GM word) is seen at its second read that finds the word unchanged, from
+ * the same source line with no other device call between (a cache
+ * invalidate or scalar cycles aside): only a loop reaches one line twice
+ * so, and only the word can end it. From there the core waits until the
+ * word changes, as one stall that names the word and its writer, instead
+ * of polling; it sees the change when the write lands, where the chip's
+ * next poll would (at most one poll later). A loop that gives up after a
+ * count of reads, without reading the clock, waits forever here. */
 int64_t dev_gm_load(gm_t p, int width, dev_site s) {
     core *c = gm_word_access("GetValue", p, width, s);
     engine *e = c->e;
-    int remote = reach_word(c, p);
-    int64_t v = eng_read_word(eng_gm_ptr(e, p, (uint64_t)width), width);
-    emit_word(c, EV_GM_LOAD, p, width, v, 0, eng_site(e, s));
-    eng_advance(c, remote ? e->hccs_latency_ps : e->gm_read_ps);
+    int64_t v;
+    if (c->poll_calls + 1 == c->calls && c->poll_addr == p.a && c->poll_width == width &&
+        c->poll_line == s.line && c->poll_file == s.file) {
+        v = gm_wait(c, p, width, COND_NE, c->poll_value, 0, s);
+    } else {
+        int remote = reach_word(c, p);
+        v = eng_read_word(eng_gm_ptr(e, p, (uint64_t)width), width);
+        emit_word(c, EV_GM_LOAD, p, width, v, 0, eng_site(e, s));
+        eng_advance(c, remote ? e->hccs_latency_ps : e->gm_read_ps);
+    }
+    c->poll_calls = c->calls;
+    c->poll_addr = p.a;
+    c->poll_width = width;
+    c->poll_line = s.line;
+    c->poll_file = s.file;
+    c->poll_value = v;
     return v;
 }
 

@@ -55,6 +55,7 @@ void *engine_gm_host_addr(engine *e, gm_t p) {
 
 gm_t dev_gm_from_host(const void *p, dev_site s) {
     core *c = eng_current("GlobalTensor");
+    c->calls--;   /* address arithmetic, no step of the kernel's (dev_gm_load's poll loops) */
     gm_t g;
     if (!engine_gm_from_host(c->e, p, &g))
         eng_fault(c, s, "GM address %p is in no GM allocation of the run (a __gm__ pointer "

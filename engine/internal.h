@@ -211,6 +211,13 @@ typedef struct core {
     int atomic_op;            /* with atomic_dtype: ATOMIC_ADD, _MAX, _MIN (dev_set_atomic_op) */
     void *storage;            /* dev_core_storage: a front end's per-core state, or NULL */
     double deq_scale;         /* dev_set_deq_scale's scale; 0: none set (1.0) */
+    /* poll loops (dev_gm_load): device calls so far, and the last GM load's */
+    uint64_t calls;
+    uint64_t poll_calls;      /* calls when it was made */
+    uint64_t poll_addr;
+    const char *poll_file;
+    int poll_line, poll_width;
+    int64_t poll_value;
 } core;
 
 /* ------------------------------------------------------------ transfers */

@@ -108,6 +108,7 @@ core *eng_current(const char *api) {
         fprintf(stderr, "npurr: %s called outside a kernel running on an emulated core\n", api);
         abort();
     }
+    g_current->calls++;   /* a poll loop is a load with no other call between (dev_gm_load) */
     return g_current;
 }
 
