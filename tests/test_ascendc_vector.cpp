@@ -428,6 +428,52 @@ static void test_float_add_rounds_once(void **state) {
     assert_true(r[2] == 0.1f + 0.2f);   /* as the CPU's float add */
 }
 
+/* The count form of the common float cases (the engine's fast path) and
+ * the mask form (its general walk) give the same bits, NaNs, infinities
+ * and subnormals included: 64 floats -> bf16 -> float, then Muls and Add. */
+template <bool Count> struct FloatRoundTrip {
+    static void run(LocalTensor<uint8_t> d, LocalTensor<uint8_t> a, LocalTensor<uint8_t> b,
+                    LocalTensor<uint8_t> tmp) {
+        LocalTensor<float> out = d.ReinterpretCast<float>(), x = a.ReinterpretCast<float>();
+        LocalTensor<bfloat16_t> h = tmp.ReinterpretCast<bfloat16_t>();
+        LocalTensor<float> y = b.ReinterpretCast<float>();
+        if (Count) {
+            Cast(h, x, RoundMode::CAST_RINT, 64);
+            PipeBarrier<PIPE_V>();
+            Cast(out, h, RoundMode::CAST_NONE, 64);
+            PipeBarrier<PIPE_V>();
+            Muls(out, out, 0.3f, 64);
+            PipeBarrier<PIPE_V>();
+            Add(out, out, y, 64);
+        } else {
+            uint64_t m = 64;
+            Cast(h, x, RoundMode::CAST_RINT, m, 1, UnaryRepeatParams(1, 1, 4, 8));
+            PipeBarrier<PIPE_V>();
+            Cast(out, h, RoundMode::CAST_NONE, m, 1, UnaryRepeatParams(1, 1, 8, 4));
+            PipeBarrier<PIPE_V>();
+            Muls(out, out, 0.3f, m, 1, UnaryRepeatParams());
+            PipeBarrier<PIPE_V>();
+            Add(out, out, y, m, 1, BinaryRepeatParams());
+        }
+    }
+};
+static void test_count_and_mask_forms_agree(void **state) {
+    (void)state;
+    std::vector<float> x(64), y(64);
+    const uint32_t special[] = {0x7fc00001u, 0xffa00000u, 0x7f800000u, 0xff800000u, 0x00000001u,
+                                0x80400000u, 0x7f7fffffu, 0x3f808000u, 0x3f818000u, 0x00000000u};
+    for (int i = 0; i < 64; i++) {
+        x[i] = i < 10 ? acs::f32(special[i]) : (float)(i * 37 % 101) / 7.0f - 6.0f;
+        y[i] = (float)(i % 13) * 0.01f - 0.05f;
+    }
+    std::vector<float> init(64, 0.0f), c = acs::bench<FloatRoundTrip<true>>(init, x, y);
+    std::vector<float> m = acs::bench<FloatRoundTrip<false>>(init, x, y);
+    for (int i = 0; i < 64; i++)
+        if (acs::bits(c[i]) != acs::bits(m[i]))
+            fail_msg("element %d: count form 0x%08x, mask form 0x%08x", i, acs::bits(c[i]), acs::bits(m[i]));
+    assert_true(std::isnan(c[0]) && std::isinf(c[2]) && c[2] > 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mask_bits),
@@ -450,6 +496,7 @@ int main(void) {
         cmocka_unit_test(test_sum_rows),
         cmocka_unit_test(test_block_reduce_sum_float),
         cmocka_unit_test(test_float_add_rounds_once),
+        cmocka_unit_test(test_count_and_mask_forms_agree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,6 +29,7 @@
 #include <functional>
 #include <initializer_list>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -52,7 +53,7 @@ struct LaunchData {
     std::string role;   /* the cores' role from the start; "" none */
     uint64_t tiling_key = 0;
     size_t nargs = 0;
-    std::vector<uint8_t *> ptrs;   /* rank * nargs + i */
+    std::vector<uint64_t> words;   /* rank * nargs + i: a pointer's address, or a value's bits */
 };
 
 /* The engine calls of one Ascend C kernel's host side. */
@@ -76,7 +77,7 @@ class Host {
         for (int r = 0; r < topo_.ranks; r++) {
             gm_t g;
             char err[512];
-            if (npurr_gm_alloc(e_, r, bytes, name, &g, err, sizeof err)) return fail(err);
+            if (npurr_gm_alloc(e_, r, bytes, name, &g, err, sizeof err)) return set_error(err);
             b.at.push_back(g);
         }
         return b;
@@ -86,7 +87,7 @@ class Host {
         Buffer b;
         gm_t g;
         char err[512];
-        if (npurr_sym_alloc(e_, bytes, name, &g, err, sizeof err)) return fail(err);
+        if (npurr_sym_alloc(e_, bytes, name, &g, err, sizeof err)) return set_error(err);
         b.bytes = bytes;
         b.sym = true;
         for (int r = 0; r < topo_.ranks; r++) b.at.push_back(gm_on_rank(g, r));
@@ -102,7 +103,7 @@ class Host {
             npurr_tensor got;
             char err[1024];
             if (npurr_gm_from_npy(e_, o, option, r, name, &g, &got, err, sizeof err))
-                return fail(err);
+                return set_error(err);
             uint64_t n = 1;
             for (int d = 0; d < got.ndim; d++) n *= got.shape[d];
             b.bytes = n * elem_bytes(got.dtype);
@@ -115,7 +116,7 @@ class Host {
     template <typename T> int fill(const Buffer &b, const std::function<T(int, uint64_t)> &value) {
         for (int r = 0; r < (int)b.at.size(); r++) {
             T *p = static_cast<T *>(npurr_gm_host(e_, b.at[r], b.bytes));
-            if (!p) return fail_code("a buffer has no host view");
+            if (!p) return set_error_code("a buffer has no host view");
             for (uint64_t i = 0; i < b.bytes / sizeof(T); i++) p[i] = value(r, i);
         }
         return 0;
@@ -123,9 +124,9 @@ class Host {
     /* bytes at data written into b on rank (a tiling struct, an input row). */
     int write(const Buffer &b, int rank, const void *data, uint64_t bytes, uint64_t offset = 0) {
         if (rank < 0 || rank >= (int)b.at.size() || offset + bytes > b.bytes)
-            return fail_code("write past a buffer");
+            return set_error_code("write past a buffer");
         void *p = npurr_gm_host(e_, gm_add(b.at[rank], (int64_t)offset), bytes);
-        if (!p) return fail_code("a buffer has no host view");
+        if (!p) return set_error_code("a buffer has no host view");
         std::memcpy(p, data, bytes);
         return 0;
     }
@@ -154,7 +155,7 @@ class Host {
         if (!ctx.ok() || !in.ok() || !out.ok()) return Buffer();
         char err[512];
         if (npurr_hccl_group(e_, group, ctx.at[0], in.at[0], out.at[0], window_bytes, err, sizeof err))
-            return fail(err);
+            return set_error(err);
         windows_in_ = in;
         return ctx;
     }
@@ -162,6 +163,8 @@ class Host {
     uint8_t *addr(const Buffer &b, int rank, uint64_t offset = 0) {
         return static_cast<uint8_t *>(npurr_gm_addr(e_, gm_add(b.at[rank], (int64_t)offset)));
     }
+    /* The in windows of the last hccl() group (to name words and rings in them). */
+    const Buffer &windows_in() const { return windows_in_; }
     /* The in window of the last hccl() group on rank, as GM_ADDR. */
     uint8_t *window_in(int rank) { return windows_in_.ok() ? addr(windows_in_, rank) : nullptr; }
 
@@ -181,20 +184,33 @@ class Host {
                std::initializer_list<Buffer> args, uint64_t tiling_key = 0,
                engine_core_type type = CORE_AIV) {
         static_assert(sizeof...(P) > 0, "a kernel takes its GM_ADDR arguments");
-        if (args.size() != sizeof...(P)) return fail_code("launch: as many buffers as the kernel's parameters");
-        LaunchData *d = new LaunchData;
-        launches_.push_back(d);
-        d->kernel = reinterpret_cast<void *>(kernel);
-        d->role = name ? name : "";
-        d->tiling_key = tiling_key;
-        d->nargs = sizeof...(P);
-        for (int r = 0; r < topo_.ranks; r++)
-            for (const Buffer &b : args) d->ptrs.push_back(b.ok() ? addr(b, r) : nullptr);
-        char err[512];
-        if (npurr_launch(e_, name ? name : "ascendc", &trampoline<P...>, d, block_dim, type, err,
-                         sizeof err))
-            return fail_code(err);
-        return 0;
+        static_assert((std::is_pointer<P>::value && ...), "launch passes buffers: GM_ADDR parameters");
+        if (args.size() != sizeof...(P)) return set_error_code("launch: as many buffers as the kernel's parameters");
+        std::vector<Arg> a(args.begin(), args.end());
+        return launch_args(name, reinterpret_cast<void *>(kernel), &trampoline<P...>, sizeof...(P), a,
+                           block_dim, tiling_key, type);
+    }
+    /* One kernel argument: a buffer (each rank its own copy's pointer) or
+     * a value of an integer or float parameter (the same on every rank). */
+    struct Arg {
+        Arg(const Buffer &b) : buffer(b) {}
+        template <typename V, typename = typename std::enable_if<std::is_arithmetic<V>::value>::type>
+        Arg(V v) : is_value(true) {
+            static_assert(sizeof(V) <= 8, "a value argument of at most 8 bytes");
+            std::memcpy(&value, &v, sizeof v);
+        }
+        Buffer buffer;
+        bool is_value = false;
+        uint64_t value = 0;
+    };
+    /* Runs kernel with args, buffers and values, in its parameters' order
+     * (what CPU Debug's ICPU_RUN_KF passes): see launch. */
+    template <typename... P>
+    int launch_values(const char *name, void (*kernel)(P...), int block_dim, const std::vector<Arg> &args,
+                      uint64_t tiling_key = 0, engine_core_type type = CORE_AIV) {
+        if (args.size() != sizeof...(P)) return set_error_code("launch: as many arguments as the kernel's parameters");
+        return launch_args(name, reinterpret_cast<void *>(kernel), &trampoline<P...>, sizeof...(P), args,
+                           block_dim, tiling_key, type);
     }
 
     ~Host() {
@@ -202,10 +218,38 @@ class Host {
     }
 
   private:
+    int launch_args(const char *name, void *kernel, engine_kernel_fn fn, size_t nargs,
+                    const std::vector<Arg> &args, int block_dim, uint64_t tiling_key,
+                    engine_core_type type) {
+        LaunchData *d = new LaunchData;
+        launches_.push_back(d);
+        d->kernel = kernel;
+        d->role = name ? name : "";
+        d->tiling_key = tiling_key;
+        d->nargs = nargs;
+        for (int r = 0; r < topo_.ranks; r++)
+            for (const Arg &a : args)
+                d->words.push_back(a.is_value ? a.value
+                                   : a.buffer.ok() ? (uint64_t)(uintptr_t)addr(a.buffer, r) : 0);
+        char err[512];
+        if (npurr_launch(e_, name ? name : "ascendc", fn, d, block_dim, type, err, sizeof err))
+            return set_error_code(err);
+        return 0;
+    }
+    /* Parameter type T from its word. */
+    template <typename T> static T from_word(uint64_t w) {
+        if constexpr (std::is_pointer<T>::value) {
+            return reinterpret_cast<T>((uintptr_t)w);
+        } else {
+            T v;
+            std::memcpy(&v, &w, sizeof v);
+            return v;
+        }
+    }
     template <typename... P, size_t... I>
     static void call(const LaunchData *d, int rank, std::index_sequence<I...>) {
         auto k = reinterpret_cast<void (*)(P...)>(d->kernel);
-        k(reinterpret_cast<P>(d->ptrs[(size_t)rank * d->nargs + I])...);
+        k(from_word<P>(d->words[(size_t)rank * d->nargs + I])...);
     }
     /* What each core runs: its rank's pointers, the launch's tiling key. */
     template <typename... P> static void trampoline(const void *p) {
@@ -222,12 +266,12 @@ class Host {
         default: return 8;
         }
     }
-    Buffer fail(const char *why) {
+    Buffer set_error(const char *why) {
         if (err_.empty()) err_ = why;
         return Buffer();
     }
-    int fail_code(const char *why) {
-        fail(why);
+    int set_error_code(const char *why) {
+        set_error(why);
         return -1;
     }
     npurr_engine *e_;

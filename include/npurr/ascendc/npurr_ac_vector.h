@@ -153,6 +153,19 @@ NPURR_AC_SCALAR(Maxs, VOP_MAXS)
 NPURR_AC_SCALAR(Mins, VOP_MINS)
 #undef NPURR_AC_SCALAR
 
+/* dst += src * scalar over calCount elements, into float from float or
+ * half (Axpy<float, float>, Axpy<float, half>; the product is rounded to
+ * float, then the sum). */
+template <typename T, typename U>
+__aicore__ inline void Axpy(const LocalTensor<T> &dst, const LocalTensor<U> &src, const U scalarValue,
+                            const int32_t &calCount, npurr_site s = npurr_site()) {
+    static_assert(std::is_same<T, float>::value &&
+                      (std::is_same<U, float>::value || std::is_same<U, half>::value),
+                  "npurr: Axpy accumulates into float from float or half (its count form)");
+    ::dev_vec_axpy(dst.addr(), src.addr(), vec_type<U>(), (float)scalarValue, (uint32_t)calCount,
+                   s.dev());
+}
+
 /* dst = |a|, elementwise. */
 template <typename T, bool isSetMask = true>
 __aicore__ inline void Abs(const LocalTensor<T> &dst, const LocalTensor<T> &a,

@@ -1,0 +1,119 @@
+/*
+ * test_ascendc_cpu_debug.cpp - npurr/ascendc_cpu_debug.h: a CANN CPU Debug
+ * host program (GmAlloc, SetKernelMode, ICPU_SET_TILING_KEY, ICPU_RUN_KF,
+ * GmFree), unchanged but for its include, run as npurr's cpu-debug kernel:
+ * its main fills the inputs, the kernel runs on the emulated cores, main
+ * checks the output after the run and its return is the check's verdict.
+ *
+ * The header renames every main after it: the test's own is defined with
+ * the macro undone, the program's with it in place.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+extern "C" {   /* this cmocka's header declares its functions without it */
+#include <cmocka.h>
+}
+
+#define NPURR_CPU_DEBUG_NO_PLUGIN 1   /* the test links npurr's own host table */
+#include "npurr/ascendc_cpu_debug.h"
+#include "tests/ascendc_support.h"
+
+extern "C" {
+#include "kernels/kernels.h"
+}
+
+static int run_program(const char *args, char *msg, size_t msglen) {
+    const npurr_kernel *d = npurr_cpu_debug::kernel();
+    kernel_opts o;
+    kopts_init(&o, d);
+    assert_int_equal(kopts_set(&o, "args", args), 0);
+    engine *e = acs::make(1, 2);
+    void *state = nullptr;
+    char err[512];
+    if (d->setup(e, &o, &state, err, sizeof err)) fail_msg("setup: %s", err);
+    engine_result r;
+    assert_int_equal(engine_run(e, &r, err, sizeof err), ENGINE_OK);
+    acs::expect_ok(r);
+    int verdict = d->check(e, state, msg, msglen);
+    d->destroy(state);
+    engine_destroy(e);
+    return verdict;
+}
+
+static void test_program_runs_and_checks(void **state) {
+    (void)state;
+    char msg[256];
+    assert_int_equal(run_program("8 2048", msg, sizeof msg), 0);
+}
+
+static void test_program_verdict(void **state) {
+    (void)state;
+    char msg[256];
+    /* "wrong" makes the program expect other sums: it returns 3 */
+    assert_int_equal(run_program("8 2048 wrong", msg, sizeof msg), 1);
+    assert_non_null(std::strstr(msg, "cpu-debug: the program returned 3"));
+}
+
+#undef main
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_program_runs_and_checks),
+        cmocka_unit_test(test_program_verdict),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#define main npurr_cpu_debug_main_impl
+
+/* ------------------------------------------------------------ the program */
+/* A CPU Debug host program as CANN's samples write one (its include of
+ * tikicpulib.h replaced by npurr/ascendc_cpu_debug.h above), with its
+ * kernel: z = x + y over blockDim cores, tiling key 1 doubling it. */
+using namespace AscendC;
+
+extern "C" __global__ __aicore__ void add_custom(GM_ADDR x, GM_ADDR y, GM_ADDR z, uint32_t n) {
+    TPipe pipe;
+    TBuf<> bx, by;
+    uint32_t per = n / GetBlockNum(), off = per * GetBlockIdx();
+    pipe.InitBuffer(bx, per * sizeof(half));
+    pipe.InitBuffer(by, per * sizeof(half));
+    GlobalTensor<half> gx, gy, gz;
+    gx.SetGlobalBuffer((__gm__ half *)x + off);
+    gy.SetGlobalBuffer((__gm__ half *)y + off);
+    gz.SetGlobalBuffer((__gm__ half *)z + off);
+    LocalTensor<half> lx = bx.Get<half>(), ly = by.Get<half>();
+    DataCopy(lx, gx, per);
+    DataCopy(ly, gy, per);
+    SetFlag<HardEvent::MTE2_V>(0);
+    WaitFlag<HardEvent::MTE2_V>(0);
+    Add(lx, lx, ly, per);
+    if (TILING_KEY_IS(1)) Add(lx, lx, lx, per);
+    SetFlag<HardEvent::V_MTE3>(0);
+    WaitFlag<HardEvent::V_MTE3>(0);
+    DataCopy(gz, lx, per);
+}
+
+int32_t main(int32_t argc, char *argv[]) {
+    uint32_t blockDim = (uint32_t)std::atoi(argv[1]);
+    uint32_t n = (uint32_t)std::atoi(argv[2]);
+    bool wrong = argc > 3;
+    size_t bytes = n * sizeof(half);
+    half *x = (half *)AscendC::GmAlloc(bytes);
+    half *y = (half *)AscendC::GmAlloc(bytes);
+    half *z = (half *)AscendC::GmAlloc(bytes);
+    for (uint32_t i = 0; i < n; i++) {
+        x[i] = (float)(i % 64);
+        y[i] = 0.5f;
+    }
+    AscendC::SetKernelMode(KernelMode::AIV_MODE);
+    ICPU_SET_TILING_KEY(1);
+    ICPU_RUN_KF(add_custom, blockDim, (uint8_t *)x, (uint8_t *)y, (uint8_t *)z, n);
+    int bad = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if ((float)z[i] != 2.0f * ((float)(i % 64) + 0.5f) + (wrong ? 1.0f : 0.0f)) bad++;
+    AscendC::GmFree(x);
+    AscendC::GmFree(y);
+    AscendC::GmFree(z);
+    return bad ? 3 : 0;
+}
