@@ -1,8 +1,10 @@
 /*
  * cmd_diff.c - `npurr diff RUN_A RUN_B [--by GROUP] [--top N] [--csv]`: what
- * changed between two runs of the same kernel (analysis/ana_diff.c does the
- * work). Runs of different kernels are refused: their roles, sites and
- * rings have nothing in common to line up.
+ * changed between two runs (analysis/ana_diff.c does the work): of one
+ * kernel before and after a change, or of two implementations of one
+ * algorithm (a C kernel and its Ascend C port). Groups line up by name:
+ * roles, links, kinds and causes are the cluster's and the algorithm's;
+ * sites are each kernel's own lines, so a site shows in one run only.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +18,11 @@ static void diff_usage(FILE *out) {
     fputs("usage: npurr diff RUN_A RUN_B [--by role|site|rank|kind|object|cause|link]\n"
           "                  [--top N] [--csv]\n"
           "\n"
-          "Compares two runs of one kernel: before and after a kernel change, or the same\n"
-          "command with another --hw timing file. Prints the virtual time of both runs,\n"
+          "Compares two runs: of one kernel before and after a change, or with another\n"
+          "--hw timing file; or of two kernels that implement one algorithm (a C kernel\n"
+          "and its Ascend C port under the same options), whose groups line up by name\n"
+          "(roles, links, kinds, causes; each kernel's sites are its own lines).\n"
+          "Prints the virtual time of both runs,\n"
           "then per group A, B, the change B - A and the relative change (B - A) / A,\n"
           "largest change first:\n"
           "  stalls (--by role, the default; site, rank, kind, object, cause): count,\n"
@@ -32,8 +37,7 @@ static void diff_usage(FILE *out) {
           "  --csv        CSV (times in ps, bytes, GB/s; rel as a fraction)\n"
           "  -h, --help   this text\n"
           "\n"
-          "Exit status: 0 ok; 1 a run cannot be read or the runs are of different\n"
-          "kernels; 2 usage.\n",
+          "Exit status: 0 ok; 1 a run cannot be read; 2 usage.\n",
           out);
 }
 
@@ -85,17 +89,15 @@ int cmd_diff(int argc, char **argv) {
     rec_index_meta_text(db[0], "kernel", ka, sizeof ka);
     rec_index_meta_text(db[1], "kernel", kb, sizeof kb);
     int rc = EXIT_DONE;
-    if (strcmp(ka, kb) != 0) {
-        fprintf(stderr, "npurr diff: %s is a run of %s but %s is a run of %s: only runs of "
-                "one kernel can be compared\n", runs[0], ka, runs[1], kb);
+    if (!csv && strcmp(ka, kb) == 0) printf("A %s\nB %s\nkernel %s\n", runs[0], runs[1], ka);
+    else if (!csv)
+        printf("A %s (kernel %s)\nB %s (kernel %s)\n"
+               "two kernels: groups line up by name; a site is one kernel's line\n",
+               runs[0], ka, runs[1], kb);
+    if (ana_diff_print(db[0], db[1], by, top, csv, stdout, err, sizeof err)) {
+        fflush(stdout);
+        fprintf(stderr, "npurr diff: %s\n", err);
         rc = EXIT_ERROR;
-    } else {
-        if (!csv) printf("A %s\nB %s\nkernel %s\n", runs[0], runs[1], ka);
-        if (ana_diff_print(db[0], db[1], by, top, csv, stdout, err, sizeof err)) {
-            fflush(stdout);
-            fprintf(stderr, "npurr diff: %s\n", err);
-            rc = EXIT_ERROR;
-        }
     }
     sqlite3_close(db[0]);
     sqlite3_close(db[1]);
