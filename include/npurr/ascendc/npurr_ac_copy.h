@@ -178,11 +178,12 @@ __aicore__ inline void SetAtomicNone(npurr_site s = npurr_site()) {
     ::dev_set_atomic_op(0, 0, s.dev());
 }
 
-/* Cleans and invalidates the scalar data cache line of t's first element
- * (GM in npurr is always coherent: only the operation's time is paid). */
+/* Cleans and invalidates the scalar data cache line that holds t's first
+ * element (GM in npurr is always coherent: only the operation's time is
+ * paid). The line may reach past t's buffer: only the element is checked. */
 template <typename T, CacheLine line = CacheLine::SINGLE_CACHE_LINE, DcciDst dst = DcciDst::CACHELINE_OUT>
 __aicore__ inline void DataCacheCleanAndInvalid(const GlobalTensor<T> &t, npurr_site s = npurr_site()) {
-    ::dev_dcache_sync(t.addr(0, s), CACHE_LINE_SIZE, s.dev());
+    ::dev_dcache_sync(t.addr(0, s), sizeof(T), s.dev());
 }
 
 }  // namespace AscendC
