@@ -141,12 +141,10 @@ int combine_setup(npurr_engine *e, const npurr_opts *o, void **state, char *err,
         delete st;
         return -1;
     }
-    npurr_tensor ot = {NPURR_DT_BF16, 2, {(uint64_t)pl.T, (uint64_t)pl.H}};
-    for (int r = 0; r < pl.R; r++)
-        if (npurr_name_tensor(e, st->out.at[(size_t)r], &ot, "out", err, errlen)) {
-            delete st;
-            return -1;
-        }
+    if (moe::NameOut(e, pl, st->out.at, err, errlen)) {
+        delete st;
+        return -1;
+    }
     *state = st;
     return 0;
 }

@@ -171,6 +171,15 @@ inline int FillX(npurr_engine *e, Plan &pl, const std::vector<gm_t> &x, char *er
     return 0;
 }
 
+/* out (every rank's [T, H] bf16) named "out": `record --dump out@R=F.npy`
+ * writes it. 0, or -1 with err. */
+inline int NameOut(npurr_engine *e, const Plan &pl, const std::vector<gm_t> &out, char *err, size_t errlen) {
+    npurr_tensor t = {NPURR_DT_BF16, 2, {(uint64_t)pl.T, (uint64_t)pl.H}};
+    for (int r = 0; r < pl.R; r++)
+        if (npurr_name_tensor(e, out[(size_t)r], &t, "out", err, errlen)) return -1;
+    return 0;
+}
+
 inline float Bf16ToFloat(uint16_t b) {
     uint32_t u = (uint32_t)b << 16;
     float f;

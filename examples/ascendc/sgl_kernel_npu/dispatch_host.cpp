@@ -12,10 +12,11 @@
 #include "npurr/ascendc_host.h"
 #include "moe_plan.h"
 
-extern "C" void cam_moe_dispatch_normal(uint8_t *x, uint8_t *expertIds, uint8_t *send_offset, uint8_t *send_token_idx,
-                                        uint8_t *recv_offset, uint8_t *recv_count, uint8_t *expandXOut,
-                                        uint8_t *dynamicScalesOut, uint8_t *assist, uint8_t *stats, uint8_t *ws,
-                                        uint8_t *tiling);
+extern "C" void cam_moe_dispatch_normal(uint8_t *x, uint8_t *expertIds, uint8_t *send_offset,
+                                        uint8_t *send_token_idx, uint8_t *recv_offset,
+                                        uint8_t *recv_count, uint8_t *expandXOut,
+                                        uint8_t *dynamicScalesOut, uint8_t *assist, uint8_t *stats,
+                                        uint8_t *ws, uint8_t *tiling);
 namespace {
 struct SglState {
     explicit SglState(npurr_engine *e) : run(e) {}
@@ -28,10 +29,14 @@ int setup(npurr_engine *e, const npurr_opts *o, void **state, char *err, size_t 
     npurr::Host &h = st->run.host;
     const npurr_topology &topo = h.topology();
     moe::Plan &pl = st->plan;
-    if (pl.Read(o, topo, err, errlen)) { delete st; return -1; }
+    if (pl.Read(o, topo, err, errlen)) {
+        delete st;
+        return -1;
+    }
     size_t R = pl.R, L = pl.L, E = pl.E, TK = pl.TK();
     uint64_t rb = (uint64_t)pl.H * 2, stride = (rb + 32 + 12 + 511) / 512 * 512;
-    uint64_t winSize = Moe::NOTIFY_DISPATCH_BUFF_OFFSET + (3ull << 20) + 2 * TK * stride * 2 + (8ull << 20);
+    uint64_t winSize =
+        Moe::NOTIFY_DISPATCH_BUFF_OFFSET + (3ull << 20) + 2 * TK * stride * 2 + (8ull << 20);
     int64_t maxX = pl.MaxXRows();
     st->x = h.alloc("x", pl.T * rb);
     npurr::Buffer ids = h.alloc("expert_ids", TK * 4), so = h.alloc("send_offset", E * 4);
@@ -49,9 +54,17 @@ int setup(npurr_engine *e, const npurr_opts *o, void **state, char *err, size_t 
     std::function<CamMoeDispatchNormalTilingData(int)> make = [&](int r) {
         CamMoeDispatchNormalTilingData t{};
         auto &i = t.camMoeDispatchNormalInfo;
-        i.epWorldSize = pl.R; i.tpWorldSize = 1; i.epRankId = r; i.moeExpertNum = pl.E;
-        i.globalBs = pl.T * pl.R; i.bs = pl.T; i.k = pl.K; i.h = pl.H; i.aivNum = topo.aiv;
-        i.totalUbSize = 192 * 1024; i.totalWinSize = winSize;
+        i.epWorldSize = pl.R;
+        i.tpWorldSize = 1;
+        i.epRankId = r;
+        i.moeExpertNum = pl.E;
+        i.globalBs = pl.T * pl.R;
+        i.bs = pl.T;
+        i.k = pl.K;
+        i.h = pl.H;
+        i.aivNum = topo.aiv;
+        i.totalUbSize = 192 * 1024;
+        i.totalWinSize = winSize;
         return t;
     };
     npurr::Buffer tiling = h.tiling(make);
@@ -59,7 +72,10 @@ int setup(npurr_engine *e, const npurr_opts *o, void **state, char *err, size_t 
     std::vector<int32_t> sendOff(R * E);
     for (size_t s = 0; s < R; s++) {
         int32_t sum = 0;
-        for (size_t e2 = 0; e2 < E; e2++) { sendOff[s * E + e2] = sum; sum += pl.Len(e2 / L, e2 % L, s); }
+        for (size_t e2 = 0; e2 < E; e2++) {
+            sendOff[s * E + e2] = sum;
+            sum += pl.Len(e2 / L, e2 % L, s);
+        }
     }
     for (int r = 0; r < pl.R; r++) {
         std::vector<int32_t> rof(E), rcn(E);
@@ -79,8 +95,10 @@ int setup(npurr_engine *e, const npurr_opts *o, void **state, char *err, size_t 
             h.write(st->x, r, row.data(), rb, t * rb);
         }
     }
-    if (*h.error() || h.launch("CamMoeDispatchNormal", cam_moe_dispatch_normal, topo.aiv,
-                               {st->x, ids, so, sti, ro, rc, st->out, scales, st->assist, stats, ws, tiling}, 10000)) {
+    if (*h.error() ||
+        h.launch("CamMoeDispatchNormal", cam_moe_dispatch_normal, topo.aiv,
+                 {st->x, ids, so, sti, ro, rc, st->out, scales, st->assist, stats, ws, tiling},
+                 10000)) {
         snprintf(err, errlen, "%s", h.error());
         delete st;
         return -1;
@@ -108,21 +126,34 @@ int check(npurr_engine *e, void *state, char *msg, size_t n) {
             seen[s * pl.TK() + t * pl.K + k]++;
             npurr_gm_read(e, gm_add(st->out.at[q], i * rb), got.data(), rb);
             npurr_moe_row(pl.seed, s, t, 0, 0, pl.H, want.data());
-            if (got != want) { snprintf(msg, n, "rank %d row %lld: not token %d of rank %d", q, (long long)i, t, s); return 1; }
+            if (got != want) {
+                snprintf(msg, n, "rank %d row %lld: not token %d of rank %d", q, (long long)i, t,
+                         s);
+                return 1;
+            }
         }
     }
     for (size_t i = 0; i < seen.size(); i++)
-        if (seen[i] != (pl.ids[i] >= 0 ? 1 : 0)) { snprintf(msg, n, "slot %zu arrived %d times", i, seen[i]); return 1; }
+        if (seen[i] != (pl.ids[i] >= 0 ? 1 : 0)) {
+            snprintf(msg, n, "slot %zu arrived %d times", i, seen[i]);
+            return 1;
+        }
     return 0;
 }
-void destroy(void *s) { delete static_cast<SglState *>(s); }
+void destroy(void *s) {
+    delete static_cast<SglState *>(s);
+}
 const npurr_option opts[] = {MOE_OPTIONS, {nullptr, nullptr, nullptr}};
 npurr_kernel make_kernel() {
     npurr_kernel k{};
-    k.name = "sgl-dispatch-normal"; k.summary = "sgl-kernel-npu cam_moe_dispatch_normal";
-    k.options = opts; k.setup = setup; k.check = check; k.destroy = destroy;
+    k.name = "sgl-dispatch-normal";
+    k.summary = "sgl-kernel-npu cam_moe_dispatch_normal";
+    k.options = opts;
+    k.setup = setup;
+    k.check = check;
+    k.destroy = destroy;
     return k;
 }
 const npurr_kernel sgl_kernel = make_kernel();
-}
+}  // namespace
 NPURR_PLUGIN("sgl-dispatch-normal", &sgl_kernel)
