@@ -15,25 +15,16 @@ build=$2
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 source "$here/lib/kernel_run.bash"
+source "$here/lib/installed.bash"
 
-prefix="$work/prefix"
-cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1 ||
-    { cat "$work/install.log" >&2; fail "cmake --install failed"; }
-npurr="$prefix/bin/npurr"
+install_npurr "$build"
 for f in kernel_operator.h kernel_tiling/kernel_tiling.h lib/matmul_intf.h; do
     [ -f "$prefix/include/npurr/ascendc/$f" ] || fail "the install has no include/npurr/ascendc/$f"
 done
 
-# build SRC_DIR BUILD_DIR TARGET: the example configured against the install and built
-build() {
-    cmake -S "$1" -B "$2" -DCMAKE_PREFIX_PATH="$prefix" >"$work/cmake.log" 2>&1 &&
-        cmake --build "$2" >>"$work/cmake.log" 2>&1 ||
-        { cat "$work/cmake.log" >&2; fail "$1 does not build against the install"; }
-    [ -f "$2/$3.so" ] || fail "$1 built no $3.so"
-}
-build "$root/examples/ascendc/add" "$work/add-build" ascendc_add
-build "$root/examples/ascendc/combine_sender" "$work/cs-build" ascendc_combine_sender
-build "$root/examples/ascendc/combine_normal" "$work/cn-build" ascendc_combine_normal
+build_example "$root/examples/ascendc/add" "$work/add-build" ascendc_add
+build_example "$root/examples/ascendc/combine_sender" "$work/cs-build" ascendc_combine_sender
+build_example "$root/examples/ascendc/combine_normal" "$work/cn-build" ascendc_combine_normal
 mkdir -p "$work/runs"
 cd "$work/runs" || exit 1
 
@@ -43,11 +34,7 @@ expect 0 "$npurr" record --plugin "$work/add-build/ascendc_add.so" -k ascendc-ad
 has "check     passed"
 has "on 2 nodes x 8 NPUs (16 ranks)"
 events=$(sed -n 's/^virtual .*, \([0-9]*\) events,.*/\1/p' "$work/out")
-py=
-for p in python3 /usr/bin/python3; do
-    if "$p" -c 'import numpy' 2>/dev/null; then py=$p; break; fi
-done
-[ -n "$py" ] || fail "no python3 with numpy (the test command installs python3-numpy)"
+numpy_python
 "$py" - <<'PY' || fail "z on rank 11 is not x + y"
 import numpy as np
 z = np.load("z11.npy")
@@ -108,7 +95,7 @@ mv "$work/combine_sender" "$work/racy"
 wait_line=$(grep -n 'WaitFlag<HardEvent::MTE2_V>(buf);' "$work/racy/combine_send.cpp" | cut -d: -f1)
 [ -n "$wait_line" ] || fail "combine_send.cpp has no WaitFlag<MTE2_V> to remove"
 sed -i "${wait_line}d" "$work/racy/combine_send.cpp"
-build "$work/racy" "$work/racy-build" ascendc_combine_sender
+build_example "$work/racy" "$work/racy-build" ascendc_combine_sender
 small=(--npus-per-node 4 --tokens 32 --hidden 256 --topk 4 --experts 16)
 expect 0 "$npurr" record --plugin "$work/cs-build/ascendc_combine_sender.so" \
     -k ascendc-combine-sender "${small[@]}" --check races --no-trace

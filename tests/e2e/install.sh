@@ -16,11 +16,9 @@ build=$2
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 source "$here/lib/kernel_run.bash"
+source "$here/lib/installed.bash"
 
-prefix="$work/prefix"
-cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1 ||
-    { cat "$work/install.log" >&2; fail "cmake --install failed"; }
-npurr="$prefix/bin/npurr"
+install_npurr "$build"
 for f in bin/npurr include/npurr/plugin.h include/npurr/device.h include/npurr/device_calls.h \
          include/npurr/types.h lib/cmake/npurr/npurrConfig.cmake lib/pkgconfig/npurr.pc \
          share/man/man1/npurr.1 share/npurr/npurr_gdb.py lib/libnpurr_sqlite.so; do
@@ -36,10 +34,7 @@ done
 
 # --- each example, built out of tree against the installed npurr
 example() {   # example DIR TARGET: $work/DIR-build/TARGET.so
-    cmake -S "$root/examples/$1" -B "$work/$1-build" -DCMAKE_PREFIX_PATH="$prefix" \
-        >"$work/cmake.log" 2>&1 && cmake --build "$work/$1-build" >>"$work/cmake.log" 2>&1 ||
-        { cat "$work/cmake.log" >&2; fail "example $1 does not build against the install"; }
-    [ -f "$work/$1-build/$2.so" ] || fail "example $1 built no $2.so"
+    build_example "$root/examples/$1" "$work/$1-build" "$2"
 }
 example vector_add vector_add
 example ring_allgather ring_allgather
@@ -50,11 +45,7 @@ expect 0 "$npurr" record --plugin "$work/vector_add-build/vector_add.so" -k vect
 has "check     passed"
 has "dump      z@9 -> z9.npy"
 # what a user does with it: numpy reads the tensors, z = x + y on rank 9
-py=
-for p in python3 /usr/bin/python3; do
-    if "$p" -c 'import numpy' 2>/dev/null; then py=$p; break; fi
-done
-[ -n "$py" ] || fail "no python3 with numpy (the test command installs python3-numpy)"
+numpy_python
 "$py" - <<'PY' || fail "the dumped tensors are not z = x + y"
 import numpy as np
 x, y, z = (np.load(f"{n}9.npy") for n in "xyz")
