@@ -8,7 +8,8 @@
 # kernel under the same options: the same `out` byte for byte, virtual
 # time within 5 %, and `npurr diff` lining the two runs up; a variant of
 # the combine-sender with one WaitFlag removed found by --check races at
-# the example's own lines.
+# the example's own lines; a CANN CPU Debug program built as the cpu-debug
+# kernel, recorded, replayed, its main's verdict the check.
 set -u
 npurr_build=$1
 build=$2
@@ -87,6 +88,22 @@ has "ring_data"
 against combine-normal "$work/cn-build/ascendc_combine_normal.so" ascendc-combine-normal combine.out
 expect 0 "$npurr" replay a-combine-normal
 has "identical:"
+
+# --- a CANN CPU Debug program, its include changed, as the cpu-debug kernel
+mkdir "$work/cpudbg"
+cp "$root/tests/data/cpu_debug_add.cpp" "$work/cpudbg/"
+printf '%s\n' 'cmake_minimum_required(VERSION 3.20)' 'project(cpudbg CXX)' \
+    'find_package(npurr REQUIRED)' 'npurr_add_kernel(cpu_debug_add SOURCES cpu_debug_add.cpp)' \
+    >"$work/cpudbg/CMakeLists.txt"
+build_example "$work/cpudbg" "$work/cpudbg-build" cpu_debug_add
+expect 0 "$npurr" record --plugin "$work/cpudbg-build/cpu_debug_add.so" -k cpu-debug --nodes 2 \
+    --args "8 2048" -o cpudbg
+has "check     passed"
+expect 0 "$npurr" replay cpudbg
+has "identical:"
+expect 4 "$npurr" record --plugin "$work/cpudbg-build/cpu_debug_add.so" -k cpu-debug \
+    --args "8 2048 wrong" --no-trace
+has "cpu-debug: the program returned 3"
 
 # --- a variant with one WaitFlag removed: the crop reads read_temp before
 # MTE2 has filled it, and --check races names the example's lines
