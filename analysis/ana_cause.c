@@ -3,7 +3,7 @@
  * Scalasca's wait-state patterns (late sender, late receiver, wait at
  * barrier) and of its root-cause propagation.
  *
- * The rules, first match wins (README.md states them for users):
+ * The rules, first match wins (docs/sql.md states them for users):
  *   1. barrier waits                                   -> barrier
  *   2. ring_space waits on a credit ring               -> credit_starvation
  *      (a ring of kind RING_RDMA, or whose head word was ever advanced

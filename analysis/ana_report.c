@@ -14,7 +14,7 @@
  *   links         bandwidth over time per link class, NIC egress by rank
  * Every plot summarises (per rank, per role, per bin, top N), so the page
  * stays readable and a few hundred KB at 16 ranks x 48 cores. Data come
- * from the analysis tables (README.md, "SQL over a run").
+ * from the analysis tables (docs/sql.md).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -659,7 +659,7 @@ int ana_report_html(sqlite3 *db, const char *run_name, FILE *out, char *err, siz
     if (!rc) rc = write_rings(&r);
     if (!rc) rc = write_links(&r);
     fputs("<p class=\"note\">Written by npurr report from the run's index.db; every figure is "
-          "also a query away (README.md, \"SQL over a run\").</p>\n</body></html>\n", out);
+          "also a query away (docs/sql.md).</p>\n</body></html>\n", out);
     if (!rc && ferror(out)) {
         ana_err(err, errlen, "writing the report failed (disk full?)");
         rc = -1;

@@ -7,12 +7,12 @@
  * `events` virtual table the recorder registers over RUN/trace.zst, and
  * (ana_derive) RUN/trace.zst itself through the recorder's reader.
  *
- * ana_derive adds, on top of the recorder's tables (README.md lists every
+ * ana_derive adds, on top of the recorder's tables (docs/sql.md lists every
  * table and column):
  *   waits.cause      the class of every wait, in the spirit of Scalasca's
  *                    wait-state patterns (producer_late, transfer_slow,
  *                    flow_control, credit_starvation, barrier); the exact
- *                    rules are in analysis/ana_cause.c and README.md
+ *                    rules are in analysis/ana_cause.c and docs/sql.md
  *   word_writes      every write to a named word (who, when, value after)
  *   wake_events      the event that ended each wait (kind, time, track)
  *   wait_labels      what each wait waits for, as a sentence

@@ -1,6 +1,6 @@
 /*
  * bench_analysis.c - analysis over a big trace: `stats`, the queries of
- * README.md, and a full scan of the `events` virtual table.
+ * docs/sql.md, and a full scan of the `events` virtual table.
  *
  * Usage: bench_analysis [RUN]            time an existing run
  *        bench_analysis --events N       synthesize a run of about N events
@@ -15,7 +15,7 @@
  * with the event pattern of a real ring kernel (MTE3 copy, flag wait, tail
  * store; ring_data wait woken by that store, MTE2 copy, head store;
  * ring_space waits when the ring is full). Then ana_derive, and the timed
- * parts: every `stats` grouping, every query of README.md, a Chrome
+ * parts: every `stats` grouping, every query of docs/sql.md, a Chrome
  * export, a full events scan. Targets (issue 7): stats under 1 s; the
  * events scan at 20 M events/s or more.
  */
@@ -232,11 +232,11 @@ static int synthesize(const char *run, uint64_t target, char *err, size_t errlen
     return rec_close(w, &res, "skipped", NULL, err, errlen);
 }
 
-/* The ```sql blocks of README.md (next to this file's ../docs). */
+/* The ```sql blocks of docs/sql.md (next to this file's ../docs). */
 static int docs_queries(char **q, char **head, int max) {
     char here[1024], path[1100];
     snprintf(here, sizeof here, "%s", __FILE__);
-    snprintf(path, sizeof path, "%s/../README.md", dirname(here));
+    snprintf(path, sizeof path, "%s/../docs/sql.md", dirname(here));
     FILE *f = fopen(path, "r");
     if (!f) return 0;
     char line[2048], heading[256] = "";
@@ -244,8 +244,8 @@ static int docs_queries(char **q, char **head, int max) {
     size_t len = 0;
     char *sql = NULL;
     while (fgets(line, sizeof line, f)) {
-        if (!in && !strncmp(line, "### ", 4)) {
-            snprintf(heading, sizeof heading, "%.200s", line + 4);
+        if (!in && !strncmp(line, "## ", 3)) {
+            snprintf(heading, sizeof heading, "%.200s", line + 3);
             heading[strcspn(heading, "\n")] = 0;
         } else if (!in && !strncmp(line, "```sql", 6)) {
             in = 1;
@@ -274,7 +274,7 @@ static int docs_queries(char **q, char **head, int max) {
     return n;
 }
 
-/* The stall tables of every grouping, the README's queries and a Chrome
+/* The stall tables of every grouping, the queries of docs/sql.md and a Chrome
  * export, each timed on db. */
 static int time_reports(sqlite3 *db) {
     char err[1024];
@@ -301,7 +301,7 @@ static int time_reports(sqlite3 *db) {
         free(q[i]);
         free(head[i]);
     }
-    if (!nq) printf("README.md not found next to the sources: its queries were not timed\n");
+    if (!nq) printf("docs/sql.md not found next to the sources: its queries were not timed\n");
     if (null) fclose(null);
     FILE *sink = fopen("/dev/null", "w");
     if (sink) {

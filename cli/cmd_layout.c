@@ -39,7 +39,7 @@ static int print_memory(const run_options *ro, char *err, size_t errlen) {
     printf("  routing plan (host)        %s\n", plan);
     printf("  engine state               %s\n", eng);
     printf("  expected resident          %s, a lower bound: the recorder's index adds about\n"
-           "                             100 B per wait (README: what fits on which machine)\n", tot);
+           "                             100 B per wait (docs/scaling.md: what fits on which machine)\n", tot);
     return 0;
 }
 

@@ -29,7 +29,7 @@ static void stats_usage(FILE *out) {
           "  --by kind     flag, pipe, xcore, gm, ring_space, ring_data, barrier\n"
           "  --by object   the awaited word (ring head/tail, flag, ...)\n"
           "  --by cause    producer_late, transfer_slow, flow_control, credit_starvation,\n"
-          "                barrier (rules: README.md)\n"
+          "                barrier (rules: docs/sql.md)\n"
           "  --top N       only the N largest groups\n"
           "  --csv         CSV: table (blocked|all), by, group, cores, count, total_ps,\n"
           "                mean_ps, max_ps, share (a fraction); blocked rows first\n"

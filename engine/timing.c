@@ -49,7 +49,7 @@ static const engine_hw_param params[] = {
       "the links, and its rows are all 14 KB, so T1's dispatch fixes the two's sum per row; "
       "moved with hccs_read_latencies along that sum (a move the one-parameter search cannot "
       "make) to where T1's combine, which pushes, fits best; the rows hardly tell 5.7 from 8 "
-      "(T1's dispatch and combine trade against each other), V1's notify does (README)"),
+      "(T1's dispatch and combine trade against each other), V1's notify does (docs/timing.md)"),
     P("mte_latency_ns", NULL, mte_latency_ns, 200.0, NS_MIN, NS_MAX, "ns",
       "fixed cost of one GM<->local transfer",
       "estimate: GM access latency, a few hundred cycles (seed 000 s4.3)"),

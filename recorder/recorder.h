@@ -50,7 +50,7 @@
 #define REC_FORMAT_OLDEST 4
 
 /* Version of index.db's schema (meta index_version; absent in version 1).
- * 2: waits is a view over the narrow wait_rows table (README, "SQL over a
+ * 2: waits is a view over the narrow wait_rows table (docs/sql.md, "SQL over a
  * run"); version 1 stored waits as a wide table. Readers query waits by
  * name, which both versions answer alike. */
 #define REC_INDEX_VERSION 2

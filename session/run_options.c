@@ -105,7 +105,7 @@ void run_options_help(FILE *out, const kernel_desc *k, int allow) {
             /* Routing kinds come from the one routing table, whatever the
              * descriptor's text says: every kind works for every kernel. */
             if (strcmp(o->name, "routing") == 0)
-                fprintf(out, "  %-26s %s (README: Routing)", left, routing_kinds_help());
+                fprintf(out, "  %-26s %s (docs/commands.md: Routing)", left, routing_kinds_help());
             else
                 fprintf(out, "  %-26s %s", left, o->help);
             if (o->default_value) fprintf(out, " (default %s)", o->default_value);

@@ -1,6 +1,6 @@
 /*
  * test_analysis_deadlock.c - causes along a deadlock chain, and every query
- * of README.md run on a real deadlocked run.
+ * of docs/sql.md run on a real deadlocked run.
  *
  * A tiny credit-flow kernel written here, on 2 nodes x 2 NPUs, has the
  * shape of the layered dispatch's credit leak:
@@ -18,7 +18,7 @@
  * 3), the forwarder blocks for data after item 3, and the coordinator for
  * "consumed >= 6". All three blocked waits follow the wait-for chain to the
  * sender's ring_space wait on a credit ring: credit_starvation, which
- * `stats --by cause` must rank first; the deadlock query of README.md
+ * `stats --by cause` must rank first; the deadlock query of docs/sql.md
  * must name the ForwarderCoordinator as the last writer of the head word
  * the sender waits on.
  */
@@ -171,7 +171,7 @@ static void test_stats_by_cause_puts_credit_first(void **state) {
     assert_string_equal(t.rows[0].group, "credit_starvation");
     assert_string_equal(t.rows[1].group, "transfer_slow");
     ana_stall_table_free(&t);
-    /* Wait by wait (rules in README.md): the forwarder's first wait is
+    /* Wait by wait (rules in docs/sql.md, "Causes"): the forwarder's first wait is
      * the first item's RDMA flight (5c), its flag waits its own copies (4);
      * the sender's first ring_space wait is on a credit ring (2); the
      * forwarder's second data wait began while the sender was starved and
@@ -225,16 +225,16 @@ typedef struct doc_query {
     char *sql;
 } doc_query;
 
-/* Every ```sql block of README.md with the ### heading above it. */
+/* Every ```sql block of docs/sql.md with the ## heading above it. */
 static size_t load_doc_queries(doc_query *q, size_t max) {
     char path[1024];
     const char *src = getenv("NPURR_SOURCE_DIR");
     if (src) {
-        snprintf(path, sizeof path, "%s/README.md", src);
+        snprintf(path, sizeof path, "%s/docs/sql.md", src);
     } else {
         char here[1024];
         snprintf(here, sizeof here, "%s", __FILE__);
-        snprintf(path, sizeof path, "%s/../README.md", dirname(here));
+        snprintf(path, sizeof path, "%s/../docs/sql.md", dirname(here));
     }
     FILE *f = fopen(path, "r");
     if (!f) fail_msg("cannot open %s (set NPURR_SOURCE_DIR)", path);
@@ -244,8 +244,8 @@ static size_t load_doc_queries(doc_query *q, size_t max) {
     size_t len = 0;
     int in = 0;
     while (fgets(line, sizeof line, f)) {
-        if (!in && !strncmp(line, "### ", 4)) {
-            snprintf(heading, sizeof heading, "%.200s", line + 4);
+        if (!in && !strncmp(line, "## ", 3)) {
+            snprintf(heading, sizeof heading, "%.200s", line + 3);
             heading[strcspn(heading, "\n")] = 0;
         } else if (!in && !strncmp(line, "```sql", 6)) {
             in = 1;
@@ -284,10 +284,10 @@ static void test_docs_queries(void **state) {
         char err[4096];
         int rc;
         char *out = run_sql(db, q[i].sql, 1, &rc, err, sizeof err);
-        if (rc) fail_msg("README.md query '%s' failed: %s", q[i].heading, err);
+        if (rc) fail_msg("docs/sql.md query '%s' failed: %s", q[i].heading, err);
         /* a header line and at least one row */
         const char *nl = strchr(out, '\n');
-        if (!nl || !nl[1]) fail_msg("README.md query '%s' returned no rows", q[i].heading);
+        if (!nl || !nl[1]) fail_msg("docs/sql.md query '%s' returned no rows", q[i].heading);
         const char *row1 = nl + 1;
         if (strstr(q[i].heading, "deadlock")) {
             /* the sender's row names the coordinator that last wrote its head */

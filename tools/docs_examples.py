@@ -22,11 +22,18 @@ A command's exit status must be 0 unless the block's command line ends
 with "  # exit N". --check exits 1 naming each differing example with a
 diff; --update rewrites the outputs in place (keeping "..." lines where
 they still match something).
+
+Commands a page shows but cannot have run here (```sh blocks: installing,
+production sizes, mpirun over several machines) are checked too, for what
+can go stale without running them: every npurr command they name must be
+one `npurr --help` lists, and every --option must be one its --help (for
+record, explore and sweep with a built-in -k, that kernel's --help) lists.
 """
 import argparse
 import difflib
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -34,6 +41,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LINKED = ("build", "examples", "tools", "traces")
+BUILD = os.path.join(ROOT, "build")
 
 # What differs between two runs of the same command: masked before comparing.
 VOLATILE = [
@@ -44,6 +52,7 @@ VOLATILE = [
     (re.compile(r"; [0-9.]+ s$"), "; <wall>"),
     (re.compile(r"\b[0-9.]+ s, [0-9.]+ runs/s"), "<wall>"),
     (re.compile(r"sha256 [0-9a-f]{64}"), "sha256 <hash>"),
+    (re.compile(r"\b(process|LWP) [0-9]+"), r"\1 <pid>"),
 ]
 
 
@@ -54,12 +63,53 @@ def mask(line, scratch):
     return line
 
 
+SQL_RUN = re.compile(r"^<!-- docs_examples: sql (\S+) -->$")
+
+
+def command_ends(text):
+    """Whether a command line is complete: its quotes closed and no
+    trailing backslash (a multi-line command continues otherwise)."""
+    if text.rstrip().endswith("\\"):
+        return False
+    try:
+        shlex.split(text)
+        return True
+    except ValueError:
+        return False
+
+
 def examples(path):
-    """(start, end, command, expected lines, exit code) of every command of
-    every console block: start/end are the line range of its output."""
+    """(start, end, command, expected lines, exit code, fence) of every
+    command of every console block, and of every ```sql block (run with
+    `npurr sql RUN -`, RUN named by the last "<!-- docs_examples: sql RUN
+    -->" line above it; its output is the ```text block right after it).
+    start/end are the line range of the output; fence is True when that
+    range is a missing ```text block still to be written."""
     lines = open(path, encoding="utf-8").read().split("\n")
-    found, i = [], 0
+    found, i, sql_run = [], 0, None
     while i < len(lines):
+        m = SQL_RUN.match(lines[i].strip())
+        if m:
+            sql_run = m.group(1)
+        if lines[i].strip() == "```sql" and sql_run:
+            j = i + 1
+            while j < len(lines) and lines[j].strip() != "```":
+                j += 1
+            query = "\n".join(lines[i + 1:j])
+            cmd = "./build/npurr sql %s - <<'NPURR_SQL'\n%s\nNPURR_SQL" % (sql_run, query)
+            k = j + 1
+            while k < len(lines) and not lines[k].strip():
+                k += 1
+            if k < len(lines) and lines[k].strip() == "```text":
+                e = k + 1
+                while e < len(lines) and lines[e].strip() != "```":
+                    e += 1
+                found.append([k + 1, e, cmd, lines[k + 1:e], 0, False])
+                i = e + 1
+            else:
+                found.append([j + 1, j + 1, cmd, [], 0, True])
+                i = j + 1
+            continue
         if lines[i].strip() != "```console":
             i += 1
             continue
@@ -69,12 +119,15 @@ def examples(path):
             if lines[i].startswith("$ "):
                 if cmd:
                     found.append(cmd)
-                text = lines[i][2:]
+                start, text = i, lines[i][2:]
+                while not command_ends(text) and i + 1 < len(lines) and lines[i + 1].strip() != "```":
+                    i += 1
+                    text += "\n" + lines[i]
                 code = 0
                 m = re.search(r"\s+# exit (\d+)$", text)
                 if m:
                     code, text = int(m.group(1)), text[:m.start()]
-                cmd = [i + 1, i + 1, text, [], code]
+                cmd = [i + 1, i + 1, text, [], code, False]
             elif cmd:
                 cmd[3].append(lines[i])
                 cmd[1] = i + 1
@@ -96,6 +149,63 @@ def matches(expected, actual):
     return go(0, 0)
 
 
+def help_text(npurr, args, cache={}):
+    key = tuple(args)
+    if key not in cache:
+        p = subprocess.run([npurr] + args + ["--help"], text=True, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        cache[key] = p.stdout if p.returncode == 0 else None
+    return cache[key]
+
+
+def lint_sh_blocks(path, npurr):
+    """Names of commands and options in ```sh blocks that npurr no longer
+    has: a list of "FILE:LINE: what" strings."""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    commands = re.findall(r"^  ([a-z]+) ", help_text(npurr, []) or "", re.M)
+    problems, in_sh, text, first = [], False, "", 0
+    for no, line in enumerate(lines, 1):
+        if line.strip() == "```sh":
+            in_sh = True
+            continue
+        if in_sh and line.strip() == "```":
+            in_sh = False
+            continue
+        if not in_sh or line.lstrip().startswith("(gdb)"):
+            continue  # gdb's own commands (npurr when, ...) are not the CLI's
+        if not text:
+            first = no
+        text += line.split("#")[0].rstrip().rstrip("\\") + " "
+        if line.rstrip().endswith("\\"):
+            continue
+        words, text = text.split(), ""
+        for i, w in enumerate(words):
+            if not re.search(r"(^|/)npurr$", w) or i + 1 >= len(words):
+                continue
+            sub, rest = words[i + 1], words[i + 2:]
+            where = "%s:%d" % (os.path.relpath(path, ROOT), first)
+            if sub not in commands:
+                problems.append("%s: `npurr %s` is not a command" % (where, sub))
+                continue
+            kernel = None
+            if sub in ("record", "explore", "sweep") and "-k" in rest and "--plugin" not in rest:
+                kernel = rest[rest.index("-k") + 1]
+            helped = help_text(npurr, [sub] + (["-k", kernel] if kernel else []))
+            if helped is None:
+                problems.append("%s: `npurr %s%s --help` fails" %
+                                (where, sub, " -k " + kernel if kernel else ""))
+                continue
+            for opt in rest:
+                name = opt.split("=")[0]
+                if opt in ("|", "&&", ";", ">") or name.startswith("--") is False:
+                    continue
+                if "--plugin" in rest and sub in ("record", "explore", "sweep"):
+                    continue  # a plugin's kernel options are its own
+                if not re.search(r"(^|[\s,\[|])" + re.escape(name) + r"([\s=,\]|]|$)", helped):
+                    problems.append("%s: `npurr %s` has no option %s" % (where, sub, name))
+    return problems
+
+
 def run_page(path, update):
     lines, found = examples(path)
     if not found:
@@ -104,10 +214,11 @@ def run_page(path, update):
     failures = 0
     try:
         for name in LINKED:
-            os.symlink(os.path.join(ROOT, name), os.path.join(scratch, name))
+            target = BUILD if name == "build" else os.path.join(ROOT, name)
+            os.symlink(target, os.path.join(scratch, name))
         env = dict(os.environ, COLUMNS="100")
         replace = []
-        for start, end, cmd, expected, code in found:
+        for start, end, cmd, expected, code, fence in found:
             p = subprocess.run(["bash", "-c", cmd], cwd=scratch, env=env, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                stdin=subprocess.DEVNULL)
@@ -115,17 +226,21 @@ def run_page(path, update):
             actual = [mask(l, scratch) for l in actual_raw]
             want = [mask(l, scratch) for l in expected]
             where = "%s:%d" % (os.path.relpath(path, ROOT), start)
-            ok = p.returncode == code and matches(want, actual)
+            ok = p.returncode == code and matches(want, actual) and not fence
             if ok:
                 continue
             if update:
                 shown = [l.replace(scratch, "<scratch>").rstrip() for l in actual_raw]
+                if fence:
+                    shown = ["", "```text"] + shown + ["```"]
                 replace.append((start, end, shown))
                 if p.returncode != code:
                     print("%s: `%s` exited %d, the docs say %d" % (where, cmd, p.returncode, code))
                 continue
             failures += 1
-            print("FAIL %s: `%s`" % (where, cmd))
+            print("FAIL %s: `%s`" % (where, cmd.split("\n")[0]))
+            if fence:
+                print("  no ```text block after the query shows its output")
             if p.returncode != code:
                 print("  exited %d, the docs say %d" % (p.returncode, code))
             for d in difflib.unified_diff(want, actual, "docs", "now", lineterm="", n=2):
@@ -146,8 +261,16 @@ def main():
     mode = ap.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true", help="fail on a stale example")
     mode.add_argument("--update", action="store_true", help="rewrite the shown outputs")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"),
+                    help="the build folder whose npurr the commands run (default build/)")
     ap.add_argument("pages", nargs="*", help="markdown files (default: README.md docs/*.md)")
     a = ap.parse_args()
+    global BUILD
+    BUILD = os.path.abspath(a.build)
+    npurr = os.path.join(BUILD, "npurr")
+    if not os.access(npurr, os.X_OK):
+        print("docs_examples: %s: no npurr executable there (build first)" % npurr)
+        return 2
     pages = a.pages or [os.path.join(ROOT, "README.md")] + sorted(
         os.path.join(ROOT, "docs", f) for f in os.listdir(os.path.join(ROOT, "docs"))
         if f.endswith(".md"))
@@ -156,6 +279,9 @@ def main():
         n, f = run_page(page, a.update)
         total += n
         failed += f
+        for problem in lint_sh_blocks(page, npurr):
+            print("FAIL " + problem)
+            failed += 1
     print("%d documented command(s) run, %d stale" % (total, failed))
     return 1 if failed else 0
 

@@ -6,7 +6,7 @@
 # runs the training rows of tools/fidelity_anchors.csv at each given
 # (mte_hccs_bytes_per_cycle, hccs_read_latencies) pair, every other
 # parameter at npurr's defaults, and prints each pair's error (the sum of
-# log(npurr/measured)^2 that calibrate minimises). README "How close to the
+# log(npurr/measured)^2 that calibrate minimises). docs/timing.md "How close to the
 # hardware" lists the pairs the defaults were chosen from.
 #
 #   sh tools/fit_valley.sh [-j J] [RATE,HOLD ...]

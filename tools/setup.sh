@@ -2,7 +2,7 @@
 # Installs what npurr needs on Debian 12 (run as root), configures and builds
 # build/ (warnings are errors). Safe to run again.
 #   sh tools/setup.sh --debug   builds build-debug/ instead: -Og, so gdb shows
-#                               kernel locals under `npurr replay` (README)
+#                               kernel locals under `npurr replay` (docs/replay.md)
 set -eu
 cd "$(dirname "$0")/.."
 if command -v apt-get >/dev/null 2>&1; then

@@ -3,7 +3,7 @@
 # user runs them on recorded runs: the combine sender (a clean run and its
 # ring-too-small deadlock) and, when the kernel is built in, the layered
 # dispatch with --inject credit-leak, whose `stats --by cause` must rank
-# credit_starvation first and whose README.md deadlock query must name
+# credit_starvation first and whose docs/sql.md deadlock query must name
 # the ForwarderCoordinator. The Chrome export is parsed with Python's json
 # module and every event is checked for its phase's fields, matched flow
 # and async ids, and per-thread nesting. The views are also read without
@@ -13,7 +13,7 @@
 set -u
 npurr=$1
 here=$(cd "$(dirname "$0")" && pwd)
-docs="$here/../../README.md"
+docs="$here/../../docs/sql.md"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -33,7 +33,7 @@ expect() {
 has() { grep -q -- "$1" "$work/out" || { cat "$work/out" >&2; fail "output lacks '$1' ($2)"; }; }
 has_err() { grep -q -- "$1" "$work/err" || { cat "$work/err" >&2; fail "stderr lacks '$1' ($2)"; }; }
 
-# docs_query HEADING_WORDS: the ```sql block under the first ### heading
+# docs_query HEADING_WORDS: the ```sql block of docs/sql.md under the first ## heading
 # that contains the words.
 docs_query() {
     python3 - "$docs" "$1" <<'EOF'
@@ -41,8 +41,8 @@ import sys
 text = open(sys.argv[1]).read().split("\n")
 want, heading, inside, out = sys.argv[2], "", False, []
 for line in text:
-    if not inside and line.startswith("### "):
-        heading = line[4:]
+    if not inside and line.startswith("## "):
+        heading = line[3:]
     elif not inside and line.startswith("```sql"):
         inside, out = True, []
     elif inside and line.startswith("```"):
@@ -192,7 +192,7 @@ assert db.execute("SELECT COUNT(*) FROM waits WHERE cause IS NULL").fetchone()[0
 EOF
 # The docs' queries that need no deadlock run here too.
 for q in "full longest" "per role per rank" "ten longest" "occupancy over time" "Causes ranked"; do
-    docs_query "$q" > "$work/q.sql" || fail "README.md has no query '$q'"
+    docs_query "$q" > "$work/q.sql" || fail "docs/sql.md has no query '$q'"
     expect 0 "$npurr" sql "$run" - < "$work/q.sql"
 done
 
