@@ -67,10 +67,14 @@ SQL_RUN = re.compile(r"^<!-- docs_examples: sql (\S+) -->$")
 
 
 def command_ends(text):
-    """Whether a command line is complete: its quotes closed and no
-    trailing backslash (a multi-line command continues otherwise)."""
+    """Whether a command line is complete: its quotes closed, no trailing
+    backslash and its here-document ended (it continues otherwise)."""
     if text.rstrip().endswith("\\"):
         return False
+    first, _, rest = text.partition("\n")
+    heredoc = re.search(r"<<-?\s*'?(\w+)'?", first)
+    if heredoc:
+        return heredoc.group(1) in rest.split("\n")
     try:
         shlex.split(text)
         return True
