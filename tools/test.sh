@@ -16,6 +16,18 @@ case "${1:-}" in
     -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "usage: sh tools/test.sh [--quick]" >&2; exit 2 ;;
 esac
+# What only the tests use, on top of tools/setup.sh's: cmocka (the unit
+# tests), Chromium (looks at the report), protobuf-compiler (reads the
+# Perfetto export back), Open MPI (split runs), numpy (fixtures).
+test_packages="libcmocka-dev chromium protobuf-compiler libopenmpi-dev openmpi-bin python3-numpy"
+if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ] &&
+        ! dpkg -s $test_packages >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq $test_packages >/dev/null
+    # build/ was configured without them (tools/setup.sh): look again
+    rm -f build/CMakeCache.txt
+fi
 echo "== normal build (-Werror): build/"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNPURR_WERROR=ON >/dev/null
 cmake --build build -j$jobs
