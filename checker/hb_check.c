@@ -109,6 +109,25 @@ hb_snap *hb_snapshot(hb_track *t) {
     return snap_ref(t->snap);
 }
 
+/* What t knew when it issued the access whose own clock was own (and its
+ * scalar unit's s_clock): its clock now with those two entries set back.
+ * Every other entry can only have grown since, so this is never less than
+ * the clock at the issue, and at most hides a race through what t learned
+ * from others later. Setting the two back matters: a pipe moves on to its
+ * next transfers and its scalar unit to its next stores, and a word first
+ * used for synchronisation after its write must not order those (a status
+ * written ahead of its row on the same pipe). */
+static hb_snap *hb_snapshot_as_issued(const hb_track *t, uint32_t own, uint32_t s_clock) {
+    hb_vc v = {0};
+    vc_join(&v, t->vc.c, t->vc.n);
+    if (own < vc_get(&v, t->id)) vc_set(&v, t->id, own);
+    if (t->s_tid >= 0 && s_clock < vc_get(&v, (uint32_t)t->s_tid))
+        vc_set(&v, (uint32_t)t->s_tid, s_clock);
+    hb_snap *s = snap_new(&v);
+    vc_free(&v);
+    return s;
+}
+
 /* P is about to run something S issued: it happens after all S did so far. */
 void hb_pipe_takes_scalar(hb_track *p, const hb_track *s) {
     if (p == s) return;
@@ -172,7 +191,8 @@ static void mem_access(hb_checker *h, hb_track *t, uint32_t rank, uint32_t core,
     hb_acc a = {.seq = seq, .file = file, .tid = t->id, .clock = hb_own(t), .line = line,
                 .write = (uint8_t)write, .atomic = (uint8_t)atomic, .scalar = (uint8_t)scalar,
                 .valid = 1};
-    shadow_access(h, key, off, off + len, &a, &t->vc);
+    uint32_t s_clock = t->s_tid >= 0 ? vc_get(&t->vc, (uint32_t)t->s_tid) : 0;
+    shadow_access(h, key, off, off + len, &a, &t->vc, s_clock);
 }
 
 static void hb_side_of(const hb_checker *h, const hb_acc *a, uint64_t addr, uint64_t len, hb_side *s) {
@@ -345,7 +365,8 @@ static void on_issue(hb_checker *h, const engine_event *ev) {
     hb_track *p = hb_track_of(h, ev->rank, ev->core, ev->pipe);
     hb_pipe_takes_scalar(p, s);
     if (p != s) hb_tick(p);
-    hb_op op = {.seq = ev->seq, .tid = p->id, .clock = hb_own(p)};
+    hb_op op = {.seq = ev->seq, .tid = p->id, .clock = hb_own(p),
+                .s_clock = p != s ? vc_get(&p->vc, s->id) : 0};
     int writes = is_gm_writer(ev);
     if (writes)
         op.wants_release = ev->sub == XFER_REMOTE_STORE || ev->sub == XFER_RDMA_ATOMIC ||
@@ -391,11 +412,13 @@ static void on_done(hb_checker *h, const engine_event *ev) {
     gm_t dst = {ev->addr};
     if (is_gm_writer(ev) && words_overlap(h, gm_rank(dst), gm_offset(dst), ev->len)) {
         /* A word first used for synchronisation after this was issued gets
-         * the pipe's clock now: later than the issue, so it can only hide a
-         * race, never report a false one. So does a transfer that also
-         * acquired on its way (a get of a head into a mirror word). */
-        hb_snap *s = slot->release && !slot->acquires ? snap_ref(slot->release)
-                                                      : hb_snapshot(h->tracks[slot->tid]);
+         * the pipe's clock as it was at the issue (hb_snapshot_as_issued),
+         * and so does a transfer that also acquired on its way (a get of a
+         * head into a mirror word, which knows what it read). */
+        hb_snap *s = slot->release && !slot->acquires
+                         ? snap_ref(slot->release)
+                         : hb_snapshot_as_issued(h->tracks[slot->tid], slot->clock,
+                                                 slot->s_clock);
         hb_side w = {.rank = (int)ev->rank, .core = (int)ev->core, .pipe = ev->pipe,
                      .seq = ev->link, .addr = ev->addr, .len = ev->len, .write = 1};
         hb_site_of(h, ev->site, &w.file, &w.line);
@@ -429,10 +452,16 @@ static void on_word_read(hb_checker *h, const engine_event *ev) {
     } else {
         /* First use of a word as synchronisation: its last write landed
          * before anyone knew to keep its clock. If that transfer is done,
-         * its track's clock now stands in (later than the write, so it can
-         * only hide a race); if it is still in flight, the read races it. */
-        const hb_acc *lw = shadow_last_write(h, (uint32_t)gm_rank(p), gm_offset(p));
-        if (lw && !op_in_flight(h, lw->seq)) hb_join_track(s, h->tracks[lw->tid]);
+         * its track's clock as it was at the write stands in (its own and
+         * its scalar unit's entries exact, the rest no less); if it is
+         * still in flight, the read races it. */
+        uint32_t s_clock = 0;
+        const hb_acc *lw = shadow_last_write(h, (uint32_t)gm_rank(p), gm_offset(p), &s_clock);
+        if (lw && !op_in_flight(h, lw->seq)) {
+            hb_snap *then = hb_snapshot_as_issued(h->tracks[lw->tid], lw->clock, s_clock);
+            hb_join_snap(s, then);
+            snap_unref(then);
+        }
     }
     const engine_object *o = ev->object ? engine_object_get(h->e, ev->object) : NULL;
     if (o && o->kind == OBJ_RING_TAIL && w->has_writer) {

@@ -77,6 +77,7 @@ typedef struct hb_iv {
     hb_acc w;
     hb_acc r[HB_READS];
     uint32_t nr;
+    uint32_t w_s_clock;      /* the writer's scalar unit's clock when it issued w */
 } hb_iv;
 
 typedef struct hb_space {
@@ -92,12 +93,15 @@ typedef struct hb_page {
 
 struct hb_checker;
 /* Checks [lo, hi) of space `key` against what it holds, reports conflicts,
- * then records acc there. vc is the accessing track's clock. Keys: a rank
- * for its GM, n_ranks + (rank * cpr + core) * 6 + space for local memory. */
+ * then records acc there. vc is the accessing track's clock; s_clock, for a
+ * write by a pipe, its scalar unit's entry in vc. Keys: a rank for its GM,
+ * n_ranks + (rank * cpr + core) * 6 + space for local memory. */
 void shadow_access(struct hb_checker *h, uint32_t key, uint64_t lo, uint64_t hi,
-                   const hb_acc *acc, const hb_vc *vc);
-/* The last write recorded over byte off of space key, NULL if none. */
-const hb_acc *shadow_last_write(struct hb_checker *h, uint32_t key, uint64_t off);
+                   const hb_acc *acc, const hb_vc *vc, uint32_t s_clock);
+/* The last write recorded over byte off of space key (and its s_clock),
+ * NULL if none. */
+const hb_acc *shadow_last_write(struct hb_checker *h, uint32_t key, uint64_t off,
+                                uint32_t *s_clock);
 void shadow_free(struct hb_checker *h);
 
 /* ------------------------------------------------------------ words */
@@ -166,6 +170,7 @@ typedef struct hb_barrier {
 typedef struct hb_op {
     uint64_t seq;            /* issue seq; 0 = empty slot */
     uint32_t tid, clock;
+    uint32_t s_clock;        /* its scalar unit's clock when it issued it */
     hb_snap *release;        /* the clock it publishes to the words it writes */
     uint8_t wants_release;   /* it writes GM words used for synchronisation */
     uint8_t acquires;        /* it reads such words (its source is the event's aux) */

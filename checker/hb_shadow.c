@@ -99,7 +99,8 @@ static hb_space *page_of(hb_checker *h, uint32_t key, uint64_t page, int add) {
 }
 
 static void page_access(hb_checker *h, hb_space *sp, uint32_t key, uint64_t lo, uint64_t hi,
-                        const hb_acc *acc, const hb_vc *vc, int *reported_out) {
+                        const hb_acc *acc, const hb_vc *vc, uint32_t s_clock,
+                        int *reported_out) {
     uint32_t i0 = first_ending_after(sp, lo), i1 = i0;
     int reported = *reported_out;
     while (i1 < sp->n && sp->v[i1].lo < hi) {
@@ -127,6 +128,7 @@ static void page_access(hb_checker *h, hb_space *sp, uint32_t key, uint64_t lo, 
         memset(&repl[k], 0, sizeof repl[k]);
         repl[k].lo = lo;
         repl[k].hi = hi;
+        repl[k].w_s_clock = s_clock;
         repl[k++].w = *acc;
         if (i0 < i1 && sp->v[i1 - 1].hi > hi) {
             repl[k] = sp->v[i1 - 1];
@@ -174,21 +176,24 @@ static void page_access(hb_checker *h, hb_space *sp, uint32_t key, uint64_t lo, 
 }
 
 void shadow_access(hb_checker *h, uint32_t key, uint64_t lo, uint64_t hi, const hb_acc *acc,
-                   const hb_vc *vc) {
+                   const hb_vc *vc, uint32_t s_clock) {
     int reported = 0;
     for (uint64_t at = lo; at < hi;) {
         uint64_t page = at >> PAGE_SHIFT, end = (page + 1) << PAGE_SHIFT;
         if (end > hi) end = hi;
-        page_access(h, page_of(h, key, page, 1), key, at, end, acc, vc, &reported);
+        page_access(h, page_of(h, key, page, 1), key, at, end, acc, vc, s_clock, &reported);
         at = end;
     }
 }
 
-const hb_acc *shadow_last_write(hb_checker *h, uint32_t key, uint64_t off) {
+const hb_acc *shadow_last_write(hb_checker *h, uint32_t key, uint64_t off, uint32_t *s_clock) {
     const hb_space *sp = page_of(h, key, off >> PAGE_SHIFT, 0);
     if (!sp) return NULL;
     uint32_t i = first_ending_after(sp, off);
-    if (i < sp->n && sp->v[i].lo <= off && sp->v[i].w.valid) return &sp->v[i].w;
+    if (i < sp->n && sp->v[i].lo <= off && sp->v[i].w.valid) {
+        *s_clock = sp->v[i].w_s_clock;
+        return &sp->v[i].w;
+    }
     return NULL;
 }
 
