@@ -175,6 +175,7 @@ void engine_destroy(engine *e) {
     free(e->str_hash);
     free(e->sites);
     free(e->site_hash);
+    free(e->site_by_name);
     free(e->objects);
     free(e->obj_last_seq);
     free(e->obj_last_track);
@@ -274,36 +275,65 @@ const char *engine_string(const engine *e, uint32_t id) {
 }
 
 /* ------------------------------------------------------------ sites */
-static uint32_t site_hash_fn(const char *file, int line) {
+/* A site is its file name and line: the same ids in every build of npurr,
+ * whether or not its linker merged equal __FILE__ texts, so a run recorded
+ * by one build replays under another (trace format 7). The hot path looks
+ * up the address of the text (one probe per device call); a text not seen
+ * at that address before is looked up by name, once. */
+static uint32_t site_ptr_hash(const char *file, int line) {
     uint64_t h = (uint64_t)(uintptr_t)file * 0x9E3779B97F4A7C15ULL ^ (uint64_t)line * 0xC2B2AE3D27D4EB4FULL;
     return (uint32_t)(h >> 32);
 }
 
+static uint32_t site_name_hash(const char *file, int line) {
+    uint64_t h = 0xcbf29ce484222325ULL;   /* FNV-1a over the text, then the line */
+    for (const unsigned char *p = (const unsigned char *)file; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ULL;
+    h ^= (uint64_t)(uint32_t)line * 0xC2B2AE3D27D4EB4FULL;
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+static void site_key_put(site_key *t, uint32_t cap, site_key k) {
+    uint32_t h = site_ptr_hash(k.file, k.line) & (cap - 1);
+    while (t[h].file) h = (h + 1) & (cap - 1);
+    t[h] = k;
+}
+
 static void site_rehash(engine *e) {
     uint32_t cap = e->site_hash_cap ? e->site_hash_cap * 2 : 256;
-    uint32_t *t = calloc(cap, sizeof *t);
+    site_key *t = calloc(cap, sizeof *t);
     if (!t) abort();
-    for (uint32_t id = 1; id <= e->n_sites; id++) {
-        site_entry *s = &e->sites[id - 1];
-        uint32_t h = site_hash_fn(s->file, s->line) & (cap - 1);
-        while (t[h]) h = (h + 1) & (cap - 1);
-        t[h] = id;
-    }
+    for (uint32_t i = 0; i < e->site_hash_cap; i++)
+        if (e->site_hash[i].file) site_key_put(t, cap, e->site_hash[i]);
     free(e->site_hash);
     e->site_hash = t;
     e->site_hash_cap = cap;
 }
 
-/* Call sites are keyed by the address of __FILE__'s literal and the line:
- * one hash probe per device call, no string compare on the hot path. */
-uint32_t eng_site(engine *e, dev_site s) {
-    if (e->n_sites * 2 >= e->site_hash_cap) site_rehash(e);
-    uint32_t h = site_hash_fn(s.file, s.line) & (e->site_hash_cap - 1);
-    while (e->site_hash[h]) {
-        uint32_t id = e->site_hash[h];
-        site_entry *se = &e->sites[id - 1];
-        if (se->file == s.file && se->line == s.line) return id;
-        h = (h + 1) & (e->site_hash_cap - 1);
+static void site_name_rehash(engine *e) {
+    uint32_t cap = e->site_by_name_cap ? e->site_by_name_cap * 2 : 256;
+    uint32_t *t = calloc(cap, sizeof *t);
+    if (!t) abort();
+    for (uint32_t id = 1; id <= e->n_sites; id++) {
+        const site_entry *s = &e->sites[id - 1];
+        uint32_t h = site_name_hash(s->file, s->line) & (cap - 1);
+        while (t[h]) h = (h + 1) & (cap - 1);
+        t[h] = id;
+    }
+    free(e->site_by_name);
+    e->site_by_name = t;
+    e->site_by_name_cap = cap;
+}
+
+/* The site named file:line, made (and told to the observer) if new. */
+static uint32_t site_by_name(engine *e, dev_site s) {
+    if (e->n_sites * 2 >= e->site_by_name_cap) site_name_rehash(e);
+    uint32_t h = site_name_hash(s.file, s.line) & (e->site_by_name_cap - 1);
+    while (e->site_by_name[h]) {
+        uint32_t id = e->site_by_name[h];
+        const site_entry *se = &e->sites[id - 1];
+        if (se->line == s.line && !strcmp(se->file, s.file)) return id;
+        h = (h + 1) & (e->site_by_name_cap - 1);
     }
     if (e->n_sites == e->cap_sites) {
         e->cap_sites = e->cap_sites ? e->cap_sites * 2 : 64;
@@ -312,11 +342,25 @@ uint32_t eng_site(engine *e, dev_site s) {
     }
     uint32_t id = ++e->n_sites;
     e->sites[id - 1] = (site_entry){s.file, s.func, s.line, id};
-    e->site_hash[h] = id;
+    e->site_by_name[h] = id;
     if (e->obs.on_site) {
         engine_site es = {id, s.file, s.line, s.func};
         e->obs.on_site(e->obs.ctx, &es);
     }
+    return id;
+}
+
+uint32_t eng_site(engine *e, dev_site s) {
+    if (e->n_site_keys * 2 >= e->site_hash_cap) site_rehash(e);
+    uint32_t h = site_ptr_hash(s.file, s.line) & (e->site_hash_cap - 1);
+    while (e->site_hash[h].file) {
+        const site_key *k = &e->site_hash[h];
+        if (k->file == s.file && k->line == s.line) return k->id;
+        h = (h + 1) & (e->site_hash_cap - 1);
+    }
+    uint32_t id = site_by_name(e, s);
+    e->site_hash[h] = (site_key){s.file, s.line, id};
+    e->n_site_keys++;
     return id;
 }
 

@@ -290,6 +290,16 @@ typedef struct site_entry {
     uint32_t id;
 } site_entry;
 
+/* One spelling of a site: the address of a __FILE__ text and a line. A
+ * build may hold several copies of one file's name (headers included by
+ * several files, when the linker does not merge equal strings), all
+ * naming one site. */
+typedef struct site_key {
+    const char *file;         /* NULL: empty slot */
+    int line;
+    uint32_t id;
+} site_key;
+
 /* ------------------------------------------------------------ engine */
 /* Earliest time a core took the role, latest a core left it (role_spans.c). */
 typedef struct role_span {
@@ -366,8 +376,10 @@ struct engine {
     uint32_t str_hash_cap;
     site_entry *sites;        /* by id - 1 */
     uint32_t n_sites, cap_sites;
-    uint32_t *site_hash;      /* open addressing over (file ptr, line): site id */
-    uint32_t site_hash_cap;
+    site_key *site_hash;      /* open addressing over (file ptr, line): the hot path */
+    uint32_t site_hash_cap, n_site_keys;
+    uint32_t *site_by_name;   /* open addressing over (file text, line): site id */
+    uint32_t site_by_name_cap;
     engine_object *objects;   /* by id - 1 */
     uint32_t n_objects, cap_objects;
     uint64_t *obj_last_seq;   /* last writer of each object */

@@ -35,8 +35,6 @@
  */
 #include "internal.h"
 
-#include <dlfcn.h>
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,7 +59,6 @@ typedef struct eng_merger {
     char **strings;          /* run-time strings, global id n0_strings + 1 + i */
     uint32_t n_strings, cap_strings;
     engine_site *sites;      /* run-time sites, global id n0_sites + 1 + i */
-    int64_t *site_keys;      /* their file keys (site_file_key) */
     uint32_t n_sites, cap_sites;
     int cut, ended;
     uint64_t cut_time, last_time;
@@ -172,35 +169,13 @@ static void cap_string(void *ctx, uint32_t id, const char *text) {
     skel_whole(c, c->stream.p + at, c->stream.n - at);
 }
 
-/* The engine tells sites apart by (file pointer, line), and an unoptimized
- * build has several copies of one __FILE__ text: the key is the pointer's
- * distance to a literal of this binary, the same in every process of it.
- * A plugin's sites point into the plugin, which each process loads at an
- * address of its own: their key is the offset in the shared object they
- * point into, mixed with its file name (the same plugin in every process). */
-static const char site_anchor[] = "npurr site anchor";
-
-static int64_t site_file_key(const char *file) {
-    Dl_info in_self, in_file;
-    if (file && dladdr(site_anchor, &in_self) && dladdr(file, &in_file) &&
-        in_file.dli_fbase != in_self.dli_fbase && in_file.dli_fname) {
-        const char *base = strrchr(in_file.dli_fname, '/');
-        base = base ? base + 1 : in_file.dli_fname;
-        uint64_t h = 0xcbf29ce484222325ull;   /* FNV-1a of the object's name */
-        for (const char *c = base; *c; c++) h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
-        uint64_t off = (uint64_t)((uintptr_t)file - (uintptr_t)in_file.dli_fbase);
-        return (int64_t)((h << 32) ^ off ^ (1ull << 63));
-    }
-    return (int64_t)((intptr_t)file - (intptr_t)site_anchor);
-}
-
+/* A site is its file name and line (engine/cluster.c eng_site), so the
+ * merge tells the processes' sites apart by those. */
 static void cap_site(void *ctx, const engine_site *s) {
     eng_capture *c = ctx;
     size_t at = c->stream.n;
-    int64_t key = site_file_key(s->file);
     put_rec(&c->stream, 'I', &s->id, sizeof s->id);
     engine_buf_put(&c->stream, &s->line, sizeof s->line);
-    engine_buf_put(&c->stream, &key, sizeof key);
     put_text(&c->stream, s->file ? s->file : "");
     put_text(&c->stream, s->func ? s->func : "");
     skel_whole(c, c->stream.p + at, c->stream.n - at);
@@ -293,7 +268,6 @@ void eng_merger_free(eng_merger *m) {
         free((char *)m->sites[i].func);
     }
     free(m->sites);
-    free(m->site_keys);
     free(m);
 }
 
@@ -468,9 +442,7 @@ static int merge_string(eng_merger *m, int q, cursor *c) {
 static int merge_site(eng_merger *m, int q, cursor *c) {
     uint32_t id;
     int line;
-    int64_t key;
-    if (take(c, &id, sizeof id) || take(c, &line, sizeof line) || take(c, &key, sizeof key))
-        return -1;
+    if (take(c, &id, sizeof id) || take(c, &line, sizeof line)) return -1;
     char *file = take_text(c), *func = file ? take_text(c) : NULL;
     part_map *pm = &m->parts[q];
     if (!file || !func || id != m->n0_sites + pm->n_site + 1) {
@@ -480,18 +452,12 @@ static int merge_site(eng_merger *m, int q, cursor *c) {
     }
     uint32_t g = 0;
     for (uint32_t i = 0; i < m->n_sites && !g; i++)
-        if (m->sites[i].line == line && m->site_keys[i] == key) g = m->n0_sites + i + 1;
+        if (m->sites[i].line == line && !strcmp(m->sites[i].file, file)) g = m->n0_sites + i + 1;
     if (g) {
         free(file);
         free(func);
     } else {
-        uint32_t cap = m->cap_sites;
         m->sites = grow32(m->sites, m->n_sites, &m->cap_sites, sizeof *m->sites);
-        if (m->cap_sites != cap) {
-            m->site_keys = realloc(m->site_keys, m->cap_sites * sizeof *m->site_keys);
-            if (!m->site_keys) abort();
-        }
-        m->site_keys[m->n_sites] = key;
         g = m->n0_sites + m->n_sites + 1;
         m->sites[m->n_sites++] = (engine_site){g, file, line, func};
         if (m->out.on_site) m->out.on_site(m->out.ctx, &m->sites[m->n_sites - 1]);

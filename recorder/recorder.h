@@ -44,9 +44,9 @@
 /* Version of the trace format written by this library (meta format_version).
  * A reader accepts exactly the versions it knows, REC_FORMAT_OLDEST to
  * REC_FORMAT_VERSION (format 4 differs only in how chunks store rank, core
- * and time, format 5 in that a split run's chunks are never parts); see
- * traces/FORMAT.md. */
-#define REC_FORMAT_VERSION 6
+ * and time, format 5 in that a split run's chunks are never parts, format 6
+ * in that a build could give one call site two ids); see traces/FORMAT.md. */
+#define REC_FORMAT_VERSION 7
 #define REC_FORMAT_OLDEST 4
 
 /* Version of index.db's schema (meta index_version; absent in version 1).
