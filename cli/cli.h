@@ -167,6 +167,11 @@ int cli_output_finish(cli_output *o, int rc, char *err, size_t errlen);
  * directory; "-" (stdout) is always fine. -1 with err: a usage error. */
 int cli_output_check(const char *run_dir, const char *out, const char *option, char *err,
                      size_t errlen);
+/* 0 if a command may write files into the folder dir (option names it):
+ * dir is not a run folder nor inside one. -1 with err: a usage error. The
+ * file check above makes the same check of its file's folder, for any run
+ * folder, whether or not the command reads one (run_dir NULL). */
+int cli_output_dir_check(const char *dir, const char *option, char *err, size_t errlen);
 
 /* `--dump NAME[@RANK]=FILE.npy` of record and replay (dump.c). */
 typedef struct cli_dump {

@@ -76,13 +76,10 @@ static void on_progress(void *ctx, int k, int max, double best) {
 static int write_hw(const char *path, const char *input, const engine_hw *hw,
                     const fidelity_fit_result *fr, const char *start_file, char *err,
                     size_t errlen) {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, errlen, "-o %s: cannot write: %s", path, strerror(errno));
-        return -1;
-    }
+    cli_output o;   /* the shared policy (output_path.c): a temporary file renamed
+                       into place; a symlink's target, a device in place; -o - stdout */
+    FILE *f = cli_output_open(&o, path, err, errlen);
+    if (!f) return -1;
     fprintf(f, "# npurr calibrate: timing parameters fitted on %s (%d training row%s)\n", input,
             fr->train_rows, fr->train_rows == 1 ? "" : "s");
     fprintf(f, "# fit error, sum of log(npurr/measured)^2 over the training rows: %.6g at the "
@@ -103,19 +100,9 @@ static int write_hw(const char *path, const char *input, const engine_hw *hw,
                     v == p->def ? p->source : "from the start file");
         fprintf(f, "%s=%.17g\n", p->key, v);
     }
-    if (fflush(f) != 0 || ferror(f)) {
-        snprintf(err, errlen, "-o %s: write error: %s", path, strerror(errno));
-        fclose(f);
-        unlink(tmp);
-        return -1;
-    }
-    fclose(f);
-    if (rename(tmp, path) != 0) {
-        snprintf(err, errlen, "-o %s: cannot write: %s", path, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    int rc = fflush(f) != 0 || ferror(f) ? -1 : 0;
+    if (rc) snprintf(err, errlen, "write error: %s", strerror(errno));
+    return cli_output_finish(&o, rc, err, errlen);   /* its errors name the path */
 }
 
 typedef struct calibrate_args {
@@ -170,6 +157,13 @@ int cmd_calibrate(int argc, char **argv) {
         fprintf(stderr, "npurr calibrate: -o %s is the measured file itself\n", out);
         return EXIT_USAGE;
     }
+    {   /* before the fit, which takes minutes: never into a run folder */
+        char oerr[4608];
+        if (cli_output_check(NULL, out, "-o", oerr, sizeof oerr)) {
+            fprintf(stderr, "npurr calibrate: %s\n", oerr);
+            return EXIT_USAGE;
+        }
+    }
     fidelity_table t;
     engine_hw start;
     int rc = measured_load("calibrate", file, kernel_options, hw_file, &t, &start);
@@ -211,19 +205,20 @@ int cmd_calibrate(int argc, char **argv) {
         rc = EXIT_ERROR;
         goto done;
     }
-    printf("npurr calibrate %s: %d training row%s, %d evaluation%s\n", file, fr.train_rows,
+    FILE *rep = strcmp(out, "-") ? stdout : stderr;   /* -o -: the file alone on stdout */
+    fprintf(rep, "npurr calibrate %s: %d training row%s, %d evaluation%s\n", file, fr.train_rows,
            fr.train_rows == 1 ? "" : "s", fr.evals, fr.evals == 1 ? "" : "s");
-    printf("%-28s %14s %14s %8s\n", "fitted parameter", "start", "fitted", "factor");
+    fprintf(rep, "%-28s %14s %14s %8s\n", "fitted parameter", "start", "fitted", "factor");
     for (int i = 0; i < fr.nparams; i++) {
         const engine_hw_param *p = fr.params[i];
         double a = *(const double *)((const char *)&start + p->offset);
         double b = *(const double *)((const char *)&fr.hw + p->offset);
-        printf("%-28s %14.6g %14.6g %8.3f  %s\n", p->key, a, b, b / a, p->unit);
+        fprintf(rep, "%-28s %14.6g %14.6g %8.3f  %s\n", p->key, a, b, b / a, p->unit);
     }
-    printf("error (sum of log(npurr/measured)^2 over the training rows): %.6g before, %.6g "
+    fprintf(rep, "error (sum of log(npurr/measured)^2 over the training rows): %.6g before, %.6g "
            "after\n", fr.error_start, fr.error_fit);
-    measured_print(stdout, &t, before, after);
-    printf("wrote %s (npurr record --hw %s ...)\n", out, out);
+    measured_print(rep, &t, before, after);
+    if (strcmp(out, "-")) printf("wrote %s (npurr record --hw %s ...)\n", out, out);
     if (after_failed) {   /* a validation row the fitted values break: written, but an error */
         for (int i = 0; i < t.n; i++)
             if (t.rows[i].covered && !after[i].ok) {

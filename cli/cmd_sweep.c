@@ -338,6 +338,10 @@ int cmd_sweep(int argc, char **argv) {
             goto out;
         }
     }
+    if (cli_output_dir_check(dir, "-o", err, sizeof err)) {
+        fprintf(stderr, "npurr sweep: %s\n", err);
+        goto out;
+    }
     struct stat sb;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "npurr sweep: -o %s: %s\n", dir, strerror(errno));
@@ -371,16 +375,23 @@ int cmd_sweep(int argc, char **argv) {
         for (size_t k = 0; k < c.s.nkeys && used < sizeof title; k++)
             used += (size_t)snprintf(title + used, sizeof title - used, " --vary %s", c.s.keys[k].name);
     }
-    if (write_file(&c.s, dir, "sweep.csv", title, err, sizeof err) ||
-        write_file(&c.s, dir, "sweep.html", title, err, sizeof err)) {
-        fprintf(stderr, "npurr sweep: %s\n", err);
-        status = EXIT_ERROR;
+    int wrote_csv = !write_file(&c.s, dir, "sweep.csv", title, err, sizeof err);
+    if (!wrote_csv) {   /* the points ran: their rows must not be lost with the file */
+        fprintf(stderr, "npurr sweep: %s; the rows of sweep.csv follow on standard output\n", err);
+        sweep_write_csv(&c.s, stdout);
     }
+    int wrote_html = !write_file(&c.s, dir, "sweep.html", title, err, sizeof err);
+    if (!wrote_html) fprintf(stderr, "npurr sweep: %s\n", err);
+    if (!wrote_csv || !wrote_html) status = EXIT_ERROR;
     size_t ran = 0, ok = 0;
     for (size_t p = 0; p < c.s.npoints; p++) ran += c.s.res[p].done, ok += c.s.res[p].done && !c.s.res[p].status;
     printf("%zu of %zu points ran, %zu completed with the check passed, %zu failed (their exit "
            "codes are in the rows); %.1f s\n", ran, c.s.npoints, ok, ran - ok, engine_host_seconds() - c.t0);
-    printf("wrote %s/sweep.csv and %s/sweep.html\n", dir, dir);
+    if (wrote_csv && wrote_html) printf("wrote %s/sweep.csv and %s/sweep.html\n", dir, dir);
+    else if (wrote_csv || wrote_html)
+        printf("wrote %s/%s only\n", dir, wrote_csv ? "sweep.csv" : "sweep.html");
+    else
+        printf("wrote neither file: the rows above are the results\n");
     if (prc > 0) {
         fprintf(stderr, "npurr sweep: interrupted: the %zu finished points are written\n", ran);
         status = EXIT_ERROR;

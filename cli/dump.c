@@ -55,7 +55,7 @@ int cli_dump_check(const cli_dump *d, const char *run_dir, int ranks, char *err,
                  ranks - 1);
         return -1;
     }
-    return run_dir ? cli_output_check(run_dir, d->path, "--dump", err, errlen) : 0;
+    return cli_output_check(run_dir, d->path, "--dump", err, errlen);
 }
 
 /* The names a rank has, for the message when the one asked for is not. */

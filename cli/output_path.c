@@ -32,6 +32,49 @@ static int same_file(const struct stat *a, const char *path) {
     return stat(path, &b) == 0 && a->st_dev == b.st_dev && a->st_ino == b.st_ino;
 }
 
+/* The run folder that holds dir (dir itself or a folder above it): a
+ * folder with a trace.zst (a killed record leaves no index.db, and an
+ * index.db alone is too common a name to mean a run). 1 with run (its real
+ * path), else 0. */
+static int run_folder_above(const char *dir, char *run, size_t runlen) {
+    char at[PATH_MAX], given[PATH_MAX];
+    /* a folder not made yet (sweep -o makes it): from its nearest parent */
+    snprintf(given, sizeof given, "%s", dir);
+    while (!realpath(given, at)) {
+        char *slash = strrchr(given, '/');
+        if (!slash) {
+            if (!realpath(".", at)) return 0;
+            break;
+        }
+        *slash = 0;
+        if (!given[0]) return 0;   /* "/x" with no "/": nothing to check */
+    }
+    for (;;) {
+        char trace[PATH_MAX + 16];
+        struct stat st;
+        snprintf(trace, sizeof trace, "%s/trace.zst", at);
+        if (stat(trace, &st) == 0 && S_ISREG(st.st_mode)) {
+            snprintf(run, runlen, "%s", at);
+            return 1;
+        }
+        char *slash = strrchr(at, '/');
+        if (!slash || slash == at) return 0;
+        *slash = 0;
+    }
+}
+
+int cli_output_dir_check(const char *dir, const char *option, char *err, size_t errlen) {
+    char run[PATH_MAX];
+    if (run_folder_above(dir, run, sizeof run)) {
+        snprintf(err, errlen,
+                 "%s %s: is inside the run folder %s, which holds only the run itself "
+                 "(trace.zst, index.db, inputs/); write it elsewhere",
+                 option, dir, run);
+        return -1;
+    }
+    return 0;
+}
+
 int cli_output_check(const char *run_dir, const char *out, const char *option, char *err,
                      size_t errlen) {
     if (!out || !strcmp(out, "-")) return 0;
@@ -41,6 +84,16 @@ int cli_output_check(const char *run_dir, const char *out, const char *option, c
         snprintf(err, errlen, "%s %s: is a directory; give a file name", option, out);
         return -1;
     }
+    char folder[PATH_MAX], run[PATH_MAX];   /* inside any run folder, this one or another */
+    snprintf(folder, sizeof folder, "%s", out);
+    if (run_folder_above(dirname(folder), run, sizeof run)) {
+        snprintf(err, errlen,
+                 "%s %s: is inside the run folder %s, which holds only the run itself "
+                 "(trace.zst, index.db, inputs/); write it elsewhere",
+                 option, out, run);
+        return -1;
+    }
+    if (!run_dir) return 0;
     char trace[PATH_MAX + 16], index[PATH_MAX + 16];
     snprintf(trace, sizeof trace, "%s/trace.zst", run_dir);
     snprintf(index, sizeof index, "%s/index.db", run_dir);

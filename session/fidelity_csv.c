@@ -390,9 +390,10 @@ static int read_op_summary(FILE *f, const char *path, char **head, int nhead, in
 int fidelity_table_read(const char *path, const char *kernel_options, int flags,
                         fidelity_table *t, char *err, size_t errlen) {
     memset(t, 0, sizeof *t);
-    FILE *f = fopen(path, "r");
+    char open_why[256];
+    FILE *f = engine_fopen_input(path, open_why, sizeof open_why);   /* a FIFO: refused, not waited on */
     if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        snprintf(err, errlen, "%s: %s", path, open_why);
         return SESSION_ERROR;
     }
     char buf[16384];

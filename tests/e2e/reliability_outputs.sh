@@ -79,4 +79,37 @@ expect 1 in_time 20 "$npurr" record -k fullmesh-dispatch-combine --tokens 64 \
 expect 2 in_time 20 "$npurr" record -k fullmesh-dispatch-combine --tokens 64 \
     --hw "$work/timing.hw" -o "$work/r3"; has "FIFO"
 [ ! -e "$work/r3" ] || fail "a refused record left a run folder"
+
+# --- calibrate and sweep write through the same policy, checked before any work
+printf 'kernel,options,phase,measured_us\nfullmesh-dispatch-combine,"--tokens 16 --npus-per-node 2 --experts 8",dispatch,10\n' \
+    > "$work/m.csv"
+cp "$work/run/trace.zst" "$work/trace.before"
+expect 2 "$npurr" calibrate "$work/m.csv" -o "$work/run/trace.zst" --max-evals 3; has "inside the run folder"
+cmp -s "$work/run/trace.zst" "$work/trace.before" || fail "calibrate -o RUN/trace.zst wrote over the trace"
+expect 2 "$npurr" calibrate "$work/m.csv" -o "$work/run/inputs/fit.hw" --max-evals 3; has "inside the run folder"
+echo old > "$work/real.hw"
+chmod 600 "$work/real.hw"
+ln -s real.hw "$work/link.hw"
+expect 0 "$npurr" calibrate "$work/m.csv" -o "$work/link.hw" --max-evals 3
+[ -L "$work/link.hw" ] || fail "calibrate replaced the symlink itself"
+grep -q '^# npurr calibrate' "$work/real.hw" || fail "the symlink's target is not the fitted file"
+[ "$(stat -c %a "$work/real.hw")" = 600 ] || fail "calibrate changed the mode of the file it replaced"
+expect 1 "$npurr" calibrate "$work/m.csv" -o "$work/full" --max-evals 3
+[ -c "$work/full" ] || fail "a failed calibrate removed the device node it wrote to"
+( n=$(readlink -f "$npurr") && cd "$work" && "$n" calibrate m.csv -o - --max-evals 3 > "$work/stdout.hw" 2>/dev/null ) ||
+    fail "calibrate -o - failed"
+[ ! -e "$work/-" ] || fail "calibrate -o - made a file named -"
+head -1 "$work/stdout.hw" | grep -q '^# npurr calibrate' || fail "calibrate -o - did not write the file to stdout"
+! grep -q '^fitted parameter' "$work/stdout.hw" || fail "calibrate -o - mixed its report into the file"
+sweep_args=(-k fullmesh-dispatch-combine --tokens 16 --npus-per-node 2 --experts 8 --vary --tokens=8,16)
+expect 2 "$npurr" sweep "${sweep_args[@]}" -o "$work/run"; has "inside the run folder"
+expect 2 "$npurr" sweep "${sweep_args[@]}" -o "$work/run/inputs/sw"; has "inside the run folder"
+[ ! -e "$work/run/sweep.csv" ] && [ ! -e "$work/run/inputs/sw" ] || fail "a refused sweep wrote into the run"
+mkdir -p "$work/sw/sweep.csv"
+expect 1 "$npurr" sweep "${sweep_args[@]}" -o "$work/sw"; has "sweep.csv"
+grep -q '^point,--tokens,exit_code' "$work/out" || fail "a sweep whose CSV could not be written lost its rows"
+! grep -q "wrote $work/sw/sweep.csv" "$work/out" || fail "a sweep said it wrote a file it did not write"
+mkfifo "$work/measured.fifo"
+expect 1 in_time 20 "$npurr" hw --compare "$work/measured.fifo"; has "FIFO"
+expect 1 in_time 20 "$npurr" calibrate "$work/measured.fifo" -o "$work/f.hw"; has "FIFO"
 echo "reliability_outputs: all checks passed"
