@@ -206,6 +206,16 @@ char *run_folder_make_temp(const char *target, char *err, size_t errlen) {
     return tmp;
 }
 
+/* What npurr itself puts in a run folder; anything else in one is the
+ * user's (notes, plots, a folder of their own) and outlives --force. */
+static int npurr_owns(const char *name) {
+    static const char *const own[] = {"trace.zst", "index.db", "index.db-journal", "index.db-wal",
+                                      "index.db-shm", "inputs", "plugin", NULL};
+    for (int i = 0; own[i]; i++)
+        if (!strcmp(name, own[i])) return 1;
+    return 0;
+}
+
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
     (void)st, (void)flag, (void)ftw;
     return remove(path);
@@ -215,13 +225,57 @@ void run_folder_remove(const char *dir) {
     nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* Swaps the complete run tmp in for the run at target (PARENT/NAME), then
- * removes the old one; on failure both stay and err says where. */
+/* The replaced run's own files, then its folder if nothing else is left
+ * (a user's file that could not be moved keeps it). */
+static void remove_npurr_files(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!npurr_owns(e->d_name)) continue;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        run_folder_remove(path);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+/* Moves the user's files of the replaced run old into the new run at
+ * target, and says which (stderr). A name the new run also has stays in
+ * old and is named, never overwritten. */
+static void keep_user_files(const char *old, const char *target) {
+    DIR *d = opendir(old);
+    if (!d) return;
+    char kept[1024] = "", left[1024] = "";
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || npurr_owns(e->d_name)) continue;
+        char from[PATH_MAX], to[PATH_MAX];
+        snprintf(from, sizeof from, "%s/%s", old, e->d_name);
+        snprintf(to, sizeof to, "%s/%s", target, e->d_name);
+        struct stat st;
+        int moved = lstat(to, &st) != 0 && rename(from, to) == 0;
+        char *list = moved ? kept : left;
+        size_t n = strlen(list);
+        snprintf(list + n, sizeof kept - n, "%s%s", n ? ", " : "", e->d_name);
+    }
+    closedir(d);
+    if (kept[0]) fprintf(stderr, "npurr: %s: kept your files of the replaced run: %s\n", target, kept);
+    if (left[0])
+        fprintf(stderr, "npurr: %s: could not move %s from the replaced run; they are in %s\n",
+                target, left, old);
+}
+
+/* Swaps the complete run tmp in for the run at target (PARENT/NAME), moves
+ * the user's own files of the old one over, then removes the rest of the
+ * old one (npurr's files); on failure both stay and err says where. */
 static int swap_in(const char *tmp, const char *target, const char *parent, const char *name,
                    char *err, size_t errlen) {
     int rc = 0;
     if (renameat2(AT_FDCWD, tmp, AT_FDCWD, target, RENAME_EXCHANGE) == 0) {
-        run_folder_remove(tmp);   /* the old run, now under the temporary name */
+        keep_user_files(tmp, target);   /* tmp is now the old run */
+        remove_npurr_files(tmp);
     } else {
         char old[4400];
         snprintf(old, sizeof old, "%s/.%s.replaced.%ld", parent, name, (long)getpid());
@@ -235,7 +289,8 @@ static int swap_in(const char *tmp, const char *target, const char *parent, cons
             rename(old, target);
             rc = -1;
         } else {
-            run_folder_remove(old);
+            keep_user_files(old, target);
+            remove_npurr_files(old);
         }
     }
     return rc;

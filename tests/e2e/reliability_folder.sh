@@ -68,9 +68,16 @@ if grep -q "is complete in" "$loser"; then
     expect 0 "$npurr" info "$kept"    # the second recording is whole too
 fi
 
-# --- --force replaces only once the new run is complete
+# --- --force replaces only once the new run is complete, and only the
+# run's own files: the user's notes and folders in it stay
+echo "why this run" > "$work/run/notes.txt"
+mkdir "$work/run/mydir" && echo plot > "$work/run/mydir/plot.txt"
 expect 0 "$npurr" record -k fullmesh-dispatch-combine --tokens 64 --rounds 2 -o "$work/run" \
     --force --quiet
+has "kept your files of the replaced run"
+[ "$(cat "$work/run/notes.txt" 2>/dev/null)" = "why this run" ] || fail "--force removed the user's notes.txt"
+[ "$(cat "$work/run/mydir/plot.txt" 2>/dev/null)" = plot ] || fail "--force removed the user's folder"
+rm -r "$work/run/notes.txt" "$work/run/mydir"
 expect 0 "$npurr" info "$work/run"; has "--rounds 2"
 [ -z "$(ls -A "$work" | grep '^\.run\.')" ] || fail "--force left the old run behind"
 trace_sum=$(sum_of "$work/run/trace.zst")
