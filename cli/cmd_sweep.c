@@ -44,7 +44,11 @@ static void sweep_usage(FILE *out) {
           "                        comma-separated, so an option whose value holds commas\n"
           "                        (per-rank --tokens lists) cannot be varied\n"
           "  -o DIR                the output folder (made if missing; its sweep.csv and\n"
-          "                        sweep.html are replaced)\n"
+          "                        sweep.html are replaced; not inside a run folder).\n"
+          "                        While the points run, DIR/sweep.partial.csv gets each\n"
+          "                        row as it finishes (without the per-role columns), so\n"
+          "                        a killed sweep keeps them; it goes once sweep.csv is in\n"
+          "                        place\n"
           "  -j J                  points at a time (default: the core count)\n"
           "  -h, --help            this text\n"
           "Every other option is passed to each point's `npurr record` (-o and the trace\n"
@@ -65,6 +69,7 @@ typedef struct sweep_cli {
     int nbase;
     double t0;
     int progress;
+    FILE *partial;         /* DIR/sweep.partial.csv: rows as points finish */
 } sweep_cli;
 
 /* The record command line of point p: base, then --KEY=V per option key.
@@ -128,6 +133,12 @@ static void job(void *ctx, size_t p, point_result *r) {
 
 static void progress(void *ctx, size_t p, const point_result *r, size_t done, size_t total) {
     sweep_cli *c = ctx;
+    if (c->partial && sweep_write_partial_row(&c->s, p, c->partial)) {
+        fprintf(stderr, "npurr sweep: sweep.partial.csv: write failed; the rows are kept in "
+                        "memory for sweep.csv\n");
+        fclose(c->partial);
+        c->partial = NULL;
+    }
     if (!c->progress) return;
     double el = engine_host_seconds() - c->t0;
     double eta = done ? el * (double)(total - done) / (double)done : 0;
@@ -357,6 +368,15 @@ int cmd_sweep(int argc, char **argv) {
         status = EXIT_ERROR;
         goto out;
     }
+    char partial[4200];   /* finished points survive a kill -9 of the sweep */
+    snprintf(partial, sizeof partial, "%s/sweep.partial.csv", dir);
+    c.partial = fopen(partial, "w");
+    if (!c.partial || sweep_write_partial_head(&c.s, c.partial)) {
+        fprintf(stderr, "npurr sweep: %s: %s\n", partial, strerror(errno));
+        if (c.partial) fclose(c.partial);
+        status = EXIT_ERROR;
+        goto out;
+    }
     c.progress = 1;
     c.t0 = engine_host_seconds();
     fprintf(stderr, "npurr sweep: %zu points, %ld at a time\n", c.s.npoints,
@@ -376,6 +396,9 @@ int cmd_sweep(int argc, char **argv) {
             used += (size_t)snprintf(title + used, sizeof title - used, " --vary %s", c.s.keys[k].name);
     }
     int wrote_csv = !write_file(&c.s, dir, "sweep.csv", title, err, sizeof err);
+    if (c.partial) fclose(c.partial);
+    c.partial = NULL;
+    if (wrote_csv) unlink(partial);   /* sweep.csv has every row now */
     if (!wrote_csv) {   /* the points ran: their rows must not be lost with the file */
         fprintf(stderr, "npurr sweep: %s; the rows of sweep.csv follow on standard output\n", err);
         sweep_write_csv(&c.s, stdout);

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,7 @@ static int start_job(slot *s, size_t i, pool_job_fn job, void *ctx, char *err, s
         return -1;
     }
     fflush(NULL);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         snprintf(err, errlen, "cannot start a process for a run: %s", strerror(errno));
@@ -117,6 +119,10 @@ static int start_job(slot *s, size_t i, pool_job_fn job, void *ctx, char *err, s
     if (pid == 0) {
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
+        /* A pool killed with kill -9 takes its runs with it, not leaving
+         * them to run on for minutes with nobody to read their result. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(1);   /* it died before prctl */
         close(p[0]);
         point_result r;
         job(ctx, i, &r);

@@ -30,6 +30,11 @@ size_t sweep_value_index(const sweep *s, size_t p, size_t k);
 
 /* DIR/sweep.csv: one row per point that ran. */
 int sweep_write_csv(const sweep *s, FILE *out);
+/* DIR/sweep.partial.csv while the sweep runs: the header, then each point's
+ * row as it finishes (flushed, so a killed sweep keeps every finished
+ * point), without the per-role columns, which need every point. 0 or -1. */
+int sweep_write_partial_head(const sweep *s, FILE *out);
+int sweep_write_partial_row(const sweep *s, size_t p, FILE *out);
 /* DIR/sweep.html: one SVG plot of end time against each key. */
 int sweep_write_html(const sweep *s, const char *title, FILE *out);
 

@@ -42,15 +42,42 @@ static size_t role_columns(const sweep *s, char (*names)[40], size_t cap) {
     return n;
 }
 
-int sweep_write_csv(const sweep *s, FILE *out) {
-    char roles[64][40];
-    size_t nr = role_columns(s, roles, 64);
+/* The columns up to the per-role end times. */
+static void csv_head(const sweep *s, FILE *out) {
     fputs("point", out);
     for (size_t k = 0; k < s->nkeys; k++) {
         fputc(',', out);
         ana_csv_field(out, s->keys[k].name);
     }
     fputs(",exit_code,outcome,check,end_ps,stall_share,events,wall_s", out);
+}
+
+/* Point p's row: roles[0..nr) are the role columns (none: nr 0). */
+static void csv_row(const sweep *s, size_t p, char roles[][40], size_t nr, FILE *out) {
+    const point_result *r = &s->res[p];
+    fprintf(out, "%zu", p + 1);
+    for (size_t k = 0; k < s->nkeys; k++) {
+        fputc(',', out);
+        ana_csv_field(out, s->keys[k].values[sweep_value_index(s, p, k)]);
+    }
+    fprintf(out, ",%d,%s,%s,", r->status, outcome_text(r), r->check);
+    if (r->outcome) fprintf(out, "%llu,%.6f,%llu,%.3f", (unsigned long long)r->end_ps,
+                            r->stall_share, (unsigned long long)r->events, r->wall);
+    else fputs(",,,", out);
+    for (size_t i = 0; i < nr; i++) {
+        fputc(',', out);
+        for (int j = 0; j < r->nroles; j++)
+            if (!strcmp(r->role[j], roles[i])) fprintf(out, "%llu", (unsigned long long)r->role_end[j]);
+    }
+    fputc(',', out);
+    ana_csv_field(out, r->status ? r->what : "");
+    fputc('\n', out);
+}
+
+int sweep_write_csv(const sweep *s, FILE *out) {
+    char roles[64][40];
+    size_t nr = role_columns(s, roles, 64);
+    csv_head(s, out);
     for (size_t i = 0; i < nr; i++) {
         char col[64];
         snprintf(col, sizeof col, "end_%.39s_ps", roles[i]);
@@ -58,28 +85,20 @@ int sweep_write_csv(const sweep *s, FILE *out) {
         ana_csv_field(out, col);
     }
     fputs(",message\n", out);
-    for (size_t p = 0; p < s->npoints; p++) {
-        const point_result *r = &s->res[p];
-        if (!r->done) continue;
-        fprintf(out, "%zu", p + 1);
-        for (size_t k = 0; k < s->nkeys; k++) {
-            fputc(',', out);
-            ana_csv_field(out, s->keys[k].values[sweep_value_index(s, p, k)]);
-        }
-        fprintf(out, ",%d,%s,%s,", r->status, outcome_text(r), r->check);
-        if (r->outcome) fprintf(out, "%llu,%.6f,%llu,%.3f", (unsigned long long)r->end_ps,
-                                r->stall_share, (unsigned long long)r->events, r->wall);
-        else fputs(",,,", out);
-        for (size_t i = 0; i < nr; i++) {
-            fputc(',', out);
-            for (int j = 0; j < r->nroles; j++)
-                if (!strcmp(r->role[j], roles[i])) fprintf(out, "%llu", (unsigned long long)r->role_end[j]);
-        }
-        fputc(',', out);
-        ana_csv_field(out, r->status ? r->what : "");
-        fputc('\n', out);
-    }
+    for (size_t p = 0; p < s->npoints; p++)
+        if (s->res[p].done) csv_row(s, p, roles, nr, out);
     return ferror(out) ? -1 : 0;
+}
+
+int sweep_write_partial_head(const sweep *s, FILE *out) {
+    csv_head(s, out);
+    fputs(",message\n", out);
+    return fflush(out) || ferror(out) ? -1 : 0;
+}
+
+int sweep_write_partial_row(const sweep *s, size_t p, FILE *out) {
+    csv_row(s, p, NULL, 0, out);
+    return fflush(out) || ferror(out) ? -1 : 0;
 }
 
 static void html_text(FILE *out, const char *s) {

@@ -105,4 +105,28 @@ expect 2 "$npurr" sweep --vary --tokens=16 -o "$work/u6"
 has "-k"
 expect 0 "$npurr" sweep --help
 has "usage: npurr sweep"
+
+# --- kill -9 part-way: the finished points are in sweep.partial.csv and
+# no point process runs on; a sweep that ends removes the partial file
+tag=killtest$$
+mkdir "$work/$tag"
+"$npurr" sweep -k combine-sender --npus-per-node 8 --tokens 256 -j 1 -o "$work/$tag" \
+    --vary --tokens=16,32,48,64,80,96,112,128,144,160,176,192,208,224,240 >/dev/null 2>&1 &
+sweep_pid=$!
+for _ in $(seq 1 300); do
+    [ "$(wc -l < "$work/$tag/sweep.partial.csv" 2>/dev/null || echo 0)" -ge 3 ] && break
+    sleep 0.1
+done
+kill -9 "$sweep_pid"
+wait "$sweep_pid" 2>/dev/null
+sleep 0.5
+rows=$(($(wc -l < "$work/$tag/sweep.partial.csv") - 1))
+[ "$rows" -ge 2 ] || fail "a killed sweep kept $rows finished points"
+grep -q '^1,16,0,completed,passed,' "$work/$tag/sweep.partial.csv" || fail "the first point's row is not kept"
+if pgrep -f -- "-o $work/$tag" >/dev/null; then
+    pkill -9 -f -- "-o $work/$tag"
+    fail "a sweep killed with kill -9 left its point processes running"
+fi
+expect 0 "$npurr" sweep -k combine-sender --npus-per-node 2 --tokens 16 --vary --tokens=8,16 -o "$work/$tag"
+[ ! -e "$work/$tag/sweep.partial.csv" ] || fail "a finished sweep left sweep.partial.csv"
 echo "sweep: ok"
