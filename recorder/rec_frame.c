@@ -9,7 +9,8 @@
  * few percent smaller; the decompressed bytes are the same). Readers map
  * the file read-only: walking frames and decompressing one chunk for the
  * events virtual table then needs no copying. A file that ends inside a
- * frame is reported as truncated, never read past.
+ * frame is reported as truncated, never read past; one truncated by
+ * another process while mapped is named by rec_map_guard.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -100,11 +101,15 @@ int rec_trace_map(const char *path, rec_trace *t, char *err, size_t errlen) {
         return -1;
     }
     t->base = m;
+    rec_map_guard_add(m, t->size, path);   /* truncated under us: named, not SIGBUS */
     return 0;
 }
 
 void rec_trace_unmap(rec_trace *t) {
-    if (t->base) munmap((void *)t->base, t->size);
+    if (t->base) {
+        rec_map_guard_remove(t->base);
+        munmap((void *)t->base, t->size);
+    }
     if (t->fd >= 0) close(t->fd);
     memset(t, 0, sizeof *t);
     t->fd = -1;

@@ -374,6 +374,11 @@ typedef struct rec_trace {
 } rec_trace;
 int rec_trace_map(const char *path, rec_trace *t, char *err, size_t errlen);
 void rec_trace_unmap(rec_trace *t);
+/* Mapped traces a SIGBUS is looked up in (rec_map_guard.c): a fault inside
+ * one says that file changed while it was read and exits 1; any other
+ * SIGBUS goes to the handler before npurr's, or the default action. */
+void rec_map_guard_add(const void *base, size_t size, const char *path);
+void rec_map_guard_remove(const void *base);
 /* Finds the frame at off: 1 and its compressed size, 0 at end of file,
  * -1 if the file ends inside the frame (truncated) or is not zstd. */
 int rec_trace_frame(const rec_trace *t, uint64_t off, uint64_t *frame_len);

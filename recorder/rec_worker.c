@@ -70,9 +70,16 @@ rec_worker *rec_worker_start(void) {
         return NULL;
     }
     /* The thread blocks every signal: Ctrl-C and friends go to the
-     * threads that handle them (the CLI's, which finalises the run). */
+     * threads that handle them (the CLI's, which finalises the run). Not
+     * the faults it raises itself: a blocked SIGBUS kills the process
+     * without its handler (a trace truncated under a reader,
+     * rec_map_guard.c). */
     sigset_t all, old;
     sigfillset(&all);
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGILL);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int rc = pthread_create(&w->thread, NULL, worker_main, w);
     pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -132,4 +132,31 @@ PY
 rm -f "$work/ren/raw"
 zstd -tq "$work/ren/trace.zst" || fail "the renamed trace is not valid zstd"
 expect 5 "$npurr" replay "$work/ren"; has "declares it differently"
+
+# --- a trace truncated in place while a reader has it mapped: the reader
+# names the file and exits 1, never dies of SIGBUS (exit 135)
+"$npurr" record -k dispatch-layered --nodes 2 --tokens 128 --quiet -o "$work/big" >/dev/null 2>&1 ||
+    fail "recording the run to truncate failed"
+hit=0
+for delay in 0.2 0.4 0.1 0.6; do
+    for reader in replay sql; do
+        rm -rf "$work/shrink" && cp -r "$work/big" "$work/shrink"
+        "$npurr" stats "$work/shrink" >/dev/null 2>&1   # derive first: the read below is the events'
+        size=$(stat -c %s "$work/shrink/trace.zst")
+        ( sleep "$delay"; truncate -s $((size / 3)) "$work/shrink/trace.zst" ) &
+        if [ "$reader" = replay ]; then
+            "$npurr" replay "$work/shrink" >"$work/out" 2>&1
+        else
+            "$npurr" sql "$work/shrink" "SELECT count(*), sum(value) FROM events" >"$work/out" 2>&1
+        fi
+        code=$?
+        wait
+        [ "$code" -lt 128 ] || { cat "$work/out" >&2; fail "$reader of a trace truncated under it died of signal $((code - 128))"; }
+        if grep -q "trace.zst changed while it was read" "$work/out"; then
+            [ "$code" = 1 ] || fail "$reader named the changed trace but exited $code"
+            hit=$((hit + 1))
+        fi
+    done
+done
+[ "$hit" -ge 1 ] || fail "no reader was caught mid-read in 8 tries (the truncation always came too late)"
 echo "reliability_trace: all checks passed"
