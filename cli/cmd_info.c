@@ -132,7 +132,11 @@ int cmd_info(int argc, char **argv) {
         print_contents(&sum, stdout);
         rec_run_summary_free(&sum);
     }
-    /* The timing values are worth seeing even when the index is stale. */
+    if (rc < 0) {   /* not a run, or an index of another trace: nothing to show */
+        fprintf(stderr, "npurr info: %s\n", err);
+        return EXIT_ERROR;
+    }
+    /* A truncated run's timing values are still the ones it ran with. */
     char terr[1024];
     size_t n = engine_hw_count();
     rec_hw_value *vals = calloc(n, sizeof *vals);

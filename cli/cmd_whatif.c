@@ -124,7 +124,14 @@ int cmd_whatif(int argc, char **argv) {
     int csv = x.csv;
     char err[ENGINE_ERRLEN * 2];
     ana_crit_table t;
-    if (cli_crit_table("whatif", run, ANA_CRIT_BY_CLASS, 0, &t, NULL)) return EXIT_ERROR;
+    ana_source src;
+    if (cli_crit_table("whatif", run, ANA_CRIT_BY_CLASS, 0, &t, &src)) return EXIT_ERROR;
+    if (src.partial) {   /* its end time is where the trace stops, not the run's */
+        fprintf(stderr, "npurr whatif: %s; a what-if re-runs the whole run and compares end "
+                        "times, so it needs the complete run: record it again\n", src.partial_note);
+        ana_crit_table_free(&t);
+        return EXIT_ERROR;
+    }
     whatif w;
     memset(&w, 0, sizeof w);
     w.quiet = csv;

@@ -184,9 +184,9 @@ static int index_doubts(const char *run_dir, sqlite3 *db, const rec_run_summary 
         !mismatch[0])
         snprintf(mismatch, sizeof mismatch, "%s: cannot compare index and trace", run_dir);
     rec_index_chunk_gaps(db, s->events, gap, sizeof gap);
-    if (mismatch[0]) {
+    if (mismatch[0]) {   /* the index describes another trace: nothing of it holds */
         snprintf(err, errlen, "%s", mismatch);
-        return 1;
+        return -1;
     }
     if (strcmp(s->outcome, "truncated") == 0) {
         if (snprintf(err, errlen, "%s/trace.zst is truncated: %s", run_dir,

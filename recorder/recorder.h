@@ -191,10 +191,11 @@ typedef struct rec_run_summary {
     int64_t transfers, transfer_bytes;     /* issued transfers and the bytes they move */
     int64_t trace_bytes, index_bytes;      /* sizes of trace.zst and index.db */
 } rec_run_summary;
-/* Fills *s. Returns 0; 1 when s is filled but the index cannot be trusted:
- * the trace is truncated, the index is stale or misses chunks (err says why
- * and how far the trace is complete); -1 with err when the run cannot be
- * read (s then holds nothing). Free a filled s with rec_run_summary_free. */
+/* Fills *s. Returns 0; 1 when s is filled but covers only part of the run:
+ * the trace is truncated or the index misses chunks (err says why and how
+ * far the trace is complete); -1 with err when the run cannot be read or
+ * its index was not built from its trace (s then holds nothing: it would
+ * describe another trace). Free a filled s with rec_run_summary_free. */
 int rec_run_summary_read(const char *run_dir, rec_run_summary *s, char *err, size_t errlen);
 /* Frees what rec_run_summary_read allocated in *s (not s itself). */
 void rec_run_summary_free(rec_run_summary *s);

@@ -33,6 +33,9 @@ readers_refuse() {
     expect 1 "$npurr" export "$run" --chrome "$work/x.json"; refused "$what"
     [ -e "$work/x.json" ] && fail "$what: export wrote a timeline of a damaged run"
     expect 1 "$npurr" info "$run"; refused "$what"
+    # and info shows nothing of the index first: it describes another trace
+    ! grep -qE '^(outcome|check|duration|timing) ' "$work/out" ||
+        { cat "$work/out" >&2; fail "$what: info printed the stale index's summary"; }
 }
 
 # --- truncations: inside the header, after it, inside a chunk, at a chunk
@@ -50,6 +53,9 @@ for cut in 7 $first_off $((first_off + first_len / 2)) $((first_off + first_len)
     # the rebuilt index is served, but never as a success
     expect 1 "$npurr" stats "$work/t"; has "warning"; has "truncated"
     expect 1 "$npurr" replay "$work/t"
+    # a what-if compares end times: a truncated run's is not the run's
+    expect 1 "$npurr" whatif "$work/t" --top 1 -j 1; has "needs the complete run"
+    ! grep -q "timing model changed" "$work/out" || fail "whatif blamed the timing model for a truncated trace"
     # the original trace back: the truncated tables are not served for it
     # (once: the same for every cut)
     [ "$cut" = $((first_off + first_len / 2)) ] || continue
