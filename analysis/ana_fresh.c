@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -251,6 +252,42 @@ static int derive_locked(const char *run_dir, const char *index, int64_t events,
     return derive_cached(run_dir, index, f, "is read-only", src, err, errlen);
 }
 
+/* Waits for the turn to derive run_dir's tables: an exclusive flock on
+ * index.db (SQLite locks with fcntl, which flock does not touch). Returns
+ * the fd holding it, or -1 when it cannot be had (then the derive goes on
+ * unordered, as before, and SQLite's own lock decides). */
+static int derive_turn(const char *index, const char *run_dir) {
+    int fd = open(index, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+    if (errno != EWOULDBLOCK) {
+        close(fd);
+        return -1;
+    }
+    fprintf(stderr, "npurr: %s: waiting for another reader deriving its analysis tables\n",
+            run_dir);
+    while (flock(fd, LOCK_EX) != 0)
+        if (errno != EINTR) {
+            close(fd);
+            return -1;
+        }
+    return fd;
+}
+
+/* Whether index.db now holds fresh tables (derived by the reader whose
+ * turn came first). */
+static int now_fresh(const char *index, const char *fp) {
+    sqlite3 *db = NULL;
+    char inner[512];
+    if (open_ro(index, &db, inner, sizeof inner) != 0) {
+        sqlite3_close(db);
+        return 0;
+    }
+    int fresh = analysis_fresh(db, fp);
+    sqlite3_close(db);
+    return fresh;
+}
+
 static int ensure_fresh(const char *run_dir, int flags, ana_source *src, char *err,
                         size_t errlen) {
     memset(src, 0, sizeof *src);
@@ -318,7 +355,13 @@ static int ensure_fresh(const char *run_dir, int flags, ana_source *src, char *e
      * lock, is seen by the caller's identity check and the step rerun. */
     int lock = rec_run_lock(run_dir, 0, err, errlen);
     if (lock < 0) return -1;
-    int rc = derive_locked(run_dir, index, events, &f, src, err, errlen);
+    /* One deriver at a time: the others wait for it and then use what it
+     * derived, instead of each failing on SQLite's lock after 5 s. */
+    int one = derive_turn(index, run_dir);
+    int rc;
+    if (now_fresh(index, src->trace_fingerprint)) rc = 0;
+    else rc = derive_locked(run_dir, index, events, &f, src, err, errlen);
+    if (one >= 0) close(one);   /* closing releases the flock */
     rec_run_unlock(lock);
     return rc;
 }

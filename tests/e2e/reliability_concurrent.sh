@@ -99,4 +99,22 @@ code=$?
 [ "$code" = 130 ] || { cat "$work/out"; fail "exit $code after Ctrl-C during replay, expected 130"; }
 has "interrupted"
 ! grep -q "diverged" "$work/out" || { cat "$work/out"; fail "an interrupted replay reported a divergence"; }
+
+# --- four first readers of a never-analysed run at once: they take turns
+# deriving (the later ones use what the first derived), none fails on
+# "database is locked"
+for round in 1 2; do
+    rm -rf "$work/first"
+    "$npurr" record -k dispatch-layered --nodes 2 --tokens 128 --quiet -o "$work/first" >/dev/null 2>&1 ||
+        fail "recording the run to read failed"
+    "$npurr" stats "$work/first" --by cause >"$work/r1" 2>&1 & p1=$!
+    "$npurr" sql "$work/first" "SELECT count(*) FROM wait_groups" >"$work/r2" 2>&1 & p2=$!
+    "$npurr" critical "$work/first" >"$work/r3" 2>&1 & p3=$!
+    "$npurr" diff "$work/first" "$work/first" >"$work/r4" 2>&1 & p4=$!
+    for i in 1 2 3 4; do
+        eval "pid=\$p$i"
+        wait "$pid" || { cat "$work/r$i" >&2; fail "first reader $i of 4 at once failed (round $round)"; }
+        ! grep -q "database is locked" "$work/r$i" || fail "reader $i: database is locked"
+    done
+done
 echo "reliability_concurrent: all checks passed"
