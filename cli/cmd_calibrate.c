@@ -50,7 +50,8 @@ static void calibrate_usage(FILE *out) {
           "  --plugin PATH.so       load a plugin whose kernels rows name (repeatable)\n"
           "  -h, --help             this text\n"
           "\n"
-          "Exit status: 0 fitted and written, 1 a bad file or a row that fails, 2 usage.\n",
+          "Exit status: 0 fitted and written, 1 a bad measured file or a row that fails,\n"
+          "2 usage (a bad --hw file included, as in record).\n",
           DEFAULT_EVALS);
 }
 

@@ -41,7 +41,8 @@ static void hw_usage(FILE *out) {
           "  --kernel-options OPTS  an op_summary's shape: \"-k KERNEL --nodes N ...\"\n"
           "  --plugin PATH.so       load a plugin whose kernels rows name (repeatable)\n"
           "\n"
-          "Exit status: 0 ok, 1 a bad file or a row that failed to run, 2 usage.\n",
+          "Exit status: 0 ok, 1 a bad measured file or a row that failed to run, 2 usage\n"
+          "(a bad --hw file included, as in record).\n",
           out);
 }
 

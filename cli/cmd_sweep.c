@@ -311,8 +311,9 @@ int cmd_sweep(int argc, char **argv) {
                 goto out;
             }
         } else if (cli_opt_is(a, "-j")) {
-            if (cli_opt_positive("sweep", "-j", cli_opt_value(argc, argv, &i, "-j"), &jobs))
-                goto out;
+            int j;   /* 1..256: a larger number once wrapped round to one at a time */
+            if (measured_jobs("sweep", cli_opt_value(argc, argv, &i, "-j"), &j)) goto out;
+            jobs = j;
         } else if (!strcmp(a, "--no-trace") || !strcmp(a, "--force") || !strcmp(a, "--quiet") ||
                    !strcmp(a, "--progress")) {
             continue;   /* every point runs without a trace and quietly */

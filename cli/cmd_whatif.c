@@ -110,7 +110,10 @@ static int set_top(void *ctx, const char *v) {
 }
 
 static int set_jobs(void *ctx, const char *v) {
-    return cli_opt_positive("whatif", "-j", v, &((whatif_args *)ctx)->jobs);
+    int j;   /* 1..256, as every command that runs in parallel takes it */
+    if (measured_jobs("whatif", v, &j)) return EXIT_USAGE;
+    ((whatif_args *)ctx)->jobs = j;
+    return 0;
 }
 
 int cmd_whatif(int argc, char **argv) {

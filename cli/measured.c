@@ -27,7 +27,7 @@ int measured_load(const char *cmd, const char *file, const char *kernel_options,
     engine_hw_defaults(hw);
     if (hw_file && engine_hw_load(hw, hw_file, err, sizeof err) != ENGINE_OK) {
         fprintf(stderr, "npurr %s: %s\n", cmd, err);
-        return EXIT_ERROR;
+        return EXIT_USAGE;   /* a bad --hw is a usage error here as in record and sweep */
     }
     if (fidelity_table_read(file, kernel_options, 0, t, err, sizeof err) != SESSION_OK) {
         fprintf(stderr, "npurr %s: %s\n", cmd, err);

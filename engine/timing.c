@@ -190,6 +190,7 @@ int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen) {
     int lineno = 0;
     ssize_t got;
     int rc = ENGINE_OK;
+    int set_at[N_PARAMS] = {0};   /* the line that set each key: a second one is an error */
     while ((got = getline(&line, &line_cap, f)) != -1) {
         lineno++;
         if (got > 65536) {
@@ -198,9 +199,19 @@ int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen) {
             rc = ENGINE_ERR;
             break;
         }
+        const char *nul = memchr(line, 0, (size_t)got);
+        if (nul) {
+            snprintf(err, errlen, "--hw %s:%d: a NUL byte at column %zd: not a key=value file",
+                     path, lineno, nul - line + 1);
+            rc = ENGINE_ERR;
+            break;
+        }
         char *hash = strchr(line, '#');
         if (hash) *hash = '\0';
         char *s = line;
+        if (lineno == 1 && (unsigned char)s[0] == 0xEF && (unsigned char)s[1] == 0xBB &&
+            (unsigned char)s[2] == 0xBF)
+            s += 3;   /* a UTF-8 byte order mark, as some editors write (CSVs accept it too) */
         while (*s == ' ' || *s == '\t') s++;
         size_t n = strlen(s);
         while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
@@ -218,6 +229,13 @@ int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen) {
         while (kn && (key[kn - 1] == ' ' || key[kn - 1] == '\t')) key[--kn] = '\0';
         while (*val == ' ' || *val == '\t') val++;
         const engine_hw_param *p = engine_hw_find(key);
+        if (p && set_at[p - params]) {   /* which of the two did the user mean? */
+            snprintf(err, errlen, "--hw %s:%d: %s is set again (first at line %d)", path, lineno,
+                     p->key, set_at[p - params]);
+            rc = ENGINE_ERR;
+            break;
+        }
+        if (p) set_at[p - params] = lineno;
         if (p && p->old_key && strcmp(key, p->old_key) == 0)
             /* The old name said "gbps" (gigabits) of a figure in gigabytes:
              * read it as before, and say so once per line. */

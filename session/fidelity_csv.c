@@ -81,14 +81,35 @@ static int blank_or_comment(const char *s) {
 
 /* The next record of f into buf, split into fld[0..*n): blank lines and
  * '#' comments skipped. 1, 0 at the end, -1 with err naming path:line. */
-static int next_record(FILE *f, const char *path, int *lineno, char *buf, size_t cap,
-                       char **fld, int *n, char *err, size_t errlen) {
-    while (fgets(buf, (int)cap, f)) {
-        ++*lineno;
-        if (!strchr(buf, '\n') && !feof(f)) {
-            snprintf(err, errlen, "%s:%d: line longer than %zu bytes", path, *lineno, cap - 1);
+/* One line of f into buf (cap bytes, its newline kept): its length, 0 at
+ * the end, -1 with err naming path:line for a line too long or holding a
+ * NUL byte (fgets would cut it there and misread the rest). */
+static long read_line(FILE *f, const char *path, int lineno, char *buf, size_t cap, char *err,
+                      size_t errlen) {
+    size_t n = 0;
+    int c = EOF;
+    while (n + 1 < cap && (c = getc(f)) != EOF) {
+        if (c == 0) {
+            snprintf(err, errlen, "%s:%d: a NUL byte at column %zu (not a text file?)", path,
+                     lineno, n + 1);
             return -1;
         }
+        buf[n++] = (char)c;
+        if (c == '\n') break;
+    }
+    buf[n] = '\0';
+    if (n + 1 >= cap && c != '\n' && (c = getc(f)) != EOF) {
+        snprintf(err, errlen, "%s:%d: line longer than %zu bytes", path, lineno, cap - 2);
+        return -1;
+    }
+    return (long)n;
+}
+
+static int next_record(FILE *f, const char *path, int *lineno, char *buf, size_t cap,
+                       char **fld, int *n, char *err, size_t errlen) {
+    long got;
+    while ((got = read_line(f, path, *lineno + 1, buf, cap, err, errlen)) > 0) {
+        ++*lineno;
         char *line = chomp(buf, *lineno);
         if (blank_or_comment(line)) continue;
         const char *why = NULL;
@@ -99,7 +120,7 @@ static int next_record(FILE *f, const char *path, int *lineno, char *buf, size_t
         }
         return 1;
     }
-    return 0;
+    return got < 0 ? -1 : 0;
 }
 
 static int column(char **names, int n, const char *want) {
@@ -355,6 +376,12 @@ static int read_op_summary(FILE *f, const char *path, char **head, int nhead, in
         if (!sums[ph].count) snprintf(sums[ph].op, sizeof sums[ph].op, "%s", fld[c_name]);
         sums[ph].sum += us;
         sums[ph].count++;
+        if (!isfinite(sums[ph].sum)) {   /* the mean would be inf, the ratio 0 */
+            snprintf(err, errlen, "%s:%d: op %s: Task Duration(us) '%s' takes the sum of the "
+                     "phase's %d rows past the largest number; check the file", path, *lineno,
+                     fld[c_name], fld[c_dur], sums[ph].count);
+            return -1;
+        }
     }
     if (got < 0) return -1;
     int i = 0, added = 0;
@@ -399,10 +426,15 @@ int fidelity_table_read(const char *path, const char *kernel_options, int flags,
     char buf[16384];
     int lineno = 0;
     char *line = NULL;
-    while (fgets(buf, sizeof buf, f)) {
+    long got;
+    while ((got = read_line(f, path, lineno + 1, buf, sizeof buf, err, errlen)) > 0) {
         line = chomp(buf, ++lineno);
         if (!blank_or_comment(line)) break;
         line = NULL;
+    }
+    if (got < 0) {
+        fclose(f);
+        return SESSION_ERROR;
     }
     if (!line) {
         snprintf(err, errlen, "%s: %s", path,
@@ -413,9 +445,16 @@ int fidelity_table_read(const char *path, const char *kernel_options, int flags,
     char *head[MAX_FIELDS];
     const char *why = NULL;
     int nhead = split_csv(line, head, MAX_FIELDS, &why);
-    int rc;
+    int rc, twice = -1;
+    for (int a = 0; a < nhead && twice < 0; a++)
+        for (int b = a + 1; b < nhead; b++)
+            if (head[a][0] && strcasecmp(head[a], head[b]) == 0) twice = a;
     if (nhead < 0) {
         snprintf(err, errlen, "%s:%d: header: %s", path, lineno, why);
+        rc = -1;
+    } else if (twice >= 0) {   /* which of the two would a row's value come from? */
+        snprintf(err, errlen, "%s:%d: the header names the column '%s' twice", path, lineno,
+                 head[twice]);
         rc = -1;
     } else if (column(head, nhead, "Op Name") >= 0 &&
                column(head, nhead, "Task Duration(us)") >= 0) {
