@@ -72,7 +72,7 @@ grep -q '^baseline,,,[0-9]*,1.000000,3$' "$work/out" || { cat "$work/out" >&2; f
 expect 2 "$npurr" whatif "$work/dl" --top 0
 has "--top needs a positive number"
 expect 2 "$npurr" whatif "$work/dl" -j x
-has "-j needs a positive number"
+has "is not a number of runs at once (1..256)"
 expect 2 "$npurr" whatif
 expect 1 "$npurr" whatif "$work/no-such-run"
 has "no-such-run"
