@@ -14,9 +14,11 @@
  * included; now outputs go through cli_output_open/cli_output_finish, the
  * one policy for every file a command writes.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +119,27 @@ int cli_output_check(const char *run_dir, const char *out, const char *option, c
     return 0;
 }
 
+/* Temporary files of earlier writes of dir/base whose writer is gone
+ * (kill -9 between creating and renaming one): removed. Only names npurr
+ * makes (.npurr-PID-XXXXXX-base) of a process that no longer exists. */
+static void remove_stale_temps(const char *dir, const char *base) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long pid;
+        int at = 0;
+        if (sscanf(e->d_name, ".npurr-%ld-%n", &pid, &at) != 1 || pid <= 0 || !at) continue;
+        const char *rest = e->d_name + at;   /* XXXXXX-base */
+        if (strlen(rest) < 8 || rest[6] != '-' || strcmp(rest + 7, base) != 0) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        char path[PATH_MAX + 300];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+}
+
 /* An output that exists and is not a regular file (a device such as
  * /dev/full or /dev/stdout, a FIFO, a socket) is written in place and is
  * never removed; anything else (a new name, a regular file, a symlink to
@@ -151,8 +174,11 @@ FILE *cli_output_open(cli_output *o, const char *path, char *err, size_t errlen)
     snprintf(copy, sizeof copy, "%s", target);
     snprintf(copy2, sizeof copy2, "%s", target);
     const char *dir = dirname(copy), *base = basename(copy2);
-    /* The target's name ends the temporary one, so ".gz" still selects gzip. */
-    int n = snprintf(o->tmp, sizeof o->tmp, "%s/.npurr-XXXXXX-%s", dir, base);
+    /* The target's name ends the temporary one, so ".gz" still selects gzip;
+     * the writer's pid is in it, so a later write can tell one left by a
+     * killed writer from one being written now. */
+    remove_stale_temps(dir, base);
+    int n = snprintf(o->tmp, sizeof o->tmp, "%s/.npurr-%ld-XXXXXX-%s", dir, (long)getpid(), base);
     if (n < 0 || (size_t)n >= sizeof o->tmp) {
         snprintf(err, errlen, "%s: path too long", path);
         return NULL;

@@ -109,6 +109,14 @@ mkdir -p "$work/sw/sweep.csv"
 expect 1 "$npurr" sweep "${sweep_args[@]}" -o "$work/sw"; has "sweep.csv"
 grep -q '^point,--tokens,exit_code' "$work/out" || fail "a sweep whose CSV could not be written lost its rows"
 ! grep -q "wrote $work/sw/sweep.csv" "$work/out" || fail "a sweep said it wrote a file it did not write"
+# a temporary file a killed writer left (kill -9 between create and rename)
+# goes with the next write of the same output; one of a live writer stays
+sleep 0 & dead=$!; wait "$dead"
+touch "$work/.npurr-$dead-AbCdEf-fit.hw" "$work/.npurr-$$-AbCdEf-fit.hw"
+expect 0 "$npurr" calibrate "$work/m.csv" -o "$work/fit.hw" --max-evals 3
+[ ! -e "$work/.npurr-$dead-AbCdEf-fit.hw" ] || fail "a killed writer's temporary file was left"
+[ -e "$work/.npurr-$$-AbCdEf-fit.hw" ] || fail "a live writer's temporary file was removed"
+rm -f "$work/.npurr-$$-AbCdEf-fit.hw"
 mkfifo "$work/measured.fifo"
 expect 1 in_time 20 "$npurr" hw --compare "$work/measured.fifo"; has "FIFO"
 expect 1 in_time 20 "$npurr" calibrate "$work/measured.fifo" -o "$work/f.hw"; has "FIFO"
