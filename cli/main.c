@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -84,7 +85,32 @@ static int run(int argc, char **argv) {
         return EXIT_DONE;
     }
     for (size_t i = 0; i < N_COMMANDS; i++)
-        if (strcmp(commands[i].name, name) == 0) return commands[i].run(argc, argv);
+        if (strcmp(commands[i].name, name) == 0) {
+            /* -h or --help anywhere is a request for help, even where an
+             * option expects a value (`hw --compare --help` once read a
+             * file named --help, `export RUN --perfetto --help` wrote one).
+             * -k and --plugin stay: they choose which kernel's options to
+             * list. */
+            for (int j = 2; j < argc; j++)
+                if (strcmp(argv[j], "--help") == 0 || strcmp(argv[j], "-h") == 0) {
+                    char **line = calloc((size_t)argc + 2, sizeof *line);
+                    if (!line) return EXIT_ERROR;
+                    int n = 0;
+                    line[n++] = argv[0];
+                    line[n++] = argv[1];
+                    for (int k = 2; k + 1 < argc; k++)
+                        if ((!strcmp(argv[k], "-k") || !strcmp(argv[k], "--plugin")) &&
+                            strcmp(argv[k + 1], "--help") && strcmp(argv[k + 1], "-h")) {
+                            line[n++] = argv[k];
+                            line[n++] = argv[++k];
+                        }
+                    line[n++] = "--help";
+                    int rc = commands[i].run(n, line);
+                    free(line);
+                    return rc;
+                }
+            return commands[i].run(argc, argv);
+        }
     fprintf(stderr, "npurr: '%s' is not a command\n\n", name);
     usage(stderr);
     return EXIT_USAGE;

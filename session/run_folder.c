@@ -156,8 +156,19 @@ int run_folder_check_target(const char *target, int force, char *err, size_t err
         return -1;
     case T_RUN:
         if (!force) {
-            snprintf(err, errlen, "-o %s: already holds a run; add --force to replace it (the "
-                     "old run stays until the new one is complete)", target);
+            /* A run folder is evidence: name a fresh folder rather than
+             * nudge towards --force (the README's command, run twice). */
+            char fresh[4200] = "", base[4096];
+            snprintf(base, sizeof base, "%s", target);
+            for (size_t n = strlen(base); n > 1 && base[n - 1] == '/';) base[--n] = 0;
+            for (int i = 2; i < 1000 && !fresh[0]; i++) {
+                struct stat st;
+                snprintf(fresh, sizeof fresh, "%s-%d", base, i);
+                if (lstat(fresh, &st) == 0) fresh[0] = 0;
+            }
+            snprintf(err, errlen, "-o %s: already holds a run, kept as it is; record into a new "
+                     "folder (-o %s), or add --force to replace it (its own files only, once "
+                     "the new run is complete)", target, fresh[0] ? fresh : "NEW");
             return -1;
         }
         break;

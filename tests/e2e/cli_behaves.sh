@@ -145,4 +145,24 @@ NPURR_PROGRESS_EVERY=0 "$npurr" record -k dispatch-layered --nodes 2 --npus-per-
     --hidden 64 --topk 2 --experts 8 --progress --quiet -o "$work/prog2" >/dev/null 2>"$work/prog.err" ||
     fail "record --progress --quiet failed"
 grep -q "% done" "$work/prog.err" && fail "--quiet still printed progress"
+# --- --help everywhere: every command `npurr --help` lists, as --help and
+# -h, alone or where an option expects a value (never read as a file name)
+cmds=$("$npurr" --help | awk '/^commands:/{c=1; next} c && /^  [a-z]/{print $1} c && /^$/{c=0}')
+[ "$(echo "$cmds" | wc -w)" -ge 16 ] || fail "npurr --help lists too few commands: $cmds"
+for c in $cmds; do
+    for h in --help -h; do
+        expect 0 "$npurr" "$c" "$h"
+        has "usage: npurr $c"
+    done
+done
+( cd "$work" && for args in "hw --compare --help" "export RUN --perfetto --help" "report RUN -o --help" \
+                  "calibrate m.csv -o --help" "sweep -k combine-sender --vary --tokens=8 -o --help" \
+                  "replay RUN --break-at -h" "record -k fullmesh-dispatch-combine -o --help"; do
+    read -r -a a <<<"$args"
+    "$npurr" "${a[@]}" >"$work/out" 2>&1 || fail "npurr $args: exit $?"
+    grep -q "^usage: npurr ${a[0]}" "$work/out" || { cat "$work/out" >&2; fail "npurr $args printed no help"; }
+    [ ! -e "$work/--help" ] && [ ! -e "$work/-h" ] || fail "npurr $args wrote a file named after the help flag"
+done ) || exit 1
+expect 0 "$npurr" record -k fullmesh-dispatch-combine -o --help
+has "options of -k fullmesh-dispatch-combine"   # -k still chooses the kernel whose options show
 echo "cli_behaves: ok"

@@ -40,7 +40,7 @@ untouched "export --perfetto onto the trace"
 
 # --- record -o onto an existing run
 expect 2 "$npurr" record -k fullmesh-dispatch-combine --tokens 64 -o "$work/run"
-has "already holds a run"; has "--force"
+has "already holds a run"; has "--force"; has "-o $work/run-2"   # a fresh name to use
 untouched "record without --force"
 expect 1 "$npurr" record -k fullmesh-dispatch-combine --tokens 64 --routing "npy:$work/none.npy" \
     -o "$work/run" --force
