@@ -256,6 +256,7 @@ static int write_heatmap(report *r) {
         }
     }
     svg_close(out);
+    svg_heat_scale(out, "share of the role's time spent waiting", "0%", "100%");
     if (rows.more_roles) fputs("<p class=\"note\">Only the 32 roles that wait longest are shown.</p>\n", out);
     free(cell);
     return 0;
@@ -270,9 +271,12 @@ static int write_sites(report *r) {
     if (!st) return -1;
     sqlite3_bind_int(st, 1, TOP_SITES);
     FILE *out = r->out;
-    fprintf(out, "<h3>Top %d stall sites</h3>\n<table class=\"data\" id=\"sites\"><tr><th>kernel "
+    fprintf(out, "<h3>Top %d stall sites</h3>\n<p>One row per kernel line, role and wait cause "
+            "(a line waited on for two causes is two rows); `npurr stats RUN --by site` sums each "
+            "kernel line over every role and cause.</p>\n", TOP_SITES);
+    fprintf(out, "<table class=\"data\" id=\"sites\"><tr><th>kernel "
             "line</th><th>role</th><th>cause</th><th>waits</th><th>cores</th>"
-            "<th>total</th><th>longest</th><th></th></tr>\n", TOP_SITES);
+            "<th>total</th><th>longest</th><th></th></tr>\n");
     double max_total = -1;
     while (sqlite3_step(st) == SQLITE_ROW) {
         double total = sqlite3_column_double(st, 6);
@@ -452,6 +456,9 @@ static void write_nic_egress(report *r, const double *nic, int64_t nb, int64_t r
     }
     svg_time_axis(out, PLOT_X, PLOT_W, rh * (double)ranks + 2, (uint64_t)r->run.end_time_ps);
     svg_close(out);
+    char hi[64];
+    snprintf(hi, sizeof hi, "%.0f GB/s, the line rate", line);
+    svg_heat_scale(out, "NIC egress", "0 GB/s", hi);
 }
 
 static int write_links(report *r) {
@@ -492,31 +499,39 @@ static int write_links(report *r) {
         if (c == RDMA && src >= 0 && src < ranks) nic[src * nb + b] += g;
     }
     sqlite3_finalize(st);
-    double peak = 0;
-    for (int64_t i = 0; i < nb * CLASSES; i++) peak = cls[i] > peak ? cls[i] : peak;
-    fputs("<p>Bandwidth summed over all links of a class (GB/s, per time bucket).</p>\n"
-          "<div class=\"legend\">", out);
-    for (int c = 0; c < CLASSES; c++)
-        fprintf(out, "<span><i style=\"background:%s\"></i>%s</span>", cls_color[c], cls_name[c]);
-    fputs("</div>\n", out);
-    const double ph = 150, top = 10;
-    svg_open(out, "bandwidth", (int)(PLOT_X + PLOT_W + 10), (int)(top + ph + 26),
-             "link bandwidth over time");
-    char lab[48];
-    snprintf(lab, sizeof lab, "%.0f GB/s", peak);
-    svg_text(out, PLOT_X - 6, top + 8, "end", "tick", lab);
-    svg_text(out, PLOT_X - 6, top + ph, "end", "tick", "0");
-    for (int c = 0; c < CLASSES && peak > 0; c++) {
-        fprintf(out, "<path class=\"line\" stroke=\"%s\" d=\"", cls_color[c]);
+    /* One panel per link class, each on its own axis: an HBM's thousands
+     * of GB/s would flatten the NICs' tens to a line at zero. */
+    fputs("<p>Bandwidth summed over all links of a class (GB/s, per time bucket), one panel "
+          "per class, each scaled to its own peak.</p>\n", out);
+    const double ph = 60, gap = 14, top = 8;
+    svg_open(out, "bandwidth", (int)(PLOT_X + PLOT_W + 10), (int)(top + (ph + gap) * CLASSES + 20),
+             "link bandwidth over time, one panel per link class");
+    for (int c = 0; c < CLASSES; c++) {
+        double peak = 0, y0 = top + (ph + gap) * c;
+        for (int64_t b = 0; b < nb; b++) peak = cls[b * CLASSES + c] > peak ? cls[b * CLASSES + c] : peak;
+        char lab[64];
+        svg_text(out, PLOT_X - 6, y0 + 12, "end", "lbl", cls_name[c]);
+        snprintf(lab, sizeof lab, "%.4g GB/s", peak);
+        svg_text(out, PLOT_X - 6, y0 + 26, "end", "tick", lab);
+        svg_text(out, PLOT_X - 6, y0 + ph, "end", "tick", "0");
+        fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"axis\"/>\n",
+                PLOT_X, y0 + ph, PLOT_X + PLOT_W, y0 + ph);
+        if (peak <= 0) {
+            svg_text(out, PLOT_X + 6, y0 + ph - 6, "start", "tick", "no traffic");
+            continue;
+        }
+        fprintf(out, "<path class=\"line\" id=\"bandwidth-%s\" stroke=\"%s\" d=\"", cls_name[c],
+                cls_color[c]);
         for (int64_t b = 0; b < nb; b++) {
             double x0 = x_of(r, (uint64_t)(b * width)), x1 = x_of(r, (uint64_t)((b + 1) * width));
             if (x1 > PLOT_X + PLOT_W) x1 = PLOT_X + PLOT_W;
-            double y = top + ph - ph * cls[b * CLASSES + c] / peak;
+            double y = y0 + ph - ph * cls[b * CLASSES + c] / peak;
             fprintf(out, "%s%.1f %.1f L%.1f %.1f", b ? " L" : "M", x0, y, x1, y);
         }
         fputs("\"/>\n", out);
     }
-    svg_time_axis(out, PLOT_X, PLOT_W, top + ph + 2, (uint64_t)r->run.end_time_ps);
+    svg_time_axis(out, PLOT_X, PLOT_W, top + (ph + gap) * CLASSES - gap + 2,
+                  (uint64_t)r->run.end_time_ps);
     svg_close(out);
     write_nic_egress(r, nic, nb, ranks, width);
     free(cls);

@@ -84,6 +84,25 @@ void svg_heat(double v, char buf[8]) {
     snprintf(buf, 8, "#%02x%02x%02x", (int)r, (int)g, (int)b);
 }
 
+void svg_heat_scale(FILE *out, const char *what, const char *lo, const char *hi) {
+    enum { STEPS = 20 };
+    const double x0 = 10, w = 240, y = 16, h = 10;
+    fputs("<svg class=\"scale\" width=\"420\" height=\"40\" role=\"img\" aria-label=\"", out);
+    svg_esc(out, what);
+    fputs(" colour scale\">\n", out);
+    svg_text(out, x0, 11, "start", "tick", what);
+    for (int i = 0; i < STEPS; i++) {
+        char c[8];
+        svg_heat((i + 0.5) / STEPS, c);
+        svg_rect(out, x0 + w * i / STEPS, y, w / STEPS + 0.5, h, c, NULL);
+    }
+    fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+            "stroke=\"#999\"/>\n", x0, y, w, h);
+    svg_text(out, x0, y + h + 11, "start", "tick", lo);
+    svg_text(out, x0 + w, y + h + 11, "end", "tick", hi);
+    fputs("</svg>\n", out);
+}
+
 const char *svg_cause_color(const char *cause) {
     static const struct { const char *cause, *color; } colors[] = {
         {ANA_CAUSE_CREDIT_STARVATION, "#b279a2"}, {ANA_CAUSE_FLOW_CONTROL, "#4c78a8"},

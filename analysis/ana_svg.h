@@ -26,6 +26,10 @@ void svg_text(FILE *out, double x, double y, const char *anchor, const char *cls
 void svg_time_axis(FILE *out, double x0, double w, double y, uint64_t end_ps);
 /* Colour for v in [0, 1] on a white -> orange -> dark red scale, "#rrggbb". */
 void svg_heat(double v, char buf[8]);
+/* The legend of svg_heat: a bar of its colours from 0 to 1 with what the
+ * two ends mean (lo, hi: "0%", "100% of the line rate"), as its own small
+ * <svg class="scale"> after a heat map. */
+void svg_heat_scale(FILE *out, const char *what, const char *lo, const char *hi);
 /* The colour of a wait cause (and "busy"), shared by every plot. */
 const char *svg_cause_color(const char *cause);
 

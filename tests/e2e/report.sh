@@ -42,6 +42,21 @@ for plot in ("waitfor", "heatmap", "activity", "rings", "bandwidth", "nic"):
 assert 'class="badge hung">deadlock' in html, "outcome"
 # the NIC plot is scaled to the recorded line rate (hw.roce_gbytes_per_s = 14)
 assert "share of the 14 GB/s line rate" in html, "NIC line rate"
+# every link class on its own axis: RDMA (tens of GB/s) is a drawn line, not
+# flattened under HBM's thousands; each panel names its own peak
+bw = re.search(r'<svg id="bandwidth".*?</svg>', html, re.S).group(0)
+for c in ("hbm", "hccs", "rdma"):
+    m = re.search(r'<path class="line" id="bandwidth-%s"[^>]* d="([^"]+)"' % c, bw)
+    assert m, "no %s panel" % c
+    ys = {float(y) for y in re.findall(r"[ML][0-9.]+ ([0-9.]+)", m.group(1))}
+    assert max(ys) - min(ys) > 30, "the %s line is flat: %s" % (c, sorted(ys)[:5])
+peaks = re.findall(r'>([0-9.e+]+) GB/s</text>', bw)
+assert len(peaks) == 3 and all(float(p) > 0 for p in peaks), peaks
+# both heat maps carry a colour scale saying what their colours mean
+scales = re.findall(r'<svg class="scale"[^>]*aria-label="([^"]+)"', html)
+assert any("waiting" in s for s in scales) and any("NIC egress" in s for s in scales), scales
+# the stall sites table says how it groups, and how that differs from stats --by site
+assert re.search(r"One row per kernel line, role and wait cause.*npurr stats RUN --by site", html), "sites grouping"
 g = re.search(r'<svg id="waitfor".*?</svg>', html, re.S).group(0)
 def texts(cls):
     return [re.sub(r"<[^>]+>", " ", m) for m in
