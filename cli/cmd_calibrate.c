@@ -58,15 +58,22 @@ static void calibrate_usage(FILE *out) {
 typedef struct progress {
     int tty;
     int last;
+    double t0;   /* when the fit began (engine_host_seconds) */
 } progress;
 
+/* "evaluation k of at most N, best error E, T elapsed, ETA at most T'": the
+ * ETA assumes every evaluation left takes the mean so far, and the search
+ * may stop before N, so it is an upper bound. */
 static void on_progress(void *ctx, int k, int max, double best) {
     progress *p = ctx;
+    double el = engine_host_seconds() - p->t0;
+    double eta = k > 0 ? el / k * (max - k) : 0;
     if (p->tty) {
-        fprintf(stderr, "\rcalibrate: evaluation %d of at most %d, best error %.6g   ", k, max,
-                best);
+        fprintf(stderr, "\rcalibrate: evaluation %d of at most %d, best error %.6g, %.1f s elapsed, "
+                "ETA at most %.0f s   ", k, max, best, el, eta);
     } else if (k == 1 || k - p->last >= 10) {
-        fprintf(stderr, "calibrate: evaluation %d of at most %d, best error %.6g\n", k, max, best);
+        fprintf(stderr, "calibrate: evaluation %d of at most %d, best error %.6g, %.1f s elapsed, "
+                "ETA at most %.0f s\n", k, max, best, el, eta);
         p->last = k;
     }
     fflush(stderr);
@@ -189,7 +196,7 @@ int cmd_calibrate(int argc, char **argv) {
         rc = EXIT_ERROR;
         goto done;
     }
-    progress pr = {isatty(2), 0};
+    progress pr = {isatty(2), 0, engine_host_seconds()};
     fidelity_fit_opts fo = {.jobs = jobs, .max_evals = max_evals, .progress = on_progress,
                             .ctx = &pr};
     fidelity_fit_result fr;

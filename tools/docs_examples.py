@@ -48,7 +48,7 @@ VOLATILE = [
     (re.compile(r"^(host\s+)[0-9.]+ s, [0-9.]+ M events/s"), r"\1<wall>"),
     (re.compile(r"[0-9.]+ (runs|points|rows)/s"), r"<rate> \1/s"),
     (re.compile(r"\b[0-9.]+ s elapsed"), "<wall> elapsed"),
-    (re.compile(r"ETA [0-9.]+ s"), "ETA <wall>"),
+    (re.compile(r"ETA (at most )?[0-9.]+ s"), r"ETA \1<wall>"),
     (re.compile(r"; [0-9.]+ s$"), "; <wall>"),
     (re.compile(r"\b[0-9.]+ s, [0-9.]+ runs/s"), "<wall>"),
     (re.compile(r"sha256 [0-9a-f]{64}"), "sha256 <hash>"),

@@ -51,7 +51,7 @@ awk '$2 == "train" && ($6 < 0.95 || $6 > 1.05) { off++ } END { exit off >= 2 ? 0
     { cat "$work/out" >&2; fail "the perturbation does not move the rows: the test would prove nothing"; }
 
 expect 0 "$npurr" calibrate "$work/measured.csv" -o "$work/fit.hw" -j 2 --max-evals 80
-has "calibrate: evaluation 1 of at most 80"
+has "calibrate: evaluation 1 of at most 80"; has "s elapsed, ETA at most"   # progress with an ETA
 has "wrote $work/fit.hw"
 for id in L-notify L-dispatch F2-dispatch F2-combine F1-total; do
     awk -v id="$id" '$1 == id { found = 1; r = $8; ok = r >= 0.95 && r <= 1.05 }
