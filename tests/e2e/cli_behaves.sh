@@ -145,6 +145,18 @@ NPURR_PROGRESS_EVERY=0 "$npurr" record -k dispatch-layered --nodes 2 --npus-per-
     --hidden 64 --topk 2 --experts 8 --progress --quiet -o "$work/prog2" >/dev/null 2>"$work/prog.err" ||
     fail "record --progress --quiet failed"
 grep -q "% done" "$work/prog.err" && fail "--quiet still printed progress"
+# --- explore checks -o before exploring: onto an existing run it stops at
+# once, explores nothing, and never calls the run irreproducible
+expect 0 "$npurr" record -k fullmesh-dispatch-combine --tokens 16 --quiet -o "$work/taken"
+expect 2 "$npurr" explore -k fullmesh-dispatch-combine --tokens 16 --runs 50 -o "$work/taken"
+has_err "already holds a run"
+! grep -q "clean run\|not reproducible" "$work/err" "$work/out" || fail "explore explored onto an existing -o"
+# --- record's summary line in human units ("stalls 1.06 s", never
+# "stalls 1060620.566 us")
+expect 0 "$npurr" record -k dispatch-layered --nodes 2 --tokens 64 -o "$work/units"
+grep -qE '^virtual +[0-9.]{1,6} (ns|us|ms|s), [0-9]+ events, stalls [0-9.]{1,6} (ns|us|ms|s) summed over cores$' \
+    "$work/out" || { cat "$work/out" >&2; fail "record's summary is not in human units"; }
+
 # --- --help everywhere: every command `npurr --help` lists, as --help and
 # -h, alone or where an option expects a value (never read as a file name)
 cmds=$("$npurr" --help | awk '/^commands:/{c=1; next} c && /^  [a-z]/{print $1} c && /^$/{c=0}')

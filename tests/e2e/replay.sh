@@ -125,6 +125,11 @@ grep -qE '^768 cores: 1 running, [0-9]+ ready, [0-9]+ blocked, [0-9]+ finished, 
 grep -qE '^[0-9]+ rings$' "$work/out" || { cat "$work/out" >&2; fail "npurr rings printed no summary"; }
 has "  hccs "
 has "re-running from the first event to seq 5000"
+# npurr bt of a core whose kernel has returned says so (not "suspended")
+gdb -nx -batch -q -iex 'set may-call-functions off' -x "$build/npurr_gdb.py" -ex run \
+    -ex 'npurr bt 0 AIV0' --args "$npurr" replay "$work/sample" --break-at 1100000 </dev/null >"$work/out" 2>&1
+has "rank 0 core 24 has finished its kernel"
+! grep -q "suspended" "$work/out" || { cat "$work/out" >&2; fail "bt calls a finished core suspended"; }
 
 # --- checkpoints: time to reach the last event from a snapshot
 expect 0 "$npurr" replay "$work/ok" --checkpoint-every 1000
