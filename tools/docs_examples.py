@@ -53,11 +53,16 @@ VOLATILE = [
     (re.compile(r"\b[0-9.]+ s, [0-9.]+ runs/s"), "<wall>"),
     (re.compile(r"sha256 [0-9a-f]{64}"), "sha256 <hash>"),
     (re.compile(r"\b(process|LWP) [0-9]+"), r"\1 <pid>"),
+    # host addresses in gdb frames (no ASLR under gdb, but they move with
+    # every change to the code); npurr's own GM addresses are shorter
+    (re.compile(r"\b0x(5555|7ff[0-9a-f])[0-9a-f]{8}\b"), "0x<host>"),
 ]
 
 
 def mask(line, scratch):
-    line = line.rstrip().replace(scratch, "<scratch>")
+    # gdb names sources by the absolute path they were built from: the
+    # checkout's, which differs between clones
+    line = line.rstrip().replace(scratch, "<scratch>").replace(os.path.realpath(ROOT), "<repo>")
     for pattern, repl in VOLATILE:
         line = pattern.sub(repl, line)
     return line
@@ -234,7 +239,8 @@ def run_page(path, update):
             if ok:
                 continue
             if update:
-                shown = [l.replace(scratch, "<scratch>").rstrip() for l in actual_raw]
+                shown = [l.replace(scratch, "<scratch>").replace(os.path.realpath(ROOT), "<repo>")
+                         .rstrip() for l in actual_raw]
                 if fence:
                     shown = ["", "```text"] + shown + ["```"]
                 replace.append((start, end, shown))

@@ -19,7 +19,7 @@ source "$here/lib/kernel_run.bash"
 source "$here/lib/installed.bash"
 
 install_npurr "$build"
-for f in bin/npurr include/npurr/plugin.h include/npurr/device.h include/npurr/device_calls.h \
+for f in bin/npurr bin/npurr-gdb include/npurr/plugin.h include/npurr/device.h include/npurr/device_calls.h \
          include/npurr/types.h lib/cmake/npurr/npurrConfig.cmake lib/pkgconfig/npurr.pc \
          share/man/man1/npurr.1 share/npurr/npurr_gdb.py lib/libnpurr_sqlite.so; do
     [ -e "$prefix/$f" ] || fail "the install has no $f"
@@ -89,9 +89,9 @@ grep -qE '^seq [0-9]+ \(last executed\), virtual time' "$work/out" ||
 ! grep -qiE 'cannot call|Python Exception|Error occurred' "$work/out" ||
     { cat "$work/out" >&2; fail "an npurr gdb command failed"; }
 target=$((events / 2))
-gdb -nx -batch -q -iex 'set may-call-functions off' -x "$prefix/share/npurr/npurr_gdb.py" \
+"$prefix/bin/npurr-gdb" -batch -iex 'set may-call-functions off' \
     -ex run -ex 'npurr when' --args "$npurr" replay ag --break-at "$target" </dev/null \
-    >"$work/out" 2>&1
+    >"$work/out" 2>&1   # the installed wrapper finds the installed extension
 has "seq $target (about to execute)"
 grep -qE "issued by .* at ring_allgather\.c:[0-9]+" "$work/out" ||
     { cat "$work/out" >&2; fail "--break-at did not stop in the example's code"; }

@@ -125,6 +125,18 @@ grep -qE '^768 cores: 1 running, [0-9]+ ready, [0-9]+ blocked, [0-9]+ finished, 
 grep -qE '^[0-9]+ rings$' "$work/out" || { cat "$work/out" >&2; fail "npurr rings printed no summary"; }
 has "  hccs "
 has "re-running from the first event to seq 5000"
+# build/npurr-gdb in batch mode: the same session with snapshots and a goto
+# back into one, without gdb's own lines (libthread_db per snapshot,
+# inferior switches, the trap frame); npurr's and the kernel's stay
+"$build/npurr-gdb" -batch -ex run -ex 'npurr when' -ex 'npurr goto 20000' -ex 'npurr when' \
+    --args "$npurr" replay "$work/sample" --break-at 30000 --checkpoint-every 10000 </dev/null \
+    >"$work/out" 2>&1 || { cat "$work/out" >&2; fail "npurr-gdb -batch failed"; }
+! grep -qE 'libthread_db|^\[Switching to|received signal SIGTRAP|^trap_to_debugger|arch_fork' "$work/out" ||
+    { cat "$work/out" >&2; fail "npurr-gdb -batch printed gdb's own noise"; }
+for s in 30000 20000; do grep -qE "^seq $s \(about to execute\)" "$work/out" ||
+    { cat "$work/out" >&2; fail "npurr-gdb -batch lost npurr when at $s"; }; done
+has "resuming the snapshot taken after seq 10000"
+has "npurr: stopped before event 20000"
 # npurr bt of a core whose kernel has returned says so (not "suspended")
 gdb -nx -batch -q -iex 'set may-call-functions off' -x "$build/npurr_gdb.py" -ex run \
     -ex 'npurr bt 0 AIV0' --args "$npurr" replay "$work/sample" --break-at 1100000 </dev/null >"$work/out" 2>&1
