@@ -27,10 +27,8 @@
  * Every reader (stats, sql, export, record's summary, the SQLite extension)
  * goes through ana_ensure_fresh, so none can bypass these checks.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,29 +171,6 @@ static int cache_fresh(const char *path, const char *fp) {
     return ok;
 }
 
-/* Temporary copies of killed derives (".derive-PID-XXXXXX" and their
- * journals, made by npurr in its own cache directory) whose process is
- * gone: removed, so kill -9 does not fill the cache. Nothing else is ever
- * touched. */
-static void remove_stale_derives(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        /* .derive-PID-XXXXXX, or its journal .derive-PID-XXXXXX-journal */
-        long pid;
-        int at = 0;
-        if (sscanf(e->d_name, ".derive-%ld-%n", &pid, &at) != 1 || pid <= 0 || !at) continue;
-        const char *rest = e->d_name + at;
-        if (strlen(rest) < 6 || (rest[6] && strcmp(rest + 6, "-journal") != 0)) continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
-        char path[4400];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        unlink(path);
-    }
-    closedir(d);
-}
-
 /* Derived tables of a run whose index.db cannot take them (a read-only
  * run, a full disk): a copy of its index, derived once per trace
  * fingerprint, in the user's cache. why says which, for the message. */
@@ -208,7 +183,9 @@ static int derive_cached(const char *run_dir, const char *index, const rec_finge
                 inner);
         return -1;
     }
-    remove_stale_derives(dir);
+    /* killed derives' copies (.derive-PID-XXXXXX and journals) go */
+    static const char *const derive_tails[] = {"", "-journal", NULL};
+    engine_remove_orphans(dir, ".derive-", derive_tails);
     fprintf(stderr, "npurr: %s %s: deriving its analysis tables into %s\n", run_dir, why,
             src->db_path);
     char tmpl[4200], tmp[4200];

@@ -14,11 +14,9 @@
  * included; now outputs go through cli_output_open/cli_output_finish, the
  * one policy for every file a command writes.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,40 +32,9 @@ static int same_file(const struct stat *a, const char *path) {
     return stat(path, &b) == 0 && a->st_dev == b.st_dev && a->st_ino == b.st_ino;
 }
 
-/* The run folder that holds dir (dir itself or a folder above it): a
- * folder with a trace.zst (a killed record leaves no index.db, and an
- * index.db alone is too common a name to mean a run). 1 with run (its real
- * path), else 0. */
-static int run_folder_above(const char *dir, char *run, size_t runlen) {
-    char at[PATH_MAX], given[PATH_MAX];
-    /* a folder not made yet (sweep -o makes it): from its nearest parent */
-    snprintf(given, sizeof given, "%s", dir);
-    while (!realpath(given, at)) {
-        char *slash = strrchr(given, '/');
-        if (!slash) {
-            if (!realpath(".", at)) return 0;
-            break;
-        }
-        *slash = 0;
-        if (!given[0]) return 0;   /* "/x" with no "/": nothing to check */
-    }
-    for (;;) {
-        char trace[PATH_MAX + 16];
-        struct stat st;
-        snprintf(trace, sizeof trace, "%s/trace.zst", at);
-        if (stat(trace, &st) == 0 && S_ISREG(st.st_mode)) {
-            snprintf(run, runlen, "%s", at);
-            return 1;
-        }
-        char *slash = strrchr(at, '/');
-        if (!slash || slash == at) return 0;
-        *slash = 0;
-    }
-}
-
 int cli_output_dir_check(const char *dir, const char *option, char *err, size_t errlen) {
     char run[PATH_MAX];
-    if (run_folder_above(dir, run, sizeof run)) {
+    if (session_run_above(dir, run, sizeof run)) {
         snprintf(err, errlen,
                  "%s %s: is inside the run folder %s, which holds only the run itself "
                  "(trace.zst, index.db, inputs/); write it elsewhere",
@@ -88,7 +55,7 @@ int cli_output_check(const char *run_dir, const char *out, const char *option, c
     }
     char folder[PATH_MAX], run[PATH_MAX];   /* inside any run folder, this one or another */
     snprintf(folder, sizeof folder, "%s", out);
-    if (run_folder_above(dirname(folder), run, sizeof run)) {
+    if (session_run_above(dirname(folder), run, sizeof run)) {
         snprintf(err, errlen,
                  "%s %s: is inside the run folder %s, which holds only the run itself "
                  "(trace.zst, index.db, inputs/); write it elsewhere",
@@ -117,27 +84,6 @@ int cli_output_check(const char *run_dir, const char *out, const char *option, c
         return -1;
     }
     return 0;
-}
-
-/* Temporary files of earlier writes of dir/base whose writer is gone
- * (kill -9 between creating and renaming one): removed. Only names npurr
- * makes (.npurr-PID-XXXXXX-base) of a process that no longer exists. */
-static void remove_stale_temps(const char *dir, const char *base) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        long pid;
-        int at = 0;
-        if (sscanf(e->d_name, ".npurr-%ld-%n", &pid, &at) != 1 || pid <= 0 || !at) continue;
-        const char *rest = e->d_name + at;   /* XXXXXX-base */
-        if (strlen(rest) < 8 || rest[6] != '-' || strcmp(rest + 7, base) != 0) continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
-        char path[PATH_MAX + 300];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        unlink(path);
-    }
-    closedir(d);
 }
 
 /* An output that exists and is not a regular file (a device such as
@@ -177,7 +123,10 @@ FILE *cli_output_open(cli_output *o, const char *path, char *err, size_t errlen)
     /* The target's name ends the temporary one, so ".gz" still selects gzip;
      * the writer's pid is in it, so a later write can tell one left by a
      * killed writer from one being written now. */
-    remove_stale_temps(dir, base);
+    char tail[PATH_MAX];   /* a killed writer's .npurr-PID-XXXXXX-base goes */
+    snprintf(tail, sizeof tail, "-%s", base);
+    const char *const tails[] = {tail, NULL};
+    engine_remove_orphans(dir, ".npurr-", tails);
     int n = snprintf(o->tmp, sizeof o->tmp, "%s/.npurr-%ld-XXXXXX-%s", dir, (long)getpid(), base);
     if (n < 0 || (size_t)n >= sizeof o->tmp) {
         snprintf(err, errlen, "%s: path too long", path);

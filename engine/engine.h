@@ -103,6 +103,10 @@ FILE *engine_fopen_input(const char *path, char *why, size_t whylen);
 /* engine_open_input's check alone, for a file another library opens by name (SQLite's): 0, or
  * -1 with why. */
 int engine_check_input(const char *path, char *why, size_t whylen);
+/* Removes dir's files named prefix PID "-" XXXXXX tail (tail one of the
+ * NULL-ended tails) whose process PID no longer exists: temporary files
+ * a killed npurr left (orphan_files.c). Nothing else is touched. */
+void engine_remove_orphans(const char *dir, const char *prefix, const char *const *tails);
 /* SHA-256 of the file at path (read through engine_open_input) as 64 hex
  * digits and a NUL into hex: 0, or -1 with why (sha256.c). */
 int engine_sha256_file(const char *path, char hex[65], char *why, size_t whylen);

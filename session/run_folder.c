@@ -131,6 +131,10 @@ static int enclosing_run(const char *dir, char *run, size_t len) {
     }
 }
 
+int session_run_above(const char *dir, char *run, size_t len) {
+    return enclosing_run(dir, run, len);
+}
+
 int run_folder_check_target(const char *target, int force, char *err, size_t errlen) {
     char parent[4096], name[256];
     if (split(target, parent, sizeof parent, name, sizeof name)) {

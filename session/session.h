@@ -99,6 +99,11 @@ int session_memory_check(const run_options *ro, int host_only, int processes, in
  * no run is refused): 0, or -1 with err naming -o (a usage error). For
  * commands that record a run only after long work (explore). */
 int session_check_output(const char *out_dir, int force, char *err, size_t errlen);
+/* The run folder that holds dir: dir itself or a folder above it (dir may
+ * not exist yet: from its nearest existing parent), symlinks and `..`
+ * resolved, copied into run. 1, or 0 when no run folder holds dir. Every
+ * command that writes checks its outputs with it. */
+int session_run_above(const char *dir, char *run, size_t len);
 
 /* Joins argv with POSIX shell quoting (the recorded command_line);
  * malloc'd, NULL when out of memory. */
