@@ -18,7 +18,7 @@
 #   npurr rings [--full] [--rank R] [--all]
 #                         a summary per level, then the rings asked for: head,
 #                         tail, capacity and occupancy
-#   npurr bt RANK CORE    backtrace of a suspended core
+#   npurr bt RANK CORE    backtrace of a suspended core (a finished one says so)
 #   npurr goto SEQ        re-execute to just before event SEQ
 #   npurr checkpoints     the replay snapshots `npurr goto` can resume
 #
@@ -268,7 +268,7 @@ npurr cores [--blocked|--rank R|--role NAME|--all]
                     summary per state and role, then those cores
 npurr rings [--full|--rank R|--all]
                     summary per level, then those rings
-npurr bt RANK CORE  backtrace of a suspended core
+npurr bt RANK CORE  backtrace of a suspended core (a finished one says so)
 npurr goto SEQ      re-execute to just before event SEQ
 npurr checkpoints   the replay snapshots `npurr goto` can resume"""
 

@@ -55,7 +55,7 @@ VOLATILE = [
     (re.compile(r"\b(process|LWP) [0-9]+"), r"\1 <pid>"),
     # host addresses in gdb frames (no ASLR under gdb, but they move with
     # every change to the code); npurr's own GM addresses are shorter
-    (re.compile(r"\b0x(5555|7ff[0-9a-f])[0-9a-f]{8}\b"), "0x<host>"),
+    (re.compile(r"\b0x0*(5555|7ff[0-9a-f])[0-9a-f]{8}\b"), "0x<host>"),
 ]
 
 
