@@ -2,9 +2,10 @@
  * bench_fidelity.c - how close npurr's virtual times are to public Atlas A2
  * measurements (issue #26): every row of the anchor table
  * tools/fidelity_anchors.csv run on npurr at its shape, with npurr's time of
- * the phase the hardware number times, the measured time, their ratio,
- * whether it is inside the 0.75..1.33 target, and the split of that run
- * into all its phases (notify, dispatch data, combine, total).
+ * the phase the hardware number times, the mean of its published
+ * replicates and their range, the ratio to that mean, whether it is inside
+ * the 0.75..1.33 target, and the split of that run into all its phases
+ * (notify, dispatch data, combine, total).
  *
  * A benchmark, not a test: it prints figures. A row whose shape npurr does
  * not run (yet) is printed as "not runnable" with the reason and the others
@@ -31,10 +32,10 @@ static const char usage[] =
     "usage: bench_fidelity [--hw FILE] [--anchors FILE] [-j J]\n"
     "\n"
     "Runs every row of the anchor table (public Atlas A2 measurements, issue #26)\n"
-    "on npurr and prints npurr's time of the measured phase, the measured time,\n"
-    "the ratio npurr/measured, whether it is inside 0.75..1.33, and the run's\n"
-    "split into all its phases. Train rows are what tools/fit_timing.sh fits on;\n"
-    "validate rows are never fitted on.\n"
+    "on npurr and prints npurr's time of the measured phase, the mean of the\n"
+    "row's published replicates and their range, the ratio npurr/mean, whether\n"
+    "it is inside 0.75..1.33, and the run's split into all its phases. Train\n"
+    "rows are what tools/fit_timing.sh fits on; validate rows are never fitted on.\n"
     "\n"
     "  --hw FILE       timing parameters to evaluate (default: npurr's defaults)\n"
     "  --anchors FILE  the table (default: tools/fidelity_anchors.csv of this source tree)\n"
@@ -56,6 +57,23 @@ static const char *default_anchors(char *buf, size_t len) {
 
 static const char *verdict(double ratio) {
     return ratio >= LO && ratio <= HI ? "in" : "OUT";
+}
+
+/* "13098.37 us (6 replicates, 11962.67..14911.79)" or "864.77 us (1 replicate)" */
+static void measured(const fidelity_row *r, char *buf, size_t len) {
+    if (r->replicates > 1)
+        snprintf(buf, len, "%.2f us (mean of %d replicates, %.2f..%.2f)", r->measured_us,
+                 r->replicates, r->rep_min, r->rep_max);
+    else
+        snprintf(buf, len, "%.2f us (1 replicate)", r->measured_us);
+}
+
+/* The replicate range as a table cell: "11962.67..14911.79", or the value. */
+static void range_cell(const fidelity_row *r, char *buf, size_t len) {
+    if (r->replicates > 1)
+        snprintf(buf, len, "%.2f..%.2f", r->rep_min, r->rep_max);
+    else
+        snprintf(buf, len, "%.2f", r->measured_us);
 }
 
 int main(int argc, char **argv) {
@@ -108,18 +126,18 @@ int main(int argc, char **argv) {
         const fidelity_result *x = &res[i];
         printf("\n%s (%s)  %s %s\n", r->id[0] ? r->id : r->where, r->train ? "train" : "validate",
                r->covered ? r->kernel : "no npurr kernel:", r->options);
+        char meas[160];
+        measured(r, meas, sizeof meas);
         if (!r->covered) {
-            printf("    phase %s: measured %.2f us; not covered: %s\n", r->phase, r->measured_us,
-                   r->options);
+            printf("    phase %s: measured %s; not covered: %s\n", r->phase, meas, r->options);
             uncovered++;
         } else if (!x->ok) {
-            printf("    phase %s: measured %.2f us; not runnable: %s\n", r->phase, r->measured_us,
-                   x->error);
+            printf("    phase %s: measured %s; not runnable: %s\n", r->phase, meas, x->error);
             not_run++;
         } else {
             double ratio = x->us / r->measured_us;
-            printf("    phase %s: npurr %.2f us, measured %.2f us, ratio %.3f, %s %.2f..%.2f\n",
-                   r->phase, x->us, r->measured_us, ratio,
+            printf("    phase %s: npurr %.2f us, measured %s, ratio to the mean %.3f, %s "
+                   "%.2f..%.2f\n", r->phase, x->us, meas, ratio,
                    ratio >= LO && ratio <= HI ? "inside" : "OUTSIDE", LO, HI);
             printf("    split:");
             for (int p = 0; p < x->nphases; p++) {
@@ -137,22 +155,25 @@ int main(int argc, char **argv) {
         if (r->source[0]) printf("    source: %s\n", r->source);
     }
 
-    printf("\n%-14s %-9s %-9s %12s %12s %7s  %s\n", "row", "use", "phase", "npurr us",
-           "measured us", "ratio", "0.75..1.33");
+    printf("\n%-14s %-9s %-9s %10s %10s %3s %-19s %6s  %s\n", "row", "use", "phase", "npurr us",
+           "mean us", "n", "replicates us", "ratio", "0.75..1.33");
     for (int i = 0; i < t.n; i++) {
         const fidelity_row *r = &t.rows[i];
         const fidelity_result *x = &res[i];
+        char range[64];
+        range_cell(r, range, sizeof range);
         printf("%-14s %-9s %-9s", r->id[0] ? r->id : r->where, r->train ? "train" : "validate",
                r->phase);
         if (r->covered && x->ok)
-            printf(" %12.2f %12.2f %7.3f  %s\n", x->us, r->measured_us, x->us / r->measured_us,
-                   verdict(x->us / r->measured_us));
+            printf(" %10.2f %10.2f %3d %-19s %6.3f  %s\n", x->us, r->measured_us, r->replicates,
+                   range, x->us / r->measured_us, verdict(x->us / r->measured_us));
         else
-            printf(" %12s %12.2f %7s  %s\n", "-", r->measured_us, "-",
-                   r->covered ? "not runnable" : "not covered");
+            printf(" %10s %10.2f %3d %-19s %6s  %s\n", "-", r->measured_us, r->replicates, range,
+                   "-", r->covered ? "not runnable" : "not covered");
     }
-    printf("\n%d of %d rows that ran are inside 0.75..1.33 (train %d of %d); %d not runnable, "
-           "%d not covered; %.1f s\n", in, ran, tin, tran, not_run, uncovered, wall);
+    printf("\n%d of %d rows that ran are inside 0.75..1.33 of their replicates' mean (train %d of "
+           "%d, validate %d of %d); %d not runnable, %d not covered; %.1f s\n", in, ran, tin, tran,
+           in - tin, ran - tran, not_run, uncovered, wall);
     free(rows);
     free(hws);
     free(res);

@@ -105,11 +105,14 @@ void dev_hccs_put_ub(gm_t dst, local_t src, uint64_t bytes, dev_site s) {
 }
 
 /* ------------------------------------------------------------ RDMA */
-/* On A2 an AI core does not ring the NIC itself: the AICPU's HCCL server
- * posts the work request (sgl-kernel-npu's A2 kernels cross nodes only
- * through Hccl<HCCL_SERVER_TYPE_AICPU>). So an RDMA op waits for the
- * rank's AICPU, which takes tasks one after another, each for
- * batchwrite_task_ns, as BatchWrite items do. */
+/* An AI core posts its own RDMA work requests: on A2 with the AIV
+ * dataplane (sgl-kernel-npu PR #209, AIVRDMAPostSend) the vector core
+ * writes the WQE into the queue pair's send queue and rings the NIC's
+ * doorbell itself, which rdma_post_ns prices; no AICPU is involved. A
+ * BatchWrite item is the AICPU's (Hccl<HCCL_SERVER_TYPE_AICPU>): the
+ * rank's AICPU takes them one after another, batchwrite_task_ns each.
+ * A run recorded while the AICPU posted every RDMA op replays that way
+ * (cfg.rdma_posted_by_aicpu). */
 static uint64_t aicpu_slot(core *c) {
     engine *e = c->e;
     resource *aicpu = &e->ranks[c->rank].aicpu;
@@ -122,7 +125,7 @@ static void rdma_post(core *c, xfer *x, int dst_rank, dev_site s) {
     x->pipe = PIPE_NIC;
     x->site = eng_site(c->e, s);
     x->peer = dst_rank;
-    eng_rdma_post(c, x, c->e->cfg.rdma_posted_by_core ? c->now : aicpu_slot(c));
+    eng_rdma_post(c, x, c->e->cfg.rdma_posted_by_aicpu ? aicpu_slot(c) : c->now);
 }
 
 void dev_rdma_write(gm_t dst, gm_t src, uint64_t bytes, dev_site s) {

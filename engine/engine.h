@@ -172,8 +172,15 @@ typedef struct engine_config {
     engine_hw hw;
     /* Replay of a run recorded before the AICPU posted RDMA operations
      * (no hw.nic_message_ns in its header): the core rings the NIC itself,
-     * as the engine that recorded it did. Never set for a new run. */
+     * as the engine that recorded it did. The engine now always does, so
+     * this changes nothing; kept for the replayer that sets it. */
     int rdma_posted_by_core;
+    /* Replay of a run recorded while the rank's AICPU posted every RDMA
+     * operation an AI core asked for (one batchwrite_task_ns task each,
+     * engine/dev_comm.c): set it so the run behaves as that engine did.
+     * Never set for a new run: an AI core posts its own work requests (the
+     * AIV dataplane of sgl-kernel-npu PR #209's AIVRDMAPostSend). */
+    int rdma_posted_by_aicpu;
 } engine_config;
 
 /* The --payload text of p ("ref", "full"); static. */

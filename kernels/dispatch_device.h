@@ -102,6 +102,7 @@ typedef struct dispatch_shape {
     int receive_batch;          /* records per receiver UB batch */
     int notify_block;           /* tokens per layout-phase block */
     int notify_a2;              /* --notify a2: NotifyDispatchA2's all-gather (dispatch_notify_a2.c) */
+    int notify_a2_pre211;       /* --notify a2-pre211: that kernel before sgl-kernel-npu PR #211 */
 } dispatch_shape;
 
 /* Token -> channel: RDMASender core token_idx % senders (seed 001 s5.1).

@@ -22,6 +22,14 @@
  *      (expert, source, token), a 4 B read and two 4 B writes behind full
  *      pipe barriers (BuildSrcDstOffsetData: the per-row scalar loop).
  *
+ * `--notify a2-pre211` runs the file as it was before PR #211 (3a90dfa1's
+ * parent; the published two-server Notify_T rows of PRs #193, #202 and
+ * #211's before_* timed it): BuildLocalEpRankTokenCntData reads each
+ * (local expert, source rank) count as its own 4 B copy behind MTE2_S and a
+ * full pipe barrier instead of one copy and a vector sum per expert, and
+ * core 0 builds no total of received tokens (BuildTotalRecvTokensData came
+ * with #211). #202 between them only widened the barrier's magic to 64 bits.
+ *
  * Then core 0 reads, from every source's blob, its tokens to this rank and
  * its counts of this rank's experts, and builds the same prefix sums the
  * DeepEP notify does (dispatch_notify.c), so the data phase is unchanged.
@@ -268,10 +276,44 @@ static int32_t sum_ints(const a2_split *x, gm_t src, int n) {
     return sum;
 }
 
+/* BuildLocalEpRankTokenCntData before PR #211: per local expert of this
+ * core, its R counts read one 4 B copy at a time (MTE3 -> MTE2 before each,
+ * MTE2 -> S after, a full pipe barrier), the total stored as int32. */
+static void local_expert_totals_pre211(const a2_split *x) {
+    const dispatch_a2_layout *al = &x->a->al;
+    int R = x->a->sh.num_ranks, L = x->a->sh.local_experts, lo, hi;
+    split(L, x->B, x->b, &lo, &hi);
+    if (lo == hi) return;
+    SetFlag(MTE3_MTE2, 0);
+    for (int i = lo; i < hi; i++) {
+        int e = x->me * L + i;
+        int32_t total = 0;
+        for (int s = 0; s < R; s++) {
+            WaitFlag(MTE3_MTE2, 0);
+            DataCopyPadIn(x->word, out_at(x, al->ep_rank, (uint64_t)e * R + (uint64_t)s), 4);
+            SetFlag(MTE2_S, 0);
+            WaitFlag(MTE2_S, 0);
+            total += UbGet32(x->word, 0);
+            PipeBarrier(PIPE_ALL);
+            SetFlag(MTE3_MTE2, 0);
+        }
+        UbSet32(x->word, 0, total);
+        PipeBarrier(PIPE_ALL);
+        DataCopyPadOut(gm_add(x->out, (int64_t)(al->local_ep + (uint64_t)i * 8)), x->word, 4);
+    }
+    WaitFlag(MTE3_MTE2, 0);
+    SetFlag(MTE3_S, 0);
+    WaitFlag(MTE3_S, 0);
+}
+
 /* BuildLocalEpRankTokenCntData: tokens each local expert receives, int64. */
 static void local_expert_totals(const a2_split *x) {
     const dispatch_a2_layout *al = &x->a->al;
     int R = x->a->sh.num_ranks, L = x->a->sh.local_experts, lo, hi;
+    if (x->a->sh.notify_a2_pre211) {
+        local_expert_totals_pre211(x);
+        return;
+    }
     split(L, x->B, x->b, &lo, &hi);
     for (int i = lo; i < hi; i++) {
         int e = x->me * L + i;
@@ -318,6 +360,11 @@ static void small_builders(const a2_split *x) {
         DataCopyPadOut(out_at(x, al->unique_server, 0), x->e1, (uint64_t)N * 4);
         SetFlag(MTE3_MTE2, 0);
         WaitFlag(MTE3_MTE2, 0);
+        if (x->a->sh.notify_a2_pre211) {   /* no total before PR #211 */
+            SetFlag(MTE3_S, 0);
+            WaitFlag(MTE3_S, 0);
+            return;
+        }
         int32_t total = 0;
         for (int i = 0; i < L; i++)
             total += sum_ints(x, out_at(x, al->ep_rank, (uint64_t)(x->me * L + i) * R), R);

@@ -43,8 +43,10 @@ const kernel_option dispatch_options[] = {
     {"dispatches", "2",
      "data phases run with the same layout; every one must give the same bytes (1..4)"},
     {"notify", "deepep",
-     "deepep | a2 (a2: NotifyDispatchA2 of sgl-kernel-npu, all-gather of a metadata blob padded "
-     "to 4096 tokens, then its index passes; --nodes 2 and at most 4096 tokens, as on A2)"},
+     "deepep | a2 | a2-pre211 (a2: NotifyDispatchA2 of sgl-kernel-npu, all-gather of a metadata "
+     "blob padded to 4096 tokens, then its index passes; --nodes 2 and at most 4096 tokens, as on "
+     "A2; a2-pre211: the same kernel as it was before sgl-kernel-npu PR #211, which the published "
+     "two-server Notify_T rows timed: per-expert totals read one count at a time)"},
     KIT_OPT_INJECT("credit-leak (last partial credit batch never returned) | lost-tail (one "
                    "remote tail update dropped); in the last dispatch"),
     {NULL, NULL, NULL},
@@ -366,24 +368,26 @@ static int parse_notify(const kernel_opts *o, dispatch_shape *sh, char *err, siz
         sh->notify_a2 = 0;
         return 0;
     }
-    if (strcmp(s, "a2") != 0) {
-        snprintf(err, errlen, "--notify %s: expected deepep or a2", s);
+    int pre211 = strcmp(s, "a2-pre211") == 0;
+    if (strcmp(s, "a2") != 0 && !pre211) {
+        snprintf(err, errlen, "--notify %s: expected deepep, a2 or a2-pre211", s);
         return -1;
     }
     if (sh->nodes != 2) {
         snprintf(err, errlen,
-                 "--notify a2 with --nodes %d: A2's NotifyDispatchA2 runs on exactly 2 nodes (its "
+                 "--notify %s with --nodes %d: A2's NotifyDispatchA2 runs on exactly 2 nodes (its "
                  "RDMA peer is the other node's same-numbered rank)",
-                 sh->nodes);
+                 s, sh->nodes);
         return -1;
     }
     if (sh->max_tokens > DISPATCH_A2_MAX_BS) {
         snprintf(err, errlen,
-                 "--notify a2 with --tokens %d: A2 pads its notify to %d tokens a rank, at most",
-                 sh->max_tokens, DISPATCH_A2_MAX_BS);
+                 "--notify %s with --tokens %d: A2 pads its notify to %d tokens a rank, at most",
+                 s, sh->max_tokens, DISPATCH_A2_MAX_BS);
         return -1;
     }
     sh->notify_a2 = 1;
+    sh->notify_a2_pre211 = pre211;
     return 0;
 }
 

@@ -139,6 +139,31 @@ static int parse_us(const char *s, double *out) {
     return 0;
 }
 
+/* measured_us as one time or a row's replicates "a;b;c": the row holds their
+ * mean, count and range (a row is held against the mean; the spread is
+ * shown beside it). -1 if any is not a positive number. */
+static int parse_replicates(const char *s, fidelity_row *r) {
+    char buf[1024];
+    if (strlen(s) >= sizeof buf) return -1;
+    snprintf(buf, sizeof buf, "%s", s);
+    double sum = 0;
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ";", &save); tok;
+         tok = strtok_r(NULL, ";", &save)) {
+        while (*tok == ' ' || *tok == '\t') tok++;
+        double v;
+        if (parse_us(tok, &v)) return -1;
+        if (!n || v < r->rep_min) r->rep_min = v;
+        if (!n || v > r->rep_max) r->rep_max = v;
+        sum += v;
+        n++;
+    }
+    if (!n || s[0] == ';' || s[strlen(s) - 1] == ';' || strstr(s, ";;")) return -1;
+    r->replicates = n;
+    r->measured_us = sum / n;
+    return 0;
+}
+
 static int add_row(fidelity_table *t, const fidelity_row *r) {
     fidelity_row *rows = realloc(t->rows, (size_t)(t->n + 1) * sizeof *rows);
     if (!rows) return -1;
@@ -266,9 +291,9 @@ static int read_rows(FILE *f, const char *path, char **head, int nhead, int *lin
             return -1;
         }
         snprintf(r.phase, sizeof r.phase, "%s", fld[c_phase]);
-        if (parse_us(fld[c_us], &r.measured_us)) {
-            snprintf(err, errlen, "%s: measured_us '%s' is not a positive number of microseconds",
-                     r.where, fld[c_us]);
+        if (parse_replicates(fld[c_us], &r)) {
+            snprintf(err, errlen, "%s: measured_us '%s' is not a positive number of microseconds "
+                     "(or replicates as \"a;b;c\")", r.where, fld[c_us]);
             return -1;
         }
         r.train = 1;
@@ -394,6 +419,8 @@ static int read_op_summary(FILE *f, const char *path, char **head, int nhead, in
         r.covered = 1;
         snprintf(r.phase, sizeof r.phase, "%s", p->name);
         r.measured_us = sums[i].sum / sums[i].count;
+        r.replicates = 1;
+        r.rep_min = r.rep_max = r.measured_us;
         r.train = 1;
         snprintf(r.source, sizeof r.source, "msprof op_summary %s", path);
         if (add_row(t, &r)) { snprintf(err, errlen, "out of memory"); return -1; }

@@ -284,7 +284,9 @@ typedef struct fidelity_row {
     int covered;              /* 0: kernel "-", options holds why no kernel stands for it */
     char options[2048];       /* the kernel's options as one shell line, without -k */
     char phase[32];
-    double measured_us;
+    double measured_us;       /* the mean of its published replicates */
+    int replicates;           /* how many: measured_us "a;b;c" lists them, >= 1 */
+    double rep_min, rep_max;  /* their range (both measured_us when one) */
     int train;                /* 1: fitted on (use=train, or no use column); 0: validate */
     char source[512];         /* the source column, "" if none */
 } fidelity_row;
@@ -296,7 +298,8 @@ typedef struct fidelity_table {
 
 enum { FIDELITY_LATE_OPTIONS = 1 };
 /* Reads path: either npurr's measured-rows CSV (header kernel,options,
- * phase,measured_us plus optional id, use, source; '#' lines are comments)
+ * phase,measured_us plus optional id, use, source; '#' lines are comments;
+ * measured_us may list a row's replicates as "a;b;c", held as their mean)
  * or msprof's op_summary CSV (an "Op Name" and a "Task Duration(us)"
  * column), whose rows of one op are averaged into one row per phase the op
  * names match (kernel_phase.op_names, substrings of "Op Name" or "OP

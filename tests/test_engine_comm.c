@@ -180,15 +180,27 @@ static void k_rdma_steps(const void *a) {
         RdmaWrite(gm_on_rank(p->out, 8), p->b, 8);            /* leaves after it */
         SetValue64(p->b, 2);                                   /* before it leaves: lands */
         RdmaQuiet();
-        RdmaWrite(gm_on_rank(gm_add(p->out, 8), 8), p->c, 8); /* leaves once the AICPU posts it */
+        RdmaWrite(gm_on_rank(gm_add(p->out, 8), 8), p->c, 8); /* the NIC reads it at once */
         ScalarCycles(40000);                                   /* ~20 us: well after that */
         SetValue64(p->c, 2);                                   /* after it left: does not */
         RdmaQuiet();
     }
 }
 
+static int g_posted_by_aicpu;   /* run_steps builds an engine that replays AICPU posting */
+
 static engine *run_steps(int mode, steps_args *p) {
-    engine *e = make(2, 8, 0, 0);
+    engine *e = NULL;
+    if (g_posted_by_aicpu) {
+        engine_config cfg;
+        engine_config_defaults(&cfg);
+        cfg.nodes = 2;
+        cfg.npus_per_node = 8;
+        cfg.rdma_posted_by_aicpu = 1;
+        assert_int_equal(engine_create(&cfg, &e, err, sizeof err), ENGINE_OK);
+    } else {
+        e = make(2, 8, 0, 0);
+    }
     assert_int_equal(engine_sym_alloc(e, 8u << 20, "big", &p->big, err, sizeof err), ENGINE_OK);
     assert_int_equal(engine_sym_alloc(e, 8, "b", &p->b, err, sizeof err), ENGINE_OK);
     assert_int_equal(engine_sym_alloc(e, 8, "c", &p->c, err, sizeof err), ENGINE_OK);
@@ -209,11 +221,11 @@ static void test_rdma_steps(void **state) {
     engine *e = run_steps(0, &p);
     const engine_hw *hw = &engine_get_config(e)->hw;
     uint64_t lat = (uint64_t)(hw->rdma_latency_ns * 1000), wire = (uint64_t)((1 << 20) * 1000.0 / hw->roce_gbps + 0.999);
-    uint64_t aicpu = (uint64_t)(hw->batchwrite_task_ns * 1000), msg = (uint64_t)(hw->nic_message_ns * 1000);
-    /* uncontended: the AICPU posts it (one task), the NIC sends the bytes at
+    uint64_t msg = (uint64_t)(hw->nic_message_ns * 1000);
+    /* uncontended: the core posts it itself, the NIC sends the bytes at
      * line rate plus its per-message cost, one latency; the ack one later */
     assert_int_equal(n_rdma_done, 1);
-    assert_int_equal(rdma_done[0], rdma_issue[0] + aicpu + wire + msg + lat);
+    assert_int_equal(rdma_done[0], rdma_issue[0] + wire + msg + lat);
     assert_int_equal(quiet_end, rdma_done[0] + lat);
     engine_destroy(e);
 
@@ -221,15 +233,31 @@ static void test_rdma_steps(void **state) {
     /* two senders, one receiver: the second waits for the first at the rx */
     assert_int_equal(n_rdma_done, 2);
     assert_int_equal(rdma_issue[0], rdma_issue[1]);
-    assert_int_equal(rdma_done[0], rdma_issue[0] + aicpu + wire + msg + lat);
+    assert_int_equal(rdma_done[0], rdma_issue[0] + wire + msg + lat);
     /* the rx (no message cost) takes the second right after the first's bytes */
-    assert_int_equal(rdma_done[1], rdma_issue[1] + aicpu + lat + 2 * wire);
+    assert_int_equal(rdma_done[1], rdma_issue[1] + lat + 2 * wire);
     engine_destroy(e);
 
     e = run_steps(2, &p);
     int64_t *out = engine_gm_host(e, gm_on_rank(p.out, 8), 16);
     assert_int_equal(out[0], 2);
     assert_int_equal(out[1], 1);
+    engine_destroy(e);
+}
+
+/* A run recorded while the AICPU posted every RDMA op replays that way: the
+ * op leaves one AICPU task after the core asked for it. */
+static void test_rdma_posted_by_aicpu(void **state) {
+    (void)state;
+    steps_args p;
+    g_posted_by_aicpu = 1;
+    engine *e = run_steps(0, &p);
+    g_posted_by_aicpu = 0;
+    const engine_hw *hw = &engine_get_config(e)->hw;
+    uint64_t lat = (uint64_t)(hw->rdma_latency_ns * 1000), wire = (uint64_t)((1 << 20) * 1000.0 / hw->roce_gbps + 0.999);
+    uint64_t aicpu = (uint64_t)(hw->batchwrite_task_ns * 1000), msg = (uint64_t)(hw->nic_message_ns * 1000);
+    assert_int_equal(n_rdma_done, 1);
+    assert_int_equal(rdma_done[0], rdma_issue[0] + aicpu + wire + msg + lat);
     engine_destroy(e);
 }
 
@@ -438,6 +466,7 @@ int main(void) {
         cmocka_unit_test(test_batchwrite_overhead_and_flag_sync),
         cmocka_unit_test(test_rdma_data_lands_before_tail_atomic),
         cmocka_unit_test(test_rdma_steps),
+        cmocka_unit_test(test_rdma_posted_by_aicpu),
         cmocka_unit_test(test_concurrent_puts_share_a_link),
         cmocka_unit_test(test_datacopypad_pads_with_zeros),
         cmocka_unit_test(test_ring_named_stores_and_waits),
