@@ -43,10 +43,10 @@
  * vector unit has no compare or reduction, so the kernels issue those
  * passes for their time and read the count the reduction yields from the
  * plan's table (the same number, expandIdx), as the one value a scalar
- * read takes from UB on the chip too. Likewise the layered dispatch's
- * scalar passes that build the combine's tables (CreateInnerReduceInfo,
- * CreateOuterReduceInfo) are charged as scalar cycles and their tables
- * come from the plan (ll_layered_plan.c).
+ * read takes from UB on the chip too. The layered dispatch's scalar passes
+ * that build the combine's tables (CreateInnerReduceInfo,
+ * CreateOuterReduceInfo) run on the device as the chip's do, one UB word
+ * at a time (ll_layered_info.c).
  */
 #ifndef NPURR_LL_H
 #define NPURR_LL_H
@@ -126,7 +126,7 @@ typedef struct ll_args {
     gm_t cstate;              /* combine statuses [T * K] */
     gm_t win_out, win_in;     /* layered: structs out, server blocks in (+ end statuses) */
     gm_t ipc;                 /* layered: IPC flags, counts, data (the dispatch's) */
-    gm_t cipc;                /* layered combine: IPC flags then W slices of rows */
+    gm_t cipc;                /* layered combine: IPC flags, arrival flags, W slices of rows */
     gm_t sq;                  /* layered: the send queue the vector cores post into */
     /* per rank */
     gm_t x[LL_MAX_RANKS];               /* [T, H] bf16 */
@@ -142,14 +142,15 @@ typedef struct ll_args {
     gm_t expert_token_num[LL_MAX_RANKS];/* out [L] int64 */
     gm_t expert_out[LL_MAX_RANKS];      /* [rows, H] bf16: the FFN's output */
     gm_t out[LL_MAX_RANKS];             /* out [T, H] bf16 */
-    /* layered: the combine's tables, from the plan (ll_layered_plan.c) */
-    gm_t c_inner_cnt[LL_MAX_RANKS];     /* [N][T] int32: rows per token to gather, running */
+    /* layered: the combine's tables, built by the dispatch on each rank
+     * (CreateInnerReduceInfo, CreateOuterReduceInfo) */
+    gm_t c_inner_cnt[LL_MAX_RANKS];     /* [N][T + 1] int32: rows per token to gather, running */
     gm_t c_inner_off[LL_MAX_RANKS];     /* [N][T * K] int32: local rank * T * K + slice row */
     gm_t c_outer_cnt[LL_MAX_RANKS];     /* [T] int32: servers per token, running */
     gm_t c_outer_off[LL_MAX_RANKS];     /* [T * N] int32: server * T * K + block row */
     gm_t c_outer_per[LL_MAX_RANKS];     /* [T * N] int32: rows of the token in that block */
-    gm_t c_slice_rows[LL_MAX_RANKS];    /* [W] int32: rows this rank sends each destination */
-    gm_t c_sorted_k[LL_MAX_RANKS];      /* [T * K] int32: slot order by server (sortedIndex) */
+    /* layered combine, symmetric */
+    gm_t cwin_out, cwin_in;   /* N blocks of T * K rows; windowIn then N end statuses */
 } ll_args;
 
 /* ------------------------------------------------------------ device code */
@@ -182,6 +183,76 @@ static inline local_t ll_take(ll_ub *u, uint64_t bytes) {
  * Sub, Abs, Mins, ReduceSum) into work (n * 4 bytes at least), for their
  * time; the count itself is the plan's (ll.h). Ends with V -> S. */
 void ll_count_passes(local_t work, uint32_t n);
+
+/* ------------------------------------------------------------ layered device */
+
+/* One core of the layered kernels: its rank, server, local rank and UB. */
+typedef struct lll {
+    const ll_args *a;
+    int me, b, B, N, P, sv, lr;
+    local_t tbuf;
+} lll;
+
+/* Where things sit (ll_layered_setup.c sizes them the same way):
+ * windowOut: T structs, then the 64 B send status; windowIn: N server
+ * blocks, then N end statuses 512 B apart; IPC: P flags, L * W count
+ * blocks, then L * W segments (local expert, source); the send queue: a
+ * 128 B block per core (work request, head, tail, keys, doorbell). */
+static inline uint64_t lll_send_status_at(const ll_args *a) {
+    return kit_align_up((uint64_t)a->tokens * a->struct_bytes, LLL_FLAG_BYTES);
+}
+static inline gm_t lll_block(const ll_args *a, int rank, int server) {
+    return gm_add(gm_on_rank(a->win_in, rank), (int64_t)((uint64_t)server * a->server_bytes));
+}
+static inline gm_t lll_end_status(const ll_args *a, int rank, int server) {
+    return gm_add(gm_on_rank(a->win_in, rank),
+                  (int64_t)((uint64_t)a->nodes * a->server_bytes + (uint64_t)server * LLL_STATE_OFFSET));
+}
+static inline uint64_t lll_ipc_cnt_at(const ll_args *a) { return (uint64_t)a->npus * LLL_IPC_FLAG_BYTES; }
+static inline uint64_t lll_ipc_data_at(const ll_args *a) {
+    return kit_align_up(lll_ipc_cnt_at(a) + (uint64_t)a->local_experts * (uint64_t)a->num_ranks * UB_ALIGN,
+                        LL_WIN_ALIGN);
+}
+static inline gm_t lll_ipc_seg(const ll_args *a, int rank, int le, int src) {
+    uint64_t seg = (uint64_t)le * (uint64_t)a->num_ranks + (uint64_t)src;
+    return gm_add(gm_on_rank(a->ipc, rank), (int64_t)(lll_ipc_data_at(a) + seg * a->ipc_seg));
+}
+#define LLL_SQ_BLOCK 128u
+/* The combine: IPC flags, per server T + 64 + 1 arrival flags, then one
+ * slice of T * K rows per destination rank. */
+static inline uint64_t lll_cflags_at(const ll_args *a, int server) {
+    return (uint64_t)a->npus * LLL_IPC_FLAG_BYTES +
+           (uint64_t)server * ((uint64_t)a->tokens + 65) * LLL_IPC_FLAG_BYTES;
+}
+static inline uint64_t lll_cslice_bytes(const ll_args *a) {
+    return (uint64_t)a->tokens * (uint64_t)a->topk * a->row_bytes;
+}
+static inline gm_t lll_cslice(const ll_args *a, int rank, int dst) {
+    uint64_t at = kit_align_up(lll_cflags_at(a, a->nodes), LL_WIN_ALIGN);
+    return gm_add(gm_on_rank(a->cipc, rank), (int64_t)(at + (uint64_t)dst * lll_cslice_bytes(a)));
+}
+static inline gm_t lll_cblock(gm_t base, const ll_args *a, int rank, int server) {
+    return gm_add(gm_on_rank(base, rank), (int64_t)((uint64_t)server * lll_cslice_bytes(a)));
+}
+static inline gm_t lll_cend_status(const ll_args *a, int rank, int server) {
+    return gm_add(gm_on_rank(a->cwin_in, rank),
+                  (int64_t)((uint64_t)a->nodes * lll_cslice_bytes(a) + (uint64_t)server * LLL_STATE_OFFSET));
+}
+
+/* AIVRDMAPostSend: the core writes the work request for bytes from src
+ * (this rank's GM) to dst (a rank of another node) into its send-queue
+ * block word by word, reads the queue's head and tail, rings the doorbell
+ * and stores the new head, each behind a full pipe barrier, and the NIC
+ * moves the bytes (RdmaWrite). ub: 64 B of this core's UB. */
+void lll_post(const lll *c, gm_t dst, gm_t src, uint64_t bytes, local_t ub);
+/* The dispatch's two scalar passes that build the combine's tables
+ * (ll_layered_info.c): CreateInnerReduceInfo of server j's stream (its
+ * arrived tokens' top-k ids are in ids, n of them, alignK ints each) and
+ * CreateOuterReduceInfo of this rank's tokens. u: the core's free UB. */
+void lll_inner_info(const lll *c, int j, local_t ids, int n, ll_ub u);
+void lll_outer_info(const lll *c, ll_ub u);
+/* The layered combine (ll_layered_combine.c), after the FFN. */
+void lll_combine(const lll *c);
 
 /* ------------------------------------------------------------ host side */
 
@@ -226,8 +297,6 @@ typedef struct ll_state {
     fm_plan plan;
     ll_args args;
     kit_guards guards;
-    /* layered: the combine tables on the host (ll_layered_plan.c) */
-    int32_t *tables;
 } ll_state;
 
 /* ll_setup.c: what both setups share: the state, shape and plan; the
@@ -237,16 +306,6 @@ ll_state *ll_state_begin(engine *e, const kernel_opts *o, int kind, const char *
 int ll_alloc_rank_buffers(engine *e, ll_state *st, char *err, size_t errlen);
 int ll_sym(engine *e, ll_state *st, uint64_t bytes, const char *what, gm_t *out, char *err,
            size_t errlen);
-/* The layered kernel's own: its symmetric areas and combine tables. */
-int ll_layered_build(engine *e, ll_state *st, char *err, size_t errlen);
-/* Host tables of the layered combine for every rank (ll_layered_plan.c):
- * into st->tables, laid out as ll_layered_table_at says. 0, or -1 (memory). */
-int ll_layered_tables(ll_state *st);
-/* Where rank r's table `which` (0 inner_cnt, 1 inner_off, 2 outer_cnt,
- * 3 outer_off, 4 outer_per, 5 slice_rows, 6 sorted_k) starts in
- * st->tables, and its count of ints. */
-int32_t *ll_layered_table_at(const ll_state *st, int r, int which, uint64_t *count);
-
 kernel_check_fn ll_check;
 kernel_layout_fn ll_single_layout, ll_layered_layout;
 kernel_estimate_fn ll_single_estimate, ll_layered_estimate;

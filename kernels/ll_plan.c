@@ -74,8 +74,10 @@ static void geometry(ll_shape *sh) {
     sh->exp_at = sh->tok_at + sh->xrow_bytes;
     sh->sc_at = sh->exp_at + align_k * 4u;
     sh->struct_bytes = sh->sc_at + UB_ALIGN;
-    /* SERVER_SIZE_ON_WIN sized to the shape: every token of the peer, 4 KB aligned */
-    sh->server_bytes = kit_align_up((uint64_t)sh->tokens * sh->struct_bytes, 4096);
+    /* SERVER_SIZE_ON_WIN sized to the shape: every token of the peer and
+     * the flag after the last one (a receiver reads the next token's
+     * flag), 4 KB aligned */
+    sh->server_bytes = kit_align_up((uint64_t)(sh->tokens + 1) * sh->struct_bytes, 4096);
     /* RANK_SIZE_ON_IPC: the most one source can leave one expert, 512 B aligned */
     sh->ipc_seg = kit_align_up((uint64_t)sh->tokens * sh->struct_bytes, LL_WIN_ALIGN);
 }

@@ -22,7 +22,6 @@ void ll_destroy(void *state) {
     if (!st) return;
     fm_plan_free(&st->plan);
     kit_guards_free(&st->guards);
-    free(st->tables);
     free(st);
 }
 
@@ -113,6 +112,18 @@ int ll_alloc_rank_buffers(engine *e, ll_state *st, char *err, size_t errlen) {
             {(uint64_t)a->tokens * a->row_bytes, "ll.out", 1, &a->out[r]},
         };
         rc = kit_alloc_all(e, &st->guards, r, bufs, sizeof bufs / sizeof bufs[0], err, errlen);
+        if (!rc && a->kind == LL_KIND_LAYERED) {   /* the combine's tables the dispatch builds */
+            uint64_t N = (uint64_t)a->nodes, T = (uint64_t)a->tokens;
+            kit_buffer tables[] = {
+                {N * (T + 1) * 4, "ll.inner_cnt", 1, &a->c_inner_cnt[r]},
+                {N * TK * 4, "ll.inner_off", 1, &a->c_inner_off[r]},
+                {T * 4, "ll.outer_cnt", 1, &a->c_outer_cnt[r]},
+                {T * N * 4, "ll.outer_off", 1, &a->c_outer_off[r]},
+                {T * N * 4, "ll.outer_per", 1, &a->c_outer_per[r]},
+            };
+            rc = kit_alloc_all(e, &st->guards, r, tables, sizeof tables / sizeof tables[0], err,
+                               errlen);
+        }
         if (rc) break;
         for (int x = 0; x < E; x++) counts[x] = rp->send_count[(size_t)r * (size_t)E + (size_t)x];
         rc = fill_i32(e, a->expert_ids[r], rp->expert_ids + (size_t)r * TK, TK, err, errlen) ||

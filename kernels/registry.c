@@ -25,7 +25,8 @@
     X(kernel_dispatch_normal) \
     X(kernel_matmul_reduce_scatter) \
     X(kernel_fullmesh_dispatch_combine) \
-    X(kernel_ll_single_dispatch_combine)
+    X(kernel_ll_single_dispatch_combine) \
+    X(kernel_ll_layered_dispatch_combine)
 
 #define DECLARE(desc) extern const kernel_desc desc;
 KERNEL_LIST(DECLARE)
