@@ -21,6 +21,7 @@
     X(kernel_combine_sender)        \
     X(kernel_combine_sender_inplace) \
     X(kernel_combine_normal) \
+    X(kernel_combine_normal_layered) \
     X(kernel_dispatch_layered) \
     X(kernel_dispatch_normal) \
     X(kernel_matmul_reduce_scatter) \
