@@ -251,7 +251,8 @@ static void sum_to_server(const lll *c) {
     for (uint32_t t = t0; t < t1; t++) {
         int32_t n = UbGet32(ocnt, t * 4u) - (t ? UbGet32(ocnt, (t - 1) * 4u) : 0);
         PipeBarrier(PIPE_ALL);
-        if (!n) break;
+        if (!n) continue;   /* every slot dropped (--routing drop:P; the chip, which drops
+                             * none, stops here): the output row stays zeros */
         for (int s = 0; s < N; s++) UbSet32(per_srv, (uint32_t)s * 4u, 0);
         for (int k = 0; k < K; k++) {   /* the token's slots by server, k order within */
             int e = UbGet32(ids, (t * (uint32_t)K + (uint32_t)k) * 4u);

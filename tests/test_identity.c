@@ -46,12 +46,17 @@ static const pin pins[] = {
     {"-k combine-normal", 171957, 0xab75687e660bb1a2ULL},
     {"-k dispatch-normal", 174791, 0xd63ee81431e3f47eULL},
     {"-k dispatch-layered", 253609, 0x621123d0c49a30d7ULL},
-    {"-k dispatch-layered --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16 --notify a2 --dispatches 1", 1123389, 0x59128b9c4251082fULL},
+    {"-k dispatch-layered --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16 --notify a2 --dispatches 1", 1122874, 0x83dc6a6810f5f2a5ULL},
     {"-k matmul-reduce-scatter", 44417, 0xc819f66a905c1033ULL},
     {"-k fullmesh-dispatch-combine", 43557, 0x81f7c6eca2b0f2acULL},
     {"-k fullmesh-dispatch-combine --dtype int8 --hidden 256", 51230, 0x31ab03d265ada669ULL},
-    {"-k dispatch-layered --nodes 2 --tokens 256", 1157698, 0x1f5955042c0800c1ULL},
+    {"-k dispatch-layered --nodes 2 --tokens 256", 1160852, 0xeeb24158cfe2ee97ULL},
     {"-k dispatch-normal --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16", 71645, 0x5dc8e4755c74aefeULL},
+    {"-k dispatch-layered --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16 --notify a2-pre211 --dispatches 1", 1123018, 0x8d4784dd2b41df70ULL},
+    {"-k ll-single-dispatch-combine", 71618, 0x801a93daef5a7f50ULL},
+    {"-k ll-single-dispatch-combine --dtype bf16 --hidden 128", 69571, 0x1f6a817138b02ff8ULL},
+    {"-k ll-layered-dispatch-combine --nodes 2 --npus-per-node 4 --cores 12", 74111, 0xfc88a6373a6d601aULL},
+    {"-k combine-normal-layered --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16 --cores 8", 72919, 0x5a4e8b063573c69cULL},
 };
 #define N_PINS (sizeof pins / sizeof pins[0])
 
