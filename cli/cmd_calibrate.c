@@ -38,9 +38,13 @@ static void calibrate_usage(FILE *out) {
           "op_summary CSV is read too: its ops matched to the kernel's phases by\n"
           "name, several rows of one op averaged, the shape from --kernel-options.\n"
           "\n"
-          "The fit minimizes the sum over train rows of log(npurr/measured)^2 by a\n"
-          "compass search in the logarithm of each parameter, inside its accepted\n"
-          "range. Each evaluation runs every train row once.\n"
+          "The fit minimizes the sum over train rows of log(npurr/measured)^2 by\n"
+          "Gauss-Newton steps with Levenberg-Marquardt damping in the logarithm of\n"
+          "each parameter, inside its accepted range and 16x of its sourced\n"
+          "estimate, and rounds the result to 4 significant digits. Each\n"
+          "evaluation runs the train rows whose time the moved parameters can\n"
+          "change (without their output check: every row is run and checked once\n"
+          "first).\n"
           "\n"
           "  -o OUT.hw              the fitted set (every key, with a comment header)\n"
           "  --hw START             start from these values (default: the defaults)\n"
@@ -101,8 +105,9 @@ static int write_hw(const char *path, const char *input, const engine_hw *hw,
         for (int j = 0; j < fr->nparams; j++) fitted |= fr->params[j] == p;
         double v = *(const double *)((const char *)hw + p->offset);
         if (fitted)
-            fprintf(f, "# %s (%s); fitted by npurr calibrate on %s (default %g)\n", p->what,
-                    p->unit, input, p->def);
+            fprintf(f, "# %s (%s); fitted by npurr calibrate on %s from %s (its estimate %g, "
+                    "default %g)\n", p->what, p->unit, input,
+                    start_file ? start_file : "the defaults", p->est, p->def);
         else
             fprintf(f, "# %s (%s); %s\n", p->what, p->unit,
                     v == p->def ? p->source : "from the start file");
@@ -216,12 +221,20 @@ int cmd_calibrate(int argc, char **argv) {
     FILE *rep = strcmp(out, "-") ? stdout : stderr;   /* -o -: the file alone on stdout */
     fprintf(rep, "npurr calibrate %s: %d training row%s, %d evaluation%s\n", file, fr.train_rows,
            fr.train_rows == 1 ? "" : "s", fr.evals, fr.evals == 1 ? "" : "s");
-    fprintf(rep, "%-28s %14s %14s %8s\n", "fitted parameter", "start", "fitted", "factor");
+    fprintf(rep, "%d Gauss-Newton iteration%s\n", fr.iterations, fr.iterations == 1 ? "" : "s");
+    fprintf(rep, "%-26s %12s %12s %8s  %-10s %s\n", "fitted parameter", "start", "fitted", "factor",
+           "unit", "a 2x move moves a row by");
     for (int i = 0; i < fr.nparams; i++) {
         const engine_hw_param *p = fr.params[i];
         double a = *(const double *)((const char *)&start + p->offset);
         double b = *(const double *)((const char *)&fr.hw + p->offset);
-        fprintf(rep, "%-28s %14.6g %14.6g %8.3f  %s\n", p->key, a, b, b / a, p->unit);
+        fprintf(rep, "%-26s %12.6g %12.6g %8.3f  %-10s ", p->key, a, b, b / a, p->unit);
+        if (fr.moves_2x[i] >= 0) fprintf(rep, "up to %.1f %%", 100 * fr.moves_2x[i]);
+        else fprintf(rep, "-");
+        if (fr.at_edge[i]) fprintf(rep, "  AT ITS BOX'S EDGE: not identified by these rows");
+        else if (fr.moves_2x[i] >= 0 && fr.moves_2x[i] < 0.01)
+            fprintf(rep, "  under 1 %%: not identified by these rows");
+        fprintf(rep, "\n");
     }
     fprintf(rep, "error (sum of log(npurr/measured)^2 over the training rows): %.6g before, %.6g "
            "after\n", fr.error_start, fr.error_fit);

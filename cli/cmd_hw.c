@@ -1,10 +1,13 @@
 /*
- * cmd_hw.c - `npurr hw [--file]`: every timing parameter of the model, with
- * its default, unit, accepted range, what it models and where the default
- * comes from (engine/timing.c holds the one table). `--file` prints the
- * defaults as a `--hw` file to edit. `--compare MEASURED.csv` runs each
- * measured row on npurr and prints npurr's time beside the measured one
- * (measured.c), fitting nothing: `npurr calibrate` fits.
+ * cmd_hw.c - `npurr hw [--file | --start]`: every timing parameter of the
+ * model, with its default, unit, accepted range, what it models and where
+ * the default comes from (engine/timing.c holds the one table), which are
+ * fitted and from what estimate, and which the rows do not identify.
+ * `--file` prints the defaults as a `--hw` file to edit, `--start` the
+ * fit's documented start (every fitted parameter at its sourced estimate).
+ * `--compare MEASURED.csv` runs each measured row on npurr and prints
+ * npurr's time beside the measured one (measured.c), fitting nothing:
+ * `npurr calibrate` fits.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +16,7 @@
 #include "cli.h"
 
 static void hw_usage(FILE *out) {
-    fputs("usage: npurr hw [--file]\n"
+    fputs("usage: npurr hw [--file | --start]\n"
           "       npurr hw --compare MEASURED.csv [--hw FILE] [-j J] [--kernel-options OPTS]\n"
           "                [--plugin PATH.so]\n"
           "\n"
@@ -25,6 +28,9 @@ static void hw_usage(FILE *out) {
           "info RUN` shows the values a run used and which came from --hw.\n"
           "\n"
           "  --file       print the defaults as a --hw file (key=value with comments)\n"
+          "  --start      print the fit's documented start as a --hw file: the defaults\n"
+          "               with every fitted parameter at its sourced estimate\n"
+          "               (tools/fit_timing.sh fits from there)\n"
           "  -h, --help   this text\n"
           "\n"
           "--compare runs every row of MEASURED.csv on npurr (no trace) and prints\n"
@@ -81,7 +87,7 @@ static int compare(const char *file, const char *hw_file, const char *kernel_opt
 }
 
 int cmd_hw(int argc, char **argv) {
-    int as_file = 0, jobs = 1;
+    int as_file = 0, as_start = 0, jobs = 1;
     const char *compare_file = NULL, *hw_file = NULL, *kernel_options = NULL;
     for (int i = CLI_FIRST_ARG; i < argc; i++) {
         const char *a = argv[i];
@@ -97,6 +103,8 @@ int cmd_hw(int argc, char **argv) {
             return EXIT_DONE;
         } else if (!strcmp(a, "--file")) {
             as_file = 1;
+        } else if (!strcmp(a, "--start")) {
+            as_start = 1;
         } else if (!strcmp(a, "--compare")) {
             compare_file = argv[++i];
         } else if (!strcmp(a, "--hw")) {
@@ -114,8 +122,8 @@ int cmd_hw(int argc, char **argv) {
             return EXIT_USAGE;
         }
     }
-    if (compare_file && as_file) {
-        fprintf(stderr, "npurr hw: --file and --compare are two different commands\n");
+    if (as_file + as_start + (compare_file != NULL) > 1) {
+        fprintf(stderr, "npurr hw: --file, --start and --compare are different commands\n");
         return EXIT_USAGE;
     }
     if (!compare_file && (hw_file || kernel_options || jobs != 1)) {
@@ -125,8 +133,11 @@ int cmd_hw(int argc, char **argv) {
     if (compare_file) return compare(compare_file, hw_file, kernel_options, jobs);
     for (size_t i = 0; i < engine_hw_count(); i++) {
         const engine_hw_param *p = engine_hw_param_at(i);
-        if (as_file) {
-            printf("# %s (%s); %s\n%s=%.17g\n", p->what, p->unit, p->source, p->key, p->def);
+        if (as_file || as_start) {
+            int start = as_start && p->fit == ENGINE_HW_FITTED;
+            printf("# %s (%s); %s%s\n%s=%.17g\n", p->what, p->unit,
+                   start ? "the fit's start, its sourced estimate; " : "", p->source, p->key,
+                   start ? p->est : p->def);
             continue;
         }
         printf("%s = %g %s\n", p->key, p->def, p->unit);
@@ -137,7 +148,11 @@ int cmd_hw(int argc, char **argv) {
         else
             printf("    accepted: > 0, up to %g %s", p->max, p->unit);
         printf("%s%s\n", p->old_key ? "; old name " : "", p->old_key ? p->old_key : "");
-        if (p->fit) printf("    fitted:   by npurr calibrate to measured times (tools/fit_timing.sh)\n");
+        if (p->fit == ENGINE_HW_FITTED)
+            printf("    fitted:   by npurr calibrate to the training rows (tools/fit_timing.sh), "
+                   "from its estimate %g %s\n", p->est, p->unit);
+        else if (p->fit == ENGINE_HW_UNIDENTIFIED)
+            printf("    not identified by the rows: it keeps its sourced estimate\n");
     }
     return EXIT_DONE;
 }

@@ -86,7 +86,7 @@ int measured_run_all(const fidelity_table *t, const engine_hw *hw, int jobs,
         rows[i] = &t->rows[i];
         hws[i] = *hw;
     }
-    fidelity_run_many(rows, hws, t->n, jobs, res);
+    fidelity_run_many(rows, hws, t->n, jobs, 1, res);
     free(rows);
     free(hws);
     int failed = 0;

@@ -33,6 +33,7 @@ static void hccs(core *c, xfer *x, int src_rank, int dst_rank, dev_site s) {
     int read = src_rank != c->rank, remote = src_rank != dst_rank;
     uint64_t lat = e->mte_latency_ps + (remote ? e->hccs_latency_ps : 0);
     uint64_t held = remote && read ? eng_hccs_read_held_ps(e) : 0;
+    if (remote) e->used |= ENGINE_USED_HCCS | (read ? ENGINE_USED_HCCS_READ : 0);
     eng_xfer_issue_on(c, x, eng_mte_rate(c, remote ? -1 : c->rank), held, res, n, lat, s);
 }
 
@@ -115,6 +116,7 @@ void dev_hccs_put_ub(gm_t dst, local_t src, uint64_t bytes, dev_site s) {
  * (cfg.rdma_posted_by_aicpu). */
 static uint64_t aicpu_slot(core *c) {
     engine *e = c->e;
+    e->used |= ENGINE_USED_AICPU;
     resource *aicpu = &e->ranks[c->rank].aicpu;
     uint64_t posted = (c->now > aicpu->free_at ? c->now : aicpu->free_at) + e->batch_task_ps;
     aicpu->free_at = posted;
@@ -124,6 +126,7 @@ static uint64_t aicpu_slot(core *c) {
 static void rdma_post(core *c, xfer *x, int dst_rank, dev_site s) {
     x->pipe = PIPE_NIC;
     x->site = eng_site(c->e, s);
+    c->e->used |= ENGINE_USED_NIC;
     x->peer = dst_rank;
     eng_rdma_post(c, x, c->e->cfg.rdma_posted_by_aicpu ? aicpu_slot(c) : c->now);
 }
@@ -205,6 +208,7 @@ void dev_batch_write(gm_t tasks, uint32_t count, dev_site s) {
         x->dst_raw = remote.a; x->src_raw = local.a; x->bytes = bytes; x->peer = dst;
         x->dst_rank = dst; x->dst_off = gm_offset(remote); x->object = eng_word_object(e, remote);
         x->site = eng_site(e, s);
+        e->used |= eng_same_node(e, c->rank, dst) ? ENGINE_USED_HCCS : ENGINE_USED_NIC;
         if (eng_same_node(e, c->rank, dst)) {
             resource *link = &e->hccs_links[(size_t)c->rank * (size_t)e->n_ranks + (size_t)dst];
             x->rank = c->rank; x->core_index = c->index; x->track = eng_track(e, c, PIPE_AICPU);

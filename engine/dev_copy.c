@@ -38,7 +38,11 @@ int eng_gm_path(core *c, gm_t g, int to_gm, resource **res, uint64_t *latency, u
         int a = to_gm ? c->rank : r, b = to_gm ? r : c->rank;
         res[n++] = &e->hccs_links[(size_t)a * (size_t)e->n_ranks + (size_t)b];
         *latency += e->hccs_latency_ps;
-        if (!to_gm) *held = eng_hccs_read_held_ps(e);
+        e->used |= ENGINE_USED_HCCS;
+        if (!to_gm) {
+            *held = eng_hccs_read_held_ps(e);
+            e->used |= ENGINE_USED_HCCS_READ;
+        }
     }
     return n;
 }

@@ -130,8 +130,24 @@ typedef struct engine_hw_param {
     const char *unit;
     const char *what;         /* what it models */
     const char *source;       /* where the default comes from */
-    int fit;                  /* 1: fitted to measurements (npurr calibrate, tools/fit_timing.sh) */
+    int fit;                  /* ENGINE_HW_SOURCED, _FITTED or _UNIDENTIFIED */
+    double est;               /* the sourced estimate: a fit's documented start, the centre of
+                               * its box (def itself unless fitted) */
+    unsigned uses;            /* ENGINE_USED_* bits of what it prices; 0: every run */
 } engine_hw_param;
+/* engine_hw_param.fit: the default is its source's figure; fitted to the
+ * training rows (npurr calibrate, tools/fit_timing.sh); or tried and not
+ * identified by them (a fit took it to its box's edge, or moving it 2x
+ * moves no training row by 1 %), so it keeps its sourced estimate. */
+enum { ENGINE_HW_SOURCED = 0, ENGINE_HW_FITTED = 1, ENGINE_HW_UNIDENTIFIED = 2 };
+/* What a run priced, engine_resources_used's bits: a core's copy to or from
+ * a peer's GM or a BatchWrite item inside the node (HCCS), a read of a
+ * peer's GM (HCCS_READ), an RDMA operation or BatchWrite item to another
+ * node (NIC), a task of a rank's AICPU (AICPU). engine_hw_param.uses says
+ * which a parameter prices (0: every run): a run without them does not
+ * depend on it. */
+enum { ENGINE_USED_HCCS = 1, ENGINE_USED_HCCS_READ = 2, ENGINE_USED_NIC = 4,
+       ENGINE_USED_AICPU = 8 };
 /* How many timing parameters there are (the index range of engine_hw_param_at). */
 size_t engine_hw_count(void);
 /* Parameter i (< engine_hw_count) in `npurr hw`'s order; static, never freed. */
@@ -662,6 +678,10 @@ void engine_set_break(engine *e, uint64_t seq, engine_break_fn fn, void *ctx);
  * (kernels.h kernel_phase). 1, or 0 if no core held it. In a split run,
  * the roles of this process's cores only. */
 int engine_role_span(const engine *e, const char *role, uint64_t *begin, uint64_t *end);
+/* The ENGINE_USED_* bits of what the run has priced so far (after
+ * engine_run: all of it), so a calibration knows which timing parameters a
+ * row's time cannot depend on. */
+unsigned engine_resources_used(const engine *e);
 
 /* The deadlock / watchdog / fault report: every blocked core, what it waits
  * for (object, expected vs current value), who last wrote it, and the notes

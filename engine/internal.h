@@ -330,6 +330,7 @@ struct engine {
     double mte_ps_per_byte, vec_ps_per_byte, ps_per_mac;
     double mte_hccs_ps_per_byte;   /* one core's MTE rate to or from a peer's GM */
     resource *hccs_links;     /* [src * n_ranks + dst], same node only */
+    unsigned used;            /* ENGINE_USED_* bits: what the run has priced so far */
     uint64_t *qp_arrive_at;   /* RDMA ordering per (src, dst): arrivals, kept by the source */
     uint64_t *qp_done_at;     /* and completions, kept by the destination; same block */
 

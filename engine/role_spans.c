@@ -8,7 +8,9 @@
  * core took it (SetRole) and the latest it left it (another SetRole or its
  * kernel's end), so a phase's length is known without a trace (bench_fidelity,
  * npurr calibrate). A handful of roles per run: a short array, touched
- * only on SetRole and at a kernel's end.
+ * only on SetRole and at a kernel's end. Beside it, what the run priced
+ * (engine_resources_used, bits set where the costs are booked): a
+ * calibration reruns a row only when a parameter it can depend on moves.
  */
 #include "internal.h"
 
@@ -54,3 +56,5 @@ int engine_role_span(const engine *e, const char *role, uint64_t *begin, uint64_
     }
     return 0;
 }
+
+unsigned engine_resources_used(const engine *e) { return e->used; }

@@ -26,91 +26,99 @@
 #define NS_MIN 0      /* ns: any positive cost (tests make costs vanish with 1e-9) */
 #define NS_MAX 1e9    /* one second */
 
-#define P(k, old, field, value, lo, hi, unit, what, src) \
-    { k, old, offsetof(engine_hw, field), value, lo, hi, unit, what, src, 0 }
-/* A parameter `npurr calibrate` fits to measured times. */
-#define F(k, old, field, value, lo, hi, unit, what, src) \
-    { k, old, offsetof(engine_hw, field), value, lo, hi, unit, what, src, 1 }
+/* A parameter whose default is its source's figure; uses: what it prices
+ * (ENGINE_USED_* bits, 0 for every run), for a calibration's reruns. */
+#define P(k, old, field, value, uses, lo, hi, unit, what, src) \
+    { k, old, offsetof(engine_hw, field), value, lo, hi, unit, what, src, ENGINE_HW_SOURCED, value, uses }
+/* Fitted by `npurr calibrate` to the training rows: value is the fit's
+ * output (tools/fit_timing.sh), est its sourced estimate, the documented
+ * start of that fit and the centre of its box. */
+#define F(k, old, field, value, est, uses, lo, hi, unit, what, src) \
+    { k, old, offsetof(engine_hw, field), value, lo, hi, unit, what, src, ENGINE_HW_FITTED, est, uses }
+/* Tried, and not identified by the training rows: keeps its estimate. */
+#define U(k, old, field, value, uses, lo, hi, unit, what, src) \
+    { k, old, offsetof(engine_hw, field), value, lo, hi, unit, what, src, ENGINE_HW_UNIDENTIFIED, \
+      value, uses }
+/* Where a fitted parameter's source says what it was fitted on. */
+#define FITTED_ON "fitted on the training rows T1-T3 (tools/fit_timing.sh, tools/fidelity_anchors.csv)"
 static const engine_hw_param params[] = {
-    P("aicore_clock_ghz", NULL, aicore_clock_ghz, 1.85, 0.01, 100.0, "GHz",
+    P("aicore_clock_ghz", NULL, aicore_clock_ghz, 1.85, 0, 0.01, 100.0, "GHz",
       "AI core clock: scalar, vector and cube cycles",
       "DESIGN.md: AI core clock 1.85 GHz (910B)"),
-    P("hbm_gbytes_per_s", "hbm_gbps", hbm_gbps, 1600.0, BW_MIN, BW_MAX, "GB/s",
+    P("hbm_gbytes_per_s", "hbm_gbps", hbm_gbps, 1600.0, 0, BW_MIN, BW_MAX, "GB/s",
       "HBM bandwidth of one NPU, shared by its cores",
       "DESIGN.md: HBM about 1.6 TB/s per NPU"),
-    P("mte_bytes_per_cycle", NULL, mte_bytes_per_cycle, 64.0, 1e-3, 1e9, "B/cycle",
+    P("mte_bytes_per_cycle", NULL, mte_bytes_per_cycle, 64.0, 0, 1e-3, 1e9, "B/cycle",
       "one core's MTE2/MTE3 queue bandwidth",
       "estimate: one core's MTE queue, ~118 GB/s at 1.85 GHz"),
-    F("mte_hccs_bytes_per_cycle", NULL, mte_hccs_bytes_per_cycle, 8.0, 1e-3, 1e9, "B/cycle",
+    F("mte_hccs_bytes_per_cycle", NULL, mte_hccs_bytes_per_cycle, 8.0, 8.0, ENGINE_USED_HCCS,
+      1e-3, 1e9, "B/cycle",
       "one core's MTE2/MTE3 queue bandwidth when the GM at the other end is a peer NPU's, "
       "over HCCS (its outstanding requests over the link's latency)",
-      "fitted on T1-T3 (tools/fit_timing.sh, tools/fidelity_anchors.csv): 14.8 GB/s a core; "
-      "T1's pulls are bound by each core's reads (this rate and hccs_read_latencies), not by "
-      "the links, and its rows are all 14 KB, so T1's dispatch fixes the two's sum per row; "
-      "moved with hccs_read_latencies along that sum (a move the one-parameter search cannot "
-      "make) to where T1's combine, which pushes, fits best; the rows hardly tell 5.7 from 8 "
-      "(T1's dispatch and combine trade against each other), V1's notify does (docs/timing.md)"),
-    P("mte_latency_ns", NULL, mte_latency_ns, 200.0, NS_MIN, NS_MAX, "ns",
+      FITTED_ON "; the fit starts at 8 B/cycle, where the previous round's hand-chosen defaults "
+      "left it"),
+    P("mte_latency_ns", NULL, mte_latency_ns, 200.0, 0, NS_MIN, NS_MAX, "ns",
       "fixed cost of one GM<->local transfer",
       "estimate: GM access latency, a few hundred cycles (seed 000 s4.3)"),
-    P("ub_vector_bytes_per_cycle", NULL, ub_vector_bytes_per_cycle, 256.0, 1e-3, 1e9, "B/cycle",
+    P("ub_vector_bytes_per_cycle", NULL, ub_vector_bytes_per_cycle, 256.0, 0, 1e-3, 1e9, "B/cycle",
       "vector unit throughput on UB", "Ascend C: one vector repeat processes 256 B"),
-    P("vector_latency_cycles", NULL, vector_latency_cycles, 16.0, 0, 1e9, "cycles",
+    P("vector_latency_cycles", NULL, vector_latency_cycles, 16.0, 0, 0, 1e9, "cycles",
       "fixed cost of one vector instruction", "estimate: vector instruction issue-to-result"),
-    P("cube_macs_per_cycle", NULL, cube_macs_per_cycle, 4096.0, 1e-3, 1e12, "MAC/cycle",
+    P("cube_macs_per_cycle", NULL, cube_macs_per_cycle, 4096.0, 0, 1e-3, 1e12, "MAC/cycle",
       "cube unit throughput", "cube unit: one 16x16x16 fp16 fractal per cycle"),
-    F("scalar_op_cycles", NULL, scalar_op_cycles, 0.25, 0, 1e9, "cycles",
+    U("scalar_op_cycles", NULL, scalar_op_cycles, 4.0, 0, 0, 1e9, "cycles",
       "issue cost of one device API call on the scalar unit",
-      "fitted on T1-T3 (tools/fit_timing.sh, tools/fidelity_anchors.csv), at the edge of the "
-      "fit's box (16x below the estimate of 4 cycles): the training rows favour no per-call "
-      "issue cost, so read it as not identified by them"),
-    P("gm_read_ns", NULL, gm_read_ns, 160.0, NS_MIN, NS_MAX, "ns",
+      "estimate: a few cycles a call; not identified by the rows (an earlier fit of it ended "
+      "at the edge of its box, 16x below)"),
+    P("gm_read_ns", NULL, gm_read_ns, 160.0, 0, NS_MIN, NS_MAX, "ns",
       "scalar GetValue on GM (a head or tail read)",
       "seed 000 s4.3: reading Remote_Head costs hundreds of cycles (~300)"),
-    P("gm_write_ns", NULL, gm_write_ns, 50.0, NS_MIN, NS_MAX, "ns",
+    P("gm_write_ns", NULL, gm_write_ns, 50.0, 0, NS_MIN, NS_MAX, "ns",
       "scalar SetValue or atomic on GM", "estimate: posted scalar store to GM"),
-    F("hccs_link_gbytes_per_s", "hccs_link_gbps", hccs_link_gbps, 20.0, BW_MIN, BW_MAX, "GB/s",
+    P("hccs_link_gbytes_per_s", "hccs_link_gbps", hccs_link_gbps, 56.0, ENGINE_USED_HCCS, BW_MIN,
+      BW_MAX, "GB/s",
       "one HCCS peer link (full mesh inside a node), each way",
-      "fitted on T1-T3 (tools/fit_timing.sh); the secondary claim is 56 GB/s a peer link, "
-      "the A2 measurements move 50-80 GB/s a rank over 7 links"),
-    P("hccs_latency_ns", NULL, hccs_latency_ns, 800.0, NS_MIN, NS_MAX, "ns",
+      "secondary claim: HCCS 56 GB/s a peer link (DESIGN.md); the A2 measurements move 50-80 "
+      "GB/s a rank over 7 links"),
+    P("hccs_latency_ns", NULL, hccs_latency_ns, 800.0, ENGINE_USED_HCCS, NS_MIN, NS_MAX, "ns",
       "one-way latency of an HCCS access", "estimate: one-way HCCS access inside a node"),
-    F("hccs_read_latencies", NULL, hccs_read_latencies, 7.4, 0, 1e3, "latencies",
+    F("hccs_read_latencies", NULL, hccs_read_latencies, 2.0, 2.0, ENGINE_USED_HCCS_READ, 0, 1e3,
+      "latencies",
       "what an MTE read of a peer's GM holds its queue for beyond its bytes, in one-way HCCS "
       "latencies: a read is not posted, its request crosses before the queue takes the next "
       "(its data then lands a latency later, as a write's does); 1e-9 makes reads posted",
-      "fitted on T1-T3 (tools/fit_timing.sh; T1's dispatch pulls its rows one at a time): 5.9 us "
-      "a read, more than the round trip (2), so it also carries the per-row costs of a remote "
-      "pull the model prices nowhere else; the estimate was 1, a scalar GetValue of a peer's "
-      "word waits likewise (seed 000 s4.3)"),
-    F("roce_gbytes_per_s", "roce_gbps", roce_gbps, 14.0, BW_MIN, BW_MAX, "GB/s",
+      FITTED_ON "; the fit starts at 2, the round trip (a scalar GetValue of a peer's word "
+      "waits likewise, seed 000 s4.3)"),
+    F("roce_gbytes_per_s", "roce_gbps", roce_gbps, 25.0, 25.0, ENGINE_USED_NIC, BW_MIN, BW_MAX,
+      "GB/s",
       "RoCE NIC of one NPU, each way: what a write gets of the 200GE line (25 GB/s)",
-      "fitted on T1-T3 (tools/fit_timing.sh); the secondary claim is 200GE RoCE per NPU"),
-    P("rdma_latency_ns", NULL, rdma_latency_ns, 3000.0, NS_MIN, NS_MAX, "ns",
+      FITTED_ON "; the fit starts at 25 GB/s, the 200GE line rate a secondary claim gives "
+      "each NPU"),
+    P("rdma_latency_ns", NULL, rdma_latency_ns, 3000.0, ENGINE_USED_NIC, NS_MIN, NS_MAX, "ns",
       "one-way RDMA write latency between nodes",
       "estimate: one-way RoCE RDMA write latency between nodes"),
-    P("rdma_post_ns", NULL, rdma_post_ns, 200.0, NS_MIN, NS_MAX, "ns",
+    P("rdma_post_ns", NULL, rdma_post_ns, 200.0, ENGINE_USED_NIC, NS_MIN, NS_MAX, "ns",
       "scalar cost of posting one RDMA operation",
       "estimate: building and ringing one RDMA work request"),
-    F("batchwrite_task_ns", NULL, batchwrite_task_ns, 6000.0, NS_MIN, NS_MAX, "ns",
-      "AICPU time per communication task, one after another per NPU: a BatchWrite item, or an "
-      "RDMA write or atomic an AI core asks for (on A2 the AICPU's HCCL server posts every RDMA "
-      "operation)",
-      "fitted on T1-T3 (tools/fit_timing.sh); seed 002 s2.3.1 says BatchWrite 1-2 us per task; "
-      "A2 kernels cross nodes only through Hccl<HCCL_SERVER_TYPE_AICPU>::BatchWrite "
-      "(sgl-kernel-npu csrc/deepep/ops2/op_kernel)"),
-    P("nic_message_ns", NULL, nic_message_ns, 100.0, NS_MIN, NS_MAX, "ns",
+    F("batchwrite_task_ns", NULL, batchwrite_task_ns, 1500.0, 1500.0, ENGINE_USED_AICPU, NS_MIN,
+      NS_MAX, "ns",
+      "AICPU time per BatchWrite item, one after another per NPU (Hccl<HCCL_SERVER_TYPE_AICPU>: "
+      "the HCCL server on the rank's AICPU posts it)",
+      FITTED_ON "; the fit starts at 1.5 us, seed 002 s2.3.1's 1-2 us a task"),
+    P("nic_message_ns", NULL, nic_message_ns, 100.0, ENGINE_USED_NIC, NS_MIN, NS_MAX, "ns",
       "time one RDMA message holds the sending NIC beyond its bytes (work request, doorbell, "
       "headers): 1/message rate",
       "estimate: 10 M messages/s for a 200GE RoCE NIC"),
-    P("crosscore_latency_ns", NULL, crosscore_latency_ns, 100.0, NS_MIN, NS_MAX, "ns",
+    P("crosscore_latency_ns", NULL, crosscore_latency_ns, 100.0, 0, NS_MIN, NS_MAX, "ns",
       "AIC<->AIV cross-core flag propagation", "estimate: AIC<->AIV cross-core flag"),
-    P("barrier_latency_ns", NULL, barrier_latency_ns, 2000.0, NS_MIN, NS_MAX, "ns",
+    P("barrier_latency_ns", NULL, barrier_latency_ns, 2000.0, 0, NS_MIN, NS_MAX, "ns",
       "added by a cross-rank barrier",
       "estimate: an all-rank barrier's last-arrival-to-release"),
 };
 #undef P
 #undef F
+#undef U
+#undef FITTED_ON
 #define N_PARAMS (sizeof params / sizeof params[0])
 
 static double *field(engine_hw *hw, const engine_hw_param *p) {

@@ -46,6 +46,7 @@ static void on_ran_phases(void *ctx, engine *e, const record_result *r) {
     phase_ctx *pc = ctx;
     fidelity_result *res = pc->res;
     res->total_us = r->ran ? (double)r->run.end_time / 1e6 : 0;
+    res->used = engine_resources_used(e);
     res->nphases = 0;
     for (const kernel_phase *p = pc->k->phases; p && p->name && res->nphases < FIDELITY_MAX_PHASES;
          p++) {
@@ -70,7 +71,7 @@ static void select_phase(const fidelity_row *row, fidelity_result *res) {
              row->where, row->kernel, row->options, row->phase);
 }
 
-void fidelity_run(const fidelity_row *row, const engine_hw *hw, fidelity_result *res) {
+void fidelity_run(const fidelity_row *row, const engine_hw *hw, int check, fidelity_result *res) {
     memset(res, 0, sizeof *res);
     if (!row->covered) {
         snprintf(res->error, sizeof res->error, "not covered: %s", row->options);
@@ -94,6 +95,7 @@ void fidelity_run(const fidelity_row *row, const engine_hw *hw, fidelity_result 
     spec.opts.no_trace = 1;
     spec.opts.out_dir = NULL;
     spec.opts.quiet = 1;
+    spec.opts.skip_check = !check;
     phase_ctx pc = {res, spec.opts.kernel};
     record_hooks hooks = {.ctx = &pc, .on_ran = on_ran_phases};
     record_session *s = NULL;
@@ -149,10 +151,10 @@ static void finish(child *c, const fidelity_row *const *rows, fidelity_result *r
                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
-static void run_child(int fd, const fidelity_row *row, const engine_hw *hw) {
+static void run_child(int fd, const fidelity_row *row, const engine_hw *hw, int check) {
     fidelity_result *out = malloc(sizeof *out);
     if (!out) _exit(1);
-    fidelity_run(row, hw, out);
+    fidelity_run(row, hw, check, out);
     size_t done = 0;
     while (done < sizeof *out) {
         ssize_t k = write(fd, (char *)out + done, sizeof *out - done);
@@ -173,10 +175,10 @@ static int same_run(const fidelity_row *a, const engine_hw *ha, const fidelity_r
 }
 
 static void run_distinct(const fidelity_row *const *rows, const engine_hw *hws, int n, int jobs,
-                         fidelity_result *res);
+                         int check, fidelity_result *res);
 
 void fidelity_run_many(const fidelity_row *const *rows, const engine_hw *hws, int n, int jobs,
-                       fidelity_result *res) {
+                       int check, fidelity_result *res) {
     int *first = calloc((size_t)n + 1, sizeof *first);
     const fidelity_row **urows = calloc((size_t)n + 1, sizeof *urows);
     engine_hw *uhws = calloc((size_t)n + 1, sizeof *uhws);
@@ -202,7 +204,7 @@ void fidelity_run_many(const fidelity_row *const *rows, const engine_hw *hws, in
         }
         first[i] = j;
     }
-    run_distinct(urows, uhws, m, jobs, ures);
+    run_distinct(urows, uhws, m, jobs, check, ures);
     for (int i = 0; i < n; i++) {
         res[i] = ures[first[i]];
         if (!res[i].ok) continue;
@@ -212,12 +214,12 @@ void fidelity_run_many(const fidelity_row *const *rows, const engine_hw *hws, in
 }
 
 static void run_distinct(const fidelity_row *const *rows, const engine_hw *hws, int n, int jobs,
-                         fidelity_result *res) {
+                         int check, fidelity_result *res) {
     child *kids = jobs > 1 && n > 1 ? calloc((size_t)jobs, sizeof *kids) : NULL;
     struct pollfd *pfd = kids ? calloc((size_t)jobs, sizeof *pfd) : NULL;
     if (!pfd) {
         free(kids);
-        for (int i = 0; i < n; i++) fidelity_run(rows[i], &hws[i], &res[i]);
+        for (int i = 0; i < n; i++) fidelity_run(rows[i], &hws[i], check, &res[i]);
         return;
     }
     int running = 0, next = 0;
@@ -232,10 +234,10 @@ static void run_distinct(const fidelity_row *const *rows, const engine_hw *hws, 
             }
             if (pid == 0) {
                 close(fds[0]);
-                run_child(fds[1], rows[next], &hws[next]);
+                run_child(fds[1], rows[next], &hws[next], check);
             }
             if (pid < 0) {   /* no process to be had: run it here */
-                fidelity_run(rows[next], &hws[next], &res[next]);
+                fidelity_run(rows[next], &hws[next], check, &res[next]);
                 next++;
                 continue;
             }

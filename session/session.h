@@ -68,6 +68,8 @@ typedef struct run_options {
     int quiet;
     int progress;             /* --progress: the progress line even off a terminal */
     int help;
+    int skip_check;           /* no output check after the run (never from the command line: a
+                               * calibration's evaluations time runs already checked once) */
 } run_options;
 
 enum { RUN_OPT_OUTPUT = 1, RUN_OPT_NO_TRACE = 2,
@@ -288,7 +290,7 @@ typedef struct fidelity_row {
     int replicates;           /* how many: measured_us "a;b;c" lists them, >= 1 */
     double rep_min, rep_max;  /* their range (both measured_us when one) */
     int train;                /* 1: fitted on (use=train, or no use column); 0: validate */
-    char source[512];         /* the source column, "" if none */
+    char source[1024];        /* the source column, "" if none */
 } fidelity_row;
 
 typedef struct fidelity_table {
@@ -323,23 +325,27 @@ typedef struct fidelity_result {
     int nphases;              /* every phase of the kernel, in its order */
     char phase_name[FIDELITY_MAX_PHASES][32];
     double phase_us[FIDELITY_MAX_PHASES];   /* < 0: none of the phase's roles ran */
+    unsigned used;            /* engine_resources_used: what the run priced */
     char error[4096];
 } fidelity_result;
 
 /* Runs row without a trace under hw: the phase's span is the last of its
  * roles' cores out minus the first in (engine_role_span), "total" the
- * run's end. Fills res; res->ok 0 with res->error naming row->where (a row
- * not covered: "not covered: " and its reason, nothing run). */
-void fidelity_run(const fidelity_row *row, const engine_hw *hw, fidelity_result *res);
+ * run's end. With check 0 the kernel's output check is skipped (a
+ * calibration's evaluations, after every row passed it once at the start).
+ * Fills res; res->ok 0 with res->error naming row->where (a row not
+ * covered: "not covered: " and its reason, nothing run). */
+void fidelity_run(const fidelity_row *row, const engine_hw *hw, int check, fidelity_result *res);
 /* rows[i] under hws[i] for i < n, up to jobs at once (forked processes
- * when jobs > 1); every res[i] filled as fidelity_run would. */
+ * when jobs > 1); every res[i] filled as fidelity_run(..., check, ...)
+ * would. */
 void fidelity_run_many(const fidelity_row *const *rows, const engine_hw *hws, int n, int jobs,
-                       fidelity_result *res);
+                       int check, fidelity_result *res);
 
 /* sum over rows of log(npurr / measured)^2: the fit's error. */
 double fidelity_error(const double *npurr_us, const double *measured_us, int n);
 
-#define FIDELITY_MAX_FIT 8
+#define FIDELITY_MAX_FIT 4   /* the timing policy's most fitted parameters */
 typedef struct fidelity_fit_opts {
     int jobs;                 /* runs at once (forked), >= 1 */
     int max_evals;            /* parameter sets tried at most (each runs every train row) */
@@ -349,19 +355,25 @@ typedef struct fidelity_fit_opts {
 } fidelity_fit_opts;
 
 typedef struct fidelity_fit_result {
-    engine_hw hw;             /* the fitted set (start with the fitted keys replaced) */
-    double error_start, error_fit;
-    int evals, train_rows;
+    engine_hw hw;             /* the fitted set (start with the fitted keys replaced, each
+                               * rounded to 4 significant digits) */
+    double error_start, error_fit;   /* error_fit at the rounded values */
+    int evals, train_rows, iterations;
     int nparams;
     const engine_hw_param *params[FIDELITY_MAX_FIT];
+    int at_edge[FIDELITY_MAX_FIT];   /* ended at its box's edge: not identified */
+    double moves_2x[FIDELITY_MAX_FIT];   /* the most a training row moves (fraction) when the
+                                          * parameter moves 2x, from the last Jacobian; -1
+                                          * when none was taken */
 } fidelity_fit_result;
 
-/* Fits the parameters whose fit flag is 1 (at most FIDELITY_MAX_FIT) to
- * the train rows of t from start: minimizes fidelity_error by a compass
- * search in the logarithm of each parameter, within its accepted range
- * (derivative-free: virtual times are piecewise, not smooth). A parameter
- * set under which a row fails counts as infinitely bad; a row failing at
- * start is an error naming it. SESSION_OK, or SESSION_ERROR with err. */
+/* Fits the parameters flagged ENGINE_HW_FITTED (at most FIDELITY_MAX_FIT)
+ * to the train rows of t from start: minimizes fidelity_error by Gauss-
+ * Newton with Levenberg-Marquardt damping in the logarithm of each
+ * parameter, within its accepted range and 16x of its sourced estimate
+ * (fidelity_fit.c says how). A parameter set under which a row fails counts
+ * as infinitely bad; a row failing at start is an error naming it.
+ * SESSION_OK, or SESSION_ERROR with err. */
 int fidelity_fit(const fidelity_table *t, const engine_hw *start, const fidelity_fit_opts *o,
                  fidelity_fit_result *out, char *err, size_t errlen);
 
