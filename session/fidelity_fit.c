@@ -30,6 +30,7 @@
  * is worse than any that runs.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -191,11 +192,14 @@ static int solve(int n, double a[FIDELITY_MAX_FIT][FIDELITY_MAX_FIT], double *b,
     return 0;
 }
 
-/* v rounded to 4 significant digits, the value a table of defaults holds. */
+/* v rounded to 4 significant digits, the value a table of defaults holds:
+ * the double its decimal text parses to, so the default written with those
+ * digits in engine/timing.c is this value bit for bit. */
 static double round4(double v) {
     if (v <= 0 || !isfinite(v)) return v;
-    double s = pow(10, floor(log10(v)) - 3);
-    return nearbyint(v / s) * s;
+    char text[32];
+    snprintf(text, sizeof text, "%.4g", v);
+    return strtod(text, NULL);
 }
 
 static double clampd(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
