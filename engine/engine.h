@@ -193,7 +193,8 @@ typedef struct engine_config {
     int rdma_posted_by_core;
     /* Replay of a run recorded while the rank's AICPU posted every RDMA
      * operation an AI core asked for (one batchwrite_task_ns task each,
-     * engine/dev_comm.c): set it so the run behaves as that engine did.
+     * engine/dev_comm.c): set it so the run behaves as that engine did
+     * (the replayer does for a run whose header lacks config.rdma_post).
      * Never set for a new run: an AI core posts its own work requests (the
      * AIV dataplane of sgl-kernel-npu PR #209's AIVRDMAPostSend). */
     int rdma_posted_by_aicpu;

@@ -59,6 +59,11 @@ int rec_meta_put_config(rec_kv *kv, const engine_config *cfg) {
          * replay matches an older run's text for text */
         rc |= rec_kv_setf(kv, key, "%.17g", engine_hw_get(&cfg->hw, p));
     }
+    /* Who posts an AI core's RDMA work requests: said only by runs where
+     * the core does (as every new run does), so that a replay of an older
+     * run, whose AICPU posted them, rebuilds its header text for text. */
+    if (!cfg->rdma_posted_by_aicpu && !cfg->rdma_posted_by_core)
+        rc |= rec_kv_set(kv, "config.rdma_post", "core");
     return rc ? -1 : 0;
 }
 
@@ -202,6 +207,10 @@ static int read_timing(rec_meta_get_fn *get, void *ctx, engine_config *cfg,
         if (!get(ctx, "hw.mte_hccs_bytes_per_cycle"))
             cfg->hw.mte_hccs_bytes_per_cycle = cfg->hw.mte_bytes_per_cycle;
     }
+    /* Recorded with the NIC's message cost but before a core posted its own
+     * RDMA work requests (config.rdma_post): the AICPU posted them. */
+    else if (!get(ctx, "config.rdma_post"))
+        cfg->rdma_posted_by_aicpu = 1;
     /* Recorded before an MTE read of a peer's GM held its queue for the
      * link's round trip: reads were posted as writes are. */
     if (!get(ctx, "hw.hccs_read_latencies")) cfg->hw.hccs_read_latencies = 0;

@@ -316,6 +316,55 @@ static void test_config_comes_from_the_header(void **state) {
     free(evs.v);
 }
 
+/* A run's meta as a key table, for rec_meta_get_config. */
+typedef struct kv_table {
+    const char *const *kv;   /* key, value, ..., NULL */
+} kv_table;
+
+static const char *kv_table_get(void *ctx, const char *key) {
+    const kv_table *t = ctx;
+    for (const char *const *p = t->kv; *p; p += 2)
+        if (strcmp(p[0], key) == 0) return p[1];
+    return NULL;
+}
+
+static const char *kv_get(void *ctx, const char *key) {
+    return rec_kv_get(ctx, key);
+}
+
+/* Who posted an AI core's RDMA work requests is read from the run: a run
+ * recorded with the NIC's message cost but no config.rdma_post was posted
+ * by its AICPU, and replays so; a new run says the core posts them, and
+ * its header written back says so again. */
+static void test_rdma_poster_comes_from_the_header(void **state) {
+    (void)state;
+    char err[ENGINE_ERRLEN];
+    engine_config now, cfg;
+    engine_config_defaults(&now);
+    const char *old_run[] = {"config.nodes", "2", "config.npus_per_node", "2",
+                             "config.seed", "1", "config.watchdog_ps", "0",
+                             "config.chip", engine_chip_name(now.chip), "config.jitter", "0",
+                             "hw.nic_message_ns", "100", NULL};
+    kv_table t = {old_run};
+    assert_int_equal(rec_meta_get_config(kv_table_get, &t, &cfg, NULL, err, sizeof err), 0);
+    assert_int_equal(cfg.rdma_posted_by_aicpu, 1);
+    assert_int_equal(cfg.rdma_posted_by_core, 0);
+
+    rec_kv kv = {0};
+    assert_int_equal(rec_meta_put_config(&kv, &now), 0);
+    assert_string_equal(rec_kv_get(&kv, "config.rdma_post"), "core");
+    assert_int_equal(rec_meta_get_config(kv_get, &kv, &cfg, NULL, err, sizeof err), 0);
+    assert_int_equal(cfg.rdma_posted_by_aicpu, 0);
+    rec_kv_free(&kv);
+
+    /* the old run's header rebuilt for its replay stays as it was */
+    rec_kv again = {0};
+    now.rdma_posted_by_aicpu = 1;
+    assert_int_equal(rec_meta_put_config(&again, &now), 0);
+    assert_null(rec_kv_get(&again, "config.rdma_post"));
+    rec_kv_free(&again);
+}
+
 static void test_completed_run_is_identical(void **state) {
     (void)state;
     char dir[300];
@@ -654,6 +703,7 @@ int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--edit-trace") == 0) return tool_edit(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_comes_from_the_header),
+        cmocka_unit_test(test_rdma_poster_comes_from_the_header),
         cmocka_unit_test(test_completed_run_is_identical),
         cmocka_unit_test(test_failed_check_is_reproduced_and_a_passing_one_is_not),
         cmocka_unit_test(test_deadlock_is_reproduced_with_the_same_blocked_cores),
