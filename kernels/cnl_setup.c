@@ -83,12 +83,7 @@ static int rank_buffers(engine *e, cnl_state *st, int r, int32_t *tmp, char *err
 
 static int sym(engine *e, cnl_state *st, uint64_t bytes, const char *what, gm_t *out, char *err,
                size_t errlen) {
-    if (npurr_sym_alloc(e, bytes + KIT_GUARD_BYTES, what, out, err, errlen) != 0) return -1;
-    for (int r = 0; r < st->args.num_ranks; r++)
-        if (kit_guard_fill(e, &st->guards, gm_add(gm_on_rank(*out, r), (int64_t)bytes),
-                           KIT_GUARD_BYTES, what, err, errlen))
-            return -1;
-    return 0;
+    return kit_sym_guarded(e, &st->guards, st->args.num_ranks, bytes, what, out, err, errlen);
 }
 
 static int build(engine *e, cnl_state *st, int fault, char *err, size_t errlen) {

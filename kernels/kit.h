@@ -224,6 +224,10 @@ int kit_guard_fill(engine *e, kit_guards *g, gm_t at, uint32_t bytes, const char
  * unused bytes of a zeroed control block) without writing it. */
 int kit_guard_expect(kit_guards *g, gm_t at, uint32_t bytes, uint8_t value, const char *what,
                      char *err, size_t errlen);
+/* A symmetric area of bytes on each of num_ranks ranks with a
+ * KIT_GUARD_BYTES guard right after it on every one (remembered in g). */
+int kit_sym_guarded(engine *e, kit_guards *g, int num_ranks, uint64_t bytes, const char *what,
+                    gm_t *out, char *err, size_t errlen);
 /* One buffer of a kernel's per-rank list, for kit_alloc_all: bytes (room
  * for at least UB_ALIGN, so an empty buffer still exists), then
  * KIT_GUARD_BYTES more when guarded. The guard starts right at the end of

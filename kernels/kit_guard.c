@@ -51,6 +51,16 @@ int kit_guard_fill(engine *e, kit_guards *g, gm_t at, uint32_t bytes, const char
     return kit_guard_expect(g, at, bytes, g->value, what, err, errlen);
 }
 
+int kit_sym_guarded(engine *e, kit_guards *g, int num_ranks, uint64_t bytes, const char *what,
+                    gm_t *out, char *err, size_t errlen) {
+    if (npurr_sym_alloc(e, bytes + KIT_GUARD_BYTES, what, out, err, errlen) != 0) return -1;
+    for (int r = 0; r < num_ranks; r++)
+        if (kit_guard_fill(e, g, gm_add(gm_on_rank(*out, r), (int64_t)bytes), KIT_GUARD_BYTES,
+                           what, err, errlen))
+            return -1;
+    return 0;
+}
+
 static int kit_alloc(engine *e, kit_guards *g, int rank, uint64_t bytes, const char *what, int guarded,
               gm_t *out, char *err, size_t errlen) {
     uint64_t data = bytes < UB_ALIGN ? UB_ALIGN : kit_align_up(bytes, UB_ALIGN);
