@@ -83,12 +83,13 @@ static int same_for_row(const fit *f, int row, const double *x, const double *y)
     return 1;
 }
 
-/* A run of row whose parameters, those the row can depend on, are x's. */
-static const fidelity_result *lookup(const fit *f, int row, const double *x) {
+/* The cache entry of a run of row whose parameters, those the row can
+ * depend on, are x's, or -1. An index, not a pointer: remember() may move
+ * the cache while earlier lookups are still read. */
+static int lookup(const fit *f, int row, const double *x) {
     for (int c = 0; c < f->ncache; c++)
-        if (f->cache[c].row == row && same_for_row(f, row, f->cache[c].x, x))
-            return &f->cache[c].res;
-    return NULL;
+        if (f->cache[c].row == row && same_for_row(f, row, f->cache[c].x, x)) return c;
+    return -1;
 }
 
 static int remember(fit *f, int row, const double *x, const fidelity_result *res) {
@@ -116,7 +117,7 @@ static int evaluate(fit *f, const double *xs, int m, double *r, double *err, cha
     engine_hw *hws = calloc((size_t)n + 1, sizeof *hws);
     fidelity_result *res = calloc((size_t)n + 1, sizeof *res);
     int *slot = calloc((size_t)n + 1, sizeof *slot);
-    const fidelity_result **got = calloc((size_t)n + 1, sizeof *got);
+    int *got = calloc((size_t)n + 1, sizeof *got);   /* cache index, or -1 */
     if (!rows || !hws || !res || !slot || !got) {
         free(rows); free(hws); free(res); free(slot); free(got);
         return -1;
@@ -127,7 +128,7 @@ static int evaluate(fit *f, const double *xs, int m, double *r, double *err, cha
             int at = c * f->ntrain + i;
             got[at] = lookup(f, i, x);
             slot[at] = -1;
-            if (got[at]) continue;
+            if (got[at] >= 0) continue;
             for (int d = i; d < at && slot[at] < 0; d += f->ntrain)   /* the same run asked twice */
                 if (slot[d] >= 0 && same_for_row(f, i, x, xs + (d / f->ntrain) * f->np))
                     slot[at] = slot[d];
@@ -142,13 +143,14 @@ static int evaluate(fit *f, const double *xs, int m, double *r, double *err, cha
         double e = 0;
         for (int i = 0; i < f->ntrain; i++) {
             int at = c * f->ntrain + i;
-            const fidelity_result *x = got[at] ? got[at] : &res[slot[at]];
-            if (!got[at] && x->ok && !f->known[i]) {   /* what this row's time depends on */
+            int fresh = got[at] < 0;
+            const fidelity_result *x = fresh ? &res[slot[at]] : &f->cache[got[at]].res;
+            if (fresh && x->ok && !f->known[i]) {   /* what this row's time depends on */
                 for (int j = 0; j < f->np; j++)
                     f->uses[i * f->np + j] = !f->p[j]->uses || (x->used & f->p[j]->uses);
                 f->known[i] = 1;
             }
-            if (!got[at] && x->ok && remember(f, i, xs + c * f->np, x)) rc = -1;
+            if (fresh && x->ok && remember(f, i, xs + c * f->np, x)) rc = -1;
             if (!x->ok) {
                 if (why && isfinite(e)) snprintf(why, whylen, "%s", x->error);
                 e = INFINITY;
