@@ -3,11 +3,11 @@
 # `npurr hw --compare` measures against a file, as a user runs them.
 #
 # The "measured" times are npurr's own under a perturbed --hw (the NIC's
-# bandwidth x0.55, the scalar cost x2.3): calibrate, started from the
-# defaults, must bring every row back within 5 %, and the file it writes
-# must give the same ratios through `hw --compare --hw`. Every row trains:
-# the one-node row is what pins the HCCS link apart from the scalar cost
-# (without it a fit can trade one for the other). Small shapes (2 x 2 and
+# bandwidth x0.55, the AICPU's BatchWrite task x2.3, both fitted
+# parameters): calibrate, started from the defaults, must bring every row
+# back within 5 %, and the file it writes must give the same ratios through
+# `hw --compare --hw`. Every row trains: the one-node row is what pins a
+# core's rate over HCCS apart from the inter-node costs. Small shapes (2 x 2 and
 # 1 x 4 NPUs) keep it to seconds. Then msprof's op_summary format (ops
 # matched by name, several rows of one op averaged), and bad input: every
 # malformed row named by FILE:LINE (exit 1), a row that deadlocks named
@@ -32,7 +32,7 @@ EOF
 # x0.55 and x2.3 of whatever the defaults are now
 "$npurr" hw --file >"$work/defaults.hw"
 awk -F= '$1 == "roce_gbytes_per_s" { printf "roce_gbytes_per_s=%.6g\n", $2 * 0.55 }
-         $1 == "scalar_op_cycles" { printf "scalar_op_cycles=%.6g\n", $2 * 2.3 }' \
+         $1 == "batchwrite_task_ns" { printf "batchwrite_task_ns=%.6g\n", $2 * 2.3 }' \
     "$work/defaults.hw" >"$work/perturbed.hw"
 [ "$(wc -l <"$work/perturbed.hw")" = 2 ] || fail "npurr hw --file lacks the perturbed keys"
 
