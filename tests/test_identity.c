@@ -41,22 +41,22 @@ typedef struct pin {
 
 /* The pinned streams. Regenerate with `build/test_identity --print`. */
 static const pin pins[] = {
-    {"-k combine-sender", 175863, 0x34d8efcdabbdbf03ULL},
-    {"-k combine-sender-inplace", 170892, 0xfcdd79182371ba5eULL},
-    {"-k combine-normal", 171957, 0xab75687e660bb1a2ULL},
-    {"-k dispatch-normal", 174791, 0xd63ee81431e3f47eULL},
-    {"-k dispatch-layered", 253609, 0x621123d0c49a30d7ULL},
-    {"-k dispatch-layered --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16 --notify a2 --dispatches 1", 1122874, 0x83dc6a6810f5f2a5ULL},
-    {"-k matmul-reduce-scatter", 44417, 0xc819f66a905c1033ULL},
-    {"-k fullmesh-dispatch-combine", 43557, 0x81f7c6eca2b0f2acULL},
-    {"-k fullmesh-dispatch-combine --dtype int8 --hidden 256", 51230, 0x31ab03d265ada669ULL},
-    {"-k dispatch-layered --nodes 2 --tokens 256", 1160852, 0xeeb24158cfe2ee97ULL},
-    {"-k dispatch-normal --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16", 71645, 0x5dc8e4755c74aefeULL},
-    {"-k dispatch-layered --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16 --notify a2-pre211 --dispatches 1", 1123018, 0x8d4784dd2b41df70ULL},
-    {"-k ll-single-dispatch-combine", 71618, 0x801a93daef5a7f50ULL},
-    {"-k ll-single-dispatch-combine --dtype bf16 --hidden 128", 69571, 0x1f6a817138b02ff8ULL},
-    {"-k ll-layered-dispatch-combine --nodes 2 --npus-per-node 4 --cores 12", 74111, 0xfc88a6373a6d601aULL},
-    {"-k combine-normal-layered --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16 --cores 8", 72919, 0x5a4e8b063573c69cULL},
+    {"-k combine-sender", 175618, 0x18a14d8817091fcdULL},
+    {"-k combine-sender-inplace", 169976, 0x9d3d7117c608d1ddULL},
+    {"-k combine-normal", 171784, 0x3c52a331347db109ULL},
+    {"-k dispatch-normal", 174765, 0x4f5ae455e195189eULL},
+    {"-k dispatch-layered", 245503, 0x271f8f08cf04377eULL},
+    {"-k dispatch-layered --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16 --notify a2 --dispatches 1", 1122758, 0x47d169a5df7759e6ULL},
+    {"-k matmul-reduce-scatter", 44417, 0xc610d5b981422d02ULL},
+    {"-k fullmesh-dispatch-combine", 43554, 0x8aa0489f12ed82f2ULL},
+    {"-k fullmesh-dispatch-combine --dtype int8 --hidden 256", 51227, 0x40637ecb690d4b5bULL},
+    {"-k dispatch-layered --nodes 2 --tokens 256", 1119289, 0x813d3629d37b04deULL},
+    {"-k dispatch-normal --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16", 71645, 0x1223cf4b74846defULL},
+    {"-k dispatch-layered --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16 --notify a2-pre211 --dispatches 1", 1122902, 0xa26f8bb27d28c7b7ULL},
+    {"-k ll-single-dispatch-combine", 71518, 0x25f8f2819954aa73ULL},
+    {"-k ll-single-dispatch-combine --dtype bf16 --hidden 128", 69469, 0xa092fb3ad1bbe0aeULL},
+    {"-k ll-layered-dispatch-combine --nodes 2 --npus-per-node 4 --cores 12", 74187, 0xaebb5441417ce0d9ULL},
+    {"-k combine-normal-layered --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16 --cores 8", 72915, 0xdf505284d82ca0c8ULL},
 };
 #define N_PINS (sizeof pins / sizeof pins[0])
 
