@@ -28,7 +28,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 "$npurr" report "$work/leak" -o "$work/leak.html" 2>"$work/err" ||
     { cat "$work/err" >&2; fail "report"; }
 
-python3 - "$work/leak.html" <<'PY' || fail "report page"
+roce=$("$npurr" hw --file | sed -n 's/^roce_gbytes_per_s=//p')   # the line rate the run recorded
+python3 - "$work/leak.html" "$roce" <<'PY' || fail "report page"
 import re, sys
 html = open(sys.argv[1]).read()
 assert len(html) < 4 << 20, "page is %d bytes" % len(html)
@@ -40,8 +41,8 @@ for plot in ("waitfor", "heatmap", "activity", "rings", "bandwidth", "nic"):
     m = re.search(r'<svg id="%s".*?</svg>' % plot, html, re.S)
     assert m and m.group(0).count("<") > 10, "plot %s missing or empty" % plot
 assert 'class="badge hung">deadlock' in html, "outcome"
-# the NIC plot is scaled to the recorded line rate (hw.roce_gbytes_per_s = 14)
-assert "share of the 14 GB/s line rate" in html, "NIC line rate"
+# the NIC plot is scaled to the recorded line rate (hw.roce_gbytes_per_s)
+assert "share of the %g GB/s line rate" % float(sys.argv[2]) in html, "NIC line rate"
 # every link class on its own axis: RDMA (tens of GB/s) is a drawn line, not
 # flattened under HBM's thousands; each panel names its own peak
 bw = re.search(r'<svg id="bandwidth".*?</svg>', html, re.S).group(0)
