@@ -53,9 +53,10 @@ zstd -q -t "$tmp/run/trace.zst" || fail "zstd -t rejects the trace"
 "$npurr" sql "$tmp/run" "SELECT value FROM meta WHERE key='hw.hbm_gbytes_per_s'" > "$tmp/hw"
 grep -q 3200 "$tmp/hw" || fail "the --hw value is not recorded in meta"
 
-# `npurr hw --file` is a --hw file as it is: its comment lines (each
-# parameter's source) are longer than a line buffer would hold
+# `npurr hw --file` is a --hw file as it is; with a comment line longer
+# than a line buffer would hold (as a parameter's source may be)
 "$npurr" hw --file > "$tmp/defaults.hw"
+awk 'BEGIN { printf "# "; for (i = 0; i < 600; i++) printf "s"; print "" }' >> "$tmp/defaults.hw"
 [ "$(awk '{ if (length($0) > m) m = length($0) } END { print m }' "$tmp/defaults.hw")" -gt 512 ] ||
     fail "hw --file has no line longer than 512 bytes: this check no longer tries one"
 expect_exit 0 "record --hw (hw --file)" "$npurr" record -k combine-sender --npus-per-node 2 \
