@@ -99,7 +99,7 @@ int main(int argc, char **argv) {
            hw_file ? hw_file : "npurr's defaults", jobs);
     fflush(stdout);
     double t0 = now_s();
-    fidelity_run_many(rows, hws, t.n, (int)jobs, res);
+    fidelity_run_many(rows, hws, t.n, (int)jobs, res, NULL, NULL);
     double wall = now_s() - t0;
 
     int in = 0, ran = 0, not_run = 0, uncovered = 0, tin = 0, tran = 0;

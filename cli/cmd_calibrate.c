@@ -50,8 +50,10 @@ static void calibrate_usage(FILE *out) {
           "  --plugin PATH.so       load a plugin whose kernels rows name (repeatable)\n"
           "  -h, --help             this text\n"
           "\n"
+          "Ctrl-C or SIGTERM stops the runs in flight; a fit cut short writes nothing.\n"
+          "\n"
           "Exit status: 0 fitted and written, 1 a bad measured file or a row that fails,\n"
-          "2 usage (a bad --hw file included, as in record).\n",
+          "2 usage (a bad --hw file included, as in record), 130 interrupted.\n",
           DEFAULT_EVALS);
 }
 
@@ -180,13 +182,15 @@ int cmd_calibrate(int argc, char **argv) {
     fidelity_result *after = calloc((size_t)t.n, sizeof *after);
     char err[2048];
     if (!before || !after) {
-        fprintf(stderr, "npurr calibrate: out of memory\n");
+        fprintf(stderr, "npurr calibrate: out of memory for the results of %d rows\n", t.n);
         rc = EXIT_ERROR;
         goto done;
     }
     fprintf(stderr, "calibrate: running the %d row%s at the start parameters\n", t.n,
             t.n == 1 ? "" : "s");
-    if (measured_run_all(&t, &start, jobs, before)) {
+    int before_failed = measured_run_all("calibrate", &t, &start, jobs, before);
+    if (engine_pool_interrupted()) goto stopped;
+    if (before_failed) {
         measured_print(stdout, &t, before, NULL);
         for (int i = 0; i < t.n; i++)
             if (t.rows[i].covered && !before[i].ok) {
@@ -200,14 +204,16 @@ int cmd_calibrate(int argc, char **argv) {
     fidelity_fit_opts fo = {.jobs = jobs, .max_evals = max_evals, .progress = on_progress,
                             .ctx = &pr};
     fidelity_fit_result fr;
-    if (fidelity_fit(&t, &start, &fo, &fr, err, sizeof err) != SESSION_OK) {
-        if (pr.tty) fputc('\n', stderr);
+    int fit_rc = fidelity_fit(&t, &start, &fo, &fr, err, sizeof err);
+    if (pr.tty) fputc('\n', stderr);
+    if (engine_pool_interrupted()) goto stopped;
+    if (fit_rc != SESSION_OK) {
         fprintf(stderr, "npurr calibrate: %s\n", err);
         rc = EXIT_ERROR;
         goto done;
     }
-    if (pr.tty) fputc('\n', stderr);
-    int after_failed = measured_run_all(&t, &fr.hw, jobs, after);
+    int after_failed = measured_run_all("calibrate", &t, &fr.hw, jobs, after);
+    if (engine_pool_interrupted()) goto stopped;
     if (write_hw(out, file, &fr.hw, &fr, hw_file, err, sizeof err)) {
         fprintf(stderr, "npurr calibrate: %s\n", err);
         rc = EXIT_ERROR;
@@ -219,8 +225,7 @@ int cmd_calibrate(int argc, char **argv) {
     fprintf(rep, "%-28s %14s %14s %8s\n", "fitted parameter", "start", "fitted", "factor");
     for (int i = 0; i < fr.nparams; i++) {
         const engine_hw_param *p = fr.params[i];
-        double a = *(const double *)((const char *)&start + p->offset);
-        double b = *(const double *)((const char *)&fr.hw + p->offset);
+        double a = engine_hw_get(&start, p), b = engine_hw_get(&fr.hw, p);
         fprintf(rep, "%-28s %14.6g %14.6g %8.3f  %s\n", p->key, a, b, b / a, p->unit);
     }
     fprintf(rep, "error (sum of log(npurr/measured)^2 over the training rows): %.6g before, %.6g "
@@ -235,6 +240,10 @@ int cmd_calibrate(int argc, char **argv) {
             }
         rc = EXIT_ERROR;
     }
+    goto done;
+stopped:   /* Ctrl-C: the runs in flight are ended; a fit cut short is not written */
+    fprintf(stderr, "npurr calibrate: interrupted: nothing written to %s\n", out);
+    rc = EXIT_INTERRUPTED;
 done:
     free(before);
     free(after);

@@ -107,6 +107,25 @@ int engine_check_input(const char *path, char *why, size_t whylen);
  * NULL-ended tails) whose process PID no longer exists: temporary files
  * a killed npurr left (orphan_files.c). Nothing else is touched. */
 void engine_remove_orphans(const char *dir, const char *prefix, const char *const *tails);
+/* In a forked child: run job i of a pool, filling result (the pool's
+ * result_size bytes, zeroed). */
+typedef void (*engine_pool_job)(void *ctx, size_t i, void *result);
+/* In the parent as job i ends (finished of total so far): sent 1 when its
+ * result arrived whole, else 0 (its result zeroed) with wstatus saying
+ * how its process ended. Not called for jobs a Ctrl-C stopped or that
+ * never started. */
+typedef void (*engine_pool_done)(void *ctx, size_t i, int sent, int wstatus, size_t finished,
+                                 size_t total);
+/* Runs jobs 0..n-1 in forked processes, up to j at once (process_pool.c);
+ * job i's result goes to results + i * result_size. Returns 0 when every
+ * job ended; 1 when Ctrl-C or SIGTERM stopped it (no job started after,
+ * running ones ended, finished results kept, and every later pool of this
+ * process starts nothing); -1 when no process or pipe could be had (err).
+ * A pool's children die with it, even by kill -9. */
+int engine_pool_run(size_t n, int j, size_t result_size, engine_pool_job job,
+                    engine_pool_done done, void *ctx, void *results, char *err, size_t errlen);
+/* 1 once a pool of this process was stopped by Ctrl-C or SIGTERM. */
+int engine_pool_interrupted(void);
 /* SHA-256 of the file at path (read through engine_open_input) as 64 hex
  * digits and a NUL into hex: 0, or -1 with why (sha256.c). */
 int engine_sha256_file(const char *path, char hex[65], char *why, size_t whylen);

@@ -78,7 +78,7 @@ static int evaluate(fit *f, const double *xs, int m, double *err, char *why, siz
             hws[c * f->ntrain + r] = hw;
         }
     }
-    fidelity_run_many(rows, hws, n, f->o->jobs, res);
+    fidelity_run_many(rows, hws, n, f->o->jobs, res, NULL, NULL);
     int failed = 0;
     for (int c = 0; c < m; c++) {
         int ok = 1;

@@ -8,17 +8,15 @@
  * times the kernel that phase stands for; "total" is the run's end.
  *
  * Many rows (a calibration tries each parameter set on every training row)
- * run in forked processes, up to -j at once: a run is single-threaded and
- * owns its engine, so a child runs it and sends the fixed-size result back
- * through a pipe. The results do not depend on -j.
+ * run in the engine's process pool, up to -j at once, each in its own
+ * process even at -j 1: a run is single-threaded and owns its engine, and
+ * a row in its own process is one Ctrl-C can stop while the rows already
+ * finished are kept. The results do not depend on -j.
  */
-#include <errno.h>
 #include <math.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include "session/session.h"
 
@@ -121,46 +119,51 @@ void fidelity_run(const fidelity_row *row, const engine_hw *hw, fidelity_result 
 
 /* ---------------------------------------------------------------- in parallel */
 
-typedef struct child {
-    pid_t pid;
-    int fd;                  /* read end of its pipe */
-    int index;               /* which job */
-    size_t have;             /* bytes of got read so far */
-    fidelity_result got;
-} child;
+typedef struct pool_rows {
+    const fidelity_row *const *rows;
+    const engine_hw *hws;
+    fidelity_result *res;
+    fidelity_progress_fn progress;
+    void *ctx;
+} pool_rows;
 
-static void finish(child *c, const fidelity_row *const *rows, fidelity_result *res) {
-    int status = 0;
-    while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR) {}
-    close(c->fd);
-    fidelity_result *out = &res[c->index];
-    const fidelity_row *row = rows[c->index];
-    if (c->have == sizeof c->got) {
-        *out = c->got;
-        return;
-    }
-    memset(out, 0, sizeof *out);
-    if (WIFSIGNALED(status))
-        snprintf(out->error, sizeof out->error, "%s: -k %s %s: the run's process was killed by "
-                 "signal %d", row->where, row->kernel, row->options, WTERMSIG(status));
-    else
-        snprintf(out->error, sizeof out->error, "%s: -k %s %s: the run's process exited (status "
-                 "%d) without a result", row->where, row->kernel, row->options,
-                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+static void run_job(void *ctx, size_t i, void *result) {
+    pool_rows *p = ctx;
+    fidelity_run(p->rows[i], &p->hws[i], result);
 }
 
-static void run_child(int fd, const fidelity_row *row, const engine_hw *hw) {
-    fidelity_result *out = malloc(sizeof *out);
-    if (!out) _exit(1);
-    fidelity_run(row, hw, out);
-    size_t done = 0;
-    while (done < sizeof *out) {
-        ssize_t k = write(fd, (char *)out + done, sizeof *out - done);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) _exit(1);
-        done += (size_t)k;
+static void job_done(void *ctx, size_t i, int sent, int wstatus, size_t finished, size_t total) {
+    pool_rows *p = ctx;
+    const fidelity_row *row = p->rows[i];
+    fidelity_result *out = &p->res[i];
+    if (!sent && WIFSIGNALED(wstatus))
+        snprintf(out->error, sizeof out->error, "%s: -k %s %s: the run's process was killed by "
+                 "signal %d", row->where, row->kernel, row->options, WTERMSIG(wstatus));
+    else if (!sent)
+        snprintf(out->error, sizeof out->error, "%s: -k %s %s: the run's process exited (status "
+                 "%d) without a result", row->where, row->kernel, row->options,
+                 WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+    if (p->progress) p->progress(p->ctx, row, out, (int)finished, (int)total);
+}
+
+/* Every row in its own process (engine_pool_run), so Ctrl-C keeps what
+ * finished; a row that did not run says why. 1 when interrupted. */
+static int run_distinct(const fidelity_row *const *rows, const engine_hw *hws, int n, int jobs,
+                        fidelity_result *res, fidelity_progress_fn progress, void *ctx) {
+    pool_rows p = {rows, hws, res, progress, ctx};
+    char err[256] = "";
+    int rc = engine_pool_run((size_t)n, jobs, sizeof *res, run_job, job_done, &p, res, err,
+                             sizeof err);
+    for (int i = 0; i < n; i++) {
+        if (res[i].ok || res[i].error[0]) continue;
+        if (rc == 1)
+            snprintf(res[i].error, sizeof res[i].error, "%s: -k %s %s: %s", rows[i]->where,
+                     rows[i]->kernel, rows[i]->options, FIDELITY_INTERRUPTED);
+        else
+            snprintf(res[i].error, sizeof res[i].error, "%s: -k %s %s: not run: %s",
+                     rows[i]->where, rows[i]->kernel, rows[i]->options, err);
     }
-    _exit(0);
+    return rc == 1;
 }
 
 /* The same shape under the same parameters runs once: a run gives every
@@ -172,11 +175,8 @@ static int same_run(const fidelity_row *a, const engine_hw *ha, const fidelity_r
            memcmp(ha, hb, sizeof *ha) == 0;
 }
 
-static void run_distinct(const fidelity_row *const *rows, const engine_hw *hws, int n, int jobs,
-                         fidelity_result *res);
-
-void fidelity_run_many(const fidelity_row *const *rows, const engine_hw *hws, int n, int jobs,
-                       fidelity_result *res) {
+int fidelity_run_many(const fidelity_row *const *rows, const engine_hw *hws, int n, int jobs,
+                      fidelity_result *res, fidelity_progress_fn progress, void *ctx) {
     int *first = calloc((size_t)n + 1, sizeof *first);
     const fidelity_row **urows = calloc((size_t)n + 1, sizeof *urows);
     engine_hw *uhws = calloc((size_t)n + 1, sizeof *uhws);
@@ -190,7 +190,7 @@ void fidelity_run_many(const fidelity_row *const *rows, const engine_hw *hws, in
             snprintf(res[i].error, sizeof res[i].error,
                      "%s: out of memory for the table of %d rows to run", rows[i]->where, n);
         }
-        return;
+        return 0;
     }
     int m = 0;
     for (int i = 0; i < n; i++) {
@@ -202,76 +202,14 @@ void fidelity_run_many(const fidelity_row *const *rows, const engine_hw *hws, in
         }
         first[i] = j;
     }
-    run_distinct(urows, uhws, m, jobs, ures);
+    int interrupted = run_distinct(urows, uhws, m, jobs, ures, progress, ctx);
     for (int i = 0; i < n; i++) {
         res[i] = ures[first[i]];
         if (!res[i].ok) continue;
         select_phase(rows[i], &res[i]);
     }
     free(first); free(urows); free(uhws); free(ures);
-}
-
-static void run_distinct(const fidelity_row *const *rows, const engine_hw *hws, int n, int jobs,
-                         fidelity_result *res) {
-    child *kids = jobs > 1 && n > 1 ? calloc((size_t)jobs, sizeof *kids) : NULL;
-    struct pollfd *pfd = kids ? calloc((size_t)jobs, sizeof *pfd) : NULL;
-    if (!pfd) {
-        free(kids);
-        for (int i = 0; i < n; i++) fidelity_run(rows[i], &hws[i], &res[i]);
-        return;
-    }
-    int running = 0, next = 0;
-    fflush(NULL);   /* a child must not write the parent's pending output again */
-    while (next < n || running > 0) {
-        while (running < jobs && next < n) {
-            int fds[2];
-            pid_t pid = -1;
-            if (pipe(fds) == 0) {
-                pid = fork();
-                if (pid < 0) { close(fds[0]); close(fds[1]); }
-            }
-            if (pid == 0) {
-                close(fds[0]);
-                run_child(fds[1], rows[next], &hws[next]);
-            }
-            if (pid < 0) {   /* no process to be had: run it here */
-                fidelity_run(rows[next], &hws[next], &res[next]);
-                next++;
-                continue;
-            }
-            close(fds[1]);
-            kids[running].pid = pid;
-            kids[running].fd = fds[0];
-            kids[running].index = next++;
-            kids[running].have = 0;
-            running++;
-        }
-        if (running <= 0) break;
-        /* A result is larger than an atomic pipe write: read each child as
-         * it writes, finish it at end of file. */
-        for (int i = 0; i < running; i++) pfd[i] = (struct pollfd){kids[i].fd, POLLIN, 0};
-        if (poll(pfd, (nfds_t)running, -1) < 0) {
-            if (errno == EINTR) continue;
-            pfd[0].revents = POLLIN;   /* cannot poll: block on the oldest */
-        }
-        for (int i = running - 1; i >= 0; i--) {
-            if (!pfd[i].revents) continue;
-            child *c = &kids[i];
-            ssize_t k = c->have < sizeof c->got
-                            ? read(c->fd, (char *)&c->got + c->have, sizeof c->got - c->have)
-                            : 0;
-            if (k < 0 && errno == EINTR) continue;
-            if (k > 0 && c->have + (size_t)k < sizeof c->got) {
-                c->have += (size_t)k;
-                continue;
-            }
-            if (k > 0) c->have += (size_t)k;
-            finish(c, rows, res);
-            kids[i] = kids[--running];
-        }
-    }
-    free(pfd);
-    free(kids);
+    return interrupted;
 }
 
 double fidelity_error(const double *npurr_us, const double *measured_us, int n) {

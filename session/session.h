@@ -328,10 +328,19 @@ typedef struct fidelity_result {
  * run's end. Fills res; res->ok 0 with res->error naming row->where (a row
  * not covered: "not covered: " and its reason, nothing run). */
 void fidelity_run(const fidelity_row *row, const engine_hw *hw, fidelity_result *res);
-/* rows[i] under hws[i] for i < n, up to jobs at once (forked processes
- * when jobs > 1); every res[i] filled as fidelity_run would. */
-void fidelity_run_many(const fidelity_row *const *rows, const engine_hw *hws, int n, int jobs,
-                       fidelity_result *res);
+/* What a row that Ctrl-C stopped (or kept from starting) says after its
+ * kernel and options. */
+#define FIDELITY_INTERRUPTED "interrupted before this run finished"
+/* Told as each run of fidelity_run_many ends: the (first) row it ran, its
+ * result, finished of total distinct runs so far. */
+typedef void (*fidelity_progress_fn)(void *ctx, const fidelity_row *row, const fidelity_result *r,
+                                     int finished, int total);
+/* rows[i] under hws[i] for i < n, up to jobs at once, each in its own
+ * process (engine_pool_run); every res[i] filled as fidelity_run would;
+ * progress (may be NULL) told as runs end. Returns 1 when Ctrl-C or
+ * SIGTERM stopped it (rows not finished say FIDELITY_INTERRUPTED), else 0. */
+int fidelity_run_many(const fidelity_row *const *rows, const engine_hw *hws, int n, int jobs,
+                      fidelity_result *res, fidelity_progress_fn progress, void *ctx);
 
 /* sum over rows of log(npurr / measured)^2: the fit's error. */
 double fidelity_error(const double *npurr_us, const double *measured_us, int n);
