@@ -11,8 +11,9 @@
  * after the post; engine/resource.c): the same booking is replayed here in
  * issue order, which is the engine's booking order, so the walk knows when
  * each operation left its NIC. The timing figures come from the trace header's hw.* keys,
- * turned into picoseconds as the engine does (engine/cluster.c); a key an
- * older trace lacks takes its default, as replay does.
+ * turned into picoseconds by the engine's own engine_rates_of, so the walk
+ * prices with exactly what the run priced with; a key an older trace
+ * lacks takes its default, as replay does.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -21,8 +22,6 @@
 #include "analysis/ana_crit.h"
 #include "analysis/ana_internal.h"
 #include "recorder/recorder.h"
-
-static uint64_t ns_to_ps(double ns) { return (uint64_t)llround(ns * 1000.0); }
 
 static double meta_num(rec_reader *r, const char *key, double def) {
     const char *v = rec_reader_meta(r, key);
@@ -39,22 +38,22 @@ static void load_model(rec_reader *r, ana_crit_model *m) {
     char err[512];
     if (rec_meta_get_config(rec_reader_meta_get, r, &cfg, NULL, err, sizeof err))
         engine_config_defaults(&cfg);
-    engine_hw hw = cfg.hw;
-    double ps_per_cycle = 1000.0 / hw.aicore_clock_ghz;
+    engine_rates rate;
+    engine_rates_of(&cfg.hw, &rate);
     memset(m, 0, sizeof *m);
-    m->mte_lat = ns_to_ps(hw.mte_latency_ns);
-    m->hccs_lat = ns_to_ps(hw.hccs_latency_ns);
-    m->rdma_lat = ns_to_ps(hw.rdma_latency_ns);
-    m->xcore_lat = ns_to_ps(hw.crosscore_latency_ns);
-    m->barrier_lat = ns_to_ps(hw.barrier_latency_ns);
-    m->aicpu_task = ns_to_ps(hw.batchwrite_task_ns);
-    m->nic_msg = ns_to_ps(hw.nic_message_ns);
-    m->hccs_read_held = ns_to_ps(hw.hccs_read_latencies * hw.hccs_latency_ns);
-    m->mte_ppb = ps_per_cycle / hw.mte_bytes_per_cycle;
-    m->mte_hccs_ppb = ps_per_cycle / hw.mte_hccs_bytes_per_cycle;
-    m->hbm_ppb = 1000.0 / hw.hbm_gbps;
-    m->hccs_ppb = 1000.0 / hw.hccs_link_gbps;
-    m->nic_ppb = 1000.0 / hw.roce_gbps;
+    m->mte_lat = rate.mte_latency_ps;
+    m->hccs_lat = rate.hccs_latency_ps;
+    m->rdma_lat = rate.rdma_latency_ps;
+    m->xcore_lat = rate.xcore_latency_ps;
+    m->barrier_lat = rate.barrier_latency_ps;
+    m->aicpu_task = rate.batch_task_ps;
+    m->nic_msg = rate.nic_message_ps;
+    m->hccs_read_held = rate.hccs_read_held_ps;
+    m->mte_ppb = rate.mte_ps_per_byte;
+    m->mte_hccs_ppb = rate.mte_hccs_ps_per_byte;
+    m->hbm_ppb = rate.hbm_ps_per_byte;
+    m->hccs_ppb = rate.hccs_link_ps_per_byte;
+    m->nic_ppb = rate.nic_ps_per_byte;
     m->jitter = cfg.jitter;
     m->npus_per_node = cfg.npus_per_node;
     m->num_aic = (int)meta_num(r, "num_aic", 24);

@@ -101,7 +101,7 @@ static int write_hw(const char *path, const char *input, const engine_hw *hw,
         const engine_hw_param *p = engine_hw_param_at(i);
         int fitted = 0;
         for (int j = 0; j < fr->nparams; j++) fitted |= fr->params[j] == p;
-        double v = *(const double *)((const char *)hw + p->offset);
+        double v = engine_hw_get(hw, p);
         if (fitted)
             fprintf(f, "# %s (%s); fitted by npurr calibrate on %s (default %g)\n", p->what,
                     p->unit, input, p->def);

@@ -79,6 +79,27 @@ typedef struct engine_hw {
     double barrier_latency_ns;      /* added by a cross-rank barrier */
 } engine_hw;
 
+/* What the engine prices with, derived from an engine_hw once per run:
+ * latencies in ps (rounded as the engine rounds them) and rates in ps per
+ * byte. The one place they are computed (engine_rates_of), so an analysis
+ * that attributes time to them (the critical path) cannot drift from the
+ * model that spent it. */
+typedef struct engine_rates {
+    double ps_per_cycle;            /* one AI core cycle */
+    uint64_t scalar_ps, gm_read_ps, gm_write_ps, vec_latency_ps;
+    uint64_t mte_latency_ps, hccs_latency_ps, rdma_latency_ps, rdma_post_ps;
+    uint64_t hccs_read_held_ps;     /* an MTE read of a peer holds its queue this long */
+    uint64_t batch_task_ps;         /* the AICPU's time per task */
+    uint64_t nic_message_ps;        /* the NIC's time per message beyond its bytes */
+    uint64_t xcore_latency_ps, barrier_latency_ps;
+    double mte_ps_per_byte;         /* one core's MTE queue, local GM */
+    double mte_hccs_ps_per_byte;    /* the same with a peer's GM at one end */
+    double vec_ps_per_byte, ps_per_mac;
+    double hbm_ps_per_byte, hccs_link_ps_per_byte, nic_ps_per_byte;
+} engine_rates;
+/* The rates *hw gives (timing.c). */
+void engine_rates_of(const engine_hw *hw, engine_rates *r);
+
 /* Fills *hw with every parameter's default (engine_hw_param.def): the timing model `npurr hw`
  * prints. */
 void engine_hw_defaults(engine_hw *hw);
