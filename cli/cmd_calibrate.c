@@ -52,8 +52,8 @@ static void calibrate_usage(FILE *out) {
           "\n"
           "Ctrl-C or SIGTERM stops the runs in flight; a fit cut short writes nothing.\n"
           "\n"
-          "Exit status: 0 fitted and written, 1 a bad measured file or a row that fails,\n"
-          "2 usage (a bad --hw file included, as in record), 130 interrupted.\n",
+          "Exit status: 0 fitted and written, 1 a bad measured file, a row that fails or\n"
+          "Ctrl-C, 2 usage (a bad --hw file included, as in record).\n",
           DEFAULT_EVALS);
 }
 
@@ -243,7 +243,7 @@ int cmd_calibrate(int argc, char **argv) {
     goto done;
 stopped:   /* Ctrl-C: the runs in flight are ended; a fit cut short is not written */
     fprintf(stderr, "npurr calibrate: interrupted: nothing written to %s\n", out);
-    rc = EXIT_INTERRUPTED;
+    rc = EXIT_ERROR;
 done:
     free(before);
     free(after);

@@ -44,8 +44,8 @@ static void hw_usage(FILE *out) {
           "Ctrl-C or SIGTERM stops the rows in flight and prints the table of those that\n"
           "finished (the others say stopped).\n"
           "\n"
-          "Exit status: 0 ok, 1 a bad measured file or a row that failed to run, 2 usage\n"
-          "(a bad --hw file included, as in record), 130 interrupted.\n",
+          "Exit status: 0 ok, 1 a bad measured file, a row that failed to run or Ctrl-C,\n"
+          "2 usage (a bad --hw file included, as in record).\n",
           out);
 }
 
@@ -91,7 +91,7 @@ static int compare(const char *file, const char *hw_file, const char *kernel_opt
     free(meas);
     free(res);
     fidelity_table_free(&t);
-    return interrupted ? EXIT_INTERRUPTED : failed ? EXIT_ERROR : EXIT_DONE;
+    return interrupted || failed ? EXIT_ERROR : EXIT_DONE;
 }
 
 int cmd_hw(int argc, char **argv) {
