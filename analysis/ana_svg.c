@@ -1,5 +1,6 @@
 /*
- * ana_svg.c - SVG pieces for `npurr report` (see ana_svg.h).
+ * ana_svg.c - SVG pieces for `npurr report` (ana_svg.h) and for every plot
+ * (analysis.h's drawing section: the sweep's page too).
  */
 #include <math.h>
 #include <string.h>
@@ -40,6 +41,11 @@ void svg_rect(FILE *out, double x, double y, double w, double h, const char *fil
     fputs("><title>", out);
     svg_esc(out, title);
     fputs("</title></rect>\n", out);
+}
+
+void svg_line(FILE *out, double x1, double y1, double x2, double y2, const char *stroke) {
+    fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>\n", x1, y1,
+            x2, y2, stroke);
 }
 
 void svg_text(FILE *out, double x, double y, const char *anchor, const char *cls,

@@ -1,8 +1,10 @@
 /*
- * ana_svg.h - the drawing `npurr report` needs, as inline SVG text in an
- * HTML page: escaped text, boxes with hover titles, a virtual-time axis,
- * colour scales; private to analysis/. Plots are drawn by the report's
- * sections (ana_report.c, ana_waitfor.c) from these pieces.
+ * ana_svg.h - the drawing only `npurr report` needs, as inline SVG text in
+ * an HTML page: a virtual-time axis, colour scales, the causes' colours;
+ * private to analysis/. The pieces every plot draws with (escaped text,
+ * boxes with hover titles, lines: svg_* in analysis.h) serve the sweep's
+ * plots too. Plots are drawn by the report's sections (ana_report.c,
+ * ana_waitfor.c) from these pieces.
  */
 #ifndef NPURR_ANA_SVG_H
 #define NPURR_ANA_SVG_H
@@ -10,17 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Text with &, <, >, " escaped (HTML and SVG). */
-void svg_esc(FILE *out, const char *s);
-/* <svg> of w x h with an id and an accessible label; close with svg_close. */
-void svg_open(FILE *out, const char *id, int w, int h, const char *label);
-void svg_close(FILE *out);
-/* A rectangle; title (may be NULL) shows on hover. */
-void svg_rect(FILE *out, double x, double y, double w, double h, const char *fill,
-              const char *title);
-/* Text at (x, y); anchor "start", "middle" or "end"; cls a CSS class or NULL. */
-void svg_text(FILE *out, double x, double y, const char *anchor, const char *cls,
-              const char *text);
+#include "analysis/analysis.h"
+
 /* A virtual-time axis at y from x0 to x0 + w for [0, end_ps]: about six
  * ticks at round values, labelled in human units. */
 void svg_time_axis(FILE *out, double x0, double w, double y, uint64_t end_ps);

@@ -304,4 +304,24 @@ int ana_parse_ranks(const char *text, uint8_t *bitmap, size_t nbits, char *err,
  * (npurr sql --csv, stats --csv, the CLI's own CSV files). */
 void ana_csv_field(FILE *out, const char *s);
 
+/* ------------------------------------------------------------ drawing */
+
+/* The SVG pieces every plot npurr draws is made of (ana_svg.c): the
+ * report's and the sweep's pages. */
+
+/* Text with &, <, >, " escaped (HTML and SVG). */
+void svg_esc(FILE *out, const char *s);
+/* <svg> of w x h with an id and an accessible label; close with svg_close. */
+void svg_open(FILE *out, const char *id, int w, int h, const char *label);
+/* Ends what svg_open began. */
+void svg_close(FILE *out);
+/* A rectangle; title (may be NULL) shows on hover. */
+void svg_rect(FILE *out, double x, double y, double w, double h, const char *fill,
+              const char *title);
+/* Text at (x, y); anchor "start", "middle" or "end"; cls a CSS class or NULL. */
+void svg_text(FILE *out, double x, double y, const char *anchor, const char *cls,
+              const char *text);
+/* A line from (x1, y1) to (x2, y2) in colour stroke. */
+void svg_line(FILE *out, double x1, double y1, double x2, double y2, const char *stroke);
+
 #endif
