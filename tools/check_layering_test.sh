@@ -177,6 +177,34 @@ if [ "$status" -eq 2 ]; then echo "ok   usage error on a missing rules file"; el
     failures=$((failures + 1))
 fi
 
+# tools/check_function_length.sh: 80 lines pass, 81 fail with file, line, name.
+lengths="$here/check_function_length.sh"
+long_function() {   # FILE NAME BODY_LINES: a function whose '{' to '}' is BODY_LINES + 2 lines
+    {
+        printf 'static const int table[] = {\n    1,\n};\n'
+        printf 'int %s(int a,\n        int b) {\n' "$2"
+        i=0
+        while [ $i -lt "$3" ]; do printf '    a += b;\n'; i=$((i + 1)); done
+        printf '    return a;\n}\n'
+    } > "$1"
+}
+rm -rf "$tmp/len" && mkdir -p "$tmp/len/lib" "$tmp/len/tests"
+long_function "$tmp/len/lib/ok.c" just_fits 77
+long_function "$tmp/len/tests/test_long.c" test_may_be_long 200
+if out=$(sh "$lengths" "$tmp/len" 2>&1); then echo "ok   an 80-line function passes; tests are not product"; else
+    echo "FAIL an 80-line function: $out"
+    failures=$((failures + 1))
+fi
+long_function "$tmp/len/lib/long.c" one_too_many 78
+status=0
+out=$(sh "$lengths" "$tmp/len" 2>&1) || status=$?
+if [ "$status" -eq 1 ] && [ "$out" = "lib/long.c:5: function one_too_many is 81 lines long (at most 80: split it into named steps)" ]; then
+    echo "ok   an 81-line function fails with its file, line and name"
+else
+    echo "FAIL an 81-line function: exit $status, said: $out"
+    failures=$((failures + 1))
+fi
+
 if [ "$failures" -ne 0 ]; then
     echo "$failures case(s) failed"
     exit 1
