@@ -362,6 +362,7 @@ static int scan_events(scan *s, const char *run_dir) {
             if (fl_take(s, ev.link, &x)) {
                 issue_ps = (int64_t)x.time;
                 if (insert_transfer(s, &x, ev.seq, ev.time)) goto fail;
+                if (s->transfers_only) continue;
                 int64_t src, dst;
                 rec_transfer_ranks(x.sub, x.rank, x.src_addr, x.dst_addr, &src, &dst);
                 int code = engine_xfer_name(x.sub) ? x.sub : 0;
@@ -371,6 +372,7 @@ static int scan_events(scan *s, const char *run_dir) {
                 }
             }
         }
+        if (s->transfers_only) continue;
         while (s->next_waker < s->nwakers && s->wakers[s->next_waker] < ev.seq) s->next_waker++;
         while (s->next_begin < s->nbegins && s->begins[s->next_begin] < ev.seq) s->next_begin++;
         int waker = s->next_waker < s->nwakers && s->wakers[s->next_waker] == ev.seq;
@@ -405,37 +407,7 @@ static int scan_events(scan *s, const char *run_dir) {
         ana_err(s->err, s->errlen, "reading the events: %s", rec_reader_error(r));
         goto fail;
     }
-    if (ana_words_settle(s, NULL) || insert_unfinished(s)) goto fail;
-    rec_reader_close(r);
-    return 0;
-fail:
-    rec_reader_close(r);
-    return -1;
-}
-
-/* The transfers part alone: issues paired with their completions. */
-static int scan_transfers_only(scan *s, const char *run_dir) {
-    rec_reader *r = NULL;
-    char rerr[1024];
-    if (rec_reader_open(run_dir, &r, rerr, sizeof rerr)) {
-        ana_err(s->err, s->errlen, "%s", rerr);
-        return -1;
-    }
-    engine_event ev;
-    int k;
-    while ((k = rec_reader_next(r, &ev)) == 1) {
-        if (ev.kind == EV_XFER_ISSUE) {
-            if (fl_put(s, &ev)) goto fail;
-        } else if (ev.kind == EV_XFER_DONE) {
-            inflight x;
-            if (fl_take(s, ev.link, &x) && insert_transfer(s, &x, ev.seq, ev.time)) goto fail;
-        }
-    }
-    if (k < 0 && !rec_reader_truncated(r)) {
-        ana_err(s->err, s->errlen, "reading the events: %s", rec_reader_error(r));
-        goto fail;
-    }
-    if (insert_unfinished(s)) goto fail;
+    if ((!s->transfers_only && ana_words_settle(s, NULL)) || insert_unfinished(s)) goto fail;
     rec_reader_close(r);
     return 0;
 fail:
@@ -445,14 +417,14 @@ fail:
 
 int ana_scan_transfers(sqlite3 *db, const ana_run *run, const char *run_dir, char *err,
                        size_t errlen) {
-    scan s = {.db = db, .run = run, .err = err, .errlen = errlen};
+    scan s = {.db = db, .run = run, .err = err, .errlen = errlen, .transfers_only = 1};
     ana_bulk b;
     if (ana_exec(db, create_transfers_sql, err, errlen)) return -1;
     s.wr = rec_worker_start();
     int rc = ana_bulk_open(&b, db, "transfers", 16, s.wr, err, errlen);
     if (!rc) {
         s.tr = &b;
-        rc = scan_transfers_only(&s, run_dir);
+        rc = scan_events(&s, run_dir);
         if (!rc) rc = ana_bulk_finish(&b);
         ana_bulk_close(&b);
     }
