@@ -15,7 +15,8 @@
  *   ana_cause.c    waits.cause from waits + the pass's facts, and
  *                  wait_groups (what `stats` reads)
  *   ana_views.c    the views (core_names, stall_summary, ...)
- *   ana_derive.c   ana_derive: the above in one transaction
+ *   ana_derive.c   ana_derive: the above, a part at a time (ANA_PART_*),
+ *                  each derive in one transaction
  *   ana_fresh.c    ana_ensure_fresh: index matches trace, analysis matches
  *                  index, derived in place or in the per-user cache
  *   ana_stats.c    `npurr stats`
