@@ -1,12 +1,17 @@
 /*
- * ana_derive.c - ana_derive: everything analysis adds to index.db, in one
- * transaction.
+ * ana_derive.c - ana_derive: what analysis adds to index.db, a part at a
+ * time (analysis.h: ANA_PART_*), each derive in one transaction.
  *
- * Order matters: the events pass materializes wake_events, word_writes and
- * the facts the cause classifier reads; the views are created last. Every
- * step drops and recreates what it owns, so deriving twice gives the same
- * index (record derives once, reindex again after rebuilding the
- * recorder's tables).
+ * Parts, because the first question should pay only for what it reads:
+ * `stats` needs the waits part (causes, wait_groups and the tables of the
+ * one events pass), not the transfers (a quarter of the events, most of
+ * the derived bytes) nor the critical path (which holds every event in
+ * memory). Readers ask ana_ensure_fresh for the parts they read; ana_derive
+ * (record, reindex) makes all of them. Order matters: the events pass
+ * materializes wake_events, word_writes and the facts the cause classifier
+ * reads; the views come after; the critical path last. Every step drops and
+ * recreates what it owns, so deriving twice gives the same index (record
+ * derives once, reindex again after rebuilding the recorder's tables).
  *
  * Speed: derive runs inside every `npurr record`, so it is built to write
  * millions of rows fast: the events pass reads the trace directly, rows go
@@ -62,14 +67,16 @@ static void pragma_text(sqlite3 *db, const char *sql, char *out, size_t len) {
     sqlite3_finalize(st);
 }
 
-static int derive_steps(sqlite3 *db, const ana_run *run, const char *dir, char *err,
-                        size_t errlen) {
+/* The waits part: causes, the events pass (with transfers when that part
+ * is derived too: one pass for both), the views. */
+static int derive_waits(sqlite3 *db, const ana_run *run, const char *dir, int with_transfers,
+                        char *err, size_t errlen) {
     ana_facts facts;
     double t = ana_step_clock(NULL, 0);
     ana_causes *c = ana_causes_load(db, run, err, errlen);
     if (!c) return -1;
     t = ana_step_clock("waits", t);
-    int rc = ana_scan_events(db, run, dir, c, &facts, err, errlen);
+    int rc = ana_scan_events(db, run, dir, c, with_transfers, &facts, err, errlen);
     t = ana_step_clock("scan", t);
     if (!rc) {
         rc = ana_causes_derive(c, &facts);
@@ -86,8 +93,55 @@ static int derive_steps(sqlite3 *db, const ana_run *run, const char *dir, char *
                       " WHERE end_seq IS NULL;",
                       err, errlen);
     if (!rc) rc = ana_create_views(db, run, err, errlen), t = ana_step_clock("views", t);
-    /* last: it names the cores' roles from the cores table the views step made */
-    if (!rc) rc = ana_critical_derive(db, dir, err, errlen), t = ana_step_clock("critical", t);
+    return rc;
+}
+
+/* Stamps part's meta key with the index's trace fingerprint. */
+static int stamp(sqlite3 *db, const char *key, char *err, size_t errlen) {
+    char sql[200];
+    snprintf(sql, sizeof sql,
+             "INSERT OR REPLACE INTO meta(key, value) SELECT '%s', value FROM meta"
+             " WHERE key = 'trace_fingerprint'", key);
+    return ana_exec(db, sql, err, errlen);
+}
+
+static int derive_steps(sqlite3 *db, const ana_run *run, const char *dir, int parts, char *err,
+                        size_t errlen) {
+    int rc = 0;
+    double t = ana_step_clock(NULL, 0);
+    if (parts & ANA_PART_WAITS) {
+        /* New waits tables make every other part stale (critical_path names
+         * the cores' roles): what is not derived now goes, and is derived
+         * again on its first use. */
+        rc = ana_exec(db, "DELETE FROM meta WHERE key IN ('analysis.version',"
+                      " 'analysis.trace_fingerprint', 'analysis.transfers', 'analysis.critical');",
+                      err, errlen);
+        if (!rc && !(parts & ANA_PART_TRANSFERS))
+            rc = ana_exec(db, "DROP TABLE IF EXISTS transfers", err, errlen);
+        if (!rc && !(parts & ANA_PART_CRITICAL))
+            rc = ana_exec(db, "DROP TABLE IF EXISTS critical_path", err, errlen);
+        if (!rc) rc = derive_waits(db, run, dir, parts & ANA_PART_TRANSFERS, err, errlen);
+        if (!rc) {
+            char meta[160];
+            snprintf(meta, sizeof meta,
+                     "INSERT OR REPLACE INTO meta(key, value) VALUES ('analysis.version', '%d')",
+                     ANA_VERSION);
+            rc = ana_exec(db, meta, err, errlen);
+        }
+        /* Provenance: these tables are of the trace the index describes. */
+        if (!rc) rc = stamp(db, "analysis.trace_fingerprint", err, errlen);
+    } else if (parts & ANA_PART_TRANSFERS) {
+        rc = ana_scan_transfers(db, run, dir, err, errlen);
+        t = ana_step_clock("transfers", t);
+    }
+    if (!rc && (parts & ANA_PART_TRANSFERS)) rc = stamp(db, "analysis.transfers", err, errlen);
+    /* last: it names the cores' roles from the cores table the waits part made */
+    if (!rc && (parts & ANA_PART_CRITICAL)) {
+        t = ana_step_clock(NULL, 0);
+        rc = ana_critical_derive(db, dir, err, errlen);
+        t = ana_step_clock("critical", t);
+        if (!rc) rc = stamp(db, "analysis.critical", err, errlen);
+    }
     return rc;
 }
 
@@ -98,6 +152,10 @@ int ana_derive_db(sqlite3 *db, char *err, size_t errlen) {
 }
 
 int ana_derive_db_from(sqlite3 *db, const char *dir, char *err, size_t errlen) {
+    return ana_derive_parts(db, dir, ANA_PARTS, err, errlen);
+}
+
+int ana_derive_parts(sqlite3 *db, const char *dir, int parts, char *err, size_t errlen) {
     ana_run run;
     if (ana_run_load(db, &run, err, errlen)) return -1;
     char journal[32], sync[32];
@@ -109,22 +167,8 @@ int ana_derive_db_from(sqlite3 *db, const char *dir, char *err, size_t errlen) {
         ana_err(err, errlen, "cannot set up a rollback journal: %s", inner);
         return -1;
     }
-    int rc = ana_exec(db, "BEGIN IMMEDIATE;"
-                      "DELETE FROM meta WHERE key IN ('analysis.version', 'analysis.trace_fingerprint');",
-                      err, errlen);
-    if (!rc) rc = derive_steps(db, &run, dir, err, errlen);
-    if (!rc) {
-        char meta[160];
-        snprintf(meta, sizeof meta,
-                 "INSERT OR REPLACE INTO meta(key, value) VALUES ('analysis.version', '%d')",
-                 ANA_VERSION);
-        rc = ana_exec(db, meta, err, errlen);
-        /* Provenance: these tables are of the trace the index describes. */
-        if (!rc)
-            rc = ana_exec(db, "INSERT OR REPLACE INTO meta(key, value) SELECT "
-                          "'analysis.trace_fingerprint', value FROM meta "
-                          "WHERE key = 'trace_fingerprint'", err, errlen);
-    }
+    int rc = ana_exec(db, "BEGIN IMMEDIATE", err, errlen);
+    if (!rc) rc = derive_steps(db, &run, dir, parts, err, errlen);
     /* All or nothing: a failed step (a full disk among them, where SQLite
      * may already have rolled back) leaves the index as it was. */
     if (sqlite3_get_autocommit(db) == 0) {

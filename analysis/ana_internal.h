@@ -15,7 +15,8 @@
  *   ana_cause.c    waits.cause from waits + the pass's facts, and
  *                  wait_groups (what `stats` reads)
  *   ana_views.c    the views (core_names, stall_summary, ...)
- *   ana_derive.c   ana_derive: the above in one transaction
+ *   ana_derive.c   ana_derive: the above, a part at a time (ANA_PART_*),
+ *                  each derive in one transaction
  *   ana_fresh.c    ana_ensure_fresh: index matches trace, analysis matches
  *                  index, derived in place or in the per-user cache
  *   ana_stats.c    `npurr stats`
@@ -54,6 +55,9 @@ double ana_step_clock(const char *done, double since);
 /* ana_derive_db reading the trace of run_dir (db may be a cache copy of
  * run_dir's index elsewhere). */
 int ana_derive_db_from(sqlite3 *db, const char *run_dir, char *err, size_t errlen);
+/* Derives exactly parts (ANA_PART_*; the waits part drops the others it is
+ * not given, which would be stale) into db, in one transaction. */
+int ana_derive_parts(sqlite3 *db, const char *run_dir, int parts, char *err, size_t errlen);
 
 /* Makes *p (an array of elements of size, *cap of them) hold at least
  * need, doubling *cap from first (> 0) as often as it takes: 0, or -1 out
@@ -203,9 +207,13 @@ int ana_radix_sort(uint64_t *keys, uint32_t *vals, size_t n);
 /* ana_scan.c (with ana_words.c and ana_links.c): creates and fills
  * word_writes, wake_events, wait_labels, ring_counters, link_bytes and
  * last_writers from one pass over RUN/trace.zst, looking for the waits of
- * c, and fills *facts. */
+ * c, and fills *facts; with_transfers also creates and fills transfers. */
 int ana_scan_events(sqlite3 *db, const ana_run *run, const char *run_dir, const ana_causes *c,
-                    ana_facts *facts, char *err, size_t errlen);
+                    int with_transfers, ana_facts *facts, char *err, size_t errlen);
+/* The transfers table alone, from a pass that only pairs issues and
+ * completions (the transfers part derived after the waits part). */
+int ana_scan_transfers(sqlite3 *db, const ana_run *run, const char *run_dir, char *err,
+                       size_t errlen);
 /* ana_views.c: (re)creates every view. */
 int ana_create_views(sqlite3 *db, const ana_run *run, char *err, size_t errlen);
 

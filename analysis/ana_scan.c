@@ -38,14 +38,16 @@ static const char *const create_sql =
     "DROP TABLE IF EXISTS wake_events;"
     "DROP TABLE IF EXISTS wait_labels;"
     "DROP TABLE IF EXISTS ring_counters;"
-    "DROP TABLE IF EXISTS transfers;"
     "CREATE TABLE word_writes(seq INTEGER PRIMARY KEY, time_ps INT, object INT, rank INT,"
     " core INT, pipe TEXT, kind TEXT, xfer TEXT, value INT);"
     "CREATE TABLE wake_events(seq INTEGER PRIMARY KEY, time_ps INT, rank INT, core INT,"
     " pipe TEXT, kind TEXT, xfer TEXT, object INT, link INT);"
     "CREATE TABLE wait_labels(begin_seq INTEGER PRIMARY KEY, label TEXT);"
     "CREATE TABLE ring_counters(time_ps INT, seq INT, ring INT, head INT, tail INT,"
-    " occupancy INT);"
+    " occupancy INT);";
+
+static const char *const create_transfers_sql =
+    "DROP TABLE IF EXISTS transfers;"
     "CREATE TABLE transfers(id INTEGER PRIMARY KEY, issue_seq INT, done_seq INT, rank INT,"
     " core INT, pipe TEXT, kind TEXT, src_rank INT, dst_rank INT, src_addr INT, dst_addr INT,"
     " bytes INT, issue_ps INT, start_ps INT, done_ps INT, site INT);";
@@ -260,6 +262,7 @@ static int fl_take(scan *s, uint64_t seq, inflight *out) {
 /* One transfers row; done 0 when it never completed. */
 static int insert_transfer(scan *s, const inflight *x, uint64_t done_seq, uint64_t done_ps) {
     ana_bulk *b = s->tr;
+    if (!b) return 0;   /* the transfers part is not being derived */
     const char *kind = engine_xfer_name(x->sub);
     int64_t src, dst;
     rec_transfer_ranks(x->sub, x->rank, x->src_addr, x->dst_addr, &src, &dst);
@@ -284,6 +287,7 @@ static int insert_transfer(scan *s, const inflight *x, uint64_t done_seq, uint64
 
 /* Transfers still in flight when the trace ends, in issue order. */
 static int insert_unfinished(scan *s) {
+    if (!s->tr) return 0;
     inflight *left = malloc((s->fln ? s->fln : 1) * sizeof *left);
     if (!left) {
         ana_err(s->err, s->errlen, "out of memory listing unfinished transfers");
@@ -358,6 +362,7 @@ static int scan_events(scan *s, const char *run_dir) {
             if (fl_take(s, ev.link, &x)) {
                 issue_ps = (int64_t)x.time;
                 if (insert_transfer(s, &x, ev.seq, ev.time)) goto fail;
+                if (s->transfers_only) continue;
                 int64_t src, dst;
                 rec_transfer_ranks(x.sub, x.rank, x.src_addr, x.dst_addr, &src, &dst);
                 int code = engine_xfer_name(x.sub) ? x.sub : 0;
@@ -367,6 +372,7 @@ static int scan_events(scan *s, const char *run_dir) {
                 }
             }
         }
+        if (s->transfers_only) continue;
         while (s->next_waker < s->nwakers && s->wakers[s->next_waker] < ev.seq) s->next_waker++;
         while (s->next_begin < s->nbegins && s->begins[s->next_begin] < ev.seq) s->next_begin++;
         int waker = s->next_waker < s->nwakers && s->wakers[s->next_waker] == ev.seq;
@@ -401,12 +407,30 @@ static int scan_events(scan *s, const char *run_dir) {
         ana_err(s->err, s->errlen, "reading the events: %s", rec_reader_error(r));
         goto fail;
     }
-    if (ana_words_settle(s, NULL) || insert_unfinished(s)) goto fail;
+    if ((!s->transfers_only && ana_words_settle(s, NULL)) || insert_unfinished(s)) goto fail;
     rec_reader_close(r);
     return 0;
 fail:
     rec_reader_close(r);
     return -1;
+}
+
+int ana_scan_transfers(sqlite3 *db, const ana_run *run, const char *run_dir, char *err,
+                       size_t errlen) {
+    scan s = {.db = db, .run = run, .err = err, .errlen = errlen, .transfers_only = 1};
+    ana_bulk b;
+    if (ana_exec(db, create_transfers_sql, err, errlen)) return -1;
+    s.wr = rec_worker_start();
+    int rc = ana_bulk_open(&b, db, "transfers", 16, s.wr, err, errlen);
+    if (!rc) {
+        s.tr = &b;
+        rc = scan_events(&s, run_dir);
+        if (!rc) rc = ana_bulk_finish(&b);
+        ana_bulk_close(&b);
+    }
+    rec_worker_stop(s.wr);
+    free(s.fl);
+    return rc;
 }
 
 /* Credit rings, ring word partners and last writers, by object id. */
@@ -486,7 +510,7 @@ static int write_last_writes(scan *s) {
 }
 
 int ana_scan_events(sqlite3 *db, const ana_run *run, const char *run_dir, const ana_causes *c,
-                    ana_facts *facts, char *err, size_t errlen) {
+                    int with_transfers, ana_facts *facts, char *err, size_t errlen) {
     scan s = {.db = db, .run = run, .err = err, .errlen = errlen, .facts = facts};
     s.begins = ana_causes_begins(c, &s.nbegins);
     s.wakers = ana_causes_wakers(c, &s.nwakers);
@@ -501,9 +525,11 @@ int ana_scan_events(sqlite3 *db, const ana_run *run, const char *run_dir, const 
     s.we = &b[1];
     s.wl = &b[2];
     s.rc = &b[3];
-    s.tr = &b[4];
+    s.tr = with_transfers ? &b[4] : NULL;
     double t = ana_step_clock(NULL, 0);
-    if (ana_exec(db, create_sql, err, errlen)) goto out;
+    if (ana_exec(db, create_sql, err, errlen) ||
+        (with_transfers && ana_exec(db, create_transfers_sql, err, errlen)))
+        goto out;
     if (load_objects(&s)) goto out;
     t = ana_step_clock("scan: load", t);
     if (!(s.links = ana_links_new(run))) {
@@ -516,11 +542,11 @@ int ana_scan_events(sqlite3 *db, const ana_run *run, const char *run_dir, const 
         ana_bulk_open(s.we, db, "wake_events", 9, s.wr, err, errlen) ||
         ana_bulk_open(s.wl, db, "wait_labels", 2, s.wr, err, errlen) ||
         ana_bulk_open(s.rc, db, "ring_counters", 6, s.wr, err, errlen) ||
-        ana_bulk_open(s.tr, db, "transfers", 16, s.wr, err, errlen))
+        (s.tr && ana_bulk_open(s.tr, db, "transfers", 16, s.wr, err, errlen)))
         goto out;
     if (scan_events(&s, run_dir)) goto out;
     if (ana_bulk_finish(s.ww) || ana_bulk_finish(s.we) || ana_bulk_finish(s.wl) ||
-        ana_bulk_finish(s.rc) || ana_bulk_finish(s.tr))
+        ana_bulk_finish(s.rc) || (s.tr && ana_bulk_finish(s.tr)))
         goto out;
     if (ana_links_write(s.links, db, err, errlen)) goto out;
     t = ana_step_clock("scan: events", t);

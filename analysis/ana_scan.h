@@ -82,7 +82,8 @@ typedef struct scan {
     const uint64_t *begins;  /* sorted waits.begin_seq */
     size_t nbegins, next_begin;
     ana_bulk *ww, *we, *wl, *rc;   /* word_writes, wake_events, wait_labels, ring_counters */
-    ana_bulk *tr;                  /* transfers */
+    ana_bulk *tr;                  /* transfers; NULL: not derived in this pass */
+    int transfers_only;            /* the transfers part alone: pairing, nothing else */
     uint64_t issued;               /* transfers issued so far */
     rec_worker *wr;                /* steps their inserts; NULL: in line */
     sqlite3_stmt *fix_write;       /* a word_writes value revealed after its batch left */

@@ -40,7 +40,7 @@
 #include <sqlite3.h>
 
 /* Bumped when the derived tables change shape (meta key analysis.version). */
-#define ANA_VERSION 5
+#define ANA_VERSION 6
 
 /* ------------------------------------------------------------ derive/open */
 
@@ -77,8 +77,9 @@ typedef struct ana_source {
  *      (another run's index, a trace truncated or damaged after indexing),
  *      with a message naming both and `npurr reindex RUN`;
  *   2. uses the analysis tables when they are fresh: meta analysis.version
- *      is ANA_VERSION and analysis.trace_fingerprint is the trace's;
- *   3. else derives them, into RUN/index.db when the run folder is
+ *      is ANA_VERSION and analysis.trace_fingerprint is the trace's (and
+ *      the stamps of the other parts asked for, ANA_PART_* below);
+ *   3. else derives the parts missing, into RUN/index.db when the run folder is
  *      writable, else into a private per-user cache database (a copy of
  *      the index, named by the trace's fingerprint, under
  *      $XDG_CACHE_HOME/npurr, $HOME/.cache/npurr or $TMPDIR/npurr-cache-UID),
@@ -88,6 +89,23 @@ typedef struct ana_source {
  * into a run that is fresh. Returns 0, or -1 with err. */
 int ana_ensure_fresh(const char *run_dir, ana_source *src, char *err, size_t errlen);
 enum { ANA_OPEN_QUERY_ONLY = 1, ANA_OPEN_NO_DERIVE = 2 };
+/* The analysis tables come in parts, each derived on its first use and
+ * stamped with the trace's fingerprint (meta analysis.trace_fingerprint,
+ * analysis.transfers, analysis.critical), so a question pays only for the
+ * tables it reads. Flags for ana_ensure_fresh_flags and ana_open_fresh; a
+ * caller that names none of them gets every part:
+ *   ANA_PART_WAITS      waits.cause, cores, wait_groups, wait_labels,
+ *                       wake_events, word_writes, ring_counters, link_bytes,
+ *                       last_writers and the views (stats, sql, waitfor)
+ *   ANA_PART_TRANSFERS  transfers (a second pass over the trace)
+ *   ANA_PART_CRITICAL   critical_path (the critical path walk)
+ * Every part needs the waits part, which is derived with it if missing. */
+enum { ANA_PART_WAITS = 4, ANA_PART_TRANSFERS = 8, ANA_PART_CRITICAL = 16,
+       ANA_PARTS = ANA_PART_WAITS | ANA_PART_TRANSFERS | ANA_PART_CRITICAL };
+/* The parts a SQL text reads: ANA_PART_WAITS, plus those whose table it
+ * names as a word (transfers, critical_path). For `npurr sql`, which
+ * derives what the query needs before running it. */
+int ana_parts_of_sql(const char *sql);
 /* ana_ensure_fresh with ANA_OPEN_NO_DERIVE in flags: fresh tables (in the
  * index or the cache) are served, missing ones are an error instead of
  * being derived (a reader that must not write, such as the extension on a

@@ -64,7 +64,7 @@ int cli_crit_table(const char *cmd, const char *run, ana_crit_by by, size_t top,
                    ana_crit_table *t, ana_source *src) {
     char err[1024];
     sqlite3 *db = NULL;
-    if (cli_open_run(cmd, run, 0, &db, src)) return EXIT_ERROR;
+    if (cli_open_run(cmd, run, ANA_PART_WAITS | ANA_PART_CRITICAL, &db, src)) return EXIT_ERROR;
     int rc = ana_crit_table_get(db, by, top, t, err, sizeof err);
     sqlite3_close(db);
     if (rc) {
