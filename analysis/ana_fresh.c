@@ -356,16 +356,12 @@ static int now_missing(const char *index, const char *fp, int want) {
     return missing;
 }
 
-static int ensure_fresh(const char *run_dir, int flags, ana_source *src, char *err,
-                        size_t errlen) {
-    memset(src, 0, sizeof *src);
-    char index[4096], inner[1400];
-    if (snprintf(index, sizeof index, "%s/index.db", run_dir) >= (int)sizeof index) {
-        ana_err(err, errlen, "run path '%s' is too long", run_dir);
-        return -1;
-    }
-    snprintf(src->run_dir, sizeof src->run_dir, "%s", run_dir);
-    snprintf(src->db_path, sizeof src->db_path, "%s", index);
+/* index.db of run_dir opened read-only and checked (it exists, has its
+ * meta, belongs to the trace; a truncated run noted in src): 1 when the
+ * parts want asks for are derived and current, 0 when not (*events the
+ * run's count, for the progress line), -1 with err. */
+static int index_state(const char *run_dir, const char *index, int flags, int want,
+                       ana_source *src, int64_t *events, char *err, size_t errlen) {
     struct stat sb;
     if (stat(index, &sb) != 0) {
         ana_err(err, errlen, "%s: no such file: is '%s' a run folder written by `npurr record`?",
@@ -395,15 +391,31 @@ static int ensure_fresh(const char *run_dir, int flags, ana_source *src, char *e
         snprintf(src->partial_note, sizeof src->partial_note,
                  "warning: %s; what is shown covers only its complete chunks", msg);
     }
-    int want = parts_wanted(flags);
     int fresh = analysis_fresh(db, src->trace_fingerprint, want);
     /* A read-only connection is served what is there: the parts derived so
      * far (at least the waits part); a table of a part not derived yet is
      * then missing from it. */
     if (!fresh && (flags & ANA_OPEN_NO_DERIVE) && (flags & ANA_PARTS) == 0)
         fresh = analysis_fresh(db, src->trace_fingerprint, ANA_PART_WAITS);
-    int64_t events = ana_meta_i64(db, "events", 0);
+    *events = ana_meta_i64(db, "events", 0);
     sqlite3_close(db);
+    return fresh ? 1 : 0;
+}
+
+static int ensure_fresh(const char *run_dir, int flags, ana_source *src, char *err,
+                        size_t errlen) {
+    memset(src, 0, sizeof *src);
+    char index[4096], inner[1400];
+    if (snprintf(index, sizeof index, "%s/index.db", run_dir) >= (int)sizeof index) {
+        ana_err(err, errlen, "run path '%s' is too long", run_dir);
+        return -1;
+    }
+    snprintf(src->run_dir, sizeof src->run_dir, "%s", run_dir);
+    snprintf(src->db_path, sizeof src->db_path, "%s", index);
+    int want = parts_wanted(flags);
+    int64_t events = 0;
+    int fresh = index_state(run_dir, index, flags, want, src, &events, err, errlen);
+    if (fresh < 0) return -1;
     if (fresh) return 0;
 
     rec_fingerprint f;

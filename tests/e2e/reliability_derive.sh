@@ -54,15 +54,23 @@ kill_points() {
         [ "$check" = ok ] || fail "$label: kill -9 at point $i left index.db: $check"
         expect 0 "$npurr" stats "$dir/run"; has "stalls by role"
     done
-    [ $landed -ge 10 ] || fail "$label: only $landed of 20 kills landed during the derive"
     echo "reliability_derive: $label: $landed of 20 kills landed mid-derive, every index whole"
+    [ $landed -ge 10 ]
+}
+
+# kill_points, once more when the machine's load changed under the timing
+# (the derive ran faster than the fastest of three) and fewer than half of
+# the kills landed: the test must have killed derives to prove anything.
+kill_points_landing() {
+    kill_points "$@" && return 0
+    kill_points "$@" || fail "$2: fewer than 10 of 20 kills landed during the derive, twice"
 }
 
 mkdir "$work/disk"
-kill_points "$work/disk" "copy on disk"
+kill_points_landing "$work/disk" "copy on disk"
 
 if tmpfs_at "$work/tmpfs" 768k; then
-    kill_points "$work/tmpfs" "768 KB tmpfs"
+    kill_points_landing "$work/tmpfs" "768 KB tmpfs"
     # a full disk, without a kill: the index stays as it was, the cache serves
     fresh_copy "$work/tmpfs"
     sum=$(sum_of "$work/tmpfs/run/index.db")
