@@ -500,7 +500,8 @@ void rec_chunk_encode_part(rec_codec *codec, const rec_part_head *h, const uint8
     encode_body(codec, decls, decl_len, evs, n, out);
 }
 
-/* Every per-chunk context back to zero: a chunk decodes on its own. */
+/* Every per-chunk context back to zero, in the encoder and the decoder
+ * alike: a chunk decodes on its own. */
 static void reset_context(rec_codec *codec) {
     memset(codec->ctx, 0, sizeof codec->ctx);
     memset(codec->time, 0, sizeof codec->time);
@@ -901,12 +902,7 @@ int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_v
     int derived;
     if (decode_order(codec, n, &derived, err, errlen)) return -1;
     engine_event *all = *evs;
-    memset(codec->ctx, 0, sizeof codec->ctx);
-    memset(codec->time, 0, sizeof codec->time);
-    memset(codec->site, 0, sizeof codec->site);
-    memset(codec->prev_site, 0, sizeof codec->prev_site);
-    memset(codec->next_site, 0, sizeof codec->next_site);
-    memset(codec->flag_aux, 0, sizeof codec->flag_aux);
+    reset_context(codec);
     rec_cur *uc = &codec->cur[stream_slot(0, 0)];   /* the ungrouped columns */
     codec->group_seen[0] = 1;
     uint64_t prev_seq = 0, prev_k = 0;

@@ -5,7 +5,7 @@
 # record or sweep), at -j 1 as at -j 2; `npurr
 # calibrate` ends its runs, writes nothing and exits 1. No run's process
 # is left behind. Two quick rows and one that takes seconds: the signal
-# comes once both quick rows have said they ran, to the whole process
+# comes once two runs have said they ended ("[2/3]"), to the whole process
 # group as a terminal's Ctrl-C is (job control on: a background job of a
 # script would otherwise ignore SIGINT).
 #
@@ -35,16 +35,24 @@ no_children() {
     ! pgrep -P "$1" >/dev/null || fail "processes of $1 outlived it: $(pgrep -a -P "$1")"
 }
 
-for j in 1 2; do
-    "$npurr" hw --compare "$work/m.csv" -j $j >"$work/out" 2>"$work/err" &
-    pid=$!
-    wait_for "$work/err" "Q1 ran"
-    wait_for "$work/err" "Q2 ran"
+# interrupted NAME TEXT CMD...: CMD in the background, Ctrl-C to its
+# process group once its stderr has TEXT; it must exit 1 and leave no
+# process behind. Its output is in $work/out and $work/err.
+interrupted() {
+    local name=$1 text=$2
+    shift 2
+    "$@" >"$work/out" 2>"$work/err" &
+    local pid=$!
+    wait_for "$work/err" "$text"
     kill -INT -- -$pid
     wait $pid
-    rc=$?
-    [ $rc = 1 ] || { cat "$work/out" "$work/err" >&2; fail "hw --compare -j $j: exit $rc after Ctrl-C, not 1"; }
+    local rc=$?
+    [ $rc = 1 ] || { cat "$work/out" "$work/err" >&2; fail "$name: exit $rc after Ctrl-C, not 1"; }
     no_children $pid
+}
+
+for j in 1 2; do
+    interrupted "hw --compare -j $j" "[2/3]" "$npurr" hw --compare "$work/m.csv" -j $j
     grep -Eq '^Q1 .* [0-9.]+ +[0-9]\.[0-9]{3}  fullmesh' "$work/out" || { cat "$work/out" >&2; fail "-j $j: Q1's row is not printed"; }
     grep -Eq '^Q2 .* [0-9.]+ +[0-9]\.[0-9]{3}  fullmesh' "$work/out" || { cat "$work/out" >&2; fail "-j $j: Q2's row is not printed"; }
     grep -Eq '^SLOW .* stopped +-  dispatch-layered' "$work/out" || { cat "$work/out" >&2; fail "-j $j: the stopped row does not say so"; }
@@ -53,14 +61,7 @@ done
 
 # calibrate: every row trains so the fit runs the slow one too
 sed 's/,validate,/,train,/' "$work/m.csv" >"$work/t.csv"
-"$npurr" calibrate "$work/t.csv" -o "$work/fit.hw" -j 2 >"$work/out" 2>"$work/err" &
-pid=$!
-wait_for "$work/err" "Q2 ran"
-kill -INT -- -$pid
-wait $pid
-rc=$?
-[ $rc = 1 ] || { cat "$work/out" "$work/err" >&2; fail "calibrate: exit $rc after Ctrl-C, not 1"; }
-no_children $pid
+interrupted calibrate "[2/3]" "$npurr" calibrate "$work/t.csv" -o "$work/fit.hw" -j 2
 grep -qF "interrupted: nothing written to $work/fit.hw" "$work/err" || { cat "$work/err" >&2; fail "calibrate: no word of the interruption"; }
 [ ! -e "$work/fit.hw" ] || fail "calibrate wrote $work/fit.hw after Ctrl-C"
 [ -z "$(ls -A "$work" | grep -v -e '^m.csv$' -e '^t.csv$' -e '^out$' -e '^err$')" ] ||
