@@ -15,35 +15,19 @@
 #define CORO_STACK (1024u * 1024u)
 #endif
 
+/* The rates the run prices with, and the shared resources' rates from them. */
 static void derive_timing(engine *e) {
-    engine_rates r;
-    engine_rates_of(&e->cfg.hw, &r);
-    e->ps_per_cycle = r.ps_per_cycle;
-    e->scalar_ps = r.scalar_ps;
-    e->gm_read_ps = r.gm_read_ps;
-    e->gm_write_ps = r.gm_write_ps;
-    e->mte_latency_ps = r.mte_latency_ps;
-    e->vec_latency_ps = r.vec_latency_ps;
-    e->hccs_latency_ps = r.hccs_latency_ps;
-    e->hccs_read_held_ps = r.hccs_read_held_ps;
-    e->rdma_latency_ps = r.rdma_latency_ps;
-    e->rdma_post_ps = r.rdma_post_ps;
-    e->batch_task_ps = r.batch_task_ps;
-    e->xcore_latency_ps = r.xcore_latency_ps;
-    e->barrier_latency_ps = r.barrier_latency_ps;
-    e->mte_ps_per_byte = r.mte_ps_per_byte;
-    e->mte_hccs_ps_per_byte = r.mte_hccs_ps_per_byte;
-    e->vec_ps_per_byte = r.vec_ps_per_byte;
-    e->ps_per_mac = r.ps_per_mac;
+    engine_rates_of(&e->cfg.hw, &e->rate);
+    const engine_rates *r = &e->rate;
     for (int i = 0; i < e->n_ranks; i++) {
-        e->ranks[i].hbm.ps_per_byte = r.hbm_ps_per_byte;
-        e->ranks[i].nic_tx.ps_per_byte = r.nic_ps_per_byte;
-        e->ranks[i].nic_tx.ps_per_op = r.nic_message_ps;
-        e->ranks[i].nic_rx.ps_per_byte = r.nic_ps_per_byte;
+        e->ranks[i].hbm.ps_per_byte = r->hbm_ps_per_byte;
+        e->ranks[i].nic_tx.ps_per_byte = r->nic_ps_per_byte;
+        e->ranks[i].nic_tx.ps_per_op = r->nic_message_ps;
+        e->ranks[i].nic_rx.ps_per_byte = r->nic_ps_per_byte;
         e->ranks[i].aicpu.ps_per_byte = 0;
     }
     for (int i = 0; i < e->n_ranks * e->n_ranks; i++)
-        e->hccs_links[i].ps_per_byte = r.hccs_link_ps_per_byte;
+        e->hccs_links[i].ps_per_byte = r->hccs_link_ps_per_byte;
 }
 
 typedef struct { uint64_t draw; uint32_t core; } prio_draw;

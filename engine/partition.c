@@ -190,8 +190,8 @@ int engine_split(engine *e, const engine_transport *t, char *err, size_t errlen)
         snprintf(err, errlen, "--check races and break points need the whole run in one process");
         return ENGINE_ERR;
     }
-    uint64_t l = e->rdma_latency_ps < e->barrier_latency_ps ? e->rdma_latency_ps
-                                                            : e->barrier_latency_ps;
+    uint64_t l = e->rate.rdma_latency_ps < e->rate.barrier_latency_ps ? e->rate.rdma_latency_ps
+                                                            : e->rate.barrier_latency_ps;
     if (l == 0) {
         snprintf(err, errlen, "rdma_latency_ns and barrier_latency_ns must be above 0 to split a "
                               "run: the smaller one is how far processes may run ahead");
@@ -291,7 +291,7 @@ void eng_split_send_arrival(engine *e, xfer *x) {
 
 void eng_split_send_ack(engine *e, xfer *x, uint64_t done_seq) {
     engine_buf *b = &e->split->out[owner_of_rank(e, x->rank)];
-    wire_ack w = {(uint32_t)x->origin_xfer, x->end + e->rdma_latency_ps, done_seq};
+    wire_ack w = {(uint32_t)x->origin_xfer, x->end + e->rate.rdma_latency_ps, done_seq};
     uint8_t tag = 'K';
     if (w.time < e->split->out_min) e->split->out_min = w.time;
     engine_buf_put(b, &tag, 1);
