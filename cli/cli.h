@@ -131,12 +131,10 @@ int measured_plugin(const char *cmd, const char *path);
 int measured_jobs(const char *cmd, const char *v, int *out);
 /* Every row of t under hw, jobs at once, a line on stderr as each run ends
  * ("npurr CMD: [k/n] ROW ..."); 1 if a row failed (res says why).
- * Rows a Ctrl-C stopped are not failures (measured_stopped; engine_pool_interrupted
+ * Rows a Ctrl-C stopped are not failures (fidelity_result.stopped; engine_pool_interrupted
  * says the command was stopped). */
 int measured_run_all(const char *cmd, const fidelity_table *t, const engine_hw *hw, int jobs,
                      fidelity_result *res);
-/* 1 when x is a row Ctrl-C stopped before it finished. */
-int measured_stopped(const fidelity_result *x);
 /* One line per row: measured time, npurr's and the ratio (before; and
  * after a fit when after is not NULL), a failed row's error under it. */
 void measured_print(FILE *out, const fidelity_table *t, const fidelity_result *before,

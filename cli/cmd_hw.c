@@ -82,7 +82,7 @@ static int compare(const char *file, const char *hw_file, const char *kernel_opt
         int covered = 0;
         for (int i = 0; i < t.n; i++) {
             covered += t.rows[i].covered;
-            fin += t.rows[i].covered && !measured_stopped(&res[i]);
+            fin += t.rows[i].covered && !res[i].stopped;
         }
         fprintf(stderr, "npurr hw: interrupted: %d of %d rows finished (the others say stopped)\n",
                 fin, covered);

@@ -375,9 +375,11 @@ static int sweep_open_dir(sweep_cli *c, const char *dir, char *partial, size_t l
     return 0;
 }
 
-/* sweep.csv and sweep.html into dir, and what was written said: 0, or 1
- * when a file could not be written (sweep.csv's rows then go to stdout). */
-static int sweep_write_results(sweep_cli *c, const char *dir, const char *partial) {
+/* sweep.csv and sweep.html into dir, and what was written said (and that
+ * a Ctrl-C stopped it, when interrupted): 0, or 1 when a file could not be
+ * written (sweep.csv's rows then go to stdout). */
+static int sweep_write_results(sweep_cli *c, const char *dir, const char *partial,
+                               int interrupted) {
     char err[4400], title[512];
     size_t used = (size_t)snprintf(title, sizeof title, "npurr sweep");
     for (int i = 2; i < c->nbase && used < sizeof title; i++)
@@ -405,6 +407,8 @@ static int sweep_write_results(sweep_cli *c, const char *dir, const char *partia
         printf("wrote %s/%s only\n", dir, wrote_csv ? "sweep.csv" : "sweep.html");
     else
         printf("wrote neither file: the rows above are the results\n");
+    if (interrupted)
+        fprintf(stderr, "npurr sweep: interrupted: the %zu finished points are written\n", ran);
     return !wrote_csv || !wrote_html;
 }
 
@@ -433,12 +437,7 @@ int cmd_sweep(int argc, char **argv) {
             jobs < (long)c.s.npoints ? jobs : (long)c.s.npoints);
     int prc = run_pool(c.s.npoints, (int)jobs, job, progress, &c, c.s.res, err, sizeof err);
     if (prc < 0) fprintf(stderr, "npurr sweep: %s\n", err);
-    status = sweep_write_results(&c, dir, partial) || prc ? EXIT_ERROR : EXIT_DONE;
-    if (prc > 0) {
-        size_t ran = 0;
-        for (size_t p = 0; p < c.s.npoints; p++) ran += c.s.res[p].done;
-        fprintf(stderr, "npurr sweep: interrupted: the %zu finished points are written\n", ran);
-    }
+    status = sweep_write_results(&c, dir, partial, prc > 0) || prc ? EXIT_ERROR : EXIT_DONE;
 out:
     if (c.partial) fclose(c.partial);
     free(c.s.res);

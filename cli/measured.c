@@ -43,17 +43,11 @@ static const char *row_name(const fidelity_row *r) {
     return slash ? slash + 1 : r->where;
 }
 
-/* A row Ctrl-C stopped before it finished: not a failure of the row. */
-int measured_stopped(const fidelity_result *x) {
-    size_t n = strlen(x->error), k = strlen(FIDELITY_INTERRUPTED);
-    return !x->ok && n >= k && !strcmp(x->error + n - k, FIDELITY_INTERRUPTED);
-}
-
 static void cell(FILE *out, const fidelity_result *x, double measured) {
     if (x && x->ok)
         fprintf(out, "  %11.2f %6.3f", x->us, x->us / measured);
     else
-        fprintf(out, "  %11s %6s", x && measured_stopped(x) ? "stopped" : "failed", "-");
+        fprintf(out, "  %11s %6s", x && x->stopped ? "stopped" : "failed", "-");
 }
 
 void measured_print(FILE *out, const fidelity_table *t, const fidelity_result *before,
@@ -73,9 +67,9 @@ void measured_print(FILE *out, const fidelity_table *t, const fidelity_result *b
         cell(out, &before[i], r->measured_us);
         if (after) cell(out, &after[i], r->measured_us);
         fprintf(out, "  %s %s\n", r->kernel, r->options);
-        if (!before[i].ok && !measured_stopped(&before[i]))
-            fprintf(out, "    error: %s\n", before[i].error);
-        if (after && !after[i].ok && !measured_stopped(&after[i])) fprintf(out, "    error after the fit: %s\n", after[i].error);
+        if (!before[i].ok && !before[i].stopped) fprintf(out, "    error: %s\n", before[i].error);
+        if (after && !after[i].ok && !after[i].stopped)
+            fprintf(out, "    error after the fit: %s\n", after[i].error);
     }
 }
 
@@ -110,7 +104,7 @@ int measured_run_all(const char *cmd, const fidelity_table *t, const engine_hw *
     free(rows);
     free(hws);
     int failed = 0;
-    for (int i = 0; i < t->n; i++) failed |= t->rows[i].covered && !res[i].ok && !measured_stopped(&res[i]);
+    for (int i = 0; i < t->n; i++) failed |= t->rows[i].covered && !res[i].ok && !res[i].stopped;
     return failed;
 }
 

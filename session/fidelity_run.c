@@ -156,9 +156,10 @@ static int run_distinct(const fidelity_row *const *rows, const engine_hw *hws, i
                              sizeof err);
     for (int i = 0; i < n; i++) {
         if (res[i].ok || res[i].error[0]) continue;
+        res[i].stopped = rc == 1;
         if (rc == 1)
-            snprintf(res[i].error, sizeof res[i].error, "%s: -k %s %s: %s", rows[i]->where,
-                     rows[i]->kernel, rows[i]->options, FIDELITY_INTERRUPTED);
+            snprintf(res[i].error, sizeof res[i].error, "%s: -k %s %s: interrupted before this "
+                     "run finished", rows[i]->where, rows[i]->kernel, rows[i]->options);
         else
             snprintf(res[i].error, sizeof res[i].error, "%s: -k %s %s: not run: %s",
                      rows[i]->where, rows[i]->kernel, rows[i]->options, err);

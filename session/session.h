@@ -315,6 +315,7 @@ void fidelity_table_free(fidelity_table *t);
 /* What one row's run gave, in virtual microseconds. */
 typedef struct fidelity_result {
     int ok;                   /* 0: error says why (deadlock, refused shape, ...) */
+    int stopped;              /* 1: Ctrl-C stopped it (or kept it from starting): no failure */
     double us;                /* the row's phase */
     double total_us;          /* the run's end */
     int nphases;              /* every phase of the kernel, in its order */
@@ -328,9 +329,6 @@ typedef struct fidelity_result {
  * run's end. Fills res; res->ok 0 with res->error naming row->where (a row
  * not covered: "not covered: " and its reason, nothing run). */
 void fidelity_run(const fidelity_row *row, const engine_hw *hw, fidelity_result *res);
-/* What a row that Ctrl-C stopped (or kept from starting) says after its
- * kernel and options. */
-#define FIDELITY_INTERRUPTED "interrupted before this run finished"
 /* Told as each run of fidelity_run_many ends: the (first) row it ran, its
  * result, finished of total distinct runs so far. */
 typedef void (*fidelity_progress_fn)(void *ctx, const fidelity_row *row, const fidelity_result *r,
@@ -338,7 +336,7 @@ typedef void (*fidelity_progress_fn)(void *ctx, const fidelity_row *row, const f
 /* rows[i] under hws[i] for i < n, up to jobs at once, each in its own
  * process (engine_pool_run); every res[i] filled as fidelity_run would;
  * progress (may be NULL) told as runs end. Returns 1 when Ctrl-C or
- * SIGTERM stopped it (rows not finished say FIDELITY_INTERRUPTED), else 0. */
+ * SIGTERM stopped it (rows not finished have stopped set), else 0. */
 int fidelity_run_many(const fidelity_row *const *rows, const engine_hw *hws, int n, int jobs,
                       fidelity_result *res, fidelity_progress_fn progress, void *ctx);
 
