@@ -1,5 +1,6 @@
 /*
- * ana_fresh.c - ana_ensure_fresh: the one way to a run's analysis tables.
+ * ana_fresh.c - whether a run's analysis tables can be served, and
+ * deriving the parts that cannot: steps 1-3 of ana_open (analysis.h).
  *
  * Derived tables are only worth serving when they come from the trace as
  * it is now. So, in this order:
@@ -27,8 +28,7 @@
  *      $XDG_CACHE_HOME/npurr, else $HOME/.cache/npurr, else
  *      $TMPDIR/npurr-cache-UID (a directory that must be ours and mode
  *      0700).
- * Every reader (stats, sql, export, record's summary, the SQLite extension)
- * goes through ana_ensure_fresh, so none can bypass these checks.
+ * Every reader goes through ana_open, so none can bypass these checks.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,8 +40,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analysis/analysis.h"
-#include "analysis/ana_internal.h"
+#include "analysis/ana_parts.h"
 
 /* The tables of the waits part; each other part is its one table. */
 static const char *const waits_tables[] = {
@@ -455,10 +454,6 @@ static int ensure_fresh(const char *run_dir, int flags, ana_source *src, char *e
     return rc;
 }
 
-int ana_ensure_fresh(const char *run_dir, ana_source *src, char *err, size_t errlen) {
-    return ana_ensure_fresh_flags(run_dir, 0, src, err, errlen);
-}
-
 /* `record --force` swaps a whole run folder in by rename while a reader
  * opens index.db and trace.zst by name, one after the other: a reader
  * caught between them sees an index and a trace of two runs. When the
@@ -468,8 +463,8 @@ int ana_ensure_fresh(const char *run_dir, ana_source *src, char *err, size_t err
  * the bound is generous (a reader gives up only after 10 such swaps). */
 enum { SWAP_RETRIES = 10 };
 
-int ana_ensure_fresh_flags(const char *run_dir, int flags, ana_source *src, char *err,
-                           size_t errlen) {
+int ana_fresh_ensure(const char *run_dir, int flags, ana_source *src, char *err,
+                     size_t errlen) {
     for (int attempt = 0;; attempt++) {
         uint64_t before = rec_run_identity(run_dir);
         int rc = ensure_fresh(run_dir, flags, src, err, errlen);
@@ -478,22 +473,10 @@ int ana_ensure_fresh_flags(const char *run_dir, int flags, ana_source *src, char
     }
 }
 
-/* Connection policy of `npurr sql`: nothing a query does may write a file
- * or reach another database. */
-static int deny_outside(void *ctx, int action, const char *a, const char *b, const char *dbname,
-                        const char *trigger) {
-    (void)ctx, (void)a, (void)dbname, (void)trigger;
-    if (action == SQLITE_ATTACH || action == SQLITE_DETACH) return SQLITE_DENY;
-    /* PRAGMA name = value (b is the value) changes the connection or the file. */
-    if (action == SQLITE_PRAGMA && b) return SQLITE_DENY;
-    return SQLITE_OK;
-}
-
-/* Opens what ana_ensure_fresh found, and checks it is still that: the
- * index served must be the one whose trace and tables were checked. */
+/* The index served must be the one whose trace and tables were checked. */
 static int open_checked(const char *run_dir, int flags, sqlite3 **out, ana_source *src,
                         char *err, size_t errlen) {
-    if (ana_ensure_fresh_flags(run_dir, flags, src, err, errlen)) return -1;
+    if (ana_fresh_ensure(run_dir, flags, src, err, errlen)) return -1;
     sqlite3 *db = NULL;
     if (open_ro(src->db_path, &db, err, errlen)) return -1;
     char stored[160];
@@ -515,24 +498,11 @@ static int open_checked(const char *run_dir, int flags, sqlite3 **out, ana_sourc
     return 0;
 }
 
-int ana_open_fresh(const char *run_dir, int flags, sqlite3 **out, ana_source *src, char *err,
+int ana_fresh_open(const char *run_dir, int flags, sqlite3 **out, ana_source *src, char *err,
                    size_t errlen) {
-    *out = NULL;
-    ana_source local;
-    if (!src) src = &local;
-    sqlite3 *db = NULL;
     for (int attempt = 0;; attempt++) {
         uint64_t before = rec_run_identity(run_dir);
-        if (open_checked(run_dir, flags, &db, src, err, errlen) == 0) break;
+        if (open_checked(run_dir, flags, out, src, err, errlen) == 0) return 0;
         if (attempt == SWAP_RETRIES || !before || rec_run_identity(run_dir) == before) return -1;
     }
-    if (flags & ANA_OPEN_QUERY_ONLY) {
-        if (ana_exec(db, "PRAGMA query_only = 1", err, errlen)) {
-            sqlite3_close(db);
-            return -1;
-        }
-        sqlite3_set_authorizer(db, deny_outside, NULL);
-    }
-    *out = db;
-    return 0;
 }

@@ -61,7 +61,7 @@ int cli_opt_top(const char *cmd, const char *v, size_t *out);
  * saying why. */
 int cli_one_run(const char *cmd, void (*usage)(FILE *out), int argc, char **argv,
                 const char **run);
-/* ana_open_fresh(run, flags, db, src) for `npurr CMD`, saying "npurr CMD:
+/* ana_open(run, flags, db, src) for `npurr CMD`, saying "npurr CMD:
  * why" on failure: 0 with *db (the caller closes it), or EXIT_ERROR (*db
  * NULL). */
 int cli_open_run(const char *cmd, const char *run, int flags, sqlite3 **db, ana_source *src);

@@ -80,7 +80,7 @@ int cmd_diff(int argc, char **argv) {
     sqlite3 *db[2] = {NULL, NULL};
     ana_source src[2];
     for (int s = 0; s < 2; s++)
-        if (ana_open_fresh(runs[s], 0, &db[s], &src[s], err, sizeof err)) {
+        if (ana_open(runs[s], 0, &db[s], &src[s], err, sizeof err)) {
             fprintf(stderr, "npurr diff: %s\n", err);
             sqlite3_close(db[0]);
             return EXIT_ERROR;

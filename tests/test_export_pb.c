@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "analysis/ana_pb.h"
+#include "analysis/present/ana_pb.h"
 
 static void expect_bytes(const pb_buf *b, const uint8_t *want, size_t n) {
     assert_false(b->oom);
