@@ -5,7 +5,12 @@
 # refuse each with the file, the line and the rule, and to accept the
 # includes and declarations the architecture allows.
 #
-#   sh tools/check_layering_test.sh
+#   sh tools/check_layering_test.sh [SOURCE_ROOT RULES]
+#
+# Given the repository and the rules the build wrote (ctest passes them),
+# it also checks a copy of the real tree: clean as it is, and refused,
+# once, when a file of analysis/present/ includes a header internal to
+# analysis/derive/ (the rooms ARCHITECTURE.md draws).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 check="$here/check_layering.sh"
@@ -203,6 +208,32 @@ if [ "$status" -eq 1 ] && [ "$out" = "lib/long.c:5: function one_too_many is 81 
 else
     echo "FAIL an 81-line function: exit $status, said: $out"
     failures=$((failures + 1))
+fi
+
+# The real tree, copied: its rooms pass; a presentation file that reaches
+# into the derivation room's internals is the one violation.
+if [ $# -eq 2 ]; then
+    mkdir -p "$tmp/real"
+    (cd "$1" && tar cf - --exclude='./build*' --exclude=./.git .) | (cd "$tmp/real" && tar xf -)
+    status=0
+    out=$(sh "$check" "$tmp/real" "$2" 2>&1) || status=$?
+    if [ "$status" -eq 0 ]; then echo "ok   the real tree passes with its rooms"; else
+        echo "FAIL the real tree: exit $status: $out"
+        failures=$((failures + 1))
+    fi
+    file=analysis/present/ana_stats.c
+    line=$(($(wc -l < "$tmp/real/$file") + 1))
+    printf '#include "analysis/derive/ana_steps.h"\n' >> "$tmp/real/$file"
+    status=0
+    out=$(sh "$check" "$tmp/real" "$2" 2>&1) || status=$?
+    violations=$(printf '%s\n' "$out" | grep -c "^analysis/" || true)
+    if [ "$status" -eq 1 ] && [ "$violations" -eq 1 ] &&
+        printf '%s\n' "$out" | grep -q "^$file:$line: #include \"analysis/derive/ana_steps.h\""; then
+        echo "ok   a presentation file including a derivation internal fails, once: $(printf '%s\n' "$out" | head -1)"
+    else
+        echo "FAIL presentation including a derivation internal: exit $status, $violations violation(s): $out"
+        failures=$((failures + 1))
+    fi
 fi
 
 if [ "$failures" -ne 0 ]; then
