@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "bench/bench_support.h"
+#include "calibrate/calibrate.h"
 #include "session/session.h"
 
 #define LO 0.75

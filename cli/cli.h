@@ -13,6 +13,7 @@
 #include "analysis/analysis.h"
 #include "engine/engine.h"
 #include "kernels/kernels.h"
+#include "calibrate/calibrate.h"
 #include "session/session.h"
 
 /* Exit codes (DESIGN.md); a session's error codes are numbered the same. */

@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "calibrate/calibrate.h"
 #include "session/session.h"
 
 static char path[64];

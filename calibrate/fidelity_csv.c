@@ -18,7 +18,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "session/session.h"
+#include "calibrate/calibrate.h"
 
 #define MAX_FIELDS 64
 

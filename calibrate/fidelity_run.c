@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "session/session.h"
+#include "calibrate/calibrate.h"
 
 /* The span of one phase over its roles, in us; -1 if none of them ran. */
 static double phase_span(engine *e, const kernel_phase *p) {

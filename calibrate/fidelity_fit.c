@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "session/session.h"
+#include "calibrate/calibrate.h"
 
 #define STEP0 0.69314718055994531   /* log 2: the first step is a factor of 2 */
 #define STEP_MAX 2.7725887222397811 /* log 16 */
