@@ -304,9 +304,11 @@ static int phase_of_op(const kernel_desc *k, const char *name, const char *type)
     return -1;
 }
 
-static int read_op_summary(FILE *f, const char *path, char **head, int nhead, int *lineno,
-                           const char *kernel_options, fidelity_table *t, char *err,
-                           size_t errlen) {
+/* The row every phase of an op summary starts from: the kernel and its
+ * options out of --kernel-options, checked as a CSV row's are; *k the
+ * kernel. 0, or -1 with err. */
+static int shape_proto(const char *path, const char *kernel_options, fidelity_row *proto,
+                       const kernel_desc **kout, char *err, size_t errlen) {
     if (!kernel_options || !*kernel_options) {
         snprintf(err, errlen, "%s is an msprof op_summary CSV: give the shape its ops ran at with "
                  "--kernel-options \"-k KERNEL --nodes N --tokens T ...\"", path);
@@ -333,25 +335,33 @@ static int read_op_summary(FILE *f, const char *path, char **head, int nhead, in
     }
     const kernel_desc *k = kname ? kernels_find(kname) : NULL;
     char *joined = k ? shell_join(nrest, rest) : NULL;
-    fidelity_row proto;
-    memset(&proto, 0, sizeof proto);
+    memset(proto, 0, sizeof *proto);
     int bad = 0;
     if (!kname)
         snprintf(err, errlen, "--kernel-options '%s': name the kernel with -k KERNEL", kernel_options), bad = 1;
     else if (!k)
         snprintf(err, errlen, "--kernel-options: -k %s: no such kernel", kname), bad = 1;
-    else if (!joined || strlen(joined) >= sizeof proto.options)
+    else if (!joined || strlen(joined) >= sizeof proto->options)
         snprintf(err, errlen, "--kernel-options: too long"), bad = 1;
     else {
-        snprintf(proto.kernel, sizeof proto.kernel, "%s", k->name);
-        snprintf(proto.options, sizeof proto.options, "%s", joined);
-        snprintf(proto.where, sizeof proto.where, "--kernel-options");
-        bad = check_options(&proto, 1, err, errlen) != 0;
+        snprintf(proto->kernel, sizeof proto->kernel, "%s", k->name);
+        snprintf(proto->options, sizeof proto->options, "%s", joined);
+        snprintf(proto->where, sizeof proto->where, "--kernel-options");
+        bad = check_options(proto, 1, err, errlen) != 0;
     }
     free(joined);
     free(rest);
     free(words);
-    if (bad) return -1;
+    *kout = k;
+    return bad ? -1 : 0;
+}
+
+static int read_op_summary(FILE *f, const char *path, char **head, int nhead, int *lineno,
+                           const char *kernel_options, fidelity_table *t, char *err,
+                           size_t errlen) {
+    fidelity_row proto;
+    const kernel_desc *k = NULL;
+    if (shape_proto(path, kernel_options, &proto, &k, err, errlen)) return -1;
 
     int c_name = column(head, nhead, "Op Name"), c_dur = column(head, nhead, "Task Duration(us)");
     int c_type = column(head, nhead, "OP Type");

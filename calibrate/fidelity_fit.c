@@ -46,14 +46,13 @@ typedef struct fit {
     double best;
 } fit;
 
-static double *field(engine_hw *hw, const engine_hw_param *p) {
-    return (double *)((char *)hw + p->offset);
-}
-
 static void hw_at(const fit *f, const double *x, engine_hw *hw) {
     *hw = *f->start;
+    char ignored[256];
     for (int i = 0; i < f->np; i++)
-        if (x[i] != f->x0[i]) *field(hw, f->p[i]) = exp(x[i]);
+        if (x[i] != f->x0[i])   /* inside the range by construction; exp's last bit clamped */
+            engine_hw_put(hw, f->p[i], fmin(fmax(exp(x[i]), f->p[i]->min), f->p[i]->max),
+                          ignored, sizeof ignored);
 }
 
 /* The error of each of m parameter sets xs (np values each) into err[];
@@ -102,47 +101,57 @@ static int evaluate(fit *f, const double *xs, int m, double *err, char *why, siz
     return failed;
 }
 
+/* The fitted parameters (engine/timing.c flags them), the training rows
+ * of t, each parameter's box, and where the search starts (x, step). 0, or
+ * -1 with err (f->train freed). */
+static int fit_setup(fit *f, const fidelity_table *t, double *x, double *step, char *err,
+                     size_t errlen) {
+    for (size_t i = 0; i < engine_hw_count(); i++) {
+        const engine_hw_param *p = engine_hw_param_at(i);
+        if (!p->fit) continue;
+        if (f->np == FIDELITY_MAX_FIT) {
+            snprintf(err, errlen, "engine/timing.c flags more than %d parameters as fitted: the "
+                     "timing policy allows at most %d (npurr hw)", FIDELITY_MAX_FIT,
+                     FIDELITY_MAX_FIT);
+            return -1;
+        }
+        f->p[f->np++] = p;
+    }
+    if (!f->np) {
+        snprintf(err, errlen, "no timing parameter is flagged as fitted in this build (npurr hw)");
+        return -1;
+    }
+    f->train = calloc((size_t)t->n + 1, sizeof *f->train);
+    if (!f->train) { snprintf(err, errlen, "out of memory"); return -1; }
+    for (int i = 0; i < t->n; i++)
+        if (t->rows[i].train && t->rows[i].covered) f->train[f->ntrain++] = &t->rows[i];
+    if (!f->ntrain) {
+        snprintf(err, errlen, "%s: no training rows (every row has use=validate or no kernel)",
+                 t->n ? t->rows[0].where : "the table");
+        free(f->train);
+        f->train = NULL;
+        return -1;
+    }
+    for (int i = 0; i < f->np; i++) {
+        /* inside its accepted range and within 16x of its documented
+         * value: a parameter the rows hardly see would otherwise drift to
+         * a bound (a scalar op of 0.01 cycles) for a sliver of error */
+        f->lo[i] = fmax(log(f->p[i]->min > 0 ? f->p[i]->min : FLOOR), log(f->p[i]->def) - BOX);
+        f->hi[i] = fmin(log(f->p[i]->max), log(f->p[i]->def) + BOX);
+        double v = engine_hw_get(f->start, f->p[i]);
+        x[i] = fmin(fmax(log(v), f->lo[i]), f->hi[i]);
+        f->x0[i] = log(v);   /* a start outside the range moves to its bound */
+        step[i] = STEP0;
+    }
+    return 0;
+}
+
 int fidelity_fit(const fidelity_table *t, const engine_hw *start, const fidelity_fit_opts *o,
                  fidelity_fit_result *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     fit f = {.t = t, .start = start, .o = o, .best = INFINITY};
-    for (size_t i = 0; i < engine_hw_count(); i++) {
-        const engine_hw_param *p = engine_hw_param_at(i);
-        if (!p->fit) continue;
-        if (f.np == FIDELITY_MAX_FIT) {
-            snprintf(err, errlen, "engine/timing.c flags more than %d parameters as fitted: the "
-                     "timing policy allows at most %d (npurr hw)", FIDELITY_MAX_FIT,
-                     FIDELITY_MAX_FIT);
-            return SESSION_ERROR;
-        }
-        f.p[f.np++] = p;
-    }
-    if (!f.np) {
-        snprintf(err, errlen, "no timing parameter is flagged as fitted in this build (npurr hw)");
-        return SESSION_ERROR;
-    }
-    f.train = calloc((size_t)t->n + 1, sizeof *f.train);
-    if (!f.train) { snprintf(err, errlen, "out of memory"); return SESSION_ERROR; }
-    for (int i = 0; i < t->n; i++)
-        if (t->rows[i].train && t->rows[i].covered) f.train[f.ntrain++] = &t->rows[i];
-    if (!f.ntrain) {
-        snprintf(err, errlen, "%s: no training rows (every row has use=validate or no kernel)",
-                 t->n ? t->rows[0].where : "the table");
-        free(f.train);
-        return SESSION_ERROR;
-    }
     double x[FIDELITY_MAX_FIT], step[FIDELITY_MAX_FIT];
-    for (int i = 0; i < f.np; i++) {
-        /* inside its accepted range and within 16x of its documented
-         * value: a parameter the rows hardly see would otherwise drift to
-         * a bound (a scalar op of 0.01 cycles) for a sliver of error */
-        f.lo[i] = fmax(log(f.p[i]->min > 0 ? f.p[i]->min : FLOOR), log(f.p[i]->def) - BOX);
-        f.hi[i] = fmin(log(f.p[i]->max), log(f.p[i]->def) + BOX);
-        double v = *field((engine_hw *)start, f.p[i]);
-        x[i] = fmin(fmax(log(v), f.lo[i]), f.hi[i]);
-        f.x0[i] = log(v);   /* a start outside the range moves to its bound */
-        step[i] = STEP0;
-    }
+    if (fit_setup(&f, t, x, step, err, errlen)) return SESSION_ERROR;
     double fx;
     char why[4096] = "";
     if (evaluate(&f, x, 1, &fx, why, sizeof why) != 0 || !isfinite(fx)) {

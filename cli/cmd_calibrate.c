@@ -141,6 +141,55 @@ static int set_max_evals(void *ctx, const char *v) {
     return 0;
 }
 
+/* The measured file and -o, before the fit, which takes minutes: both
+ * given, not one file, and -o never into a run folder. */
+static int check_paths(const char *file, const char *out) {
+    if (!file || !out) {
+        fprintf(stderr, "npurr calibrate: %s\n", !file ? "give the measured-times CSV"
+                                                         : "-o OUT.hw is required");
+        calibrate_usage(stderr);
+        return EXIT_USAGE;
+    }
+    struct stat a, b;
+    if (stat(file, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+        fprintf(stderr, "npurr calibrate: -o %s is the measured file itself\n", out);
+        return EXIT_USAGE;
+    }
+    char oerr[4608];
+    if (cli_output_check(NULL, out, "-o", oerr, sizeof oerr)) {
+        fprintf(stderr, "npurr calibrate: %s\n", oerr);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* The first covered row that failed, on stderr, after what. */
+static void say_first_failure(const fidelity_table *t, const fidelity_result *res,
+                              const char *what) {
+    for (int i = 0; i < t->n; i++)
+        if (t->rows[i].covered && !res[i].ok) {
+            fprintf(stderr, "npurr calibrate: %s%s\n", what, res[i].error);
+            return;
+        }
+}
+
+/* What the fit moved and how the rows fare before and after. */
+static void print_report(FILE *rep, const char *file, const fidelity_table *t,
+                         const engine_hw *start, const fidelity_fit_result *fr,
+                         const fidelity_result *before, const fidelity_result *after) {
+    fprintf(rep, "npurr calibrate %s: %d training row%s, %d evaluation%s\n", file, fr->train_rows,
+            fr->train_rows == 1 ? "" : "s", fr->evals, fr->evals == 1 ? "" : "s");
+    fprintf(rep, "%-28s %14s %14s %8s\n", "fitted parameter", "start", "fitted", "factor");
+    for (int i = 0; i < fr->nparams; i++) {
+        const engine_hw_param *p = fr->params[i];
+        double a = engine_hw_get(start, p), b = engine_hw_get(&fr->hw, p);
+        fprintf(rep, "%-28s %14.6g %14.6g %8.3f  %s\n", p->key, a, b, b / a, p->unit);
+    }
+    fprintf(rep, "error (sum of log(npurr/measured)^2 over the training rows): %.6g before, %.6g "
+            "after\n", fr->error_start, fr->error_fit);
+    measured_print(rep, t, before, after);
+}
+
 int cmd_calibrate(int argc, char **argv) {
     calibrate_args x = {.jobs = 1, .max_evals = DEFAULT_EVALS};
     const cli_opt opts[] = {{"-o", .value = &x.out}, {"--hw", .value = &x.hw_file},
@@ -155,28 +204,12 @@ int cmd_calibrate(int argc, char **argv) {
     if (parsed) return parsed == CLI_HELP ? EXIT_DONE : parsed;
     const char *file = x.file, *out = x.out, *hw_file = x.hw_file,
                *kernel_options = x.kernel_options;
-    int jobs = x.jobs, max_evals = x.max_evals;
-    if (!file || !out) {
-        fprintf(stderr, "npurr calibrate: %s\n", !file ? "give the measured-times CSV"
-                                                         : "-o OUT.hw is required");
-        calibrate_usage(stderr);
-        return EXIT_USAGE;
-    }
-    struct stat a, b;
-    if (stat(file, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
-        fprintf(stderr, "npurr calibrate: -o %s is the measured file itself\n", out);
-        return EXIT_USAGE;
-    }
-    {   /* before the fit, which takes minutes: never into a run folder */
-        char oerr[4608];
-        if (cli_output_check(NULL, out, "-o", oerr, sizeof oerr)) {
-            fprintf(stderr, "npurr calibrate: %s\n", oerr);
-            return EXIT_USAGE;
-        }
-    }
+    int jobs = x.jobs, max_evals = x.max_evals, rc;
+    rc = check_paths(file, out);
+    if (rc) return rc;
     fidelity_table t;
     engine_hw start;
-    int rc = measured_load("calibrate", file, kernel_options, hw_file, &t, &start);
+    rc = measured_load("calibrate", file, kernel_options, hw_file, &t, &start);
     if (rc) return rc;
     fidelity_result *before = calloc((size_t)t.n, sizeof *before);
     fidelity_result *after = calloc((size_t)t.n, sizeof *after);
@@ -192,11 +225,7 @@ int cmd_calibrate(int argc, char **argv) {
     if (engine_pool_interrupted()) goto stopped;
     if (before_failed) {
         measured_print(stdout, &t, before, NULL);
-        for (int i = 0; i < t.n; i++)
-            if (t.rows[i].covered && !before[i].ok) {
-                fprintf(stderr, "npurr calibrate: %s\n", before[i].error);
-                break;
-            }
+        say_first_failure(&t, before, "");
         rc = EXIT_ERROR;
         goto done;
     }
@@ -219,25 +248,11 @@ int cmd_calibrate(int argc, char **argv) {
         rc = EXIT_ERROR;
         goto done;
     }
-    FILE *rep = strcmp(out, "-") ? stdout : stderr;   /* -o -: the file alone on stdout */
-    fprintf(rep, "npurr calibrate %s: %d training row%s, %d evaluation%s\n", file, fr.train_rows,
-           fr.train_rows == 1 ? "" : "s", fr.evals, fr.evals == 1 ? "" : "s");
-    fprintf(rep, "%-28s %14s %14s %8s\n", "fitted parameter", "start", "fitted", "factor");
-    for (int i = 0; i < fr.nparams; i++) {
-        const engine_hw_param *p = fr.params[i];
-        double a = engine_hw_get(&start, p), b = engine_hw_get(&fr.hw, p);
-        fprintf(rep, "%-28s %14.6g %14.6g %8.3f  %s\n", p->key, a, b, b / a, p->unit);
-    }
-    fprintf(rep, "error (sum of log(npurr/measured)^2 over the training rows): %.6g before, %.6g "
-           "after\n", fr.error_start, fr.error_fit);
-    measured_print(rep, &t, before, after);
+    print_report(strcmp(out, "-") ? stdout : stderr,   /* -o -: the file alone on stdout */
+                 file, &t, &start, &fr, before, after);
     if (strcmp(out, "-")) printf("wrote %s (npurr record --hw %s ...)\n", out, out);
     if (after_failed) {   /* a validation row the fitted values break: written, but an error */
-        for (int i = 0; i < t.n; i++)
-            if (t.rows[i].covered && !after[i].ok) {
-                fprintf(stderr, "npurr calibrate: under the fitted values %s\n", after[i].error);
-                break;
-            }
+        say_first_failure(&t, after, "under the fitted values ");
         rc = EXIT_ERROR;
     }
     goto done;

@@ -174,6 +174,23 @@ int engine_hw_set(engine_hw *hw, const char *key, const char *value, char *err, 
     return ENGINE_ERR;
 }
 
+/* What a line of a .hw file says: its comment cut, a first line's UTF-8
+ * byte order mark skipped (as some editors write; CSVs accept it too), the
+ * blanks around it trimmed. In place. */
+static char *line_content(char *line, int lineno) {
+    char *hash = strchr(line, '#');
+    if (hash) *hash = '\0';
+    char *s = line;
+    if (lineno == 1 && (unsigned char)s[0] == 0xEF && (unsigned char)s[1] == 0xBB &&
+        (unsigned char)s[2] == 0xBF)
+        s += 3;
+    while (*s == ' ' || *s == '\t') s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
+        s[--n] = '\0';
+    return s;
+}
+
 int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen) {
     /* A directory would read as an empty file, a FIFO would hang. */
     char why[200];
@@ -207,16 +224,7 @@ int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen) {
             rc = ENGINE_ERR;
             break;
         }
-        char *hash = strchr(line, '#');
-        if (hash) *hash = '\0';
-        char *s = line;
-        if (lineno == 1 && (unsigned char)s[0] == 0xEF && (unsigned char)s[1] == 0xBB &&
-            (unsigned char)s[2] == 0xBF)
-            s += 3;   /* a UTF-8 byte order mark, as some editors write (CSVs accept it too) */
-        while (*s == ' ' || *s == '\t') s++;
-        size_t n = strlen(s);
-        while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
-            s[--n] = '\0';
+        char *s = line_content(line, lineno);
         if (!*s) continue;
         char *eq = strchr(s, '=');
         if (!eq) {

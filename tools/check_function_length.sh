@@ -21,7 +21,7 @@ cd "$root"
 files=$(ls -d */ | while read -r d; do
     case "$d" in
         tests/|bench/|examples/|build*/|tools/|docs/|include/|cmake/|traces/) ;;
-        *) ls "$d"*.c 2>/dev/null || true ;;
+        *) find "$d" -name '*.c' | sort ;;   # a library's rooms (analysis/derive/) too
     esac
 done)
 [ -n "$files" ] || exit 0
