@@ -7,7 +7,7 @@
  */
 #include <time.h>
 
-#include "engine/engine.h"
+#include "engine/host/host.h"
 
 double engine_host_seconds(void) {
     struct timespec ts;

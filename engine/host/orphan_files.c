@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/engine.h"
+#include "engine/host/host.h"
 
 void engine_remove_orphans(const char *dir, const char *prefix, const char *const *tails) {
     DIR *d = opendir(dir);

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine/engine.h"
+#include "engine/host/host.h"
 
 static const char *kind_of(mode_t m) {
     if (S_ISDIR(m)) return "a directory";

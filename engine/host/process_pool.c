@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/engine.h"
+#include "engine/host/host.h"
 
 static volatile sig_atomic_t pool_stopped;
 

@@ -9,7 +9,9 @@
  * engine_open_input (no FIFO or device is ever read) and hashed in 64 KiB
  * reads. Not on any hot path.
  */
-#include "engine.h"
+#include <stdint.h>
+
+#include "engine/host/host.h"
 
 #include <errno.h>
 #include <string.h>
