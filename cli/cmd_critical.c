@@ -1,6 +1,6 @@
 /*
  * cmd_critical.c - `npurr critical RUN [--by ...] [--top N] [--csv]`: what
- * bounded a recorded run's end time (analysis/ana_critical.c does the work;
+ * bounded a recorded run's end time (analysis/present/ana_crit_table.c does the work;
  * the critical_path table is derived on first use like the others).
  */
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /*
  * cmd_diff.c - `npurr diff RUN_A RUN_B [--by GROUP] [--top N] [--csv]`: what
- * changed between two runs (analysis/ana_diff.c does the work): of one
+ * changed between two runs (analysis/present/ana_diff.c does the work): of one
  * kernel before and after a change, or of two implementations of one
  * algorithm (a C kernel and its Ascend C port). Groups line up by name:
  * roles, links, kinds and causes are the cluster's and the algorithm's;

@@ -1,6 +1,6 @@
 /*
  * cmd_report.c - `npurr report RUN -o report.html`: the run as one
- * self-contained HTML page of plots (analysis/ana_report.c writes it).
+ * self-contained HTML page of plots (analysis/present/ana_report.c writes it).
  */
 #include <stdio.h>
 #include <string.h>

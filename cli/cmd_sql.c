@@ -1,6 +1,6 @@
 /*
  * cmd_sql.c - `npurr sql RUN "SELECT ..." [--csv]`: SQL over a run's index
- * with the `events` virtual table available (analysis/ana_sql.c).
+ * with the `events` virtual table available (analysis/present/ana_sql.c).
  */
 #include <stdio.h>
 #include <stdlib.h>

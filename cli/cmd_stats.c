@@ -1,6 +1,6 @@
 /*
  * cmd_stats.c - `npurr stats RUN [--by ...] [--top N]`: the stall table of a
- * recorded run (analysis/ana_stats.c does the work).
+ * recorded run (analysis/present/ana_stats.c does the work).
  */
 #include <stdio.h>
 #include <stdlib.h>

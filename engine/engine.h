@@ -564,7 +564,7 @@ int engine_run(engine *e, engine_result *res, char *err, size_t errlen);
 
 /* ---------------------------------------------------------------- split runs */
 
-/* One run over several processes (engine/partition.c, engine/merge.c). Each
+/* One run over several processes (engine/split/partition.c, engine/split/merge.c). Each
  * process builds the same engine and kernel setup, then engine_split names
  * its part: it owns whole nodes, a contiguous block of them, and starts only
  * their cores. Everything that crosses nodes travels one wire latency or more

@@ -87,6 +87,18 @@ printf '#include "../lib/lib_internal.h"\n' >> "$tmp/root/mid/mid.c"
 expect 1 "mid/mid.c:4: #include \"../lib/lib_internal.h\": lib/lib_internal.h is internal to lib/" \
     "an internal header reached by a relative path"
 
+# A room of lib (the rules' fifth field) may include lib's internal
+# header; a folder the rule does not name still may not.
+fresh_tree
+mkdir -p "$tmp/root/room"
+printf '#include "lib/lib_internal.h"\nint room(void) { return lib_helper(); }\n' \
+    > "$tmp/root/room/room.c"
+echo 'room||lib||lib/lib_internal.h' >> "$tmp/rules"
+expect 0 "" "a room including the internal header its rule shares"
+printf '#include "lib/lib_internal.h"\n' >> "$tmp/root/app/app.c"
+expect 1 "app/app.c:4: #include \"lib/lib_internal.h\": lib/lib_internal.h is internal to lib/" \
+    "another folder including the header a room shares"
+
 fresh_tree
 printf '#include "lib/lib.h"\n' >> "$tmp/root/other/other.c"
 expect 1 "other/other.c:2: #include \"lib/lib.h\": other/ does not depend on lib/" \

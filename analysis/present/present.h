@@ -155,7 +155,7 @@ typedef struct ana_export_counts {
     uint64_t tracks;      /* core, pipe (and lane) and counter tracks */
 } ana_export_counts;
 
-/* Both exports write the same timeline (analysis/ana_timeline.h): a
+/* Both exports write the same timeline (analysis/present/ana_timeline.h): a
  * process per rank, a track per core (its waits) with a track per pipe
  * under it (its transfers; lanes where they overlap), flow arrows from the
  * event that ended a wait to the wait's end, and counters. It is built in

@@ -24,7 +24,7 @@
  * deadlock), when the earliest pending time passes the watchdog, or after
  * the window in which a core faulted or a stop was asked for.
  */
-#include "internal.h"
+#include "engine/internal.h"
 
 #include <stdlib.h>
 #include <string.h>

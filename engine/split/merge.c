@@ -33,7 +33,7 @@
  * order, found again by content when another process declares it later.
  * Ids from the setup, the same in every process, stay as they are.
  */
-#include "internal.h"
+#include "engine/internal.h"
 
 #include <stdlib.h>
 #include <string.h>

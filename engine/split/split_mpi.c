@@ -2,7 +2,7 @@
  * split_mpi.c - the MPI transport of a split run (split_mpi.h).
  *
  * Collectives only: each window one all-to-all (of sizes, then of the
- * bytes: engine/partition.c's swap_window puts everything a window sends
+ * bytes: engine/split/partition.c's swap_window puts everything a window sends
  * into it), and a few allreduces and gathers at the start and the end of
  * a run. Each is started non-blocking and polled (MPI_Test, then short
  * sleeps, so P processes on fewer cores leave each other the CPU) while a
@@ -11,14 +11,11 @@
  * finalises the trace as an interrupted run. Built without MPI, only
  * split_mpi_launched is real: it tells a user under mpirun what is missing.
  */
-#include "session/split_mpi.h"
+#include "engine/split/split.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "session/session.h"
-#include "session/session_signals.h"
 
 /* An MPI launcher's environment (Open MPI, then PMIx and PMI ones). */
 static int launcher_size(void) {
@@ -43,7 +40,7 @@ static int launcher_rank(void) {
 /* Before MPI is up (a refused option), every process of the job would print
  * the same refusal: they all parse the same command line. Only process 0
  * speaks, as after split_mpi_start; the others exit with the same code. */
-int session_process_speaks(void) {
+int split_mpi_process_speaks(void) {
     return launcher_size() <= 1 || launcher_rank() <= 0;
 }
 
@@ -59,6 +56,7 @@ struct split_mpi {
     engine_transport t;
     int here;                 /* processes of the job on this machine (this one included) */
     int broken;
+    int (*stopped)(void);     /* the caller's: a signal arrived, stop waiting */
     uint8_t *pack;            /* send side of alltoall / gather */
     size_t pack_cap;
     uint8_t *unpack;
@@ -114,7 +112,7 @@ static int finish_all(split_mpi *m, int n, MPI_Request *rq, const char *what, ch
                         : MPI_Testall(n, rq, &done, MPI_STATUSES_IGNORE);
         if (rc != MPI_SUCCESS) return fail(m, rc, what, err, errlen);
         if (done) return 0;
-        if (session_signals_seen()) {
+        if (m->stopped && m->stopped()) {
             snprintf(err, errlen,
                      "process %d stopped waiting for the others (%s): a signal arrived (Ctrl-C, "
                      "or mpirun ending the job because a process died)", m->t.index, what);
@@ -232,7 +230,7 @@ static void finalize_now(void) {
     MPI_Finalize();
 }
 
-int split_mpi_start(split_mpi **out, char *err, size_t errlen) {
+int split_mpi_start(split_mpi **out, int (*stopped)(void), char *err, size_t errlen) {
     *out = NULL;
     int provided = 0;
     if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
@@ -244,6 +242,7 @@ int split_mpi_start(split_mpi **out, char *err, size_t errlen) {
     atexit(finalize_now);
     split_mpi *m = calloc(1, sizeof *m);
     if (!m) abort();
+    m->stopped = stopped;
     MPI_Comm_rank(MPI_COMM_WORLD, &m->t.index);
     MPI_Comm_size(MPI_COMM_WORLD, &m->t.count);
     if (m->t.count > 255) {
@@ -285,12 +284,12 @@ int split_mpi_on_this_machine(const split_mpi *m) { return m->here; }
 int split_mpi_broken(const split_mpi *m) { return m->broken; }
 
 int split_mpi_agree(split_mpi *m, int code, char *err, size_t errlen) {
-    if (m->broken) return code ? code : SESSION_ERROR;
+    if (m->broken) return code ? code : 1;
     char why[ENGINE_ERRLEN];
     uint64_t v[2] = {(uint64_t)code, 0};
     if (mpi_allreduce(m, v, 1, ENGINE_REDUCE_MAX, why, sizeof why)) {
         snprintf(err, errlen, "%s", why);
-        return SESSION_ERROR;
+        return 1;
     }
     if (!v[0]) return 0;
     /* every process's sentence to process 0; the first failing one wins */
@@ -299,7 +298,7 @@ int split_mpi_agree(split_mpi *m, int code, char *err, size_t errlen) {
     memset(all, 0, sizeof all);
     if (mpi_gather(m, &mine, m->t.index == 0 ? all : NULL, why, sizeof why)) {
         snprintf(err, errlen, "%s", why);
-        return SESSION_ERROR;
+        return 1;
     }
     if (m->t.index == 0) {
         for (int q = 0; q < m->t.count; q++)
@@ -341,7 +340,7 @@ int split_mpi_launched(int *count, char *err, size_t errlen) {
     return -1;
 }
 
-int split_mpi_start(split_mpi **out, char *err, size_t errlen) {
+int split_mpi_start(split_mpi **out, int (*stopped)(void), char *err, size_t errlen) {
     *out = NULL;
     snprintf(err, errlen, "this npurr was built without MPI");
     return -1;

@@ -22,7 +22,7 @@
  *    average about four events, so the pairs cost about half a byte an
  *    event.
  */
-#include "internal.h"
+#include "engine/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
