@@ -162,8 +162,13 @@ static void plot_axes(const frame *f, const sweep_key *key, FILE *out) {
         svg_line(out, L, py(f, ps), W - R, py(f, ps), "#ddd");
         svg_text(out, L - 4, py(f, ps) + 4, "end", "tick", label);
     }
-    for (size_t i = 0; i < key->nvalues; i++)
-        svg_text(out, px(f, i), H - B + 16, "middle", "tick", key->values[i]);
+    for (size_t i = 0; i < key->nvalues; i++) {
+        /* centred under its point, unless that would cut it at the page's
+         * edge (a long last value, "credit-leak"): then it ends there */
+        double x = px(f, i), half = 3.2 * (double)strlen(key->values[i]);   /* 11px text */
+        const char *anchor = x + half > W ? "end" : x - half < 0 ? "start" : "middle";
+        svg_text(out, x, H - B + 16, anchor, "tick", key->values[i]);
+    }
     svg_text(out, (L + W - R) / 2.0, H - 8, "middle", "label", key->name);
 }
 
