@@ -386,14 +386,14 @@ int main(int argc, char **argv) {
     if (run) printf("trace: %s\n", run);
     else if (!(run = make_trace(out, target, tmp, sizeof tmp))) return 1;
     double t0 = now_s();
-    if (ana_derive(run, err, sizeof err)) {
+    if (ana_open(run, ANA_OPEN_REDERIVE, NULL, NULL, err, sizeof err)) {
         fprintf(stderr, "bench_analysis: %s\n", err);
         return 1;
     }
     printf("ana_derive (causes, word_writes, ring_counters, link_bytes, views): %.2f s\n",
            now_s() - t0);
     sqlite3 *db = NULL;
-    if (ana_open(run, &db, err, sizeof err)) {
+    if (ana_open(run, ANA_OPEN_AS_IS, &db, NULL, err, sizeof err)) {
         fprintf(stderr, "bench_analysis: %s\n", err);
         return 1;
     }

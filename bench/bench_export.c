@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
     const char *run = argc > 1 ? argv[1] : "runs/sample";
     char err[1024];
     sqlite3 *db = NULL;
-    if (ana_open_derived(run, &db, err, sizeof err)) {
+    if (ana_open(run, 0, &db, NULL, err, sizeof err)) {
         fprintf(stderr, "bench_export: %s\n(record it first: ./build/npurr record -k "
                 "dispatch-layered --nodes 2 --tokens 256 -o runs/sample)\n", err);
         return 1;

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "bench/bench_support.h"
+#include "calibrate/calibrate.h"
 #include "session/session.h"
 
 #define LO 0.75
@@ -117,7 +118,7 @@ int main(int argc, char **argv) {
            hw_file ? hw_file : "npurr's defaults", jobs);
     fflush(stdout);
     double t0 = now_s();
-    fidelity_run_many(rows, hws, t.n, (int)jobs, 1, res);
+    fidelity_run_many(rows, hws, t.n, (int)jobs, 1, res, NULL, NULL);
     double wall = now_s() - t0;
 
     int in = 0, ran = 0, not_run = 0, uncovered = 0, tin = 0, tran = 0;

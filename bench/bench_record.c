@@ -97,7 +97,7 @@ static int run_once(const kernel_desc *kd, const kernel_opts *opts, const engine
     st->derive_wall = st->derive_cpu = 0;
     if (out_dir && rc == 0) {
         double d0 = now_s(), dc0 = cpu_s();
-        if (ana_derive(out_dir, err, sizeof err)) {
+        if (ana_open(out_dir, ANA_OPEN_REDERIVE, NULL, NULL, err, sizeof err)) {
             fprintf(stderr, "bench_record: %s\n", err);
             rc = -1;
         }

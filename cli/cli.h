@@ -13,6 +13,7 @@
 #include "analysis/analysis.h"
 #include "engine/engine.h"
 #include "kernels/kernels.h"
+#include "calibrate/calibrate.h"
 #include "session/session.h"
 
 /* Exit codes (DESIGN.md); a session's error codes are numbered the same. */
@@ -61,7 +62,7 @@ int cli_opt_top(const char *cmd, const char *v, size_t *out);
  * saying why. */
 int cli_one_run(const char *cmd, void (*usage)(FILE *out), int argc, char **argv,
                 const char **run);
-/* ana_open_fresh(run, flags, db, src) for `npurr CMD`, saying "npurr CMD:
+/* ana_open(run, flags, db, src) for `npurr CMD`, saying "npurr CMD:
  * why" on failure: 0 with *db (the caller closes it), or EXIT_ERROR (*db
  * NULL). */
 int cli_open_run(const char *cmd, const char *run, int flags, sqlite3 **db, ana_source *src);
@@ -129,8 +130,11 @@ int measured_load(const char *cmd, const char *file, const char *kernel_options,
  * as "npurr CMD: ...". */
 int measured_plugin(const char *cmd, const char *path);
 int measured_jobs(const char *cmd, const char *v, int *out);
-/* Every row of t under hw, jobs at once; 1 if a row failed (res says why). */
-int measured_run_all(const fidelity_table *t, const engine_hw *hw, int jobs,
+/* Every row of t under hw, jobs at once, a line on stderr as each run ends
+ * ("npurr CMD: [k/n] ROW ..."); 1 if a row failed (res says why).
+ * Rows a Ctrl-C stopped are not failures (fidelity_result.stopped; engine_pool_interrupted
+ * says the command was stopped). */
+int measured_run_all(const char *cmd, const fidelity_table *t, const engine_hw *hw, int jobs,
                      fidelity_result *res);
 /* One line per row: measured time, npurr's and the ratio (before; and
  * after a fit when after is not NULL), a failed row's error under it. */

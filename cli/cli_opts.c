@@ -143,7 +143,7 @@ int cli_one_run(const char *cmd, void (*usage)(FILE *out), int argc, char **argv
 int cli_open_run(const char *cmd, const char *run, int flags, sqlite3 **db, ana_source *src) {
     char err[4096];
     *db = NULL;
-    if (!ana_open_fresh(run, flags, db, src, err, sizeof err)) return 0;
+    if (!ana_open(run, flags, db, src, err, sizeof err)) return 0;
     fprintf(stderr, "npurr %s: %s\n", cmd, err);
     return EXIT_ERROR;
 }

@@ -54,8 +54,10 @@ static void calibrate_usage(FILE *out) {
           "  --plugin PATH.so       load a plugin whose kernels rows name (repeatable)\n"
           "  -h, --help             this text\n"
           "\n"
-          "Exit status: 0 fitted and written, 1 a bad measured file or a row that fails,\n"
-          "2 usage (a bad --hw file included, as in record).\n",
+          "Ctrl-C or SIGTERM stops the runs in flight; a fit cut short writes nothing.\n"
+          "\n"
+          "Exit status: 0 fitted and written, 1 a bad measured file, a row that fails or\n"
+          "Ctrl-C, 2 usage (a bad --hw file included, as in record).\n",
           DEFAULT_EVALS);
 }
 
@@ -103,7 +105,7 @@ static int write_hw(const char *path, const char *input, const engine_hw *hw,
         const engine_hw_param *p = engine_hw_param_at(i);
         int fitted = 0;
         for (int j = 0; j < fr->nparams; j++) fitted |= fr->params[j] == p;
-        double v = *(const double *)((const char *)hw + p->offset);
+        double v = engine_hw_get(hw, p);
         if (fitted)
             fprintf(f, "# %s (%s); fitted by npurr calibrate on %s from %s (its estimate %g, "
                     "default %g)\n", p->what, p->unit, input,
@@ -144,6 +146,63 @@ static int set_max_evals(void *ctx, const char *v) {
     return 0;
 }
 
+/* The measured file and -o, before the fit, which takes minutes: both
+ * given, not one file, and -o never into a run folder. */
+static int check_paths(const char *file, const char *out) {
+    if (!file || !out) {
+        fprintf(stderr, "npurr calibrate: %s\n", !file ? "give the measured-times CSV"
+                                                         : "-o OUT.hw is required");
+        calibrate_usage(stderr);
+        return EXIT_USAGE;
+    }
+    struct stat a, b;
+    if (stat(file, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+        fprintf(stderr, "npurr calibrate: -o %s is the measured file itself\n", out);
+        return EXIT_USAGE;
+    }
+    char oerr[4608];
+    if (cli_output_check(NULL, out, "-o", oerr, sizeof oerr)) {
+        fprintf(stderr, "npurr calibrate: %s\n", oerr);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* The first covered row that failed, on stderr, after what. */
+static void say_first_failure(const fidelity_table *t, const fidelity_result *res,
+                              const char *what) {
+    for (int i = 0; i < t->n; i++)
+        if (t->rows[i].covered && !res[i].ok) {
+            fprintf(stderr, "npurr calibrate: %s%s\n", what, res[i].error);
+            return;
+        }
+}
+
+/* What the fit moved and how the rows fare before and after. */
+static void print_report(FILE *rep, const char *file, const fidelity_table *t,
+                         const engine_hw *start, const fidelity_fit_result *fr,
+                         const fidelity_result *before, const fidelity_result *after) {
+    fprintf(rep, "npurr calibrate %s: %d training row%s, %d evaluation%s\n", file, fr->train_rows,
+            fr->train_rows == 1 ? "" : "s", fr->evals, fr->evals == 1 ? "" : "s");
+    fprintf(rep, "%d Gauss-Newton iteration%s\n", fr->iterations, fr->iterations == 1 ? "" : "s");
+    fprintf(rep, "%-26s %12s %12s %8s  %-10s %s\n", "fitted parameter", "start", "fitted",
+            "factor", "unit", "a 2x move moves a row by");
+    for (int i = 0; i < fr->nparams; i++) {
+        const engine_hw_param *p = fr->params[i];
+        double a = engine_hw_get(start, p), b = engine_hw_get(&fr->hw, p);
+        fprintf(rep, "%-26s %12.6g %12.6g %8.3f  %-10s ", p->key, a, b, b / a, p->unit);
+        if (fr->moves_2x[i] >= 0) fprintf(rep, "up to %.1f %%", 100 * fr->moves_2x[i]);
+        else fprintf(rep, "-");
+        if (fr->at_edge[i]) fprintf(rep, "  AT ITS BOX'S EDGE: not identified by these rows");
+        else if (fr->moves_2x[i] >= 0 && fr->moves_2x[i] < 0.01)
+            fprintf(rep, "  under 1 %%: not identified by these rows");
+        fprintf(rep, "\n");
+    }
+    fprintf(rep, "error (sum of log(npurr/measured)^2 over the training rows): %.6g before, %.6g "
+            "after\n", fr->error_start, fr->error_fit);
+    measured_print(rep, t, before, after);
+}
+
 int cmd_calibrate(int argc, char **argv) {
     calibrate_args x = {.jobs = 1, .max_evals = DEFAULT_EVALS};
     const cli_opt opts[] = {{"-o", .value = &x.out}, {"--hw", .value = &x.hw_file},
@@ -158,46 +217,28 @@ int cmd_calibrate(int argc, char **argv) {
     if (parsed) return parsed == CLI_HELP ? EXIT_DONE : parsed;
     const char *file = x.file, *out = x.out, *hw_file = x.hw_file,
                *kernel_options = x.kernel_options;
-    int jobs = x.jobs, max_evals = x.max_evals;
-    if (!file || !out) {
-        fprintf(stderr, "npurr calibrate: %s\n", !file ? "give the measured-times CSV"
-                                                         : "-o OUT.hw is required");
-        calibrate_usage(stderr);
-        return EXIT_USAGE;
-    }
-    struct stat a, b;
-    if (stat(file, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
-        fprintf(stderr, "npurr calibrate: -o %s is the measured file itself\n", out);
-        return EXIT_USAGE;
-    }
-    {   /* before the fit, which takes minutes: never into a run folder */
-        char oerr[4608];
-        if (cli_output_check(NULL, out, "-o", oerr, sizeof oerr)) {
-            fprintf(stderr, "npurr calibrate: %s\n", oerr);
-            return EXIT_USAGE;
-        }
-    }
+    int jobs = x.jobs, max_evals = x.max_evals, rc;
+    rc = check_paths(file, out);
+    if (rc) return rc;
     fidelity_table t;
     engine_hw start;
-    int rc = measured_load("calibrate", file, kernel_options, hw_file, &t, &start);
+    rc = measured_load("calibrate", file, kernel_options, hw_file, &t, &start);
     if (rc) return rc;
     fidelity_result *before = calloc((size_t)t.n, sizeof *before);
     fidelity_result *after = calloc((size_t)t.n, sizeof *after);
     char err[2048];
     if (!before || !after) {
-        fprintf(stderr, "npurr calibrate: out of memory\n");
+        fprintf(stderr, "npurr calibrate: out of memory for the results of %d rows\n", t.n);
         rc = EXIT_ERROR;
         goto done;
     }
     fprintf(stderr, "calibrate: running the %d row%s at the start parameters\n", t.n,
             t.n == 1 ? "" : "s");
-    if (measured_run_all(&t, &start, jobs, before)) {
+    int before_failed = measured_run_all("calibrate", &t, &start, jobs, before);
+    if (engine_pool_interrupted()) goto stopped;
+    if (before_failed) {
         measured_print(stdout, &t, before, NULL);
-        for (int i = 0; i < t.n; i++)
-            if (t.rows[i].covered && !before[i].ok) {
-                fprintf(stderr, "npurr calibrate: %s\n", before[i].error);
-                break;
-            }
+        say_first_failure(&t, before, "");
         rc = EXIT_ERROR;
         goto done;
     }
@@ -205,49 +246,32 @@ int cmd_calibrate(int argc, char **argv) {
     fidelity_fit_opts fo = {.jobs = jobs, .max_evals = max_evals, .progress = on_progress,
                             .ctx = &pr};
     fidelity_fit_result fr;
-    if (fidelity_fit(&t, &start, &fo, &fr, err, sizeof err) != SESSION_OK) {
-        if (pr.tty) fputc('\n', stderr);
+    int fit_rc = fidelity_fit(&t, &start, &fo, &fr, err, sizeof err);
+    if (pr.tty) fputc('\n', stderr);
+    if (engine_pool_interrupted()) goto stopped;
+    if (fit_rc != SESSION_OK) {
         fprintf(stderr, "npurr calibrate: %s\n", err);
         rc = EXIT_ERROR;
         goto done;
     }
-    if (pr.tty) fputc('\n', stderr);
-    int after_failed = measured_run_all(&t, &fr.hw, jobs, after);
+    int after_failed = measured_run_all("calibrate", &t, &fr.hw, jobs, after);
+    if (engine_pool_interrupted()) goto stopped;
     if (write_hw(out, file, &fr.hw, &fr, hw_file, err, sizeof err)) {
         fprintf(stderr, "npurr calibrate: %s\n", err);
         rc = EXIT_ERROR;
         goto done;
     }
-    FILE *rep = strcmp(out, "-") ? stdout : stderr;   /* -o -: the file alone on stdout */
-    fprintf(rep, "npurr calibrate %s: %d training row%s, %d evaluation%s\n", file, fr.train_rows,
-           fr.train_rows == 1 ? "" : "s", fr.evals, fr.evals == 1 ? "" : "s");
-    fprintf(rep, "%d Gauss-Newton iteration%s\n", fr.iterations, fr.iterations == 1 ? "" : "s");
-    fprintf(rep, "%-26s %12s %12s %8s  %-10s %s\n", "fitted parameter", "start", "fitted", "factor",
-           "unit", "a 2x move moves a row by");
-    for (int i = 0; i < fr.nparams; i++) {
-        const engine_hw_param *p = fr.params[i];
-        double a = *(const double *)((const char *)&start + p->offset);
-        double b = *(const double *)((const char *)&fr.hw + p->offset);
-        fprintf(rep, "%-26s %12.6g %12.6g %8.3f  %-10s ", p->key, a, b, b / a, p->unit);
-        if (fr.moves_2x[i] >= 0) fprintf(rep, "up to %.1f %%", 100 * fr.moves_2x[i]);
-        else fprintf(rep, "-");
-        if (fr.at_edge[i]) fprintf(rep, "  AT ITS BOX'S EDGE: not identified by these rows");
-        else if (fr.moves_2x[i] >= 0 && fr.moves_2x[i] < 0.01)
-            fprintf(rep, "  under 1 %%: not identified by these rows");
-        fprintf(rep, "\n");
-    }
-    fprintf(rep, "error (sum of log(npurr/measured)^2 over the training rows): %.6g before, %.6g "
-           "after\n", fr.error_start, fr.error_fit);
-    measured_print(rep, &t, before, after);
+    print_report(strcmp(out, "-") ? stdout : stderr,   /* -o -: the file alone on stdout */
+                 file, &t, &start, &fr, before, after);
     if (strcmp(out, "-")) printf("wrote %s (npurr record --hw %s ...)\n", out, out);
     if (after_failed) {   /* a validation row the fitted values break: written, but an error */
-        for (int i = 0; i < t.n; i++)
-            if (t.rows[i].covered && !after[i].ok) {
-                fprintf(stderr, "npurr calibrate: under the fitted values %s\n", after[i].error);
-                break;
-            }
+        say_first_failure(&t, after, "under the fitted values ");
         rc = EXIT_ERROR;
     }
+    goto done;
+stopped:   /* Ctrl-C: the runs in flight are ended; a fit cut short is not written */
+    fprintf(stderr, "npurr calibrate: interrupted: nothing written to %s\n", out);
+    rc = EXIT_ERROR;
 done:
     free(before);
     free(after);

@@ -1,6 +1,6 @@
 /*
  * cmd_critical.c - `npurr critical RUN [--by ...] [--top N] [--csv]`: what
- * bounded a recorded run's end time (analysis/ana_critical.c does the work;
+ * bounded a recorded run's end time (analysis/present/ana_crit_table.c does the work;
  * the critical_path table is derived on first use like the others).
  */
 #include <stdio.h>
@@ -64,7 +64,7 @@ int cli_crit_table(const char *cmd, const char *run, ana_crit_by by, size_t top,
                    ana_crit_table *t, ana_source *src) {
     char err[1024];
     sqlite3 *db = NULL;
-    if (cli_open_run(cmd, run, 0, &db, src)) return EXIT_ERROR;
+    if (cli_open_run(cmd, run, ANA_PART_WAITS | ANA_PART_CRITICAL, &db, src)) return EXIT_ERROR;
     int rc = ana_crit_table_get(db, by, top, t, err, sizeof err);
     sqlite3_close(db);
     if (rc) {

@@ -1,6 +1,6 @@
 /*
  * cmd_diff.c - `npurr diff RUN_A RUN_B [--by GROUP] [--top N] [--csv]`: what
- * changed between two runs (analysis/ana_diff.c does the work): of one
+ * changed between two runs (analysis/present/ana_diff.c does the work): of one
  * kernel before and after a change, or of two implementations of one
  * algorithm (a C kernel and its Ascend C port). Groups line up by name:
  * roles, links, kinds and causes are the cluster's and the algorithm's;
@@ -80,7 +80,7 @@ int cmd_diff(int argc, char **argv) {
     sqlite3 *db[2] = {NULL, NULL};
     ana_source src[2];
     for (int s = 0; s < 2; s++)
-        if (ana_open_fresh(runs[s], 0, &db[s], &src[s], err, sizeof err)) {
+        if (ana_open(runs[s], 0, &db[s], &src[s], err, sizeof err)) {
             fprintf(stderr, "npurr diff: %s\n", err);
             sqlite3_close(db[0]);
             return EXIT_ERROR;

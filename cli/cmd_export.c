@@ -1,9 +1,9 @@
 /*
  * cmd_export.c - `npurr export RUN --chrome OUT.json | --perfetto
  * OUT.pftrace [--from T --to T] [--ranks LIST]`: a timeline for
- * ui.perfetto.dev / chrome://tracing (analysis/ana_export.c writes the
- * JSON, analysis/ana_perfetto.c the protobuf; a name ending in .gz is
- * gzipped by analysis/ana_output.c).
+ * ui.perfetto.dev / chrome://tracing (analysis/present/ana_export.c writes the
+ * JSON, analysis/present/ana_perfetto.c the protobuf; a name ending in .gz is
+ * gzipped by analysis/present/ana_output.c).
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -47,8 +47,11 @@ static void hw_usage(FILE *out) {
           "  --kernel-options OPTS  an op_summary's shape: \"-k KERNEL --nodes N ...\"\n"
           "  --plugin PATH.so       load a plugin whose kernels rows name (repeatable)\n"
           "\n"
-          "Exit status: 0 ok, 1 a bad measured file or a row that failed to run, 2 usage\n"
-          "(a bad --hw file included, as in record).\n",
+          "Ctrl-C or SIGTERM stops the rows in flight and prints the table of those that\n"
+          "finished (the others say stopped).\n"
+          "\n"
+          "Exit status: 0 ok, 1 a bad measured file, a row that failed to run or Ctrl-C,\n"
+          "2 usage (a bad --hw file included, as in record).\n",
           out);
 }
 
@@ -65,7 +68,7 @@ static int compare(const char *file, const char *hw_file, const char *kernel_opt
         return EXIT_ERROR;
     }
     fprintf(stderr, "npurr hw: running %d row%s, %d at once\n", t.n, t.n == 1 ? "" : "s", jobs);
-    int failed = measured_run_all(&t, &hw, jobs, res);
+    int failed = measured_run_all("hw", &t, &hw, jobs, res);
     printf("npurr hw --compare %s: %d row%s, timing parameters %s\n", file, t.n,
            t.n == 1 ? "" : "s", hw_file ? hw_file : "the defaults");
     measured_print(stdout, &t, res, NULL);
@@ -79,11 +82,22 @@ static int compare(const char *file, const char *hw_file, const char *kernel_opt
     if (n) printf("error (sum of log(npurr/measured)^2 over %d training row%s): %.6g\n", n,
                   n == 1 ? "" : "s", fidelity_error(npurr, meas, n));
     if (failed) fprintf(stderr, "npurr hw: a row failed to run (its error is under it)\n");
+    int interrupted = engine_pool_interrupted();
+    if (interrupted) {
+        int fin = 0;
+        int covered = 0;
+        for (int i = 0; i < t.n; i++) {
+            covered += t.rows[i].covered;
+            fin += t.rows[i].covered && !res[i].stopped;
+        }
+        fprintf(stderr, "npurr hw: interrupted: %d of %d rows finished (the others say stopped)\n",
+                fin, covered);
+    }
     free(npurr);
     free(meas);
     free(res);
     fidelity_table_free(&t);
-    return failed ? EXIT_ERROR : EXIT_DONE;
+    return interrupted || failed ? EXIT_ERROR : EXIT_DONE;
 }
 
 int cmd_hw(int argc, char **argv) {

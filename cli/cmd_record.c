@@ -68,7 +68,7 @@ static int record_status(const record_result *r) {
 static void write_stalls(const char *run_dir, const char *shown_as, int derived, FILE *out) {
     char err[ENGINE_ERRLEN];
     sqlite3 *db = NULL;
-    if ((derived ? ana_open_derived : ana_open)(run_dir, &db, err, sizeof err)) {
+    if (ana_open(run_dir, derived ? 0 : ANA_OPEN_AS_IS, &db, NULL, err, sizeof err)) {
         fprintf(stderr, "npurr: stall summary unavailable: %s\n", err);
         if (db) sqlite3_close(db);
         return;

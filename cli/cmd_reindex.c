@@ -66,7 +66,7 @@ int cmd_reindex(int argc, char **argv) {
      * their first use; any other outcome is derived now. */
     char aerr[1024];
     if (rc > 0 || !run_completed(run)) {
-        if (ana_derive(run, aerr, sizeof aerr)) {
+        if (ana_open(run, ANA_OPEN_REDERIVE, NULL, NULL, aerr, sizeof aerr)) {
             fprintf(stderr, "npurr reindex: analysis of %s: %s\n", run, aerr);
             return EXIT_ERROR;
         }

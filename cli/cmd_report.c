@@ -1,6 +1,6 @@
 /*
  * cmd_report.c - `npurr report RUN -o report.html`: the run as one
- * self-contained HTML page of plots (analysis/ana_report.c writes it).
+ * self-contained HTML page of plots (analysis/present/ana_report.c writes it).
  */
 #include <stdio.h>
 #include <string.h>
@@ -46,7 +46,7 @@ int cmd_report(int argc, char **argv) {
     }
     sqlite3 *db = NULL;
     ana_source src;
-    if (cli_open_run("report", run, 0, &db, &src)) return EXIT_ERROR;
+    if (cli_open_run("report", run, ANA_PART_WAITS | ANA_PART_CRITICAL, &db, &src)) return EXIT_ERROR;
     cli_output co;
     FILE *out = cli_output_open(&co, outpath, err, sizeof err);
     if (!out) {

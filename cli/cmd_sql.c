@@ -1,6 +1,6 @@
 /*
  * cmd_sql.c - `npurr sql RUN "SELECT ..." [--csv]`: SQL over a run's index
- * with the `events` virtual table available (analysis/ana_sql.c).
+ * with the `events` virtual table available (analysis/present/ana_sql.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,7 +99,10 @@ int cmd_sql(int argc, char **argv) {
     char err[4096];
     sqlite3 *db = NULL;
     ana_source src;
-    if (cli_open_run("sql", run, ANA_OPEN_QUERY_ONLY, &db, &src)) {
+    /* A query derives the parts it reads; the shell, whose queries come
+     * later, every part. */
+    int parts = query ? ana_parts_of_sql(query) : 0;
+    if (cli_open_run("sql", run, ANA_OPEN_QUERY_ONLY | parts, &db, &src)) {
         free(owned);
         return 1;
     }

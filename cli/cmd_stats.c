@@ -1,6 +1,6 @@
 /*
  * cmd_stats.c - `npurr stats RUN [--by ...] [--top N]`: the stall table of a
- * recorded run (analysis/ana_stats.c does the work).
+ * recorded run (analysis/present/ana_stats.c does the work).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,7 +78,7 @@ int cmd_stats(int argc, char **argv) {
     char err[1024];
     sqlite3 *db = NULL;
     ana_source src;
-    if (cli_open_run("stats", run, 0, &db, &src)) return 1;
+    if (cli_open_run("stats", run, ANA_PART_WAITS, &db, &src)) return 1;
     /* On a hung run the first question is what the hang waits on: those
      * waits come first, then the whole run. */
     ana_stall_table blocked, t;

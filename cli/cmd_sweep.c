@@ -274,153 +274,172 @@ static int write_file(const sweep *s, const char *dir, const char *name, const c
     return cli_output_finish(&o, rc, err, errlen);
 }
 
-int cmd_sweep(int argc, char **argv) {
-    sweep_cli c;
-    memset(&c, 0, sizeof c);
-    const char *dir = NULL;
-    long jobs = pool_default_jobs();
+/* The command line into c (the record options into c->base, the --vary
+ * keys into c->s), *dir and *jobs, all checked: 0, or the exit status
+ * (said). */
+static int sweep_args(sweep_cli *c, int argc, char **argv, const char **dir, long *jobs) {
     char err[2 * ENGINE_ERRLEN + 4400];
-    c.base = calloc((size_t)argc + 4, sizeof *c.base);
-    if (!c.base) return EXIT_ERROR;
-    c.base[c.nbase++] = argv[0];
-    c.base[c.nbase++] = "record";
-    int status = EXIT_USAGE;
+    c->base[c->nbase++] = argv[0];
+    c->base[c->nbase++] = "record";
     for (int i = CLI_FIRST_ARG; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             sweep_usage(stdout);
-            status = EXIT_DONE;
-            goto out;
+            return CLI_HELP;
         } else if (cli_opt_is(a, "--vary")) {
             v = cli_opt_value(argc, argv, &i, "--vary");
             if (!v) {
                 fprintf(stderr, "npurr sweep: --vary needs KEY=V1,V2,...\n");
-                goto out;
+                return EXIT_USAGE;
             }
-            if (c.s.nkeys == SWEEP_MAX_KEYS) {
+            if (c->s.nkeys == SWEEP_MAX_KEYS) {
                 fprintf(stderr, "npurr sweep: at most %d --vary options\n", SWEEP_MAX_KEYS);
-                goto out;
+                return EXIT_USAGE;
             }
-            if (parse_vary(v, &c.s.keys[c.s.nkeys++], err, sizeof err)) {
+            if (parse_vary(v, &c->s.keys[c->s.nkeys++], err, sizeof err)) {
                 fprintf(stderr, "npurr sweep: %s\n", err);
-                goto out;
+                return EXIT_USAGE;
             }
         } else if (!strcmp(a, "-o")) {
-            if (!(dir = cli_opt_value(argc, argv, &i, "-o"))) {
+            if (!(*dir = cli_opt_value(argc, argv, &i, "-o"))) {
                 fprintf(stderr, "npurr sweep: -o needs a folder\n");
-                goto out;
+                return EXIT_USAGE;
             }
         } else if (cli_opt_is(a, "-j")) {
             int j;   /* 1..256: a larger number once wrapped round to one at a time */
-            if (measured_jobs("sweep", cli_opt_value(argc, argv, &i, "-j"), &j)) goto out;
-            jobs = j;
+            if (measured_jobs("sweep", cli_opt_value(argc, argv, &i, "-j"), &j)) return EXIT_USAGE;
+            *jobs = j;
         } else if (!strcmp(a, "--no-trace") || !strcmp(a, "--force") || !strcmp(a, "--quiet") ||
                    !strcmp(a, "--progress")) {
             continue;   /* every point runs without a trace and quietly */
         } else {
-            c.base[c.nbase++] = argv[i];
+            c->base[c->nbase++] = argv[i];
         }
     }
-    if (!c.s.nkeys) {
+    if (!c->s.nkeys) {
         fprintf(stderr, "npurr sweep: give at least one --vary KEY=V1,V2,...\n");
         sweep_usage(stderr);
-        goto out;
+        return EXIT_USAGE;
     }
-    if (!dir) {
+    if (!*dir) {
         fprintf(stderr, "npurr sweep: -o DIR is required\n");
-        goto out;
+        return EXIT_USAGE;
     }
-    for (size_t a = 0; a < c.s.nkeys; a++)
-        for (size_t b = a + 1; b < c.s.nkeys; b++)
-            if (!strcmp(c.s.keys[a].name, c.s.keys[b].name)) {
-                fprintf(stderr, "npurr sweep: --vary %s given twice\n", c.s.keys[a].name);
-                goto out;
+    for (size_t a = 0; a < c->s.nkeys; a++)
+        for (size_t b = a + 1; b < c->s.nkeys; b++)
+            if (!strcmp(c->s.keys[a].name, c->s.keys[b].name)) {
+                fprintf(stderr, "npurr sweep: --vary %s given twice\n", c->s.keys[a].name);
+                return EXIT_USAGE;
             }
-    int crc = check_options(&c, err, sizeof err);
+    int crc = check_options(c, err, sizeof err);
     if (crc) {
         fprintf(stderr, "npurr sweep: %s\n", err);
-        status = crc;
-        goto out;
+        return crc;
     }
-    c.s.npoints = 1;
-    for (size_t k = 0; k < c.s.nkeys; k++) {
-        c.s.npoints *= c.s.keys[k].nvalues;
-        if (c.s.npoints > 100000) {
+    c->s.npoints = 1;
+    for (size_t k = 0; k < c->s.nkeys; k++) {
+        c->s.npoints *= c->s.keys[k].nvalues;
+        if (c->s.npoints > 100000) {
             fprintf(stderr, "npurr sweep: more than 100000 points; narrow the grid\n");
-            goto out;
+            return EXIT_USAGE;
         }
     }
+    return 0;
+}
+
+/* -o DIR made (never inside a run folder) and DIR/sweep.partial.csv
+ * opened with its header into c->partial: 0, or the exit status (said). */
+static int sweep_open_dir(sweep_cli *c, const char *dir, char *partial, size_t len) {
+    char err[4400];
     if (cli_output_dir_check(dir, "-o", err, sizeof err)) {
         fprintf(stderr, "npurr sweep: %s\n", err);
-        goto out;
+        return EXIT_USAGE;
     }
     struct stat sb;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "npurr sweep: -o %s: %s\n", dir, strerror(errno));
-        goto out;
+        return EXIT_USAGE;
     }
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         fprintf(stderr, "npurr sweep: -o %s: not a folder\n", dir);
-        goto out;
+        return EXIT_USAGE;
     }
-    c.s.res = calloc(c.s.npoints, sizeof *c.s.res);
-    if (!c.s.res) {
-        fprintf(stderr, "npurr sweep: out of memory\n");
-        status = EXIT_ERROR;
-        goto out;
-    }
-    char partial[4200];   /* finished points survive a kill -9 of the sweep */
-    snprintf(partial, sizeof partial, "%s/sweep.partial.csv", dir);
-    c.partial = fopen(partial, "w");
-    if (!c.partial || sweep_write_partial_head(&c.s, c.partial)) {
+    snprintf(partial, len, "%s/sweep.partial.csv", dir);   /* survives a kill -9 of the sweep */
+    c->partial = fopen(partial, "w");
+    if (!c->partial || sweep_write_partial_head(&c->s, c->partial)) {
         fprintf(stderr, "npurr sweep: %s: %s\n", partial, strerror(errno));
-        if (c.partial) fclose(c.partial);
-        status = EXIT_ERROR;
-        goto out;
+        if (c->partial) fclose(c->partial);
+        c->partial = NULL;
+        return EXIT_ERROR;
     }
-    c.progress = 1;
-    c.t0 = engine_host_seconds();
-    fprintf(stderr, "npurr sweep: %zu points, %ld at a time\n", c.s.npoints,
-            jobs < (long)c.s.npoints ? jobs : (long)c.s.npoints);
-    int prc = run_pool(c.s.npoints, (int)jobs, job, progress, &c, c.s.res, err, sizeof err);
-    status = EXIT_DONE;
-    if (prc < 0) {
-        fprintf(stderr, "npurr sweep: %s\n", err);
-        status = EXIT_ERROR;
-    }
-    char title[512];
-    {
-        size_t used = (size_t)snprintf(title, sizeof title, "npurr sweep");
-        for (int i = 2; i < c.nbase && used < sizeof title; i++)
-            used += (size_t)snprintf(title + used, sizeof title - used, " %s", c.base[i]);
-        for (size_t k = 0; k < c.s.nkeys && used < sizeof title; k++)
-            used += (size_t)snprintf(title + used, sizeof title - used, " --vary %s", c.s.keys[k].name);
-    }
-    int wrote_csv = !write_file(&c.s, dir, "sweep.csv", title, err, sizeof err);
-    if (c.partial) fclose(c.partial);
-    c.partial = NULL;
+    return 0;
+}
+
+/* sweep.csv and sweep.html into dir, and what was written said (and that
+ * a Ctrl-C stopped it, when interrupted): 0, or 1 when a file could not be
+ * written (sweep.csv's rows then go to stdout). */
+static int sweep_write_results(sweep_cli *c, const char *dir, const char *partial,
+                               int interrupted) {
+    char err[4400], title[512];
+    size_t used = (size_t)snprintf(title, sizeof title, "npurr sweep");
+    for (int i = 2; i < c->nbase && used < sizeof title; i++)
+        used += (size_t)snprintf(title + used, sizeof title - used, " %s", c->base[i]);
+    for (size_t k = 0; k < c->s.nkeys && used < sizeof title; k++)
+        used += (size_t)snprintf(title + used, sizeof title - used, " --vary %s", c->s.keys[k].name);
+    int wrote_csv = !write_file(&c->s, dir, "sweep.csv", title, err, sizeof err);
+    if (c->partial) fclose(c->partial);
+    c->partial = NULL;
     if (wrote_csv) unlink(partial);   /* sweep.csv has every row now */
     if (!wrote_csv) {   /* the points ran: their rows must not be lost with the file */
         fprintf(stderr, "npurr sweep: %s; the rows of sweep.csv follow on standard output\n", err);
-        sweep_write_csv(&c.s, stdout);
+        sweep_write_csv(&c->s, stdout);
     }
-    int wrote_html = !write_file(&c.s, dir, "sweep.html", title, err, sizeof err);
+    int wrote_html = !write_file(&c->s, dir, "sweep.html", title, err, sizeof err);
     if (!wrote_html) fprintf(stderr, "npurr sweep: %s\n", err);
-    if (!wrote_csv || !wrote_html) status = EXIT_ERROR;
     size_t ran = 0, ok = 0;
-    for (size_t p = 0; p < c.s.npoints; p++) ran += c.s.res[p].done, ok += c.s.res[p].done && !c.s.res[p].status;
+    for (size_t p = 0; p < c->s.npoints; p++)
+        ran += c->s.res[p].done, ok += c->s.res[p].done && !c->s.res[p].status;
     printf("%zu of %zu points ran, %zu completed with the check passed, %zu failed (their exit "
-           "codes are in the rows); %.1f s\n", ran, c.s.npoints, ok, ran - ok, engine_host_seconds() - c.t0);
+           "codes are in the rows); %.1f s\n", ran, c->s.npoints, ok, ran - ok,
+           engine_host_seconds() - c->t0);
     if (wrote_csv && wrote_html) printf("wrote %s/sweep.csv and %s/sweep.html\n", dir, dir);
     else if (wrote_csv || wrote_html)
         printf("wrote %s/%s only\n", dir, wrote_csv ? "sweep.csv" : "sweep.html");
     else
         printf("wrote neither file: the rows above are the results\n");
-    if (prc > 0) {
+    if (interrupted)
         fprintf(stderr, "npurr sweep: interrupted: the %zu finished points are written\n", ran);
+    return !wrote_csv || !wrote_html;
+}
+
+int cmd_sweep(int argc, char **argv) {
+    sweep_cli c;
+    memset(&c, 0, sizeof c);
+    const char *dir = NULL;
+    long jobs = pool_default_jobs();
+    char err[ENGINE_ERRLEN], partial[4200];
+    c.base = calloc((size_t)argc + 4, sizeof *c.base);
+    if (!c.base) return EXIT_ERROR;
+    int status = sweep_args(&c, argc, argv, &dir, &jobs);
+    if (status == CLI_HELP) {
+        status = EXIT_DONE;
+        goto out;
+    }
+    if (!status) status = sweep_open_dir(&c, dir, partial, sizeof partial);
+    if (!status && !(c.s.res = calloc(c.s.npoints, sizeof *c.s.res))) {
+        fprintf(stderr, "npurr sweep: out of memory\n");
         status = EXIT_ERROR;
     }
+    if (status) goto out;
+    c.progress = 1;
+    c.t0 = engine_host_seconds();
+    fprintf(stderr, "npurr sweep: %zu points, %ld at a time\n", c.s.npoints,
+            jobs < (long)c.s.npoints ? jobs : (long)c.s.npoints);
+    int prc = run_pool(c.s.npoints, (int)jobs, job, progress, &c, c.s.res, err, sizeof err);
+    if (prc < 0) fprintf(stderr, "npurr sweep: %s\n", err);
+    status = sweep_write_results(&c, dir, partial, prc > 0) || prc ? EXIT_ERROR : EXIT_DONE;
 out:
+    if (c.partial) fclose(c.partial);
     free(c.s.res);
     free_keys(&c.s);
     free(c.base);

@@ -49,8 +49,8 @@ static void whatif_usage(FILE *out) {
           "  -h, --help    this text\n"
           "\n"
           "Exit status: 0 ok, 1 the run cannot be read or a re-run failed to start,\n"
-          "2 usage. A re-run that deadlocks or fails its check is a row with its exit\n"
-          "code (3, 4), not an error.\n",
+          "2 usage. Ctrl-C prints the runs that finished and exits 1. A re-run that\n"
+          "deadlocks or fails its check is a row with its exit code (3, 4), not an error.\n",
           out);
 }
 
@@ -116,70 +116,46 @@ static int set_jobs(void *ctx, const char *v) {
     return 0;
 }
 
-int cmd_whatif(int argc, char **argv) {
-    whatif_args x = {.top = 5, .jobs = pool_default_jobs()};
-    const cli_opt opts[] = {{"--top", .set = set_top}, {"-j", .set = set_jobs},
-                            {"--csv", .flag = &x.csv}};
-    int parsed = cli_parse_run("whatif", whatif_usage, opts, 3, &x, &x.run, argc, argv);
-    if (parsed) return parsed == CLI_HELP ? EXIT_DONE : parsed;
-    const char *run = x.run;
-    long top = x.top, jobs = x.jobs;
-    int csv = x.csv;
+/* The critical path's top classes that are resources, and the recorded
+ * configuration rebuilt from the trace: 0, or an exit status (said). */
+static int whatif_load(const char *run, long top, ana_crit_table *t, whatif *w) {
     char err[ENGINE_ERRLEN * 2];
-    ana_crit_table t;
     ana_source src;
-    if (cli_crit_table("whatif", run, ANA_CRIT_BY_CLASS, 0, &t, &src)) return EXIT_ERROR;
+    if (cli_crit_table("whatif", run, ANA_CRIT_BY_CLASS, 0, t, &src)) return EXIT_ERROR;
     if (src.partial) {   /* its end time is where the trace stops, not the run's */
         fprintf(stderr, "npurr whatif: %s; a what-if re-runs the whole run and compares end "
                         "times, so it needs the complete run: record it again\n", src.partial_note);
-        ana_crit_table_free(&t);
+        ana_crit_table_free(t);
         return EXIT_ERROR;
     }
-    whatif w;
-    memset(&w, 0, sizeof w);
-    w.quiet = csv;
-    for (size_t i = 0; i < t.n && w.n < (size_t)top && w.n < sizeof w.cls / sizeof w.cls[0]; i++)
-        if (ana_crit_class_knobs(t.rows[i].cls)) {
-            w.cls[w.n] = t.rows[i].group;   /* by class: the group is the class */
-            w.share[w.n++] = t.rows[i].share;
+    for (size_t i = 0; i < t->n && w->n < (size_t)top && w->n < WHATIF_MAX; i++)
+        if (ana_crit_class_knobs(t->rows[i].cls)) {
+            w->cls[w->n] = t->rows[i].group;   /* by class: the group is the class */
+            w->share[w->n++] = t->rows[i].share;
         }
     rec_reader *r = NULL;
     char note[512] = "";
     if (rec_reader_open(run, &r, err, sizeof err)) {
         fprintf(stderr, "npurr whatif: %s\n", err);
-        ana_crit_table_free(&t);
+        ana_crit_table_free(t);
         return EXIT_ERROR;
     }
-    int rc = run_spec_from_run(r, run, &w.spec, note, sizeof note, err, sizeof err);
+    int rc = run_spec_from_run(r, run, &w->spec, note, sizeof note, err, sizeof err);
     rec_reader_close(r);
     if (rc) {
         fprintf(stderr, "npurr whatif: %s\n", err);
-        run_spec_free(&w.spec);
-        ana_crit_table_free(&t);
+        run_spec_free(&w->spec);
+        ana_crit_table_free(t);
         return EXIT_ERROR;
     }
     if (note[0]) fprintf(stderr, "npurr whatif: %s\n", note);
-    point_result *res = calloc(w.n + 1, sizeof *res);
-    if (!res) {
-        fprintf(stderr, "npurr whatif: out of memory\n");
-        run_spec_free(&w.spec);
-        ana_crit_table_free(&t);
-        return EXIT_ERROR;
-    }
-    int prc = run_pool(w.n + 1, (int)jobs, job, progress, &w, res, err, sizeof err);
-    int status = EXIT_DONE;
-    if (prc < 0) {
-        fprintf(stderr, "npurr whatif: %s\n", err);
-        status = EXIT_ERROR;
-    } else if (prc > 0) {
-        fprintf(stderr, "npurr whatif: interrupted; the runs that finished are below\n");
-        status = EXIT_ERROR;
-    }
-    const point_result *base = &res[0];
-    /* best first: the shortest end time of the runs that completed */
-    size_t order[WHATIF_MAX];
+    return 0;
+}
+
+/* The classes best first: the shortest end time of the runs that completed. */
+static size_t whatif_order(const whatif *w, const point_result *res, size_t *order) {
     size_t m = 0;
-    for (size_t i = 0; i < w.n; i++) order[m++] = i;
+    for (size_t i = 0; i < w->n; i++) order[m++] = i;
     for (size_t a = 1; a < m; a++)
         for (size_t b = a; b > 0; b--) {
             const point_result *x = &res[order[b] + 1], *y = &res[order[b - 1] + 1];
@@ -190,48 +166,90 @@ int cmd_whatif(int argc, char **argv) {
             order[b] = order[b - 1];
             order[b - 1] = s;
         }
+    return m;
+}
+
+/* The heading: the recorded end time against the baseline's re-run. */
+static void whatif_head(const char *run, uint64_t recorded_ps, const point_result *base,
+                        int csv) {
     char rec_t[32], base_t[32];
-    ana_format_ps((double)t.end_ps, rec_t, sizeof rec_t);
+    ana_format_ps((double)recorded_ps, rec_t, sizeof rec_t);
     ana_format_ps((double)base->end_ps, base_t, sizeof base_t);
-    if (!csv) {
-        printf("what-if on %s: recorded end time %s; the recorded configuration re-run: %s%s\n",
-               run, rec_t, base->done ? (base->status ? base->what : base_t) : "did not finish",
-               base->done && !base->status && base->end_ps != t.end_ps
-                   ? " (differs: the timing model changed since the recording; speedups are "
-                     "against the re-run)"
-                   : "");
-        printf("each row: the run with one resource class of the critical path twice as fast\n");
-    } else {
+    if (csv) {
         printf("class,share,change,end_ps,speedup,status\n");
         printf("baseline,,,%llu,1.000000,%d\n", (unsigned long long)base->end_ps, base->status);
+        return;
     }
-    if (!csv && m)
+    printf("what-if on %s: recorded end time %s; the recorded configuration re-run: %s%s\n",
+           run, rec_t, base->done ? (base->status ? base->what : base_t) : "did not finish",
+           base->done && !base->status && base->end_ps != recorded_ps
+               ? " (differs: the timing model changed since the recording; speedups are "
+                 "against the re-run)"
+               : "");
+    printf("each row: the run with one resource class of the critical path twice as fast\n");
+}
+
+/* One class's row: its share, the change, the new end time and speedup. */
+static void whatif_row(const whatif *w, size_t i, const point_result *p,
+                       const point_result *base, int csv) {
+    char change[256], end[32], speed[32], st[64];
+    engine_hw hw = w->spec.opts.config.hw;
+    scale_hw(&hw, w->cls[i], change, sizeof change);
+    double sp = p->done && !p->status && p->end_ps && base->end_ps
+                    ? (double)base->end_ps / (double)p->end_ps : 0;
+    if (csv) {
+        printf("%s,%.6f,", w->cls[i], w->share[i]);
+        ana_csv_field(stdout, change);
+        printf(",%llu,%.6f,%d\n", (unsigned long long)p->end_ps, sp, p->done ? p->status : -1);
+        return;
+    }
+    ana_format_ps((double)p->end_ps, end, sizeof end);
+    if (sp > 0) snprintf(speed, sizeof speed, "%.3fx", sp);
+    else snprintf(speed, sizeof speed, "-");
+    if (!p->done) snprintf(st, sizeof st, "not run");
+    else if (p->status) snprintf(st, sizeof st, "exit %d", p->status);
+    else snprintf(st, sizeof st, "ok");
+    printf("%-13s %7.2f%% %11s %8s  %-7s %s\n", w->cls[i], 100.0 * w->share[i],
+           p->done && !p->status ? end : "-", speed, st, change);
+}
+
+int cmd_whatif(int argc, char **argv) {
+    whatif_args x = {.top = 5, .jobs = pool_default_jobs()};
+    const cli_opt opts[] = {{"--top", .set = set_top}, {"-j", .set = set_jobs},
+                            {"--csv", .flag = &x.csv}};
+    int parsed = cli_parse_run("whatif", whatif_usage, opts, 3, &x, &x.run, argc, argv);
+    if (parsed) return parsed == CLI_HELP ? EXIT_DONE : parsed;
+    ana_crit_table t;
+    whatif w;
+    memset(&w, 0, sizeof w);
+    w.quiet = x.csv;
+    int status = whatif_load(x.run, x.top, &t, &w);
+    if (status) return status;
+    point_result *res = calloc(w.n + 1, sizeof *res);
+    if (!res) {
+        fprintf(stderr, "npurr whatif: out of memory\n");
+        run_spec_free(&w.spec);
+        ana_crit_table_free(&t);
+        return EXIT_ERROR;
+    }
+    char err[ENGINE_ERRLEN];
+    int prc = run_pool(w.n + 1, (int)x.jobs, job, progress, &w, res, err, sizeof err);
+    if (prc < 0) {
+        fprintf(stderr, "npurr whatif: %s\n", err);
+        status = EXIT_ERROR;
+    } else if (prc > 0) {
+        fprintf(stderr, "npurr whatif: interrupted; the runs that finished are below\n");
+        status = EXIT_ERROR;
+    }
+    const point_result *base = &res[0];
+    size_t order[WHATIF_MAX];
+    size_t m = whatif_order(&w, res, order);
+    whatif_head(x.run, t.end_ps, base, x.csv);
+    if (!x.csv && m)
         printf("%-13s %8s %11s %8s  %-7s %s\n", "class", "on path", "end time", "speedup",
                "status", "2x faster");
-    for (size_t k = 0; k < m; k++) {
-        size_t i = order[k];
-        const point_result *p = &res[i + 1];
-        char change[256], end[32], speed[32], st[64];
-        engine_hw hw = w.spec.opts.config.hw;
-        scale_hw(&hw, w.cls[i], change, sizeof change);
-        double sp = p->done && !p->status && p->end_ps && base->end_ps
-                        ? (double)base->end_ps / (double)p->end_ps : 0;
-        if (csv) {
-            printf("%s,%.6f,", w.cls[i], w.share[i]);
-            ana_csv_field(stdout, change);
-            printf(",%llu,%.6f,%d\n", (unsigned long long)p->end_ps, sp, p->done ? p->status : -1);
-            continue;
-        }
-        ana_format_ps((double)p->end_ps, end, sizeof end);
-        if (sp > 0) snprintf(speed, sizeof speed, "%.3fx", sp);
-        else snprintf(speed, sizeof speed, "-");
-        if (!p->done) snprintf(st, sizeof st, "not run");
-        else if (p->status) snprintf(st, sizeof st, "exit %d", p->status);
-        else snprintf(st, sizeof st, "ok");
-        printf("%-13s %7.2f%% %11s %8s  %-7s %s\n", w.cls[i], 100.0 * w.share[i],
-               p->done && !p->status ? end : "-", speed, st, change);
-    }
-    if (!csv && !m) printf("(no resource class on the critical path)\n");
+    for (size_t k = 0; k < m; k++) whatif_row(&w, order[k], &res[order[k] + 1], base, x.csv);
+    if (!x.csv && !m) printf("(no resource class on the critical path)\n");
     /* a baseline that could not run is an error; one that hangs or fails
      * its check as recorded is a finding like the rows */
     if (base->done && (base->status == EXIT_ERROR || base->status == EXIT_USAGE) &&

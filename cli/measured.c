@@ -47,7 +47,7 @@ static void cell(FILE *out, const fidelity_result *x, double measured) {
     if (x && x->ok)
         fprintf(out, "  %11.2f %6.3f", x->us, x->us / measured);
     else
-        fprintf(out, "  %11s %6s", "failed", "-");
+        fprintf(out, "  %11s %6s", x && x->stopped ? "stopped" : "failed", "-");
 }
 
 void measured_print(FILE *out, const fidelity_table *t, const fidelity_result *before,
@@ -67,13 +67,27 @@ void measured_print(FILE *out, const fidelity_table *t, const fidelity_result *b
         cell(out, &before[i], r->measured_us);
         if (after) cell(out, &after[i], r->measured_us);
         fprintf(out, "  %s %s\n", r->kernel, r->options);
-        if (!before[i].ok) fprintf(out, "    error: %s\n", before[i].error);
-        if (after && !after[i].ok) fprintf(out, "    error after the fit: %s\n", after[i].error);
+        if (!before[i].ok && !before[i].stopped) fprintf(out, "    error: %s\n", before[i].error);
+        if (after && !after[i].ok && !after[i].stopped)
+            fprintf(out, "    error after the fit: %s\n", after[i].error);
     }
 }
 
-/* Every row under one parameter set, -j at once. */
-int measured_run_all(const fidelity_table *t, const engine_hw *hw, int jobs,
+/* One stderr line per run as it ends: rows take seconds each at real
+ * shapes, and a Ctrl-C shows which had finished. */
+static void on_row(void *ctx, const fidelity_row *row, const fidelity_result *r, int finished,
+                   int total) {
+    const char *cmd = ctx;
+    if (r->ok)
+        fprintf(stderr, "npurr %s: [%d/%d] %s ran (%.2f us in all)\n", cmd, finished, total,
+                row_name(row), r->total_us);
+    else
+        fprintf(stderr, "npurr %s: [%d/%d] %s failed\n", cmd, finished, total, row_name(row));
+}
+
+/* Every row under one parameter set, -j at once: 1 when a row failed (a
+ * Ctrl-C is engine_pool_interrupted's to say). */
+int measured_run_all(const char *cmd, const fidelity_table *t, const engine_hw *hw, int jobs,
                      fidelity_result *res) {
     const fidelity_row **rows = calloc((size_t)t->n, sizeof *rows);
     engine_hw *hws = calloc((size_t)t->n, sizeof *hws);
@@ -86,11 +100,11 @@ int measured_run_all(const fidelity_table *t, const engine_hw *hw, int jobs,
         rows[i] = &t->rows[i];
         hws[i] = *hw;
     }
-    fidelity_run_many(rows, hws, t->n, jobs, 1, res);
+    fidelity_run_many(rows, hws, t->n, jobs, 1, res, on_row, (void *)cmd);
     free(rows);
     free(hws);
     int failed = 0;
-    for (int i = 0; i < t->n; i++) failed |= t->rows[i].covered && !res[i].ok;
+    for (int i = 0; i < t->n; i++) failed |= t->rows[i].covered && !res[i].ok && !res[i].stopped;
     return failed;
 }
 

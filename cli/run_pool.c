@@ -1,21 +1,11 @@
 /*
- * run_pool.c - run_point and run_pool (run_pool.h): points run in forked
- * children, one pipe each for the result.
- *
- * fork, not threads: the engine keeps per-run state in globals (the
- * current core, coroutine stacks) and a point may abort on a kernel bug; a
- * child that dies costs one row, not the sweep. The parent waits for any
- * child, reads that child's pipe (a point_result is far below the pipe's
- * buffer, so the child never blocks writing it) and starts the next point.
+ * run_pool.c - run_point and run_pool (run_pool.h): a point is one
+ * record session without a trace; run_pool hands the points to the
+ * engine's process pool (engine_pool_run, one forked child per point) and
+ * gives a point whose process died a row that says so.
  */
-#include <errno.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/prctl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,148 +79,37 @@ int pool_default_jobs(void) {
     return n > 0 ? (int)n : 1;
 }
 
-static volatile sig_atomic_t pool_stop;
-static void on_stop(int sig) {
-    (void)sig;
-    pool_stop = 1;
+typedef struct pool_call {
+    pool_job_fn job;
+    pool_done_fn done;
+    void *ctx;
+    point_result *results;
+} pool_call;
+
+static void job_point(void *ctx, size_t i, void *result) {
+    pool_call *c = ctx;
+    c->job(c->ctx, i, result);
 }
 
-typedef struct slot {
-    pid_t pid;
-    int fd;
-    size_t job;
-} slot;
-
-static int start_job(slot *s, size_t i, pool_job_fn job, void *ctx, char *err, size_t errlen) {
-    int p[2];
-    if (pipe(p) != 0) {
-        snprintf(err, errlen, "cannot make a pipe for a run: %s", strerror(errno));
-        return -1;
-    }
-    fflush(NULL);
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(err, errlen, "cannot start a process for a run: %s", strerror(errno));
-        close(p[0]);
-        close(p[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        /* A pool killed with kill -9 takes its runs with it, not leaving
-         * them to run on for minutes with nobody to read their result. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) _exit(1);   /* it died before prctl */
-        close(p[0]);
-        point_result r;
-        job(ctx, i, &r);
-        const char *b = (const char *)&r;
-        size_t left = sizeof r;
-        while (left) {
-            ssize_t w = write(p[1], b, left);
-            if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) _exit(1);
-            b += w;
-            left -= (size_t)w;
-        }
-        _exit(0);
-    }
-    close(p[1]);
-    s->pid = pid;
-    s->fd = p[0];
-    s->job = i;
-    return 0;
-}
-
-/* Reads the finished child's result: 1 if it sent one, else 0 with r
- * saying the process died. */
-static int collect(slot *s, point_result *r) {
-    memset(r, 0, sizeof *r);
-    char *b = (char *)r;
-    size_t got = 0;
-    while (got < sizeof *r) {
-        ssize_t k = read(s->fd, b + got, sizeof *r - got);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) break;
-        got += (size_t)k;
-    }
-    if (got != sizeof *r) {
-        memset(r, 0, sizeof *r);
-        r->status = EXIT_ERROR;
-        snprintf(r->what, sizeof r->what, "the run's process died before it reported");
+/* A point whose process sent nothing still gets a row saying why. */
+static void done_point(void *ctx, size_t i, int sent, int wstatus, size_t finished,
+                       size_t total) {
+    pool_call *c = ctx;
+    point_result *r = &c->results[i];
+    if (!sent) {
         r->done = 1;
+        r->status = EXIT_ERROR;
+        if (WIFSIGNALED(wstatus))
+            snprintf(r->what, sizeof r->what, "the run's process died (%s)",
+                     strsignal(WTERMSIG(wstatus)));
+        else
+            snprintf(r->what, sizeof r->what, "the run's process died before it reported");
     }
-    close(s->fd);
-    s->pid = 0;
-    return got == sizeof *r;
+    if (c->done) c->done(c->ctx, i, r, finished, total);
 }
 
 int run_pool(size_t n, int j, pool_job_fn job, pool_done_fn done, void *ctx,
              point_result *results, char *err, size_t errlen) {
-    if (j < 1) j = 1;
-    if ((size_t)j > n) j = n ? (int)n : 1;
-    slot *slots = calloc((size_t)j, sizeof *slots);
-    if (!slots) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop;
-    sigemptyset(&sa.sa_mask);
-    pool_stop = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    for (size_t i = 0; i < n; i++) memset(&results[i], 0, sizeof results[i]);
-    size_t next = 0, finished = 0;
-    int running = 0, rc = 0;
-    while (finished < n) {
-        while (!pool_stop && running < j && next < n) {
-            int k = 0;
-            while (slots[k].pid) k++;
-            if (start_job(&slots[k], next, job, ctx, err, errlen)) {
-                rc = -1;
-                pool_stop = 1;
-                break;
-            }
-            next++;
-            running++;
-        }
-        if (!running) break;
-        int wst;
-        pid_t pid = waitpid(-1, &wst, 0);
-        if (pid < 0) {
-            if (errno == EINTR) {
-                if (pool_stop)   /* end the points in flight: processes this pool started */
-                    for (int k = 0; k < j; k++)
-                        if (slots[k].pid) kill(slots[k].pid, SIGTERM);
-                continue;
-            }
-            break;
-        }
-        for (int k = 0; k < j; k++) {
-            if (slots[k].pid != pid) continue;
-            size_t i = slots[k].job;
-            int whole = collect(&slots[k], &results[i]);
-            running--;
-            if (pool_stop && !whole) {   /* stopped by us: no row */
-                results[i].done = 0;
-                break;
-            }
-            if (WIFSIGNALED(wst) && !results[i].what[0])
-                snprintf(results[i].what, sizeof results[i].what, "the run's process died (%s)",
-                         strsignal(WTERMSIG(wst)));
-            finished++;
-            if (done) done(ctx, i, &results[i], finished, n);
-            break;
-        }
-        if (pool_stop && !running) break;
-    }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    free(slots);
-    if (rc) return -1;
-    return pool_stop ? 1 : 0;
+    pool_call c = {job, done, ctx, results};
+    return engine_pool_run(n, j, sizeof *results, job_point, done_point, &c, results, err, errlen);
 }

@@ -4,10 +4,10 @@
  *
  * A point is a run spec (session.h) that run_point executes through the
  * same record session as `record --no-trace`, returning how it ended in a
- * flat struct; run_pool forks up to J children, each running one point
- * and sending its struct back through a pipe, and reports each point as it
- * finishes. Ctrl-C stops starting points, ends the running children and
- * returns what finished. The engine is single-threaded and deterministic,
+ * flat struct; run_pool runs the points in the engine's process pool
+ * (engine_pool_run: up to J forked children, one point each) and reports
+ * each point as it finishes. Ctrl-C stops starting points, ends the
+ * running children and returns what finished. The engine is single-threaded and deterministic,
  * so a point's result does not depend on J.
  */
 #ifndef NPURR_CLI_RUN_POOL_H

@@ -101,16 +101,6 @@ int sweep_write_partial_row(const sweep *s, size_t p, FILE *out) {
     return fflush(out) || ferror(out) ? -1 : 0;
 }
 
-static void html_text(FILE *out, const char *s) {
-    for (; s && *s; s++) {
-        if (*s == '<') fputs("&lt;", out);
-        else if (*s == '>') fputs("&gt;", out);
-        else if (*s == '&') fputs("&amp;", out);
-        else if (*s == '"') fputs("&quot;", out);
-        else fputc(*s, out);
-    }
-}
-
 static int all_numbers(const sweep_key *k, double *x) {
     for (size_t i = 0; i < k->nvalues; i++) {
         char *end = NULL;
@@ -126,118 +116,157 @@ static const char *const colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd",
 
 enum { W = 640, H = 300, L = 70, R = 20, T = 20, B = 50 };
 
-/* One plot: end time against key k. */
+/* One plot's coordinates: the key's values along x (numbers to scale, or
+ * evenly spaced), end times up to ymax along y. */
+typedef struct frame {
+    const double *xv;
+    int numeric;
+    double xmin, xmax, ymax;
+} frame;
+
+static double px(const frame *f, size_t i) {
+    double x = f->numeric ? f->xv[i] : (double)i;
+    return L + (double)(W - L - R) * (x - f->xmin) / (f->xmax - f->xmin);
+}
+
+static double py(const frame *f, double ps) { return T + (double)(H - T - B) * (1.0 - ps / f->ymax); }
+
+static void frame_of(const sweep *s, const sweep_key *key, double *xv, frame *f) {
+    f->xv = xv;
+    f->numeric = all_numbers(key, xv) && key->nvalues > 1;
+    f->xmin = 0, f->xmax = (double)(key->nvalues > 1 ? key->nvalues - 1 : 1);
+    if (f->numeric) {
+        f->xmin = f->xmax = xv[0];
+        for (size_t i = 1; i < key->nvalues; i++) {
+            if (xv[i] < f->xmin) f->xmin = xv[i];
+            if (xv[i] > f->xmax) f->xmax = xv[i];
+        }
+        if (f->xmax == f->xmin) f->xmax = f->xmin + 1;
+    }
+    f->ymax = 0;
+    for (size_t p = 0; p < s->npoints; p++)
+        if (s->res[p].done && !s->res[p].status && (double)s->res[p].end_ps > f->ymax)
+            f->ymax = (double)s->res[p].end_ps;
+    if (f->ymax <= 0) f->ymax = 1;
+    f->ymax *= 1.1;
+}
+
+/* Axes, the end-time grid in us and the key's values. */
+static void plot_axes(const frame *f, const sweep_key *key, FILE *out) {
+    svg_line(out, L, H - B, W - R, H - B, "#333");
+    svg_line(out, L, T, L, H - B, "#333");
+    for (int i = 0; i <= 4; i++) {
+        double ps = f->ymax * i / 4;
+        char label[32];
+        snprintf(label, sizeof label, "%.4g us", ps / 1e6);
+        svg_line(out, L, py(f, ps), W - R, py(f, ps), "#ddd");
+        svg_text(out, L - 4, py(f, ps) + 4, "end", "tick", label);
+    }
+    for (size_t i = 0; i < key->nvalues; i++) {
+        /* centred under its point, unless that would cut it at the page's
+         * edge (a long last value, "credit-leak"): then it ends there */
+        double x = px(f, i), half = 3.2 * (double)strlen(key->values[i]);   /* 11px text */
+        const char *anchor = x + half > W ? "end" : x - half < 0 ? "start" : "middle";
+        svg_text(out, x, H - B + 16, anchor, "tick", key->values[i]);
+    }
+    svg_text(out, (L + W - R) / 2.0, H - 8, "middle", "label", key->name);
+}
+
+/* One series, the points members[] (one per value of the key): a line
+ * through those that completed, a dot with its time on each, a red cross
+ * with its exit code on the axis for each that failed. */
+static void plot_series(const frame *f, const sweep *s, const sweep_key *key,
+                        const size_t *members, const char *c, FILE *out) {
+    fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", c);
+    for (size_t i = 0; i < key->nvalues; i++) {
+        const point_result *r = &s->res[members[i]];
+        if (r->done && !r->status) fprintf(out, "%.1f,%.1f ", px(f, i), py(f, (double)r->end_ps));
+    }
+    fprintf(out, "\"/>\n");
+    for (size_t i = 0; i < key->nvalues; i++) {
+        const point_result *r = &s->res[members[i]];
+        if (!r->done) continue;
+        if (!r->status) {
+            fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"><title>%.3f us"
+                    "</title></circle>\n", px(f, i), py(f, (double)r->end_ps), c,
+                    (double)r->end_ps / 1e6);
+            continue;
+        }
+        double x = px(f, i), y = H - B;
+        char code[16];
+        snprintf(code, sizeof code, "exit %d", r->status);
+        fprintf(out, "<path d=\"M%.1f %.1f l8 8 m0 -8 l-8 8\" transform=\"translate(-4 -4)\" "
+                "stroke=\"#d62728\" stroke-width=\"2\"><title>%s: ", x, y, code);
+        svg_esc(out, r->what);
+        fprintf(out, "</title></path>\n");
+        svg_text(out, x, y - 8, "middle", "fail", code);
+    }
+}
+
+/* The series' legend entry: the other keys' values at point p. */
+static void plot_legend(const sweep *s, size_t k, size_t p, size_t nseries, size_t drawn,
+                        const char *c, FILE *out) {
+    char legend[SWEEP_MAX_KEYS * 80];
+    size_t used = 0;
+    legend[0] = 0;
+    for (size_t j = 0; j < s->nkeys; j++) {
+        if (j == k) continue;
+        int w = snprintf(legend + used, sizeof legend - used, "%s%s=%s", used ? ", " : "",
+                         s->keys[j].name, s->keys[j].values[sweep_value_index(s, p, j)]);
+        if (w < 0 || (size_t)w >= sizeof legend - used) break;
+        used += (size_t)w;
+    }
+    if (nseries <= 1 && !used) return;
+    svg_rect(out, W - R - 230, (double)(T + 4 + 14 * drawn), 10, 10, c, NULL);
+    svg_text(out, W - R - 216, (double)(T + 13 + 14 * drawn), "start", "tick", legend);
+}
+
+/* One plot: end time against key k, a series per combination of the
+ * other keys' values. */
 static void plot(const sweep *s, size_t k, FILE *out) {
     const sweep_key *key = &s->keys[k];
     double *xv = calloc(key->nvalues, sizeof *xv);
-    if (!xv) return;
-    int numeric = all_numbers(key, xv) && key->nvalues > 1;
-    double xmin = 0, xmax = (double)(key->nvalues > 1 ? key->nvalues - 1 : 1);
-    if (numeric) {
-        xmin = xmax = xv[0];
-        for (size_t i = 1; i < key->nvalues; i++) {
-            if (xv[i] < xmin) xmin = xv[i];
-            if (xv[i] > xmax) xmax = xv[i];
-        }
-        if (xmax == xmin) xmax = xmin + 1;
-    }
-    double ymax = 0;
-    for (size_t p = 0; p < s->npoints; p++)
-        if (s->res[p].done && !s->res[p].status && (double)s->res[p].end_ps > ymax)
-            ymax = (double)s->res[p].end_ps;
-    if (ymax <= 0) ymax = 1;
-    ymax *= 1.1;
-#define PX(i) (L + (double)(W - L - R) * ((numeric ? xv[i] : (double)(i)) - xmin) / (xmax - xmin))
-#define PY(ps) (T + (double)(H - T - B) * (1.0 - (double)(ps) / ymax))
-    fprintf(out, "<h2>end time against ");
-    html_text(out, key->name);
-    fprintf(out, "</h2>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-            "viewBox=\"0 0 %d %d\" class=\"plot\">\n", W, H, W, H);
-    fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#333\"/>\n", L, H - B,
-            W - R, H - B);
-    fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#333\"/>\n", L, T, L, H - B);
-    for (int i = 0; i <= 4; i++) {   /* y ticks in us */
-        double ps = ymax * i / 4;
-        fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%.4g us</text>\n",
-                L, PY(ps), W - R, PY(ps), L - 4, PY(ps) + 4, ps / 1e6);
-    }
-    for (size_t i = 0; i < key->nvalues; i++) {
-        fprintf(out, "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">", PX(i),
-                H - B + 16);
-        html_text(out, key->values[i]);
-        fprintf(out, "</text>\n");
-    }
-    fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">", (L + W - R) / 2,
-            H - 8);
-    html_text(out, key->name);
-    fprintf(out, "</text>\n");
-    /* series: the points sharing every other key's value */
-    size_t nseries = s->npoints / key->nvalues, drawn = 0;
     size_t *members = calloc(key->nvalues, sizeof *members);
-    char legend[SWEEP_MAX_KEYS * 80];
-    for (size_t p = 0; members && p < s->npoints; p++) {
+    if (!xv || !members) {
+        free(xv);
+        free(members);
+        return;
+    }
+    frame f;
+    frame_of(s, key, xv, &f);
+    char id[32], label[160];
+    snprintf(id, sizeof id, "plot-%zu", k + 1);
+    snprintf(label, sizeof label, "end time against %s", key->name);
+    fprintf(out, "<h2>");
+    svg_esc(out, label);
+    fprintf(out, "</h2>\n");
+    svg_open(out, id, W, H, label);
+    plot_axes(&f, key, out);
+    size_t nseries = s->npoints / key->nvalues, drawn = 0;
+    for (size_t p = 0; p < s->npoints; p++) {
         if (sweep_value_index(s, p, k) != 0) continue;   /* each series once, from its first point */
         size_t stride = 1;
         for (size_t j = s->nkeys; j-- > k + 1;) stride *= s->keys[j].nvalues;
         for (size_t i = 0; i < key->nvalues; i++) members[i] = p + i * stride;
         const char *c = colors[drawn % NCOLORS];
-        fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", c);
-        for (size_t i = 0; i < key->nvalues; i++) {
-            const point_result *r = &s->res[members[i]];
-            if (r->done && !r->status) fprintf(out, "%.1f,%.1f ", PX(i), PY(r->end_ps));
-        }
-        fprintf(out, "\"/>\n");
-        for (size_t i = 0; i < key->nvalues; i++) {
-            const point_result *r = &s->res[members[i]];
-            if (!r->done) continue;
-            if (!r->status) {
-                fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"><title>%.3f us"
-                        "</title></circle>\n", PX(i), PY(r->end_ps), c, (double)r->end_ps / 1e6);
-            } else {
-                double x = PX(i), y = H - B;
-                fprintf(out, "<path d=\"M%.1f %.1f l8 8 m0 -8 l-8 8\" transform=\"translate(-4 -4)\" "
-                        "stroke=\"#d62728\" stroke-width=\"2\"><title>exit %d: ", x, y, r->status);
-                html_text(out, r->what);
-                fprintf(out, "</title></path><text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
-                        "fill=\"#d62728\" text-anchor=\"middle\">exit %d</text>\n", x, y - 8,
-                        r->status);
-            }
-        }
-        /* legend entry: the other keys' values */
-        size_t used = 0;
-        legend[0] = 0;
-        for (size_t j = 0; j < s->nkeys; j++) {
-            if (j == k) continue;
-            int w = snprintf(legend + used, sizeof legend - used, "%s%s=%s", used ? ", " : "",
-                             s->keys[j].name, s->keys[j].values[sweep_value_index(s, p, j)]);
-            if (w < 0 || (size_t)w >= sizeof legend - used) break;
-            used += (size_t)w;
-        }
-        if (nseries > 1 || used) {
-            fprintf(out, "<rect x=\"%d\" y=\"%zu\" width=\"10\" height=\"10\" fill=\"%s\"/>"
-                    "<text x=\"%d\" y=\"%zu\" font-size=\"11\">", W - R - 230, T + 4 + 14 * drawn, c,
-                    W - R - 216, T + 13 + 14 * drawn);
-            html_text(out, legend);
-            fprintf(out, "</text>\n");
-        }
+        plot_series(&f, s, key, members, c, out);
+        plot_legend(s, k, p, nseries, drawn, c, out);
         drawn++;
     }
-#undef PX
-#undef PY
-    fprintf(out, "</svg>\n");
+    svg_close(out);
     free(members);
     free(xv);
 }
 
 int sweep_write_html(const sweep *s, const char *title, FILE *out) {
     fprintf(out, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>");
-    html_text(out, title);
+    svg_esc(out, title);
     fprintf(out, "</title><style>body{font-family:sans-serif;margin:20px;color:#222}"
             "h1{font-size:20px}h2{font-size:16px}table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;"
-            "padding:2px 6px;text-align:right}.plot{background:#fff;border:1px solid #eee}"
+            "padding:2px 6px;text-align:right}svg{background:#fff;border:1px solid #eee}"
+            ".tick{font-size:11px}.label{font-size:12px}.fail{font-size:10px;fill:#d62728}"
             "</style></head><body>\n<h1>");
-    html_text(out, title);
+    svg_esc(out, title);
     size_t ok = 0, ran = 0;
     for (size_t p = 0; p < s->npoints; p++) ran += s->res[p].done, ok += s->res[p].done && !s->res[p].status;
     fprintf(out, "</h1>\n<p>%zu points, %zu ran, %zu completed with their check passed; failed "
@@ -247,7 +276,7 @@ int sweep_write_html(const sweep *s, const char *title, FILE *out) {
     fprintf(out, "<h2>points</h2>\n<table><tr><th>point</th>");
     for (size_t k = 0; k < s->nkeys; k++) {
         fprintf(out, "<th>");
-        html_text(out, s->keys[k].name);
+        svg_esc(out, s->keys[k].name);
         fprintf(out, "</th>");
     }
     fprintf(out, "<th>exit</th><th>end time</th><th>stall share</th></tr>\n");
@@ -257,7 +286,7 @@ int sweep_write_html(const sweep *s, const char *title, FILE *out) {
         fprintf(out, "<tr><td>%zu</td>", p + 1);
         for (size_t k = 0; k < s->nkeys; k++) {
             fprintf(out, "<td>");
-            html_text(out, s->keys[k].values[sweep_value_index(s, p, k)]);
+            svg_esc(out, s->keys[k].values[sweep_value_index(s, p, k)]);
             fprintf(out, "</td>");
         }
         if (r->outcome) fprintf(out, "<td>%d</td><td>%.3f us</td><td>%.1f%%</td></tr>\n", r->status,

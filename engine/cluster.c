@@ -15,37 +15,19 @@
 #define CORO_STACK (1024u * 1024u)
 #endif
 
-static uint64_t ns_to_ps(double ns) { return (uint64_t)llround(ns * 1000.0); }
-
+/* The rates the run prices with, and the shared resources' rates from them. */
 static void derive_timing(engine *e) {
-    const engine_hw *hw = &e->cfg.hw;
-    e->ps_per_cycle = 1000.0 / hw->aicore_clock_ghz;
-    e->scalar_ps = (uint64_t)llround(hw->scalar_op_cycles * e->ps_per_cycle);
-    e->gm_read_ps = ns_to_ps(hw->gm_read_ns);
-    e->gm_write_ps = ns_to_ps(hw->gm_write_ns);
-    e->mte_latency_ps = ns_to_ps(hw->mte_latency_ns);
-    e->vec_latency_ps = (uint64_t)llround(hw->vector_latency_cycles * e->ps_per_cycle);
-    e->hccs_latency_ps = ns_to_ps(hw->hccs_latency_ns);
-    e->hccs_read_held_ps = ns_to_ps(hw->hccs_read_latencies * hw->hccs_latency_ns);
-    e->rdma_latency_ps = ns_to_ps(hw->rdma_latency_ns);
-    e->rdma_post_ps = ns_to_ps(hw->rdma_post_ns);
-    e->batch_task_ps = ns_to_ps(hw->batchwrite_task_ns);
-    e->xcore_latency_ps = ns_to_ps(hw->crosscore_latency_ns);
-    e->barrier_latency_ps = ns_to_ps(hw->barrier_latency_ns);
-    e->mte_ps_per_byte = e->ps_per_cycle / hw->mte_bytes_per_cycle;
-    e->mte_hccs_ps_per_byte = e->ps_per_cycle / hw->mte_hccs_bytes_per_cycle;
-    e->vec_ps_per_byte = e->ps_per_cycle / hw->ub_vector_bytes_per_cycle;
-    e->ps_per_mac = e->ps_per_cycle / hw->cube_macs_per_cycle;
-    /* GB/s = bytes per ns = 1e-3 bytes per ps */
-    for (int r = 0; r < e->n_ranks; r++) {
-        e->ranks[r].hbm.ps_per_byte = 1000.0 / hw->hbm_gbps;
-        e->ranks[r].nic_tx.ps_per_byte = 1000.0 / hw->roce_gbps;
-        e->ranks[r].nic_tx.ps_per_op = ns_to_ps(hw->nic_message_ns);
-        e->ranks[r].nic_rx.ps_per_byte = 1000.0 / hw->roce_gbps;
-        e->ranks[r].aicpu.ps_per_byte = 0;
+    engine_rates_of(&e->cfg.hw, &e->rate);
+    const engine_rates *r = &e->rate;
+    for (int i = 0; i < e->n_ranks; i++) {
+        e->ranks[i].hbm.ps_per_byte = r->hbm_ps_per_byte;
+        e->ranks[i].nic_tx.ps_per_byte = r->nic_ps_per_byte;
+        e->ranks[i].nic_tx.ps_per_op = r->nic_message_ps;
+        e->ranks[i].nic_rx.ps_per_byte = r->nic_ps_per_byte;
+        e->ranks[i].aicpu.ps_per_byte = 0;
     }
     for (int i = 0; i < e->n_ranks * e->n_ranks; i++)
-        e->hccs_links[i].ps_per_byte = 1000.0 / hw->hccs_link_gbps;
+        e->hccs_links[i].ps_per_byte = r->hccs_link_ps_per_byte;
 }
 
 typedef struct { uint64_t draw; uint32_t core; } prio_draw;

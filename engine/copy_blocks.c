@@ -58,7 +58,7 @@ static void issue(core *c, xfer *x, int to_gm, gm_t g, const dev_copy_blocks *b,
 void dev_copy_blocks_in(local_t dst, gm_t src, const dev_copy_blocks *b, dev_site s) {
     core *c = eng_current("DataCopy GM->local");
     engine *e = c->e;
-    eng_advance(c, e->scalar_ps);
+    eng_advance(c, e->rate.scalar_ps);
     check(c, b, dst, s, "DataCopy GM->local");
     if (dst.space == LM_L0C || dst.space == LM_L0A || dst.space == LM_L0B)
         eng_fault(c, s, "DataCopy: no data path from GM to %s on 910B", eng_space_name((int)dst.space));
@@ -78,7 +78,7 @@ void dev_copy_blocks_in(local_t dst, gm_t src, const dev_copy_blocks *b, dev_sit
 void dev_copy_blocks_out(gm_t dst, local_t src, const dev_copy_blocks *b, dev_site s) {
     core *c = eng_current("DataCopy local->GM");
     engine *e = c->e;
-    eng_advance(c, e->scalar_ps);
+    eng_advance(c, e->rate.scalar_ps);
     check(c, b, src, s, "DataCopy local->GM");
     if (b->pad) eng_fault(c, s, "DataCopyPad local->GM takes no padding values");
     if (src.space != LM_UB) eng_fault(c, s, "DataCopy local->GM: MTE3 copies out of UB");

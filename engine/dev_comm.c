@@ -31,7 +31,7 @@ static void hccs(core *c, xfer *x, int src_rank, int dst_rank, dev_site s) {
     res[n++] = &e->ranks[src_rank].hbm;
     if (src_rank != dst_rank) res[n++] = &e->hccs_links[(size_t)src_rank * (size_t)e->n_ranks + (size_t)dst_rank];
     int read = src_rank != c->rank, remote = src_rank != dst_rank;
-    uint64_t lat = e->mte_latency_ps + (remote ? e->hccs_latency_ps : 0);
+    uint64_t lat = e->rate.mte_latency_ps + (remote ? e->rate.hccs_latency_ps : 0);
     uint64_t held = remote && read ? eng_hccs_read_held_ps(e) : 0;
     if (remote) e->used |= ENGINE_USED_HCCS | (read ? ENGINE_USED_HCCS_READ : 0);
     eng_xfer_issue_on(c, x, eng_mte_rate(c, remote ? -1 : c->rank), held, res, n, lat, s);
@@ -54,7 +54,7 @@ static const hccs_op hccs_get_op = {
 static void hccs_copy(const hccs_op *op, gm_t dst, gm_t src, uint64_t bytes, dev_site s) {
     core *c = eng_current(op->api);
     engine *e = c->e;
-    eng_advance(c, e->scalar_ps);
+    eng_advance(c, e->rate.scalar_ps);
     gm_t mine = op->put ? src : dst, peer = op->put ? dst : src;
     if (gm_rank(mine) != c->rank) eng_fault(c, s, "%s", op->not_local);
     require_same_node(c, gm_rank(peer), s, op->api);
@@ -80,7 +80,7 @@ void dev_hccs_get(gm_t dst, gm_t src, uint64_t bytes, dev_site s) {
 void dev_hccs_put_ub(gm_t dst, local_t src, uint64_t bytes, dev_site s) {
     core *c = eng_current("ShmemPutFromUB");
     engine *e = c->e;
-    eng_advance(c, e->scalar_ps);
+    eng_advance(c, e->rate.scalar_ps);
     if (src.space != LM_UB) eng_fault(c, s, "ShmemPutFromUB: the source must be UB");
     if (src.off % UB_ALIGN || bytes % UB_ALIGN)
         eng_fault(c, s, "ShmemPutFromUB: UB address %u and length %llu must be 32 B aligned", src.off,
@@ -96,11 +96,11 @@ void dev_hccs_put_ub(gm_t dst, local_t src, uint64_t bytes, dev_site s) {
     x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst); x->object = eng_word_object(e, dst);
     resource *res[2];
     int n = 0;
-    uint64_t lat = e->mte_latency_ps;
+    uint64_t lat = e->rate.mte_latency_ps;
     res[n++] = &e->ranks[gm_rank(dst)].hbm;
     if (gm_rank(dst) != c->rank) {
         res[n++] = &e->hccs_links[(size_t)c->rank * (size_t)e->n_ranks + (size_t)gm_rank(dst)];
-        lat += e->hccs_latency_ps;
+        lat += e->rate.hccs_latency_ps;
     }
     eng_xfer_issue_on(c, x, eng_mte_rate(c, gm_rank(dst)), 0, res, n, lat, s);
 }
@@ -118,7 +118,7 @@ static uint64_t aicpu_slot(core *c) {
     engine *e = c->e;
     e->used |= ENGINE_USED_AICPU;
     resource *aicpu = &e->ranks[c->rank].aicpu;
-    uint64_t posted = (c->now > aicpu->free_at ? c->now : aicpu->free_at) + e->batch_task_ps;
+    uint64_t posted = (c->now > aicpu->free_at ? c->now : aicpu->free_at) + e->rate.batch_task_ps;
     aicpu->free_at = posted;
     return posted;
 }
@@ -134,7 +134,7 @@ static void rdma_post(core *c, xfer *x, int dst_rank, dev_site s) {
 void dev_rdma_write(gm_t dst, gm_t src, uint64_t bytes, dev_site s) {
     core *c = eng_current("RdmaWrite");
     engine *e = c->e;
-    eng_advance(c, e->scalar_ps + e->rdma_post_ps);
+    eng_advance(c, e->rate.scalar_ps + e->rate.rdma_post_ps);
     if (gm_rank(src) != c->rank) eng_fault(c, s, "RdmaWrite: the source must be this rank's GM");
     eng_gm_check(c, src, bytes, s, "RdmaWrite source");
     eng_gm_check(c, dst, bytes, s, "RdmaWrite destination");
@@ -150,7 +150,7 @@ void dev_rdma_write(gm_t dst, gm_t src, uint64_t bytes, dev_site s) {
 void dev_rdma_atomic(gm_t dst, int64_t v, dev_site s) {
     core *c = eng_current("RdmaAtomicAdd");
     engine *e = c->e;
-    eng_advance(c, e->scalar_ps + e->rdma_post_ps);
+    eng_advance(c, e->rate.scalar_ps + e->rate.rdma_post_ps);
     uint32_t obj = eng_word_object(e, dst);
     const engine_object *o = engine_object_get(e, obj);
     int width = o && o->width ? (int)o->width : 8;
@@ -170,7 +170,7 @@ void dev_rdma_atomic(gm_t dst, int64_t v, dev_site s) {
 void dev_rdma_quiet(dev_site s) {
     core *c = eng_current("RdmaQuiet");
     engine *e = c->e;
-    eng_advance(c, e->scalar_ps);
+    eng_advance(c, e->rate.scalar_ps);
     eng_sync(c);
     eng_hook_sync(c, HOOK_RDMA_QUIET, PIPE_NIC, 0, s);
     /* the site is interned only when the core waits, as before */
@@ -181,7 +181,7 @@ void dev_rdma_quiet(dev_site s) {
 void dev_batch_write(gm_t tasks, uint32_t count, dev_site s) {
     core *c = eng_current("BatchWrite");
     engine *e = c->e;
-    eng_advance(c, e->scalar_ps);
+    eng_advance(c, e->rate.scalar_ps);
     if (gm_rank(tasks) != c->rank) eng_fault(c, s, "BatchWrite: the task list must be this rank's GM");
     if (count == 0) return;
     eng_gm_check(c, tasks, (uint64_t)count * sizeof(batch_write_task), s, "BatchWrite task list");
@@ -213,7 +213,7 @@ void dev_batch_write(gm_t tasks, uint32_t count, dev_site s) {
             resource *link = &e->hccs_links[(size_t)c->rank * (size_t)e->n_ranks + (size_t)dst];
             x->rank = c->rank; x->core_index = c->index; x->track = eng_track(e, c, PIPE_AICPU);
             x->start = posted;
-            x->end = resource_reserve(link, e->now, posted, bytes) + e->hccs_latency_ps;
+            x->end = resource_reserve(link, e->now, posted, bytes) + e->rate.hccs_latency_ps;
             eng_xfer_post(e, x, c->now, eng_core_key(c));
             c->last_seq = x->issue_seq;
         } else {

@@ -30,14 +30,14 @@ int eng_gm_path(core *c, gm_t g, int to_gm, resource **res, uint64_t *latency, u
     int r = gm_rank(g);
     int n = 0;
     res[n++] = &e->ranks[r].hbm;
-    *latency = e->mte_latency_ps;
+    *latency = e->rate.mte_latency_ps;
     *held = 0;
     if (r != c->rank) {
         if (!eng_same_node(e, r, c->rank))
             eng_fault(c, s, "%s: GM of rank %d is in another node; only RDMA reaches it", api, r);
         int a = to_gm ? c->rank : r, b = to_gm ? r : c->rank;
         res[n++] = &e->hccs_links[(size_t)a * (size_t)e->n_ranks + (size_t)b];
-        *latency += e->hccs_latency_ps;
+        *latency += e->rate.hccs_latency_ps;
         e->used |= ENGINE_USED_HCCS;
         if (!to_gm) {
             *held = eng_hccs_read_held_ps(e);
@@ -48,7 +48,7 @@ int eng_gm_path(core *c, gm_t g, int to_gm, resource **res, uint64_t *latency, u
 }
 
 static void begin_call(core *c) {
-    eng_advance(c, c->e->scalar_ps);
+    eng_advance(c, c->e->rate.scalar_ps);
 }
 
 /* The transfer of a GM->local copy (DataCopy, DataCopyPad) on MTE2, once
@@ -130,9 +130,9 @@ void dev_copy_local_to_local(local_t dst, local_t src, uint64_t bytes, dev_site 
     double rate;
     uint64_t fixed = 0;
     if (src.space == LM_UB && dst.space == LM_UB) {
-        pipe = PIPE_V; rate = e->vec_ps_per_byte; fixed = e->vec_latency_ps;
+        pipe = PIPE_V; rate = e->rate.vec_ps_per_byte; fixed = e->rate.vec_latency_ps;
     } else if (src.space == LM_L1 && (dst.space == LM_L0A || dst.space == LM_L0B)) {
-        pipe = PIPE_MTE1; rate = e->mte_ps_per_byte;
+        pipe = PIPE_MTE1; rate = e->rate.mte_ps_per_byte;
     } else {
         eng_fault(c, s, "DataCopy: no data path from %s to %s on 910B", eng_space_name((int)src.space),
                   eng_space_name((int)dst.space));
@@ -166,7 +166,7 @@ static xfer *vec_op(core *c, int op, local_t dst, uint64_t dst_bytes, uint64_t w
 
 static void vec_issue(core *c, xfer *x, dev_site s) {
     engine *e = c->e;
-    eng_xfer_issue_on(c, x, e->vec_ps_per_byte, e->vec_latency_ps, NULL, 0, 0, s);
+    eng_xfer_issue_on(c, x, e->rate.vec_ps_per_byte, e->rate.vec_latency_ps, NULL, 0, 0, s);
 }
 
 void dev_vec_copy(local_t dst, local_t src, uint32_t bytes, dev_site s) {
@@ -249,7 +249,7 @@ void dev_vec_quant_int8(local_t dst, local_t src, int src_dtype, uint32_t n, uin
     uint64_t work = (up ? f : 0) + 5 * f + (uint64_t)n * 2;
     xfer *x = vec_op(c, OP_VEC_QUANT_I8, dst, dev_quant_int8_bytes(n, block), work, s, "VecQuantInt8");
     x->src = sp; x->sseg = sp_seg; x->src_raw = local_raw(src); x->dtype2 = src_dtype; x->n = n; x->k = block;
-    eng_xfer_issue_on(c, x, c->e->vec_ps_per_byte, (uint64_t)(6 + up) * c->e->vec_latency_ps, NULL, 0, 0, s);
+    eng_xfer_issue_on(c, x, c->e->rate.vec_ps_per_byte, (uint64_t)(6 + up) * c->e->rate.vec_latency_ps, NULL, 0, 0, s);
 }
 
 void dev_vec_dequant_int8(local_t dst, local_t src, float w, uint32_t n, uint32_t block, dev_site s) {
@@ -262,7 +262,7 @@ void dev_vec_dequant_int8(local_t dst, local_t src, float w, uint32_t n, uint32_
     uint64_t f = (uint64_t)n * 4, work = (uint64_t)n * 2 + 3 * f;
     xfer *x = vec_op(c, OP_VEC_DEQUANT_I8, dst, f, work, s, "VecDequantInt8");
     x->src = sp; x->sseg = sp_seg; x->src_raw = local_raw(src); x->scalar = w; x->n = n; x->k = block;
-    eng_xfer_issue_on(c, x, c->e->vec_ps_per_byte, 4 * c->e->vec_latency_ps, NULL, 0, 0, s);
+    eng_xfer_issue_on(c, x, c->e->rate.vec_ps_per_byte, 4 * c->e->rate.vec_latency_ps, NULL, 0, 0, s);
 }
 
 /* ------------------------------------------------------------ cube */
@@ -288,7 +288,7 @@ void dev_mmad(local_t cm, local_t a, local_t b, int dtype, uint32_t m, uint32_t 
     x->bytes = (uint64_t)m * n * 4; x->peer = c->rank;
     /* fractal granularity: partial 16x16x16 blocks cost a whole one */
     uint64_t macs = (uint64_t)((m + 15) / 16 * 16) * ((n + 15) / 16 * 16) * ((k + 15) / 16 * 16);
-    uint64_t busy = (uint64_t)((double)macs * e->ps_per_mac) + e->vec_latency_ps;
+    uint64_t busy = (uint64_t)((double)macs * e->rate.ps_per_mac) + e->rate.vec_latency_ps;
     eng_xfer_issue_on(c, x, 0, busy, NULL, 0, 0, s);
 }
 

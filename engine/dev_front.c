@@ -45,7 +45,7 @@ void dev_local_release(int space, uint32_t used, dev_site s) {
 uint64_t dev_system_cycle(dev_site s) {
     (void)s;
     core *c = eng_current("GetSystemCycle");
-    eng_advance(c, c->e->scalar_ps);
+    eng_advance(c, c->e->rate.scalar_ps);
     return c->now / 20000;   /* 50 MHz: 20,000 ps a tick */
 }
 
@@ -54,12 +54,12 @@ void dev_dcache_sync(gm_t p, uint64_t bytes, dev_site s) {
     c->calls--;   /* a poll loop's own step: it does not end the loop (dev_gm_load) */
     eng_gm_check(c, p, bytes ? bytes : 1, s, "DataCacheCleanAndInvalid");
     /* a cache line written back or dropped: one GM write's time */
-    eng_advance(c, c->e->scalar_ps + c->e->gm_write_ps);
+    eng_advance(c, c->e->rate.scalar_ps + c->e->rate.gm_write_ps);
 }
 
 void dev_set_atomic_op(int op, int dtype, dev_site s) {
     core *c = eng_current("SetAtomic");
-    eng_advance(c, c->e->scalar_ps);
+    eng_advance(c, c->e->rate.scalar_ps);
     if (op && op != ATOMIC_ADD && op != ATOMIC_MAX && op != ATOMIC_MIN)
         eng_fault(c, s, "SetAtomic: %d is not add, max or min", op);
     if (op && !eng_dtype_size(dtype) && dtype != DEV_DT_INT16 && dtype != DEV_DT_UINT32)
@@ -70,7 +70,7 @@ void dev_set_atomic_op(int op, int dtype, dev_site s) {
 
 void dev_set_deq_scale(float scale, dev_site s) {
     core *c = eng_current("SetDeqScale");
-    eng_advance(c, c->e->scalar_ps);
+    eng_advance(c, c->e->rate.scalar_ps);
     if (!isfinite(scale)) eng_fault(c, s, "SetDeqScale: scale %g is not finite", (double)scale);
     c->deq_scale = scale;
 }

@@ -56,7 +56,7 @@ void dev_note(const char *key, int64_t value, dev_site s) {
 void dev_scalar_cycles(uint64_t n, dev_site s) {
     core *c = eng_current("ScalarCycles");
     (void)s;
-    eng_advance(c, (uint64_t)((double)n * c->e->ps_per_cycle));
+    eng_advance(c, (uint64_t)((double)n * c->e->rate.ps_per_cycle));
 }
 
 /* ------------------------------------------------------------ GM scalar */
@@ -75,7 +75,7 @@ static void check_word(core *c, gm_t p, int width, dev_site s, const char *api) 
  * its issue cost paid and the word checked. */
 static core *gm_word_access(const char *api, gm_t p, int width, dev_site s) {
     core *c = eng_current(api);
-    eng_advance(c, c->e->scalar_ps);
+    eng_advance(c, c->e->rate.scalar_ps);
     check_word(c, p, width, s, api);
     return c;
 }
@@ -85,7 +85,7 @@ static core *gm_word_access(const char *api, gm_t p, int width, dev_site s) {
  * Returns 1 when the word is a peer's (the reply takes as long), else 0. */
 static int reach_word(core *c, gm_t p) {
     int remote = gm_rank(p) != c->rank;
-    if (remote) eng_advance(c, c->e->hccs_latency_ps);
+    if (remote) eng_advance(c, c->e->rate.hccs_latency_ps);
     eng_sync(c);
     return remote;
 }
@@ -127,7 +127,7 @@ int64_t dev_gm_load(gm_t p, int width, dev_site s) {
         int remote = reach_word(c, p);
         v = eng_read_word(eng_gm_ptr(e, p, (uint64_t)width), width);
         emit_word(c, EV_GM_LOAD, p, width, v, 0, eng_site(e, s));
-        eng_advance(c, remote ? e->hccs_latency_ps : e->gm_read_ps);
+        eng_advance(c, remote ? e->rate.hccs_latency_ps : e->rate.gm_read_ps);
     }
     c->poll_calls = c->calls;
     c->poll_addr = p.a;
@@ -159,7 +159,7 @@ static void remote_store(core *c, gm_t p, int width, int64_t v, int op, int xkin
     x->core_index = c->index;
     x->track = eng_track(e, c, PIPE_S);
     x->start = c->now;
-    x->end = c->now + e->hccs_latency_ps;
+    x->end = c->now + e->rate.hccs_latency_ps;
     x->site = eng_site(e, s);
     eng_xfer_post(e, x, c->now, eng_core_key(c));
     c->last_seq = x->issue_seq;
@@ -198,7 +198,7 @@ void dev_gm_store(gm_t p, int width, int64_t v, dev_site s) {
         remote_store(c, p, width, v, OP_STORE, XFER_REMOTE_STORE, s);
     } else {
         local_store(c, p, width, v, kind, s);
-        eng_advance(c, e->gm_write_ps);
+        eng_advance(c, e->rate.gm_write_ps);
     }
 }
 
@@ -226,7 +226,7 @@ int64_t dev_gm_atomic(gm_t p, int width, int op, int64_t v, int64_t cmp, dev_sit
     c->last_seq = eng_emit(e, &ev);
     eng_gm_written(e, gm_rank(p), gm_offset(p), (uint64_t)width, c->last_seq,
                    eng_track(e, c, PIPE_S) + 1, c->now);
-    eng_advance(c, remote ? e->hccs_latency_ps : e->gm_write_ps);
+    eng_advance(c, remote ? e->rate.hccs_latency_ps : e->rate.gm_write_ps);
     return old;
 }
 
@@ -240,7 +240,7 @@ static int64_t gm_wait(core *c, gm_t p, int width, int cond, int64_t v, uint32_t
     if (!object) object = eng_word_object(e, p);
     if (eng_cond_holds(cond, cur, v)) {
         emit_word(c, EV_GM_LOAD, p, width, cur, object, site);
-        eng_advance(c, remote ? e->hccs_latency_ps : e->gm_read_ps);
+        eng_advance(c, remote ? e->rate.hccs_latency_ps : e->rate.gm_read_ps);
         return cur;
     }
     eng_wait_on(c, WAIT_GM, site, v);
@@ -276,7 +276,7 @@ int64_t dev_gm_wait(gm_t p, int width, int cond, int64_t v, dev_site s) {
 static uint8_t *ub_word(const char *api, local_t l, uint32_t byte_off, int width, int is_store,
                         dev_site s) {
     core *c = eng_current(api);
-    eng_advance(c, c->e->scalar_ps);
+    eng_advance(c, c->e->rate.scalar_ps);
     if (width != 1 && width != 2 && width != 4 && width != 8)
         eng_fault(c, s, "%s: width %d (1, 2, 4 or 8 bytes)", api, width);
     if (byte_off % (uint32_t)width || l.off % (uint32_t)width)
@@ -320,13 +320,13 @@ static void xcore_check(core *c, int flag_id, dev_site s, const char *api) {
 void dev_xcore_set(int pipe, int flag_id, dev_site s) {
     core *c = eng_current("CrossCoreSetFlag");
     engine *e = c->e;
-    eng_advance(c, e->scalar_ps);
+    eng_advance(c, e->rate.scalar_ps);
     xcore_check(c, flag_id, s, "CrossCoreSetFlag");
     if (pipe < 0 || pipe >= PIPE_COUNT) eng_fault(c, s, "CrossCoreSetFlag: %d is not a pipe", pipe);
     eng_sync(c);
     uint64_t fire = c->now;
     if (pipe != PIPE_S && c->pipes[pipe].done_at > fire) fire = c->pipes[pipe].done_at;
-    fire += e->xcore_latency_ps;
+    fire += e->rate.xcore_latency_ps;
     engine_event ev = EV_INIT(c, EV_XCORE_SET, pipe);
     ev.time = c->now; ev.value = flag_id; ev.aux = (int64_t)fire; ev.site = eng_site(e, s);
     c->last_seq = eng_emit(e, &ev);
@@ -350,7 +350,7 @@ void dev_xcore_set(int pipe, int flag_id, dev_site s) {
 void dev_xcore_wait(int flag_id, dev_site s) {
     core *c = eng_current("CrossCoreWaitFlag");
     engine *e = c->e;
-    eng_advance(c, e->scalar_ps);
+    eng_advance(c, e->rate.scalar_ps);
     xcore_check(c, flag_id, s, "CrossCoreWaitFlag");
     eng_sync(c);
     int need = c->is_aic ? c->sub_num : 1;
@@ -400,11 +400,11 @@ static barrier_state barrier_of(engine *e, launch_info *l, int type, int all_ran
     if (all_ranks) {
         b = (barrier_state){&l->bar_arrived[type], &l->bar_max_time[type], &l->bar_last_seq[type],
                             &l->bar_last_track[type], l->cores_of_type[type] * e->n_ranks,
-                            e->barrier_latency_ps};
+                            e->rate.barrier_latency_ps};
     } else {
         size_t k = (size_t)rank * 2 + (size_t)type;
         b = (barrier_state){&l->sync_arrived[k], &l->sync_max_time[k], &l->sync_last_seq[k],
-                            &l->sync_last_track[k], l->cores_of_type[type], e->xcore_latency_ps};
+                            &l->sync_last_track[k], l->cores_of_type[type], e->rate.xcore_latency_ps};
     }
     return b;
 }
@@ -440,7 +440,7 @@ void eng_barrier_arrival(engine *e, launch_info *l, int type, uint64_t time, uin
 void dev_barrier(int all_ranks, dev_site s) {
     core *c = eng_current(all_ranks ? "BarrierAll" : "SyncAll");
     engine *e = c->e;
-    eng_advance(c, e->scalar_ps);
+    eng_advance(c, e->rate.scalar_ps);
     eng_sync(c);
     launch_info *l = &e->launches[c->launch];
     int type = c->is_aic;
@@ -486,7 +486,7 @@ void dev_ring_store(uint32_t ring, int tail, int64_t v, dev_site s) {
     core *c = eng_current(tail ? "RingStoreTail" : "RingStoreHead");
     engine *e = c->e;
     const engine_object *w = ring_word(c, ring, tail, s, tail ? "RingStoreTail" : "RingStoreHead");
-    eng_advance(c, e->scalar_ps);
+    eng_advance(c, e->rate.scalar_ps);
     check_word(c, w->addr, (int)w->width, s, tail ? "RingStoreTail" : "RingStoreHead");
     eng_sync(c);
     int kind = tail ? EV_RING_TAIL : EV_RING_HEAD;
@@ -496,7 +496,7 @@ void dev_ring_store(uint32_t ring, int tail, int64_t v, dev_site s) {
         remote_store(c, w->addr, (int)w->width, v, OP_STORE, XFER_REMOTE_STORE, s);
     } else {
         local_store(c, w->addr, (int)w->width, v, kind, s);
-        eng_advance(c, e->gm_write_ps);
+        eng_advance(c, e->rate.gm_write_ps);
     }
 }
 
@@ -512,7 +512,7 @@ int64_t dev_ring_wait_space(uint32_t ring, int64_t tail, int64_t need, dev_site 
     const engine_object *h = ring_word(c, ring, 0, s, "RingWaitSpace");
     /* need > capacity can never be satisfied: like the seeds' spin loop, the
      * core then waits forever and the run ends as a deadlock naming the ring. */
-    eng_advance(c, c->e->scalar_ps);
+    eng_advance(c, c->e->rate.scalar_ps);
     check_word(c, h->addr, (int)h->width, s, "RingWaitSpace");
     /* capacity - (tail - head) >= need  <=>  head >= tail + need - capacity */
     return gm_wait(c, h->addr, (int)h->width, COND_GE, tail + need - (int64_t)r->size, h->id, s);
@@ -521,7 +521,7 @@ int64_t dev_ring_wait_space(uint32_t ring, int64_t tail, int64_t need, dev_site 
 int64_t dev_ring_wait_data(uint32_t ring, int64_t head, dev_site s) {
     core *c = eng_current("RingWaitData");
     const engine_object *t = ring_word(c, ring, 1, s, "RingWaitData");
-    eng_advance(c, c->e->scalar_ps);
+    eng_advance(c, c->e->rate.scalar_ps);
     check_word(c, t->addr, (int)t->width, s, "RingWaitData");
     return gm_wait(c, t->addr, (int)t->width, COND_GT, head, t->id, s);
 }
@@ -534,7 +534,7 @@ void dev_ring_atomic(uint32_t ring, int tail, int64_t v, dev_site s) {
     if (r != c->rank && !eng_same_node(e, r, c->rank)) {
         dev_rdma_atomic(w->addr, v, s);
     } else if (r != c->rank) {
-        eng_advance(c, e->scalar_ps);
+        eng_advance(c, e->rate.scalar_ps);
         eng_sync(c);
         engine_event ev = EV_INIT(c, EV_ATOMIC, PIPE_S);
         ev.time = c->now; ev.sub = ATOMIC_ADD; ev.addr = w->addr.a; ev.len = w->width; ev.value = v;

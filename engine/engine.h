@@ -41,6 +41,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "engine/host/host.h"   /* the host utilities (a room of their own) */
 #include "npurr/types.h"   /* gm_t, core types, pipes, conditions: shared with kernels and plugins */
 
 #define ENGINE_VERSION "0.1.0"
@@ -79,39 +80,33 @@ typedef struct engine_hw {
     double barrier_latency_ns;      /* added by a cross-rank barrier */
 } engine_hw;
 
+/* What the engine prices with, derived from an engine_hw once per run:
+ * latencies in ps (rounded as the engine rounds them) and rates in ps per
+ * byte. The one place they are computed (engine_rates_of), so an analysis
+ * that attributes time to them (the critical path) cannot drift from the
+ * model that spent it. */
+typedef struct engine_rates {
+    double ps_per_cycle;            /* one AI core cycle */
+    uint64_t scalar_ps, gm_read_ps, gm_write_ps, vec_latency_ps;
+    uint64_t mte_latency_ps, hccs_latency_ps, rdma_latency_ps, rdma_post_ps;
+    uint64_t hccs_read_held_ps;     /* an MTE read of a peer holds its queue this long */
+    uint64_t batch_task_ps;         /* the AICPU's time per task */
+    uint64_t nic_message_ps;        /* the NIC's time per message beyond its bytes */
+    uint64_t xcore_latency_ps, barrier_latency_ps;
+    double mte_ps_per_byte;         /* one core's MTE queue, local GM */
+    double mte_hccs_ps_per_byte;    /* the same with a peer's GM at one end */
+    double vec_ps_per_byte, ps_per_mac;
+    double hbm_ps_per_byte, hccs_link_ps_per_byte, nic_ps_per_byte;
+} engine_rates;
+/* The rates *hw gives (timing.c). */
+void engine_rates_of(const engine_hw *hw, engine_rates *r);
+
 /* Fills *hw with every parameter's default (engine_hw_param.def): the timing model `npurr hw`
  * prints. */
 void engine_hw_defaults(engine_hw *hw);
 /* Parse key=value lines ('#' comments) over *hw. Unknown keys are errors. */
 int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen);
 
-/* Seconds on the host's monotonic clock, from an arbitrary start
- * (host_clock.c): for the wall-time figures npurr prints, never for
- * anything a run or its trace depends on. */
-double engine_host_seconds(void);
-
-/* The one check of every file npurr reads (input_file.c): opens path for
- * reading without ever blocking (a FIFO is refused, not waited on) and
- * returns the descriptor only when it is a regular file; else -1 with why
- * ("is a FIFO, not a regular file", or the errno text), to be prefixed
- * with the path by the caller. engine_fopen_input is the same as a FILE *
- * ("rb"); engine_check_input only checks (for files another library opens
- * by name, such as SQLite's). */
-int engine_open_input(const char *path, char *why, size_t whylen);
-/* engine_open_input as a stdio stream ("rb"); the caller fcloses it. NULL with why. */
-FILE *engine_fopen_input(const char *path, char *why, size_t whylen);
-/* engine_open_input's check alone, for a file another library opens by name (SQLite's): 0, or
- * -1 with why. */
-int engine_check_input(const char *path, char *why, size_t whylen);
-/* Removes dir's files named prefix PID "-" XXXXXX tail (tail one of the
- * NULL-ended tails) whose process PID no longer exists: temporary files
- * a killed npurr left (orphan_files.c). Nothing else is touched. */
-void engine_remove_orphans(const char *dir, const char *prefix, const char *const *tails);
-/* SHA-256 of the file at path (read through engine_open_input) as 64 hex
- * digits and a NUL into hex: 0, or -1 with why (sha256.c). */
-int engine_sha256_file(const char *path, char hex[65], char *why, size_t whylen);
-/* SHA-256 of n bytes at p, as engine_sha256_file gives it. */
-void engine_sha256_bytes(const void *p, size_t n, char hex[65]);
 /* Sets one parameter of *hw by key (or old key) from its text value, checked against the
  * accepted range: ENGINE_OK, or ENGINE_ERR with err naming key and value. */
 int engine_hw_set(engine_hw *hw, const char *key, const char *value, char *err, size_t errlen);
@@ -593,7 +588,7 @@ int engine_run(engine *e, engine_result *res, char *err, size_t errlen);
 
 /* ---------------------------------------------------------------- split runs */
 
-/* One run over several processes (engine/partition.c, engine/merge.c). Each
+/* One run over several processes (engine/split/partition.c, engine/split/merge.c). Each
  * process builds the same engine and kernel setup, then engine_split names
  * its part: it owns whole nodes, a contiguous block of them, and starts only
  * their cores. Everything that crosses nodes travels one wire latency or more

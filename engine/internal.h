@@ -322,13 +322,7 @@ struct engine {
     core *cores;              /* n_ranks * cores_per_rank */
     uint64_t sym_next;        /* symmetric heap bump pointer */
 
-    /* timing, precomputed */
-    double ps_per_cycle;
-    uint64_t scalar_ps, gm_read_ps, gm_write_ps, mte_latency_ps, vec_latency_ps;
-    uint64_t hccs_latency_ps, hccs_read_held_ps, rdma_latency_ps, rdma_post_ps, batch_task_ps;
-    uint64_t xcore_latency_ps, barrier_latency_ps;
-    double mte_ps_per_byte, vec_ps_per_byte, ps_per_mac;
-    double mte_hccs_ps_per_byte;   /* one core's MTE rate to or from a peer's GM */
+    engine_rates rate;        /* engine_rates_of(cfg.hw), once per run (derive_timing) */
     resource *hccs_links;     /* [src * n_ranks + dst], same node only */
     unsigned used;            /* ENGINE_USED_* bits: what the run has priced so far */
     uint64_t *qp_arrive_at;   /* RDMA ordering per (src, dst): arrivals, kept by the source */
@@ -440,7 +434,7 @@ void eng_role_leave(core *c);
  * the queue's outstanding requests over the link's latency bound it
  * (mte_hccs_bytes_per_cycle), else mte_bytes_per_cycle. */
 static inline double eng_mte_rate(const core *c, int gm_rank) {
-    return gm_rank == c->rank ? c->e->mte_ps_per_byte : c->e->mte_hccs_ps_per_byte;
+    return gm_rank == c->rank ? c->e->rate.mte_ps_per_byte : c->e->rate.mte_hccs_ps_per_byte;
 }
 
 /* What an MTE read of a peer's GM holds its queue for beyond its bytes:
@@ -448,7 +442,7 @@ static inline double eng_mte_rate(const core *c, int gm_rank) {
  * HCCS link before it takes the next, as a scalar GetValue of a peer's word
  * waits (dev_sync.c reach_word): hccs_read_latencies one-way latencies. */
 static inline uint64_t eng_hccs_read_held_ps(const engine *e) {
-    return e->hccs_read_held_ps;
+    return e->rate.hccs_read_held_ps;
 }
 
 /* cluster.c */

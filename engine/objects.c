@@ -263,7 +263,7 @@ void eng_gm_written(engine *e, int rank, uint64_t off, uint64_t len, uint64_t se
                         (size_t)(rs->n_watchers - i - 1) * sizeof *rs->watchers);
                 rs->n_watchers--;
                 /* A poller notices the new value one read later. */
-                uint64_t seen = time + (c->wait_remote ? e->hccs_latency_ps : e->gm_read_ps);
+                uint64_t seen = time + (c->wait_remote ? e->rate.hccs_latency_ps : e->rate.gm_read_ps);
                 eng_wake(e, c, seen, v, seq, track1);
                 continue;
             }

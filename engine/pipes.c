@@ -323,7 +323,7 @@ int engine_hard_event_pipe(int hard_event, int consumer) {
  * core's pipes. */
 static core *flag_call(const char *api, int ev, int id, dev_site s) {
     core *c = eng_current(api);
-    eng_advance(c, c->e->scalar_ps);
+    eng_advance(c, c->e->rate.scalar_ps);
     if (ev <= 0 || ev >= HARD_EVENT_COUNT)
         eng_fault(c, s, "%s: %d is not a hard event", api, ev);
     if (id < 0 || id >= FLAG_IDS)
@@ -419,7 +419,7 @@ void dev_wait_flag(int ev, int id, dev_site s) {
 void dev_pipe_barrier(int pipe, dev_site s) {
     core *c = eng_current("PipeBarrier");
     engine *e = c->e;
-    eng_advance(c, e->scalar_ps);
+    eng_advance(c, e->rate.scalar_ps);
     if (pipe != PIPE_ALL && (pipe < 0 || pipe >= PIPE_COUNT))
         eng_fault(c, s, "PipeBarrier: %d is not a pipe", pipe);
     eng_sync(c);

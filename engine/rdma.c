@@ -38,7 +38,7 @@ void eng_rdma_post(core *c, xfer *x, uint64_t start) {
     uint64_t tx_begin = t1 - d;
     uint64_t tx_end = start + eng_jitter(c, t1 - start);
     if (tx_end < tx_begin) tx_end = tx_begin;
-    uint64_t arrive = tx_begin + e->rdma_latency_ps;
+    uint64_t arrive = tx_begin + e->rate.rdma_latency_ps;
     uint64_t *qp = &e->qp_arrive_at[(size_t)c->rank * (size_t)e->n_ranks + (size_t)x->dst_rank];
     if (arrive < *qp) arrive = *qp;   /* RC: never overtakes an earlier op to this peer */
     *qp = arrive;
@@ -74,7 +74,7 @@ void eng_rdma_tx(engine *e, xfer *x) {
 
 void eng_rdma_arrive(engine *e, xfer *x) {
     uint64_t rx = resource_reserve(&e->ranks[x->dst_rank].nic_rx, e->now, e->now, x->bytes);
-    uint64_t end = x->tx_end + e->rdma_latency_ps;
+    uint64_t end = x->tx_end + e->rate.rdma_latency_ps;
     if (rx > end) end = rx;
     uint64_t *qp = &e->qp_done_at[(size_t)x->rank * (size_t)e->n_ranks + (size_t)x->dst_rank];
     if (end < *qp) end = *qp;
@@ -101,7 +101,7 @@ void eng_rdma_completed(engine *e, xfer *x, uint64_t done_seq) {
         return;
     }
     x->done_seq = done_seq;
-    eng_push(e, x->end + e->rdma_latency_ps, x->key, Q_RDMA_ACK, (uint32_t)(x - e->xfers));
+    eng_push(e, x->end + e->rate.rdma_latency_ps, x->key, Q_RDMA_ACK, (uint32_t)(x - e->xfers));
 }
 
 void eng_rdma_ack(engine *e, xfer *x) {

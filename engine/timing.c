@@ -1,6 +1,7 @@
 /*
- * timing.c - the timing model's parameters: defaults, their sources, and the
- * key=value file format of `--hw FILE`.
+ * timing.c - the timing model's parameters: defaults, their sources, the
+ * key=value file format of `--hw FILE`, and the rates a run prices with
+ * (engine_rates_of).
  *
  * One table drives defaults, parsing, printing and documentation, so a new
  * parameter is one line. Figures marked "estimate" are ours, chosen to be of
@@ -181,6 +182,23 @@ int engine_hw_set(engine_hw *hw, const char *key, const char *value, char *err, 
     return ENGINE_ERR;
 }
 
+/* What a line of a .hw file says: its comment cut, a first line's UTF-8
+ * byte order mark skipped (as some editors write; CSVs accept it too), the
+ * blanks around it trimmed. In place. */
+static char *line_content(char *line, int lineno) {
+    char *hash = strchr(line, '#');
+    if (hash) *hash = '\0';
+    char *s = line;
+    if (lineno == 1 && (unsigned char)s[0] == 0xEF && (unsigned char)s[1] == 0xBB &&
+        (unsigned char)s[2] == 0xBF)
+        s += 3;
+    while (*s == ' ' || *s == '\t') s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
+        s[--n] = '\0';
+    return s;
+}
+
 int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen) {
     /* A directory would read as an empty file, a FIFO would hang. */
     char why[200];
@@ -214,16 +232,7 @@ int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen) {
             rc = ENGINE_ERR;
             break;
         }
-        char *hash = strchr(line, '#');
-        if (hash) *hash = '\0';
-        char *s = line;
-        if (lineno == 1 && (unsigned char)s[0] == 0xEF && (unsigned char)s[1] == 0xBB &&
-            (unsigned char)s[2] == 0xBF)
-            s += 3;   /* a UTF-8 byte order mark, as some editors write (CSVs accept it too) */
-        while (*s == ' ' || *s == '\t') s++;
-        size_t n = strlen(s);
-        while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
-            s[--n] = '\0';
+        char *s = line_content(line, lineno);
         if (!*s) continue;
         char *eq = strchr(s, '=');
         if (!eq) {
@@ -270,3 +279,31 @@ void engine_hw_write(const engine_hw *hw, FILE *out) {
         fprintf(out, "%s=%.17g\n", params[i].key, *field((engine_hw *)hw, &params[i]));
 }
 
+
+static uint64_t ns_to_ps(double ns) { return (uint64_t)llround(ns * 1000.0); }
+
+void engine_rates_of(const engine_hw *hw, engine_rates *r) {
+    memset(r, 0, sizeof *r);
+    r->ps_per_cycle = 1000.0 / hw->aicore_clock_ghz;
+    r->scalar_ps = (uint64_t)llround(hw->scalar_op_cycles * r->ps_per_cycle);
+    r->gm_read_ps = ns_to_ps(hw->gm_read_ns);
+    r->gm_write_ps = ns_to_ps(hw->gm_write_ns);
+    r->vec_latency_ps = (uint64_t)llround(hw->vector_latency_cycles * r->ps_per_cycle);
+    r->mte_latency_ps = ns_to_ps(hw->mte_latency_ns);
+    r->hccs_latency_ps = ns_to_ps(hw->hccs_latency_ns);
+    r->rdma_latency_ps = ns_to_ps(hw->rdma_latency_ns);
+    r->rdma_post_ps = ns_to_ps(hw->rdma_post_ns);
+    r->hccs_read_held_ps = ns_to_ps(hw->hccs_read_latencies * hw->hccs_latency_ns);
+    r->batch_task_ps = ns_to_ps(hw->batchwrite_task_ns);
+    r->nic_message_ps = ns_to_ps(hw->nic_message_ns);
+    r->xcore_latency_ps = ns_to_ps(hw->crosscore_latency_ns);
+    r->barrier_latency_ps = ns_to_ps(hw->barrier_latency_ns);
+    r->mte_ps_per_byte = r->ps_per_cycle / hw->mte_bytes_per_cycle;
+    r->mte_hccs_ps_per_byte = r->ps_per_cycle / hw->mte_hccs_bytes_per_cycle;
+    r->vec_ps_per_byte = r->ps_per_cycle / hw->ub_vector_bytes_per_cycle;
+    r->ps_per_mac = r->ps_per_cycle / hw->cube_macs_per_cycle;
+    /* GB/s = bytes per ns = 1e-3 bytes per ps */
+    r->hbm_ps_per_byte = 1000.0 / hw->hbm_gbps;
+    r->hccs_link_ps_per_byte = 1000.0 / hw->hccs_link_gbps;
+    r->nic_ps_per_byte = 1000.0 / hw->roce_gbps;
+}

@@ -94,7 +94,7 @@ static void check_shape(core *c, const dev_vec_shape *sh, uint32_t per, dev_site
 }
 
 static xfer *queue(core *c, int op, dev_site s, const char *api) {
-    eng_advance(c, c->e->scalar_ps);
+    eng_advance(c, c->e->rate.scalar_ps);
     if (c->is_aic) eng_fault(c, s, "%s: the vector unit is on AIV cores", api);
     /* caught up before the xfer is taken: other cores run in eng_sync and
      * may grow the xfer table under a pointer held across it */
@@ -107,7 +107,7 @@ static xfer *queue(core *c, int op, dev_site s, const char *api) {
 static void issue(core *c, xfer *x, uint64_t repeats, int levels, dev_site s) {
     engine *e = c->e;
     x->bytes = repeats * 256;
-    eng_xfer_issue_on(c, x, e->vec_ps_per_byte, (uint64_t)levels * e->vec_latency_ps, NULL, 0, 0, s);
+    eng_xfer_issue_on(c, x, e->rate.vec_ps_per_byte, (uint64_t)levels * e->rate.vec_latency_ps, NULL, 0, 0, s);
 }
 
 void dev_vec_elem(int op, int dtype, local_t dst, local_t src0, local_t src1, double fscalar,

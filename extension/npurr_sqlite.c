@@ -10,7 +10,7 @@
  * Loading it on a connection opened on RUN/index.db does exactly what
  * `npurr sql` does on its own connection, with the same two calls: it
  * derives the analysis tables if they are missing or stale
- * (ana_open_derived, the one entry point `npurr sql` uses, on a private
+ * (ana_open, the one entry point `npurr sql` uses, on a private
  * connection it then closes) and registers the `events` virtual table over
  * RUN/trace.zst on the user's connection (rec_register_events_vtab,
  * recorder/rec_vtab.c; kind, pipe and sub_name are names). Views,
@@ -60,7 +60,7 @@ int sqlite3_npurrsqlite_init(sqlite3 *db, char **pzErrMsg, const void *pApi) {
      * nothing may be written: tables already derived are served, missing
      * ones are refused rather than written into index.db. */
     int flags = sqlite3_db_readonly(db, "main") == 1 ? ANA_OPEN_NO_DERIVE : 0;
-    if (ana_open_fresh(run_dir, flags, &own, &src, err, sizeof err) != 0)
+    if (ana_open(run_dir, flags, &own, &src, err, sizeof err) != 0)
         rc = fail(pzErrMsg, "npurr: %s%s", err, "");
     else if (src.partial)
         /* What every reader does with a truncated run: say so and fail.

@@ -340,91 +340,105 @@ static int check_repeat(const checker *k) {
     return 0;
 }
 
-static int check_rings(const checker *k) {
-    const dispatch_plan *p = k->p;
+/* The RDMA ring from rank s to its forwarder on node n, channel c: head,
+ * tail and lock where each lives, the meta read by every group and cleaned. */
+static int check_rdma_ring(const checker *k, int s, int c, int n) {
     const dispatch_shape *sh = k->sh;
     const dispatch_args *a = k->a;
-    int R = sh->num_ranks, C = sh->channels, N = sh->nodes, P = sh->npus;
+    int N = sh->nodes, P = sh->npus;
     int64_t D = sh->dispatches;
+    int f = n * P + s % P;
+    uint64_t w = (uint64_t)c * (uint64_t)N;
+    int64_t want = D * dispatch_ring_total(k->p, s, c, n);
+    /* each side where it lives: a split run checks its own ranks */
+    if (npurr_rank_local(k->e, s)) {
+        int64_t head = word(k, dispatch_word(a->rdma_channel_head, s, w + (uint64_t)n, 8), 8);
+        int64_t filled = word(k, dispatch_word(a->rdma_send_channel_tail, s, w + (uint64_t)n, 8), 8);
+        int64_t lock = word(k, dispatch_word(a->rdma_send_channel_lock, s, w + (uint64_t)n, 4), 4);
+        if (head != want || filled != want || lock != 0) {
+            snprintf(k->msg, k->len,
+                     "rdma_channel[c%d][%d->%d] after the run: head %lld and "
+                     "rdma_send_channel_tail %lld on rank %d, lock %lld; expected "
+                     "%lld each (%d dispatches) and the lock free",
+                     c, s, f, (long long)head, (long long)filled, s, (long long)lock,
+                     (long long)want, sh->dispatches);
+            return 1;
+        }
+    }
+    if (!npurr_rank_local(k->e, f)) return 0;
+    int64_t tail = word(k, dispatch_word(a->rdma_channel_tail, f, w + (uint64_t)(s / P), 8), 8);
+    if (tail != want) {
+        snprintf(k->msg, k->len,
+                 "rdma_channel[c%d][%d->%d] after the run: tail %lld on rank %d; "
+                 "expected %lld (%d dispatches)",
+                 c, s, f, (long long)tail, f, (long long)want, sh->dispatches);
+        return 1;
+    }
+    const int32_t *meta = view(k, gm_add(gm_on_rank(a->rdma_channel_meta, f),
+                                         (int64_t)((w + (uint64_t)(s / P)) * DISPATCH_META_BYTES)),
+                               DISPATCH_META_BYTES);
+    if (!meta) return 1;
+    int64_t acks = word(k, dispatch_word(a->rdma_channel_meta_ack, f, w + (uint64_t)(s / P), 8), 8);
+    if (acks != D * dispatch_fwd_groups(sh, c)) {
+        snprintf(k->msg, k->len,
+                 "rdma_channel_meta_ack[c%d][node%d] on rank %d is %lld after the run; "
+                 "%d forwarder groups x %d dispatches should have read the meta",
+                 c, s / P, f, (long long)acks, dispatch_fwd_groups(sh, c), sh->dispatches);
+        return 1;
+    }
+    for (int i = 0; i < DISPATCH_META_INTS; i++)
+        if (meta[i]) {
+            snprintf(k->msg, k->len,
+                     "rdma_channel_meta[c%d][node%d] on rank %d: int %d is %d after the "
+                     "run; the clean step must leave 0 for the next dispatch",
+                     c, s / P, f, i, meta[i]);
+            return 1;
+        }
+    return 0;
+}
+
+/* The HCCS ring into rank d from its node's local rank l, channel c: head
+ * and tail at the total, the prefix words reset. */
+static int check_hccs_ring(const checker *k, int d, int c, int l) {
+    const dispatch_shape *sh = k->sh;
+    const dispatch_args *a = k->a;
+    int N = sh->nodes, P = sh->npus;
+    uint64_t w = (uint64_t)c * (uint64_t)P + (uint64_t)l;
+    int64_t want = (int64_t)sh->dispatches * dispatch_hccs_ring_total(k->p, d, c, l);
+    int64_t head = word(k, dispatch_word(a->hccs_channel_head, d, w, 4), 4);
+    int64_t tail = word(k, dispatch_word(a->hccs_channel_tail, d, w, 4), 4);
+    if (head != want || tail != want) {
+        snprintf(k->msg, k->len,
+                 "hccs_channel[c%d][%d->%d] after the run: head %lld, tail %lld, "
+                 "expected %lld each",
+                 c, (d / P) * P + l, d, (long long)head, (long long)tail, (long long)want);
+        return 1;
+    }
+    for (int n = 0; n < N; n++) {
+        uint64_t at = w * (uint64_t)N + (uint64_t)n;
+        if (word(k, dispatch_word(a->hccs_channel_prefix_start, d, at, 4), 4) ||
+            word(k, dispatch_word(a->hccs_channel_prefix_end, d, at, 4), 4)) {
+            snprintf(k->msg, k->len,
+                     "hccs_channel_prefix_start/end[c%d][%d][node%d] on rank %d are "
+                     "not 0 after the run; the clean step must reset them",
+                     c, (d / P) * P + l, n, d);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int check_rings(const checker *k) {
+    const dispatch_shape *sh = k->sh;
+    int R = sh->num_ranks, C = sh->channels, N = sh->nodes, P = sh->npus;
     for (int s = 0; s < R; s++)
         for (int c = 0; c < C; c++)
-            for (int n = 0; n < N; n++) {
-                int f = n * P + s % P;
-                uint64_t w = (uint64_t)c * (uint64_t)N;
-                int64_t want = D * dispatch_ring_total(p, s, c, n);
-                /* each side where it lives: a split run checks its own ranks */
-                if (npurr_rank_local(k->e, s)) {
-                    int64_t head = word(k, dispatch_word(a->rdma_channel_head, s, w + (uint64_t)n, 8), 8);
-                    int64_t filled = word(k, dispatch_word(a->rdma_send_channel_tail, s, w + (uint64_t)n, 8), 8);
-                    int64_t lock = word(k, dispatch_word(a->rdma_send_channel_lock, s, w + (uint64_t)n, 4), 4);
-                    if (head != want || filled != want || lock != 0) {
-                        snprintf(k->msg, k->len,
-                                 "rdma_channel[c%d][%d->%d] after the run: head %lld and "
-                                 "rdma_send_channel_tail %lld on rank %d, lock %lld; expected "
-                                 "%lld each (%d dispatches) and the lock free",
-                                 c, s, f, (long long)head, (long long)filled, s, (long long)lock,
-                                 (long long)want, sh->dispatches);
-                        return 1;
-                    }
-                }
-                if (!npurr_rank_local(k->e, f)) continue;
-                int64_t tail = word(k, dispatch_word(a->rdma_channel_tail, f, w + (uint64_t)(s / P), 8), 8);
-                if (tail != want) {
-                    snprintf(k->msg, k->len,
-                             "rdma_channel[c%d][%d->%d] after the run: tail %lld on rank %d; "
-                             "expected %lld (%d dispatches)",
-                             c, s, f, (long long)tail, f, (long long)want, sh->dispatches);
-                    return 1;
-                }
-                const int32_t *meta = view(k, gm_add(gm_on_rank(a->rdma_channel_meta, f),
-                                                     (int64_t)((w + (uint64_t)(s / P)) * DISPATCH_META_BYTES)),
-                                           DISPATCH_META_BYTES);
-                if (!meta) return 1;
-                int64_t acks = word(k, dispatch_word(a->rdma_channel_meta_ack, f, w + (uint64_t)(s / P), 8), 8);
-                if (acks != D * dispatch_fwd_groups(sh, c)) {
-                    snprintf(k->msg, k->len,
-                             "rdma_channel_meta_ack[c%d][node%d] on rank %d is %lld after the run; "
-                             "%d forwarder groups x %d dispatches should have read the meta",
-                             c, s / P, f, (long long)acks, dispatch_fwd_groups(sh, c),
-                             sh->dispatches);
-                    return 1;
-                }
-                for (int i = 0; i < DISPATCH_META_INTS; i++)
-                    if (meta[i]) {
-                        snprintf(k->msg, k->len,
-                                 "rdma_channel_meta[c%d][node%d] on rank %d: int %d is %d after the "
-                                 "run; the clean step must leave 0 for the next dispatch",
-                                 c, s / P, f, i, meta[i]);
-                        return 1;
-                    }
-            }
+            for (int n = 0; n < N; n++)
+                if (check_rdma_ring(k, s, c, n)) return 1;
     for (int d = 0; d < R; d++)
         for (int c = 0; c < C; c++)
-            for (int l = 0; l < P && npurr_rank_local(k->e, d); l++) {
-                uint64_t w = (uint64_t)c * (uint64_t)P + (uint64_t)l;
-                int64_t want = D * dispatch_hccs_ring_total(p, d, c, l);
-                int64_t head = word(k, dispatch_word(a->hccs_channel_head, d, w, 4), 4);
-                int64_t tail = word(k, dispatch_word(a->hccs_channel_tail, d, w, 4), 4);
-                if (head != want || tail != want) {
-                    snprintf(k->msg, k->len,
-                             "hccs_channel[c%d][%d->%d] after the run: head %lld, tail %lld, "
-                             "expected %lld each",
-                             c, (d / P) * P + l, d, (long long)head, (long long)tail,
-                             (long long)want);
-                    return 1;
-                }
-                for (int n = 0; n < N; n++) {
-                    uint64_t at = w * (uint64_t)N + (uint64_t)n;
-                    if (word(k, dispatch_word(a->hccs_channel_prefix_start, d, at, 4), 4) ||
-                        word(k, dispatch_word(a->hccs_channel_prefix_end, d, at, 4), 4)) {
-                        snprintf(k->msg, k->len,
-                                 "hccs_channel_prefix_start/end[c%d][%d][node%d] on rank %d are "
-                                 "not 0 after the run; the clean step must reset them",
-                                 c, (d / P) * P + l, n, d);
-                        return 1;
-                    }
-                }
-            }
+            for (int l = 0; l < P && npurr_rank_local(k->e, d); l++)
+                if (check_hccs_ring(k, d, c, l)) return 1;
     return 0;
 }
 

@@ -85,6 +85,73 @@ static uint64_t role_words(const dispatch_shape *sh) {
            8 * (uint64_t)(sh->coordinators + sh->fwd_coordinators + sh->receivers);
 }
 
+/* One row per rank: its inputs, tables, what it receives and its total
+ * with the rings; returns the sum of the totals. */
+static uint64_t print_ranks(FILE *out, const dispatch_shape *sh, const int64_t *recv_total,
+                            uint64_t rings) {
+    int R = sh->num_ranks;
+    dispatch_count_layout cl;
+    dispatch_notify_layout nl;
+    dispatch_count_offsets(sh, &cl);
+    dispatch_notify_offsets(sh, &nl);
+    fprintf(out, "\nper rank (routing %s, data seed %llu, %d dispatch%s):\n", sh->routing.text,
+            (unsigned long long)sh->data_seed, sh->dispatches, sh->dispatches == 1 ? "" : "es");
+    fprintf(out, "%-5s %8s %12s %12s %12s %10s %14s %14s\n", "rank", "tokens", "x+scales",
+            "topk", "tables", "recv_rows", "recv (all)", "total");
+    uint64_t K = (uint64_t)sh->topk, sum = 0;
+    for (int r = 0; r < R; r++) {
+        uint64_t T = (uint64_t)sh->tokens[r], n = (uint64_t)recv_total[r];
+        uint64_t x = T * (sh->x_row_bytes + (uint64_t)sh->num_scales * 4);
+        uint64_t topk = T * K * 8;
+        uint64_t tables = (uint64_t)cl.padded * 4 +
+                          (uint64_t)sh->block_dim * kit_align_up((uint64_t)R, 8) * 4 +
+                          T * (uint64_t)R * 5 + 2 * (uint64_t)R * nl.row_stride + (uint64_t)nl.padded * 4;
+        uint64_t recv = (uint64_t)sh->dispatches * n *
+                        (sh->x_row_bytes + (uint64_t)sh->num_scales * 4 + K * 8 + DISPATCH_RECV_SRC_INTS * 4);
+        uint64_t total = x + topk + tables + recv + rings;
+        char hx[32], ht[32], hb[32], hr[32], hs[32];
+        human(hx, sizeof hx, x);
+        human(ht, sizeof ht, topk);
+        human(hb, sizeof hb, tables);
+        human(hr, sizeof hr, recv);
+        human(hs, sizeof hs, total);
+        fprintf(out, "%-5d %8llu %12s %12s %12s %10llu %14s %14s\n", r, (unsigned long long)T, hx,
+                ht, hb, (unsigned long long)n, hr, hs);
+        sum += total;
+    }
+    return sum;
+}
+
+/* --notify a2's buffers, then each role's UB and core count. */
+static void print_cores(FILE *out, const dispatch_shape *sh) {
+    int R = sh->num_ranks;
+    if (sh->notify_a2) {
+        dispatch_a2_layout al;
+        dispatch_a2_offsets(sh, &al);
+        char hb[32], hr[32], hi[32], hw[32];
+        human(hb, sizeof hb, (uint64_t)al.len * 4);
+        human(hr, sizeof hr, (uint64_t)R * al.len * 4);
+        human(hi, sizeof hi, al.scratch_bytes);
+        human(hw, sizeof hw, 2 * (uint64_t)R * al.slot_bytes);
+        fprintf(out,
+                "--notify a2, per rank besides: blob %s (%u ints, padded to %d tokens), recv_data "
+                "%s, index outputs %s, windowOut + share window %s (symmetric)\n",
+                hb, al.len, DISPATCH_A2_MAX_BS, hr, hi, hw);
+    }
+    fprintf(out,
+            "UB per core: notify %u B, RDMASender %u B (%d tokens of metadata at once), "
+            "RDMACoordinator %u B, forwarder %u B (2 x %d records), ForwarderCoordinator %u B, "
+            "HCCSReceiver %u B (%d records)\n",
+            dispatch_ub_notify(sh), dispatch_ub_sender(sh), sh->sender_meta_tokens,
+            dispatch_ub_coordinator(sh), dispatch_ub_forwarder(sh), sh->forward_batch,
+            dispatch_ub_fwd_coordinator(sh), dispatch_ub_receiver(sh), sh->receive_batch);
+    fprintf(out,
+            "cores per rank: %d RDMASender + %d RDMACoordinator + %d RDMA2HCCSForwarder + %d "
+            "ForwarderCoordinator + %d HCCSReceiver = %d AIV\n",
+            sh->senders, sh->coordinators, sh->forwarders, sh->fwd_coordinators, sh->receivers,
+            sh->block_dim);
+}
+
 int dispatch_layout(const kernel_opts *o, const npurr_topology *topo, FILE *out, char *err,
                     size_t errlen) {
     dispatch_shape sh;
@@ -113,64 +180,11 @@ int dispatch_layout(const kernel_opts *o, const npurr_topology *topo, FILE *out,
     line(out, "allocated rings per rank", "Total_Buffer + send half + role words",
          seed_total + send_half + words);
 
-    dispatch_count_layout cl;
-    dispatch_notify_layout nl;
-    dispatch_count_offsets(&sh, &cl);
-    dispatch_notify_offsets(&sh, &nl);
-    fprintf(out, "\nper rank (routing %s, data seed %llu, %d dispatch%s):\n", sh.routing.text,
-            (unsigned long long)sh.data_seed, sh.dispatches, sh.dispatches == 1 ? "" : "es");
-    fprintf(out, "%-5s %8s %12s %12s %12s %10s %14s %14s\n", "rank", "tokens", "x+scales",
-            "topk", "tables", "recv_rows", "recv (all)", "total");
-    uint64_t K = (uint64_t)sh.topk, sum = 0;
-    uint64_t rings = seed_total + send_half + words;
-    for (int r = 0; r < R; r++) {
-        uint64_t T = (uint64_t)sh.tokens[r], n = (uint64_t)recv_total[r];
-        uint64_t x = T * (sh.x_row_bytes + (uint64_t)sh.num_scales * 4);
-        uint64_t topk = T * K * 8;
-        uint64_t tables = (uint64_t)cl.padded * 4 +
-                          (uint64_t)sh.block_dim * kit_align_up((uint64_t)R, 8) * 4 +
-                          T * (uint64_t)R * 5 + 2 * (uint64_t)R * nl.row_stride + (uint64_t)nl.padded * 4;
-        uint64_t recv = (uint64_t)sh.dispatches * n *
-                        (sh.x_row_bytes + (uint64_t)sh.num_scales * 4 + K * 8 + DISPATCH_RECV_SRC_INTS * 4);
-        uint64_t total = x + topk + tables + recv + rings;
-        char hx[32], ht[32], hb[32], hr[32], hs[32];
-        human(hx, sizeof hx, x);
-        human(ht, sizeof ht, topk);
-        human(hb, sizeof hb, tables);
-        human(hr, sizeof hr, recv);
-        human(hs, sizeof hs, total);
-        fprintf(out, "%-5d %8llu %12s %12s %12s %10llu %14s %14s\n", r, (unsigned long long)T, hx,
-                ht, hb, (unsigned long long)n, hr, hs);
-        sum += total;
-    }
+    uint64_t sum = print_ranks(out, &sh, recv_total, seed_total + send_half + words);
     char hsum[32];
     human(hsum, sizeof hsum, sum);
     fprintf(out, "total GM over all ranks: %s (rings are backed only where written)\n", hsum);
-    if (sh.notify_a2) {
-        dispatch_a2_layout al;
-        dispatch_a2_offsets(&sh, &al);
-        char hb[32], hr[32], hi[32], hw[32];
-        human(hb, sizeof hb, (uint64_t)al.len * 4);
-        human(hr, sizeof hr, (uint64_t)R * al.len * 4);
-        human(hi, sizeof hi, al.scratch_bytes);
-        human(hw, sizeof hw, 2 * (uint64_t)R * al.slot_bytes);
-        fprintf(out,
-                "--notify a2, per rank besides: blob %s (%u ints, padded to %d tokens), recv_data "
-                "%s, index outputs %s, windowOut + share window %s (symmetric)\n",
-                hb, al.len, DISPATCH_A2_MAX_BS, hr, hi, hw);
-    }
-    fprintf(out,
-            "UB per core: notify %u B, RDMASender %u B (%d tokens of metadata at once), "
-            "RDMACoordinator %u B, forwarder %u B (2 x %d records), ForwarderCoordinator %u B, "
-            "HCCSReceiver %u B (%d records)\n",
-            dispatch_ub_notify(&sh), dispatch_ub_sender(&sh), sh.sender_meta_tokens,
-            dispatch_ub_coordinator(&sh), dispatch_ub_forwarder(&sh), sh.forward_batch,
-            dispatch_ub_fwd_coordinator(&sh), dispatch_ub_receiver(&sh), sh.receive_batch);
-    fprintf(out,
-            "cores per rank: %d RDMASender + %d RDMACoordinator + %d RDMA2HCCSForwarder + %d "
-            "ForwarderCoordinator + %d HCCSReceiver = %d AIV\n",
-            sh.senders, sh.coordinators, sh.forwarders, sh.fwd_coordinators, sh.receivers,
-            sh.block_dim);
+    print_cores(out, &sh);
     free(recv_total);
     return 0;
 }

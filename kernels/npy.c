@@ -139,6 +139,81 @@ static int parse_descr(const char *descr, npy_header *h) {
     return -1;
 }
 
+/* The header dict's three keys, each once: 0; -1 with err said; -2 a
+ * syntax error at c->p. */
+typedef struct npy_dict {
+    char descr[16];
+    int fortran, ndims;
+    int64_t dims[NPY_MAX_DIMS];
+} npy_dict;
+
+static int parse_dict(cur *c, npy_dict *d, char *err, size_t errlen) {
+    char key[32];
+    int have_descr = 0, have_fo = 0, have_shape = 0;
+    if (!eat(c, '{')) return -2;
+    while (!eat(c, '}')) {
+        if (string_lit(c, key, sizeof key) || !eat(c, ':')) return -2;
+        if (!strcmp(key, "descr") && !have_descr) {
+            if (string_lit(c, d->descr, sizeof d->descr)) return -2;
+            have_descr = 1;
+        } else if (!strcmp(key, "fortran_order") && !have_fo) {
+            if (word(c, "False")) d->fortran = 0;
+            else if (word(c, "True")) d->fortran = 1;
+            else return -2;
+            have_fo = 1;
+        } else if (!strcmp(key, "shape") && !have_shape) {
+            if (shape_tuple(c, d->dims, &d->ndims)) return -2;
+            have_shape = 1;
+        } else {
+            snprintf(err, errlen, "has an unexpected or repeated header key '%s'", key);
+            return -1;
+        }
+        if (!eat(c, ',')) {
+            if (!eat(c, '}')) return -2;
+            break;
+        }
+    }
+    skip_space(c);
+    if (c->p != c->end) return -2;
+    if (!have_descr || !have_fo || !have_shape) {
+        snprintf(err, errlen, "header lacks '%s'",
+                 !have_descr ? "descr" : !have_fo ? "fortran_order" : "shape");
+        return -1;
+    }
+    return 0;
+}
+
+/* d's dtype, order and shape into h, each checked: 0, or -1 with err. */
+static int take_dict(const npy_dict *d, npy_header *h, char *err, size_t errlen) {
+    memcpy(h->descr, d->descr, sizeof h->descr);
+    if (parse_descr(d->descr, h)) {
+        snprintf(err, errlen, "holds dtype '%s', which npurr does not read (bool, integers and "
+                 "float16/32/64: '<i4', '<f2', '|u1', ...)", d->descr);
+        return -1;
+    }
+    if (d->fortran) {
+        snprintf(err, errlen, "is in Fortran order; save it in C order");
+        return -1;
+    }
+    if (d->ndims > NPY_MAX_DIMS) {
+        snprintf(err, errlen, "has more than %d dimensions", NPY_MAX_DIMS);
+        return -1;
+    }
+    h->ndim = d->ndims;
+    /* the product of the shape times elem must be a size a file can have */
+    uint64_t bytes = (uint64_t)h->elem;
+    for (int i = 0; i < d->ndims; i++) {
+        h->shape[i] = d->dims[i];
+        if (d->dims[i] && bytes > (UINT64_C(1) << 62) / (uint64_t)d->dims[i]) {
+            snprintf(err, errlen, "has an implausible shape (%lld, ...)", (long long)d->dims[0]);
+            return -1;
+        }
+        bytes *= (uint64_t)d->dims[i];
+    }
+    h->data_bytes = bytes;
+    return 0;
+}
+
 int npy_parse(const unsigned char *buf, size_t len, npy_header *h, char *err, size_t errlen) {
     memset(h, 0, sizeof *h);
     if (len < 10 || memcmp(buf, "\x93NUMPY", 6) != 0 || buf[6] < 1 || buf[6] > 3) {
@@ -158,71 +233,16 @@ int npy_parse(const unsigned char *buf, size_t len, npy_header *h, char *err, si
         return -1;
     }
     cur c = {buf + pre, buf + pre + hlen};
-    char key[32], descr[16] = "";
-    int have_descr = 0, have_fo = 0, have_shape = 0, fortran = 0, ndims = 0;
-    int64_t dims[NPY_MAX_DIMS] = {0};
-    if (!eat(&c, '{')) goto syntax;
-    while (!eat(&c, '}')) {
-        if (string_lit(&c, key, sizeof key) || !eat(&c, ':')) goto syntax;
-        if (!strcmp(key, "descr") && !have_descr) {
-            if (string_lit(&c, descr, sizeof descr)) goto syntax;
-            have_descr = 1;
-        } else if (!strcmp(key, "fortran_order") && !have_fo) {
-            if (word(&c, "False")) fortran = 0;
-            else if (word(&c, "True")) fortran = 1;
-            else goto syntax;
-            have_fo = 1;
-        } else if (!strcmp(key, "shape") && !have_shape) {
-            if (shape_tuple(&c, dims, &ndims)) goto syntax;
-            have_shape = 1;
-        } else {
-            snprintf(err, errlen, "has an unexpected or repeated header key '%s'", key);
-            return -1;
-        }
-        if (!eat(&c, ',')) {
-            if (!eat(&c, '}')) goto syntax;
-            break;
-        }
-    }
-    skip_space(&c);
-    if (c.p != c.end) goto syntax;
-    if (!have_descr || !have_fo || !have_shape) {
-        snprintf(err, errlen, "header lacks '%s'",
-                 !have_descr ? "descr" : !have_fo ? "fortran_order" : "shape");
+    npy_dict d;
+    memset(&d, 0, sizeof d);
+    int rc = parse_dict(&c, &d, err, errlen);
+    if (rc == -2) {
+        snprintf(err, errlen, "has a malformed header dict near byte %zu", (size_t)(c.p - buf));
         return -1;
     }
-    memcpy(h->descr, descr, sizeof h->descr);
-    if (parse_descr(descr, h)) {
-        snprintf(err, errlen, "holds dtype '%s', which npurr does not read (bool, integers and "
-                 "float16/32/64: '<i4', '<f2', '|u1', ...)", descr);
-        return -1;
-    }
-    if (fortran) {
-        snprintf(err, errlen, "is in Fortran order; save it in C order");
-        return -1;
-    }
-    if (ndims > NPY_MAX_DIMS) {
-        snprintf(err, errlen, "has more than %d dimensions", NPY_MAX_DIMS);
-        return -1;
-    }
-    h->ndim = ndims;
+    if (rc) return -1;
     h->data_off = pre + hlen;
-    /* the product of the shape times elem must be a size a file can have */
-    uint64_t bytes = (uint64_t)h->elem;
-    for (int i = 0; i < ndims; i++) {
-        h->shape[i] = dims[i];
-        if (dims[i] && bytes > (UINT64_C(1) << 62) / (uint64_t)dims[i]) {
-            snprintf(err, errlen, "has an implausible shape (%lld, ...)", (long long)dims[0]);
-            return -1;
-        }
-        bytes *= (uint64_t)dims[i];
-    }
-    h->data_bytes = bytes;
-    return 0;
-syntax:
-    snprintf(err, errlen, "has a malformed header dict near byte %zu",
-             (size_t)(c.p - buf));
-    return -1;
+    return take_dict(&d, h, err, errlen);
 }
 
 int routing_npy_parse(const unsigned char *buf, size_t len, routing_npy_header *h, char *err,

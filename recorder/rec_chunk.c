@@ -500,6 +500,74 @@ void rec_chunk_encode_part(rec_codec *codec, const rec_part_head *h, const uint8
     encode_body(codec, decls, decl_len, evs, n, out);
 }
 
+/* Every per-chunk context back to zero, in the encoder and the decoder
+ * alike: a chunk decodes on its own. */
+static void reset_context(rec_codec *codec) {
+    memset(codec->ctx, 0, sizeof codec->ctx);
+    memset(codec->time, 0, sizeof codec->time);
+    memset(codec->prev_site, 0, sizeof codec->prev_site);
+    memset(codec->next_site, 0, sizeof codec->next_site);
+    memset(codec->flag_aux, 0, sizeof codec->flag_aux);
+    memset(codec->site, 0, sizeof codec->site);
+}
+
+/* The event's kind, pipe and sub: one REC_KIND_SITE byte when the site's
+ * last event had the same three. */
+static inline void encode_kind(rec_codec *codec, const engine_event *e, uint8_t **uw) {
+    uint32_t *sp = &codec->site[e->site % REC_SITE_SLOTS];
+    if (*sp == site_pred(e)) {
+        *uw[REC_COL_KIND]++ = REC_KIND_SITE;
+        return;
+    }
+    *sp = site_pred(e);
+    if (e->kind < REC_KIND_ESCAPE) {
+        *uw[REC_COL_KIND]++ = e->kind;
+    } else {
+        *uw[REC_COL_KIND]++ = REC_KIND_ESCAPE;
+        *uw[REC_COL_SUB]++ = e->kind;
+    }
+    *uw[REC_COL_PIPE]++ = e->pipe;
+    *uw[REC_COL_SUB]++ = e->sub;
+}
+
+/* The event's site, then its fields as changes from its context's last
+ * event (address, length, value, aux, link, object, peer) into its group's
+ * streams. */
+static inline void encode_fields(rec_codec *codec, const engine_event *e, uint8_t **uw) {
+    uint8_t **gw = uw;
+    unsigned cs = core_slot(e);
+    /* A core's code walks the same cycle of sites as its siblings:
+     * 0 when the site is the one that followed the core's previous
+     * site last time. */
+    uint32_t *next = &codec->next_site[hash_slot(codec->prev_site[cs])];
+    PUT(REC_COL_SITE, *next == e->site ? 0 : zz32(e->site, codec->prev_site[cs]) + 1);
+    *next = e->site;
+    codec->prev_site[cs] = e->site;
+    gw = &codec->w[stream_slot(event_group(e), 0)];
+    rec_ctx *c = &codec->ctx[ctx_slot(e)];
+    PUT(REC_COL_ADDR, rec_zigzag((int64_t)(e->addr - c->addr)));
+    c->addr = e->addr;
+    PUT(REC_COL_LEN, rec_zigzag((int64_t)(e->len - c->len)));
+    c->len = e->len;
+    uint64_t v = value_is_time(e->kind) ? (uint64_t)e->value - e->time : (uint64_t)e->value;
+    PUT(REC_COL_VALUE, rec_zigzag((int64_t)(v - c->value)));
+    c->value = v;
+    if (e->kind == EV_FLAG_WAIT_BEGIN) {
+        /* Waits on the fire time of the core's last FLAG_SET. */
+        PUT(REC_COL_AUX, rec_zigzag((int64_t)((uint64_t)e->aux - codec->flag_aux[cs])));
+    } else {
+        uint64_t a = aux_is_time(e->kind) ? (uint64_t)e->aux - e->time : (uint64_t)e->aux;
+        PUT(REC_COL_AUX, rec_zigzag((int64_t)(a - c->aux)));
+        c->aux = a;
+        if (e->kind == EV_FLAG_SET) codec->flag_aux[cs] = (uint64_t)e->aux;
+    }
+    PUT(REC_COL_LINK, e->link ? rec_zigzag((int64_t)(e->seq - e->link)) + 1 : 0);
+    PUT(REC_COL_OBJECT, zz32(e->object, c->object));
+    c->object = e->object;
+    PUT(REC_COL_PEER, zz32(e->peer, c->peer));
+    c->peer = e->peer;
+}
+
 static void encode_body(rec_codec *codec, const uint8_t *decls, size_t decl_len,
                         const engine_event *evs, size_t n, rec_buf *out) {
     rec_buf_bytes(out, (const char *)decls, decl_len);
@@ -519,12 +587,7 @@ static void encode_body(rec_codec *codec, const uint8_t *decls, size_t decl_len,
         return;
     }
     rec_order_pending_reset(&codec->order);
-    memset(codec->ctx, 0, sizeof codec->ctx);
-    memset(codec->time, 0, sizeof codec->time);
-    memset(codec->prev_site, 0, sizeof codec->prev_site);
-    memset(codec->next_site, 0, sizeof codec->next_site);
-    memset(codec->flag_aux, 0, sizeof codec->flag_aux);
-    memset(codec->site, 0, sizeof codec->site);
+    reset_context(codec);
     uint8_t **uw = &codec->w[stream_slot(0, 0)];   /* the ungrouped columns */
     uint64_t prev_seq = 0;
     for (size_t i = 0; i < n; i++) {
@@ -547,55 +610,12 @@ static void encode_body(rec_codec *codec, const uint8_t *decls, size_t decl_len,
             pend_del(codec, (size_t)src);
             continue;
         }
-        uint32_t *sp = &codec->site[e->site % REC_SITE_SLOTS];
-        if (*sp == site_pred(e)) {
-            *uw[REC_COL_KIND]++ = REC_KIND_SITE;
-        } else {
-            *sp = site_pred(e);
-            if (e->kind < REC_KIND_ESCAPE) {
-                *uw[REC_COL_KIND]++ = e->kind;
-            } else {
-                *uw[REC_COL_KIND]++ = REC_KIND_ESCAPE;
-                *uw[REC_COL_SUB]++ = e->kind;
-            }
-            *uw[REC_COL_PIPE]++ = e->pipe;
-            *uw[REC_COL_SUB]++ = e->sub;
-        }
+        encode_kind(codec, e, uw);
         if (e->kind == EV_XFER_ISSUE) {
             pend_add(codec, i);
             rec_order_pending_add(&codec->order, i);
         }
-        unsigned cs = core_slot(e);
-        /* A core's code walks the same cycle of sites as its siblings:
-         * 0 when the site is the one that followed the core's previous
-         * site last time. */
-        uint32_t *next = &codec->next_site[hash_slot(codec->prev_site[cs])];
-        PUT(REC_COL_SITE, *next == e->site ? 0 : zz32(e->site, codec->prev_site[cs]) + 1);
-        *next = e->site;
-        codec->prev_site[cs] = e->site;
-        gw = &codec->w[stream_slot(event_group(e), 0)];
-        rec_ctx *c = &codec->ctx[ctx_slot(e)];
-        PUT(REC_COL_ADDR, rec_zigzag((int64_t)(e->addr - c->addr)));
-        c->addr = e->addr;
-        PUT(REC_COL_LEN, rec_zigzag((int64_t)(e->len - c->len)));
-        c->len = e->len;
-        uint64_t v = value_is_time(e->kind) ? (uint64_t)e->value - e->time : (uint64_t)e->value;
-        PUT(REC_COL_VALUE, rec_zigzag((int64_t)(v - c->value)));
-        c->value = v;
-        if (e->kind == EV_FLAG_WAIT_BEGIN) {
-            /* Waits on the fire time of the core's last FLAG_SET. */
-            PUT(REC_COL_AUX, rec_zigzag((int64_t)((uint64_t)e->aux - codec->flag_aux[cs])));
-        } else {
-            uint64_t a = aux_is_time(e->kind) ? (uint64_t)e->aux - e->time : (uint64_t)e->aux;
-            PUT(REC_COL_AUX, rec_zigzag((int64_t)(a - c->aux)));
-            c->aux = a;
-            if (e->kind == EV_FLAG_SET) codec->flag_aux[cs] = (uint64_t)e->aux;
-        }
-        PUT(REC_COL_LINK, e->link ? rec_zigzag((int64_t)(e->seq - e->link)) + 1 : 0);
-        PUT(REC_COL_OBJECT, zz32(e->object, c->object));
-        c->object = e->object;
-        PUT(REC_COL_PEER, zz32(e->peer, c->peer));
-        c->peer = e->peer;
+        encode_fields(codec, e, uw);
     }
     streams_emit(codec, out);
 }
@@ -882,12 +902,7 @@ int rec_chunk_decode(rec_codec *codec, const uint8_t *p, size_t len, rec_chunk_v
     int derived;
     if (decode_order(codec, n, &derived, err, errlen)) return -1;
     engine_event *all = *evs;
-    memset(codec->ctx, 0, sizeof codec->ctx);
-    memset(codec->time, 0, sizeof codec->time);
-    memset(codec->site, 0, sizeof codec->site);
-    memset(codec->prev_site, 0, sizeof codec->prev_site);
-    memset(codec->next_site, 0, sizeof codec->next_site);
-    memset(codec->flag_aux, 0, sizeof codec->flag_aux);
+    reset_context(codec);
     rec_cur *uc = &codec->cur[stream_slot(0, 0)];   /* the ungrouped columns */
     codec->group_seen[0] = 1;
     uint64_t prev_seq = 0, prev_k = 0;

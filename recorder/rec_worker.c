@@ -6,7 +6,7 @@
  * while the previous chunk is encoded, compressed and written (rec_writer.c),
  * and SQLite stepping through one decoded chunk of the `events` table while
  * the next is decompressed and decoded (rec_vtab.c); analysis steps its bulk
- * inserts on one too (analysis/ana_bulk.c). Each needs exactly one
+ * inserts on one too (analysis/derive/ana_bulk.c). Each needs exactly one
  * job in flight, so this is a single slot with a mutex and a condition
  * variable, not a queue: submit hands over a job, wait blocks until it has
  * run. Everything a job touches belongs to it until wait returns; the mutex

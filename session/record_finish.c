@@ -4,7 +4,7 @@
  * and putting the run folder in place.
  *
  * Everything that needs only the run folder (rec_close: the last chunk,
- * trailer and index; ana_derive; the caller's on_closed hook, which reads
+ * trailer and index; the analysis (ana_open, ANA_OPEN_REDERIVE); the caller's on_closed hook, which reads
  * the index) runs on a second thread while the main one calls on_ran and
  * frees the engine (gigabytes of GM at full size): the two share nothing.
  * Then the hidden folder is renamed to -o (run_folder.c), unless finishing
@@ -42,7 +42,8 @@ static void *finish_folder(void *arg) {
     rc->w = NULL;   /* freed by rec_close, also on error */
     if (rc->close_rc) return NULL;
     char why[ENGINE_ERRLEN];
-    if (r->derived && ana_derive(r->run_dir, why, sizeof why) != 0) {   /* the run is complete */
+    /* the run is complete */
+    if (r->derived && ana_open(r->run_dir, ANA_OPEN_REDERIVE, NULL, NULL, why, sizeof why)) {
         recording_set(&rc->analysis_error, &r->analysis_error, message("%s", why));
         if (!rc->analysis_error) r->analysis_error = "out of memory";
     }

@@ -25,7 +25,7 @@
 #include "session/recording.h"
 #include "session/run_folder.h"
 #include "session/session_signals.h"
-#include "session/split_mpi.h"
+#include "engine/split/split.h"
 
 /* Usage errors, before anything is built. Under mpirun only process 0
  * writes the run folder, so only it checks -o, and each process checks
@@ -308,7 +308,8 @@ int record_session_open(const run_spec *spec, const record_hooks *hooks, record_
     int count = 0;
     int launched = split_mpi_launched(&count, err, errlen);
     int code = launched < 0 ? SESSION_ERROR : SESSION_OK;
-    if (!code && launched && split_mpi_start(&rc->split, err, errlen)) code = SESSION_ERROR;
+    if (!code && launched && split_mpi_start(&rc->split, session_signals_seen, err, errlen))
+        code = SESSION_ERROR;
     if (rc->split) {
         r->split_index = split_mpi_index(rc->split);
         r->split_count = split_mpi_count(rc->split);
@@ -344,4 +345,8 @@ void record_session_close(record_session *rc) {
     free(rc->finish_error);
     free(rc->analysis_error);
     free(rc);
+}
+
+int session_process_speaks(void) {
+    return split_mpi_process_speaks();
 }

@@ -283,6 +283,49 @@ static int engine_option(run_options *ro, const char *a, const char *v, char *er
     return 1;
 }
 
+/* The flags (options without a value): 1 taken, 0 not one, -1 with err. */
+static int flag_option(run_options *ro, const char *a, int allow, char *err, size_t errlen) {
+    if (strcmp(a, "--no-trace") == 0 && (allow & RUN_OPT_NO_TRACE)) return ro->no_trace = 1;
+    if (strcmp(a, "--quiet") == 0) return ro->quiet = 1;
+    if (strcmp(a, "--progress") == 0 && (allow & RUN_OPT_OUTPUT)) return ro->progress = 1;
+    if (strcmp(a, "--force") == 0 && (allow & RUN_OPT_OUTPUT)) return ro->force = 1;
+    /* A flag of another command: say so, rather than "missing value". */
+    if (strcmp(a, "--no-trace") == 0 || strcmp(a, "--progress") == 0 ||
+        strcmp(a, "--force") == 0) {
+        snprintf(err, errlen, "%s: not an option of this command (`npurr record` takes it)", a);
+        return -1;
+    }
+    return 0;
+}
+
+/* What a run writes and checks (-o, --dump, --check): 1 taken, 0 not one,
+ * -1 with err. */
+static int output_option(run_options *ro, const char *a, const char *v, int allow, char *err,
+                         size_t errlen) {
+    if (strcmp(a, "-o") == 0 && (allow & RUN_OPT_OUTPUT)) {
+        ro->out_dir = v;
+        return 1;
+    }
+    if (strcmp(a, "--dump") == 0 && (allow & RUN_OPT_OUTPUT)) {
+        if (ro->n_dumps == (int)(sizeof ro->dumps / sizeof ro->dumps[0])) {
+            snprintf(err, errlen, "--dump %s: at most %zu tensors", v,
+                     sizeof ro->dumps / sizeof ro->dumps[0]);
+            return -1;
+        }
+        ro->dumps[ro->n_dumps++] = v;
+        return 1;
+    }
+    if (strcmp(a, "--check") == 0) {
+        if (strcmp(v, "races") != 0) {
+            snprintf(err, errlen, "--check: '%s' is not a check (races)", v);
+            return -1;
+        }
+        ro->check_races = 1;
+        return 1;
+    }
+    return 0;
+}
+
 int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *err, size_t errlen) {
     memset(ro, 0, sizeof *ro);
     engine_config_defaults(&ro->config);
@@ -312,17 +355,9 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
                      "without running the engine", a);
             return EXIT_USAGE;
         }
-        if (strcmp(a, "--no-trace") == 0 && (allow & RUN_OPT_NO_TRACE) && !eq) { ro->no_trace = 1; continue; }
-        if (strcmp(a, "--quiet") == 0 && !eq) { ro->quiet = 1; continue; }
-        if (strcmp(a, "--progress") == 0 && (allow & RUN_OPT_OUTPUT) && !eq) { ro->progress = 1; continue; }
-        if (strcmp(a, "--force") == 0 && (allow & RUN_OPT_OUTPUT) && !eq) { ro->force = 1; continue; }
-        /* A flag of another command: say so, rather than "missing value". */
-        if (!eq && (strcmp(a, "--no-trace") == 0 || strcmp(a, "--progress") == 0 ||
-                    strcmp(a, "--force") == 0)) {
-            snprintf(err, errlen, "%s: not an option of this command (`npurr record` takes it)",
-                     a);
-            return EXIT_USAGE;
-        }
+        int flag = eq ? 0 : flag_option(ro, a, allow, err, errlen);
+        if (flag < 0) return EXIT_USAGE;
+        if (flag) continue;
         if (strncmp(a, "-", 1) != 0) {
             snprintf(err, errlen, "unexpected argument '%s'", a);
             return EXIT_USAGE;
@@ -335,25 +370,8 @@ int run_options_parse(int argc, char **argv, int allow, run_options *ro, char *e
         }
         if (strcmp(a, "-k") == 0 || strcmp(a, "--kernel") == 0 || strcmp(a, "--plugin") == 0)
             continue;   /* taken by find_kernel */
-        if (strcmp(a, "-o") == 0 && (allow & RUN_OPT_OUTPUT)) { ro->out_dir = v; continue; }
-        if (strcmp(a, "--dump") == 0 && (allow & RUN_OPT_OUTPUT)) {
-            if (ro->n_dumps == (int)(sizeof ro->dumps / sizeof ro->dumps[0])) {
-                snprintf(err, errlen, "--dump %s: at most %zu tensors", v,
-                         sizeof ro->dumps / sizeof ro->dumps[0]);
-                return EXIT_USAGE;
-            }
-            ro->dumps[ro->n_dumps++] = v;
-            continue;
-        }
-        if (strcmp(a, "--check") == 0) {
-            if (strcmp(v, "races") != 0) {
-                snprintf(err, errlen, "--check: '%s' is not a check (races)", v);
-                return EXIT_USAGE;
-            }
-            ro->check_races = 1;
-            continue;
-        }
-        int taken = engine_option(ro, a, v, err, errlen);
+        int taken = output_option(ro, a, v, allow, err, errlen);
+        if (!taken) taken = engine_option(ro, a, v, err, errlen);
         if (taken < 0) return EXIT_USAGE;
         if (taken) continue;
         if (strncmp(a, "--", 2) == 0) {

@@ -208,7 +208,7 @@ static inline int support_record_to_end(engine *e, rec_writer *w, engine_outcome
         return -1;
     }
     engine_destroy(e);
-    if (ana_derive(run_dir, err, sizeof err)) {
+    if (ana_open(run_dir, ANA_OPEN_REDERIVE, NULL, NULL, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return -1;
     }
@@ -274,7 +274,7 @@ static inline const char *support_derived_copy(const char *run_dir) {
     snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", copy, run_dir, copy);
     assert_int_equal(system(cmd), 0);
     char err[512];
-    if (ana_derive(copy, err, sizeof err)) fail_msg("ana_derive %s: %s", copy, err);
+    if (ana_open(copy, ANA_OPEN_REDERIVE, NULL, NULL, err, sizeof err)) fail_msg("ana_derive %s: %s", copy, err);
     return copy;
 }
 

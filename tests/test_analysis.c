@@ -131,7 +131,7 @@ static int remove_scenario(void **state) {
 static sqlite3 *open_run(void) {
     sqlite3 *db = NULL;
     char err[512];
-    if (ana_open(g_run, &db, err, sizeof err)) fail_msg("%s", err);
+    if (ana_open(g_run, ANA_OPEN_AS_IS, &db, NULL, err, sizeof err)) fail_msg("%s", err);
     return db;
 }
 
@@ -375,7 +375,7 @@ static void test_derive_idempotent(void **state) {
                      query_i64(db, "SELECT COUNT(*) FROM ring_counters") * 1000 +
                      query_i64(db, "SELECT COUNT(*) FROM link_bytes");
     sqlite3_close(db);
-    assert_int_equal(ana_derive(g_run, err, sizeof err), 0);
+    assert_int_equal(ana_open(g_run, ANA_OPEN_REDERIVE, NULL, NULL, err, sizeof err), 0);
     db = open_run();
     int64_t after = query_i64(db, "SELECT COUNT(*) FROM word_writes") * 1000000 +
                     query_i64(db, "SELECT COUNT(*) FROM ring_counters") * 1000 +

@@ -128,7 +128,7 @@ static int remove_deadlock(void **state) {
 static sqlite3 *open_run(void) {
     sqlite3 *db = NULL;
     char err[512];
-    if (ana_open(g_run, &db, err, sizeof err)) fail_msg("%s", err);
+    if (ana_open(g_run, ANA_OPEN_AS_IS, &db, NULL, err, sizeof err)) fail_msg("%s", err);
     return db;
 }
 

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "analysis/ana_crit.h"
+#include "analysis/critical/ana_crit.h"
 
 #define CPR 4   /* cores per rank */
 

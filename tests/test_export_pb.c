@@ -1,6 +1,6 @@
 /*
  * test_export_pb.c - the hand-written protobuf encoder of the Perfetto
- * export (analysis/ana_pb.c) against bytes worked out from the protobuf
+ * export (analysis/present/ana_pb.c) against bytes worked out from the protobuf
  * encoding rules: varints, negative int64s, fixed64, doubles, strings and
  * nested messages with exact lengths. The whole export is decoded by
  * protoc in tests/e2e/export_perfetto.sh; this pins the wire format itself.
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "analysis/ana_pb.h"
+#include "analysis/present/ana_pb.h"
 
 static void expect_bytes(const pb_buf *b, const uint8_t *want, size_t n) {
     assert_false(b->oom);

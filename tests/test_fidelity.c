@@ -30,6 +30,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "calibrate/calibrate.h"
 #include "session/session.h"
 
 static char path[64];
@@ -141,14 +142,14 @@ static void test_phases_and_parallel_runs_agree(void **state) {
     assert_true(alone[0].us > 0 && alone[1].us > 0);
     assert_true(alone[0].us <= alone[2].us && alone[1].us <= alone[2].us);
     assert_true(alone[2].us == alone[2].total_us);
-    fidelity_run_many(rows, hw, 3, 2, 1, many);
+    fidelity_run_many(rows, hw, 3, 2, 1, many, NULL, NULL);
     for (int i = 0; i < 3; i++) {
         assert_true(many[i].ok);
         assert_true(many[i].us == alone[i].us);
     }
     /* a slower NIC: slower rows, the same rows again under it in parallel */
     *(double *)((char *)&hw[1] + engine_hw_find("roce_gbytes_per_s")->offset) /= 4;
-    fidelity_run_many(rows, hw, 3, 2, 1, many);
+    fidelity_run_many(rows, hw, 3, 2, 1, many, NULL, NULL);
     assert_true(many[1].us > alone[1].us);
     assert_true(many[0].us == alone[0].us);
     fidelity_table_free(&t);

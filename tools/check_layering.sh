@@ -12,8 +12,11 @@
 # stops the build with the file, the line and the rule it breaks.
 #
 # RULES has one line per folder (fields separated by '|'):
-#   folder|public headers, root-relative, space separated|direct dependencies[|glue]
-# e.g. `recorder|recorder/recorder.h|engine`. The optional glue field,
+#   folder|public headers, root-relative, space separated|direct dependencies[|glue[|shares]]
+# e.g. `recorder|recorder/recorder.h|engine`. An optional fifth field,
+# `HEADER...` (root-relative), names internal headers of a dependency the
+# folder may include, as a room of that library: `engine/split|
+# engine/split/split.h|engine||engine/internal.h` (no other folder may). The optional glue field,
 # `HEADER=FILE FILE...` (root-relative), names a header of a dependency
 # that only those files of the folder may use: `kernels|kernels/kernels.h|
 # engine|engine/engine.h=kernels/kit_host.c` lets kernel files reach the
@@ -104,7 +107,7 @@ BEGIN {
         if (l ~ /^#/ || l == "") continue
         split(l, r, "|")
         if (r[1] == "exempt") { n = split(r[2], ex, " "); for (i = 1; i <= n; i++) exempt[ex[i]] = 1; continue }
-        ruled[r[1]] = 1; deps[r[1]] = r[3]; pubs[r[1]] = r[2]
+        ruled[r[1]] = 1; deps[r[1]] = r[3]; pubs[r[1]] = r[2]; shares[r[1]] = " " r[5] " "
         n = split(r[2], hs, " "); for (i = 1; i <= n; i++) public[hs[i]] = 1
         if (r[4] ~ /=/) {
             glue_header[r[1]] = substr(r[4], 1, index(r[4], "=") - 1)
@@ -142,6 +145,8 @@ match($0, /^[ \t]*#[ \t]*include[ \t]*"[^"]*"/) {
         print where path " belongs to " to "/, which only tests and benchmarks may use"; bad = 1
     } else if (!(to in ruled)) {
         print where path " is in " to "/, which is no library"; bad = 1
+    } else if (!(path in public) && index(shares[from], " " path " ") && reaches(from, to)) {
+        next   # a room sharing an internal header of its library (the rules name it)
     } else if (!(path in public)) {
         print where path " is internal to " to "/; from outside it include only " \
               (pubs[to] == "" ? "nothing (it has no public header)" : pubs[to]); bad = 1

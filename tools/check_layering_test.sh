@@ -5,7 +5,12 @@
 # refuse each with the file, the line and the rule, and to accept the
 # includes and declarations the architecture allows.
 #
-#   sh tools/check_layering_test.sh
+#   sh tools/check_layering_test.sh [SOURCE_ROOT RULES]
+#
+# Given the repository and the rules the build wrote (ctest passes them),
+# it also checks a copy of the real tree: clean as it is, and refused,
+# once, when a file of analysis/present/ includes a header internal to
+# analysis/derive/ (the rooms ARCHITECTURE.md draws).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 check="$here/check_layering.sh"
@@ -81,6 +86,18 @@ fresh_tree
 printf '#include "../lib/lib_internal.h"\n' >> "$tmp/root/mid/mid.c"
 expect 1 "mid/mid.c:4: #include \"../lib/lib_internal.h\": lib/lib_internal.h is internal to lib/" \
     "an internal header reached by a relative path"
+
+# A room of lib (the rules' fifth field) may include lib's internal
+# header; a folder the rule does not name still may not.
+fresh_tree
+mkdir -p "$tmp/root/room"
+printf '#include "lib/lib_internal.h"\nint room(void) { return lib_helper(); }\n' \
+    > "$tmp/root/room/room.c"
+echo 'room||lib||lib/lib_internal.h' >> "$tmp/rules"
+expect 0 "" "a room including the internal header its rule shares"
+printf '#include "lib/lib_internal.h"\n' >> "$tmp/root/app/app.c"
+expect 1 "app/app.c:4: #include \"lib/lib_internal.h\": lib/lib_internal.h is internal to lib/" \
+    "another folder including the header a room shares"
 
 fresh_tree
 printf '#include "lib/lib.h"\n' >> "$tmp/root/other/other.c"
@@ -175,6 +192,60 @@ sh "$check" "$tmp/root" "$tmp/no-such-rules" >/dev/null 2>&1 || status=$?
 if [ "$status" -eq 2 ]; then echo "ok   usage error on a missing rules file"; else
     echo "FAIL usage error on a missing rules file: exit $status, expected 2"
     failures=$((failures + 1))
+fi
+
+# tools/check_function_length.sh: 80 lines pass, 81 fail with file, line, name.
+lengths="$here/check_function_length.sh"
+long_function() {   # FILE NAME BODY_LINES: a function whose '{' to '}' is BODY_LINES + 2 lines
+    {
+        printf 'static const int table[] = {\n    1,\n};\n'
+        printf 'int %s(int a,\n        int b) {\n' "$2"
+        i=0
+        while [ $i -lt "$3" ]; do printf '    a += b;\n'; i=$((i + 1)); done
+        printf '    return a;\n}\n'
+    } > "$1"
+}
+rm -rf "$tmp/len" && mkdir -p "$tmp/len/lib" "$tmp/len/tests"
+long_function "$tmp/len/lib/ok.c" just_fits 77
+long_function "$tmp/len/tests/test_long.c" test_may_be_long 200
+if out=$(sh "$lengths" "$tmp/len" 2>&1); then echo "ok   an 80-line function passes; tests are not product"; else
+    echo "FAIL an 80-line function: $out"
+    failures=$((failures + 1))
+fi
+long_function "$tmp/len/lib/long.c" one_too_many 78
+status=0
+out=$(sh "$lengths" "$tmp/len" 2>&1) || status=$?
+if [ "$status" -eq 1 ] && [ "$out" = "lib/long.c:5: function one_too_many is 81 lines long (at most 80: split it into named steps)" ]; then
+    echo "ok   an 81-line function fails with its file, line and name"
+else
+    echo "FAIL an 81-line function: exit $status, said: $out"
+    failures=$((failures + 1))
+fi
+
+# The real tree, copied: its rooms pass; a presentation file that reaches
+# into the derivation room's internals is the one violation.
+if [ $# -eq 2 ]; then
+    mkdir -p "$tmp/real"
+    (cd "$1" && tar cf - --exclude='./build*' --exclude=./.git .) | (cd "$tmp/real" && tar xf -)
+    status=0
+    out=$(sh "$check" "$tmp/real" "$2" 2>&1) || status=$?
+    if [ "$status" -eq 0 ]; then echo "ok   the real tree passes with its rooms"; else
+        echo "FAIL the real tree: exit $status: $out"
+        failures=$((failures + 1))
+    fi
+    file=analysis/present/ana_stats.c
+    line=$(($(wc -l < "$tmp/real/$file") + 1))
+    printf '#include "analysis/derive/ana_steps.h"\n' >> "$tmp/real/$file"
+    status=0
+    out=$(sh "$check" "$tmp/real" "$2" 2>&1) || status=$?
+    violations=$(printf '%s\n' "$out" | grep -c "^analysis/" || true)
+    if [ "$status" -eq 1 ] && [ "$violations" -eq 1 ] &&
+        printf '%s\n' "$out" | grep -q "^$file:$line: #include \"analysis/derive/ana_steps.h\""; then
+        echo "ok   a presentation file including a derivation internal fails, once: $(printf '%s\n' "$out" | head -1)"
+    else
+        echo "FAIL presentation including a derivation internal: exit $status, $violations violation(s): $out"
+        failures=$((failures + 1))
+    fi
 fi
 
 if [ "$failures" -ne 0 ]; then

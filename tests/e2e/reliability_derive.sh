@@ -1,8 +1,8 @@
 #!/bin/bash
 # The first reader of a run derives its analysis tables into index.db; that
 # must never damage the index. kill -9 at 20 points during a first `stats`
-# on a copy of a run, and the same on a 2 MB tmpfs (where the tables do not
-# fit, so the derive also runs out of disk), each leave an index that
+# on a copy of a run, and the same on a 768 KB tmpfs (where the tables stats
+# derives do not fit, so the derive also runs out of disk), each leave an index that
 # SQLite's integrity check calls ok and that `stats` then answers from; a
 # full disk makes `stats` derive into the private cache instead, leaving
 # index.db byte for byte as it was.
@@ -54,15 +54,23 @@ kill_points() {
         [ "$check" = ok ] || fail "$label: kill -9 at point $i left index.db: $check"
         expect 0 "$npurr" stats "$dir/run"; has "stalls by role"
     done
-    [ $landed -ge 10 ] || fail "$label: only $landed of 20 kills landed during the derive"
     echo "reliability_derive: $label: $landed of 20 kills landed mid-derive, every index whole"
+    [ $landed -ge 10 ]
+}
+
+# kill_points, once more when the machine's load changed under the timing
+# (the derive ran faster than the fastest of three) and fewer than half of
+# the kills landed: the test must have killed derives to prove anything.
+kill_points_landing() {
+    kill_points "$@" && return 0
+    kill_points "$@" || fail "$2: fewer than 10 of 20 kills landed during the derive, twice"
 }
 
 mkdir "$work/disk"
-kill_points "$work/disk" "copy on disk"
+kill_points_landing "$work/disk" "copy on disk"
 
-if tmpfs_at "$work/tmpfs" 2m; then
-    kill_points "$work/tmpfs" "2 MB tmpfs"
+if tmpfs_at "$work/tmpfs" 768k; then
+    kill_points_landing "$work/tmpfs" "768 KB tmpfs"
     # a full disk, without a kill: the index stays as it was, the cache serves
     fresh_copy "$work/tmpfs"
     sum=$(sum_of "$work/tmpfs/run/index.db")
@@ -75,6 +83,6 @@ if tmpfs_at "$work/tmpfs" 2m; then
     ! ls -A "$work/cache/npurr" | grep -q '^\.derive-' || \
         { ls -A "$work/cache/npurr"; fail "killed derives left their copies in the cache"; }
 else
-    echo "reliability_derive: SKIP the 2 MB tmpfs cases (mount -t tmpfs not permitted here)"
+    echo "reliability_derive: SKIP the 768 KB tmpfs cases (mount -t tmpfs not permitted here)"
 fi
 echo "reliability_derive: all checks passed"

@@ -55,4 +55,19 @@ expect 0 "$npurr" sql "$work/run" "SELECT 1"   # derives here, not before
 has "deriving"
 expect 2 "$npurr" export "$work/run" --ranks 0,99 --chrome "$work/t.json"; has "rank 99"
 [ -e "$work/t.json" ] && fail "export with a rank the run lacks wrote a file"
+# A measured file too large for the table that folds equal rows into one
+# run says so, rather than running each of 100 000 rows on its own (which
+# took minutes); under the limit only (the sanitizer build has none).
+if ! grep -q "NPURR_SANITIZE:BOOL=ON" "$build/CMakeCache.txt" 2>/dev/null; then
+    awk 'BEGIN { print "id,use,kernel,options,phase,measured_us"
+                 for (i = 0; i < 100000; i++)
+                     printf "R%d,train,fullmesh-dispatch-combine,\"--npus-per-node 2 --tokens 32 --hidden 1024 --experts 16 --rounds 1\",total,50\n", i }' \
+        >"$work/big.csv"
+    under_1g() { in_time 120 bash -c 'ulimit -v 1000000; exec "$@"' - "$@"; }
+    expect 1 under_1g "$npurr" hw --compare "$work/big.csv"
+    has "out of memory for the table of 100000 rows to run"
+    expect 1 under_1g "$npurr" calibrate "$work/big.csv" -o "$work/big.hw"
+    has "out of memory for the"; has "100000 rows"
+    [ -e "$work/big.hw" ] && fail "calibrate wrote a file when its rows could not run"
+fi
 echo "reliability_limits: all checks passed"

@@ -1,0 +1,91 @@
+/*
+ * ana_pb.c - protobuf wire encoding into growable buffers (see ana_pb.h for
+ * why it is written by hand).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/present/ana_pb.h"
+
+enum { WIRE_VARINT = 0, WIRE_FIXED64 = 1, WIRE_LEN = 2 };
+
+static int reserve(pb_buf *b, size_t more) {
+    if (b->oom) return -1;
+    if (b->n + more <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->n + more) cap *= 2;
+    uint8_t *p = realloc(b->p, cap);
+    if (!p) {
+        b->oom = 1;
+        return -1;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+void pb_reset(pb_buf *b) {
+    b->n = 0;
+    b->oom = 0;
+}
+
+void pb_free(pb_buf *b) {
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+static void pb_raw(pb_buf *b, const void *data, size_t len) {
+    if (!len || reserve(b, len)) return;
+    memcpy(b->p + b->n, data, len);
+    b->n += len;
+}
+
+void pb_varint(pb_buf *b, uint64_t v) {
+    if (reserve(b, 10)) return;
+    while (v >= 0x80) {
+        b->p[b->n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    b->p[b->n++] = (uint8_t)v;
+}
+
+static void tag(pb_buf *b, uint32_t field, int wire) {
+    pb_varint(b, (uint64_t)field << 3 | (uint64_t)wire);
+}
+
+void pb_uint(pb_buf *b, uint32_t field, uint64_t v) {
+    tag(b, field, WIRE_VARINT);
+    pb_varint(b, v);
+}
+
+void pb_int(pb_buf *b, uint32_t field, int64_t v) {
+    pb_uint(b, field, (uint64_t)v);
+}
+
+void pb_fixed64(pb_buf *b, uint32_t field, uint64_t v) {
+    tag(b, field, WIRE_FIXED64);
+    uint8_t le[8];
+    for (int i = 0; i < 8; i++) le[i] = (uint8_t)(v >> (8 * i));
+    pb_raw(b, le, 8);
+}
+
+void pb_double(pb_buf *b, uint32_t field, double v) {
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    pb_fixed64(b, field, bits);
+}
+
+void pb_bytes(pb_buf *b, uint32_t field, const void *data, size_t len) {
+    tag(b, field, WIRE_LEN);
+    pb_varint(b, len);
+    pb_raw(b, data, len);
+}
+
+void pb_str(pb_buf *b, uint32_t field, const char *s) {
+    pb_bytes(b, field, s ? s : "", s ? strlen(s) : 0);
+}
+
+void pb_msg(pb_buf *b, uint32_t field, const pb_buf *inner) {
+    if (inner->oom) b->oom = 1;
+    pb_bytes(b, field, inner->p, inner->n);
+}

@@ -1,0 +1,128 @@
+/*
+ * ana_timeline.h - the run as a timeline, built once and written by both
+ * exporters (ana_export.c: Chrome JSON, ana_perfetto.c: Perfetto protobuf);
+ * private to analysis/.
+ *
+ * What a viewer needs and SQL rows do not say directly:
+ *   - time in whole nanoseconds, as Perfetto stores it. Every time is
+ *     floor(ps / 1000): a monotone map, so slices nested in picoseconds stay
+ *     nested and disjoint ones stay disjoint (touching at most);
+ *   - a track tree: a track per core (its scalar unit's waits) and, under
+ *     it, a track per pipe for the transfers queued on it ("scalar" for
+ *     the scalar unit's remote stores). Slices on one track must nest, and
+ *     transfers that share a queue's bandwidth overlap without nesting, so
+ *     a pipe has lanes: lane 0 is the pipe's track, a slice that does not
+ *     nest in any lane opens the next one. Perfetto merges sibling tracks
+ *     of the same name into one, so the lanes show as one pipe track;
+ *   - flows: for every ended wait whose waker is known, an instant "wake"
+ *     on the waker's track at the waking event and an instant "woken"
+ *     inside the wait at its end. The arrow goes from the first to the
+ *     second, so it never points back in time, and both ends are slices
+ *     the viewer can attach it to;
+ *   - one order for all events: by time, and at equal times the wake
+ *     instants first (a flow's start is read before its end), then each
+ *     track's events in nesting order (ends before begins, a woken instant
+ *     before its wait's end). Perfetto sorts by time and keeps the file
+ *     order of ties, so this order is what it reads.
+ *   - counters: ring occupancy, link bandwidth (link_bandwidth) and NIC
+ *     queue depth (RDMA operations issued and not yet landed, per rank);
+ *   - the critical path (critical_path) as one track of adjacent slices,
+ *     "critical path", in a process of its own after the ranks.
+ */
+#ifndef NPURR_ANA_TIMELINE_H
+#define NPURR_ANA_TIMELINE_H
+
+#include "analysis/derive/derive.h"
+#include "analysis/present/present.h"
+
+enum { TL_CORE = -1, TL_COUNTER = -2,
+       TL_CRITICAL = -3 };   /* tl_track.pipe besides engine pipes; the critical path's
+                                track has rank = run.ranks (a process of its own) */
+enum { TL_CAT_WAIT = 1, TL_CAT_TRANSFER, TL_CAT_WAKE, TL_CAT_CRITICAL };
+enum { TL_ARG_STR = 0, TL_ARG_INT };
+#define TL_MAX_ARGS 5
+#define TL_NONE UINT32_MAX
+
+typedef struct tl_track {
+    int32_t rank, core;       /* core -1 for a rank's counter tracks */
+    int16_t pipe;             /* TL_CORE, TL_COUNTER or an engine pipe */
+    uint16_t lane;            /* 0: the pipe's own track */
+    uint32_t parent;          /* the core's track for a pipe lane (and for lanes
+                                 of the core's own track); TL_NONE */
+    uint32_t next_lane;       /* the pipe's next lane; TL_NONE */
+    uint32_t name;            /* string id: "AIV5 RDMASender", "MTE3", "ring x occupancy" */
+    uint32_t label;           /* JSON thread name: "AIV5 MTE3 (2)"; = name for core tracks */
+    uint8_t is_double;        /* counter values are fractional (GB/s) */
+} tl_track;
+
+typedef struct tl_arg {
+    uint32_t key;             /* string id */
+    uint8_t type;             /* TL_ARG_* */
+    int64_t v;                /* integer, or string id */
+} tl_arg;
+
+typedef struct tl_slice {
+    uint64_t b_ps, e_ps;
+    uint32_t track;           /* lane track index */
+    uint32_t name, site;      /* string id; sites row (1-based index), 0 none */
+    uint8_t cat, nargs;
+    uint64_t flow;            /* flow id (the wait's id + 1), 0 none */
+    uint32_t waker_track;     /* flows: the wake instant's track */
+    uint32_t waker_name;
+    uint64_t waker_ps;
+    tl_arg arg[TL_MAX_ARGS];
+} tl_slice;
+
+typedef struct tl_counter {
+    uint64_t ps;
+    uint32_t track;
+    double value;
+} tl_counter;
+
+typedef struct tl_site {
+    uint32_t file, function; /* string ids */
+    int64_t line;
+} tl_site;
+
+enum { TL_EV_BEGIN = 0, TL_EV_END, TL_EV_WAKE, TL_EV_WOKEN, TL_EV_COUNTER };
+typedef struct tl_event {
+    uint8_t type;             /* TL_EV_* */
+    uint32_t idx;             /* slice or counter index */
+} tl_event;
+
+typedef struct ana_timeline {
+    ana_run run;
+    /* strings: id 1.. (0 = none) */
+    char **str;
+    uint32_t nstr, capstr;
+    uint32_t *hash;           /* open addressing: string ids */
+    uint32_t hashcap;
+    tl_track *track;
+    uint32_t ntrack, captrack;
+    uint32_t *group;          /* (rank, core, pipe + 1) -> lane 0 track; TL_NONE */
+    tl_slice *slice;
+    uint32_t nslice, capslice;
+    tl_counter *counter;
+    uint32_t ncounter, capcounter;
+    tl_site *site;            /* by sites row index - 1 */
+    uint32_t nsite;
+    tl_event *ev;             /* every event in the order a viewer reads */
+    uint32_t nev;
+    uint64_t flows, transfers, waits;
+    uint32_t str_wake, str_woken, str_cat[5];
+    uint64_t critical;        /* critical path segments (one track) */
+} ana_timeline;
+
+/* Builds the timeline of db (analysis tables needed) for opts. */
+int ana_timeline_build(sqlite3 *db, const ana_export_opts *opts, ana_timeline *tl, char *err,
+                       size_t errlen);
+void ana_timeline_free(ana_timeline *tl);
+
+static inline const char *tl_str(const ana_timeline *tl, uint32_t id) {
+    return id && id <= tl->nstr ? tl->str[id - 1] : "";
+}
+static inline uint64_t tl_ns(uint64_t ps) { return ps / 1000u; }
+/* The time of an event, in ps. */
+uint64_t ana_timeline_event_ps(const ana_timeline *tl, const tl_event *e);
+
+#endif
