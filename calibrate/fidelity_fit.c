@@ -14,7 +14,7 @@
  * in one batch of runs, so -j runs them side by side and the result does
  * not depend on -j), a damped step of at most 4x per parameter, accepted if
  * it lowers the error, else damped harder. It stops when a step gains less
- * than 0.01 % of the error, the rows are matched within 0.01 %, the
+ * than 1 % of the error, the rows are matched within 0.01 %, the
  * damping has grown past use or the evaluations run out. The result is
  * rounded to 4 significant digits, the values a table of defaults holds,
  * and its error is the error there.
@@ -40,7 +40,7 @@
 #define STEP_MAX 1.3862943611198906 /* log 4: the most one step moves a parameter */
 #define BOX 2.7725887222397811      /* log 16: how far from its estimate a parameter may go */
 #define FLOOR 1e-9                  /* lower bound of a parameter whose range starts at 0 */
-#define GAIN 1e-4                   /* a step gaining less than this share of the error ends it */
+#define GAIN 1e-2                   /* a step gaining less than this share of the error ends it */
 #define DONE 1e-8                   /* per row: 0.01 % off, as close as wanted */
 #define LAMBDA0 1e-2
 #define LAMBDA_MAX 1e6

@@ -113,7 +113,8 @@ static int write_hw(const char *path, const char *input, const engine_hw *hw,
         else
             fprintf(f, "# %s (%s); %s\n", p->what, p->unit,
                     v == p->def ? p->source : "from the start file");
-        fprintf(f, "%s=%.17g\n", p->key, v);
+        char text[32];
+        fprintf(f, "%s=%s\n", p->key, engine_hw_text(v, text));
     }
     int rc = fflush(f) != 0 || ferror(f) ? -1 : 0;
     if (rc) snprintf(err, errlen, "write error: %s", strerror(errno));

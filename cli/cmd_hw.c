@@ -149,9 +149,10 @@ int cmd_hw(int argc, char **argv) {
         const engine_hw_param *p = engine_hw_param_at(i);
         if (as_file || as_start) {
             int start = as_start && p->fit == ENGINE_HW_FITTED;
-            printf("# %s (%s); %s%s\n%s=%.17g\n", p->what, p->unit,
+            char text[32];
+            printf("# %s (%s); %s%s\n%s=%s\n", p->what, p->unit,
                    start ? "the fit's start, its sourced estimate; " : "", p->source, p->key,
-                   start ? p->est : p->def);
+                   engine_hw_text(start ? p->est : p->def, text));
             continue;
         }
         printf("%s = %g %s\n", p->key, p->def, p->unit);

@@ -112,6 +112,9 @@ int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen);
 int engine_hw_set(engine_hw *hw, const char *key, const char *value, char *err, size_t errlen);
 /* Writes every parameter as key=value lines, in a fixed order. */
 void engine_hw_write(const engine_hw *hw, FILE *out);
+/* The shortest text that reads back as v (0.8779, not 0.87790000000000001): how a
+ * parameter's value is written, so a fit's output and a default compare as text. */
+const char *engine_hw_text(double v, char buf[32]);
 
 /* One timing parameter as `npurr hw` and `npurr info` describe it. Keys say
  * their unit; old_key is the name older traces and files use (roce_gbps
