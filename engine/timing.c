@@ -277,11 +277,16 @@ int engine_hw_load(engine_hw *hw, const char *path, char *err, size_t errlen) {
 }
 
 const char *engine_hw_text(double v, char buf[32]) {
-    for (int digits = 1; digits < 17; digits++) {   /* 17 always reads back */
+    int digits = 1;
+    for (; digits < 17; digits++) {   /* 17 always reads back */
         snprintf(buf, 32, "%.*g", digits, v);
-        if (strtod(buf, NULL) == v) return buf;
+        if (strtod(buf, NULL) == v) break;
     }
-    snprintf(buf, 32, "%.17g", v);
+    /* 800, not 8e+02: %g turns to an exponent once it has more integer
+     * digits than significant ones */
+    int exponent = v != 0 && isfinite(v) ? (int)floor(log10(fabs(v))) : 0;
+    if (exponent >= digits && exponent < 17) digits = exponent + 1;
+    snprintf(buf, 32, "%.*g", digits, v);
     return buf;
 }
 

@@ -12,8 +12,8 @@
  * the error's formula; a row's replicates ("a;b;c": mean, count, range;
  * malformed lists refused); what a run priced (one node: no NIC; two: the
  * NIC; fullmesh: the AICPU; the low-latency single-server kernel: no AICPU);
- * the fit recovering two perturbed parameters at once (a rate and a
- * per-task cost) from the rows that depend on them, while the fitted ones
+ * the fit recovering two perturbed parameters at once (the NIC's rate
+ * and a core's over HCCS) from the rows that depend on them, while the fitted ones
  * they were not perturbed in stay where they started, its result rounded
  * to 4 significant digits, and a row that cannot depend on the moved
  * parameters not run again; and the fit staying within 16x of the
@@ -219,13 +219,10 @@ static void test_error_formula(void **state) {
 /* Issue #26's check: "measured" times made by npurr itself under a
  * perturbed --hw, and the fit from the defaults brings every row back
  * within 5 % and the perturbed parameters back to their true values. Two
- * costs at once: a rate (the NIC at 0.5x) and a per-request cost (the
- * AICPU's task at 2x), on three rows that weigh them differently (a
- * 512 B and a 14 KB row cross the NIC for about the same AICPU time). The
- * scalar issue cost the issue names as an example is not one of them: at
- * these shapes 2x of it moves no row by 1 %, so no fit could recover it
- * and a check of the rows would pass without fitting it. */
-static void test_fit_recovers_a_rate_and_a_task_cost(void **state) {
+ * rates at once, on three rows that weigh them differently: the NIC at
+ * 0.5x (only between nodes) and a core's MTE rate over HCCS at 2x (only
+ * inside one; a 512 B and a 14 KB row load the two differently). */
+static void test_fit_recovers_two_rates(void **state) {
     (void)state;
     write_file("kernel,options,phase,measured_us\n"
                "fullmesh-dispatch-combine,\"" SHAPE "\",dispatch,1\n"
@@ -238,12 +235,12 @@ static void test_fit_recovers_a_rate_and_a_task_cost(void **state) {
     engine_hw_defaults(&truth);
     engine_hw_defaults(&start);
     const engine_hw_param *nic = engine_hw_find("roce_gbytes_per_s");
-    const engine_hw_param *task = engine_hw_find("batchwrite_task_ns");
+    const engine_hw_param *core = engine_hw_find("mte_hccs_bytes_per_cycle");
     assert_non_null(nic);
-    assert_non_null(task);
-    assert_true(nic->fit == ENGINE_HW_FITTED && task->fit == ENGINE_HW_FITTED);
+    assert_non_null(core);
+    assert_true(nic->fit == ENGINE_HW_FITTED && core->fit == ENGINE_HW_FITTED);
     *(double *)((char *)&truth + nic->offset) *= 0.5;
-    *(double *)((char *)&truth + task->offset) *= 2;
+    *(double *)((char *)&truth + core->offset) *= 2;
     for (int i = 0; i < t.n; i++) {
         fidelity_result r;
         fidelity_run(&t.rows[i], &truth, 1, &r);
@@ -322,7 +319,7 @@ int main(void) {
         cmocka_unit_test(test_replicates),
         cmocka_unit_test(test_runs_say_what_they_priced),
         cmocka_unit_test(test_error_formula),
-        cmocka_unit_test(test_fit_recovers_a_rate_and_a_task_cost),
+        cmocka_unit_test(test_fit_recovers_two_rates),
         cmocka_unit_test(test_fit_stays_within_16x_of_the_estimates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
