@@ -65,14 +65,29 @@ typedef struct fit {
     int ncache, capcache;
     int evals;
     double best;
+    int rounded;                    /* x holds the rounded fit: set the 4-digit values exactly */
 } fit;
+
+/* v rounded to 4 significant digits, the value a table of defaults holds:
+ * the double its decimal text parses to, so the default written with those
+ * digits in engine/timing.c is this value bit for bit. */
+static double round4(double v) {
+    if (v <= 0 || !isfinite(v)) return v;
+    char text[32];
+    snprintf(text, sizeof text, "%.4g", v);
+    return strtod(text, NULL);
+}
 
 static void hw_at(const fit *f, const double *x, engine_hw *hw) {
     *hw = *f->start;
     char ignored[256];
-    for (int i = 0; i < f->np; i++)   /* inside the range by construction; exp's last bit clamped */
-        engine_hw_put(hw, f->p[i], fmin(fmax(exp(x[i]), f->p[i]->min), f->p[i]->max), ignored,
+    for (int i = 0; i < f->np; i++) {   /* inside the range by construction; exp's last bit clamped */
+        /* exp(log(14.49)) is 14.489999999999998: the rounded fit is set as
+         * the double its text reads back as, which is what a default holds */
+        double v = f->rounded ? round4(exp(x[i])) : exp(x[i]);
+        engine_hw_put(hw, f->p[i], fmin(fmax(v, f->p[i]->min), f->p[i]->max), ignored,
                       sizeof ignored);
+    }
 }
 
 /* Whether x and y agree on every parameter row can depend on. */
@@ -191,16 +206,6 @@ static int solve(int n, double a[FIDELITY_MAX_FIT][FIDELITY_MAX_FIT], double *b,
         d[c] = s / a[c][c];
     }
     return 0;
-}
-
-/* v rounded to 4 significant digits, the value a table of defaults holds:
- * the double its decimal text parses to, so the default written with those
- * digits in engine/timing.c is this value bit for bit. */
-static double round4(double v) {
-    if (v <= 0 || !isfinite(v)) return v;
-    char text[32];
-    snprintf(text, sizeof text, "%.4g", v);
-    return strtod(text, NULL);
 }
 
 static double clampd(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
@@ -355,6 +360,7 @@ int fidelity_fit(const fidelity_table *t, const engine_hw *start, const fidelity
     }
     /* the defaults a table can hold: 4 significant digits */
     for (int i = 0; i < np; i++) x[i] = log(round4(exp(x[i])));
+    f.rounded = 1;
     if (evaluate(&f, x, 1, r, &fx, why, sizeof why) < 0) {
         snprintf(err, errlen, "out of memory");
         goto done;

@@ -240,7 +240,7 @@ static void test_fit_recovers_two_rates(void **state) {
     assert_non_null(core);
     assert_true(nic->fit == ENGINE_HW_FITTED && core->fit == ENGINE_HW_FITTED);
     *(double *)((char *)&truth + nic->offset) *= 0.5;
-    *(double *)((char *)&truth + core->offset) *= 2;
+    *(double *)((char *)&truth + core->offset) *= 0.5;
     for (int i = 0; i < t.n; i++) {
         fidelity_result r;
         fidelity_run(&t.rows[i], &truth, 1, &r);
@@ -250,7 +250,8 @@ static void test_fit_recovers_two_rates(void **state) {
     fidelity_fit_opts o = {.jobs = 2, .max_evals = 80};
     fidelity_fit_result fr;
     assert_int_equal(fidelity_fit(&t, &start, &o, &fr, err, sizeof err), SESSION_OK);
-    assert_true(fr.error_start > 0.5);   /* every row about 0.57x of the truth */
+    /* the perturbation moves a row by more than 10 % (else this proves nothing) */
+    assert_true(fr.error_start > log(1.1) * log(1.1));
     assert_true(fr.evals <= 80);
     assert_true(fr.iterations >= 1);
     for (int i = 0; i < t.n; i++) {
