@@ -45,7 +45,7 @@ static void check(core *c, const dev_copy_blocks *b, local_t l, dev_site s, cons
 
 static void issue(core *c, xfer *x, int to_gm, gm_t g, const dev_copy_blocks *b, dev_site s,
                   const char *api) {
-    resource *res[2];
+    resource *res[4];
     uint64_t lat, held;
     int n = eng_gm_path(c, g, to_gm, res, &lat, &held, s, api);
     x->blocks = *b;

@@ -26,10 +26,14 @@ static void require_same_node(core *c, int peer, dev_site s, const char *api) {
  * the link's latency delays either's completion (dev_copy.c gm_path). */
 static void hccs(core *c, xfer *x, int src_rank, int dst_rank, dev_site s) {
     engine *e = c->e;
-    resource *res[3];
+    resource *res[5];
     int n = 0;
     res[n++] = &e->ranks[src_rank].hbm;
-    if (src_rank != dst_rank) res[n++] = &e->hccs_links[(size_t)src_rank * (size_t)e->n_ranks + (size_t)dst_rank];
+    if (src_rank != dst_rank) {
+        res[n++] = &e->hccs_links[(size_t)src_rank * (size_t)e->n_ranks + (size_t)dst_rank];
+        res[n++] = &e->ranks[src_rank].hccs_tx;
+        res[n++] = &e->ranks[dst_rank].hccs_rx;
+    }
     int read = src_rank != c->rank, remote = src_rank != dst_rank;
     uint64_t lat = e->rate.mte_latency_ps + (remote ? e->rate.hccs_latency_ps : 0);
     uint64_t held = remote && read ? eng_hccs_read_held_ps(e) : 0;
@@ -94,12 +98,14 @@ void dev_hccs_put_ub(gm_t dst, local_t src, uint64_t bytes, dev_site s) {
     x->dst = eng_gm_at(e, dst, bytes, &x->dseg); x->src = sp; x->sseg = sp_seg; x->atomic_dtype = c->atomic_dtype; x->atomic_op = c->atomic_op;
     x->dst_raw = dst.a; x->src_raw = local_raw(src); x->bytes = bytes; x->peer = gm_rank(dst);
     x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst); x->object = eng_word_object(e, dst);
-    resource *res[2];
+    resource *res[4];
     int n = 0;
     uint64_t lat = e->rate.mte_latency_ps;
     res[n++] = &e->ranks[gm_rank(dst)].hbm;
     if (gm_rank(dst) != c->rank) {
         res[n++] = &e->hccs_links[(size_t)c->rank * (size_t)e->n_ranks + (size_t)gm_rank(dst)];
+        res[n++] = &e->ranks[c->rank].hccs_tx;
+        res[n++] = &e->ranks[gm_rank(dst)].hccs_rx;
         lat += e->rate.hccs_latency_ps;
     }
     eng_xfer_issue_on(c, x, eng_mte_rate(c, gm_rank(dst)), 0, res, n, lat, s);

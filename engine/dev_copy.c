@@ -37,6 +37,8 @@ int eng_gm_path(core *c, gm_t g, int to_gm, resource **res, uint64_t *latency, u
             eng_fault(c, s, "%s: GM of rank %d is in another node; only RDMA reaches it", api, r);
         int a = to_gm ? c->rank : r, b = to_gm ? r : c->rank;
         res[n++] = &e->hccs_links[(size_t)a * (size_t)e->n_ranks + (size_t)b];
+        res[n++] = &e->ranks[a].hccs_tx;
+        res[n++] = &e->ranks[b].hccs_rx;
         *latency += e->rate.hccs_latency_ps;
         e->used |= ENGINE_USED_HCCS;
         if (!to_gm) {
@@ -63,7 +65,7 @@ static void gm_to_local(core *c, int op, local_t dst, uint8_t *d, mseg *d_seg, g
     x->op = op; x->kind = XFER_MTE2; x->pipe = PIPE_MTE2;
     x->dst = d; x->dseg = d_seg; x->src = eng_gm_at(e, src, bytes, &x->sseg);
     x->dst_raw = local_raw(dst); x->src_raw = src.a; x->bytes = bytes; x->peer = gm_rank(src);
-    resource *res[2]; uint64_t lat, held;
+    resource *res[4]; uint64_t lat, held;
     int n = eng_gm_path(c, src, 0, res, &lat, &held, s, what);
     eng_xfer_issue_on(c, x, eng_mte_rate(c, gm_rank(src)), held, res, n, lat, s);
 }
@@ -109,7 +111,7 @@ static void copy_out(local_t src, gm_t dst, uint64_t bytes, dev_site s, int pad,
     x->atomic_op = c->atomic_op;
     x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst);
     x->object = eng_word_object(e, dst);
-    resource *res[2]; uint64_t lat, held;
+    resource *res[4]; uint64_t lat, held;
     int n = eng_gm_path(c, dst, 1, res, &lat, &held, s, api);
     eng_xfer_issue_on(c, x, eng_mte_rate(c, gm_rank(dst)), held, res, n, lat, s);
 }
@@ -308,7 +310,7 @@ void dev_fixpipe(gm_t dst, local_t src, int dtype, uint64_t elems, dev_site s) {
     x->atomic_dtype = c->atomic_dtype;
     x->dst_raw = dst.a; x->src_raw = local_raw(src); x->bytes = out_bytes; x->peer = gm_rank(dst);
     x->dst_rank = gm_rank(dst); x->dst_off = gm_offset(dst);
-    resource *res[2]; uint64_t lat, held;
+    resource *res[4]; uint64_t lat, held;
     int n = eng_gm_path(c, dst, 1, res, &lat, &held, s, "Fixpipe");
     eng_xfer_issue_on(c, x, eng_mte_rate(c, gm_rank(dst)), held, res, n, lat, s);
 }

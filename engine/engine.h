@@ -69,6 +69,7 @@ typedef struct engine_hw {
     double gm_read_ns;              /* scalar GetValue on local GM */
     double gm_write_ns;             /* scalar SetValue / atomic on local GM */
     double hccs_link_gbps;          /* per peer link, full mesh inside a node */
+    double hccs_port_gbps;          /* one NPU's HCCS total each way, over its links */
     double hccs_latency_ns;         /* one-way latency of an HCCS access */
     double hccs_read_latencies;     /* one-way HCCS latencies an MTE read of a peer holds its queue */
     double roce_gbps;               /* RoCE NIC bandwidth per NPU (each way) */
@@ -96,7 +97,7 @@ typedef struct engine_rates {
     double mte_ps_per_byte;         /* one core's MTE queue, local GM */
     double mte_hccs_ps_per_byte;    /* the same with a peer's GM at one end */
     double vec_ps_per_byte, ps_per_mac;
-    double hbm_ps_per_byte, hccs_link_ps_per_byte, nic_ps_per_byte;
+    double hbm_ps_per_byte, hccs_link_ps_per_byte, hccs_port_ps_per_byte, nic_ps_per_byte;
 } engine_rates;
 /* The rates *hw gives (timing.c). */
 void engine_rates_of(const engine_hw *hw, engine_rates *r);

@@ -109,6 +109,7 @@ typedef struct rank_state {
     int n_watchers, cap_watchers;
     resource hbm;
     resource nic_tx, nic_rx;
+    resource hccs_tx, hccs_rx;   /* the NPU's HCCS port, each way */
     resource aicpu;
 } rank_state;
 

@@ -52,12 +52,11 @@ static const engine_hw_param params[] = {
     P("mte_bytes_per_cycle", NULL, mte_bytes_per_cycle, 64.0, 0, 1e-3, 1e9, "B/cycle",
       "one core's MTE2/MTE3 queue bandwidth",
       "estimate: one core's MTE queue, ~118 GB/s at 1.85 GHz"),
-    F("mte_hccs_bytes_per_cycle", NULL, mte_hccs_bytes_per_cycle, 0.944, 8.0, ENGINE_USED_HCCS,
+    P("mte_hccs_bytes_per_cycle", NULL, mte_hccs_bytes_per_cycle, 8.0, ENGINE_USED_HCCS,
       1e-3, 1e9, "B/cycle",
       "one core's MTE2/MTE3 queue bandwidth when the GM at the other end is a peer NPU's, "
       "over HCCS (its outstanding requests over the link's latency)",
-      FITTED_ON "; the fit starts at 8 B/cycle, where the previous round's hand-chosen defaults "
-      "left it"),
+      "EXPERIMENT: 8 B/cycle, where an earlier round's hand-chosen defaults left it"),
     P("mte_latency_ns", NULL, mte_latency_ns, 200.0, 0, NS_MIN, NS_MAX, "ns",
       "fixed cost of one GM<->local transfer",
       "estimate: GM access latency, a few hundred cycles (seed 000 s4.3)"),
@@ -81,6 +80,11 @@ static const engine_hw_param params[] = {
       "one HCCS peer link (full mesh inside a node), each way",
       "secondary claim: HCCS 56 GB/s a peer link (DESIGN.md); the A2 measurements move 50-80 "
       "GB/s a rank over 7 links"),
+    F("hccs_port_gbytes_per_s", NULL, hccs_port_gbps, 80.0, 80.0, ENGINE_USED_HCCS, BW_MIN,
+      BW_MAX, "GB/s",
+      "one NPU's HCCS traffic each way, over all its links together",
+      FITTED_ON "; EXPERIMENT: starts at 80 GB/s, the top of the 50-80 GB/s a rank the A2 "
+      "measurements move over 7 links"),
     P("hccs_latency_ns", NULL, hccs_latency_ns, 800.0, ENGINE_USED_HCCS, NS_MIN, NS_MAX, "ns",
       "one-way latency of an HCCS access", "estimate: one-way HCCS access inside a node"),
     U("hccs_read_latencies", NULL, hccs_read_latencies, 2.0, ENGINE_USED_HCCS_READ, 0, 1e3,
@@ -111,7 +115,8 @@ static const engine_hw_param params[] = {
     P("nic_message_ns", NULL, nic_message_ns, 100.0, ENGINE_USED_NIC, NS_MIN, NS_MAX, "ns",
       "time one RDMA message holds the sending NIC beyond its bytes (work request, doorbell, "
       "headers): 1/message rate",
-      "estimate: 10 M messages/s for a 200GE RoCE NIC"),
+      "estimate: 10 M messages/s for a 200GE RoCE NIC; EXPERIMENT: fitted with the port cap "
+      "(RoCE at 25) it ended at its box's edge, moving T3 by 1 %"),
     P("crosscore_latency_ns", NULL, crosscore_latency_ns, 100.0, 0, NS_MIN, NS_MAX, "ns",
       "AIC<->AIV cross-core flag propagation", "estimate: AIC<->AIV cross-core flag"),
     P("barrier_latency_ns", NULL, barrier_latency_ns, 2000.0, 0, NS_MIN, NS_MAX, "ns",
@@ -323,5 +328,6 @@ void engine_rates_of(const engine_hw *hw, engine_rates *r) {
     /* GB/s = bytes per ns = 1e-3 bytes per ps */
     r->hbm_ps_per_byte = 1000.0 / hw->hbm_gbps;
     r->hccs_link_ps_per_byte = 1000.0 / hw->hccs_link_gbps;
+    r->hccs_port_ps_per_byte = 1000.0 / hw->hccs_port_gbps;
     r->nic_ps_per_byte = 1000.0 / hw->roce_gbps;
 }
