@@ -26,6 +26,10 @@ static void derive_timing(engine *e) {
         e->ranks[i].nic_rx.ps_per_byte = r->nic_ps_per_byte;
         e->ranks[i].hccs_tx.ps_per_byte = r->hccs_port_ps_per_byte;
         e->ranks[i].hccs_rx.ps_per_byte = r->hccs_port_ps_per_byte;
+        e->ranks[i].hccs_tx.ps_per_op = r->hccs_transfer_ps;
+        e->ranks[i].hccs_rx.ps_per_op = r->hccs_transfer_ps;
+        e->ranks[i].plane_tx.ps_per_byte = r->cross_plane_ps_per_byte;
+        e->ranks[i].plane_rx.ps_per_byte = r->cross_plane_ps_per_byte;
         e->ranks[i].aicpu.ps_per_byte = 0;
     }
     for (int i = 0; i < e->n_ranks * e->n_ranks; i++)
@@ -142,6 +146,8 @@ void engine_destroy(engine *e) {
             resource_free(&rs->nic_rx);
             resource_free(&rs->hccs_tx);
             resource_free(&rs->hccs_rx);
+            resource_free(&rs->plane_tx);
+            resource_free(&rs->plane_rx);
             free(rs->words);
             free(rs->watchers);
         }

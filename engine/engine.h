@@ -70,9 +70,11 @@ typedef struct engine_hw {
     double gm_write_ns;             /* scalar SetValue / atomic on local GM */
     double hccs_link_gbps;          /* per peer link, full mesh inside a node */
     double hccs_port_gbps;          /* one NPU's HCCS total each way, over its links */
+    double hccs_transfer_ns;        /* the port's time per transfer beyond its bytes */
     double hccs_latency_ns;         /* one-way latency of an HCCS access */
     double hccs_read_latencies;     /* one-way HCCS latencies an MTE read of a peer holds its queue */
     double roce_gbps;               /* RoCE NIC bandwidth per NPU (each way) */
+    double roce_cross_plane_gbps;   /* its RDMA to another plane (a different-numbered NPU) */
     double rdma_latency_ns;         /* one-way latency between nodes */
     double rdma_post_ns;            /* scalar cost of posting one RDMA op */
     double batchwrite_task_ns;      /* AICPU time per task: a BatchWrite item or an RDMA op */
@@ -93,11 +95,13 @@ typedef struct engine_rates {
     uint64_t hccs_read_held_ps;     /* an MTE read of a peer holds its queue this long */
     uint64_t batch_task_ps;         /* the AICPU's time per task */
     uint64_t nic_message_ps;        /* the NIC's time per message beyond its bytes */
+    uint64_t hccs_transfer_ps;      /* an HCCS port's time per transfer beyond its bytes */
     uint64_t xcore_latency_ps, barrier_latency_ps;
     double mte_ps_per_byte;         /* one core's MTE queue, local GM */
     double mte_hccs_ps_per_byte;    /* the same with a peer's GM at one end */
     double vec_ps_per_byte, ps_per_mac;
     double hbm_ps_per_byte, hccs_link_ps_per_byte, hccs_port_ps_per_byte, nic_ps_per_byte;
+    double cross_plane_ps_per_byte;   /* an NPU's share of the spine, each way */
 } engine_rates;
 /* The rates *hw gives (timing.c). */
 void engine_rates_of(const engine_hw *hw, engine_rates *r);

@@ -110,6 +110,7 @@ typedef struct rank_state {
     resource hbm;
     resource nic_tx, nic_rx;
     resource hccs_tx, hccs_rx;   /* the NPU's HCCS port, each way */
+    resource plane_tx, plane_rx; /* its share of the spine, for RDMA off its plane */
     resource aicpu;
 } rank_state;
 

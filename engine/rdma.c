@@ -28,13 +28,36 @@
 
 #include <stdlib.h>
 
+/* An op to a different-numbered NPU of another server leaves its plane
+ * (NPU i of every server shares plane i) and crosses the spine, where each
+ * NPU gets a share, roce_cross_plane_gbytes_per_s, beside its NIC. */
+static int off_plane(const engine *e, int a, int b) {
+    return a % e->cfg.npus_per_node != b % e->cfg.npus_per_node;
+}
+
+/* Books the NIC r and, off the plane, the plane p beside it, each at its
+ * first gap from start, as a transfer books a link and its ports; returns
+ * when both are done and sets *d to the longer occupancy. */
+static uint64_t book_nic(engine *e, resource *r, resource *p, int cross, uint64_t start,
+                         uint64_t bytes, uint64_t *d) {
+    uint64_t end = resource_reserve(r, e->now, start, bytes);
+    *d = resource_duration(r, bytes);
+    if (cross) {
+        uint64_t pend = resource_reserve(p, e->now, start, bytes), pd = resource_duration(p, bytes);
+        if (pend > end) end = pend;
+        if (pd > *d) *d = pd;
+    }
+    return end;
+}
+
 /* Books the source NIC and queues the op's tx begin. start: when the NIC
  * may start (the post time, or the AICPU's slot for a BatchWrite task). */
 void eng_rdma_post(core *c, xfer *x, uint64_t start) {
     engine *e = c->e;
-    resource *tx = &e->ranks[c->rank].nic_tx;
-    uint64_t t1 = resource_reserve(tx, e->now, start, x->bytes);
-    uint64_t d = resource_duration(tx, x->bytes);
+    rank_state *rs = &e->ranks[c->rank];
+    uint64_t d;
+    uint64_t t1 = book_nic(e, &rs->nic_tx, &rs->plane_tx, off_plane(e, c->rank, x->dst_rank),
+                           start, x->bytes, &d);
     uint64_t tx_begin = t1 - d;
     uint64_t tx_end = start + eng_jitter(c, t1 - start);
     if (tx_end < tx_begin) tx_end = tx_begin;
@@ -73,7 +96,10 @@ void eng_rdma_tx(engine *e, xfer *x) {
 }
 
 void eng_rdma_arrive(engine *e, xfer *x) {
-    uint64_t rx = resource_reserve(&e->ranks[x->dst_rank].nic_rx, e->now, e->now, x->bytes);
+    rank_state *rs = &e->ranks[x->dst_rank];
+    uint64_t d;
+    uint64_t rx = book_nic(e, &rs->nic_rx, &rs->plane_rx, off_plane(e, x->rank, x->dst_rank), e->now,
+                           x->bytes, &d);
     uint64_t end = x->tx_end + e->rate.rdma_latency_ps;
     if (rx > end) end = rx;
     uint64_t *qp = &e->qp_done_at[(size_t)x->rank * (size_t)e->n_ranks + (size_t)x->dst_rank];

@@ -56,7 +56,7 @@ static const engine_hw_param params[] = {
       1e-3, 1e9, "B/cycle",
       "one core's MTE2/MTE3 queue bandwidth when the GM at the other end is a peer NPU's, "
       "over HCCS (its outstanding requests over the link's latency)",
-      "EXPERIMENT: 8 B/cycle, where an earlier round's hand-chosen defaults left it"),
+      "estimate: 8 B/cycle (15 GB/s a core), where an earlier fit of it ended"),
     P("mte_latency_ns", NULL, mte_latency_ns, 200.0, 0, NS_MIN, NS_MAX, "ns",
       "fixed cost of one GM<->local transfer",
       "estimate: GM access latency, a few hundred cycles (seed 000 s4.3)"),
@@ -80,11 +80,17 @@ static const engine_hw_param params[] = {
       "one HCCS peer link (full mesh inside a node), each way",
       "secondary claim: HCCS 56 GB/s a peer link (DESIGN.md); the A2 measurements move 50-80 "
       "GB/s a rank over 7 links"),
-    F("hccs_port_gbytes_per_s", NULL, hccs_port_gbps, 80.0, 80.0, ENGINE_USED_HCCS, BW_MIN,
+    F("hccs_port_gbytes_per_s", NULL, hccs_port_gbps, 108.6, 80.0, ENGINE_USED_HCCS, BW_MIN,
       BW_MAX, "GB/s",
-      "one NPU's HCCS traffic each way, over all its links together",
-      FITTED_ON "; EXPERIMENT: starts at 80 GB/s, the top of the 50-80 GB/s a rank the A2 "
+      "one NPU's HCCS traffic each way, over all its links together (a transfer to a peer "
+      "holds its link and the ports at both ends)",
+      FITTED_ON "; the fit starts at 80 GB/s, the top of the 50-80 GB/s a rank the A2 "
       "measurements move over 7 links"),
+    F("hccs_transfer_ns", NULL, hccs_transfer_ns, 42.62, 50.0, ENGINE_USED_HCCS, NS_MIN, NS_MAX,
+      "ns",
+      "time one transfer holds an NPU's HCCS port, each way, beyond its bytes (request, "
+      "headers, completion): what makes many small rows slower than one large copy",
+      FITTED_ON "; the fit starts at 50 ns (estimate: about a hundred link cycles)"),
     P("hccs_latency_ns", NULL, hccs_latency_ns, 800.0, ENGINE_USED_HCCS, NS_MIN, NS_MAX, "ns",
       "one-way latency of an HCCS access", "estimate: one-way HCCS access inside a node"),
     U("hccs_read_latencies", NULL, hccs_read_latencies, 2.0, ENGINE_USED_HCCS_READ, 0, 1e3,
@@ -95,11 +101,18 @@ static const engine_hw_param params[] = {
       "estimate: 2, the round trip (a scalar GetValue of a peer's word waits likewise, seed 000 "
       "s4.3); not identified by the rows (fitted with the others it ended at its box's edge, "
       "16x below, where a 2x move changed no row by 1 %)"),
-    F("roce_gbytes_per_s", "roce_gbps", roce_gbps, 14.49, 25.0, ENGINE_USED_NIC, BW_MIN, BW_MAX,
-      "GB/s",
-      "RoCE NIC of one NPU, each way: what a write gets of the 200GE line (25 GB/s)",
-      FITTED_ON "; the fit starts at 25 GB/s, the 200GE line rate a secondary claim gives "
-      "each NPU"),
+    P("roce_gbytes_per_s", "roce_gbps", roce_gbps, 25.0, ENGINE_USED_NIC, BW_MIN, BW_MAX, "GB/s",
+      "RoCE NIC of one NPU, each way: what a write to the same-numbered NPU of another server "
+      "gets of the 200GE line",
+      "the 200GE line rate (25 GB/s) a secondary claim gives each NPU"),
+    F("roce_cross_plane_gbytes_per_s", NULL, roce_cross_plane_gbps, 13.14, 12.5, ENGINE_USED_NIC,
+      BW_MIN, BW_MAX, "GB/s",
+      "what one NPU's RDMA to a different-numbered NPU of another server gets, each way: A2 "
+      "servers are joined by planes (NPU i of every server on plane i), so such a write leaves "
+      "its plane and shares the spine; a write to the same-numbered NPU (the layered kernels) "
+      "stays on its plane at the NIC's rate",
+      FITTED_ON "; the fit starts at 12.5 GB/s, half the line rate: a spine oversubscribed "
+      "2:1 (estimate)"),
     P("rdma_latency_ns", NULL, rdma_latency_ns, 3000.0, ENGINE_USED_NIC, NS_MIN, NS_MAX, "ns",
       "one-way RDMA write latency between nodes",
       "estimate: one-way RoCE RDMA write latency between nodes"),
@@ -112,11 +125,11 @@ static const engine_hw_param params[] = {
       "the HCCL server on the rank's AICPU posts it)",
       "seed 002 s2.3.1: 1-2 us a task; not identified by the rows (fitted with the others it "
       "ended at its box's edge, 16x above)"),
-    P("nic_message_ns", NULL, nic_message_ns, 100.0, ENGINE_USED_NIC, NS_MIN, NS_MAX, "ns",
+    U("nic_message_ns", NULL, nic_message_ns, 100.0, ENGINE_USED_NIC, NS_MIN, NS_MAX, "ns",
       "time one RDMA message holds the sending NIC beyond its bytes (work request, doorbell, "
       "headers): 1/message rate",
-      "estimate: 10 M messages/s for a 200GE RoCE NIC; EXPERIMENT: fitted with the port cap "
-      "(RoCE at 25) it ended at its box's edge, moving T3 by 1 %"),
+      "estimate: 10 M messages/s for a 200GE RoCE NIC; not identified by the rows (fitted with "
+      "the HCCS port it ended at its box's edge, 16x above, moving T3 by 1 %)"),
     P("crosscore_latency_ns", NULL, crosscore_latency_ns, 100.0, 0, NS_MIN, NS_MAX, "ns",
       "AIC<->AIV cross-core flag propagation", "estimate: AIC<->AIV cross-core flag"),
     P("barrier_latency_ns", NULL, barrier_latency_ns, 2000.0, 0, NS_MIN, NS_MAX, "ns",
@@ -329,5 +342,7 @@ void engine_rates_of(const engine_hw *hw, engine_rates *r) {
     r->hbm_ps_per_byte = 1000.0 / hw->hbm_gbps;
     r->hccs_link_ps_per_byte = 1000.0 / hw->hccs_link_gbps;
     r->hccs_port_ps_per_byte = 1000.0 / hw->hccs_port_gbps;
+    r->hccs_transfer_ps = ns_to_ps(hw->hccs_transfer_ns);
     r->nic_ps_per_byte = 1000.0 / hw->roce_gbps;
+    r->cross_plane_ps_per_byte = 1000.0 / hw->roce_cross_plane_gbps;
 }

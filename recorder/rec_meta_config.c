@@ -166,7 +166,8 @@ static int read_pct(rec_meta_get_fn *get, void *ctx, engine_config *cfg, char *e
  * that recorded it behaved: set after the loop, not reported missing. */
 static int legacy_value(const char *key) {
     return !strcmp(key, "nic_message_ns") || !strcmp(key, "mte_hccs_bytes_per_cycle") ||
-           !strcmp(key, "hccs_read_latencies");
+           !strcmp(key, "hccs_read_latencies") || !strcmp(key, "hccs_port_gbytes_per_s") ||
+           !strcmp(key, "roce_cross_plane_gbytes_per_s") || !strcmp(key, "hccs_transfer_ns");
 }
 
 static void note_missing(rec_meta_config_read *how, const char *key) {
@@ -214,6 +215,11 @@ static int read_timing(rec_meta_get_fn *get, void *ctx, engine_config *cfg,
     /* Recorded before an MTE read of a peer's GM held its queue for the
      * link's round trip: reads were posted as writes are. */
     if (!get(ctx, "hw.hccs_read_latencies")) cfg->hw.hccs_read_latencies = 0;
+    /* Recorded before an NPU's HCCS links shared a port, and before RDMA off
+     * its plane shared the spine: neither held anything. */
+    if (!get(ctx, "hw.hccs_port_gbytes_per_s")) cfg->hw.hccs_port_gbps = 1e9;
+    if (!get(ctx, "hw.roce_cross_plane_gbytes_per_s")) cfg->hw.roce_cross_plane_gbps = 1e9;
+    if (!get(ctx, "hw.hccs_transfer_ns")) cfg->hw.hccs_transfer_ns = 0;
     return 0;
 }
 

@@ -173,6 +173,9 @@ static void k_rdma_steps(const void *a) {
     } else if (p->mode == 1 && me < 2) {
         gm_t mine = gm_on_rank(gm_add(p->big, (int64_t)me << 20), me);
         RdmaWrite(gm_on_rank(mine, 8), mine, 1 << 20);
+    } else if (p->mode == 3 && me == 0) {   /* to rank 9: another server, another plane */
+        RdmaWrite(gm_on_rank(p->big, 9), p->big, 1 << 20);
+        RdmaQuiet();
     } else if (p->mode == 2 && me == 0) {
         SetValue64(p->b, 1);
         SetValue64(p->c, 1);
@@ -188,15 +191,17 @@ static void k_rdma_steps(const void *a) {
 }
 
 static int g_posted_by_aicpu;   /* run_steps builds an engine that replays AICPU posting */
+static double g_cross_plane;    /* and, when set, with this roce_cross_plane_gbytes_per_s */
 
 static engine *run_steps(int mode, steps_args *p) {
     engine *e = NULL;
-    if (g_posted_by_aicpu) {
+    if (g_posted_by_aicpu || g_cross_plane > 0) {
         engine_config cfg;
         engine_config_defaults(&cfg);
         cfg.nodes = 2;
         cfg.npus_per_node = 8;
-        cfg.rdma_posted_by_aicpu = 1;
+        cfg.rdma_posted_by_aicpu = g_posted_by_aicpu;
+        if (g_cross_plane > 0) cfg.hw.roce_cross_plane_gbps = g_cross_plane;
         assert_int_equal(engine_create(&cfg, &e, err, sizeof err), ENGINE_OK);
     } else {
         e = make(2, 8, 0, 0);
@@ -261,6 +266,29 @@ static void test_rdma_posted_by_aicpu(void **state) {
     engine_destroy(e);
 }
 
+/* A write to a different-numbered NPU of the other server also takes the
+ * rank's share of the spine: at half the line rate it takes twice the
+ * wire time, and its NIC's message cost hides under it; to the
+ * same-numbered NPU it does not. */
+static void test_rdma_off_plane_shares_the_spine(void **state) {
+    (void)state;
+    steps_args p;
+    g_cross_plane = 12.5;
+    engine *e = run_steps(3, &p);
+    const engine_hw *hw = &engine_get_config(e)->hw;
+    assert_true(hw->roce_gbps == 25.0);
+    uint64_t lat = (uint64_t)(hw->rdma_latency_ns * 1000), wire = (uint64_t)((1 << 20) * 1000.0 / 25.0 + 0.999);
+    uint64_t plane = (uint64_t)((1 << 20) * 1000.0 / 12.5 + 0.999);
+    uint64_t msg = (uint64_t)(hw->nic_message_ns * 1000);
+    assert_int_equal(n_rdma_done, 1);
+    assert_int_equal(rdma_done[0], rdma_issue[0] + plane + lat);
+    engine_destroy(e);
+    e = run_steps(0, &p);   /* rank 0 to rank 8: its own plane */
+    g_cross_plane = 0;
+    assert_int_equal(rdma_done[0], rdma_issue[0] + wire + msg + lat);
+    engine_destroy(e);
+}
+
 /* ------------------------------------------------------------ shared bandwidth */
 typedef struct { gm_t buf; int senders; int same_link; } bwshare_args;
 static uint64_t last_put_done;
@@ -281,13 +309,16 @@ static void k_puts(const void *a) {
     WaitFlag(MTE3_S, 0);
 }
 
-/* core_rate: a core's MTE rate over HCCS (B/cycle). */
-static uint64_t time_puts(int senders, int same_link, double core_rate) {
+/* core_rate: a core's MTE rate over HCCS (B/cycle); port: the NPU's HCCS
+ * port (GB/s), over all its links. */
+static uint64_t time_puts_port(int senders, int same_link, double core_rate, double port) {
     engine_config cfg;
     engine_config_defaults(&cfg);
     cfg.nodes = 1;
     cfg.npus_per_node = 4;
     cfg.hw.mte_hccs_bytes_per_cycle = core_rate;
+    cfg.hw.hccs_port_gbps = port;
+    cfg.hw.hccs_transfer_ns = 0;
     engine *e = NULL;
     assert_int_equal(engine_create(&cfg, &e, err, sizeof err), ENGINE_OK);
     bwshare_args p = {.senders = senders, .same_link = same_link};
@@ -301,10 +332,15 @@ static uint64_t time_puts(int senders, int same_link, double core_rate) {
     return last_put_done;
 }
 
+/* The links alone: a port that holds nothing. */
+static uint64_t time_puts(int senders, int same_link, double core_rate) {
+    return time_puts_port(senders, same_link, core_rate, 1e9);
+}
+
 static void test_concurrent_puts_share_a_link(void **state) {
     (void)state;
-    /* A core that can fill the link (64 B/cycle, 118 GB/s, over a 20 GB/s
-     * link): 4 MiB is ~200 us of link, latency is nothing; two puts on one
+    /* A core that can fill the link (64 B/cycle, 118 GB/s, over the 56 GB/s
+     * link): 4 MiB is ~75 us of link, latency is little; two puts on one
      * link take twice as long, on two links as long as one. */
     double one = (double)time_puts(1, 1, 64);
     double two_same = (double)time_puts(2, 1, 64);
@@ -316,6 +352,18 @@ static void test_concurrent_puts_share_a_link(void **state) {
     one = (double)time_puts(1, 1, 1.5);
     two_same = (double)time_puts(2, 1, 1.5);
     assert_true(two_same / one > 0.9 && two_same / one < 1.1);
+}
+
+static void test_puts_on_two_links_share_the_port(void **state) {
+    (void)state;
+    /* With the port at one link's rate, two puts from one NPU over two
+     * links take as long as two on one link: the port carries both. */
+    double one = (double)time_puts_port(1, 1, 64, 56);
+    double two_diff = (double)time_puts_port(2, 0, 64, 56);
+    assert_true(two_diff / one > 1.8 && two_diff / one < 2.2);
+    /* A port twice the link's: one link is the limit again. */
+    two_diff = (double)time_puts_port(2, 0, 64, 112);
+    assert_true(two_diff / one > 0.9 && two_diff / one < 1.1);
 }
 
 /* ------------------------------------------------------------ pad, get, rings */
@@ -467,7 +515,9 @@ int main(void) {
         cmocka_unit_test(test_rdma_data_lands_before_tail_atomic),
         cmocka_unit_test(test_rdma_steps),
         cmocka_unit_test(test_rdma_posted_by_aicpu),
+        cmocka_unit_test(test_rdma_off_plane_shares_the_spine),
         cmocka_unit_test(test_concurrent_puts_share_a_link),
+        cmocka_unit_test(test_puts_on_two_links_share_the_port),
         cmocka_unit_test(test_datacopypad_pads_with_zeros),
         cmocka_unit_test(test_ring_named_stores_and_waits),
         cmocka_unit_test(test_hccs_get_reads_the_peer),

@@ -50,6 +50,10 @@ typedef struct ana_crit_model {
     double mte_ppb, mte_hccs_ppb;                  /* ps per byte: a core's MTE queue to
                                                       its own GM, to a peer's */
     double hbm_ppb, hccs_ppb, nic_ppb;
+    double hccs_port_ppb;                           /* an NPU's HCCS port, each way */
+    uint64_t hccs_transfer;                         /* and its cost per transfer */
+    double plane_ppb;                               /* an NPU's share of the spine, for
+                                                       RDMA off its plane */
     double jitter;                                  /* config.jitter */
     int npus_per_node;
     int num_aic;                                    /* for core names */

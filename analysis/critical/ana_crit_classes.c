@@ -25,10 +25,15 @@ static const class_info classes[] = {
      "access latency",
      {{"mte_bytes_per_cycle", 2}, {"mte_hccs_bytes_per_cycle", 2}, {"mte_latency_ns", 0.5},
       {NULL, 0}}},
-    {"hccs", "an HCCS peer link's bandwidth", {{"hccs_link_gbytes_per_s", 2}, {NULL, 0}}},
+    {"hccs", "HCCS bandwidth: a peer link's, and the port that carries all of an NPU's links "
+     "(its bandwidth and its cost per transfer)",
+     {{"hccs_link_gbytes_per_s", 2}, {"hccs_port_gbytes_per_s", 2}, {"hccs_transfer_ns", 0.5},
+      {NULL, 0}}},
     {"hccs_latency", "HCCS one-way latency", {{"hccs_latency_ns", 0.5}, {NULL, 0}}},
-    {"nic", "a RoCE NIC (tx or rx): its bandwidth and its cost per message",
-     {{"roce_gbytes_per_s", 2}, {"nic_message_ns", 0.5}, {NULL, 0}}},
+    {"nic", "a RoCE NIC (tx or rx): its bandwidth, its cost per message, and its share of the "
+     "spine for RDMA off its plane",
+     {{"roce_gbytes_per_s", 2}, {"nic_message_ns", 0.5}, {"roce_cross_plane_gbytes_per_s", 2},
+      {NULL, 0}}},
     {"rdma_latency", "RDMA wire latency (writes and their acks)",
      {{"rdma_latency_ns", 0.5}, {NULL, 0}}},
     {"scalar", "a core's scalar work: API issue, GM reads and writes, RDMA posts",

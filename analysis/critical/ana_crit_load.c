@@ -54,6 +54,9 @@ static void load_model(rec_reader *r, ana_crit_model *m) {
     m->hbm_ppb = rate.hbm_ps_per_byte;
     m->hccs_ppb = rate.hccs_link_ps_per_byte;
     m->nic_ppb = rate.nic_ps_per_byte;
+    m->hccs_port_ppb = rate.hccs_port_ps_per_byte;
+    m->hccs_transfer = rate.hccs_transfer_ps;
+    m->plane_ppb = rate.cross_plane_ps_per_byte;
     m->jitter = cfg.jitter;
     m->npus_per_node = cfg.npus_per_node;
     m->num_aic = (int)meta_num(r, "num_aic", 24);
@@ -133,10 +136,14 @@ static int rdma_kind(const ana_crit_run *run, const ana_crit_ev *e) {
 
 /* Fills every RDMA issue's start with the end of its tx booking and its
  * prev_track with the op that held the NIC until this one could begin (0
- * when it began at its post). */
+ * when it began at its post). An op to another plane (a different-numbered
+ * NPU) books the rank's plane share beside its NIC, as the engine does
+ * (engine/rdma.c): it is sent when both are done, and whichever ended last
+ * says who held it. */
 static int replay_nic_tx(ana_crit_run *run, size_t ranks) {
-    calendar *cal = calloc(ranks ? ranks : 1, sizeof *cal);
+    calendar *cal = calloc(ranks ? 2 * ranks : 1, sizeof *cal), *plane = cal + ranks;
     if (!cal) return -1;
+    int per = run->m.npus_per_node > 0 ? run->m.npus_per_node : 8;
     uint64_t now = 0;   /* a lower bound of the engine's clock: completions come at it */
     int rc = 0;
     for (size_t s = 1; s < run->n && !rc; s++) {
@@ -148,9 +155,17 @@ static int replay_nic_tx(ana_crit_run *run, size_t ranks) {
                      (e->len ? run->m.nic_msg : 0);
         uint64_t after = 0;
         rc = calendar_book(&cal[e->rank], now, post, d, s, &e->start, &after);
+        if (!rc && e->rank % per != e->peer % per) {
+            uint64_t pend = 0, pafter = 0, pd = (uint64_t)ceil((double)e->len * run->m.plane_ppb);
+            rc = calendar_book(&plane[e->rank], now, post, pd, s, &pend, &pafter);
+            if (pend > e->start) {
+                e->start = pend;
+                after = pafter;
+            }
+        }
         e->prev_track = (uint32_t)after;
     }
-    for (size_t r = 0; r < ranks; r++) free(cal[r].busy);
+    for (size_t r = 0; r < 2 * ranks; r++) free(cal[r].busy);
     free(cal);
     return rc;
 }

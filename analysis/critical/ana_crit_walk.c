@@ -207,6 +207,8 @@ static void serial_back(walk *w, uint64_t done) {
     uint64_t b = nominal(remote ? m->mte_hccs_ppb : m->mte_ppb, d->len) + hold;
     uint64_t h = nominal(m->hbm_ppb, d->len);
     uint64_t l = remote ? nominal(m->hccs_ppb, d->len) : 0;
+    uint64_t port = remote ? nominal(m->hccs_port_ppb, d->len) + (d->len ? m->hccs_transfer : 0) : 0;
+    if (port > l) l = port;   /* the link or the ports at its ends, whichever is slower */
     int shared_cls = remote && l >= h ? CRIT_HCCS : CRIT_HBM;
     uint64_t shared = shared_cls == CRIT_HCCS ? l : h;
     int lr = reads ? d->peer : d->rank, lp = reads ? d->rank : d->peer;
