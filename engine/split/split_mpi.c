@@ -1,5 +1,5 @@
 /*
- * split_mpi.c - the MPI transport of a split run (split_mpi.h).
+ * split_mpi.c - the MPI transport of a split run (split.h).
  *
  * Collectives only: each window one all-to-all (of sizes, then of the
  * bytes: engine/split/partition.c's swap_window puts everything a window sends
