@@ -233,7 +233,7 @@ static int write_event(writer *w, const tl_event *e) {
             pb_uint(&w->te, TE_CATEGORY_IIDS, tl->str_cat[s->cat]);
             pb_uint(&w->te, TE_NAME_IID, s->name);
             for (uint8_t a = 0; a < s->nargs; a++) {
-                const tl_arg *arg = &s->arg[a];
+                const tl_arg *arg = &tl->arg[s->arg + a];
                 intern_str(w, NS_DNAME, ID_DEBUG_NAMES, arg->key);
                 pb_reset(&w->ann);
                 pb_uint(&w->ann, DA_NAME_IID, arg->key);
@@ -258,14 +258,15 @@ static int write_event(writer *w, const tl_event *e) {
         case TL_EV_WAKE:
         case TL_EV_WOKEN: {
             int wake = e->type == TL_EV_WAKE;
-            uint32_t name = wake ? s->waker_name : tl->str_woken;
+            const tl_flow *f = tl_flow_of(tl, s);
+            uint32_t name = wake ? f->waker_name : tl->str_woken;
             pb_uint(&w->te, TE_TYPE, TYPE_INSTANT);
-            pb_uint(&w->te, TE_TRACK, track_uuid(tl, wake ? s->waker_track : s->track));
+            pb_uint(&w->te, TE_TRACK, track_uuid(tl, wake ? f->waker_track : s->track));
             intern_str(w, NS_CAT, ID_CATEGORIES, tl->str_wake);
             intern_str(w, NS_NAME, ID_NAMES, name);
             pb_uint(&w->te, TE_CATEGORY_IIDS, tl->str_wake);
             pb_uint(&w->te, TE_NAME_IID, name);
-            pb_fixed64(&w->te, wake ? TE_FLOW : TE_TERMINATING_FLOW, s->flow);
+            pb_fixed64(&w->te, wake ? TE_FLOW : TE_TERMINATING_FLOW, f->id);
             interned = 1;
             break;
         }
@@ -283,6 +284,7 @@ int ana_export_perfetto(sqlite3 *db, const ana_export_opts *opts, FILE *out,
                         ana_export_counts *counts, char *err, size_t errlen) {
     ana_timeline tl;
     if (ana_timeline_build(db, opts, &tl, err, errlen)) return -1;
+    double t0 = ana_step_clock(NULL, 0);
     writer w = {.tl = &tl, .out = out, .first = 1, .compress = !(opts && opts->raw_packets)};
     int rc = 0;
     for (int ns = 0; ns < NS_COUNT; ns++)
@@ -303,6 +305,7 @@ int ana_export_perfetto(sqlite3 *db, const ana_export_opts *opts, FILE *out,
         ana_err(err, errlen, "out of memory compressing the trace");
         rc = -1;
     }
+    ana_step_clock("pf write", t0);
     if (counts) {
         *counts = (ana_export_counts){.slices = tl.waits + tl.transfers, .flows = tl.flows,
                                       .counters = tl.ncounter, .tracks = tl.ntrack};

@@ -238,13 +238,22 @@ static tl_slice *new_slice(builder *b, uint32_t track, uint8_t cat, int64_t b0, 
     tl_slice *s = &tl->slice[tl->nslice++];
     uint64_t begin = b0 > 0 ? (uint64_t)b0 : 0;
     *s = (tl_slice){.b_ps = begin, .e_ps = e0 > b0 ? (uint64_t)e0 : begin, .track = track,
-                    .cat = cat, .site = site, .waker_track = TL_NONE};
+                    .cat = cat, .site = site, .arg = tl->narg};
     return s;
+}
+
+/* The next argument of s, the slice made last; NULL out of memory. */
+static tl_arg *new_arg(builder *b, tl_slice *s) {
+    ana_timeline *tl = b->tl;
+    if (grow((void **)&tl->arg, &tl->caparg, tl->narg + 1, sizeof *tl->arg)) return NULL;
+    s->nargs++;
+    return &tl->arg[tl->narg++];
 }
 
 static int arg_str(builder *b, tl_slice *s, const char *key, const char *v) {
     if (!v || s->nargs >= TL_MAX_ARGS) return 0;
-    tl_arg *a = &s->arg[s->nargs++];
+    tl_arg *a = new_arg(b, s);
+    if (!a) return -1;
     a->key = intern(b->tl, key);
     a->type = TL_ARG_STR;
     a->v = intern(b->tl, v);
@@ -253,7 +262,8 @@ static int arg_str(builder *b, tl_slice *s, const char *key, const char *v) {
 
 static int arg_int(builder *b, tl_slice *s, const char *key, int64_t v) {
     if (s->nargs >= TL_MAX_ARGS) return 0;
-    tl_arg *a = &s->arg[s->nargs++];
+    tl_arg *a = new_arg(b, s);
+    if (!a) return -1;
     a->key = intern(b->tl, key);
     a->type = TL_ARG_INT;
     a->v = v;
@@ -311,12 +321,15 @@ static int load_waits(builder *b, const core_info *ci) {
         snprintf(name, sizeof name, "wake: %s%s%s%s%s", kind ? kind : "?", xk ? " " : "",
                  xk ? xk : "", obj ? " " : "", obj ? obj : "");
         int64_t wt = sqlite3_column_int64(st, 16);
-        s->waker_ps = wt > 0 ? (uint64_t)wt : 0;
-        if (s->waker_ps > s->e_ps) s->waker_ps = s->e_ps;   /* never after what it ended */
-        s->waker_track = wg;
-        s->waker_name = intern(tl, name);
-        if (!s->waker_name) goto nomem;
-        s->flow = (uint64_t)sqlite3_column_int64(st, 0) + 1;
+        if (grow((void **)&tl->flow, &tl->capflow, tl->nflow + 1, sizeof *tl->flow)) goto nomem;
+        tl_flow *f = &tl->flow[tl->nflow];
+        f->waker_ps = wt > 0 ? (uint64_t)wt : 0;
+        if (f->waker_ps > s->e_ps) f->waker_ps = s->e_ps;   /* never after what it ended */
+        f->waker_track = wg;
+        f->waker_name = intern(tl, name);
+        if (!f->waker_name) goto nomem;
+        f->id = (uint64_t)sqlite3_column_int64(st, 0) + 1;
+        s->flow = ++tl->nflow;
         tl->flows++;
     }
     return loaded(b, st, 0, rc, sql);
@@ -324,44 +337,156 @@ nomem:
     return loaded(b, st, oom(b), SQLITE_NOMEM, sql);
 }
 
-static int load_transfers(builder *b, const core_info *ci) {
+/* Transfer names ("copy 4096 B r0->r3") by (kind, bytes, ranks): a run
+ * moves millions of transfers of a few shapes, so a name is formatted and
+ * interned once per shape. Open addressing, grown at half full. */
+typedef struct xname {
+    uint32_t kind, name;          /* string ids; name 0: empty slot */
+    int64_t bytes, src, dst;      /* src = dst: no ranks in the name */
+} xname;
+
+typedef struct xnames {
+    xname *slot;
+    size_t cap, n;
+} xnames;
+
+static size_t xname_hash(uint32_t kind, int64_t bytes, int64_t src, int64_t dst) {
+    uint64_t h = kind * 0x9E3779B97F4A7C15ull;
+    h = (h ^ (uint64_t)bytes) * 0xff51afd7ed558ccdull;
+    h = (h ^ (uint64_t)src) * 0xc4ceb9fe1a85ec53ull;
+    h = (h ^ (uint64_t)dst) * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 20);
+}
+
+/* The name id of a transfer of kind (string id, text kt) moving bytes
+ * from src to dst (equal: one rank); 0 out of memory. */
+static uint32_t xfer_name(builder *b, xnames *x, uint32_t kind, const char *kt, int64_t bytes,
+                          int64_t src, int64_t dst) {
+    if (2 * (x->n + 1) > x->cap) {
+        size_t cap = x->cap ? x->cap * 2 : 1024;
+        xname *n = calloc(cap, sizeof *n);
+        if (!n) return 0;
+        for (size_t i = 0; i < x->cap; i++) {
+            const xname *o = &x->slot[i];
+            if (!o->name) continue;
+            size_t j = xname_hash(o->kind, o->bytes, o->src, o->dst) & (cap - 1);
+            while (n[j].name) j = (j + 1) & (cap - 1);
+            n[j] = *o;
+        }
+        free(x->slot);
+        x->slot = n;
+        x->cap = cap;
+    }
+    size_t j = xname_hash(kind, bytes, src, dst) & (x->cap - 1);
+    for (; x->slot[j].name; j = (j + 1) & (x->cap - 1)) {
+        const xname *o = &x->slot[j];
+        if (o->kind == kind && o->bytes == bytes && o->src == src && o->dst == dst)
+            return o->name;
+    }
+    char name[200];
+    if (src != dst)
+        snprintf(name, sizeof name, "%s %lld B r%lld->r%lld", kt, (long long)bytes,
+                 (long long)src, (long long)dst);
+    else
+        snprintf(name, sizeof name, "%s %lld B", kt, (long long)bytes);
+    uint32_t id = intern(b->tl, name);
+    if (!id) return 0;
+    x->slot[j] = (xname){.kind = kind, .name = id, .bytes = bytes, .src = src, .dst = dst};
+    x->n++;
+    return id;
+}
+
+/* What the NIC queue depth counters are made of: every RDMA operation's
+ * issue (+1) and landing (-1), per rank. */
+typedef struct nic_step {
+    int64_t rank, ps, d;
+} nic_step;
+
+typedef struct nic_steps {
+    nic_step *s;
+    size_t n, cap;
+} nic_steps;
+
+static int nic_add(nic_steps *n, int64_t rank, int64_t ps, int64_t d) {
+    if (ana_grow((void **)&n->s, &n->cap, n->n + 1, sizeof *n->s, 1024)) return -1;
+    n->s[n->n++] = (nic_step){rank, ps, d};
+    return 0;
+}
+
+/* Reads every transfer once: the slices of those in the window, and the
+ * NIC steps of all (the depth at the window's start counts what was
+ * issued before it). */
+static int load_transfers(builder *b, const core_info *ci, nic_steps *nic) {
     ana_timeline *tl = b->tl;
     const char *sql =
         "SELECT x.rank, x.core, x.pipe, COALESCE(x.start_ps, x.issue_ps),"
-        " COALESCE(x.done_ps, ?3), x.kind, x.bytes, x.src_rank, x.dst_rank, x.site"
-        " FROM transfers x"
-        " WHERE COALESCE(x.start_ps, x.issue_ps) <= ?2 AND COALESCE(x.done_ps, ?3) >= ?1";
-    sqlite3_stmt *st = prepare_window(b, sql);
+        " COALESCE(x.done_ps, ?1), x.kind, x.bytes, x.src_rank, x.dst_rank, x.site,"
+        " x.issue_ps, x.done_ps FROM transfers x";
+    sqlite3_stmt *st = prepare(b, sql);
     if (!st) return -1;
-    sqlite3_bind_int64(st, 3, tl->run.end_time_ps);
+    sqlite3_bind_int64(st, 1, tl->run.end_time_ps);
+    xnames names = {0};
     int rc;
+    char last_pipe_text[32] = "";
+    char **kinds = NULL;          /* transfer kinds seen, by code - 1 */
+    uint32_t nkinds = 0;
+    int pipe = -1;
+    uint32_t kind_id = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t rank = sqlite3_column_int64(st, 0);
         if (!rank_in(b, rank)) continue;
-        int pipe = col_text(st, 2) ? ana_pipe_from_text(col_text(st, 2)) : -1;
+        const char *ptext = col_text(st, 2);
+        if (!ptext) continue;
+        if (strcmp(ptext, last_pipe_text)) {   /* rows come in runs of one pipe */
+            pipe = ana_pipe_from_text(ptext);
+            snprintf(last_pipe_text, sizeof last_pipe_text, "%s", ptext);
+        }
         if (pipe < 0) continue;
+        if (pipe == PIPE_NIC &&
+            (nic_add(nic, rank, sqlite3_column_int64(st, 10), 1) ||
+             (sqlite3_column_type(st, 11) != SQLITE_NULL &&
+              nic_add(nic, rank, sqlite3_column_int64(st, 11), -1))))
+            goto nomem;
+        int64_t begin = sqlite3_column_int64(st, 3), end = sqlite3_column_int64(st, 4);
+        if (begin > to_param(b) || end < (int64_t)b->from) continue;
         uint32_t g = group_track(b, ci, rank, sqlite3_column_int64(st, 1), pipe);
         if (g == TL_NONE) continue;
-        tl_slice *s = new_slice(b, g, TL_CAT_TRANSFER, sqlite3_column_int64(st, 3),
-                                sqlite3_column_int64(st, 4), col_site(st, 9));
+        tl_slice *s = new_slice(b, g, TL_CAT_TRANSFER, begin, end, col_site(st, 9));
         if (!s) goto nomem;
         const char *kind = col_text(st, 5);
-        long long bytes = sqlite3_column_int64(st, 6);
-        char name[200];
-        if (sqlite3_column_type(st, 7) != SQLITE_NULL &&
-            sqlite3_column_int64(st, 7) != sqlite3_column_int64(st, 8))
-            snprintf(name, sizeof name, "%s %lld B r%lld->r%lld", kind ? kind : "?", bytes,
-                     (long long)sqlite3_column_int64(st, 7),
-                     (long long)sqlite3_column_int64(st, 8));
-        else
-            snprintf(name, sizeof name, "%s %lld B", kind ? kind : "?", bytes);
-        s->name = intern(tl, name);
+        if (!kind) kind = "?";
+        if (!kind_id || strcmp(kind, kinds[kind_id - 1])) {
+            /* A code of its own, not a string id: names are interned in the
+             * order they first appear, as ever, and so keep their ids. */
+            for (kind_id = 1; kind_id <= nkinds && strcmp(kind, kinds[kind_id - 1]); kind_id++) {}
+            if (kind_id > nkinds) {
+                char **k = realloc(kinds, (nkinds + 1) * sizeof *k);
+                if (!k) goto nomem;
+                kinds = k;
+                if (!(kinds[nkinds] = strdup(kind))) goto nomem;
+                kind_id = ++nkinds;
+            }
+        }
+        int64_t src = 0, dst = 0;
+        if (sqlite3_column_type(st, 7) != SQLITE_NULL) {
+            src = sqlite3_column_int64(st, 7);
+            dst = sqlite3_column_int64(st, 8);
+        }
+        s->name = xfer_name(b, &names, kind_id, kinds[kind_id - 1], sqlite3_column_int64(st, 6),
+                            src, dst);
         if (!s->name) goto nomem;
         tl->transfers++;
     }
-    return loaded(b, st, 0, rc, sql);
+    int bad = 0;
+    if (0) {
 nomem:
-    return loaded(b, st, oom(b), SQLITE_NOMEM, sql);
+        bad = oom(b);
+        rc = SQLITE_NOMEM;
+    }
+    for (uint32_t i = 0; i < nkinds; i++) free(kinds[i]);
+    free(kinds);
+    free(names.slot);
+    return loaded(b, st, bad, rc, sql);
 }
 
 /* The critical path: one track, its segments in the time window (every
@@ -442,54 +567,91 @@ static int add_counter(builder *b, uint32_t track, uint64_t ps, double v) {
     return 0;
 }
 
+/* One ring_counters row. */
+typedef struct ring_sample {
+    int64_t ring, ps, seq, occupancy;
+} ring_sample;
+
+static int by_ring_time_seq(const void *a, const void *b) {
+    const ring_sample *x = a, *y = b;
+    if (x->ring != y->ring) return x->ring < y->ring ? -1 : 1;
+    if (x->ps != y->ps) return x->ps < y->ps ? -1 : 1;
+    if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
+    return 0;
+}
+
+/* Every ring_counters row, ordered by (ring, time, seq): one pass over the
+ * table, not one per ring (it has no index by ring). */
+static int load_ring_samples(builder *b, ring_sample **out, size_t *n) {
+    const char *sql = "SELECT ring, time_ps, seq, occupancy FROM ring_counters";
+    sqlite3_stmt *st = prepare(b, sql);
+    if (!st) return -1;
+    ring_sample *r = NULL;
+    size_t cap = 0;
+    int rc;
+    *n = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (ana_grow((void **)&r, &cap, *n + 1, sizeof *r, 4096)) {
+            free(r);
+            return loaded(b, st, oom(b), SQLITE_NOMEM, sql);
+        }
+        r[(*n)++] = (ring_sample){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                                  sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3)};
+    }
+    if (loaded(b, st, 0, rc, sql)) {
+        free(r);
+        return -1;
+    }
+    if (*n > 1) qsort(r, *n, sizeof *r, by_ring_time_seq);
+    *out = r;
+    return 0;
+}
+
 /* Ring occupancy: the value when the window opens, then every change. */
 static int load_rings(builder *b) {
     const char *sql =
-        "SELECT r.id, COALESCE(NULLIF(r.owner_rank, -1), o.rank), r.name,"
-        " (SELECT rc.occupancy FROM ring_counters rc WHERE rc.ring = r.id AND rc.time_ps < ?1"
-        "  ORDER BY rc.time_ps DESC, rc.seq DESC LIMIT 1)"
+        "SELECT r.id, COALESCE(NULLIF(r.owner_rank, -1), o.rank), r.name"
         " FROM rings r LEFT JOIN objects o ON o.id = r.id ORDER BY r.id";
-    const char *samples =
-        "SELECT time_ps, occupancy FROM ring_counters WHERE ring = ?1 AND time_ps >= ?2"
-        " AND time_ps <= ?3 ORDER BY time_ps, seq";
-    sqlite3_stmt *st = prepare(b, sql), *ss = st ? prepare(b, samples) : NULL;
-    if (!ss) {
-        sqlite3_finalize(st);
+    ring_sample *rs = NULL;
+    size_t nrs = 0, at = 0;
+    if (load_ring_samples(b, &rs, &nrs)) return -1;
+    sqlite3_stmt *st = prepare(b, sql);
+    if (!st) {
+        free(rs);
         return -1;
     }
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)b->from);
     int rc, bad = 0;
     while (!bad && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t rank = sqlite3_column_int64(st, 1);
+        int64_t ring = sqlite3_column_int64(st, 0), rank = sqlite3_column_int64(st, 1);
+        while (at < nrs && rs[at].ring < ring) at++;
+        size_t end = at;
+        while (end < nrs && rs[end].ring == ring) end++;
+        size_t first = at;
+        at = end;
         if (!rank_in(b, rank)) continue;
         char name[300];
         snprintf(name, sizeof name, "ring %s occupancy",
                  col_text(st, 2) ? col_text(st, 2) : "?");
         uint32_t t = TL_NONE;
-        if (b->from > 0 && sqlite3_column_type(st, 3) != SQLITE_NULL) {
+        size_t k = first;
+        while (k < end && (uint64_t)rs[k].ps < b->from) k++;   /* before the window */
+        if (b->from > 0 && k > first) {
             if ((t = counter_track(b, rank, name, 0)) == TL_NONE) { bad = oom(b); break; }
-            if (add_counter(b, t, b->from, (double)sqlite3_column_int64(st, 3))) { bad = 1; break; }
+            if (add_counter(b, t, b->from, (double)rs[k - 1].occupancy)) { bad = 1; break; }
         }
-        sqlite3_reset(ss);
-        sqlite3_bind_int64(ss, 1, sqlite3_column_int64(st, 0));
-        sqlite3_bind_int64(ss, 2, (sqlite3_int64)b->from);
-        sqlite3_bind_int64(ss, 3, to_param(b));
-        int r2;
-        while ((r2 = sqlite3_step(ss)) == SQLITE_ROW) {
+        for (; k < end && (uint64_t)rs[k].ps <= b->to; k++) {
             if (t == TL_NONE && (t = counter_track(b, rank, name, 0)) == TL_NONE) {
                 bad = oom(b);
                 break;
             }
-            int64_t ps = sqlite3_column_int64(ss, 0);
-            if (add_counter(b, t, ps > 0 ? (uint64_t)ps : 0,
-                            (double)sqlite3_column_int64(ss, 1))) {
+            if (add_counter(b, t, rs[k].ps > 0 ? (uint64_t)rs[k].ps : 0,
+                            (double)rs[k].occupancy)) {
                 bad = 1;
                 break;
             }
         }
-        if (!bad && r2 != SQLITE_DONE) bad = sql_fail(b, samples);
     }
-    sqlite3_finalize(ss);
+    free(rs);
     return loaded(b, st, bad, rc, sql);
 }
 
@@ -538,50 +700,56 @@ static int load_links(builder *b) {
     return loaded(b, st, bad, rc, sql);
 }
 
-/* NIC queue depth per rank: RDMA operations issued and not yet landed. */
-static int load_nic(builder *b) {
-    const char *sql =
-        "SELECT rank, issue_ps AS t, 1 AS d FROM transfers WHERE pipe = 'NIC'"
-        " UNION ALL SELECT rank, done_ps, -1 FROM transfers WHERE pipe = 'NIC'"
-        " AND done_ps IS NOT NULL ORDER BY 1, 2, 3";
-    sqlite3_stmt *st = prepare(b, sql);
-    if (!st) return -1;
+static int by_rank_time_step(const void *a, const void *b) {
+    const nic_step *x = a, *y = b;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    if (x->ps != y->ps) return x->ps < y->ps ? -1 : 1;
+    return x->d < y->d ? -1 : x->d > y->d;
+}
+
+/* NIC queue depth per rank: RDMA operations issued and not yet landed
+ * (steps from load_transfers; at equal times landings first). */
+static int load_nic(builder *b, nic_steps *nic) {
+    if (nic->n > 1) qsort(nic->s, nic->n, sizeof *nic->s, by_rank_time_step);
     int64_t rank = -1, depth = 0;
     uint32_t t = TL_NONE;
-    int rc, bad = 0, started = 0;
-    while (!bad && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t r = sqlite3_column_int64(st, 0), ps = sqlite3_column_int64(st, 1);
+    int started = 0;
+    for (size_t i = 0; i < nic->n; i++) {
+        int64_t r = nic->s[i].rank, ps = nic->s[i].ps;
         if (r != rank) {
             rank = r;
             depth = 0;
             started = 0;
             t = TL_NONE;
-            if (rank_in(b, r) && (t = counter_track(b, r, "NIC queue depth", 0)) == TL_NONE) {
-                bad = oom(b);
-                break;
-            }
+            if (rank_in(b, r) && (t = counter_track(b, r, "NIC queue depth", 0)) == TL_NONE)
+                return oom(b);
         }
-        depth += sqlite3_column_int64(st, 2);
+        depth += nic->s[i].d;
         if (t == TL_NONE || ps < 0 || (uint64_t)ps > b->to) continue;
         if ((uint64_t)ps < b->from) continue;
-        if (!started && b->from > 0 && (uint64_t)ps > b->from)
-            bad = add_counter(b, t, b->from, (double)(depth - sqlite3_column_int64(st, 2)));
+        if (!started && b->from > 0 && (uint64_t)ps > b->from &&
+            add_counter(b, t, b->from, (double)(depth - nic->s[i].d)))
+            return -1;
         started = 1;
-        if (!bad) bad = add_counter(b, t, (uint64_t)ps, (double)depth);
+        if (add_counter(b, t, (uint64_t)ps, (double)depth)) return -1;
     }
-    return loaded(b, st, bad, rc, sql);
+    return 0;
 }
 
 /* ------------------------------------------------------------ order */
 
+/* Events to order: the time (ns) each is read at, and the event packed
+ * in 32 bits (type in the top 3, index below), so the sort moves the
+ * events themselves and nothing is gathered through an index after it. */
+#define EV_IDX_BITS 29
 typedef struct order {
     uint64_t *key;
     uint32_t *val;
-    tl_event *gen;
     uint32_t n, cap;
 } order;
 
 static int emit(order *o, uint64_t ps, uint8_t type, uint32_t idx) {
+    if (idx >> EV_IDX_BITS) return -1;   /* half a billion slices: memory ran out first */
     if (o->n == o->cap) {
         uint32_t cap = o->cap ? o->cap * 2 : 4096;
         uint64_t *k = realloc(o->key, (size_t)cap * sizeof *k);
@@ -590,26 +758,32 @@ static int emit(order *o, uint64_t ps, uint8_t type, uint32_t idx) {
         uint32_t *v = realloc(o->val, (size_t)cap * sizeof *v);
         if (!v) return -1;
         o->val = v;
-        tl_event *g = realloc(o->gen, (size_t)cap * sizeof *g);
-        if (!g) return -1;
-        o->gen = g;
         o->cap = cap;
     }
     o->key[o->n] = tl_ns(ps);
-    o->val[o->n] = o->n;
-    o->gen[o->n] = (tl_event){.type = type, .idx = idx};
+    o->val[o->n] = (uint32_t)type << EV_IDX_BITS | idx;
     o->n++;
     return 0;
 }
 
-static const ana_timeline *sort_tl;
-static int by_group_then_start(const void *a, const void *b) {
-    const tl_slice *x = &sort_tl->slice[*(const uint32_t *)a];
-    const tl_slice *y = &sort_tl->slice[*(const uint32_t *)b];
-    if (x->track != y->track) return x->track < y->track ? -1 : 1;
-    if (x->b_ps != y->b_ps) return x->b_ps < y->b_ps ? -1 : 1;
-    if (x->e_ps != y->e_ps) return x->e_ps > y->e_ps ? -1 : 1;   /* outer first */
-    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+/* idx (every slice) ordered by group (the track they are loaded on),
+ * then begin, then end descending (outer first), then load order: three
+ * stable radix sorts, last key first. */
+static int order_slices(const ana_timeline *tl, uint32_t *idx) {
+    uint32_t n = tl->nslice;
+    uint64_t *key = malloc(((size_t)n + 1) * sizeof *key);
+    if (!key) return -1;
+    for (uint32_t i = 0; i < n; i++) idx[i] = i;
+    int rc = 0;
+    for (int pass = 0; pass < 3 && !rc; pass++) {
+        for (uint32_t i = 0; i < n; i++) {
+            const tl_slice *x = &tl->slice[idx[i]];
+            key[i] = pass == 0 ? ~x->e_ps : pass == 1 ? x->b_ps : x->track;
+        }
+        rc = ana_radix_sort(key, idx, n);
+    }
+    free(key);
+    return rc;
 }
 
 /* Lane stacks of one group: open slices per lane. */
@@ -641,10 +815,10 @@ static int order_events(builder *b) {
     if (!idx) goto done;
     /* Wake instants first: at equal times a flow's start precedes its end. */
     for (uint32_t i = 0; i < tl->nslice; i++)
-        if (tl->slice[i].flow && emit(&o, tl->slice[i].waker_ps, TL_EV_WAKE, i)) goto done;
-    for (uint32_t i = 0; i < tl->nslice; i++) idx[i] = i;
-    sort_tl = tl;
-    qsort(idx, tl->nslice, sizeof *idx, by_group_then_start);
+        if (tl->slice[i].flow &&
+            emit(&o, tl_flow_of(tl, &tl->slice[i])->waker_ps, TL_EV_WAKE, i))
+            goto done;
+    if (order_slices(tl, idx)) goto done;
     for (uint32_t i = 0; i < tl->nslice;) {
         uint32_t group = tl->slice[idx[i]].track, j = i;
         nlanes = 0;
@@ -686,7 +860,9 @@ static int order_events(builder *b) {
     if (ana_radix_sort(o.key, o.val, o.n)) goto done;
     tl->ev = malloc(((size_t)o.n + 1) * sizeof *tl->ev);
     if (!tl->ev) goto done;
-    for (uint32_t i = 0; i < o.n; i++) tl->ev[i] = o.gen[o.val[i]];
+    for (uint32_t i = 0; i < o.n; i++)
+        tl->ev[i] = (tl_event){.type = (uint8_t)(o.val[i] >> EV_IDX_BITS),
+                               .idx = o.val[i] & ((1u << EV_IDX_BITS) - 1)};
     tl->nev = o.n;
     rc = 0;
 done:
@@ -695,7 +871,6 @@ done:
     free(idx);
     free(o.key);
     free(o.val);
-    free(o.gen);
     if (rc) oom(b);
     return rc;
 }
@@ -705,7 +880,7 @@ uint64_t ana_timeline_event_ps(const ana_timeline *tl, const tl_event *e) {
     switch (e->type) {
     case TL_EV_BEGIN: return s->b_ps;
     case TL_EV_END: case TL_EV_WOKEN: return s->e_ps;
-    case TL_EV_WAKE: return s->waker_ps;
+    case TL_EV_WAKE: return tl_flow_of(tl, s)->waker_ps;
     default: return tl->counter[e->idx].ps;
     }
 }
@@ -765,8 +940,23 @@ int ana_timeline_build(sqlite3 *db, const ana_export_opts *opts, ana_timeline *t
         oom(&b);
         goto done;
     }
-    rc = load_sites(&b) || load_waits(&b, ci) || load_transfers(&b, ci) || load_rings(&b) ||
-         load_links(&b) || load_nic(&b) || load_critical(&b) || order_events(&b) ? -1 : 0;
+    double t = ana_step_clock(NULL, 0);
+    rc = load_sites(&b) || load_waits(&b, ci) ? -1 : 0;
+    t = ana_step_clock("tl waits", t);
+    nic_steps nic = {0};
+    if (!rc) rc = load_transfers(&b, ci, &nic);
+    t = ana_step_clock("tl transfers", t);
+    if (!rc) rc = load_rings(&b);
+    t = ana_step_clock("tl rings", t);
+    if (!rc) rc = load_links(&b);
+    t = ana_step_clock("tl links", t);
+    if (!rc) rc = load_nic(&b, &nic);
+    free(nic.s);
+    t = ana_step_clock("tl nic", t);
+    if (!rc) rc = load_critical(&b);
+    t = ana_step_clock("tl critical", t);
+    if (!rc) rc = order_events(&b);
+    t = ana_step_clock("tl order", t);
 done:
     if (ci) {
         for (int64_t i = 0; i < tl->run.ranks * tl->run.cores_per_rank; i++) {
@@ -787,6 +977,8 @@ void ana_timeline_free(ana_timeline *tl) {
     free(tl->track);
     free(tl->group);
     free(tl->slice);
+    free(tl->arg);
+    free(tl->flow);
     free(tl->counter);
     free(tl->site);
     free(tl->ev);
