@@ -190,7 +190,10 @@ int ana_export_chrome(sqlite3 *db, const ana_export_opts *opts, FILE *out,
     exporter x = {.tl = &tl, .out = out, .first = 1};
     write_header(db, out);
     write_metadata(&x);
-    for (uint32_t i = 0; i < tl.nev; i++) write_event(&x, &tl.ev[i]);
+    for (uint32_t i = 0; i < tl.nev; i++) {
+        tl_event e = tl_event_at(&tl, i);
+        write_event(&x, &e);
+    }
     fputs("\n]}\n", out);
     if (counts) {
         *counts = (ana_export_counts){.slices = tl.waits + tl.transfers, .flows = tl.flows,

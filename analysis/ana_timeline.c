@@ -739,9 +739,8 @@ static int load_nic(builder *b, nic_steps *nic) {
 /* ------------------------------------------------------------ order */
 
 /* Events to order: the time (ns) each is read at, and the event packed
- * in 32 bits (type in the top 3, index below), so the sort moves the
- * events themselves and nothing is gathered through an index after it. */
-#define EV_IDX_BITS 29
+ * in 32 bits (tl_event_at), so the sort moves the events themselves. The
+ * arrays are sized once: every count is known before. */
 typedef struct order {
     uint64_t *key;
     uint32_t *val;
@@ -749,41 +748,49 @@ typedef struct order {
 } order;
 
 static int emit(order *o, uint64_t ps, uint8_t type, uint32_t idx) {
-    if (idx >> EV_IDX_BITS) return -1;   /* half a billion slices: memory ran out first */
-    if (o->n == o->cap) {
-        uint32_t cap = o->cap ? o->cap * 2 : 4096;
-        uint64_t *k = realloc(o->key, (size_t)cap * sizeof *k);
-        if (!k) return -1;
-        o->key = k;
-        uint32_t *v = realloc(o->val, (size_t)cap * sizeof *v);
-        if (!v) return -1;
-        o->val = v;
-        o->cap = cap;
-    }
+    if (o->n == o->cap || idx >> TL_EV_IDX_BITS) return -1;
     o->key[o->n] = tl_ns(ps);
-    o->val[o->n] = (uint32_t)type << EV_IDX_BITS | idx;
+    o->val[o->n] = (uint32_t)type << TL_EV_IDX_BITS | idx;
     o->n++;
     return 0;
 }
 
-/* idx (every slice) ordered by group (the track they are loaded on),
- * then begin, then end descending (outer first), then load order: three
- * stable radix sorts, last key first. */
+/* Slices of one group, by begin, then end descending (outer first), then
+ * load order. */
+static const tl_slice *sort_slices;
+static int by_start(const void *a, const void *b) {
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    const tl_slice *x = &sort_slices[i], *y = &sort_slices[j];
+    if (x->b_ps != y->b_ps) return x->b_ps < y->b_ps ? -1 : 1;
+    if (x->e_ps != y->e_ps) return x->e_ps > y->e_ps ? -1 : 1;
+    return i < j ? -1 : 1;
+}
+
+/* idx (every slice) ordered by group (the track they are loaded on), then
+ * as by_start. A counting sort by group keeps load order, and a group's
+ * slices mostly load in that order already (waits by begin, a queue's
+ * transfers by start), so only the groups that are not get sorted. */
 static int order_slices(const ana_timeline *tl, uint32_t *idx) {
     uint32_t n = tl->nslice;
-    uint64_t *key = malloc(((size_t)n + 1) * sizeof *key);
-    if (!key) return -1;
-    for (uint32_t i = 0; i < n; i++) idx[i] = i;
-    int rc = 0;
-    for (int pass = 0; pass < 3 && !rc; pass++) {
-        for (uint32_t i = 0; i < n; i++) {
-            const tl_slice *x = &tl->slice[idx[i]];
-            key[i] = pass == 0 ? ~x->e_ps : pass == 1 ? x->b_ps : x->track;
+    size_t *at = calloc((size_t)tl->ntrack + 1, sizeof *at);
+    if (!at) return -1;
+    for (uint32_t i = 0; i < n; i++) at[tl->slice[i].track + 1]++;
+    for (uint32_t t = 0; t < tl->ntrack; t++) at[t + 1] += at[t];
+    for (uint32_t i = 0; i < n; i++) idx[at[tl->slice[i].track]++] = i;
+    sort_slices = tl->slice;
+    size_t from = 0;
+    for (uint32_t t = 0; t < tl->ntrack; t++) {
+        size_t to = at[t];   /* the group's end, after the scatter */
+        for (size_t k = from + 1; k < to; k++) {
+            if (by_start(&idx[k - 1], &idx[k]) > 0) {
+                qsort(idx + from, to - from, sizeof *idx, by_start);
+                break;
+            }
         }
-        rc = ana_radix_sort(key, idx, n);
+        from = to;
     }
-    free(key);
-    return rc;
+    free(at);
+    return 0;
 }
 
 /* Lane stacks of one group: open slices per lane. */
@@ -812,7 +819,12 @@ static int order_events(builder *b) {
     lane_stack *lanes = NULL;
     uint32_t nlanes = 0, caplanes = 0;
     int rc = -1;
-    if (!idx) goto done;
+    uint64_t nev = (uint64_t)tl->nflow * 2 + (uint64_t)tl->nslice * 2 + tl->ncounter;
+    if (!idx || nev >= UINT32_MAX) goto done;
+    o.cap = (uint32_t)nev;
+    o.key = malloc(((size_t)nev + 1) * sizeof *o.key);
+    o.val = malloc(((size_t)nev + 1) * sizeof *o.val);
+    if (!o.key || !o.val) goto done;
     /* Wake instants first: at equal times a flow's start precedes its end. */
     for (uint32_t i = 0; i < tl->nslice; i++)
         if (tl->slice[i].flow &&
@@ -858,11 +870,8 @@ static int order_events(builder *b) {
     for (uint32_t i = 0; i < tl->ncounter; i++)
         if (emit(&o, tl->counter[i].ps, TL_EV_COUNTER, i)) goto done;
     if (ana_radix_sort(o.key, o.val, o.n)) goto done;
-    tl->ev = malloc(((size_t)o.n + 1) * sizeof *tl->ev);
-    if (!tl->ev) goto done;
-    for (uint32_t i = 0; i < o.n; i++)
-        tl->ev[i] = (tl_event){.type = (uint8_t)(o.val[i] >> EV_IDX_BITS),
-                               .idx = o.val[i] & ((1u << EV_IDX_BITS) - 1)};
+    tl->ev = o.val;
+    o.val = NULL;
     tl->nev = o.n;
     rc = 0;
 done:

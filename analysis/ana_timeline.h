@@ -120,7 +120,8 @@ typedef struct ana_timeline {
     uint32_t ncounter, capcounter;
     tl_site *site;            /* by sites row index - 1 */
     uint32_t nsite;
-    tl_event *ev;             /* every event in the order a viewer reads */
+    uint32_t *ev;             /* every event in the order a viewer reads, packed:
+                                 tl_event_at unpacks one */
     uint32_t nev;
     uint64_t flows, transfers, waits;
     uint32_t str_wake, str_woken, str_cat[5];
@@ -139,6 +140,13 @@ static inline uint64_t tl_ns(uint64_t ps) { return ps / 1000u; }
 /* The flow of slice s; NULL when it has none. */
 static inline const tl_flow *tl_flow_of(const ana_timeline *tl, const tl_slice *s) {
     return s->flow ? &tl->flow[s->flow - 1] : NULL;
+}
+/* Event i of the viewer's order: its type in the top 3 bits, its index
+ * below (what the sort moves, without an index to gather through). */
+#define TL_EV_IDX_BITS 29
+static inline tl_event tl_event_at(const ana_timeline *tl, uint32_t i) {
+    return (tl_event){.type = (uint8_t)(tl->ev[i] >> TL_EV_IDX_BITS),
+                      .idx = tl->ev[i] & ((1u << TL_EV_IDX_BITS) - 1)};
 }
 /* The time of an event, in ps. */
 uint64_t ana_timeline_event_ps(const ana_timeline *tl, const tl_event *e);
