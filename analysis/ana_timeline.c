@@ -337,64 +337,30 @@ nomem:
     return loaded(b, st, oom(b), SQLITE_NOMEM, sql);
 }
 
-/* Transfer names ("copy 4096 B r0->r3") by (kind, bytes, ranks): a run
- * moves millions of transfers of a few shapes, so a name is formatted and
- * interned once per shape. Open addressing, grown at half full. */
-typedef struct xname {
-    uint32_t kind, name;          /* string ids; name 0: empty slot */
+/* ------------------------------------------------------------ transfers
+ *
+ * Transfers are most of the slices (millions), and stepping their rows is
+ * most of their cost, so a thread of their own reads them (on a connection
+ * of its own) while this one loads the waits: into xrows that name no
+ * track and no string, made slices here afterwards in the order they were
+ * read. Tracks and strings are then made in the order they always were
+ * (the waits' first), so the output does not depend on the thread. */
+
+/* A transfer's shape: what its name says ("copy 4096 B r0->r3"). A run
+ * moves millions of transfers of a few shapes: each name is formatted and
+ * interned once. */
+typedef struct xshape {
+    uint32_t kind;                /* index in xload.kinds + 1 */
+    uint32_t name;                /* string id once made, 0 before */
     int64_t bytes, src, dst;      /* src = dst: no ranks in the name */
-} xname;
+} xshape;
 
-typedef struct xnames {
-    xname *slot;
-    size_t cap, n;
-} xnames;
-
-static size_t xname_hash(uint32_t kind, int64_t bytes, int64_t src, int64_t dst) {
-    uint64_t h = kind * 0x9E3779B97F4A7C15ull;
-    h = (h ^ (uint64_t)bytes) * 0xff51afd7ed558ccdull;
-    h = (h ^ (uint64_t)src) * 0xc4ceb9fe1a85ec53ull;
-    h = (h ^ (uint64_t)dst) * 0x9E3779B97F4A7C15ull;
-    return (size_t)(h >> 20);
-}
-
-/* The name id of a transfer of kind (string id, text kt) moving bytes
- * from src to dst (equal: one rank); 0 out of memory. */
-static uint32_t xfer_name(builder *b, xnames *x, uint32_t kind, const char *kt, int64_t bytes,
-                          int64_t src, int64_t dst) {
-    if (2 * (x->n + 1) > x->cap) {
-        size_t cap = x->cap ? x->cap * 2 : 1024;
-        xname *n = calloc(cap, sizeof *n);
-        if (!n) return 0;
-        for (size_t i = 0; i < x->cap; i++) {
-            const xname *o = &x->slot[i];
-            if (!o->name) continue;
-            size_t j = xname_hash(o->kind, o->bytes, o->src, o->dst) & (cap - 1);
-            while (n[j].name) j = (j + 1) & (cap - 1);
-            n[j] = *o;
-        }
-        free(x->slot);
-        x->slot = n;
-        x->cap = cap;
-    }
-    size_t j = xname_hash(kind, bytes, src, dst) & (x->cap - 1);
-    for (; x->slot[j].name; j = (j + 1) & (x->cap - 1)) {
-        const xname *o = &x->slot[j];
-        if (o->kind == kind && o->bytes == bytes && o->src == src && o->dst == dst)
-            return o->name;
-    }
-    char name[200];
-    if (src != dst)
-        snprintf(name, sizeof name, "%s %lld B r%lld->r%lld", kt, (long long)bytes,
-                 (long long)src, (long long)dst);
-    else
-        snprintf(name, sizeof name, "%s %lld B", kt, (long long)bytes);
-    uint32_t id = intern(b->tl, name);
-    if (!id) return 0;
-    x->slot[j] = (xname){.kind = kind, .name = id, .bytes = bytes, .src = src, .dst = dst};
-    x->n++;
-    return id;
-}
+/* One transfer in the window. */
+typedef struct xrow {
+    int64_t begin, end;
+    uint32_t rank, core, site, shape;
+    uint8_t pipe;
+} xrow;
 
 /* What the NIC queue depth counters are made of: every RDMA operation's
  * issue (+1) and landing (-1), per rank. */
@@ -402,91 +368,200 @@ typedef struct nic_step {
     int64_t rank, ps, d;
 } nic_step;
 
-typedef struct nic_steps {
-    nic_step *s;
+typedef struct xload {
+    const builder *b;             /* read only: the window and ranks */
+    sqlite3 *db;                  /* the connection it reads */
+    int64_t end_ps;               /* a transfer that never ended ends here */
+    xrow *row;
     size_t n, cap;
-} nic_steps;
+    xshape *shape;                /* by id, in the order first seen */
+    size_t nshape, capshape;
+    uint32_t *hash;               /* open addressing: shape id + 1 */
+    size_t caphash;
+    char **kinds;                 /* transfer kinds seen */
+    uint32_t nkinds;
+    nic_step *nic;
+    size_t nnic, capnic;
+    int rc;
+    char err[600];
+} xload;
 
-static int nic_add(nic_steps *n, int64_t rank, int64_t ps, int64_t d) {
-    if (ana_grow((void **)&n->s, &n->cap, n->n + 1, sizeof *n->s, 1024)) return -1;
-    n->s[n->n++] = (nic_step){rank, ps, d};
+static size_t xshape_hash(uint32_t kind, int64_t bytes, int64_t src, int64_t dst) {
+    uint64_t h = kind * 0x9E3779B97F4A7C15ull;
+    h = (h ^ (uint64_t)bytes) * 0xff51afd7ed558ccdull;
+    h = (h ^ (uint64_t)src) * 0xc4ceb9fe1a85ec53ull;
+    h = (h ^ (uint64_t)dst) * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 20);
+}
+
+/* The id of shape (kind, bytes, src, dst) in x->shape, made on first
+ * sight; -1 out of memory. */
+static int64_t xshape_id(xload *x, uint32_t kind, int64_t bytes, int64_t src, int64_t dst) {
+    if (2 * (x->nshape + 1) > x->caphash) {
+        size_t cap = x->caphash ? x->caphash * 2 : 1024;
+        uint32_t *h = calloc(cap, sizeof *h);
+        if (!h) return -1;
+        for (size_t i = 0; i < x->nshape; i++) {
+            const xshape *o = &x->shape[i];
+            size_t j = xshape_hash(o->kind, o->bytes, o->src, o->dst) & (cap - 1);
+            while (h[j]) j = (j + 1) & (cap - 1);
+            h[j] = (uint32_t)i + 1;
+        }
+        free(x->hash);
+        x->hash = h;
+        x->caphash = cap;
+    }
+    size_t j = xshape_hash(kind, bytes, src, dst) & (x->caphash - 1);
+    for (; x->hash[j]; j = (j + 1) & (x->caphash - 1)) {
+        const xshape *o = &x->shape[x->hash[j] - 1];
+        if (o->kind == kind && o->bytes == bytes && o->src == src && o->dst == dst)
+            return x->hash[j] - 1;
+    }
+    if (ana_grow((void **)&x->shape, &x->capshape, x->nshape + 1, sizeof *x->shape, 256))
+        return -1;
+    x->shape[x->nshape] = (xshape){.kind = kind, .bytes = bytes, .src = src, .dst = dst};
+    x->hash[j] = (uint32_t)++x->nshape;
+    return (int64_t)x->nshape - 1;
+}
+
+/* The kind code (1..) of kind text k; 0 out of memory. */
+static uint32_t xkind(xload *x, const char *k, uint32_t last) {
+    if (last && !strcmp(k, x->kinds[last - 1])) return last;   /* rows come in runs */
+    uint32_t i = 1;
+    for (; i <= x->nkinds && strcmp(k, x->kinds[i - 1]); i++) {}
+    if (i <= x->nkinds) return i;
+    char **n = realloc(x->kinds, (x->nkinds + 1) * sizeof *n);
+    if (!n) return 0;
+    x->kinds = n;
+    if (!(x->kinds[x->nkinds] = strdup(k))) return 0;
+    return ++x->nkinds;
+}
+
+static int nic_add(xload *x, int64_t rank, int64_t ps, int64_t d) {
+    if (ana_grow((void **)&x->nic, &x->capnic, x->nnic + 1, sizeof *x->nic, 1024)) return -1;
+    x->nic[x->nnic++] = (nic_step){rank, ps, d};
     return 0;
 }
 
-/* Reads every transfer once: the slices of those in the window, and the
- * NIC steps of all (the depth at the window's start counts what was
- * issued before it). */
-static int load_transfers(builder *b, const core_info *ci, nic_steps *nic) {
-    ana_timeline *tl = b->tl;
+/* Reads every transfer once: the rows of those in the window, and the NIC
+ * steps of all (the depth at the window's start counts what was issued
+ * before it). Touches nothing but x: it may run on the worker thread. */
+static void xload_run(void *arg) {
+    xload *x = arg;
+    const builder *b = x->b;
     const char *sql =
         "SELECT x.rank, x.core, x.pipe, COALESCE(x.start_ps, x.issue_ps),"
         " COALESCE(x.done_ps, ?1), x.kind, x.bytes, x.src_rank, x.dst_rank, x.site,"
         " x.issue_ps, x.done_ps FROM transfers x";
-    sqlite3_stmt *st = prepare(b, sql);
-    if (!st) return -1;
-    sqlite3_bind_int64(st, 1, tl->run.end_time_ps);
-    xnames names = {0};
-    int rc;
-    char last_pipe_text[32] = "";
-    char **kinds = NULL;          /* transfer kinds seen, by code - 1 */
-    uint32_t nkinds = 0;
-    int pipe = -1;
-    uint32_t kind_id = 0;
+    sqlite3_stmt *st = ana_prepare(x->db, sql, x->err, sizeof x->err);
+    if (!st) {
+        x->rc = -1;
+        return;
+    }
+    sqlite3_bind_int64(st, 1, x->end_ps);
+    int64_t cores = b->tl->run.cores_per_rank;   /* set before the thread starts */
+    char last_pipe[32] = "";
+    int pipe = -1, rc;
+    uint32_t kind = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t rank = sqlite3_column_int64(st, 0);
         if (!rank_in(b, rank)) continue;
         const char *ptext = col_text(st, 2);
         if (!ptext) continue;
-        if (strcmp(ptext, last_pipe_text)) {   /* rows come in runs of one pipe */
+        if (strcmp(ptext, last_pipe)) {   /* rows come in runs of one pipe */
             pipe = ana_pipe_from_text(ptext);
-            snprintf(last_pipe_text, sizeof last_pipe_text, "%s", ptext);
+            snprintf(last_pipe, sizeof last_pipe, "%s", ptext);
         }
         if (pipe < 0) continue;
         if (pipe == PIPE_NIC &&
-            (nic_add(nic, rank, sqlite3_column_int64(st, 10), 1) ||
+            (nic_add(x, rank, sqlite3_column_int64(st, 10), 1) ||
              (sqlite3_column_type(st, 11) != SQLITE_NULL &&
-              nic_add(nic, rank, sqlite3_column_int64(st, 11), -1))))
+              nic_add(x, rank, sqlite3_column_int64(st, 11), -1))))
             goto nomem;
         int64_t begin = sqlite3_column_int64(st, 3), end = sqlite3_column_int64(st, 4);
+        int64_t core = sqlite3_column_int64(st, 1);
         if (begin > to_param(b) || end < (int64_t)b->from) continue;
-        uint32_t g = group_track(b, ci, rank, sqlite3_column_int64(st, 1), pipe);
-        if (g == TL_NONE) continue;
-        tl_slice *s = new_slice(b, g, TL_CAT_TRANSFER, begin, end, col_site(st, 9));
-        if (!s) goto nomem;
-        const char *kind = col_text(st, 5);
-        if (!kind) kind = "?";
-        if (!kind_id || strcmp(kind, kinds[kind_id - 1])) {
-            /* A code of its own, not a string id: names are interned in the
-             * order they first appear, as ever, and so keep their ids. */
-            for (kind_id = 1; kind_id <= nkinds && strcmp(kind, kinds[kind_id - 1]); kind_id++) {}
-            if (kind_id > nkinds) {
-                char **k = realloc(kinds, (nkinds + 1) * sizeof *k);
-                if (!k) goto nomem;
-                kinds = k;
-                if (!(kinds[nkinds] = strdup(kind))) goto nomem;
-                kind_id = ++nkinds;
-            }
-        }
+        if (core < 0 || core >= cores) continue;   /* no track: no slice */
+        const char *kt = col_text(st, 5);
+        if (!(kind = xkind(x, kt ? kt : "?", kind))) goto nomem;
         int64_t src = 0, dst = 0;
         if (sqlite3_column_type(st, 7) != SQLITE_NULL) {
             src = sqlite3_column_int64(st, 7);
             dst = sqlite3_column_int64(st, 8);
         }
-        s->name = xfer_name(b, &names, kind_id, kinds[kind_id - 1], sqlite3_column_int64(st, 6),
-                            src, dst);
-        if (!s->name) goto nomem;
+        if (ana_grow((void **)&x->row, &x->cap, x->n + 1, sizeof *x->row, 4096)) goto nomem;
+        int64_t slot = xshape_id(x, kind, sqlite3_column_int64(st, 6), src, dst);
+        if (slot < 0) goto nomem;
+        x->row[x->n++] = (xrow){.begin = begin, .end = end, .rank = (uint32_t)rank,
+                                .core = (uint32_t)core, .site = col_site(st, 9),
+                                .shape = (uint32_t)slot, .pipe = (uint8_t)pipe};
+    }
+    if (rc != SQLITE_DONE) {
+        ana_err(x->err, sizeof x->err, "index.db: %s (in: %.300s)", sqlite3_errmsg(x->db), sql);
+        x->rc = -1;
+    }
+    sqlite3_finalize(st);
+    return;
+nomem:
+    ana_err(x->err, sizeof x->err, "out of memory building the timeline");
+    x->rc = -1;
+    sqlite3_finalize(st);
+}
+
+/* The name of shape j, formatted and interned on its first use. */
+static uint32_t shape_name(builder *b, xload *x, uint32_t j) {
+    xshape *o = &x->shape[j];
+    if (o->name) return o->name;
+    char name[200];
+    const char *kt = x->kinds[o->kind - 1];
+    if (o->src != o->dst)
+        snprintf(name, sizeof name, "%s %lld B r%lld->r%lld", kt, (long long)o->bytes,
+                 (long long)o->src, (long long)o->dst);
+    else
+        snprintf(name, sizeof name, "%s %lld B", kt, (long long)o->bytes);
+    return o->name = intern(b->tl, name);
+}
+
+/* The rows xload_run read, as slices. */
+static int add_transfers(builder *b, const core_info *ci, xload *x) {
+    ana_timeline *tl = b->tl;
+    if (x->rc) {
+        ana_err(b->err, b->errlen, "%s", x->err);
+        return -1;
+    }
+    for (size_t i = 0; i < x->n; i++) {
+        const xrow *r = &x->row[i];
+        uint32_t g = group_track(b, ci, r->rank, r->core, r->pipe);
+        if (g == TL_NONE) continue;
+        tl_slice *s = new_slice(b, g, TL_CAT_TRANSFER, r->begin, r->end, r->site);
+        if (!s || !(s->name = shape_name(b, x, r->shape))) return oom(b);
         tl->transfers++;
     }
-    int bad = 0;
-    if (0) {
-nomem:
-        bad = oom(b);
-        rc = SQLITE_NOMEM;
+    return 0;
+}
+
+static void xload_free(xload *x) {
+    for (uint32_t i = 0; i < x->nkinds; i++) free(x->kinds[i]);
+    free(x->kinds);
+    free(x->shape);
+    free(x->hash);
+    free(x->row);
+    free(x->nic);
+}
+
+/* A read-only connection of its own to db's file, for the transfers
+ * thread; NULL when there is none to be had (then they are read here). */
+static sqlite3 *second_connection(sqlite3 *db) {
+    const char *path = sqlite3_db_filename(db, "main");
+    sqlite3 *d = NULL;
+    if (!path || !*path) return NULL;
+    if (sqlite3_open_v2(path, &d, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
+        sqlite3_close(d);
+        return NULL;
     }
-    for (uint32_t i = 0; i < nkinds; i++) free(kinds[i]);
-    free(kinds);
-    free(names.slot);
-    return loaded(b, st, bad, rc, sql);
+    sqlite3_busy_timeout(d, 5000);
+    return d;
 }
 
 /* The critical path: one track, its segments in the time window (every
@@ -708,14 +783,14 @@ static int by_rank_time_step(const void *a, const void *b) {
 }
 
 /* NIC queue depth per rank: RDMA operations issued and not yet landed
- * (steps from load_transfers; at equal times landings first). */
-static int load_nic(builder *b, nic_steps *nic) {
-    if (nic->n > 1) qsort(nic->s, nic->n, sizeof *nic->s, by_rank_time_step);
+ * (steps from xload_run; at equal times landings first). */
+static int load_nic(builder *b, xload *x) {
+    if (x->nnic > 1) qsort(x->nic, x->nnic, sizeof *x->nic, by_rank_time_step);
     int64_t rank = -1, depth = 0;
     uint32_t t = TL_NONE;
     int started = 0;
-    for (size_t i = 0; i < nic->n; i++) {
-        int64_t r = nic->s[i].rank, ps = nic->s[i].ps;
+    for (size_t i = 0; i < x->nnic; i++) {
+        int64_t r = x->nic[i].rank, ps = x->nic[i].ps;
         if (r != rank) {
             rank = r;
             depth = 0;
@@ -724,11 +799,11 @@ static int load_nic(builder *b, nic_steps *nic) {
             if (rank_in(b, r) && (t = counter_track(b, r, "NIC queue depth", 0)) == TL_NONE)
                 return oom(b);
         }
-        depth += nic->s[i].d;
+        depth += x->nic[i].d;
         if (t == TL_NONE || ps < 0 || (uint64_t)ps > b->to) continue;
         if ((uint64_t)ps < b->from) continue;
         if (!started && b->from > 0 && (uint64_t)ps > b->from &&
-            add_counter(b, t, b->from, (double)(depth - nic->s[i].d)))
+            add_counter(b, t, b->from, (double)(depth - x->nic[i].d)))
             return -1;
         started = 1;
         if (add_counter(b, t, (uint64_t)ps, (double)depth)) return -1;
@@ -950,17 +1025,30 @@ int ana_timeline_build(sqlite3 *db, const ana_export_opts *opts, ana_timeline *t
         goto done;
     }
     double t = ana_step_clock(NULL, 0);
+    xload x = {.b = &b, .end_ps = tl->run.end_time_ps};
+    sqlite3 *own = NULL;
+    rec_worker *wr = rec_worker_start_if_cpu(1);
+    if (wr && (own = second_connection(db))) {
+        x.db = own;
+        rec_worker_submit(wr, xload_run, &x);
+    }
     rc = load_sites(&b) || load_waits(&b, ci) ? -1 : 0;
     t = ana_step_clock("tl waits", t);
-    nic_steps nic = {0};
-    if (!rc) rc = load_transfers(&b, ci, &nic);
+    rec_worker_stop(wr);
+    if (!own) {
+        x.db = db;
+        if (!rc) xload_run(&x);
+    }
+    sqlite3_close(own);
+    t = ana_step_clock("tl transfers read", t);
+    if (!rc) rc = add_transfers(&b, ci, &x);
     t = ana_step_clock("tl transfers", t);
     if (!rc) rc = load_rings(&b);
     t = ana_step_clock("tl rings", t);
     if (!rc) rc = load_links(&b);
     t = ana_step_clock("tl links", t);
-    if (!rc) rc = load_nic(&b, &nic);
-    free(nic.s);
+    if (!rc) rc = load_nic(&b, &x);
+    xload_free(&x);
     t = ana_step_clock("tl nic", t);
     if (!rc) rc = load_critical(&b);
     t = ana_step_clock("tl critical", t);
