@@ -10,7 +10,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "analysis/ana_timeline.h"
 
@@ -76,28 +75,12 @@ static uint32_t col_site(sqlite3_stmt *st, int c) {
                                                      : (uint32_t)sqlite3_column_int64(st, c) + 1;
 }
 
-/* Asks for 2 MiB pages for the array at p (transparent huge pages in
- * madvise mode): the timeline's arrays are hundreds of megabytes, walked
- * in orders that miss the TLB on most reads and fault a 4 KiB page every
- * few hundred slices written. A hint; sizes under 4 MiB are left alone. */
-static void huge_pages(void *p, size_t bytes) {
-#ifdef MADV_HUGEPAGE
-    const uintptr_t page = (uintptr_t)2 << 20;
-    uintptr_t from = ((uintptr_t)p + page - 1) & ~(page - 1);
-    uintptr_t to = ((uintptr_t)p + bytes) & ~(page - 1);
-    if (p && bytes >= 2 * page && to > from) (void)madvise((void *)from, to - from, MADV_HUGEPAGE);
-#else
-    (void)p, (void)bytes;
-#endif
-}
-
 static int grow(void **p, uint32_t *cap, uint32_t need, size_t size) {
     if (need <= *cap) return 0;
     uint32_t n = *cap ? *cap : 256;
     while (n < need) n *= 2;
     void *q = realloc(*p, (size_t)n * size);
     if (!q) return -1;
-    huge_pages(q, (size_t)n * size);
     *p = q;
     *cap = n;
     return 0;
@@ -506,10 +489,7 @@ static void xload_run(void *arg) {
             src = sqlite3_column_int64(st, 7);
             dst = sqlite3_column_int64(st, 8);
         }
-        if (x->n == x->cap) {
-            if (ana_grow((void **)&x->row, &x->cap, x->n + 1, sizeof *x->row, 4096)) goto nomem;
-            huge_pages(x->row, x->cap * sizeof *x->row);
-        }
+        if (ana_grow((void **)&x->row, &x->cap, x->n + 1, sizeof *x->row, 4096)) goto nomem;
         int64_t slot = xshape_id(x, kind, sqlite3_column_int64(st, 6), src, dst);
         if (slot < 0) goto nomem;
         x->row[x->n++] = (xrow){.begin = begin, .end = end, .rank = (uint32_t)rank,
@@ -920,8 +900,6 @@ static int order_events(builder *b) {
     o.key = malloc(((size_t)nev + 1) * sizeof *o.key);
     o.val = malloc(((size_t)nev + 1) * sizeof *o.val);
     if (!o.key || !o.val) goto done;
-    huge_pages(o.key, (size_t)nev * sizeof *o.key);
-    huge_pages(o.val, (size_t)nev * sizeof *o.val);
     /* Wake instants first: at equal times a flow's start precedes its end. */
     for (uint32_t i = 0; i < tl->nslice; i++)
         if (tl->slice[i].flow &&
