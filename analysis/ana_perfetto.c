@@ -28,8 +28,11 @@
  * Perfetto's tracing service writes them when asked to compress: bundles of
  * up to 256 KiB of packets, deflated with zlib (its fastest level) into one TracePacket's
  * compressed_packets field, which every Perfetto reader expands (the sample
- * then takes under a third, 7.9 MB). opts->raw_packets writes them as they are (for a
- * .gz file, which is compressed as a whole, and for protoc --decode).
+ * then takes under a third, 7.9 MB). Deflating takes about as long as
+ * encoding, so a bundle is deflated and written on a worker thread while
+ * the next one fills (in line when the process has one CPU). opts->raw_packets
+ * writes them as they are (for a .gz file, which is compressed as a whole,
+ * and for protoc --decode).
  */
 #include <stdlib.h>
 #include <string.h>
