@@ -390,6 +390,7 @@ typedef struct xload {
     nic_step *nic;
     size_t nnic, capnic;
     int rc;
+    int prepared;                 /* the query prepared (rc != 0 after it: a real error) */
     char err[600];
 } xload;
 
@@ -465,6 +466,7 @@ static void xload_run(void *arg) {
         x->rc = -1;
         return;
     }
+    x->prepared = 1;
     sqlite3_bind_int64(st, 1, x->end_ps);
     int64_t cores = b->tl->run.cores_per_rank;   /* set before the thread starts */
     char last_pipe[32] = "";
@@ -557,11 +559,13 @@ static void xload_free(xload *x) {
 }
 
 /* A read-only connection of its own to db's file, for the transfers
- * thread; NULL when there is none to be had (then they are read here). */
+ * thread; NULL when there is none to be had (then they are read here):
+ * a database in memory, or db in a transaction (another connection would
+ * not see what it has not committed). */
 static sqlite3 *second_connection(sqlite3 *db) {
     const char *path = sqlite3_db_filename(db, "main");
     sqlite3 *d = NULL;
-    if (!path || !*path) return NULL;
+    if (!path || !*path || !sqlite3_get_autocommit(db)) return NULL;
     if (sqlite3_open_v2(path, &d, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
         SQLITE_OK) {
         sqlite3_close(d);
@@ -1042,6 +1046,11 @@ int ana_timeline_build(sqlite3 *db, const ana_export_opts *opts, ana_timeline *t
     rc = load_sites(&b) || load_waits(&b, ci) ? -1 : 0;
     t = ana_step_clock("tl waits", t);
     rec_worker_stop(wr);
+    if (own && x.rc && !x.prepared) {   /* not there for the second connection: read here */
+        sqlite3_close(own);
+        own = NULL;
+        x.rc = 0;
+    }
     if (!own) {
         x.db = db;
         if (!rc) xload_run(&x);
