@@ -27,11 +27,30 @@ typedef struct pb_buf {
 
 void pb_reset(pb_buf *b);
 void pb_free(pb_buf *b);
-void pb_varint(pb_buf *b, uint64_t v);
+/* Room for more bytes after b->n: 0, or -1 (b->oom set) out of memory. */
+int pb_reserve(pb_buf *b, size_t more);
+
+/* Varints are most of what the export writes (tens of millions of them),
+ * so they are written in line while the buffer has room. */
+static inline void pb_varint_at(pb_buf *b, uint64_t v) {
+    while (v >= 0x80) {
+        b->p[b->n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    b->p[b->n++] = (uint8_t)v;
+}
+static inline void pb_varint(pb_buf *b, uint64_t v) {
+    if (b->cap - b->n < 10 && pb_reserve(b, 10)) return;
+    pb_varint_at(b, v);
+}
 /* Fields: tag (field << 3 | wire type), then the value. Negative int64s
  * are written as protobuf does for int64: ten-byte two's complement. */
-void pb_uint(pb_buf *b, uint32_t field, uint64_t v);
-void pb_int(pb_buf *b, uint32_t field, int64_t v);
+static inline void pb_uint(pb_buf *b, uint32_t field, uint64_t v) {
+    if (b->cap - b->n < 20 && pb_reserve(b, 20)) return;
+    pb_varint_at(b, (uint64_t)field << 3);   /* wire type 0: varint */
+    pb_varint_at(b, v);
+}
+static inline void pb_int(pb_buf *b, uint32_t field, int64_t v) { pb_uint(b, field, (uint64_t)v); }
 void pb_fixed64(pb_buf *b, uint32_t field, uint64_t v);
 void pb_double(pb_buf *b, uint32_t field, double v);
 void pb_bytes(pb_buf *b, uint32_t field, const void *data, size_t len);

@@ -4,9 +4,16 @@
  * from the index, puts every slice on a lane of its core's or pipe's track,
  * and orders every event the way Perfetto reads them.
  *
- * Memory grows with the slices exported (about 130 bytes each): a viewer
- * needs them all anyway, and ordering flows across tracks needs them at
- * once.
+ * Memory grows with the slices exported (about 100 bytes each at the
+ * peak, SQLite's cache and the strings included): a viewer needs them all
+ * anyway, and ordering flows across tracks needs them at once. A slice is
+ * 40 bytes; what only some have (arguments, flows) is kept beside them.
+ *
+ * Time, at EP16 x 4096 (6.5 M slices, 16 M events written): stepping the
+ * rows is most of the loading, so the transfers (most of the slices) are
+ * read on a thread of their own while the waits load; ordering uses
+ * counting and radix sorts, not comparisons; the Perfetto writer deflates
+ * on a thread too (ana_perfetto.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -238,13 +245,22 @@ static tl_slice *new_slice(builder *b, uint32_t track, uint8_t cat, int64_t b0, 
     tl_slice *s = &tl->slice[tl->nslice++];
     uint64_t begin = b0 > 0 ? (uint64_t)b0 : 0;
     *s = (tl_slice){.b_ps = begin, .e_ps = e0 > b0 ? (uint64_t)e0 : begin, .track = track,
-                    .cat = cat, .site = site, .waker_track = TL_NONE};
+                    .cat = cat, .site = site, .arg = tl->narg};
     return s;
+}
+
+/* The next argument of s, the slice made last; NULL out of memory. */
+static tl_arg *new_arg(builder *b, tl_slice *s) {
+    ana_timeline *tl = b->tl;
+    if (grow((void **)&tl->arg, &tl->caparg, tl->narg + 1, sizeof *tl->arg)) return NULL;
+    s->nargs++;
+    return &tl->arg[tl->narg++];
 }
 
 static int arg_str(builder *b, tl_slice *s, const char *key, const char *v) {
     if (!v || s->nargs >= TL_MAX_ARGS) return 0;
-    tl_arg *a = &s->arg[s->nargs++];
+    tl_arg *a = new_arg(b, s);
+    if (!a) return -1;
     a->key = intern(b->tl, key);
     a->type = TL_ARG_STR;
     a->v = intern(b->tl, v);
@@ -253,7 +269,8 @@ static int arg_str(builder *b, tl_slice *s, const char *key, const char *v) {
 
 static int arg_int(builder *b, tl_slice *s, const char *key, int64_t v) {
     if (s->nargs >= TL_MAX_ARGS) return 0;
-    tl_arg *a = &s->arg[s->nargs++];
+    tl_arg *a = new_arg(b, s);
+    if (!a) return -1;
     a->key = intern(b->tl, key);
     a->type = TL_ARG_INT;
     a->v = v;
@@ -311,12 +328,15 @@ static int load_waits(builder *b, const core_info *ci) {
         snprintf(name, sizeof name, "wake: %s%s%s%s%s", kind ? kind : "?", xk ? " " : "",
                  xk ? xk : "", obj ? " " : "", obj ? obj : "");
         int64_t wt = sqlite3_column_int64(st, 16);
-        s->waker_ps = wt > 0 ? (uint64_t)wt : 0;
-        if (s->waker_ps > s->e_ps) s->waker_ps = s->e_ps;   /* never after what it ended */
-        s->waker_track = wg;
-        s->waker_name = intern(tl, name);
-        if (!s->waker_name) goto nomem;
-        s->flow = (uint64_t)sqlite3_column_int64(st, 0) + 1;
+        if (grow((void **)&tl->flow, &tl->capflow, tl->nflow + 1, sizeof *tl->flow)) goto nomem;
+        tl_flow *f = &tl->flow[tl->nflow];
+        f->waker_ps = wt > 0 ? (uint64_t)wt : 0;
+        if (f->waker_ps > s->e_ps) f->waker_ps = s->e_ps;   /* never after what it ended */
+        f->waker_track = wg;
+        f->waker_name = intern(tl, name);
+        if (!f->waker_name) goto nomem;
+        f->id = (uint64_t)sqlite3_column_int64(st, 0) + 1;
+        s->flow = ++tl->nflow;
         tl->flows++;
     }
     return loaded(b, st, 0, rc, sql);
@@ -324,44 +344,235 @@ nomem:
     return loaded(b, st, oom(b), SQLITE_NOMEM, sql);
 }
 
-static int load_transfers(builder *b, const core_info *ci) {
-    ana_timeline *tl = b->tl;
+/* ------------------------------------------------------------ transfers
+ *
+ * Transfers are most of the slices (millions), and stepping their rows is
+ * most of their cost, so a thread of their own reads them (on a connection
+ * of its own) while this one loads the waits: into xrows that name no
+ * track and no string, made slices here afterwards in the order they were
+ * read. Tracks and strings are then made in the order they always were
+ * (the waits' first), so the output does not depend on the thread. */
+
+/* A transfer's shape: what its name says ("copy 4096 B r0->r3"). A run
+ * moves millions of transfers of a few shapes: each name is formatted and
+ * interned once. */
+typedef struct xshape {
+    uint32_t kind;                /* index in xload.kinds + 1 */
+    uint32_t name;                /* string id once made, 0 before */
+    int64_t bytes, src, dst;      /* src = dst: no ranks in the name */
+} xshape;
+
+/* One transfer in the window. */
+typedef struct xrow {
+    int64_t begin, end;
+    uint32_t rank, core, site, shape;
+    uint8_t pipe;
+} xrow;
+
+/* What the NIC queue depth counters are made of: every RDMA operation's
+ * issue (+1) and landing (-1), per rank. */
+typedef struct nic_step {
+    int64_t rank, ps, d;
+} nic_step;
+
+typedef struct xload {
+    const builder *b;             /* read only: the window and ranks */
+    sqlite3 *db;                  /* the connection it reads */
+    int64_t end_ps;               /* a transfer that never ended ends here */
+    xrow *row;
+    size_t n, cap;
+    xshape *shape;                /* by id, in the order first seen */
+    size_t nshape, capshape;
+    uint32_t *hash;               /* open addressing: shape id + 1 */
+    size_t caphash;
+    char **kinds;                 /* transfer kinds seen */
+    uint32_t nkinds;
+    nic_step *nic;
+    size_t nnic, capnic;
+    int rc;
+    int prepared;                 /* the query prepared (rc != 0 after it: a real error) */
+    char err[600];
+} xload;
+
+static size_t xshape_hash(uint32_t kind, int64_t bytes, int64_t src, int64_t dst) {
+    uint64_t h = kind * 0x9E3779B97F4A7C15ull;
+    h = (h ^ (uint64_t)bytes) * 0xff51afd7ed558ccdull;
+    h = (h ^ (uint64_t)src) * 0xc4ceb9fe1a85ec53ull;
+    h = (h ^ (uint64_t)dst) * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 20);
+}
+
+/* The id of shape (kind, bytes, src, dst) in x->shape, made on first
+ * sight; -1 out of memory. */
+static int64_t xshape_id(xload *x, uint32_t kind, int64_t bytes, int64_t src, int64_t dst) {
+    if (2 * (x->nshape + 1) > x->caphash) {
+        size_t cap = x->caphash ? x->caphash * 2 : 1024;
+        uint32_t *h = calloc(cap, sizeof *h);
+        if (!h) return -1;
+        for (size_t i = 0; i < x->nshape; i++) {
+            const xshape *o = &x->shape[i];
+            size_t j = xshape_hash(o->kind, o->bytes, o->src, o->dst) & (cap - 1);
+            while (h[j]) j = (j + 1) & (cap - 1);
+            h[j] = (uint32_t)i + 1;
+        }
+        free(x->hash);
+        x->hash = h;
+        x->caphash = cap;
+    }
+    size_t j = xshape_hash(kind, bytes, src, dst) & (x->caphash - 1);
+    for (; x->hash[j]; j = (j + 1) & (x->caphash - 1)) {
+        const xshape *o = &x->shape[x->hash[j] - 1];
+        if (o->kind == kind && o->bytes == bytes && o->src == src && o->dst == dst)
+            return x->hash[j] - 1;
+    }
+    if (ana_grow((void **)&x->shape, &x->capshape, x->nshape + 1, sizeof *x->shape, 256))
+        return -1;
+    x->shape[x->nshape] = (xshape){.kind = kind, .bytes = bytes, .src = src, .dst = dst};
+    x->hash[j] = (uint32_t)++x->nshape;
+    return (int64_t)x->nshape - 1;
+}
+
+/* The kind code (1..) of kind text k; 0 out of memory. */
+static uint32_t xkind(xload *x, const char *k, uint32_t last) {
+    if (last && !strcmp(k, x->kinds[last - 1])) return last;   /* rows come in runs */
+    uint32_t i = 1;
+    for (; i <= x->nkinds && strcmp(k, x->kinds[i - 1]); i++) {}
+    if (i <= x->nkinds) return i;
+    char **n = realloc(x->kinds, (x->nkinds + 1) * sizeof *n);
+    if (!n) return 0;
+    x->kinds = n;
+    if (!(x->kinds[x->nkinds] = strdup(k))) return 0;
+    return ++x->nkinds;
+}
+
+static int nic_add(xload *x, int64_t rank, int64_t ps, int64_t d) {
+    if (ana_grow((void **)&x->nic, &x->capnic, x->nnic + 1, sizeof *x->nic, 1024)) return -1;
+    x->nic[x->nnic++] = (nic_step){rank, ps, d};
+    return 0;
+}
+
+/* Reads every transfer once: the rows of those in the window, and the NIC
+ * steps of all (the depth at the window's start counts what was issued
+ * before it). Touches nothing but x: it may run on the worker thread. */
+static void xload_run(void *arg) {
+    xload *x = arg;
+    const builder *b = x->b;
     const char *sql =
         "SELECT x.rank, x.core, x.pipe, COALESCE(x.start_ps, x.issue_ps),"
-        " COALESCE(x.done_ps, ?3), x.kind, x.bytes, x.src_rank, x.dst_rank, x.site"
-        " FROM transfers x"
-        " WHERE COALESCE(x.start_ps, x.issue_ps) <= ?2 AND COALESCE(x.done_ps, ?3) >= ?1";
-    sqlite3_stmt *st = prepare_window(b, sql);
-    if (!st) return -1;
-    sqlite3_bind_int64(st, 3, tl->run.end_time_ps);
-    int rc;
+        " COALESCE(x.done_ps, ?1), x.kind, x.bytes, x.src_rank, x.dst_rank, x.site,"
+        " x.issue_ps, x.done_ps FROM transfers x";
+    sqlite3_stmt *st = ana_prepare(x->db, sql, x->err, sizeof x->err);
+    if (!st) {
+        x->rc = -1;
+        return;
+    }
+    x->prepared = 1;
+    sqlite3_bind_int64(st, 1, x->end_ps);
+    int64_t cores = b->tl->run.cores_per_rank;   /* set before the thread starts */
+    char last_pipe[32] = "";
+    int pipe = -1, rc;
+    uint32_t kind = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t rank = sqlite3_column_int64(st, 0);
         if (!rank_in(b, rank)) continue;
-        int pipe = col_text(st, 2) ? ana_pipe_from_text(col_text(st, 2)) : -1;
+        const char *ptext = col_text(st, 2);
+        if (!ptext) continue;
+        if (strcmp(ptext, last_pipe)) {   /* rows come in runs of one pipe */
+            pipe = ana_pipe_from_text(ptext);
+            snprintf(last_pipe, sizeof last_pipe, "%s", ptext);
+        }
         if (pipe < 0) continue;
-        uint32_t g = group_track(b, ci, rank, sqlite3_column_int64(st, 1), pipe);
+        if (pipe == PIPE_NIC &&
+            (nic_add(x, rank, sqlite3_column_int64(st, 10), 1) ||
+             (sqlite3_column_type(st, 11) != SQLITE_NULL &&
+              nic_add(x, rank, sqlite3_column_int64(st, 11), -1))))
+            goto nomem;
+        int64_t begin = sqlite3_column_int64(st, 3), end = sqlite3_column_int64(st, 4);
+        int64_t core = sqlite3_column_int64(st, 1);
+        if (begin > to_param(b) || end < (int64_t)b->from) continue;
+        if (core < 0 || core >= cores) continue;   /* no track: no slice */
+        const char *kt = col_text(st, 5);
+        if (!(kind = xkind(x, kt ? kt : "?", kind))) goto nomem;
+        int64_t src = 0, dst = 0;
+        if (sqlite3_column_type(st, 7) != SQLITE_NULL) {
+            src = sqlite3_column_int64(st, 7);
+            dst = sqlite3_column_int64(st, 8);
+        }
+        if (ana_grow((void **)&x->row, &x->cap, x->n + 1, sizeof *x->row, 4096)) goto nomem;
+        int64_t slot = xshape_id(x, kind, sqlite3_column_int64(st, 6), src, dst);
+        if (slot < 0) goto nomem;
+        x->row[x->n++] = (xrow){.begin = begin, .end = end, .rank = (uint32_t)rank,
+                                .core = (uint32_t)core, .site = col_site(st, 9),
+                                .shape = (uint32_t)slot, .pipe = (uint8_t)pipe};
+    }
+    if (rc != SQLITE_DONE) {
+        ana_err(x->err, sizeof x->err, "index.db: %s (in: %.300s)", sqlite3_errmsg(x->db), sql);
+        x->rc = -1;
+    }
+    sqlite3_finalize(st);
+    return;
+nomem:
+    ana_err(x->err, sizeof x->err, "out of memory building the timeline");
+    x->rc = -1;
+    sqlite3_finalize(st);
+}
+
+/* The name of shape j, formatted and interned on its first use. */
+static uint32_t shape_name(builder *b, xload *x, uint32_t j) {
+    xshape *o = &x->shape[j];
+    if (o->name) return o->name;
+    char name[200];
+    const char *kt = x->kinds[o->kind - 1];
+    if (o->src != o->dst)
+        snprintf(name, sizeof name, "%s %lld B r%lld->r%lld", kt, (long long)o->bytes,
+                 (long long)o->src, (long long)o->dst);
+    else
+        snprintf(name, sizeof name, "%s %lld B", kt, (long long)o->bytes);
+    return o->name = intern(b->tl, name);
+}
+
+/* The rows xload_run read, as slices. */
+static int add_transfers(builder *b, const core_info *ci, xload *x) {
+    ana_timeline *tl = b->tl;
+    if (x->rc) {
+        ana_err(b->err, b->errlen, "%s", x->err);
+        return -1;
+    }
+    for (size_t i = 0; i < x->n; i++) {
+        const xrow *r = &x->row[i];
+        uint32_t g = group_track(b, ci, r->rank, r->core, r->pipe);
         if (g == TL_NONE) continue;
-        tl_slice *s = new_slice(b, g, TL_CAT_TRANSFER, sqlite3_column_int64(st, 3),
-                                sqlite3_column_int64(st, 4), col_site(st, 9));
-        if (!s) goto nomem;
-        const char *kind = col_text(st, 5);
-        long long bytes = sqlite3_column_int64(st, 6);
-        char name[200];
-        if (sqlite3_column_type(st, 7) != SQLITE_NULL &&
-            sqlite3_column_int64(st, 7) != sqlite3_column_int64(st, 8))
-            snprintf(name, sizeof name, "%s %lld B r%lld->r%lld", kind ? kind : "?", bytes,
-                     (long long)sqlite3_column_int64(st, 7),
-                     (long long)sqlite3_column_int64(st, 8));
-        else
-            snprintf(name, sizeof name, "%s %lld B", kind ? kind : "?", bytes);
-        s->name = intern(tl, name);
-        if (!s->name) goto nomem;
+        tl_slice *s = new_slice(b, g, TL_CAT_TRANSFER, r->begin, r->end, r->site);
+        if (!s || !(s->name = shape_name(b, x, r->shape))) return oom(b);
         tl->transfers++;
     }
-    return loaded(b, st, 0, rc, sql);
-nomem:
-    return loaded(b, st, oom(b), SQLITE_NOMEM, sql);
+    return 0;
+}
+
+static void xload_free(xload *x) {
+    for (uint32_t i = 0; i < x->nkinds; i++) free(x->kinds[i]);
+    free(x->kinds);
+    free(x->shape);
+    free(x->hash);
+    free(x->row);
+    free(x->nic);
+}
+
+/* A read-only connection of its own to db's file, for the transfers
+ * thread; NULL when there is none to be had (then they are read here):
+ * a database in memory, or db in a transaction (another connection would
+ * not see what it has not committed). */
+static sqlite3 *second_connection(sqlite3 *db) {
+    const char *path = sqlite3_db_filename(db, "main");
+    sqlite3 *d = NULL;
+    if (!path || !*path || !sqlite3_get_autocommit(db)) return NULL;
+    if (sqlite3_open_v2(path, &d, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
+        sqlite3_close(d);
+        return NULL;
+    }
+    sqlite3_busy_timeout(d, 5000);
+    return d;
 }
 
 /* The critical path: one track, its segments in the time window (every
@@ -442,54 +653,91 @@ static int add_counter(builder *b, uint32_t track, uint64_t ps, double v) {
     return 0;
 }
 
+/* One ring_counters row. */
+typedef struct ring_sample {
+    int64_t ring, ps, seq, occupancy;
+} ring_sample;
+
+static int by_ring_time_seq(const void *a, const void *b) {
+    const ring_sample *x = a, *y = b;
+    if (x->ring != y->ring) return x->ring < y->ring ? -1 : 1;
+    if (x->ps != y->ps) return x->ps < y->ps ? -1 : 1;
+    if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
+    return 0;
+}
+
+/* Every ring_counters row, ordered by (ring, time, seq): one pass over the
+ * table and one sort, not a search, a sort and a subquery per ring. */
+static int load_ring_samples(builder *b, ring_sample **out, size_t *n) {
+    const char *sql = "SELECT ring, time_ps, seq, occupancy FROM ring_counters";
+    sqlite3_stmt *st = prepare(b, sql);
+    if (!st) return -1;
+    ring_sample *r = NULL;
+    size_t cap = 0;
+    int rc;
+    *n = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (ana_grow((void **)&r, &cap, *n + 1, sizeof *r, 4096)) {
+            free(r);
+            return loaded(b, st, oom(b), SQLITE_NOMEM, sql);
+        }
+        r[(*n)++] = (ring_sample){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                                  sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3)};
+    }
+    if (loaded(b, st, 0, rc, sql)) {
+        free(r);
+        return -1;
+    }
+    if (*n > 1) qsort(r, *n, sizeof *r, by_ring_time_seq);
+    *out = r;
+    return 0;
+}
+
 /* Ring occupancy: the value when the window opens, then every change. */
 static int load_rings(builder *b) {
     const char *sql =
-        "SELECT r.id, COALESCE(NULLIF(r.owner_rank, -1), o.rank), r.name,"
-        " (SELECT rc.occupancy FROM ring_counters rc WHERE rc.ring = r.id AND rc.time_ps < ?1"
-        "  ORDER BY rc.time_ps DESC, rc.seq DESC LIMIT 1)"
+        "SELECT r.id, COALESCE(NULLIF(r.owner_rank, -1), o.rank), r.name"
         " FROM rings r LEFT JOIN objects o ON o.id = r.id ORDER BY r.id";
-    const char *samples =
-        "SELECT time_ps, occupancy FROM ring_counters WHERE ring = ?1 AND time_ps >= ?2"
-        " AND time_ps <= ?3 ORDER BY time_ps, seq";
-    sqlite3_stmt *st = prepare(b, sql), *ss = st ? prepare(b, samples) : NULL;
-    if (!ss) {
-        sqlite3_finalize(st);
+    ring_sample *rs = NULL;
+    size_t nrs = 0, at = 0;
+    if (load_ring_samples(b, &rs, &nrs)) return -1;
+    sqlite3_stmt *st = prepare(b, sql);
+    if (!st) {
+        free(rs);
         return -1;
     }
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)b->from);
     int rc, bad = 0;
     while (!bad && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t rank = sqlite3_column_int64(st, 1);
+        int64_t ring = sqlite3_column_int64(st, 0), rank = sqlite3_column_int64(st, 1);
+        while (at < nrs && rs[at].ring < ring) at++;
+        size_t end = at;
+        while (end < nrs && rs[end].ring == ring) end++;
+        size_t first = at;
+        at = end;
         if (!rank_in(b, rank)) continue;
         char name[300];
         snprintf(name, sizeof name, "ring %s occupancy",
                  col_text(st, 2) ? col_text(st, 2) : "?");
         uint32_t t = TL_NONE;
-        if (b->from > 0 && sqlite3_column_type(st, 3) != SQLITE_NULL) {
+        size_t k = first;
+        while (k < end && (uint64_t)rs[k].ps < b->from) k++;   /* before the window */
+        if (b->from > 0 && k > first) {
             if ((t = counter_track(b, rank, name, 0)) == TL_NONE) { bad = oom(b); break; }
-            if (add_counter(b, t, b->from, (double)sqlite3_column_int64(st, 3))) { bad = 1; break; }
+            if (add_counter(b, t, b->from, (double)rs[k - 1].occupancy)) { bad = 1; break; }
         }
-        sqlite3_reset(ss);
-        sqlite3_bind_int64(ss, 1, sqlite3_column_int64(st, 0));
-        sqlite3_bind_int64(ss, 2, (sqlite3_int64)b->from);
-        sqlite3_bind_int64(ss, 3, to_param(b));
-        int r2;
-        while ((r2 = sqlite3_step(ss)) == SQLITE_ROW) {
+        for (; k < end && (uint64_t)rs[k].ps <= b->to; k++) {
             if (t == TL_NONE && (t = counter_track(b, rank, name, 0)) == TL_NONE) {
                 bad = oom(b);
                 break;
             }
-            int64_t ps = sqlite3_column_int64(ss, 0);
-            if (add_counter(b, t, ps > 0 ? (uint64_t)ps : 0,
-                            (double)sqlite3_column_int64(ss, 1))) {
+            if (add_counter(b, t, rs[k].ps > 0 ? (uint64_t)rs[k].ps : 0,
+                            (double)rs[k].occupancy)) {
                 bad = 1;
                 break;
             }
         }
-        if (!bad && r2 != SQLITE_DONE) bad = sql_fail(b, samples);
     }
-    sqlite3_finalize(ss);
+    free(rs);
     return loaded(b, st, bad, rc, sql);
 }
 
@@ -538,78 +786,97 @@ static int load_links(builder *b) {
     return loaded(b, st, bad, rc, sql);
 }
 
-/* NIC queue depth per rank: RDMA operations issued and not yet landed. */
-static int load_nic(builder *b) {
-    const char *sql =
-        "SELECT rank, issue_ps AS t, 1 AS d FROM transfers WHERE pipe = 'NIC'"
-        " UNION ALL SELECT rank, done_ps, -1 FROM transfers WHERE pipe = 'NIC'"
-        " AND done_ps IS NOT NULL ORDER BY 1, 2, 3";
-    sqlite3_stmt *st = prepare(b, sql);
-    if (!st) return -1;
+static int by_rank_time_step(const void *a, const void *b) {
+    const nic_step *x = a, *y = b;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    if (x->ps != y->ps) return x->ps < y->ps ? -1 : 1;
+    return x->d < y->d ? -1 : x->d > y->d;
+}
+
+/* NIC queue depth per rank: RDMA operations issued and not yet landed
+ * (steps from xload_run; at equal times landings first). */
+static int load_nic(builder *b, xload *x) {
+    if (x->nnic > 1) qsort(x->nic, x->nnic, sizeof *x->nic, by_rank_time_step);
     int64_t rank = -1, depth = 0;
     uint32_t t = TL_NONE;
-    int rc, bad = 0, started = 0;
-    while (!bad && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t r = sqlite3_column_int64(st, 0), ps = sqlite3_column_int64(st, 1);
+    int started = 0;
+    for (size_t i = 0; i < x->nnic; i++) {
+        int64_t r = x->nic[i].rank, ps = x->nic[i].ps;
         if (r != rank) {
             rank = r;
             depth = 0;
             started = 0;
             t = TL_NONE;
-            if (rank_in(b, r) && (t = counter_track(b, r, "NIC queue depth", 0)) == TL_NONE) {
-                bad = oom(b);
-                break;
-            }
+            if (rank_in(b, r) && (t = counter_track(b, r, "NIC queue depth", 0)) == TL_NONE)
+                return oom(b);
         }
-        depth += sqlite3_column_int64(st, 2);
+        depth += x->nic[i].d;
         if (t == TL_NONE || ps < 0 || (uint64_t)ps > b->to) continue;
         if ((uint64_t)ps < b->from) continue;
-        if (!started && b->from > 0 && (uint64_t)ps > b->from)
-            bad = add_counter(b, t, b->from, (double)(depth - sqlite3_column_int64(st, 2)));
+        if (!started && b->from > 0 && (uint64_t)ps > b->from &&
+            add_counter(b, t, b->from, (double)(depth - x->nic[i].d)))
+            return -1;
         started = 1;
-        if (!bad) bad = add_counter(b, t, (uint64_t)ps, (double)depth);
+        if (add_counter(b, t, (uint64_t)ps, (double)depth)) return -1;
     }
-    return loaded(b, st, bad, rc, sql);
+    return 0;
 }
 
 /* ------------------------------------------------------------ order */
 
+/* Events to order: the time (ns) each is read at, and the event packed
+ * in 32 bits (tl_event_at), so the sort moves the events themselves. The
+ * arrays are sized once: every count is known before. */
 typedef struct order {
     uint64_t *key;
     uint32_t *val;
-    tl_event *gen;
     uint32_t n, cap;
 } order;
 
 static int emit(order *o, uint64_t ps, uint8_t type, uint32_t idx) {
-    if (o->n == o->cap) {
-        uint32_t cap = o->cap ? o->cap * 2 : 4096;
-        uint64_t *k = realloc(o->key, (size_t)cap * sizeof *k);
-        if (!k) return -1;
-        o->key = k;
-        uint32_t *v = realloc(o->val, (size_t)cap * sizeof *v);
-        if (!v) return -1;
-        o->val = v;
-        tl_event *g = realloc(o->gen, (size_t)cap * sizeof *g);
-        if (!g) return -1;
-        o->gen = g;
-        o->cap = cap;
-    }
+    if (o->n == o->cap || idx >> TL_EV_IDX_BITS) return -1;
     o->key[o->n] = tl_ns(ps);
-    o->val[o->n] = o->n;
-    o->gen[o->n] = (tl_event){.type = type, .idx = idx};
+    o->val[o->n] = (uint32_t)type << TL_EV_IDX_BITS | idx;
     o->n++;
     return 0;
 }
 
-static const ana_timeline *sort_tl;
-static int by_group_then_start(const void *a, const void *b) {
-    const tl_slice *x = &sort_tl->slice[*(const uint32_t *)a];
-    const tl_slice *y = &sort_tl->slice[*(const uint32_t *)b];
-    if (x->track != y->track) return x->track < y->track ? -1 : 1;
+/* Slices of one group, by begin, then end descending (outer first), then
+ * load order. */
+static const tl_slice *sort_slices;
+static int by_start(const void *a, const void *b) {
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    const tl_slice *x = &sort_slices[i], *y = &sort_slices[j];
     if (x->b_ps != y->b_ps) return x->b_ps < y->b_ps ? -1 : 1;
-    if (x->e_ps != y->e_ps) return x->e_ps > y->e_ps ? -1 : 1;   /* outer first */
-    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+    if (x->e_ps != y->e_ps) return x->e_ps > y->e_ps ? -1 : 1;
+    return i < j ? -1 : 1;
+}
+
+/* idx (every slice) ordered by group (the track they are loaded on), then
+ * as by_start. A counting sort by group keeps load order, and a group's
+ * slices mostly load in that order already (waits by begin, a queue's
+ * transfers by start), so only the groups that are not get sorted. */
+static int order_slices(const ana_timeline *tl, uint32_t *idx) {
+    uint32_t n = tl->nslice;
+    size_t *at = calloc((size_t)tl->ntrack + 1, sizeof *at);
+    if (!at) return -1;
+    for (uint32_t i = 0; i < n; i++) at[tl->slice[i].track + 1]++;
+    for (uint32_t t = 0; t < tl->ntrack; t++) at[t + 1] += at[t];
+    for (uint32_t i = 0; i < n; i++) idx[at[tl->slice[i].track]++] = i;
+    sort_slices = tl->slice;
+    size_t from = 0;
+    for (uint32_t t = 0; t < tl->ntrack; t++) {
+        size_t to = at[t];   /* the group's end, after the scatter */
+        for (size_t k = from + 1; k < to; k++) {
+            if (by_start(&idx[k - 1], &idx[k]) > 0) {
+                qsort(idx + from, to - from, sizeof *idx, by_start);
+                break;
+            }
+        }
+        from = to;
+    }
+    free(at);
+    return 0;
 }
 
 /* Lane stacks of one group: open slices per lane. */
@@ -638,13 +905,18 @@ static int order_events(builder *b) {
     lane_stack *lanes = NULL;
     uint32_t nlanes = 0, caplanes = 0;
     int rc = -1;
-    if (!idx) goto done;
+    uint64_t nev = (uint64_t)tl->nflow * 2 + (uint64_t)tl->nslice * 2 + tl->ncounter;
+    if (!idx || nev >= UINT32_MAX) goto done;
+    o.cap = (uint32_t)nev;
+    o.key = malloc(((size_t)nev + 1) * sizeof *o.key);
+    o.val = malloc(((size_t)nev + 1) * sizeof *o.val);
+    if (!o.key || !o.val) goto done;
     /* Wake instants first: at equal times a flow's start precedes its end. */
     for (uint32_t i = 0; i < tl->nslice; i++)
-        if (tl->slice[i].flow && emit(&o, tl->slice[i].waker_ps, TL_EV_WAKE, i)) goto done;
-    for (uint32_t i = 0; i < tl->nslice; i++) idx[i] = i;
-    sort_tl = tl;
-    qsort(idx, tl->nslice, sizeof *idx, by_group_then_start);
+        if (tl->slice[i].flow &&
+            emit(&o, tl_flow_of(tl, &tl->slice[i])->waker_ps, TL_EV_WAKE, i))
+            goto done;
+    if (order_slices(tl, idx)) goto done;
     for (uint32_t i = 0; i < tl->nslice;) {
         uint32_t group = tl->slice[idx[i]].track, j = i;
         nlanes = 0;
@@ -684,9 +956,8 @@ static int order_events(builder *b) {
     for (uint32_t i = 0; i < tl->ncounter; i++)
         if (emit(&o, tl->counter[i].ps, TL_EV_COUNTER, i)) goto done;
     if (ana_radix_sort(o.key, o.val, o.n)) goto done;
-    tl->ev = malloc(((size_t)o.n + 1) * sizeof *tl->ev);
-    if (!tl->ev) goto done;
-    for (uint32_t i = 0; i < o.n; i++) tl->ev[i] = o.gen[o.val[i]];
+    tl->ev = o.val;
+    o.val = NULL;
     tl->nev = o.n;
     rc = 0;
 done:
@@ -695,7 +966,6 @@ done:
     free(idx);
     free(o.key);
     free(o.val);
-    free(o.gen);
     if (rc) oom(b);
     return rc;
 }
@@ -705,68 +975,117 @@ uint64_t ana_timeline_event_ps(const ana_timeline *tl, const tl_event *e) {
     switch (e->type) {
     case TL_EV_BEGIN: return s->b_ps;
     case TL_EV_END: case TL_EV_WOKEN: return s->e_ps;
-    case TL_EV_WAKE: return s->waker_ps;
+    case TL_EV_WAKE: return tl_flow_of(tl, s)->waker_ps;
     default: return tl->counter[e->idx].ps;
     }
 }
 
 /* ------------------------------------------------------------ entry */
 
-int ana_timeline_build(sqlite3 *db, const ana_export_opts *opts, ana_timeline *tl, char *err,
-                       size_t errlen) {
-    memset(tl, 0, sizeof *tl);
-    builder b = {.db = db, .tl = tl, .err = err, .errlen = errlen};
-    if (ana_run_load(db, &tl->run, err, errlen)) return -1;
-    if (!ana_has_table(db, "wait_labels") || !ana_has_table(db, "cores")) {
+/* The run's shape, the window and the ranks asked for into b, and the
+ * timeline's group table. 0, or -1 with b's err (nothing left allocated). */
+static int builder_start(builder *b, const ana_export_opts *opts) {
+    ana_timeline *tl = b->tl;
+    char *err = b->err;
+    size_t errlen = b->errlen;
+    if (ana_run_load(b->db, &tl->run, err, errlen)) return -1;
+    if (!ana_has_table(b->db, "wait_labels") || !ana_has_table(b->db, "cores")) {
         ana_err(err, errlen, "index.db lacks the analysis tables (wait_labels, cores): open "
                 "it with ana_open, as `npurr export` does");
         return -1;
     }
-    b.from = opts ? opts->from_ps : 0;
-    b.to = opts && opts->to_ps ? opts->to_ps : UINT64_MAX;
-    if (b.to < b.from) {
+    b->from = opts ? opts->from_ps : 0;
+    b->to = opts && opts->to_ps ? opts->to_ps : UINT64_MAX;
+    if (b->to < b->from) {
         ana_err(err, errlen, "--to (%llu ps) is before --from (%llu ps)",
-                (unsigned long long)b.to, (unsigned long long)b.from);
+                (unsigned long long)b->to, (unsigned long long)b->from);
         return -1;
     }
     size_t nbytes = (size_t)(tl->run.ranks + 7) / 8;
-    b.ranks = malloc(nbytes ? nbytes : 1);
+    b->ranks = malloc(nbytes ? nbytes : 1);
     size_t ngroups = (size_t)(tl->run.ranks * tl->run.cores_per_rank) * (PIPE_COUNT + 1);
     tl->group = malloc((ngroups ? ngroups : 1) * sizeof *tl->group);
-    if (!b.ranks || !tl->group) {
-        free(b.ranks);
+    if (!b->ranks || !tl->group) {
+        free(b->ranks);
         ana_timeline_free(tl);
-        return oom(&b);
+        return oom(b);
     }
     for (size_t i = 0; i < ngroups; i++) tl->group[i] = TL_NONE;
     if (opts && opts->ranks && *opts->ranks) {
-        if (ana_parse_ranks(opts->ranks, b.ranks, (size_t)tl->run.ranks, err, errlen)) {
-            free(b.ranks);
+        if (ana_parse_ranks(opts->ranks, b->ranks, (size_t)tl->run.ranks, err, errlen)) {
+            free(b->ranks);
             ana_timeline_free(tl);
             return -1;
         }
     } else {
-        memset(b.ranks, 0xff, nbytes);
+        memset(b->ranks, 0xff, nbytes);
     }
-    int rc = -1;
-    core_info *ci = load_cores(&b);
-    if (!ci) {
-        if (!err || !*err) oom(&b);
-        goto done;
-    }
+    return 0;
+}
+
+/* The strings every timeline names: 0, or -1 out of memory. */
+static int intern_fixed(ana_timeline *tl) {
     tl->str_wake = intern(tl, "wake");
     tl->str_woken = intern(tl, "woken");
     tl->str_cat[TL_CAT_WAIT] = intern(tl, "wait");
     tl->str_cat[TL_CAT_TRANSFER] = intern(tl, "transfer");
     tl->str_cat[TL_CAT_WAKE] = tl->str_wake;
     tl->str_cat[TL_CAT_CRITICAL] = intern(tl, "critical");
-    if (!tl->str_wake || !tl->str_woken || !tl->str_cat[1] || !tl->str_cat[2] ||
-        !tl->str_cat[TL_CAT_CRITICAL]) {
+    return !tl->str_wake || !tl->str_woken || !tl->str_cat[TL_CAT_WAIT] ||
+                   !tl->str_cat[TL_CAT_TRANSFER] || !tl->str_cat[TL_CAT_CRITICAL]
+               ? -1 : 0;
+}
+
+int ana_timeline_build(sqlite3 *db, const ana_export_opts *opts, ana_timeline *tl, char *err,
+                       size_t errlen) {
+    memset(tl, 0, sizeof *tl);
+    builder b = {.db = db, .tl = tl, .err = err, .errlen = errlen};
+    if (builder_start(&b, opts)) return -1;
+    int rc = -1;
+    core_info *ci = load_cores(&b);
+    if (!ci) {
+        if (!err || !*err) oom(&b);
+        goto done;
+    }
+    if (intern_fixed(tl)) {
         oom(&b);
         goto done;
     }
-    rc = load_sites(&b) || load_waits(&b, ci) || load_transfers(&b, ci) || load_rings(&b) ||
-         load_links(&b) || load_nic(&b) || load_critical(&b) || order_events(&b) ? -1 : 0;
+    double t = ana_step_clock(NULL, 0);
+    xload x = {.b = &b, .end_ps = tl->run.end_time_ps};
+    sqlite3 *own = NULL;
+    rec_worker *wr = rec_worker_start_if_cpu(1);
+    if (wr && (own = second_connection(db))) {
+        x.db = own;
+        rec_worker_submit(wr, xload_run, &x);
+    }
+    rc = load_sites(&b) || load_waits(&b, ci) ? -1 : 0;
+    t = ana_step_clock("tl waits", t);
+    rec_worker_stop(wr);
+    if (own && x.rc && !x.prepared) {   /* not there for the second connection: read here */
+        sqlite3_close(own);
+        own = NULL;
+        x.rc = 0;
+    }
+    if (!own) {
+        x.db = db;
+        if (!rc) xload_run(&x);
+    }
+    sqlite3_close(own);
+    t = ana_step_clock("tl transfers read", t);
+    if (!rc) rc = add_transfers(&b, ci, &x);
+    t = ana_step_clock("tl transfers", t);
+    if (!rc) rc = load_rings(&b);
+    t = ana_step_clock("tl rings", t);
+    if (!rc) rc = load_links(&b);
+    t = ana_step_clock("tl links", t);
+    if (!rc) rc = load_nic(&b, &x);
+    xload_free(&x);
+    t = ana_step_clock("tl nic", t);
+    if (!rc) rc = load_critical(&b);
+    t = ana_step_clock("tl critical", t);
+    if (!rc) rc = order_events(&b);
+    t = ana_step_clock("tl order", t);
 done:
     if (ci) {
         for (int64_t i = 0; i < tl->run.ranks * tl->run.cores_per_rank; i++) {
@@ -787,6 +1106,8 @@ void ana_timeline_free(ana_timeline *tl) {
     free(tl->track);
     free(tl->group);
     free(tl->slice);
+    free(tl->arg);
+    free(tl->flow);
     free(tl->counter);
     free(tl->site);
     free(tl->ev);

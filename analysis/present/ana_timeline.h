@@ -61,17 +61,27 @@ typedef struct tl_arg {
     int64_t v;                /* integer, or string id */
 } tl_arg;
 
+/* A slice: 40 bytes. What only some slices have is kept beside them:
+ * arguments (waits and critical path segments; transfers have none) in
+ * ana_timeline.arg, a flow (ended waits whose waker is known) in
+ * ana_timeline.flow. */
 typedef struct tl_slice {
     uint64_t b_ps, e_ps;
     uint32_t track;           /* lane track index */
     uint32_t name, site;      /* string id; sites row (1-based index), 0 none */
+    uint32_t arg;             /* its first argument in ana_timeline.arg */
+    uint32_t flow;            /* its flow's index in ana_timeline.flow + 1, 0 none */
     uint8_t cat, nargs;
-    uint64_t flow;            /* flow id (the wait's id + 1), 0 none */
-    uint32_t waker_track;     /* flows: the wake instant's track */
-    uint32_t waker_name;
-    uint64_t waker_ps;
-    tl_arg arg[TL_MAX_ARGS];
 } tl_slice;
+
+/* A flow: from a wake instant on the waker's track to a woken instant at
+ * the end of its wait. */
+typedef struct tl_flow {
+    uint64_t id;              /* the wait's id + 1 */
+    uint64_t waker_ps;
+    uint32_t waker_track;     /* the wake instant's track */
+    uint32_t waker_name;
+} tl_flow;
 
 typedef struct tl_counter {
     uint64_t ps;
@@ -102,11 +112,16 @@ typedef struct ana_timeline {
     uint32_t *group;          /* (rank, core, pipe + 1) -> lane 0 track; TL_NONE */
     tl_slice *slice;
     uint32_t nslice, capslice;
+    tl_arg *arg;              /* slices' arguments (tl_slice.arg, .nargs) */
+    uint32_t narg, caparg;
+    tl_flow *flow;            /* by tl_slice.flow - 1 */
+    uint32_t nflow, capflow;
     tl_counter *counter;
     uint32_t ncounter, capcounter;
     tl_site *site;            /* by sites row index - 1 */
     uint32_t nsite;
-    tl_event *ev;             /* every event in the order a viewer reads */
+    uint32_t *ev;             /* every event in the order a viewer reads, packed:
+                                 tl_event_at unpacks one */
     uint32_t nev;
     uint64_t flows, transfers, waits;
     uint32_t str_wake, str_woken, str_cat[5];
@@ -122,6 +137,17 @@ static inline const char *tl_str(const ana_timeline *tl, uint32_t id) {
     return id && id <= tl->nstr ? tl->str[id - 1] : "";
 }
 static inline uint64_t tl_ns(uint64_t ps) { return ps / 1000u; }
+/* The flow of slice s; NULL when it has none. */
+static inline const tl_flow *tl_flow_of(const ana_timeline *tl, const tl_slice *s) {
+    return s->flow ? &tl->flow[s->flow - 1] : NULL;
+}
+/* Event i of the viewer's order: its type in the top 3 bits, its index
+ * below (what the sort moves, without an index to gather through). */
+#define TL_EV_IDX_BITS 29
+static inline tl_event tl_event_at(const ana_timeline *tl, uint32_t i) {
+    return (tl_event){.type = (uint8_t)(tl->ev[i] >> TL_EV_IDX_BITS),
+                      .idx = tl->ev[i] & ((1u << TL_EV_IDX_BITS) - 1)};
+}
 /* The time of an event, in ps. */
 uint64_t ana_timeline_event_ps(const ana_timeline *tl, const tl_event *e);
 
