@@ -28,9 +28,10 @@
  * Perfetto's tracing service writes them when asked to compress: bundles of
  * up to 256 KiB of packets, deflated with zlib (its fastest level) into one TracePacket's
  * compressed_packets field, which every Perfetto reader expands (the sample
- * then takes under a third, 7.9 MB). Deflating takes about as long as
- * encoding, so a bundle is deflated and written on a worker thread while
- * the next one fills (in line when the process has one CPU). opts->raw_packets
+ * then takes under a third, 7.9 MB). Deflating takes longer than
+ * encoding, so a bundle is deflated on a worker thread while the next one
+ * fills, or on this one when the worker is still busy (always, when the
+ * process has one CPU); bundles are written in order. opts->raw_packets
  * writes them as they are (for a .gz file, which is compressed as a whole,
  * and for protoc --decode).
  */
