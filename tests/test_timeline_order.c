@@ -19,12 +19,11 @@
 
 #include "analysis/present/ana_timeline.h"
 
-static uint64_t rng = 88172645463325252ull;
+/* Knuth's MMIX LCG; its high bits are random enough to draw times. */
+static uint64_t rng = 1;
 static uint64_t next_rand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return rng >> 11;
 }
 
 /* One event as emitted: when it is read (ps), and the packed event. */
