@@ -56,18 +56,3 @@ void pb_double(pb_buf *b, uint32_t field, double v) {
     memcpy(&bits, &v, sizeof bits);
     pb_fixed64(b, field, bits);
 }
-
-void pb_bytes(pb_buf *b, uint32_t field, const void *data, size_t len) {
-    tag(b, field, WIRE_LEN);
-    pb_varint(b, len);
-    pb_raw(b, data, len);
-}
-
-void pb_str(pb_buf *b, uint32_t field, const char *s) {
-    pb_bytes(b, field, s ? s : "", s ? strlen(s) : 0);
-}
-
-void pb_msg(pb_buf *b, uint32_t field, const pb_buf *inner) {
-    if (inner->oom) b->oom = 1;
-    pb_bytes(b, field, inner->p, inner->n);
-}

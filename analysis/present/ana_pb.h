@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct pb_buf {
     uint8_t *p;
@@ -53,9 +54,22 @@ static inline void pb_uint(pb_buf *b, uint32_t field, uint64_t v) {
 static inline void pb_int(pb_buf *b, uint32_t field, int64_t v) { pb_uint(b, field, (uint64_t)v); }
 void pb_fixed64(pb_buf *b, uint32_t field, uint64_t v);
 void pb_double(pb_buf *b, uint32_t field, double v);
-void pb_bytes(pb_buf *b, uint32_t field, const void *data, size_t len);
-void pb_str(pb_buf *b, uint32_t field, const char *s);
+/* A length-delimited field (wire type 2): tag, length, bytes. Every
+ * packet is a few of these nested, so they are in line too. */
+static inline void pb_bytes(pb_buf *b, uint32_t field, const void *data, size_t len) {
+    if (b->cap - b->n < len + 20 && pb_reserve(b, len + 20)) return;
+    pb_varint_at(b, (uint64_t)field << 3 | 2);
+    pb_varint_at(b, len);
+    if (len) memcpy(b->p + b->n, data, len);
+    b->n += len;
+}
+static inline void pb_str(pb_buf *b, uint32_t field, const char *s) {
+    pb_bytes(b, field, s ? s : "", s ? strlen(s) : 0);
+}
 /* A nested message: tag, length, then inner's bytes. */
-void pb_msg(pb_buf *b, uint32_t field, const pb_buf *inner);
+static inline void pb_msg(pb_buf *b, uint32_t field, const pb_buf *inner) {
+    if (inner->oom) b->oom = 1;
+    pb_bytes(b, field, inner->p, inner->n);
+}
 
 #endif

@@ -28,9 +28,10 @@
  * Perfetto's tracing service writes them when asked to compress: bundles of
  * up to 256 KiB of packets, deflated with zlib (its fastest level) into one TracePacket's
  * compressed_packets field, which every Perfetto reader expands (the sample
- * then takes under a third, 7.9 MB). Deflating takes about as long as
- * encoding, so a bundle is deflated and written on a worker thread while
- * the next one fills (in line when the process has one CPU). opts->raw_packets
+ * then takes under a third, 7.9 MB). Deflating takes longer than
+ * encoding, so a bundle is deflated on a worker thread while the next one
+ * fills, or on this one when the worker is still busy (always, when the
+ * process has one CPU); bundles are written in order. opts->raw_packets
  * writes them as they are (for a .gz file, which is compressed as a whole,
  * and for protoc --decode).
  */
@@ -63,15 +64,20 @@ enum {
 
 enum { NS_NAME = 0, NS_CAT, NS_DNAME, NS_DVAL, NS_COUNT };
 
-/* A bundle of packets, deflated and written by zjob_run: on the writer's
- * worker thread while the next bundle fills (deflating takes about as long
- * as encoding), or in line without one. */
+/* A bundle of packets, deflated by zjob_run: on the writer's worker
+ * thread while the next bundle fills, or in line when the worker is still
+ * busy with an earlier one (deflating takes longer than encoding, so both
+ * threads deflate); the writer writes them in order. */
 typedef struct zjob {
     pb_buf in;                  /* packets waiting to be deflated */
     pb_buf z, pkt, out;         /* the deflated bundle; its packet; as written */
-    FILE *f;
     int failed;
 } zjob;
+
+/* Bundles in flight: the one filling, the one the worker deflates, and
+ * those deflated in line that wait for it to be written first. */
+#define NJOBS 4
+#define NO_BUNDLE UINT64_MAX
 
 typedef struct writer {
     const ana_timeline *tl;
@@ -81,8 +87,9 @@ typedef struct writer {
     uint8_t *site_seen;
     int first;
     int compress;
-    zjob job[2];                /* job[cur] fills; the other may be deflating */
-    int cur;
+    zjob job[NJOBS];            /* bundle k in job[k % NJOBS] */
+    uint64_t head, next;        /* the first bundle not written; the one filling */
+    uint64_t at_worker;         /* the bundle the worker has; NO_BUNDLE */
     rec_worker *wr;             /* NULL: bundles are deflated in line */
     pb_buf zout;                /* a raw packet as written */
     uint64_t packets;
@@ -94,7 +101,7 @@ static uint64_t track_uuid(const ana_timeline *tl, uint32_t track) {
     return (uint64_t)tl->run.ranks + 1 + track;
 }
 
-/* Deflates the bundle into one compressed_packets packet and writes it. */
+/* Deflates the bundle into one compressed_packets packet (j->out). */
 static void zjob_run(void *arg) {
     zjob *j = arg;
     if (j->in.oom) {
@@ -123,40 +130,59 @@ static void zjob_run(void *arg) {
     pb_reset(&j->out);
     pb_bytes(&j->out, TRACE_PACKET, j->pkt.p, j->pkt.n);
     pb_reset(&j->in);
-    if (j->out.oom || j->pkt.oom) {
-        j->failed = 1;
-        return;
-    }
-    fwrite(j->out.p, 1, j->out.n, j->f);
+    if (j->out.oom || j->pkt.oom) j->failed = 1;
 }
 
-/* Hands the filled bundle over (the worker's previous one is done once
- * rec_worker_submit returns) and fills the other. */
-static int flush_bundle(writer *w) {
-    zjob *j = &w->job[w->cur];
-    if (!j->in.n) return 0;
-    if (j->in.oom) return -1;
-    if (w->wr) {
-        rec_worker_submit(w->wr, zjob_run, j);
-        w->cur ^= 1;
-        return w->job[w->cur].failed ? -1 : 0;
+/* Writes the deflated bundles, in order, up to the first one the worker
+ * still deflates; waits for that one when room for a bundle is needed
+ * (every job in flight). 0, or -1 when a bundle failed. */
+static int write_done(writer *w, int need_room) {
+    while (w->head < w->next) {
+        if (w->head == w->at_worker) {
+            if (!rec_worker_idle(w->wr)) {
+                if (!need_room) break;
+                rec_worker_wait(w->wr);
+            }
+            w->at_worker = NO_BUNDLE;
+        }
+        zjob *j = &w->job[w->head % NJOBS];
+        if (j->failed) return -1;
+        fwrite(j->out.p, 1, j->out.n, w->out);
+        w->head++;
+        need_room = 0;
     }
-    zjob_run(j);
-    return j->failed ? -1 : 0;
+    return 0;
+}
+
+/* Deflates the filled bundle, on the worker when it is free and in line
+ * when it is not, writes what is done and makes room for the next. */
+static int flush_bundle(writer *w) {
+    zjob *j = &w->job[w->next % NJOBS];
+    if (!j->in.n) return 0;
+    if (j->in.oom || write_done(w, 0)) return -1;   /* frees the worker when it is done */
+    if (w->wr && w->at_worker == NO_BUNDLE) {
+        w->at_worker = w->next;
+        rec_worker_submit(w->wr, zjob_run, j);
+    } else {
+        zjob_run(j);
+    }
+    w->next++;
+    return write_done(w, w->next - w->head == NJOBS);
 }
 
 /* The last bundle written: 0, or -1 when a bundle failed. */
 static int finish_bundles(writer *w) {
     int rc = flush_bundle(w);
     rec_worker_wait(w->wr);
-    return rc || w->job[0].failed || w->job[1].failed ? -1 : 0;
+    w->at_worker = NO_BUNDLE;
+    return write_done(w, 1) || rc ? -1 : 0;
 }
 
 static int put_packet(writer *w) {
     if (w->pkt.oom) return -1;
     w->packets++;
     if (w->compress) {
-        pb_buf *bundle = &w->job[w->cur].in;
+        pb_buf *bundle = &w->job[w->next % NJOBS].in;
         pb_bytes(bundle, TRACE_PACKET, w->pkt.p, w->pkt.n);
         return bundle->n >= BUNDLE_BYTES ? flush_bundle(w) : bundle->oom ? -1 : 0;
     }
@@ -334,8 +360,8 @@ int ana_export_perfetto(sqlite3 *db, const ana_export_opts *opts, FILE *out,
     ana_timeline tl;
     if (ana_timeline_build(db, opts, &tl, err, errlen)) return -1;
     double t0 = ana_step_clock(NULL, 0);
-    writer w = {.tl = &tl, .out = out, .first = 1, .compress = !(opts && opts->raw_packets)};
-    for (int k = 0; k < 2; k++) w.job[k].f = out;
+    writer w = {.tl = &tl, .out = out, .first = 1, .compress = !(opts && opts->raw_packets),
+                .at_worker = NO_BUNDLE};
     if (w.compress) w.wr = rec_worker_start_if_cpu(1);
     int rc = 0;
     for (int ns = 0; ns < NS_COUNT; ns++)
@@ -347,6 +373,7 @@ int ana_export_perfetto(sqlite3 *db, const ana_export_opts *opts, FILE *out,
         rc = -1;
     }
     for (uint32_t i = 0; i < tl.nev && !rc; i++) {
+        tl_prefetch(&tl, i);
         tl_event e = tl_event_at(&tl, i);
         if (write_event(&w, &e)) {
             ana_err(err, errlen, "out of memory encoding event %u", i);
@@ -370,7 +397,7 @@ int ana_export_perfetto(sqlite3 *db, const ana_export_opts *opts, FILE *out,
     pb_free(&w.in);
     pb_free(&w.tmp);
     pb_free(&w.ann);
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < NJOBS; k++) {
         pb_free(&w.job[k].in);
         pb_free(&w.job[k].z);
         pb_free(&w.job[k].pkt);

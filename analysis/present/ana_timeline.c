@@ -11,9 +11,10 @@
  *
  * Time, at EP16 x 4096 (6.5 M slices, 16 M events written): stepping the
  * rows is most of the loading, so the transfers (most of the slices) are
- * read on a thread of their own while the waits load; ordering uses
- * counting and radix sorts, not comparisons; the Perfetto writer deflates
- * on a thread too (ana_perfetto.c).
+ * read, and made slices, on a thread of their own while the waits load;
+ * slices are grouped by a counting sort and events ordered through time
+ * buckets (ana_timeline_order.c), not by comparisons; the Perfetto writer
+ * deflates on both threads (ana_perfetto.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -348,10 +349,12 @@ nomem:
  *
  * Transfers are most of the slices (millions), and stepping their rows is
  * most of their cost, so a thread of their own reads them (on a connection
- * of its own) while this one loads the waits: into xrows that name no
- * track and no string, made slices here afterwards in the order they were
- * read. Tracks and strings are then made in the order they always were
- * (the waits' first), so the output does not depend on the thread. */
+ * of its own) while this one loads the waits: into slices of their own
+ * whose track is still a group key and whose name a shape (xload_run).
+ * Afterwards that array takes the waits in front and each transfer gets
+ * its track and name here, in the order they were read: tracks and
+ * strings are made in the order they always were (the waits' first), so
+ * the output does not depend on the thread. */
 
 /* A transfer's shape: what its name says ("copy 4096 B r0->r3"). A run
  * moves millions of transfers of a few shapes: each name is formatted and
@@ -361,13 +364,6 @@ typedef struct xshape {
     uint32_t name;                /* string id once made, 0 before */
     int64_t bytes, src, dst;      /* src = dst: no ranks in the name */
 } xshape;
-
-/* One transfer in the window. */
-typedef struct xrow {
-    int64_t begin, end;
-    uint32_t rank, core, site, shape;
-    uint8_t pipe;
-} xrow;
 
 /* What the NIC queue depth counters are made of: every RDMA operation's
  * issue (+1) and landing (-1), per rank. */
@@ -379,7 +375,8 @@ typedef struct xload {
     const builder *b;             /* read only: the window and ranks */
     sqlite3 *db;                  /* the connection it reads */
     int64_t end_ps;               /* a transfer that never ended ends here */
-    xrow *row;
+    tl_slice *row;                /* the transfers in the window: track = their
+                                     group key (group_key), name = their shape */
     size_t n, cap;
     xshape *shape;                /* by id, in the order first seen */
     size_t nshape, capshape;
@@ -451,6 +448,12 @@ static int nic_add(xload *x, int64_t rank, int64_t ps, int64_t d) {
     return 0;
 }
 
+/* The key of (rank, core, pipe) in ana_timeline.group: what a transfer's
+ * slice holds as its track until add_transfers makes the track. */
+static uint32_t group_key(const ana_timeline *tl, int64_t rank, int64_t core, int pipe) {
+    return (uint32_t)((rank * tl->run.cores_per_rank + core) * (PIPE_COUNT + 1) + pipe + 1);
+}
+
 /* Reads every transfer once: the rows of those in the window, and the NIC
  * steps of all (the depth at the window's start counts what was issued
  * before it). Touches nothing but x: it may run on the worker thread. */
@@ -498,12 +501,15 @@ static void xload_run(void *arg) {
             src = sqlite3_column_int64(st, 7);
             dst = sqlite3_column_int64(st, 8);
         }
+        if (pipe >= PIPE_COUNT) continue;   /* no track: no slice */
         if (ana_grow((void **)&x->row, &x->cap, x->n + 1, sizeof *x->row, 4096)) goto nomem;
         int64_t slot = xshape_id(x, kind, sqlite3_column_int64(st, 6), src, dst);
         if (slot < 0) goto nomem;
-        x->row[x->n++] = (xrow){.begin = begin, .end = end, .rank = (uint32_t)rank,
-                                .core = (uint32_t)core, .site = col_site(st, 9),
-                                .shape = (uint32_t)slot, .pipe = (uint8_t)pipe};
+        uint64_t b0 = begin > 0 ? (uint64_t)begin : 0;   /* as new_slice clamps */
+        x->row[x->n++] = (tl_slice){.b_ps = b0, .e_ps = end > begin ? (uint64_t)end : b0,
+                                    .track = group_key(b->tl, rank, core, pipe),
+                                    .name = (uint32_t)slot, .site = col_site(st, 9),
+                                    .cat = TL_CAT_TRANSFER};
     }
     if (rc != SQLITE_DONE) {
         ana_err(x->err, sizeof x->err, "index.db: %s (in: %.300s)", sqlite3_errmsg(x->db), sql);
@@ -531,21 +537,48 @@ static uint32_t shape_name(builder *b, xload *x, uint32_t j) {
     return o->name = intern(b->tl, name);
 }
 
-/* The rows xload_run read, as slices. */
+/* The transfers xload_run read, as the timeline's slices after the waits:
+ * its array takes the waits in front (one move, not a second copy of
+ * millions of slices), then each transfer gets its track and its name, in
+ * the order they were read. */
 static int add_transfers(builder *b, const core_info *ci, xload *x) {
     ana_timeline *tl = b->tl;
     if (x->rc) {
         ana_err(b->err, b->errlen, "%s", x->err);
         return -1;
     }
-    for (size_t i = 0; i < x->n; i++) {
-        const xrow *r = &x->row[i];
-        uint32_t g = group_track(b, ci, r->rank, r->core, r->pipe);
-        if (g == TL_NONE) continue;
-        tl_slice *s = new_slice(b, g, TL_CAT_TRANSFER, r->begin, r->end, r->site);
-        if (!s || !(s->name = shape_name(b, x, r->shape))) return oom(b);
+    size_t nw = tl->nslice, n = nw + x->n;
+    if (!x->n) return 0;
+    if (n >= UINT32_MAX || ana_grow((void **)&x->row, &x->cap, n, sizeof *x->row, 4096))
+        return oom(b);
+    memmove(x->row + nw, x->row, x->n * sizeof *x->row);
+    if (nw) memcpy(x->row, tl->slice, nw * sizeof *tl->slice);
+    free(tl->slice);
+    tl->slice = x->row;
+    tl->capslice = x->cap < UINT32_MAX ? (uint32_t)x->cap : UINT32_MAX;
+    x->row = NULL;
+    x->cap = x->n = 0;
+    uint32_t kept = (uint32_t)nw;
+    uint32_t per_core = PIPE_COUNT + 1;
+    for (size_t i = nw; i < n; i++) {
+        tl_slice s = tl->slice[i];
+        uint32_t g = tl->group[s.track];
+        if (g == TL_NONE) {
+            uint32_t rc = s.track / per_core;
+            g = group_track(b, ci, rc / tl->run.cores_per_rank, rc % tl->run.cores_per_rank,
+                            (int)(s.track % per_core) - 1);
+            if (g == TL_NONE) continue;
+        }
+        s.track = g;
+        s.arg = tl->narg;
+        if (!(s.name = shape_name(b, x, s.name))) {
+            tl->nslice = kept;
+            return oom(b);
+        }
+        tl->slice[kept++] = s;
         tl->transfers++;
     }
+    tl->nslice = kept;
     return 0;
 }
 
@@ -824,23 +857,6 @@ static int load_nic(builder *b, xload *x) {
 
 /* ------------------------------------------------------------ order */
 
-/* Events to order: the time (ns) each is read at, and the event packed
- * in 32 bits (tl_event_at), so the sort moves the events themselves. The
- * arrays are sized once: every count is known before. */
-typedef struct order {
-    uint64_t *key;
-    uint32_t *val;
-    uint32_t n, cap;
-} order;
-
-static int emit(order *o, uint64_t ps, uint8_t type, uint32_t idx) {
-    if (o->n == o->cap || idx >> TL_EV_IDX_BITS) return -1;
-    o->key[o->n] = tl_ns(ps);
-    o->val[o->n] = (uint32_t)type << TL_EV_IDX_BITS | idx;
-    o->n++;
-    return 0;
-}
-
 /* Slices of one group, by begin, then end descending (outer first), then
  * load order. */
 static const tl_slice *sort_slices;
@@ -886,35 +902,30 @@ typedef struct lane_stack {
     uint32_t n, cap;
 } lane_stack;
 
-static int pop_to(order *o, const ana_timeline *tl, lane_stack *l, uint64_t until_ps,
+static int pop_to(tl_order *o, const ana_timeline *tl, lane_stack *l, uint64_t until_ps,
                   int all) {
     while (l->n) {
         const tl_slice *top = &tl->slice[l->s[l->n - 1]];
         if (!all && top->e_ps > until_ps) break;
         uint32_t idx = l->s[--l->n];
-        if (top->flow && emit(o, top->e_ps, TL_EV_WOKEN, idx)) return -1;
-        if (emit(o, top->e_ps, TL_EV_END, idx)) return -1;
+        if (top->flow && tl_order_emit(o, top->e_ps, TL_EV_WOKEN, idx)) return -1;
+        if (tl_order_emit(o, top->e_ps, TL_EV_END, idx)) return -1;
     }
     return 0;
 }
 
 static int order_events(builder *b) {
     ana_timeline *tl = b->tl;
-    order o = {0};
+    tl_order o = {0};
     uint32_t *idx = malloc(((size_t)tl->nslice + 1) * sizeof *idx);
     lane_stack *lanes = NULL;
     uint32_t nlanes = 0, caplanes = 0;
     int rc = -1;
-    uint64_t nev = (uint64_t)tl->nflow * 2 + (uint64_t)tl->nslice * 2 + tl->ncounter;
-    if (!idx || nev >= UINT32_MAX) goto done;
-    o.cap = (uint32_t)nev;
-    o.key = malloc(((size_t)nev + 1) * sizeof *o.key);
-    o.val = malloc(((size_t)nev + 1) * sizeof *o.val);
-    if (!o.key || !o.val) goto done;
+    if (!idx || tl_order_start(&o, tl)) goto done;
     /* Wake instants first: at equal times a flow's start precedes its end. */
     for (uint32_t i = 0; i < tl->nslice; i++)
         if (tl->slice[i].flow &&
-            emit(&o, tl_flow_of(tl, &tl->slice[i])->waker_ps, TL_EV_WAKE, i))
+            tl_order_emit(&o, tl_flow_of(tl, &tl->slice[i])->waker_ps, TL_EV_WAKE, i))
             goto done;
     if (order_slices(tl, idx)) goto done;
     for (uint32_t i = 0; i < tl->nslice;) {
@@ -947,25 +958,22 @@ static int order_events(builder *b) {
             ls->s[ls->n++] = idx[j];
             s = &tl->slice[idx[j]];
             s->track = ls->track;
-            if (emit(&o, s->b_ps, TL_EV_BEGIN, idx[j])) goto done;
+            if (tl_order_emit(&o, s->b_ps, TL_EV_BEGIN, idx[j])) goto done;
         }
         for (uint32_t l = 0; l < nlanes; l++)
             if (pop_to(&o, tl, &lanes[l], 0, 1)) goto done;
         i = j;
     }
     for (uint32_t i = 0; i < tl->ncounter; i++)
-        if (emit(&o, tl->counter[i].ps, TL_EV_COUNTER, i)) goto done;
-    if (ana_radix_sort(o.key, o.val, o.n)) goto done;
-    tl->ev = o.val;
-    o.val = NULL;
-    tl->nev = o.n;
-    rc = 0;
+        if (tl_order_emit(&o, tl->counter[i].ps, TL_EV_COUNTER, i)) goto done;
+    free(idx);
+    idx = NULL;
+    rc = tl_order_finish(&o, tl);
 done:
     for (uint32_t l = 0; l < caplanes && lanes; l++) free(lanes[l].s);
     free(lanes);
     free(idx);
-    free(o.key);
-    free(o.val);
+    tl_order_free(&o);
     if (rc) oom(b);
     return rc;
 }

@@ -151,4 +151,59 @@ static inline tl_event tl_event_at(const ana_timeline *tl, uint32_t i) {
 /* The time of an event, in ps. */
 uint64_t ana_timeline_event_ps(const ana_timeline *tl, const tl_event *e);
 
+/* Asks the cache ahead for what writing event i + TL_AHEAD reads (its
+ * slice or counter) and, half way, for a slice's arguments and flow:
+ * events go in time order and slices lie in load order, so without it
+ * nearly every event a writer writes waits for memory. */
+#define TL_AHEAD 16
+static inline void tl_prefetch(const ana_timeline *tl, uint32_t i) {
+    if (i + TL_AHEAD < tl->nev) {
+        tl_event e = tl_event_at(tl, i + TL_AHEAD);
+        if (e.type == TL_EV_COUNTER) {
+            __builtin_prefetch(&tl->counter[e.idx]);
+        } else {
+            __builtin_prefetch(&tl->slice[e.idx]);
+            __builtin_prefetch((const char *)&tl->slice[e.idx + 1] - 1);
+        }
+    }
+    if (i + TL_AHEAD / 2 < tl->nev) {
+        tl_event e = tl_event_at(tl, i + TL_AHEAD / 2);
+        if (e.type == TL_EV_COUNTER) return;
+        const tl_slice *s = &tl->slice[e.idx];
+        if (e.type == TL_EV_BEGIN && s->nargs) __builtin_prefetch(&tl->arg[s->arg]);
+        else if (e.type != TL_EV_BEGIN && e.type != TL_EV_END && s->flow)
+            __builtin_prefetch(&tl->flow[s->flow - 1]);
+    }
+}
+
+/* Ordering the events (ana_timeline_order.c): each event the builder emits
+ * goes to the next slot of its time's bucket, and each bucket is then
+ * sorted by the time within it; ties keep the order they were emitted in. */
+typedef struct tl_order {
+    uint64_t *ev;             /* (ns in the bucket << 32 | event packed as in ev) */
+    size_t *at, *end;         /* each bucket's next slot and its end */
+    size_t nb, n;
+    uint64_t mask;            /* ns in the bucket: ns & mask; the bucket: ns >> shift */
+    unsigned shift;
+} tl_order;
+/* Sizes o for the events of tl's slices, flows and counters as they are
+ * now (a slice's begin and end, a flow's wake and woken, each counter):
+ * 0, or -1 out of memory (or too many events). tl_order_free frees o
+ * either way. */
+int tl_order_start(tl_order *o, const ana_timeline *tl);
+/* Emits an event of type for slice or counter idx at ps: 0, or -1 when it
+ * was not counted by tl_order_start. */
+static inline int tl_order_emit(tl_order *o, uint64_t ps, uint8_t type, uint32_t idx) {
+    uint64_t ns = tl_ns(ps);
+    size_t b = (size_t)(ns >> o->shift);
+    if (b >= o->nb || o->at[b] == o->end[b] || idx >> TL_EV_IDX_BITS) return -1;
+    o->ev[o->at[b]++] = (ns & o->mask) << 32 | (uint64_t)type << TL_EV_IDX_BITS | idx;
+    return 0;
+}
+/* Sorts each bucket and hands the events to tl->ev and tl->nev: 0, or -1
+ * out of memory or when fewer events were emitted than counted. */
+int tl_order_finish(tl_order *o, ana_timeline *tl);
+/* Frees what o still holds (tl->ev, once handed over, is the timeline's). */
+void tl_order_free(tl_order *o);
+
 #endif
