@@ -243,44 +243,47 @@ static void encode_body(wbuf *w, const ana_pack_chunk *c, int i, int ref) {
     }
 }
 
-/* Column i: tag, reference (integers), body length, body. The length lets
- * a reader skip the columns a query does not read. */
-static void encode_col(wbuf *w, wbuf *body, const ana_pack_chunk *c, int i) {
+/* Column i: tag, reference (integers), the length of the zstd frame of
+ * its body, the frame. A frame per column lets a reader decompress only
+ * the columns a query reads. */
+static void encode_col(wbuf *w, wbuf *body, wbuf *z, const ana_pack_chunk *c, int i) {
     int text = c->col[i].is_text;
     int ref = text ? 0 : best_ref(c, i);
     body->n = 0;
     encode_body(body, c, i, ref);
-    if (body->oom) w->oom = 1;
+    size_t bound = ZSTD_compressBound(body->n);
+    z->n = 0;
+    need(z, bound);
+    if (body->oom || z->oom) {
+        w->oom = 1;
+        return;
+    }
+    size_t n = ZSTD_compress(z->p, bound, body->p, body->n, 3);
+    if (ZSTD_isError(n)) {
+        w->oom = 1;
+        return;
+    }
     uint8_t head[2] = {(uint8_t)text, (uint8_t)ref};
     put_bytes(w, head, text ? 1 : 2);
-    put_varint(w, body->n);
-    put_bytes(w, body->p, body->n);
+    put_varint(w, n);
+    put_bytes(w, z->p, n);
 }
 
 int ana_pack_encode(const ana_pack_chunk *c, void **out, size_t *outlen, char *err,
                     size_t errlen) {
-    wbuf w = {0};
+    wbuf w = {0}, body = {0}, z = {0};
     put_varint(&w, c->rows);
     put_varint(&w, (uint64_t)c->cols);
-    wbuf body = {0};
-    for (int i = 0; i < c->cols; i++) encode_col(&w, &body, c, i);
+    for (int i = 0; i < c->cols; i++) encode_col(&w, &body, &z, c, i);
     free(body.p);
-    size_t bound = ZSTD_compressBound(w.n);
-    void *z = w.oom ? NULL : malloc(bound);
-    if (!z) {
+    free(z.p);
+    if (w.oom) {
         free(w.p);
         ana_err(err, errlen, "out of memory packing a chunk of %zu rows", c->rows);
         return -1;
     }
-    size_t n = ZSTD_compress(z, bound, w.p, w.n, 3);
-    free(w.p);
-    if (ZSTD_isError(n)) {
-        free(z);
-        ana_err(err, errlen, "compressing a chunk: %s", ZSTD_getErrorName(n));
-        return -1;
-    }
-    *out = z;
-    *outlen = n;
+    *out = w.p;
+    *outlen = w.n;
     return 0;
 }
 
@@ -322,6 +325,7 @@ static int decode_col(rbuf *r, ana_pack_chunk *c, int i, int tag, int ref) {
     size_t rows = c->rows;
     if (tag == 1) {
         k->is_text = 1;
+        k->interned = 0;
         uint64_t d = get_varint(r);
         if (d > (uint64_t)(r->end - r->p)) return -1;
         if (ana_grow((void **)&k->text, &k->captext, d + 1, sizeof *k->text, 16) ||
@@ -383,55 +387,60 @@ static int decode_col(rbuf *r, ana_pack_chunk *c, int i, int tag, int ref) {
 
 int ana_pack_decode(ana_pack_chunk *c, int cols, uint32_t cols_wanted, const void *data,
                     size_t len, char *err, size_t errlen) {
-    unsigned long long size = ZSTD_getFrameContentSize(data, len);
-    if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN ||
-        size > (1ull << 31)) {
-        ana_err(err, errlen, "a packed chunk is no zstd frame");
-        return -1;
-    }
-    /* one spare byte: texts are NUL-terminated in place, each over the
-     * first byte after it (read already), the last over the spare one */
-    char *raw = realloc(c->raw, (size_t)size + 1);
-    if (!raw) {
-        ana_err(err, errlen, "out of memory decoding a chunk");
-        return -1;
-    }
-    c->raw = raw;
-    size_t n = ZSTD_decompress(raw, (size_t)size, data, len);
-    if (ZSTD_isError(n) || n != size) {
-        ana_err(err, errlen, "a packed chunk does not decompress: %s",
-                ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short");
-        return -1;
-    }
-    rbuf r = {(const uint8_t *)raw, (const uint8_t *)raw + n, 0};
+    rbuf r = {(const uint8_t *)data, (const uint8_t *)data + len, 0};
     uint64_t rows = get_varint(&r), ncols = get_varint(&r);
-    if (r.bad || ncols != (uint64_t)cols || cols > ANA_PACK_MAX_COLS ||
-        rows > (uint64_t)n * 8 + 8 || grow_rows(c, (size_t)rows)) {
+    if (r.bad || ncols != (uint64_t)cols || cols > ANA_PACK_MAX_COLS || rows > (1u << 30) ||
+        grow_rows(c, (size_t)rows)) {
         ana_err(err, errlen, "a packed chunk has %llu columns, the table %d",
                 (unsigned long long)ncols, cols);
         return -1;
     }
     c->cols = cols;
     c->rows = (size_t)rows;
-    /* where each column is, and which ones the wanted ones refer to */
-    rbuf at[ANA_PACK_MAX_COLS];
+    c->decoded = 0;
+    /* where each column's frame is, and which ones the wanted ones refer to */
+    const uint8_t *frame[ANA_PACK_MAX_COLS];
+    size_t flen[ANA_PACK_MAX_COLS], raw_at[ANA_PACK_MAX_COLS + 1];
     int tag[ANA_PACK_MAX_COLS], ref[ANA_PACK_MAX_COLS];
     for (int i = 0; i < cols; i++) {
         if (r.p + 2 > r.end) goto damaged;
         tag[i] = *r.p++;
         ref[i] = tag[i] == 0 ? *r.p++ : 0;
-        uint64_t blen = get_varint(&r);
-        if (r.bad || blen > (uint64_t)(r.end - r.p) || ref[i] > i) goto damaged;
-        at[i] = (rbuf){r.p, r.p + blen, 0};
-        r.p += blen;
+        uint64_t n = get_varint(&r);
+        if (r.bad || n > (uint64_t)(r.end - r.p) || ref[i] > i) goto damaged;
+        frame[i] = r.p;
+        flen[i] = (size_t)n;
+        r.p += n;
     }
     for (int i = cols; i-- > 0;)
         if ((cols_wanted >> i & 1) && ref[i]) cols_wanted |= 1u << (ref[i] - 1);
-    c->decoded = 0;
+    /* one buffer for the wanted bodies, each with a spare byte: texts are
+     * NUL-terminated in place, over the byte after them (read already) */
+    raw_at[0] = 0;
+    for (int i = 0; i < cols; i++) {
+        size_t size = 0;
+        if (cols_wanted >> i & 1) {
+            unsigned long long n = ZSTD_getFrameContentSize(frame[i], flen[i]);
+            if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN || n > (1ull << 31))
+                goto damaged;
+            size = (size_t)n + 1;
+        }
+        raw_at[i + 1] = raw_at[i] + size;
+    }
+    char *raw = realloc(c->raw, raw_at[cols] + 1);
+    if (!raw) {
+        ana_err(err, errlen, "out of memory decoding a chunk");
+        return -1;
+    }
+    c->raw = raw;
     for (int i = 0; i < cols; i++) {
         c->col[i].ntext = 0;
         if (!(cols_wanted >> i & 1)) continue;
-        if (decode_col(&at[i], c, i, tag[i], ref[i]) || at[i].p != at[i].end) goto damaged;
+        size_t want = raw_at[i + 1] - raw_at[i] - 1;
+        size_t n = ZSTD_decompress(raw + raw_at[i], want, frame[i], flen[i]);
+        if (ZSTD_isError(n) || n != want) goto damaged;
+        rbuf body = {(const uint8_t *)raw + raw_at[i], (const uint8_t *)raw + raw_at[i] + n, 0};
+        if (decode_col(&body, c, i, tag[i], ref[i]) || body.p != body.end) goto damaged;
         c->decoded |= 1u << i;
     }
     /* All read: terminate the texts in place. */

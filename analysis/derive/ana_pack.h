@@ -17,10 +17,10 @@
  * Chunks are written by ana_bulk in packed mode (ana_bulk.c) through
  * ana_pack_build below; this header is the derivation room's own.
  *
- * The chunk encoding (before zstd): varint rows, varint cols, then per
- * column a tag byte, for integers a reference byte, the varint length of
- * the column's body (a reader skips the columns it does not want), and the
- * body:
+ * The chunk encoding: varint rows, varint cols, then per column a tag
+ * byte, for integers a reference byte, the varint length of the zstd frame
+ * of the column's body, and that frame (a reader decompresses only the
+ * columns it wants). The bodies:
  *   tag 0, integers: a byte saying whether a NULL bitmap (rows bits)
  *     follows, the bitmap, then the non-NULL values as zigzag varints of
  *     their difference to the reference: 0 the previous non-NULL value of
@@ -51,6 +51,7 @@ typedef struct ana_pack_col {
     uint32_t ntext;
     size_t captext, caplen;
     uint32_t *hash;          /* builder only: open addressing over codes */
+    int interned;            /* decoded: text[] point to strings that outlive the chunk */
     uint32_t caphash;
 } ana_pack_col;
 

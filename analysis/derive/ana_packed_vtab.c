@@ -47,11 +47,18 @@ uint64_t ana_packed_chunks_decoded(void) {
  * few chunks. */
 #define PK_CACHE 8
 
+/* Texts of small dictionaries (a pipe, a kind) are kept for the table's
+ * life, so xColumn hands them to SQLite without a copy per row. */
+#define PK_INTERN_DICT 64      /* dictionaries up to this size are interned */
+#define PK_INTERN_MAX 4096     /* texts kept at most per table */
+
 typedef struct pk_vtab {
     sqlite3_vtab base;
     sqlite3 *db;
     char *schema, *name;     /* the shadow table is schema.name_packed */
     int cols, key;
+    char **interned;         /* PK_INTERN_MAX slots, open addressing */
+    size_t ninterned;
 } pk_vtab;
 
 /* A chunk's row in T_packed, less its data. */
@@ -166,6 +173,9 @@ static int pk_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
 
 static int pk_disconnect(sqlite3_vtab *base) {
     pk_vtab *vt = (pk_vtab *)base;
+    if (vt->interned)
+        for (size_t i = 0; i < PK_INTERN_MAX; i++) free(vt->interned[i]);
+    free(vt->interned);
     sqlite3_free(vt->schema);
     sqlite3_free(vt->name);
     sqlite3_free(vt);
@@ -331,9 +341,42 @@ static int apply_patches(pk_cursor *cur, size_t di) {
     return SQLITE_OK;
 }
 
+/* The table's lasting copy of s (n bytes), or NULL when there is no room. */
+static const char *intern(pk_vtab *vt, const char *s, size_t n) {
+    if (!vt->interned && !(vt->interned = calloc(PK_INTERN_MAX, sizeof *vt->interned)))
+        return NULL;
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 16777619u;
+    size_t j = h & (PK_INTERN_MAX - 1);
+    for (; vt->interned[j]; j = (j + 1) & (PK_INTERN_MAX - 1))
+        if (!strncmp(vt->interned[j], s, n) && !vt->interned[j][n]) return vt->interned[j];
+    if (2 * (vt->ninterned + 1) > PK_INTERN_MAX || !(vt->interned[j] = malloc(n + 1)))
+        return NULL;
+    memcpy(vt->interned[j], s, n);
+    vt->interned[j][n] = 0;
+    vt->ninterned++;
+    return vt->interned[j];
+}
+
+/* Small dictionaries of the chunk in cur->ch replaced by interned texts. */
+static void intern_dicts(pk_cursor *cur) {
+    pk_vtab *vt = (pk_vtab *)cur->base.pVtab;
+    for (int i = 0; i < cur->ch->cols; i++) {
+        ana_pack_col *k = &cur->ch->col[i];
+        if (!(cur->ch->decoded >> i & 1) || !k->is_text || k->ntext > PK_INTERN_DICT) continue;
+        const char *lasting[PK_INTERN_DICT];
+        uint32_t t = 0;
+        for (; t < k->ntext && (lasting[t] = intern(vt, k->text[t], k->len[t])); t++) {}
+        if (t < k->ntext) continue;
+        for (t = 0; t < k->ntext; t++) k->text[t] = (char *)lasting[t];
+        k->interned = 1;
+    }
+}
+
 /* Chunk di of the directory into cur->ch: from the cache, else decoded
- * into the least recently used slot. */
-static int load_chunk(pk_cursor *cur, size_t di) {
+ * into the least recently used slot, or over the current chunk when a
+ * scan moves on (a scan then stays in one slot's memory, warm). */
+static int load_chunk(pk_cursor *cur, size_t di, int scanning) {
     int slot = 0;
     for (int i = 0; i < PK_CACHE; i++) {
         if (cur->cache_di[i] == di && (cur->cache[i].decoded & cur->want) == cur->want) {
@@ -343,6 +386,7 @@ static int load_chunk(pk_cursor *cur, size_t di) {
         }
         if (cur->cache_used[i] < cur->cache_used[slot]) slot = i;
     }
+    if (scanning) slot = (int)(cur->ch - cur->cache);
     pk_vtab *vt = (pk_vtab *)cur->base.pVtab;
     cur->ch = &cur->cache[slot];
     cur->cache_di[slot] = SIZE_MAX;
@@ -366,6 +410,7 @@ static int load_chunk(pk_cursor *cur, size_t di) {
     }
     __atomic_fetch_add(&chunks_decoded, 1, __ATOMIC_RELAXED);
     if (apply_patches(cur, di) != SQLITE_OK) return SQLITE_ERROR;
+    intern_dicts(cur);
     cur->cache_di[slot] = di;
     return SQLITE_OK;
 }
@@ -387,14 +432,15 @@ static int64_t bound(sqlite3_value *v, int lower) {
     }
 }
 
-/* Moves to the first row with key >= lo from chunk di on. */
-static int seek(pk_cursor *cur, size_t di, int64_t lo) {
+/* Moves to the first row with key >= lo from chunk di on (scanning: the
+ * scan moved on from chunk di - 1). */
+static int seek(pk_cursor *cur, size_t di, int64_t lo, int scanning) {
     cur->di = di;
     if (di >= cur->ndir || cur->dir[di].first > cur->hi) {
         cur->eof = 1;
         return SQLITE_OK;
     }
-    int rc = load_chunk(cur, di);
+    int rc = load_chunk(cur, di, scanning);
     if (rc != SQLITE_OK) return rc;
     size_t a = 0, b = cur->ch->rows;
     while (a < b) {
@@ -434,12 +480,12 @@ static int pk_filter(sqlite3_vtab_cursor *base, int num, const char *str, int ar
         if (cur->dir[m].last < lo) x = m + 1;
         else y = m;
     }
-    return seek(cur, x, lo);
+    return seek(cur, x, lo, 0);
 }
 
 static int pk_next(sqlite3_vtab_cursor *base) {
     pk_cursor *cur = (pk_cursor *)base;
-    if (++cur->row >= cur->ch->rows) return seek(cur, cur->di + 1, INT64_MIN);
+    if (++cur->row >= cur->ch->rows) return seek(cur, cur->di + 1, INT64_MIN, 1);
     cur->eof = key_at(cur, cur->row) > cur->hi;
     return SQLITE_OK;
 }
@@ -451,15 +497,16 @@ static int pk_column(sqlite3_vtab_cursor *base, sqlite3_context *ctx, int i) {
     if (!(cur->ch->decoded >> i & 1)) {
         /* a column colUsed did not announce: the whole chunk, then */
         cur->want = ~0u;
-        int rc = load_chunk(cur, cur->di);
+        int rc = load_chunk(cur, cur->di, 0);
         if (rc != SQLITE_OK) return rc;
     }
     const ana_pack_col *k = &cur->ch->col[i];
     int64_t v = k->val[cur->row];
     if (k->is_text) {
-        /* the chunk is replaced under SQLite's feet on the next chunk:
-         * SQLite keeps its own copy */
-        if (v > 0) sqlite3_result_text(ctx, k->text[v - 1], (int)k->len[v - 1], SQLITE_TRANSIENT);
+        /* a chunk's own texts go when the chunk does: SQLite copies them */
+        if (v > 0)
+            sqlite3_result_text(ctx, k->text[v - 1], (int)k->len[v - 1],
+                                k->interned ? SQLITE_STATIC : SQLITE_TRANSIENT);
     } else if (!k->null[cur->row]) {
         sqlite3_result_int64(ctx, v);
     }
