@@ -97,15 +97,26 @@ enum { NROWS = 100000 };   /* ids 1, 4, 7, ...: four chunks of ANA_PACK_ROWS */
 
 static int64_t id_of(int i) { return 3 * (int64_t)i + 1; }
 
-static sqlite3 *packed_db(void) {
+static char err[512];   /* the bulk writers' errors */
+
+/* An in-memory database with the module, table made packed with columns
+ * (key first) and b open on it. */
+static sqlite3 *open_packed(const char *table, const char *key, const char *columns,
+                            int ncols, ana_bulk *b) {
     sqlite3 *db = NULL;
-    char err[512];
+    err[0] = 0;
     assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
     if (ana_packed_register(db, err, sizeof err) ||
-        ana_create_packed(db, "t", "id", "id INTEGER, v INT, s TEXT", err, sizeof err))
+        ana_create_packed(db, table, key, columns, err, sizeof err) ||
+        ana_bulk_open_packed(b, db, table, ncols, 0, NULL, err, sizeof err))
         fail_msg("%s", err);
+    return db;
+}
+
+
+static sqlite3 *packed_db(void) {
     ana_bulk b;
-    if (ana_bulk_open_packed(&b, db, "t", 3, 0, NULL, err, sizeof err)) fail_msg("%s", err);
+    sqlite3 *db = open_packed("t", "id", "id INTEGER, v INT, s TEXT", 3, &b);
     for (int i = 0; i < NROWS; i++) {
         ana_bulk_int(&b, id_of(i));
         if (i % 10 == 0) ana_bulk_null(&b);
@@ -228,14 +239,8 @@ static void test_key_constraints_prune_chunks(void **state) {
 
 static void test_keys_must_rise(void **state) {
     (void)state;
-    sqlite3 *db = NULL;
-    char err[512] = "";
-    assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
-    if (ana_packed_register(db, err, sizeof err) ||
-        ana_create_packed(db, "t", "id", "id INTEGER, v INT", err, sizeof err))
-        fail_msg("%s", err);
     ana_bulk b;
-    if (ana_bulk_open_packed(&b, db, "t", 2, 0, NULL, err, sizeof err)) fail_msg("%s", err);
+    sqlite3 *db = open_packed("t", "id", "id INTEGER, v INT", 2, &b);
     int rc = 0;
     for (int i = 0; i < 3000 && !rc; i++) {
         ana_bulk_int(&b, i == 2000 ? 5 : i + 1);
@@ -252,14 +257,8 @@ static void test_keys_must_rise(void **state) {
 /* A value learnt late reaches its row wherever the row is by then. */
 static void test_patches(void **state) {
     (void)state;
-    sqlite3 *db = NULL;
-    char err[512] = "";
-    assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
-    if (ana_packed_register(db, err, sizeof err) ||
-        ana_create_packed(db, "w", "seq", "seq INTEGER, value INT", err, sizeof err))
-        fail_msg("%s", err);
     ana_bulk b;
-    if (ana_bulk_open_packed(&b, db, "w", 2, 0, NULL, err, sizeof err)) fail_msg("%s", err);
+    sqlite3 *db = open_packed("w", "seq", "seq INTEGER, value INT", 2, &b);
     for (int i = 1; i <= 34000; i++) {
         ana_bulk_int(&b, i);
         ana_bulk_null(&b);

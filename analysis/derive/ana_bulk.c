@@ -79,6 +79,18 @@ int ana_bulk_open(ana_bulk *b, sqlite3 *db, const char *table, int cols, rec_wor
     return 0;
 }
 
+/* *st: the insert fmt (%w: the table's name) into one of b's shadow
+ * tables; -1 with b's err. */
+static int prepare_shadow(ana_bulk *b, sqlite3_stmt **st, const char *what, const char *fmt) {
+    char *sql = sqlite3_mprintf(fmt, b->table);
+    int rc = sql ? sqlite3_prepare_v2(b->db, sql, -1, st, NULL) : SQLITE_NOMEM;
+    sqlite3_free(sql);
+    if (rc == SQLITE_OK) return 0;
+    ana_err(b->err, b->errlen, "index.db: %s (preparing the %s of %s)",
+            rc == SQLITE_NOMEM ? "out of memory" : sqlite3_errmsg(b->db), what, b->table);
+    return -1;
+}
+
 int ana_bulk_open_packed(ana_bulk *b, sqlite3 *db, const char *table, int cols, int key_col,
                          rec_worker *wr, char *err, size_t errlen) {
     *b = (ana_bulk){.db = db, .table = table, .cols = cols, .wr = wr, .err = err,
@@ -101,26 +113,14 @@ int ana_bulk_open_packed(ana_bulk *b, sqlite3 *db, const char *table, int cols, 
         ana_bulk_close(b);
         return -1;
     }
-    char *sql = sqlite3_mprintf("INSERT INTO \"%w_packed\"(first, last, rows, data)"
-                                " VALUES(?1, ?2, ?3, ?4)", table);
-    if (!sql || sqlite3_prepare_v2(db, sql, -1, &b->put_chunk, NULL) != SQLITE_OK) {
-        ana_err(err, errlen, "index.db: %s (preparing the chunks of %s)",
-                sql ? sqlite3_errmsg(db) : "out of memory", table);
-        sqlite3_free(sql);
+    if (prepare_shadow(b, &b->put_chunk, "chunks",
+                       "INSERT INTO \"%w_packed\"(first, last, rows, data) VALUES(?1, ?2, ?3, ?4)") ||
+        prepare_shadow(b, &b->put_patch, "patches",
+                       "INSERT OR REPLACE INTO \"%w_packed_patch\"(key, col, value)"
+                       " VALUES(?1, ?2, ?3)")) {
         ana_bulk_close(b);
         return -1;
     }
-    sqlite3_free(sql);
-    sql = sqlite3_mprintf("INSERT OR REPLACE INTO \"%w_packed_patch\"(key, col, value)"
-                          " VALUES(?1, ?2, ?3)", table);
-    if (!sql || sqlite3_prepare_v2(db, sql, -1, &b->put_patch, NULL) != SQLITE_OK) {
-        ana_err(err, errlen, "index.db: %s (preparing the patches of %s)",
-                sql ? sqlite3_errmsg(db) : "out of memory", table);
-        sqlite3_free(sql);
-        ana_bulk_close(b);
-        return -1;
-    }
-    sqlite3_free(sql);
     return 0;
 }
 
