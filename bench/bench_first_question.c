@@ -86,8 +86,9 @@ static void print_log(const char *path, const char *indent) {
     fclose(f);
 }
 
-/* Bytes per table of index.db (with its indexes), largest first; the
- * events count from meta. Returns the file's size. */
+/* Bytes per table of index.db (with its indexes, a packed table with its
+ * chunks), largest first; the events count from meta. Returns the file's
+ * size. */
 static long long print_tables(const char *index, long long events) {
     sqlite3 *db = NULL;
     if (sqlite3_open_v2(index, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
@@ -96,9 +97,13 @@ static long long print_tables(const char *index, long long events) {
         return 0;
     }
     sqlite3_stmt *st = NULL;
+    /* a packed table's chunks and patches (its shadow tables T_packed,
+     * T_packed_patch) count as T's */
     const char *sql =
-        "SELECT COALESCE(m.tbl_name, d.name) AS t, SUM(d.pgsize) FROM dbstat d"
-        " LEFT JOIN sqlite_schema m ON m.name = d.name GROUP BY t ORDER BY 2 DESC";
+        "SELECT CASE WHEN instr(t, '_packed') THEN substr(t, 1, instr(t, '_packed') - 1)"
+        " ELSE t END AS tt, SUM(b) FROM (SELECT COALESCE(m.tbl_name, d.name) AS t,"
+        " d.pgsize AS b FROM dbstat d LEFT JOIN sqlite_schema m ON m.name = d.name)"
+        " GROUP BY tt ORDER BY 2 DESC";
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
         printf("    (no dbstat in this SQLite: %s)\n", sqlite3_errmsg(db));
     } else {

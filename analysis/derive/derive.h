@@ -13,8 +13,11 @@
  *   ana_kinds.c    event kind / pipe / cond names of the events vtab -> enums
  *   ana_derive.c   the waits part (ana_derive_waits) and the transfers part
  *                  (ana_scan_transfers, in ana_scan.c)
+ *   ana_packed_vtab.c  the npurr_packed module serving packed tables (the
+ *                  bulky derived tables, stored as compressed column chunks)
  * and, behind ana_steps.h (this room's own): ana_bulk.c, ana_scan.c,
- * ana_words.c, ana_links.c, ana_cause.c, ana_views.c.
+ * ana_words.c, ana_links.c, ana_cause.c, ana_views.c, and the chunk
+ * format ana_pack.c (ana_pack.h).
  */
 #ifndef NPURR_ANA_DERIVE_H
 #define NPURR_ANA_DERIVE_H
@@ -53,6 +56,14 @@ int ana_create_table(sqlite3 *db, const char *table, const char *columns, char *
                      size_t errlen);
 /* meta value parsed as an integer; def if absent or not a number. */
 int64_t ana_meta_i64(sqlite3 *db, const char *key, int64_t def);
+/* Registers the npurr_packed module on db and on every connection the
+ * process opens later (sqlite3_auto_extension): whatever reads index.db's
+ * derived tables needs it. 0, or -1 with err. */
+int ana_packed_register(sqlite3 *db, char *err, size_t errlen);
+/* table made anew as a packed table (ana_pack.h) with columns ("id
+ * INTEGER, kind TEXT"), its rows ascending by the integer column key. */
+int ana_create_packed(sqlite3 *db, const char *table, const char *key, const char *columns,
+                      char *err, size_t errlen);
 /* 1 if table or view `name` exists in the main schema. */
 int ana_has_table(sqlite3 *db, const char *name);
 /* The table that stores the waits, the one to update (waits.cause) or
