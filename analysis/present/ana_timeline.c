@@ -21,11 +21,19 @@
 
 #include "analysis/present/ana_timeline.h"
 
+/* Argument keys are string literals, a handful, given for every slice:
+ * their ids are kept by the literal's address so a wait's five keys are
+ * not hashed and compared five times (ids stay those of first use). */
+#define TL_KEYS 16
+
 typedef struct builder {
     sqlite3 *db;
     ana_timeline *tl;
     uint64_t from, to;
     uint8_t *ranks;
+    const char *key_text[TL_KEYS];
+    uint32_t key_id[TL_KEYS];
+    int nkeys;
     char *err;
     size_t errlen;
 } builder;
@@ -258,11 +266,23 @@ static tl_arg *new_arg(builder *b, tl_slice *s) {
     return &tl->arg[tl->narg++];
 }
 
+/* The id of an argument key, a string literal. */
+static uint32_t intern_key(builder *b, const char *key) {
+    for (int i = 0; i < b->nkeys; i++)
+        if (b->key_text[i] == key) return b->key_id[i];
+    uint32_t id = intern(b->tl, key);
+    if (id && b->nkeys < TL_KEYS) {
+        b->key_text[b->nkeys] = key;
+        b->key_id[b->nkeys++] = id;
+    }
+    return id;
+}
+
 static int arg_str(builder *b, tl_slice *s, const char *key, const char *v) {
     if (!v || s->nargs >= TL_MAX_ARGS) return 0;
     tl_arg *a = new_arg(b, s);
     if (!a) return -1;
-    a->key = intern(b->tl, key);
+    a->key = intern_key(b, key);
     a->type = TL_ARG_STR;
     a->v = intern(b->tl, v);
     return a->key && a->v ? 0 : -1;
@@ -272,7 +292,7 @@ static int arg_int(builder *b, tl_slice *s, const char *key, int64_t v) {
     if (s->nargs >= TL_MAX_ARGS) return 0;
     tl_arg *a = new_arg(b, s);
     if (!a) return -1;
-    a->key = intern(b->tl, key);
+    a->key = intern_key(b, key);
     a->type = TL_ARG_INT;
     a->v = v;
     return a->key ? 0 : -1;
@@ -371,6 +391,51 @@ typedef struct nic_step {
     int64_t rank, ps, d;
 } nic_step;
 
+/* One ring_counters row. */
+typedef struct ring_sample {
+    int64_t ring, ps, seq, occupancy;
+} ring_sample;
+
+static int by_ring_time_seq(const void *a, const void *b) {
+    const ring_sample *x = a, *y = b;
+    if (x->ring != y->ring) return x->ring < y->ring ? -1 : 1;
+    if (x->ps != y->ps) return x->ps < y->ps ? -1 : 1;
+    if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
+    return 0;
+}
+
+/* Every ring_counters row of db, ordered by (ring, time, seq): one pass
+ * over the table and one sort, not a search, a sort and a subquery per
+ * ring. Read by the transfers' thread when there is one (xload_all). */
+static int load_ring_samples(sqlite3 *db, ring_sample **out, size_t *n, char *err,
+                             size_t errlen) {
+    const char *sql = "SELECT ring, time_ps, seq, occupancy FROM ring_counters";
+    sqlite3_stmt *st = ana_prepare(db, sql, err, errlen);
+    if (!st) return -1;
+    ring_sample *r = NULL;
+    size_t cap = 0;
+    int rc;
+    *n = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (ana_grow((void **)&r, &cap, *n + 1, sizeof *r, 4096)) {
+            ana_err(err, errlen, "out of memory building the timeline");
+            break;
+        }
+        r[(*n)++] = (ring_sample){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                                  sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3)};
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        ana_err(err, errlen, "index.db: %s (in: %.300s)", sqlite3_errmsg(db), sql);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        free(r);
+        return -1;
+    }
+    if (*n > 1) qsort(r, *n, sizeof *r, by_ring_time_seq);
+    *out = r;
+    return 0;
+}
+
 typedef struct xload {
     const builder *b;             /* read only: the window and ranks */
     sqlite3 *db;                  /* the connection it reads */
@@ -386,6 +451,9 @@ typedef struct xload {
     uint32_t nkinds;
     nic_step *nic;
     size_t nnic, capnic;
+    ring_sample *rs;              /* every ring_counters row (load_ring_samples) */
+    size_t nrs;
+    int have_rings;
     int rc;
     int prepared;                 /* the query prepared (rc != 0 after it: a real error) */
     char err[600];
@@ -523,6 +591,17 @@ nomem:
     sqlite3_finalize(st);
 }
 
+/* The transfers' thread: the transfers, then the ring samples, on its
+ * own connection while the main thread reads the waits. */
+static void xload_all(void *arg) {
+    xload *x = arg;
+    xload_run(x);
+    if (!x->rc) {
+        x->have_rings = load_ring_samples(x->db, &x->rs, &x->nrs, x->err, sizeof x->err) == 0;
+        x->rc = x->have_rings ? 0 : -1;
+    }
+}
+
 /* The name of shape j, formatted and interned on its first use. */
 static uint32_t shape_name(builder *b, xload *x, uint32_t j) {
     xshape *o = &x->shape[j];
@@ -589,6 +668,7 @@ static void xload_free(xload *x) {
     free(x->hash);
     free(x->row);
     free(x->nic);
+    free(x->rs);
 }
 
 /* A read-only connection of its own to db's file, for the transfers
@@ -686,59 +766,17 @@ static int add_counter(builder *b, uint32_t track, uint64_t ps, double v) {
     return 0;
 }
 
-/* One ring_counters row. */
-typedef struct ring_sample {
-    int64_t ring, ps, seq, occupancy;
-} ring_sample;
-
-static int by_ring_time_seq(const void *a, const void *b) {
-    const ring_sample *x = a, *y = b;
-    if (x->ring != y->ring) return x->ring < y->ring ? -1 : 1;
-    if (x->ps != y->ps) return x->ps < y->ps ? -1 : 1;
-    if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
-    return 0;
-}
-
-/* Every ring_counters row, ordered by (ring, time, seq): one pass over the
- * table and one sort, not a search, a sort and a subquery per ring. */
-static int load_ring_samples(builder *b, ring_sample **out, size_t *n) {
-    const char *sql = "SELECT ring, time_ps, seq, occupancy FROM ring_counters";
-    sqlite3_stmt *st = prepare(b, sql);
-    if (!st) return -1;
-    ring_sample *r = NULL;
-    size_t cap = 0;
-    int rc;
-    *n = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (ana_grow((void **)&r, &cap, *n + 1, sizeof *r, 4096)) {
-            free(r);
-            return loaded(b, st, oom(b), SQLITE_NOMEM, sql);
-        }
-        r[(*n)++] = (ring_sample){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-                                  sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3)};
-    }
-    if (loaded(b, st, 0, rc, sql)) {
-        free(r);
-        return -1;
-    }
-    if (*n > 1) qsort(r, *n, sizeof *r, by_ring_time_seq);
-    *out = r;
-    return 0;
-}
-
 /* Ring occupancy: the value when the window opens, then every change. */
-static int load_rings(builder *b) {
+static int load_rings(builder *b, xload *x) {
     const char *sql =
         "SELECT r.id, COALESCE(NULLIF(r.owner_rank, -1), o.rank), r.name"
         " FROM rings r LEFT JOIN objects o ON o.id = r.id ORDER BY r.id";
-    ring_sample *rs = NULL;
-    size_t nrs = 0, at = 0;
-    if (load_ring_samples(b, &rs, &nrs)) return -1;
-    sqlite3_stmt *st = prepare(b, sql);
-    if (!st) {
-        free(rs);
+    if (!x->have_rings && load_ring_samples(b->db, &x->rs, &x->nrs, b->err, b->errlen))
         return -1;
-    }
+    ring_sample *rs = x->rs;
+    size_t nrs = x->nrs, at = 0;
+    sqlite3_stmt *st = prepare(b, sql);
+    if (!st) return -1;
     int rc, bad = 0;
     while (!bad && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t ring = sqlite3_column_int64(st, 0), rank = sqlite3_column_int64(st, 1);
@@ -770,7 +808,6 @@ static int load_rings(builder *b) {
             }
         }
     }
-    free(rs);
     return loaded(b, st, bad, rc, sql);
 }
 
@@ -1065,7 +1102,7 @@ int ana_timeline_build(sqlite3 *db, const ana_export_opts *opts, ana_timeline *t
     rec_worker *wr = rec_worker_start_if_cpu(1);
     if (wr && (own = second_connection(db))) {
         x.db = own;
-        rec_worker_submit(wr, xload_run, &x);
+        rec_worker_submit(wr, xload_all, &x);
     }
     rc = load_sites(&b) || load_waits(&b, ci) ? -1 : 0;
     t = ana_step_clock("tl waits", t);
@@ -1083,7 +1120,7 @@ int ana_timeline_build(sqlite3 *db, const ana_export_opts *opts, ana_timeline *t
     t = ana_step_clock("tl transfers read", t);
     if (!rc) rc = add_transfers(&b, ci, &x);
     t = ana_step_clock("tl transfers", t);
-    if (!rc) rc = load_rings(&b);
+    if (!rc) rc = load_rings(&b, &x);
     t = ana_step_clock("tl rings", t);
     if (!rc) rc = load_links(&b);
     t = ana_step_clock("tl links", t);
