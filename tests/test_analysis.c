@@ -386,13 +386,7 @@ static void test_derive_idempotent(void **state) {
 }
 
 static char *query_text(sqlite3 *db, const char *sql) {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
-    char *v = NULL;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-        v = strdup((const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
+    char *v = support_query_text(db, sql);
     assert_non_null(v);
     return v;
 }
