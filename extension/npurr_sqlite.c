@@ -14,8 +14,8 @@
  * connection it then closes) and registers the `events` virtual table over
  * RUN/trace.zst on the user's connection (rec_register_events_vtab,
  * recorder/rec_vtab.c; kind, pipe and sub_name are names) and the
- * npurr_packed module the packed derived tables (transfers, wake_events,
- * wait_labels) are read through (analysis/derive/ana_packed_vtab.c). Views,
+ * npurr_packed module the packed derived tables (transfers, word_writes,
+ * wake_events, wait_labels) are read through (analysis/derive/ana_packed_vtab.c). Views,
  * wait_causes and waits.cause are then there on a run no npurr command
  * touched. On a read-only connection it derives nothing (missing tables
  * are an error naming `npurr stats RUN`), and a truncated run is refused

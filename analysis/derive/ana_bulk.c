@@ -14,9 +14,8 @@
  * recorder's rec_worker) has one job in flight: handing over a buffer waits
  * for the previous job (of any table), so the buffer a table fills next is
  * never the one being stepped, and everything a job wrote is visible after
- * the wait. Until its
- * buffer is handed over a row can still be changed (ana_bulk_find,
- * ana_bulk_set_int): word_writes fills in a value that a later event
+ * the wait. Until its buffer is handed over a row can still be changed
+ * (ana_bulk_patch): word_writes fills in a value that a later event
  * reveals that way without an UPDATE. Without a writer (NULL) buffers are
  * stepped in line.
  *
@@ -276,22 +275,23 @@ int ana_bulk_row_done(ana_bulk *b, int64_t key) {
     return hand_over(b);
 }
 
-int ana_bulk_find(const ana_bulk *b, int64_t key) {
+/* Row with that key among those not handed over yet, or -1. */
+static int bulk_find(const ana_bulk *b, int64_t key) {
     for (int r = b->rows; r-- > 0;)
         if (b->cur->key[r] == key) return r;
     return -1;
 }
 
-void ana_bulk_set_int(ana_bulk *b, int row, int col, int64_t v) {
+static void bulk_set_int(ana_bulk *b, int row, int col, int64_t v) {
     int p = row * b->cols + col;
     b->cur->type[p] = SQLITE_INTEGER;
     b->cur->ival[p] = v;
 }
 
 int ana_bulk_patch(ana_bulk *b, int64_t key, int col, int64_t v) {
-    int row = ana_bulk_find(b, key);
+    int row = bulk_find(b, key);
     if (row >= 0) {
-        ana_bulk_set_int(b, row, col, v);
+        bulk_set_int(b, row, col, v);
         return 0;
     }
     ana_pack_chunk *c = b->pk[b->pk_cur];

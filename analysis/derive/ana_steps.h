@@ -80,12 +80,8 @@ void ana_bulk_text_copy(ana_bulk *b, const char *s);
  * row must raise. The rest of the API is the same. */
 int ana_bulk_open_packed(ana_bulk *b, sqlite3 *db, const char *table, int cols, int key_col,
                          rec_worker *wr, char *err, size_t errlen);
-/* Ends the row; key identifies it for ana_bulk_find until it is handed
- * to the writer. */
+/* Ends the row; key identifies it for ana_bulk_patch. */
 int ana_bulk_row_done(ana_bulk *b, int64_t key);
-/* Row with that key among those not handed over yet, or -1. */
-int ana_bulk_find(const ana_bulk *b, int64_t key);
-void ana_bulk_set_int(ana_bulk *b, int row, int col, int64_t v);
 /* Packed mode: integer column col of the row with that key becomes v,
  * wherever the row is: in the buffer, in the chunk being built, or stored
  * already (then as a patch the table applies when it reads the chunk,
