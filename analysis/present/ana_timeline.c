@@ -145,6 +145,8 @@ static uint32_t intern(ana_timeline *tl, const char *s) {
 typedef struct core_info {
     char *label;      /* "AIV5 RDMASender" */
     char *core;       /* "AIV5" */
+    char *waker;      /* "r3 AIV5 RDMASender", what a wait's waker argument says */
+    uint32_t waker_id;   /* its string id once interned, 0 before */
 } core_info;
 
 static core_info *load_cores(builder *b) {
@@ -168,6 +170,10 @@ static core_info *load_cores(builder *b) {
         core_info *c1 = &ci[r * tl->run.cores_per_rank + c];
         c1->label = strdup(label);
         c1->core = strdup(core);
+        if (name) {
+            snprintf(label, sizeof label, "%s%s%s", name, role ? " " : "", role ? role : "");
+            c1->waker = strdup(label);
+        }
     }
     sqlite3_finalize(st);
     return ci;
@@ -298,71 +304,122 @@ static int arg_int(builder *b, tl_slice *s, const char *key, int64_t v) {
     return a->key ? 0 : -1;
 }
 
-/* The group (lane 0) of a slice is kept in track until lanes are chosen. */
-static int load_waits(builder *b, const core_info *ci) {
+/* What a waker's argument says: its core's name and role, or "r3 core 5"
+ * for a core the cores table does not name; 0 out of memory, TL_NONE when
+ * it says nothing (a NULL core). */
+static uint32_t waker_text(builder *b, core_info *ci, const tl_wake *e) {
     ana_timeline *tl = b->tl;
-    const char *sql =
-        "SELECT w.id, w.rank, w.core, t.pipe, w.begin_ps, w.end_ps, COALESCE(l.label, w.kind),"
-        " w.kind, w.cause, w.expected, w.seen, w.site,"
-        " (w.end_seq IS NOT NULL AND we.seq IS NOT NULL AND w.end_ps > w.begin_ps),"
-        " we.rank, we.core, we.pipe, we.time_ps, we.kind, we.xfer, o.name,"
-        " COALESCE(wc.name || COALESCE(' ' || wc.role, ''), 'r' || we.rank || ' core ' || we.core)"
-        " FROM waits w LEFT JOIN tracks t ON t.id = w.track"
-        " LEFT JOIN wait_labels l ON l.begin_seq = w.begin_seq"
-        " LEFT JOIN wake_events we ON we.seq = w.waker_seq"
-        " LEFT JOIN objects o ON o.id = we.object"
-        " LEFT JOIN cores wc ON wc.rank = we.rank AND wc.core = we.core"
-        " WHERE w.begin_ps <= ?2 AND w.end_ps >= ?1";
-    sqlite3_stmt *st = prepare_window(b, sql);
-    if (!st) return -1;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t rank = sqlite3_column_int64(st, 1);
-        if (!rank_in(b, rank)) continue;
-        const char *ptext = col_text(st, 3);
-        int pipe = ptext ? ana_pipe_from_text(ptext) : PIPE_S;
-        uint32_t g = group_track(b, ci, rank, sqlite3_column_int64(st, 2),
-                                 pipe == PIPE_S || pipe < 0 ? TL_CORE : pipe);
-        if (g == TL_NONE) continue;
-        tl_slice *s = new_slice(b, g, TL_CAT_WAIT, sqlite3_column_int64(st, 4),
-                                sqlite3_column_int64(st, 5), col_site(st, 11));
-        if (!s) goto nomem;
-        char name[400];
-        snprintf(name, sizeof name, "wait %s", col_text(st, 6) ? col_text(st, 6) : "?");
-        s->name = intern(tl, name);
-        if (!s->name || arg_str(b, s, "kind", col_text(st, 7)) ||
-            arg_str(b, s, "cause", col_text(st, 8)) ||
-            arg_int(b, s, "expected", sqlite3_column_int64(st, 9)) ||
-            arg_int(b, s, "seen", sqlite3_column_int64(st, 10)))
-            goto nomem;
-        tl->waits++;
-        if (sqlite3_column_type(st, 13) == SQLITE_NULL) continue;
-        if (arg_str(b, s, "waker", col_text(st, 20))) goto nomem;
-        int64_t wrank = sqlite3_column_int64(st, 13);
-        if (!sqlite3_column_int(st, 12) || !rank_in(b, wrank)) continue;
-        const char *wp = col_text(st, 15);
-        int wpipe = wp ? ana_pipe_from_text(wp) : PIPE_S;
-        uint32_t wg = group_track(b, ci, wrank, sqlite3_column_int64(st, 14),
-                                  wpipe == PIPE_S || wpipe < 0 ? TL_CORE : wpipe);
-        if (wg == TL_NONE) continue;
-        const char *kind = col_text(st, 17), *xk = col_text(st, 18), *obj = col_text(st, 19);
-        snprintf(name, sizeof name, "wake: %s%s%s%s%s", kind ? kind : "?", xk ? " " : "",
-                 xk ? xk : "", obj ? " " : "", obj ? obj : "");
-        int64_t wt = sqlite3_column_int64(st, 16);
-        if (grow((void **)&tl->flow, &tl->capflow, tl->nflow + 1, sizeof *tl->flow)) goto nomem;
-        tl_flow *f = &tl->flow[tl->nflow];
-        f->waker_ps = wt > 0 ? (uint64_t)wt : 0;
-        if (f->waker_ps > s->e_ps) f->waker_ps = s->e_ps;   /* never after what it ended */
-        f->waker_track = wg;
-        f->waker_name = intern(tl, name);
-        if (!f->waker_name) goto nomem;
-        f->id = (uint64_t)sqlite3_column_int64(st, 0) + 1;
-        s->flow = ++tl->nflow;
-        tl->flows++;
+    if (e->rank >= 0 && e->rank < tl->run.ranks && e->core >= 0 &&
+        e->core < tl->run.cores_per_rank) {
+        core_info *c = &ci[(int64_t)e->rank * tl->run.cores_per_rank + e->core];
+        if (c->waker) return c->waker_id ? c->waker_id : (c->waker_id = intern(tl, c->waker));
     }
-    return loaded(b, st, 0, rc, sql);
-nomem:
-    return loaded(b, st, oom(b), SQLITE_NOMEM, sql);
+    if (e->core < 0) return TL_NONE;
+    char text[64];
+    snprintf(text, sizeof text, "r%d core %d", (int)e->rank, (int)e->core);
+    return intern(tl, text);
+}
+
+/* The flow from wake event e to wait slice s (row id wid). */
+static int add_flow(builder *b, const core_info *ci, tl_slice *s, int64_t wid,
+                    const tl_wakes *wk, const tl_wake *e, uint32_t *shape_name) {
+    ana_timeline *tl = b->tl;
+    uint32_t wg = group_track(b, ci, e->rank, e->core,
+                              e->pipe == PIPE_S || e->pipe < 0 ? TL_CORE : e->pipe);
+    if (wg == TL_NONE) return 0;
+    if (!shape_name[e->shape]) {   /* each name formatted and interned once */
+        char name[400];
+        tl_wake_name(wk, e, name, sizeof name);
+        if (!(shape_name[e->shape] = intern(tl, name))) return -1;
+    }
+    if (grow((void **)&tl->flow, &tl->capflow, tl->nflow + 1, sizeof *tl->flow)) return -1;
+    tl_flow *f = &tl->flow[tl->nflow];
+    f->waker_ps = e->time_ps > 0 ? (uint64_t)e->time_ps : 0;
+    if (f->waker_ps > s->e_ps) f->waker_ps = s->e_ps;   /* never after what it ended */
+    f->waker_track = wg;
+    f->waker_name = shape_name[e->shape];
+    f->id = (uint64_t)wid + 1;
+    s->flow = ++tl->nflow;
+    tl->flows++;
+    return 0;
+}
+
+/* One wait row of load_waits' query as a slice, its arguments and its
+ * flow: 0, -1 out of memory. */
+static int add_wait(builder *b, core_info *ci, sqlite3_stmt *st, const char *label,
+                    const tl_pipes *pipes, const tl_wakes *wk, uint32_t *shape_name) {
+    ana_timeline *tl = b->tl;
+    int64_t rank = sqlite3_column_int64(st, 1);
+    if (!rank_in(b, rank)) return 0;
+    int pipe = sqlite3_column_type(st, 3) == SQLITE_NULL
+                   ? PIPE_S : tl_pipe_of(pipes, sqlite3_column_int64(st, 3));
+    uint32_t g = group_track(b, ci, rank, sqlite3_column_int64(st, 2),
+                             pipe == PIPE_S || pipe < 0 ? TL_CORE : pipe);
+    if (g == TL_NONE) return 0;
+    int64_t b0 = sqlite3_column_int64(st, 4), e0 = sqlite3_column_int64(st, 5);
+    tl_slice *s = new_slice(b, g, TL_CAT_WAIT, b0, e0, col_site(st, 10));
+    if (!s) return -1;
+    const char *kind = col_text(st, 6);
+    if (!label) label = kind;
+    char name[400];
+    snprintf(name, sizeof name, "wait %s", label ? label : "?");
+    s->name = intern(tl, name);
+    if (!s->name || arg_str(b, s, "kind", kind) || arg_str(b, s, "cause", col_text(st, 7)) ||
+        arg_int(b, s, "expected", sqlite3_column_int64(st, 8)) ||
+        arg_int(b, s, "seen", sqlite3_column_int64(st, 9)))
+        return -1;
+    tl->waits++;
+    const tl_wake *e = sqlite3_column_type(st, 12) == SQLITE_NULL
+                           ? NULL : tl_wakes_find(wk, sqlite3_column_int64(st, 12));
+    if (!e || e->rank < 0) return 0;
+    if (s->nargs < TL_MAX_ARGS) {   /* the key first: strings keep their ids' order */
+        uint32_t key = intern_key(b, "waker"), who = key ? waker_text(b, ci, e) : 0;
+        if (!who) return -1;
+        tl_arg *a = who != TL_NONE ? new_arg(b, s) : NULL;
+        if (who != TL_NONE && !a) return -1;
+        if (a) *a = (tl_arg){.key = key, .type = TL_ARG_STR, .v = who};
+    }
+    if (!sqlite3_column_int(st, 11) || e0 <= b0 || !rank_in(b, e->rank)) return 0;
+    return add_flow(b, ci, s, sqlite3_column_int64(st, 0), wk, e, shape_name);
+}
+
+/* The waits in the window: a slice each (its group, lane 0, kept in track
+ * until lanes are chosen), with a flow from its waker. Labels, wakers and
+ * pipes are looked up in C (ana_timeline_lookup.c), not joined per row. */
+static int load_waits(builder *b, core_info *ci) {
+    const char *sql =
+        "SELECT w.id, w.rank, w.core, w.track, w.begin_ps, w.end_ps, w.kind, w.cause,"
+        " w.expected, w.seen, w.site, w.end_seq IS NOT NULL, w.waker_seq, w.begin_seq"
+        " FROM waits w WHERE w.begin_ps <= ?2 AND w.end_ps >= ?1";
+    tl_wakes wk;
+    tl_pipes pipes;
+    tl_labels labels;
+    if (tl_wakes_load(b->db, &wk, b->err, b->errlen)) return -1;
+    if (tl_pipes_load(b->db, &pipes, b->err, b->errlen)) {
+        tl_wakes_free(&wk);
+        return -1;
+    }
+    if (tl_labels_open(b->db, &labels, b->err, b->errlen)) {
+        tl_pipes_free(&pipes);
+        tl_wakes_free(&wk);
+        return -1;
+    }
+    uint32_t *shape_name = calloc(wk.nshape ? wk.nshape : 1, sizeof *shape_name);
+    sqlite3_stmt *st = shape_name ? prepare_window(b, sql) : NULL;
+    int rc = SQLITE_NOMEM, bad = shape_name ? 0 : oom(b);
+    while (st && !bad && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *label;
+        if (tl_labels_get(&labels, sqlite3_column_int64(st, 13), &label, b->err, b->errlen))
+            bad = -1;
+        else if (add_wait(b, ci, st, label, &pipes, &wk, shape_name))
+            bad = oom(b);
+    }
+    int ret = st ? loaded(b, st, bad, rc, sql) : -1;
+    free(shape_name);
+    tl_labels_close(&labels);
+    tl_pipes_free(&pipes);
+    tl_wakes_free(&wk);
+    return ret;
 }
 
 /* ------------------------------------------------------------ transfers
@@ -1136,6 +1193,7 @@ done:
         for (int64_t i = 0; i < tl->run.ranks * tl->run.cores_per_rank; i++) {
             free(ci[i].label);
             free(ci[i].core);
+            free(ci[i].waker);
         }
         free(ci);
     }

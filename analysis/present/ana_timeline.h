@@ -128,6 +128,77 @@ typedef struct ana_timeline {
     uint64_t critical;        /* critical path segments (one track) */
 } ana_timeline;
 
+/* ------------------------------------------------------------ Lookups
+ * What the waits look up, read once rather than joined per wait
+ * (ana_timeline_lookup.c). */
+
+/* A wake's name parts: kind and xfer are codes into tl_wakes.kinds (1..,
+ * 0 NULL), object the objects row's name (NULL: none). */
+typedef struct tl_wake_shape {
+    int kind, xfer;
+    int64_t object_id;        /* -1: no object */
+    char *object;
+} tl_wake_shape;
+
+typedef struct tl_wake {
+    int64_t seq, time_ps;
+    int32_t rank, core;       /* -1: NULL */
+    int16_t pipe;             /* ana_pipe_from_text of its pipe; PIPE_S for NULL */
+    uint32_t shape;           /* index in tl_wakes.shape */
+} tl_wake;
+
+typedef struct tl_wakes {
+    sqlite3 *db;
+    tl_wake *row;             /* by seq */
+    size_t n, cap;
+    char **kinds;             /* kind and xfer texts */
+    int nkinds;
+    tl_wake_shape *shape;
+    size_t nshape, capshape;
+    uint32_t *hash;           /* open addressing: shape index + 1 */
+    size_t caphash;
+    sqlite3_stmt *object_st;
+} tl_wakes;
+
+/* Every wake_events row of db. 0, or -1 with err. */
+int tl_wakes_load(sqlite3 *db, tl_wakes *w, char *err, size_t errlen);
+/* The wake event at seq; NULL when there is none. */
+const tl_wake *tl_wakes_find(const tl_wakes *w, int64_t seq);
+/* "wake: atomic", "wake: xfer_done mte3 ring_x.tail": e's name. */
+void tl_wake_name(const tl_wakes *w, const tl_wake *e, char *buf, size_t len);
+void tl_wakes_free(tl_wakes *w);
+
+/* wait_labels read beside waits that come in begin_seq order. */
+typedef struct tl_labels {
+    sqlite3 *db;
+    sqlite3_stmt *scan, *probe;
+    int rc, have;             /* the scan's last step; it is on a row */
+    int64_t key;              /* that row's begin_seq */
+    int64_t asked;            /* the largest begin_seq asked for */
+} tl_labels;
+
+int tl_labels_open(sqlite3 *db, tl_labels *l, char *err, size_t errlen);
+/* The label of the wait that began at seq into *label (NULL: none), valid
+ * until the next call. 0, or -1 with err. */
+int tl_labels_get(tl_labels *l, int64_t seq, const char **label, char *err, size_t errlen);
+void tl_labels_close(tl_labels *l);
+
+/* The tracks' pipes, by track id. */
+typedef struct tl_track_pipe {
+    int64_t id;
+    int pipe;                 /* ana_pipe_from_text; PIPE_S for NULL */
+} tl_track_pipe;
+
+typedef struct tl_pipes {
+    tl_track_pipe *row;
+    size_t n, cap;
+} tl_pipes;
+
+int tl_pipes_load(sqlite3 *db, tl_pipes *p, char *err, size_t errlen);
+/* The pipe of track; PIPE_S when the track is not in tracks. */
+int tl_pipe_of(const tl_pipes *p, int64_t track);
+void tl_pipes_free(tl_pipes *p);
+
 /* Builds the timeline of db (analysis tables needed) for opts. */
 int ana_timeline_build(sqlite3 *db, const ana_export_opts *opts, ana_timeline *tl, char *err,
                        size_t errlen);
