@@ -3,7 +3,10 @@
  * the chunk encoding round-trips every value a column can hold and
  * refuses damaged bytes; the npurr_packed table reads back what ana_bulk
  * wrote, in key order, and serves key lookups, key ranges and key-ordered
- * joins from the chunks they need only.
+ * joins from the chunks they need only; ana_packed_read.c reads the same
+ * rows without SQL (columns by name, in any order, NULLs, texts and
+ * patches as the table gives them), says 1 for a table that is not
+ * packed and refuses a column the table lacks.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -280,6 +283,77 @@ static void test_patches(void **state) {
     sqlite3_close(db);
 }
 
+/* Reads t's columns s, id and v (not their table order) chunk by chunk:
+ * every row, in key order, as SQL gives them. */
+static void test_reader_reads_every_row(void **state) {
+    (void)state;
+    sqlite3 *db = packed_db();
+    const char *cols[] = {"s", "id", "v"};
+    ana_packed_reader *r = NULL;
+    assert_int_equal(ana_packed_open(db, "t", cols, 3, &r, err, sizeof err), 0);
+    ana_packed_view v;
+    int rc, chunks = 0;
+    size_t i = 0;
+    while ((rc = ana_packed_next(r, &v, err, sizeof err)) > 0) {
+        chunks++;
+        assert_true(v.is_text[0]);
+        assert_false(v.is_text[1]);
+        for (size_t row = 0; row < v.rows; row++, i++) {
+            assert_int_equal(v.val[1][row], id_of((int)i));
+            assert_false(v.null[1][row]);
+            assert_int_equal(v.null[2][row], i % 10 == 0);
+            if (i % 10) assert_int_equal(v.val[2][row], (int64_t)i);
+            const char *w = words[i % 5];
+            int64_t code = v.val[0][row];
+            if (!*w) {   /* '' was stored as NULL: the SQL view says so too */
+                assert_int_equal(code, 0);
+            } else {
+                assert_true(code > 0 && code <= (int64_t)v.ntext[0]);
+                assert_string_equal(v.text[0][code - 1], w);
+            }
+        }
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(i, NROWS);
+    assert_int_equal(chunks, (NROWS + ANA_PACK_ROWS - 1) / ANA_PACK_ROWS);
+    ana_packed_close(r);
+    sqlite3_close(db);
+}
+
+static void test_reader_refusals_and_patches(void **state) {
+    (void)state;
+    ana_bulk b;
+    sqlite3 *db = open_packed("w", "seq", "seq INTEGER, value INT", 2, &b);
+    for (int i = 1; i <= 34000; i++) {
+        ana_bulk_int(&b, i);
+        ana_bulk_null(&b);
+        if (ana_bulk_row_done(&b, i)) fail_msg("%s", err);
+    }
+    assert_int_equal(ana_bulk_patch(&b, 5, 1, 50), 0);   /* a stored chunk's row */
+    if (ana_bulk_finish(&b)) fail_msg("%s", err);
+    ana_bulk_close(&b);
+    const char *cols[] = {"value"};
+    ana_packed_reader *r = NULL;
+    assert_int_equal(ana_packed_open(db, "w", cols, 1, &r, err, sizeof err), 0);
+    ana_packed_view v;
+    assert_int_equal(ana_packed_next(r, &v, err, sizeof err), 1);
+    assert_false(v.null[0][4]);
+    assert_int_equal(v.val[0][4], 50);
+    assert_true(v.null[0][3]);
+    ana_packed_close(r);
+
+    const char *missing[] = {"value", "nope"};
+    err[0] = 0;
+    assert_int_equal(ana_packed_open(db, "w", missing, 2, &r, err, sizeof err), -1);
+    assert_null(r);
+    assert_non_null(strstr(err, "no column nope"));
+    assert_int_equal(sqlite3_exec(db, "CREATE TABLE plain(seq INTEGER, value INT)", NULL, NULL,
+                                  NULL), SQLITE_OK);
+    assert_int_equal(ana_packed_open(db, "plain", cols, 1, &r, err, sizeof err), 1);
+    assert_null(r);
+    sqlite3_close(db);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chunk_roundtrip),
@@ -287,6 +361,8 @@ int main(void) {
         cmocka_unit_test(test_key_constraints_prune_chunks),
         cmocka_unit_test(test_keys_must_rise),
         cmocka_unit_test(test_patches),
+        cmocka_unit_test(test_reader_reads_every_row),
+        cmocka_unit_test(test_reader_refusals_and_patches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

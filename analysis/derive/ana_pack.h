@@ -89,6 +89,12 @@ int ana_pack_encode(const ana_pack_chunk *c, void **out, size_t *outlen, char *e
 int ana_pack_decode(ana_pack_chunk *c, int cols, uint32_t cols_wanted, const void *data,
                     size_t len, char *err, size_t errlen);
 
+/* The patches a statement selects (key, col, value rows of T_packed_patch
+ * with ?1 <= key <= ?2, bound here to first and last) applied to the
+ * decoded chunk ch whose keys are column key (ana_packed_vtab.c): an
+ * SQLite result code, SQLITE_OK when every patch row was read. */
+int ana_pack_patch(ana_pack_chunk *ch, int key, sqlite3_stmt *patches, int64_t first,
+                   int64_t last);
 /* Chunks decoded by every npurr_packed table of the process: how the
  * tests see that a query was served from the chunks it needed only. */
 uint64_t ana_packed_chunks_decoded(void);

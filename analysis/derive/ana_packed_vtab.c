@@ -310,34 +310,41 @@ static int64_t key_at(const pk_cursor *cur, size_t row) {
     return cur->ch->col[vt->key].val[row];
 }
 
-/* The row of ch with that key, or SIZE_MAX. */
-static size_t find_row(const pk_cursor *cur, int64_t key) {
-    size_t a = 0, b = cur->ch->rows;
+/* The row of ch with that key (column key), or SIZE_MAX. */
+static size_t find_row(const ana_pack_chunk *ch, int key, int64_t k) {
+    const int64_t *keys = ch->col[key].val;
+    size_t a = 0, b = ch->rows;
     while (a < b) {
         size_t m = a + (b - a) / 2;
-        if (key_at(cur, m) < key) a = m + 1;
+        if (keys[m] < k) a = m + 1;
         else b = m;
     }
-    return a < cur->ch->rows && key_at(cur, a) == key ? a : SIZE_MAX;
+    return a < ch->rows && keys[a] == k ? a : SIZE_MAX;
+}
+
+int ana_pack_patch(ana_pack_chunk *ch, int key, sqlite3_stmt *patches, int64_t first,
+                   int64_t last) {
+    sqlite3_bind_int64(patches, 1, first);
+    sqlite3_bind_int64(patches, 2, last);
+    int rc;
+    while ((rc = sqlite3_step(patches)) == SQLITE_ROW) {
+        size_t row = find_row(ch, key, sqlite3_column_int64(patches, 0));
+        int col = sqlite3_column_int(patches, 1);
+        if (row == SIZE_MAX || col < 0 || col >= ch->cols || !(ch->decoded >> col & 1) ||
+            ch->col[col].is_text)
+            continue;
+        ch->col[col].val[row] = sqlite3_column_int64(patches, 2);
+        ch->col[col].null[row] = 0;
+    }
+    sqlite3_reset(patches);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
 /* The patches of chunk di's key range, applied to the decoded chunk. */
 static int apply_patches(pk_cursor *cur, size_t di) {
     pk_vtab *vt = (pk_vtab *)cur->base.pVtab;
-    sqlite3_bind_int64(cur->patches, 1, cur->dir[di].first);
-    sqlite3_bind_int64(cur->patches, 2, cur->dir[di].last);
-    int rc;
-    while ((rc = sqlite3_step(cur->patches)) == SQLITE_ROW) {
-        size_t row = find_row(cur, sqlite3_column_int64(cur->patches, 0));
-        int col = sqlite3_column_int(cur->patches, 1);
-        if (row == SIZE_MAX || col < 0 || col >= vt->cols || !(cur->ch->decoded >> col & 1) ||
-            cur->ch->col[col].is_text)
-            continue;
-        cur->ch->col[col].val[row] = sqlite3_column_int64(cur->patches, 2);
-        cur->ch->col[col].null[row] = 0;
-    }
-    sqlite3_reset(cur->patches);
-    if (rc != SQLITE_DONE) {
+    if (ana_pack_patch(cur->ch, vt->key, cur->patches, cur->dir[di].first, cur->dir[di].last) !=
+        SQLITE_OK) {
         set_err(&vt->base, "%s: reading patches: %s", vt->name, sqlite3_errmsg(vt->db));
         return SQLITE_ERROR;
     }

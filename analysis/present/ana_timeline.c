@@ -9,9 +9,11 @@
  * anyway, and ordering flows across tracks needs them at once. A slice is
  * 40 bytes; what only some have (arguments, flows) is kept beside them.
  *
- * Time, at EP16 x 4096 (6.5 M slices, 16 M events written): stepping the
- * rows is most of the loading, so the transfers (most of the slices) are
- * read, and made slices, on a thread of their own while the waits load;
+ * Time, at EP16 x 4096 (6.5 M slices, 16 M events written): reading rows
+ * is most of the loading, so the transfers (most of the slices) are read
+ * from their packed chunks without SQL, and made slices, on a thread of
+ * their own while the waits load (their labels, wakers and pipes looked up
+ * in C, ana_timeline_lookup.c);
  * slices are grouped by a counting sort and events ordered through time
  * buckets (ana_timeline_order.c), not by comparisons; the Perfetto writer
  * deflates on both threads (ana_perfetto.c).
@@ -424,9 +426,10 @@ static int load_waits(builder *b, core_info *ci) {
 
 /* ------------------------------------------------------------ transfers
  *
- * Transfers are most of the slices (millions), and stepping their rows is
+ * Transfers are most of the slices (millions), and reading their rows is
  * most of their cost, so a thread of their own reads them (on a connection
- * of its own) while this one loads the waits: into slices of their own
+ * of its own, chunk by chunk: ana_packed_read.c) while this one loads the
+ * waits: into slices of their own
  * whose track is still a group key and whose name a shape (xload_run).
  * Afterwards that array takes the waits in front and each transfer gets
  * its track and name here, in the order they were read: tracks and
@@ -582,70 +585,101 @@ static uint32_t group_key(const ana_timeline *tl, int64_t rank, int64_t core, in
 /* Reads every transfer once: the rows of those in the window, and the NIC
  * steps of all (the depth at the window's start counts what was issued
  * before it). Touches nothing but x: it may run on the worker thread. */
+/* The transfers' columns xload_run reads, in this order. */
+enum { XC_RANK, XC_CORE, XC_PIPE, XC_START, XC_ISSUE, XC_DONE, XC_KIND, XC_BYTES, XC_SRC,
+       XC_DST, XC_SITE, XC_COUNT };
+static const char *const xload_cols[XC_COUNT] = {
+    "rank", "core", "pipe", "start_ps", "issue_ps", "done_ps", "kind", "bytes", "src_rank",
+    "dst_rank", "site"};
+
+/* Column c of row r as SQL would give it to sqlite3_column_int64 (NULL: 0). */
+static int64_t xv(const ana_packed_view *v, int c, size_t r) {
+    return v->null[c] && v->null[c][r] ? 0 : v->val[c][r];
+}
+
+static int xnull(const ana_packed_view *v, int c, size_t r) {
+    return v->null[c] && v->null[c][r];
+}
+
+/* One chunk of transfers into x: what it is of pipes and kinds once per
+ * dictionary entry, then its rows. 0, or -1 out of memory. */
+static int xload_chunk(xload *x, const ana_packed_view *v) {
+    const builder *b = x->b;
+    int64_t cores = b->tl->run.cores_per_rank;   /* set before the thread starts */
+    int pipe_of[256], kind_of[256];
+    if (!v->is_text[XC_PIPE] || !v->is_text[XC_KIND] || v->ntext[XC_PIPE] > 255 ||
+        v->ntext[XC_KIND] > 255) {
+        ana_err(x->err, sizeof x->err, "index.db: transfers: pipe and kind are not short texts");
+        return -1;
+    }
+    pipe_of[0] = -1;   /* NULL pipe: no slice */
+    for (uint32_t t = 0; t < v->ntext[XC_PIPE]; t++)
+        pipe_of[t + 1] = ana_pipe_from_text(v->text[XC_PIPE][t]);
+    uint32_t kind = 0;
+    for (uint32_t t = 0; t <= v->ntext[XC_KIND]; t++) {
+        if (!(kind = xkind(x, t ? v->text[XC_KIND][t - 1] : "?", kind))) goto nomem;
+        kind_of[t] = (int)kind;
+    }
+    for (size_t r = 0; r < v->rows; r++) {
+        int64_t rank = xv(v, XC_RANK, r);
+        if (!rank_in(b, rank)) continue;
+        int pipe = pipe_of[v->val[XC_PIPE][r]];
+        if (pipe < 0) continue;
+        if (pipe == PIPE_NIC &&
+            (nic_add(x, rank, xv(v, XC_ISSUE, r), 1) ||
+             (!xnull(v, XC_DONE, r) && nic_add(x, rank, xv(v, XC_DONE, r), -1))))
+            goto nomem;
+        int64_t begin = xnull(v, XC_START, r) ? xv(v, XC_ISSUE, r) : xv(v, XC_START, r);
+        int64_t end = xnull(v, XC_DONE, r) ? x->end_ps : xv(v, XC_DONE, r);
+        int64_t core = xv(v, XC_CORE, r);
+        if (begin > to_param(b) || end < (int64_t)b->from) continue;
+        if (core < 0 || core >= cores) continue;   /* no track: no slice */
+        int64_t src = 0, dst = 0;
+        if (!xnull(v, XC_SRC, r)) {
+            src = xv(v, XC_SRC, r);
+            dst = xv(v, XC_DST, r);
+        }
+        if (pipe >= PIPE_COUNT) continue;   /* no track: no slice */
+        if (ana_grow((void **)&x->row, &x->cap, x->n + 1, sizeof *x->row, 4096)) goto nomem;
+        int64_t slot = xshape_id(x, (uint32_t)kind_of[v->val[XC_KIND][r]], xv(v, XC_BYTES, r),
+                                 src, dst);
+        if (slot < 0) goto nomem;
+        uint64_t b0 = begin > 0 ? (uint64_t)begin : 0;   /* as new_slice clamps */
+        x->row[x->n++] = (tl_slice){
+            .b_ps = b0, .e_ps = end > begin ? (uint64_t)end : b0,
+            .track = group_key(b->tl, rank, core, pipe), .name = (uint32_t)slot,
+            .site = xnull(v, XC_SITE, r) ? 0 : (uint32_t)xv(v, XC_SITE, r) + 1,
+            .cat = TL_CAT_TRANSFER};
+    }
+    return 0;
+nomem:
+    ana_err(x->err, sizeof x->err, "out of memory building the timeline");
+    return -1;
+}
+
+/* Every transfer into x->row (in key order, as a scan of the table gives
+ * them), the NIC steps beside: chunk by chunk from the packed table, not
+ * through SQL (twelve columns of millions of rows; ana_packed_read.c). */
 static void xload_run(void *arg) {
     xload *x = arg;
-    const builder *b = x->b;
-    const char *sql =
-        "SELECT x.rank, x.core, x.pipe, COALESCE(x.start_ps, x.issue_ps),"
-        " COALESCE(x.done_ps, ?1), x.kind, x.bytes, x.src_rank, x.dst_rank, x.site,"
-        " x.issue_ps, x.done_ps FROM transfers x";
-    sqlite3_stmt *st = ana_prepare(x->db, sql, x->err, sizeof x->err);
-    if (!st) {
+    ana_packed_reader *rd = NULL;
+    int rc = ana_packed_open(x->db, "transfers", xload_cols, XC_COUNT, &rd, x->err,
+                             sizeof x->err);
+    if (rc) {
+        if (rc > 0)
+            ana_err(x->err, sizeof x->err, "index.db: transfers is not a packed table");
         x->rc = -1;
         return;
     }
     x->prepared = 1;
-    sqlite3_bind_int64(st, 1, x->end_ps);
-    int64_t cores = b->tl->run.cores_per_rank;   /* set before the thread starts */
-    char last_pipe[32] = "";
-    int pipe = -1, rc;
-    uint32_t kind = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t rank = sqlite3_column_int64(st, 0);
-        if (!rank_in(b, rank)) continue;
-        const char *ptext = col_text(st, 2);
-        if (!ptext) continue;
-        if (strcmp(ptext, last_pipe)) {   /* rows come in runs of one pipe */
-            pipe = ana_pipe_from_text(ptext);
-            snprintf(last_pipe, sizeof last_pipe, "%s", ptext);
+    ana_packed_view v;
+    while ((rc = ana_packed_next(rd, &v, x->err, sizeof x->err)) > 0)
+        if (xload_chunk(x, &v)) {
+            rc = -1;
+            break;
         }
-        if (pipe < 0) continue;
-        if (pipe == PIPE_NIC &&
-            (nic_add(x, rank, sqlite3_column_int64(st, 10), 1) ||
-             (sqlite3_column_type(st, 11) != SQLITE_NULL &&
-              nic_add(x, rank, sqlite3_column_int64(st, 11), -1))))
-            goto nomem;
-        int64_t begin = sqlite3_column_int64(st, 3), end = sqlite3_column_int64(st, 4);
-        int64_t core = sqlite3_column_int64(st, 1);
-        if (begin > to_param(b) || end < (int64_t)b->from) continue;
-        if (core < 0 || core >= cores) continue;   /* no track: no slice */
-        const char *kt = col_text(st, 5);
-        if (!(kind = xkind(x, kt ? kt : "?", kind))) goto nomem;
-        int64_t src = 0, dst = 0;
-        if (sqlite3_column_type(st, 7) != SQLITE_NULL) {
-            src = sqlite3_column_int64(st, 7);
-            dst = sqlite3_column_int64(st, 8);
-        }
-        if (pipe >= PIPE_COUNT) continue;   /* no track: no slice */
-        if (ana_grow((void **)&x->row, &x->cap, x->n + 1, sizeof *x->row, 4096)) goto nomem;
-        int64_t slot = xshape_id(x, kind, sqlite3_column_int64(st, 6), src, dst);
-        if (slot < 0) goto nomem;
-        uint64_t b0 = begin > 0 ? (uint64_t)begin : 0;   /* as new_slice clamps */
-        x->row[x->n++] = (tl_slice){.b_ps = b0, .e_ps = end > begin ? (uint64_t)end : b0,
-                                    .track = group_key(b->tl, rank, core, pipe),
-                                    .name = (uint32_t)slot, .site = col_site(st, 9),
-                                    .cat = TL_CAT_TRANSFER};
-    }
-    if (rc != SQLITE_DONE) {
-        ana_err(x->err, sizeof x->err, "index.db: %s (in: %.300s)", sqlite3_errmsg(x->db), sql);
-        x->rc = -1;
-    }
-    sqlite3_finalize(st);
-    return;
-nomem:
-    ana_err(x->err, sizeof x->err, "out of memory building the timeline");
-    x->rc = -1;
-    sqlite3_finalize(st);
+    if (rc < 0) x->rc = -1;
+    ana_packed_close(rd);
 }
 
 /* The transfers' thread: the transfers, then the ring samples, on its
