@@ -213,7 +213,6 @@ static int64_t q_i64(sqlite3 *db, const char *sql) {
     return v;
 }
 
-
 /* Compares `SELECT <all columns> FROM events WHERE <where> ORDER BY seq`
  * with the generated events that satisfy keep(). Returns rows compared. */
 static size_t compare_events(sqlite3 *db, const char *where, int (*keep)(const engine_event *)) {

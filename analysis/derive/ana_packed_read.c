@@ -32,9 +32,36 @@ static int fail_sql(ana_packed_reader *r, char *err, size_t errlen) {
     return -1;
 }
 
-/* The table's columns (r->cols) and the index of each name asked for. */
-static int find_columns(ana_packed_reader *r, const char *const *names, char *err,
-                        size_t errlen) {
+/* The key column's name: the declaration's first argument, read from
+ * sqlite_master's CREATE VIRTUAL TABLE ... npurr_packed(key, ...). */
+static int find_key(ana_packed_reader *r, char *key, size_t keylen, char *err, size_t errlen) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(r->db, "SELECT sql FROM sqlite_master WHERE name = ?1", -1, &st,
+                           NULL) != SQLITE_OK)
+        return fail_sql(r, err, errlen);
+    sqlite3_bind_text(st, 1, r->table, -1, SQLITE_STATIC);
+    const char *sql = sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0)
+                                                     : NULL;
+    const char *args = sql ? strstr(sql, "npurr_packed(") : NULL;
+    *key = 0;
+    if (args) {
+        args += strlen("npurr_packed(");
+        while (*args == ' ') args++;
+        size_t n = strcspn(args, " ,)");
+        if (n < keylen) memcpy(key, args, n), key[n] = 0;
+    }
+    sqlite3_finalize(st);
+    if (!*key) {
+        ana_err(err, errlen, "index.db: %s is not a packed table", r->table);
+        return -1;
+    }
+    return 0;
+}
+
+/* The table's columns (r->cols), the index of each name asked for and of
+ * the key column. */
+static int find_columns(ana_packed_reader *r, const char *const *names, const char *key,
+                        char *err, size_t errlen) {
     char *sql = sqlite3_mprintf("PRAGMA table_info(\"%w\")", r->table);
     sqlite3_stmt *st = NULL;
     if (!sql || sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) {
@@ -43,11 +70,13 @@ static int find_columns(ana_packed_reader *r, const char *const *names, char *er
     }
     sqlite3_free(sql);
     for (int i = 0; i < r->n; i++) r->pick[i] = -1;
+    r->key = -1;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(st, 1);
         for (int i = 0; name && i < r->n; i++)
             if (!strcmp(name, names[i])) r->pick[i] = r->cols;
+        if (name && !strcmp(name, key)) r->key = r->cols;
         r->cols++;
     }
     sqlite3_finalize(st);
@@ -59,37 +88,11 @@ static int find_columns(ana_packed_reader *r, const char *const *names, char *er
         }
         r->want |= 1u << r->pick[i];
     }
-    return 0;
-}
-
-/* The key column of a packed table: the declaration's first argument,
- * read from sqlite_master's CREATE VIRTUAL TABLE ... npurr_packed(key, ...). */
-static int find_key(ana_packed_reader *r, char *err, size_t errlen) {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(r->db, "SELECT sql FROM sqlite_master WHERE name = ?1", -1, &st,
-                           NULL) != SQLITE_OK)
-        return fail_sql(r, err, errlen);
-    sqlite3_bind_text(st, 1, r->table, -1, SQLITE_STATIC);
-    const char *sql = sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0)
-                                                     : NULL;
-    const char *args = sql ? strstr(sql, "npurr_packed(") : NULL;
-    char key[64] = "";
-    if (args) {
-        args += strlen("npurr_packed(");
-        while (*args == ' ') args++;
-        size_t n = strcspn(args, " ,)");
-        if (n < sizeof key) memcpy(key, args, n), key[n] = 0;
-    }
-    sqlite3_finalize(st);
-    if (!*key) {
-        ana_err(err, errlen, "index.db: %s is not a packed table", r->table);
+    if (r->key < 0) {
+        ana_err(err, errlen, "index.db: %s: its key %s is none of its columns", r->table, key);
         return -1;
     }
-    /* the key's index among the columns, by name */
-    const char *names[1] = {key};
-    ana_packed_reader probe = {.db = r->db, .table = r->table, .n = 1};
-    if (find_columns(&probe, names, err, errlen)) return -1;
-    r->key = probe.pick[0];
+    r->want |= 1u << r->key;   /* patches find their rows by it */
     return 0;
 }
 
@@ -119,12 +122,12 @@ int ana_packed_open(sqlite3 *db, const char *table, const char *const *cols, int
               sqlite3_prepare_v2(db, patches, -1, &r->patches, NULL) != SQLITE_OK;
     sqlite3_free(chunks);
     sqlite3_free(patches);
-    if (bad ? fail_sql(r, err, errlen) : find_columns(r, cols, err, errlen) ||
-                                             find_key(r, err, errlen)) {
+    char key[64];
+    if (bad ? fail_sql(r, err, errlen) : find_key(r, key, sizeof key, err, errlen) ||
+                                             find_columns(r, cols, key, err, errlen)) {
         ana_packed_close(r);
         return -1;
     }
-    r->want |= 1u << r->key;   /* patches find their rows by it */
     *out = r;
     return 0;
 }

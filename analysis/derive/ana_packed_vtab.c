@@ -43,12 +43,10 @@ uint64_t ana_packed_chunks_decoded(void) {
 
 /* Chunks a cursor keeps decoded. A join probing by a key that is only
  * roughly in order (waits by id joining wait_labels by begin_seq: a long
- * wait began chunks before its neighbours; and wake_events by waker_seq,
- * which a long wait's end puts anywhere later) goes back and forth between
- * chunks. 64 hold every wake_events chunk of an EP16 x 4096 run; a decoded
- * chunk is its read columns' 8 B a row, 2 MiB for the export's 8 columns,
- * and only probes fill more than one slot (a scan stays in its own). */
-#define PK_CACHE 64
+ * wait began chunks before its neighbours) goes back and forth between a
+ * few chunks. The export, which once joined every wait to its label and
+ * waker this way, looks them up in C instead (ana_timeline_lookup.c). */
+#define PK_CACHE 8
 
 /* Texts of small dictionaries (a pipe, a kind) are kept for the table's
  * life, so xColumn hands them to SQLite without a copy per row. */

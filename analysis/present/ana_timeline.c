@@ -508,14 +508,14 @@ typedef struct xload {
     uint32_t *hash;               /* open addressing: shape id + 1 */
     size_t caphash;
     char **kinds;                 /* transfer kinds seen */
-    uint32_t nkinds;
+    int nkinds;
     nic_step *nic;
     size_t nnic, capnic;
     ring_sample *rs;              /* every ring_counters row (load_ring_samples) */
     size_t nrs;
     int have_rings;
     int rc;
-    int prepared;                 /* the query prepared (rc != 0 after it: a real error) */
+    int prepared;                 /* the table opened (rc != 0 after it: a real error) */
     char err[600];
 } xload;
 
@@ -555,19 +555,6 @@ static int64_t xshape_id(xload *x, uint32_t kind, int64_t bytes, int64_t src, in
     x->shape[x->nshape] = (xshape){.kind = kind, .bytes = bytes, .src = src, .dst = dst};
     x->hash[j] = (uint32_t)++x->nshape;
     return (int64_t)x->nshape - 1;
-}
-
-/* The kind code (1..) of kind text k; 0 out of memory. */
-static uint32_t xkind(xload *x, const char *k, uint32_t last) {
-    if (last && !strcmp(k, x->kinds[last - 1])) return last;   /* rows come in runs */
-    uint32_t i = 1;
-    for (; i <= x->nkinds && strcmp(k, x->kinds[i - 1]); i++) {}
-    if (i <= x->nkinds) return i;
-    char **n = realloc(x->kinds, (x->nkinds + 1) * sizeof *n);
-    if (!n) return 0;
-    x->kinds = n;
-    if (!(x->kinds[x->nkinds] = strdup(k))) return 0;
-    return ++x->nkinds;
 }
 
 static int nic_add(xload *x, int64_t rank, int64_t ps, int64_t d) {
@@ -615,11 +602,10 @@ static int xload_chunk(xload *x, const ana_packed_view *v) {
     pipe_of[0] = -1;   /* NULL pipe: no slice */
     for (uint32_t t = 0; t < v->ntext[XC_PIPE]; t++)
         pipe_of[t + 1] = ana_pipe_from_text(v->text[XC_PIPE][t]);
-    uint32_t kind = 0;
-    for (uint32_t t = 0; t <= v->ntext[XC_KIND]; t++) {
-        if (!(kind = xkind(x, t ? v->text[XC_KIND][t - 1] : "?", kind))) goto nomem;
-        kind_of[t] = (int)kind;
-    }
+    for (uint32_t t = 0; t <= v->ntext[XC_KIND]; t++)
+        if ((kind_of[t] = tl_text_code(&x->kinds, &x->nkinds,
+                                       t ? v->text[XC_KIND][t - 1] : "?")) < 0)
+            goto nomem;
     for (size_t r = 0; r < v->rows; r++) {
         int64_t rank = xv(v, XC_RANK, r);
         if (!rank_in(b, rank)) continue;
@@ -753,7 +739,7 @@ static int add_transfers(builder *b, const core_info *ci, xload *x) {
 }
 
 static void xload_free(xload *x) {
-    for (uint32_t i = 0; i < x->nkinds; i++) free(x->kinds[i]);
+    for (int i = 0; i < x->nkinds; i++) free(x->kinds[i]);
     free(x->kinds);
     free(x->shape);
     free(x->hash);

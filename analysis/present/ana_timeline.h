@@ -132,6 +132,10 @@ typedef struct ana_timeline {
  * What the waits look up, read once rather than joined per wait
  * (ana_timeline_lookup.c). */
 
+/* The code (1..) of text t in a short list of *n texts (strdup'd, freed by
+ * the list's owner), added on first sight; 0 for NULL, -1 out of memory. */
+int tl_text_code(char ***list, int *n, const char *t);
+
 /* A wake's name parts: kind and xfer are codes into tl_wakes.kinds (1..,
  * 0 NULL), object the objects row's name (NULL: none). */
 typedef struct tl_wake_shape {

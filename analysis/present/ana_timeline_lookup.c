@@ -13,6 +13,7 @@
  *     table's own order) and the waits come in begin_seq order, so one
  *     scan walks beside them. A wait out of that order is probed;
  *   - the pipe of a track: a small sorted array.
+ * And the code of a text in a short list (wake kinds, transfer kinds).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,11 +30,9 @@ static int oom(char *err, size_t errlen) {
     return -1;
 }
 
-/* ------------------------------------------------------------ wakes */
+/* ------------------------------------------------------------ texts */
 
-/* The code (1..) of text t in a small list, added on first sight; 0 for
- * NULL, -1 out of memory. */
-static int text_code(char ***list, int *n, const char *t) {
+int tl_text_code(char ***list, int *n, const char *t) {
     if (!t) return 0;
     for (int i = 0; i < *n; i++)
         if (!strcmp((*list)[i], t)) return i + 1;
@@ -43,6 +42,8 @@ static int text_code(char ***list, int *n, const char *t) {
     if (!(l[*n] = strdup(t))) return -1;
     return ++*n;
 }
+
+/* ------------------------------------------------------------ wakes */
 
 static size_t shape_hash(int kind, int xfer, int64_t object) {
     uint64_t h = ((uint64_t)kind * 0x9E3779B97F4A7C15ull) ^ (uint64_t)xfer;
@@ -115,8 +116,8 @@ int tl_wakes_load(sqlite3 *db, tl_wakes *w, char *err, size_t errlen) {
             break;
         }
         const char *pipe = (const char *)sqlite3_column_text(st, 3);
-        int kind = text_code(&w->kinds, &w->nkinds, (const char *)sqlite3_column_text(st, 5));
-        int xfer = text_code(&w->kinds, &w->nkinds, (const char *)sqlite3_column_text(st, 6));
+        int kind = tl_text_code(&w->kinds, &w->nkinds, (const char *)sqlite3_column_text(st, 5));
+        int xfer = tl_text_code(&w->kinds, &w->nkinds, (const char *)sqlite3_column_text(st, 6));
         if (kind < 0 || xfer < 0) {
             bad = oom(err, errlen);
             break;
