@@ -490,7 +490,8 @@ static int open_checked(const char *run_dir, int flags, sqlite3 **out, ana_sourc
         sqlite3_close(db);
         return -1;
     }
-    if (rec_register_events_vtab(db, run_dir, err, errlen)) {
+    if (rec_register_events_vtab(db, run_dir, err, errlen) ||
+        ana_packed_register(db, err, errlen)) {
         sqlite3_close(db);
         return -1;
     }

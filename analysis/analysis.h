@@ -52,8 +52,9 @@
 #include "analysis/derive/derive.h"
 #include "analysis/present/present.h"
 
-/* Bumped when the derived tables change shape (meta key analysis.version). */
-#define ANA_VERSION 6
+/* Bumped when the derived tables change shape or storage (meta key
+ * analysis.version). 7: transfers, wake_events and wait_labels packed. */
+#define ANA_VERSION 7
 
 /* ------------------------------------------------------------ the opener */
 

@@ -13,7 +13,9 @@
  * (ana_open, the one entry point `npurr sql` uses, on a private
  * connection it then closes) and registers the `events` virtual table over
  * RUN/trace.zst on the user's connection (rec_register_events_vtab,
- * recorder/rec_vtab.c; kind, pipe and sub_name are names). Views,
+ * recorder/rec_vtab.c; kind, pipe and sub_name are names) and the
+ * npurr_packed module the packed derived tables (transfers, word_writes,
+ * wake_events, wait_labels) are read through (analysis/derive/ana_packed_vtab.c). Views,
  * wait_causes and waits.cause are then there on a run no npurr command
  * touched. On a read-only connection it derives nothing (missing tables
  * are an error naming `npurr stats RUN`), and a truncated run is refused
@@ -73,7 +75,8 @@ int sqlite3_npurrsqlite_init(sqlite3 *db, char **pzErrMsg, const void *pApi) {
         rc = fail(pzErrMsg, "npurr: the analysis tables of this run are not in its index.db "
                   "(read-only run or no room on its disk); they were derived into %s: open "
                   "that file and load the extension there%s", src.db_path, "");
-    else if (rec_register_events_vtab(db, run_dir, err, sizeof err) != 0)
+    else if (rec_register_events_vtab(db, run_dir, err, sizeof err) != 0 ||
+             ana_packed_register(db, err, sizeof err) != 0)
         rc = fail(pzErrMsg, "npurr: %s: %s", run_dir, err);
     sqlite3_close(own);
     free(copy);

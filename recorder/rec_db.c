@@ -41,12 +41,12 @@ static const char *const schema =
     " events INT, rank_min INT, rank_max INT, core_min INT, core_max INT, kind_mask INT);"
     /* waits is a view (made by write_view, once cores_per_rank is known)
      * over wait_rows, which stores only what cannot be derived: rank and
-     * core come from the track, end_ps from begin_ps + dur_ps, role and
-     * kind are ids. Fewer, smaller columns per row are less of SQLite's
+     * core come from the track, end_ps from begin_ps + dur_ps, role,
+     * kind and cause (set by analysis) are ids. Fewer, smaller columns per row are less of SQLite's
      * work on the recorder's thread and a smaller index (issue 29). */
     "CREATE TABLE wait_rows(id INTEGER PRIMARY KEY, track INT, role INT, kind INT, object INT,"
     " site INT, begin_seq INT, end_seq INT, begin_ps INT, dur_ps INT, expected INT, seen INT,"
-    " waker_track INT, waker_seq INT, cause TEXT);"
+    " waker_track INT, waker_seq INT, cause INT);"
     /* A deadlock's blocked waits, found without a scan (kept up as the rows
      * go in, so it costs nothing like building it afterwards). */
     "CREATE INDEX wait_rows_blocked ON wait_rows(end_seq) WHERE end_seq IS NULL;"
@@ -288,7 +288,7 @@ static void bind_wait(db_ctx *c, size_t i) { bind_wait_row(c, &c->ix->waits[i]);
 
 /* The waits view: wait_rows with the columns it does not store derived
  * exactly as the wide table of index version 1 stored them (the track id
- * is (rank * cores_per_rank + core) * PIPE_COUNT + pipe; a role id names
+ * is (rank * cores_per_rank + core) * PIPE_COUNT + pipe; a role or cause id names
  * a string; kind numbers the names of rec_wait_kind_name). */
 static int write_view(db_ctx *c, char *err, size_t errlen) {
     const rec_index *ix = c->ix;
@@ -308,7 +308,7 @@ static int write_view(db_ctx *c, char *err, size_t errlen) {
              " w.begin_ps + w.dur_ps AS end_ps, w.dur_ps AS dur_ps, w.expected AS expected,"
              " w.seen AS seen, w.waker_track AS waker_track, w.waker_seq AS waker_seq,"
              " w.waker_track / %u AS waker_rank, w.waker_track / %d %% %u AS waker_core,"
-             " w.cause AS cause FROM wait_rows w;"
+             " (SELECT s.text FROM strings s WHERE s.id = w.cause) AS cause FROM wait_rows w;"
              "INSERT OR REPLACE INTO meta VALUES('index_version', '%d');",
              per_rank, PIPE_COUNT, ix->cpr, kinds, per_rank, PIPE_COUNT, ix->cpr,
              REC_INDEX_VERSION);

@@ -51,9 +51,12 @@
 
 /* Version of index.db's schema (meta index_version; absent in version 1).
  * 2: waits is a view over the narrow wait_rows table (docs/sql.md, "SQL over a
- * run"); version 1 stored waits as a wide table. Readers query waits by
- * name, which both versions answer alike. */
-#define REC_INDEX_VERSION 2
+ * run"); version 1 stored waits as a wide table. 3: wait_rows.cause holds the
+ * id of its name in strings, looked up by the view as role is (a text per
+ * wait was a fifth of the derived index at EP64); analysis writes names
+ * into a version 2 index as before. Readers query waits by name, which
+ * every version answers alike. */
+#define REC_INDEX_VERSION 3
 /* Events per chunk frame. A chunk pays for its stream directory, its zstd
  * tables and (format 5) a table of its cores, and a transfer whose issue
  * fell in the previous chunk cannot be stored as a copy: at EP16 x 4096

@@ -3,7 +3,7 @@
  * name/value list, a run's configuration for a layout or estimate hook, the
  * check that setup refuses a bad shape, a layout's text, a recorded
  * scenario run to its end with its index and analysis tables, a run
- * folder's index opened, dumped and rebuilt by reindex, an `events` row checked against the
+ * folder's index opened, queried, dumped and rebuilt by reindex, an `events` row checked against the
  * event the observer saw, and a test folder removed (or kept with
  * NPURR_TEST_KEEP=1, to look at it with sqlite3).
  *
@@ -119,6 +119,19 @@ static inline sqlite3 *support_open_index(const char *run_dir) {
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     return db;
+}
+
+/* The first column of sql's first row as a malloc'd string, NULL when
+ * there is no row or it is NULL; a query that does not prepare fails. */
+static inline char *support_query_text(sqlite3 *db, const char *sql) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+    char *v = NULL;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        v = strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return v;
 }
 
 /* Every row of every table the recorder writes, as text in a stable

@@ -385,6 +385,58 @@ static void test_derive_idempotent(void **state) {
     sqlite3_close(db);
 }
 
+static char *query_text(sqlite3 *db, const char *sql) {
+    char *v = support_query_text(db, sql);
+    assert_non_null(v);
+    return v;
+}
+
+/* The index's waits view (sql) and index_version set in place. */
+static void set_waits_view(const char *sql, const char *version) {
+    char path[400];
+    snprintf(path, sizeof path, "%s/index.db", g_run);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    char *q = sqlite3_mprintf("DROP VIEW waits; %s; UPDATE meta SET value = %Q"
+                              " WHERE key = 'index_version'", sql, version);
+    assert_int_equal(sqlite3_exec(db, q, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_free(q);
+    sqlite3_close(db);
+}
+
+/* Index version 3 stores a cause as its name's id in strings; a version 2
+ * index (recorded before) gets names, and both views answer alike. */
+static void test_cause_ids_by_index_version(void **state) {
+    (void)state;
+    char err[512];
+    const char *by_cause = "SELECT group_concat(cause || ':' || n, ' ') FROM"
+                           " (SELECT cause, COUNT(*) AS n FROM waits GROUP BY cause ORDER BY cause)";
+    const char *stored = "SELECT group_concat(DISTINCT typeof(cause)) FROM wait_rows";
+    sqlite3 *db = open_run();
+    char *want = query_text(db, by_cause), *kind = query_text(db, stored);
+    char *view = query_text(db, "SELECT sql FROM sqlite_schema WHERE name = 'waits'");
+    sqlite3_close(db);
+    assert_string_equal(kind, "integer");
+    const char *lookup = "(SELECT s.text FROM strings s WHERE s.id = w.cause) AS cause";
+    char *at = strstr(view, lookup);
+    assert_non_null(at);
+    char old_view[4096];
+    snprintf(old_view, sizeof old_view, "%.*sw.cause AS cause%s", (int)(at - view), view,
+             at + strlen(lookup));
+    set_waits_view(old_view, "2");
+    assert_int_equal(ana_open(g_run, ANA_OPEN_REDERIVE, NULL, NULL, err, sizeof err), 0);
+    db = open_run();
+    char *got = query_text(db, by_cause), *kind2 = query_text(db, stored);
+    sqlite3_close(db);
+    assert_string_equal(kind2, "text");
+    assert_string_equal(got, want);
+    char version[16];
+    snprintf(version, sizeof version, "%d", REC_INDEX_VERSION);
+    set_waits_view(view, version);   /* as recorded, for the tests after this one */
+    assert_int_equal(ana_open(g_run, ANA_OPEN_REDERIVE, NULL, NULL, err, sizeof err), 0);
+    free(want), free(kind), free(view), free(got), free(kind2);
+}
+
 /* noinline: GCC's dangling-pointer check mistakes the memstream buffer,
  * once inlined, for a pointer into this frame. */
 __attribute__((noinline)) static char *sql_text(sqlite3 *db, const char *q, int csv, int *rc, char *err, size_t errlen) {
@@ -867,6 +919,7 @@ int main(void) {
         cmocka_unit_test(test_sql_printer),
         cmocka_unit_test(test_export_valid),
         cmocka_unit_test(test_derive_idempotent),
+        cmocka_unit_test(test_cause_ids_by_index_version),
     };
     return cmocka_run_group_tests(tests, record_scenario, remove_scenario);
 }

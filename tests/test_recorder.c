@@ -213,17 +213,6 @@ static int64_t q_i64(sqlite3 *db, const char *sql) {
     return v;
 }
 
-static char *q_text(sqlite3 *db, const char *sql) {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
-    char *v = NULL;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-        v = strdup((const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    return v;
-}
-
 /* Compares `SELECT <all columns> FROM events WHERE <where> ORDER BY seq`
  * with the generated events that satisfy keep(). Returns rows compared. */
 static size_t compare_events(sqlite3 *db, const char *where, int (*keep)(const engine_event *)) {
@@ -261,7 +250,7 @@ static void test_events_match_observed(void **state) {
     assert_int_equal(compare_events(db, "", keep_all), NEV);
     assert_int_equal(q_i64(db, "SELECT count(*) FROM chunks"), 4);
     assert_int_equal(q_i64(db, "SELECT sum(events) FROM chunks"), NEV);
-    char *v = q_text(db, "SELECT value FROM meta WHERE key = 'events'");
+    char *v = support_query_text(db, "SELECT value FROM meta WHERE key = 'events'");
     char nev[32];
     snprintf(nev, sizeof nev, "%d", NEV);
     assert_string_equal(v, nev);
@@ -309,26 +298,29 @@ static void test_derived_tables(void **state) {
                           " AND rank % 2 = 1") > 1000);
     assert_int_equal(q_i64(db, "SELECT count(*) FROM waits WHERE role = 'HCCSReceiver'"
                                " AND rank % 2 = 0"), 0);
-    char *role = q_text(db, "SELECT role FROM tracks WHERE rank = 2 AND core = 3 AND pipe = 'S'");
+    char *role = support_query_text(
+        db, "SELECT role FROM tracks WHERE rank = 2 AND core = 3 AND pipe = 'S'");
     assert_string_equal(role, "RDMASender");
     free(role);
     assert_int_equal(q_i64(db, "SELECT count(*) FROM rings WHERE owner_rank = 1 AND peer_rank = 0"
                                " AND capacity = 16 AND head_object = 2 AND level = 'rdma'"),
                      1);
-    char *name = q_text(db, "SELECT name FROM tracks WHERE rank = 2 AND core = 3 AND pipe = 'MTE2'");
+    char *name = support_query_text(
+        db, "SELECT name FROM tracks WHERE rank = 2 AND core = 3 AND pipe = 'MTE2'");
     assert_non_null(name);
     assert_string_equal(name, "r2 AIC3 MTE2");
     free(name);
-    char *late = q_text(db, "SELECT text FROM strings WHERE id = 8");
+    char *late = support_query_text(db, "SELECT text FROM strings WHERE id = 8");
     assert_string_equal(late, "late string");
     free(late);
-    char *site = q_text(db, "SELECT file || ':' || line || ' ' || function FROM sites WHERE id = 4");
+    char *site = support_query_text(
+        db, "SELECT file || ':' || line || ' ' || function FROM sites WHERE id = 4");
     assert_string_equal(site, "late.c:40 late");
     free(site);
-    char *cmd = q_text(db, "SELECT value FROM meta WHERE key = 'command_line'");
+    char *cmd = support_query_text(db, "SELECT value FROM meta WHERE key = 'command_line'");
     assert_string_equal(cmd, "npurr record -k synthetic -o 'my run'");
     free(cmd);
-    char *check = q_text(db, "SELECT value FROM meta WHERE key = 'check_message'");
+    char *check = support_query_text(db, "SELECT value FROM meta WHERE key = 'check_message'");
     assert_string_equal(check, "all 12 tokens match");
     free(check);
     assert_int_equal(q_i64(db, "SELECT count(*) FROM meta WHERE key LIKE 'hw.%'") > 5, 1);
@@ -418,7 +410,8 @@ static void test_waits_view_matches_storage(void **state) {
     assert_int_equal(q_i64(db, "SELECT value FROM meta WHERE key = 'index_version'"),
                      REC_INDEX_VERSION);
     /* The documented columns, in the documented order. */
-    char *cols = q_text(db, "SELECT group_concat(name, ',') FROM pragma_table_info('waits')");
+    char *cols = support_query_text(
+        db, "SELECT group_concat(name, ',') FROM pragma_table_info('waits')");
     assert_string_equal(cols, "id,track,rank,core,role,kind,object,site,begin_seq,end_seq,"
                               "begin_ps,end_ps,dur_ps,expected,seen,waker_track,waker_seq,"
                               "waker_rank,waker_core,cause");
@@ -505,10 +498,10 @@ static void test_truncated_trace(void **state) {
     snprintf(expect, sizeof expect, "complete up to seq %lld", (long long)last2);
     assert_non_null(strstr(err, expect));
     db = open_index(cut);
-    char *outcome = q_text(db, "SELECT value FROM meta WHERE key = 'outcome'");
+    char *outcome = support_query_text(db, "SELECT value FROM meta WHERE key = 'outcome'");
     assert_string_equal(outcome, "truncated");
     free(outcome);
-    char *msg = q_text(db, "SELECT value FROM meta WHERE key = 'outcome_message'");
+    char *msg = support_query_text(db, "SELECT value FROM meta WHERE key = 'outcome_message'");
     assert_non_null(strstr(msg, expect));
     free(msg);
     assert_int_equal(q_i64(db, "SELECT count(*) FROM chunks"), 2);

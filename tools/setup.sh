@@ -12,7 +12,7 @@ if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq build-essential cmake pkg-config libsqlite3-dev libzstd-dev \
-        zlib1g-dev zstd sqlite3 gdb python3 >/dev/null
+        zlib1g-dev libdeflate-dev zstd sqlite3 gdb python3 >/dev/null
 fi
 if [ "${1:-}" = "--debug" ]; then
     # RelWithDebInfo (-O2) leaves kernel locals <optimized out>; -Og keeps them.

@@ -93,6 +93,7 @@ typedef struct ana_causes {
     size_t ncores;
     size_t *blocked_on;     /* by object id: a never-ended wait on that word + 1 */
     size_t nblocked_on;
+    int64_t cause_ids[C_COUNT]; /* a cause's string id where wait_rows stores ids, else 0 */
     char *err;
     size_t errlen;
 } ana_causes;
@@ -342,7 +343,8 @@ static int resolve_never_ended(ctx *c, size_t start) {
 }
 
 /* npurr_cause(id): the cause computed for the wait with that id, for the
- * one UPDATE that stores them all. */
+ * one UPDATE that stores them all: the id of its name in strings where
+ * the index stores ids (index_version 3), else the name. */
 static void cause_fn(sqlite3_context *sc, int argc, sqlite3_value **argv) {
     const ctx *c = sqlite3_user_data(sc);
     int64_t id = sqlite3_value_int64(argv[0]);
@@ -358,12 +360,43 @@ static void cause_fn(sqlite3_context *sc, int argc, sqlite3_value **argv) {
         }
         if (lo < c->n && c->w[lo].id == id) r = &c->w[lo];
     }
-    const char *name = r && r->cause > C_NONE ? cause_names[r->cause] : NULL;
-    if (name) sqlite3_result_text(sc, name, -1, SQLITE_STATIC);
-    else sqlite3_result_null(sc);
+    if (!r || r->cause <= C_NONE) sqlite3_result_null(sc);
+    else if (c->cause_ids[r->cause]) sqlite3_result_int64(sc, c->cause_ids[r->cause]);
+    else sqlite3_result_text(sc, cause_names[r->cause], -1, SQLITE_STATIC);
+}
+
+/* Where wait_rows stores a cause as a string id (index_version 3), each
+ * name's id in strings, added if it is not there yet. */
+static int cause_string_ids(ctx *c) {
+    memset(c->cause_ids, 0, sizeof c->cause_ids);
+    if (ana_meta_i64(c->db, "index_version", 1) < 3) return 0;
+    sqlite3_stmt *find = NULL, *add = NULL;
+    int rc = -1;
+    if (sqlite3_prepare_v2(c->db, "SELECT id FROM strings WHERE text = ?1", -1, &find, NULL) ||
+        sqlite3_prepare_v2(c->db, "INSERT INTO strings(text) VALUES (?1)", -1, &add, NULL))
+        goto done;
+    for (int k = C_NONE + 1; k < C_COUNT; k++) {
+        sqlite3_bind_text(find, 1, cause_names[k], -1, SQLITE_STATIC);
+        if (sqlite3_step(find) == SQLITE_ROW) {
+            c->cause_ids[k] = sqlite3_column_int64(find, 0);
+        } else {
+            sqlite3_bind_text(add, 1, cause_names[k], -1, SQLITE_STATIC);
+            if (sqlite3_step(add) != SQLITE_DONE) goto done;
+            sqlite3_reset(add);
+            c->cause_ids[k] = sqlite3_last_insert_rowid(c->db);
+        }
+        sqlite3_reset(find);
+    }
+    rc = 0;
+done:
+    if (rc) rc = fail_sql(c, "strings (the causes' names)");
+    sqlite3_finalize(find);
+    sqlite3_finalize(add);
+    return rc;
 }
 
 static int store_causes(ctx *c) {
+    if (cause_string_ids(c)) return -1;
     if (sqlite3_create_function(c->db, "npurr_cause", 1, SQLITE_UTF8, c, cause_fn, NULL,
                                 NULL) != SQLITE_OK)
         return fail_sql(c, "npurr_cause");

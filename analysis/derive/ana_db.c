@@ -5,7 +5,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "analysis/derive/derive.h"
 #include "recorder/recorder.h"
@@ -136,5 +135,9 @@ sqlite3 *ana_open_rw(const char *path, char *err, size_t errlen) {
         return NULL;
     }
     sqlite3_busy_timeout(db, 5000);
+    if (ana_packed_register(db, err, errlen)) {
+        sqlite3_close(db);
+        return NULL;
+    }
     return db;
 }

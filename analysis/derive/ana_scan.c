@@ -7,8 +7,9 @@
  * expected value), who wrote each named word and when, the head/tail of
  * every ring over time, and the bytes each link carried. Transfers (one per
  * two events, too many to index while recording) are paired here. One
- * sequential pass materializes that into plain tables, so the views and
- * `sqlite3 RUN/index.db` never need the virtual table:
+ * sequential pass materializes that into tables, so the views never need
+ * the events virtual table (all but ring_counters and link_bytes are
+ * packed tables, ana_pack.h, read through the npurr_packed module):
  *   transfers(id, issue_seq, done_seq, rank, core, pipe, kind, src_rank,
  *             dst_rank, src_addr, dst_addr, bytes, issue_ps, start_ps,
  *             done_ps, site)
@@ -34,23 +35,31 @@
 #include "recorder/recorder.h"
 
 static const char *const create_sql =
-    "DROP TABLE IF EXISTS word_writes;"
-    "DROP TABLE IF EXISTS wake_events;"
-    "DROP TABLE IF EXISTS wait_labels;"
     "DROP TABLE IF EXISTS ring_counters;"
-    "CREATE TABLE word_writes(seq INTEGER PRIMARY KEY, time_ps INT, object INT, rank INT,"
-    " core INT, pipe TEXT, kind TEXT, xfer TEXT, value INT);"
-    "CREATE TABLE wake_events(seq INTEGER PRIMARY KEY, time_ps INT, rank INT, core INT,"
-    " pipe TEXT, kind TEXT, xfer TEXT, object INT, link INT);"
-    "CREATE TABLE wait_labels(begin_seq INTEGER PRIMARY KEY, label TEXT);"
     "CREATE TABLE ring_counters(time_ps INT, seq INT, ring INT, head INT, tail INT,"
     " occupancy INT);";
 
-static const char *const create_transfers_sql =
-    "DROP TABLE IF EXISTS transfers;"
-    "CREATE TABLE transfers(id INTEGER PRIMARY KEY, issue_seq INT, done_seq INT, rank INT,"
-    " core INT, pipe TEXT, kind TEXT, src_rank INT, dst_rank INT, src_addr INT, dst_addr INT,"
-    " bytes INT, issue_ps INT, start_ps INT, done_ps INT, site INT);";
+/* The packed tables (ana_pack.h): name, key, columns as the plain tables
+ * they replace declared them. */
+static const char *const packed_sql[][3] = {
+    {"word_writes", "seq",
+     "seq INTEGER, time_ps INT, object INT, rank INT, core INT, pipe TEXT, kind TEXT,"
+     " xfer TEXT, value INT"},
+    {"wake_events", "seq",
+     "seq INTEGER, time_ps INT, rank INT, core INT, pipe TEXT, kind TEXT, xfer TEXT,"
+     " object INT, link INT"},
+    {"wait_labels", "begin_seq", "begin_seq INTEGER, label TEXT"},
+    {"transfers", "id",
+     "id INTEGER, issue_seq INT, done_seq INT, rank INT, core INT, pipe TEXT, kind TEXT,"
+     " src_rank INT, dst_rank INT, src_addr INT, dst_addr INT, bytes INT, issue_ps INT,"
+     " start_ps INT, done_ps INT, site INT"},
+};
+enum { PACKED_WRITES, PACKED_WAKES, PACKED_LABELS, PACKED_TRANSFERS };
+
+static int create_packed(sqlite3 *db, int which, char *err, size_t errlen) {
+    return ana_create_packed(db, packed_sql[which][0], packed_sql[which][1],
+                             packed_sql[which][2], err, errlen);
+}
 
 void ana_facts_free(ana_facts *f) {
     free(f->wakes);
@@ -285,25 +294,45 @@ static int insert_transfer(scan *s, const inflight *x, uint64_t done_seq, uint64
     return ana_bulk_row_done(b, 0);
 }
 
-/* Transfers still in flight when the trace ends, in issue order. */
+/* Transfers complete out of issue order, and the table is read in id
+ * (issue) order: a packed table stores its rows in key order. A done
+ * transfer waits in s->ord until every transfer issued before it is done;
+ * what waits is the span between the oldest transfer in flight and the
+ * newest done, a few thousand on the kernels here. */
+static int transfer_done(scan *s, const inflight *x, uint64_t done_seq, uint64_t done_ps) {
+    if (!s->tr) return 0;
+    if (!s->ord_next) s->ord_next = 1;
+    if (x->id - s->ord_next >= s->ordcap) {
+        size_t cap = s->ordcap ? s->ordcap : 1024;
+        while (x->id - s->ord_next >= cap) cap *= 2;
+        xfer_done *n = calloc(cap, sizeof *n);
+        if (!n) {
+            ana_err(s->err, s->errlen, "out of memory ordering transfers");
+            return -1;
+        }
+        for (size_t i = 0; i < s->ordcap; i++)
+            if (s->ord[i].x.seq) n[s->ord[i].x.id & (cap - 1)] = s->ord[i];
+        free(s->ord);
+        s->ord = n;
+        s->ordcap = cap;
+    }
+    size_t mask = s->ordcap - 1;
+    s->ord[x->id & mask] = (xfer_done){*x, done_seq, done_ps};
+    for (xfer_done *d; (d = &s->ord[s->ord_next & mask])->x.seq && d->x.id == s->ord_next;) {
+        if (insert_transfer(s, &d->x, d->done_seq, d->done_ps)) return -1;
+        d->x.seq = 0;
+        s->ord_next++;
+    }
+    return 0;
+}
+
+/* Transfers still in flight when the trace ends (done 0), and with them
+ * every done one still waiting. */
 static int insert_unfinished(scan *s) {
     if (!s->tr) return 0;
-    inflight *left = malloc((s->fln ? s->fln : 1) * sizeof *left);
-    if (!left) {
-        ana_err(s->err, s->errlen, "out of memory listing unfinished transfers");
-        return -1;
-    }
-    size_t n = 0;
     for (size_t i = 0; i < s->flcap; i++)
-        if (s->fl[i].seq) left[n++] = s->fl[i];
-    for (size_t i = 1; i < n; i++)   /* few: insertion sort by issue */
-        for (size_t j = i; j > 0 && left[j - 1].seq > left[j].seq; j--) {
-            inflight t = left[j]; left[j] = left[j - 1]; left[j - 1] = t;
-        }
-    int rc = 0;
-    for (size_t i = 0; !rc && i < n; i++) rc = insert_transfer(s, &left[i], 0, 0);
-    free(left);
-    return rc;
+        if (s->fl[i].seq && transfer_done(s, &s->fl[i], 0, 0)) return -1;
+    return 0;
 }
 
 void ana_scan_bulk_source(ana_bulk *w, const evrow *e) {
@@ -361,7 +390,7 @@ static int scan_events(scan *s, const char *run_dir) {
             inflight x;
             if (fl_take(s, ev.link, &x)) {
                 issue_ps = (int64_t)x.time;
-                if (insert_transfer(s, &x, ev.seq, ev.time)) goto fail;
+                if (transfer_done(s, &x, ev.seq, ev.time)) goto fail;
                 if (s->transfers_only) continue;
                 int64_t src, dst;
                 rec_transfer_ranks(x.sub, x.rank, x.src_addr, x.dst_addr, &src, &dst);
@@ -419,9 +448,9 @@ int ana_scan_transfers(sqlite3 *db, const ana_run *run, const char *run_dir, cha
                        size_t errlen) {
     scan s = {.db = db, .run = run, .err = err, .errlen = errlen, .transfers_only = 1};
     ana_bulk b;
-    if (ana_exec(db, create_transfers_sql, err, errlen)) return -1;
+    if (create_packed(db, PACKED_TRANSFERS, err, errlen)) return -1;
     s.wr = rec_worker_start();
-    int rc = ana_bulk_open(&b, db, "transfers", 16, s.wr, err, errlen);
+    int rc = ana_bulk_open_packed(&b, db, "transfers", 16, 0, s.wr, err, errlen);
     if (!rc) {
         s.tr = &b;
         rc = scan_events(&s, run_dir);
@@ -430,6 +459,7 @@ int ana_scan_transfers(sqlite3 *db, const ana_run *run, const char *run_dir, cha
     }
     rec_worker_stop(s.wr);
     free(s.fl);
+    free(s.ord);
     return rc;
 }
 
@@ -527,8 +557,10 @@ int ana_scan_events(sqlite3 *db, const ana_run *run, const char *run_dir, const 
     s.rc = &b[3];
     s.tr = with_transfers ? &b[4] : NULL;
     double t = ana_step_clock(NULL, 0);
-    if (ana_exec(db, create_sql, err, errlen) ||
-        (with_transfers && ana_exec(db, create_transfers_sql, err, errlen)))
+    if (ana_exec(db, create_sql, err, errlen) || create_packed(db, PACKED_WRITES, err, errlen) ||
+        create_packed(db, PACKED_WAKES, err, errlen) ||
+        create_packed(db, PACKED_LABELS, err, errlen) ||
+        (with_transfers && create_packed(db, PACKED_TRANSFERS, err, errlen)))
         goto out;
     if (load_objects(&s)) goto out;
     t = ana_step_clock("scan: load", t);
@@ -538,11 +570,11 @@ int ana_scan_events(sqlite3 *db, const ana_run *run, const char *run_dir, const 
     }
     /* The four tables' rows go through one writer thread (NULL: in line). */
     s.wr = rec_worker_start();
-    if (ana_bulk_open(s.ww, db, "word_writes", 9, s.wr, err, errlen) ||
-        ana_bulk_open(s.we, db, "wake_events", 9, s.wr, err, errlen) ||
-        ana_bulk_open(s.wl, db, "wait_labels", 2, s.wr, err, errlen) ||
+    if (ana_bulk_open_packed(s.ww, db, "word_writes", 9, 0, s.wr, err, errlen) ||
+        ana_bulk_open_packed(s.we, db, "wake_events", 9, 0, s.wr, err, errlen) ||
+        ana_bulk_open_packed(s.wl, db, "wait_labels", 2, 0, s.wr, err, errlen) ||
         ana_bulk_open(s.rc, db, "ring_counters", 6, s.wr, err, errlen) ||
-        (s.tr && ana_bulk_open(s.tr, db, "transfers", 16, s.wr, err, errlen)))
+        (s.tr && ana_bulk_open_packed(s.tr, db, "transfers", 16, 0, s.wr, err, errlen)))
         goto out;
     if (scan_events(&s, run_dir)) goto out;
     if (ana_bulk_finish(s.ww) || ana_bulk_finish(s.we) || ana_bulk_finish(s.wl) ||
@@ -563,10 +595,10 @@ out:
     for (int i = 0; i < 5; i++) ana_bulk_close(&b[i]);
     rec_worker_stop(s.wr);
     free(b);
-    sqlite3_finalize(s.fix_write);
     ana_links_free(s.links);
     free(s.land);
     free(s.fl);
+    free(s.ord);
     for (size_t i = 0; i < s.nobj; i++) free(s.obj[i].name);
     free(s.obj);
     free(s.ring);

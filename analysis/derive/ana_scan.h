@@ -59,6 +59,13 @@ typedef struct inflight {
     uint8_t sub, pipe;
 } inflight;
 
+/* A completed (or, at the end, unfinished) transfer waiting for those
+ * issued before it: transfers rows go out in id order. */
+typedef struct xfer_done {
+    inflight x;         /* x.seq 0: slot empty */
+    uint64_t done_seq, done_ps;
+} xfer_done;
+
 /* Link sums (ana_links.c). */
 typedef struct ana_links ana_links;
 ana_links *ana_links_new(const ana_run *run);
@@ -86,13 +93,15 @@ typedef struct scan {
     int transfers_only;            /* the transfers part alone: pairing, nothing else */
     uint64_t issued;               /* transfers issued so far */
     rec_worker *wr;                /* steps their inserts; NULL: in line */
-    sqlite3_stmt *fix_write;       /* a word_writes value revealed after its batch left */
     evrow held;           /* a possible intent, decided by the next row */
     int has_held;
     landing *land;        /* pending landings, by increasing issue_seq */
     size_t nland, capland, land_done;
     inflight *fl;         /* transfers in flight: open addressing by issue seq */
     size_t flcap, fln;    /* flcap a power of two */
+    xfer_done *ord;       /* done transfers by id & (ordcap - 1), from id ord_next on */
+    size_t ordcap;        /* a power of two */
+    uint64_t ord_next;    /* the next id to insert */
     ana_links *links;
     ana_facts *facts;
     size_t capwakes;

@@ -6,6 +6,7 @@
 #ifndef NPURR_ANA_STEPS_H
 #define NPURR_ANA_STEPS_H
 
+#include "analysis/derive/ana_pack.h"
 #include "analysis/derive/derive.h"
 #include "engine/engine.h"
 #include "recorder/recorder.h"
@@ -45,6 +46,16 @@ typedef struct ana_bulk {
     ana_bulk_buf *buf[2], *cur;   /* cur: the buffer being filled */
     char *err;
     size_t errlen;
+    /* packed mode (ana_bulk_open_packed): handed-over rows gather in
+     * pk[pk_cur]; a full chunk is encoded and stored by the writer while
+     * the other one fills */
+    int packed, key_col;
+    int64_t last_key;
+    ana_pack_chunk *pk[2];
+    int pk_cur, pk_job;
+    sqlite3_stmt *put_chunk, *put_patch;
+    int pk_failed;
+    char pk_err[256];
 } ana_bulk;
 
 int ana_bulk_open(ana_bulk *b, sqlite3 *db, const char *table, int cols, rec_worker *wr,
@@ -64,12 +75,18 @@ static inline void ana_bulk_text(ana_bulk *b, const char *s) {
     b->cur->tval[p] = s;
 }
 void ana_bulk_text_copy(ana_bulk *b, const char *s);
-/* Ends the row; key identifies it for ana_bulk_find until it is handed
- * to the writer. */
+/* Packed mode: the rows of table (created by ana_create_packed) go into
+ * its chunks; column key_col holds the key, a non-NULL integer that every
+ * row must raise. The rest of the API is the same. */
+int ana_bulk_open_packed(ana_bulk *b, sqlite3 *db, const char *table, int cols, int key_col,
+                         rec_worker *wr, char *err, size_t errlen);
+/* Ends the row; key identifies it for ana_bulk_patch. */
 int ana_bulk_row_done(ana_bulk *b, int64_t key);
-/* Row with that key among those not handed over yet, or -1. */
-int ana_bulk_find(const ana_bulk *b, int64_t key);
-void ana_bulk_set_int(ana_bulk *b, int row, int col, int64_t v);
+/* Packed mode: integer column col of the row with that key becomes v,
+ * wherever the row is: in the buffer, in the chunk being built, or stored
+ * already (then as a patch the table applies when it reads the chunk,
+ * ana_pack.h). 0, or -1 with b's err. */
+int ana_bulk_patch(ana_bulk *b, int64_t key, int col, int64_t v);
 /* Sends the rest and waits until every row of b is in the table. */
 int ana_bulk_finish(ana_bulk *b);
 void ana_bulk_close(ana_bulk *b);

@@ -11,8 +11,8 @@
  * (an RDMA atomic add: the engine does not record its operand) leaves the
  * word unknown until an event that reads it (a load, a wait's begin or
  * end, a deadlock report) shows the value, which is then filled into that
- * write's row and its ring counter (in the batch of rows not yet sent
- * when it still is there, by an UPDATE otherwise). Along the way it notes
+ * write's row and its ring counter (in the rows not yet stored when it
+ * still is there, as a patch of the packed word_writes otherwise). Along the way it notes
  * what cause rule 2 and 6 need: which words an atomic ever wrote, and
  * every word's last writer.
  */
@@ -74,31 +74,10 @@ static int record_write(scan *s, const evrow *e, obj_info *o, int known, int64_t
     return known ? ring_row(s, o, e->time, e->seq) : 0;
 }
 
-/* word_writes.value of the row of seq, known only now. */
+/* word_writes.value of the row of seq, known only now: set in the rows
+ * not stored yet, else a patch of the packed table (ana_bulk_patch). */
 static int fix_value(scan *s, uint64_t seq, int64_t value) {
-    int row = ana_bulk_find(s->ww, (int64_t)seq);
-    if (row >= 0) {
-        ana_bulk_set_int(s->ww, row, 8, value);
-        return 0;
-    }
-    /* The row went to the writer: once it is in the table, update it. */
-    rec_worker_wait(s->wr);
-    if (!s->fix_write &&
-        sqlite3_prepare_v2(s->db, "UPDATE word_writes SET value = ?1 WHERE seq = ?2", -1,
-                           &s->fix_write, NULL) != SQLITE_OK) {
-        ana_err(s->err, s->errlen, "index.db: %s (preparing the word_writes update)",
-                sqlite3_errmsg(s->db));
-        return -1;
-    }
-    sqlite3_bind_int64(s->fix_write, 1, value);
-    sqlite3_bind_int64(s->fix_write, 2, (sqlite3_int64)seq);
-    int rc = sqlite3_step(s->fix_write);
-    sqlite3_reset(s->fix_write);
-    if (rc != SQLITE_DONE) {
-        ana_err(s->err, s->errlen, "index.db: updating word_writes: %s", sqlite3_errmsg(s->db));
-        return -1;
-    }
-    return 0;
+    return ana_bulk_patch(s->ww, (int64_t)seq, 8, value);
 }
 
 /* A read of the word shows its value: resolves the last unknown write. */

@@ -13,8 +13,12 @@
  *   ana_kinds.c    event kind / pipe / cond names of the events vtab -> enums
  *   ana_derive.c   the waits part (ana_derive_waits) and the transfers part
  *                  (ana_scan_transfers, in ana_scan.c)
+ *   ana_packed_vtab.c  the npurr_packed module serving packed tables (the
+ *                  bulky derived tables, stored as compressed column chunks)
+ *   ana_packed_read.c  a packed table's chunks read without SQL
  * and, behind ana_steps.h (this room's own): ana_bulk.c, ana_scan.c,
- * ana_words.c, ana_links.c, ana_cause.c, ana_views.c.
+ * ana_words.c, ana_links.c, ana_cause.c, ana_views.c, and the chunk
+ * format ana_pack.c (ana_pack.h).
  */
 #ifndef NPURR_ANA_DERIVE_H
 #define NPURR_ANA_DERIVE_H
@@ -53,6 +57,39 @@ int ana_create_table(sqlite3 *db, const char *table, const char *columns, char *
                      size_t errlen);
 /* meta value parsed as an integer; def if absent or not a number. */
 int64_t ana_meta_i64(sqlite3 *db, const char *key, int64_t def);
+/* Registers the npurr_packed module on db and on every connection the
+ * process opens later (sqlite3_auto_extension): whatever reads index.db's
+ * derived tables needs it. 0, or -1 with err. */
+int ana_packed_register(sqlite3 *db, char *err, size_t errlen);
+/* table made anew as a packed table (ana_pack.h) with columns ("id
+ * INTEGER, kind TEXT"), its rows ascending by the integer column key. */
+int ana_create_packed(sqlite3 *db, const char *table, const char *key, const char *columns,
+                      char *err, size_t errlen);
+/* A packed table read without SQL, chunk by chunk in key order
+ * (ana_packed_read.c): for a reader of every row of a bulky table. */
+#define ANA_PACKED_READ_MAX 16
+typedef struct ana_packed_reader ana_packed_reader;
+/* One chunk's rows of the columns asked for, by their order in the ask:
+ * an integer column's values (val, 0 where null[r]); a text column's codes
+ * (val: 0 NULL, k the NUL-terminated text[k - 1] of its ntext). Valid
+ * until the next ana_packed_next. */
+typedef struct ana_packed_view {
+    size_t rows;
+    int is_text[ANA_PACKED_READ_MAX];
+    const int64_t *val[ANA_PACKED_READ_MAX];
+    const uint8_t *null[ANA_PACKED_READ_MAX];
+    const char *const *text[ANA_PACKED_READ_MAX];
+    uint32_t ntext[ANA_PACKED_READ_MAX];
+} ana_packed_view;
+/* Opens table for columns cols[0..ncols) (by name): 0, 1 when table is
+ * not a packed table (nothing opened), -1 with err (no such column...). */
+int ana_packed_open(sqlite3 *db, const char *table, const char *const *cols, int ncols,
+                    ana_packed_reader **out, char *err, size_t errlen);
+/* The next chunk into *v: 1, 0 past the last, -1 with err. */
+int ana_packed_next(ana_packed_reader *r, ana_packed_view *v, char *err, size_t errlen);
+/* Frees r and its statements (NULL: nothing). */
+void ana_packed_close(ana_packed_reader *r);
+
 /* 1 if table or view `name` exists in the main schema. */
 int ana_has_table(sqlite3 *db, const char *name);
 /* The table that stores the waits, the one to update (waits.cause) or

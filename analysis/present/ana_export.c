@@ -108,12 +108,13 @@ static void write_slice(exporter *x, const tl_slice *s) {
     fputs(",\"args\":{", x->out);
     int comma = 0;
     for (uint8_t a = 0; a < s->nargs; a++) {
+        const tl_arg *arg = &tl->arg[s->arg + a];
         fputs(comma ? "," : "", x->out);
         comma = 1;
-        ana_json_str(x->out, tl_str(tl, s->arg[a].key));
+        ana_json_str(x->out, tl_str(tl, arg->key));
         fputc(':', x->out);
-        if (s->arg[a].type == TL_ARG_STR) ana_json_str(x->out, tl_str(tl, (uint32_t)s->arg[a].v));
-        else fprintf(x->out, "%lld", (long long)s->arg[a].v);
+        if (arg->type == TL_ARG_STR) ana_json_str(x->out, tl_str(tl, (uint32_t)arg->v));
+        else fprintf(x->out, "%lld", (long long)arg->v);
     }
     if (s->site && s->site <= tl->nsite && tl->site[s->site - 1].file) {
         const tl_site *site = &tl->site[s->site - 1];
@@ -145,15 +146,17 @@ static void write_event(exporter *x, const tl_event *e) {
     case TL_EV_BEGIN:
         write_slice(x, s);
         break;
-    case TL_EV_WAKE:
-        slice_head(x, s->waker_track, s->waker_ps, tl->str_wake, s->waker_name);
+    case TL_EV_WAKE: {
+        const tl_flow *f = tl_flow_of(tl, s);
+        slice_head(x, f->waker_track, f->waker_ps, tl->str_wake, f->waker_name);
         fputs(",\"dur\":0}", x->out);
-        write_flow(x, 's', s->waker_track, s->waker_ps, s->flow);
+        write_flow(x, 's', f->waker_track, f->waker_ps, f->id);
         break;
+    }
     case TL_EV_WOKEN:
         slice_head(x, s->track, s->e_ps, tl->str_wake, tl->str_woken);
         fputs(",\"dur\":0}", x->out);
-        write_flow(x, 'f', s->track, s->e_ps, s->flow);
+        write_flow(x, 'f', s->track, s->e_ps, tl_flow_of(tl, s)->id);
         break;
     default:
         break;
@@ -188,7 +191,10 @@ int ana_export_chrome(sqlite3 *db, const ana_export_opts *opts, FILE *out,
     exporter x = {.tl = &tl, .out = out, .first = 1};
     write_header(db, out);
     write_metadata(&x);
-    for (uint32_t i = 0; i < tl.nev; i++) write_event(&x, &tl.ev[i]);
+    for (uint32_t i = 0; i < tl.nev; i++) {
+        tl_event e = tl_event_at(&tl, i);
+        write_event(&x, &e);
+    }
     fputs("\n]}\n", out);
     if (counts) {
         *counts = (ana_export_counts){.slices = tl.waits + tl.transfers, .flows = tl.flows,

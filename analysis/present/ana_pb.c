@@ -9,7 +9,7 @@
 
 enum { WIRE_VARINT = 0, WIRE_FIXED64 = 1, WIRE_LEN = 2 };
 
-static int reserve(pb_buf *b, size_t more) {
+int pb_reserve(pb_buf *b, size_t more) {
     if (b->oom) return -1;
     if (b->n + more <= b->cap) return 0;
     size_t cap = b->cap ? b->cap : 256;
@@ -35,31 +35,13 @@ void pb_free(pb_buf *b) {
 }
 
 static void pb_raw(pb_buf *b, const void *data, size_t len) {
-    if (!len || reserve(b, len)) return;
+    if (!len || pb_reserve(b, len)) return;
     memcpy(b->p + b->n, data, len);
     b->n += len;
 }
 
-void pb_varint(pb_buf *b, uint64_t v) {
-    if (reserve(b, 10)) return;
-    while (v >= 0x80) {
-        b->p[b->n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    b->p[b->n++] = (uint8_t)v;
-}
-
 static void tag(pb_buf *b, uint32_t field, int wire) {
     pb_varint(b, (uint64_t)field << 3 | (uint64_t)wire);
-}
-
-void pb_uint(pb_buf *b, uint32_t field, uint64_t v) {
-    tag(b, field, WIRE_VARINT);
-    pb_varint(b, v);
-}
-
-void pb_int(pb_buf *b, uint32_t field, int64_t v) {
-    pb_uint(b, field, (uint64_t)v);
 }
 
 void pb_fixed64(pb_buf *b, uint32_t field, uint64_t v) {
@@ -73,19 +55,4 @@ void pb_double(pb_buf *b, uint32_t field, double v) {
     uint64_t bits;
     memcpy(&bits, &v, sizeof bits);
     pb_fixed64(b, field, bits);
-}
-
-void pb_bytes(pb_buf *b, uint32_t field, const void *data, size_t len) {
-    tag(b, field, WIRE_LEN);
-    pb_varint(b, len);
-    pb_raw(b, data, len);
-}
-
-void pb_str(pb_buf *b, uint32_t field, const char *s) {
-    pb_bytes(b, field, s ? s : "", s ? strlen(s) : 0);
-}
-
-void pb_msg(pb_buf *b, uint32_t field, const pb_buf *inner) {
-    if (inner->oom) b->oom = 1;
-    pb_bytes(b, field, inner->p, inner->n);
 }

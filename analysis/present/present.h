@@ -159,7 +159,7 @@ typedef struct ana_export_counts {
  * process per rank, a track per core (its waits) with a track per pipe
  * under it (its transfers; lanes where they overlap), flow arrows from the
  * event that ended a wait to the wait's end, and counters. It is built in
- * memory (about 130 bytes per slice). counts may be NULL. */
+ * memory (about 100 bytes per slice). counts may be NULL. */
 
 /* Chrome trace event JSON (ui.perfetto.dev, chrome://tracing). */
 int ana_export_chrome(sqlite3 *db, const ana_export_opts *opts, FILE *out,

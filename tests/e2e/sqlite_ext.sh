@@ -69,6 +69,18 @@ set -- $n
 [ "$3" -eq 0 ] || fail "$3 transfers have no sub_name"
 sqlite3 "$work/run/index.db" "SELECT sub_name FROM events LIMIT 1" >/dev/null 2>&1 &&
     fail "events exists without the extension: the shell test proves nothing"
+# The packed tables read through the extension's module as through npurr's
+# (every row, the same sums), and plain sqlite3 says what it lacks.
+packed="SELECT count(*), sum(bytes), sum(id * done_seq % 7) FROM transfers"
+"$npurr" sql "$work/run" "$packed" --csv | tail -n 1 >"$work/npurr.packed" || fail "npurr sql transfers"
+sqlite3 -csv "$work/run/index.db" ".load $ext" "$packed" >"$work/shell.packed" 2>&1 ||
+    { cat "$work/shell.packed" >&2; fail "sqlite3 .load: transfers"; }
+cmp -s "$work/shell.packed" "$work/npurr.packed" ||
+    fail "transfers via the extension: $(cat "$work/shell.packed") != npurr sql's $(cat "$work/npurr.packed")"
+sqlite3 "$work/run/index.db" "SELECT count(*) FROM wake_events" >"$work/plain" 2>&1 &&
+    fail "a packed table read without the extension's module"
+grep -q "no such module: npurr_packed" "$work/plain" ||
+    { cat "$work/plain" >&2; fail "plain sqlite3 on a packed table: not the message the docs give"; }
 
 # --- Python
 "$py" - "$work/py/index.db" "$ext" "$first100" >"$work/python" 2>"$work/python.err" <<'PY' ||
