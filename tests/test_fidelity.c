@@ -218,29 +218,38 @@ static void test_error_formula(void **state) {
 
 /* Issue #26's check: "measured" times made by npurr itself under a
  * perturbed --hw, and the fit from the defaults brings every row back
- * within 5 % and the perturbed parameters back to their true values. Two
- * rates at once, on three rows that weigh them differently: the NIC at
- * 0.5x (only between nodes) and a core's MTE rate over HCCS at 2x (only
- * inside one; a 512 B and a 14 KB row load the two differently). */
+ * within 5 % and every fitted parameter back to its true value. Two rates
+ * perturbed, on rows that weigh the three fitted parameters differently:
+ * the HCCS port at 0.5x (16 cores writing to 3 peers of a 4-NPU node, 7 KB
+ * rows), the plane share at 0.5x (fullmesh between two servers, RDMA off
+ * the plane), and the port's cost per transfer, unperturbed, which the
+ * 512 B rows see most. */
+#define LL_SMALL "--npus-per-node 4 --tokens 32 --hidden 512 --experts 16 --cores 16"
+#define LL_WIDE "--npus-per-node 4 --tokens 32 --hidden 7168 --experts 16 --cores 16"
+/* Two servers of 4 NPUs: 3 of each rank's 4 peers on the other server are
+ * off its plane. (At 2 x 2 the dispatch is not monotonic in the plane's
+ * rate: a faster plane lands windows in an order that costs more.) */
+#define FM_PLANE "--nodes 2 --npus-per-node 4 --tokens 32 --hidden 7168 --experts 16 --rounds 1"
 static void test_fit_recovers_two_rates(void **state) {
     (void)state;
     write_file("kernel,options,phase,measured_us\n"
-               "fullmesh-dispatch-combine,\"" SHAPE "\",dispatch,1\n"
-               "fullmesh-dispatch-combine,\"" SHAPE "\",combine,1\n"
-               "fullmesh-dispatch-combine,\"" WIDE_SHAPE "\",dispatch,1\n");
+               "ll-single-dispatch-combine,\"" LL_SMALL "\",dispatch,1\n"
+               "ll-single-dispatch-combine,\"" LL_SMALL "\",combine,1\n"
+               "ll-single-dispatch-combine,\"" LL_WIDE "\",dispatch,1\n"
+               "fullmesh-dispatch-combine,\"" FM_PLANE "\",dispatch,1\n");
     fidelity_table t;
     char err[2048];
     assert_int_equal(fidelity_table_read(path, NULL, 0, &t, err, sizeof err), SESSION_OK);
     engine_hw truth, start;
     engine_hw_defaults(&truth);
     engine_hw_defaults(&start);
-    const engine_hw_param *nic = engine_hw_find("roce_gbytes_per_s");
-    const engine_hw_param *core = engine_hw_find("mte_hccs_bytes_per_cycle");
-    assert_non_null(nic);
-    assert_non_null(core);
-    assert_true(nic->fit == ENGINE_HW_FITTED && core->fit == ENGINE_HW_FITTED);
-    *(double *)((char *)&truth + nic->offset) *= 0.5;
-    *(double *)((char *)&truth + core->offset) *= 0.5;
+    const engine_hw_param *port = engine_hw_find("hccs_port_gbytes_per_s");
+    const engine_hw_param *plane = engine_hw_find("roce_cross_plane_gbytes_per_s");
+    assert_non_null(port);
+    assert_non_null(plane);
+    assert_true(port->fit == ENGINE_HW_FITTED && plane->fit == ENGINE_HW_FITTED);
+    *(double *)((char *)&truth + port->offset) *= 0.5;
+    *(double *)((char *)&truth + plane->offset) *= 0.5;
     for (int i = 0; i < t.n; i++) {
         fidelity_result r;
         fidelity_run(&t.rows[i], &truth, 1, &r);
@@ -285,7 +294,7 @@ static void test_fit_recovers_two_rates(void **state) {
 static void test_fit_stays_within_16x_of_the_estimates(void **state) {
     (void)state;
     write_file("kernel,options,phase,measured_us\n"
-               "fullmesh-dispatch-combine,\"" SHAPE "\",dispatch,1\n");
+               "fullmesh-dispatch-combine,\"" FM_PLANE "\",dispatch,1\n");
     fidelity_table t;
     char err[2048];
     assert_int_equal(fidelity_table_read(path, NULL, 0, &t, err, sizeof err), SESSION_OK);

@@ -2,13 +2,14 @@
 # calibrate.sh - `npurr calibrate` recovers known timing parameters, and
 # `npurr hw --compare` measures against a file, as a user runs them.
 #
-# The "measured" times are npurr's own under a perturbed --hw (the NIC's
-# bandwidth x0.55, a core's MTE rate over HCCS x0.5: the fitted
-# parameters): calibrate, started from the defaults, must bring every row
-# back within 5 %, and the file it writes must give the same ratios through
-# `hw --compare --hw`. Every row trains: the one-node row is what pins a
-# core's rate over HCCS apart from the inter-node costs. Small shapes (2 x 2 and
-# 1 x 4 NPUs) keep it to seconds. Then msprof's op_summary format (ops
+# The "measured" times are npurr's own under a perturbed --hw (an NPU's
+# HCCS port x0.5, its share of the spine for RDMA off its plane x0.5: two
+# of the fitted parameters): calibrate, started from the defaults, must
+# bring every row back within 5 %, and the file it writes must give the
+# same ratios through `hw --compare --hw`. Every row trains: 512 B and 7 KB
+# rows over HCCS tell the port's bandwidth from its cost per transfer, and
+# fullmesh between two servers of 4 sees the plane. Small shapes (1 x 4 and
+# 2 x 4 NPUs) keep it to seconds. Then msprof's op_summary format (ops
 # matched by name, several rows of one op averaged), and bad input: every
 # malformed row named by FILE:LINE (exit 1), a row that deadlocks named
 # (exit 1, nothing written), bad options (exit 2).
@@ -18,22 +19,23 @@ set -u
 npurr=$1
 . "$(dirname "$0")/lib/kernel_run.bash"
 
-L="--nodes 2 --npus-per-node 2 --tokens 64 --hidden 1024 --experts 16 --dispatches 1"
 F2="--nodes 2 --npus-per-node 2 --tokens 32 --hidden 1024 --experts 16 --rounds 1"
 F1="--npus-per-node 4 --tokens 32 --hidden 1024 --experts 16 --rounds 1"
+LS="--npus-per-node 4 --tokens 32 --hidden 512 --experts 16 --cores 16"
+LW="--npus-per-node 4 --tokens 32 --hidden 7168 --experts 16 --cores 16"
+FP="--nodes 2 --npus-per-node 4 --tokens 32 --hidden 7168 --experts 16 --rounds 1"
 cat >"$work/shape.csv" <<EOF
 id,use,kernel,options,phase,measured_us
-L-notify,train,dispatch-layered,"$L",notify,1
-L-dispatch,train,dispatch-layered,"$L",dispatch,1
-F2-dispatch,train,fullmesh-dispatch-combine,"$F2",dispatch,1
-F2-combine,train,fullmesh-dispatch-combine,"$F2",combine,1
-F1-total,train,fullmesh-dispatch-combine,"$F1",total,1
+LS-dispatch,train,ll-single-dispatch-combine,"$LS",dispatch,1
+LS-combine,train,ll-single-dispatch-combine,"$LS",combine,1
+LW-dispatch,train,ll-single-dispatch-combine,"$LW",dispatch,1
+FP-dispatch,train,fullmesh-dispatch-combine,"$FP",dispatch,1
+FP-combine,train,fullmesh-dispatch-combine,"$FP",combine,1
 EOF
-# x0.55 and x0.5 of whatever the defaults are now
+# x0.5 of whatever the defaults are now
 "$npurr" hw --file >"$work/defaults.hw"
-awk -F= '$1 == "roce_gbytes_per_s" { printf "roce_gbytes_per_s=%.6g\n", $2 * 0.55 }
-         $1 == "mte_hccs_bytes_per_cycle" { printf "mte_hccs_bytes_per_cycle=%.6g\n", $2 * 0.5 }' \
-    "$work/defaults.hw" >"$work/perturbed.hw"
+awk -F= '$1 == "hccs_port_gbytes_per_s" || $1 == "roce_cross_plane_gbytes_per_s" {
+             printf "%s=%.6g\n", $1, $2 * 0.5 }' "$work/defaults.hw" >"$work/perturbed.hw"
 [ "$(wc -l <"$work/perturbed.hw")" = 2 ] || fail "npurr hw --file lacks the perturbed keys"
 
 # npurr's times under the perturbed set become the measured column
@@ -53,7 +55,7 @@ awk '$2 == "train" && ($6 < 0.95 || $6 > 1.05) { off++ } END { exit off >= 2 ? 0
 expect 0 "$npurr" calibrate "$work/measured.csv" -o "$work/fit.hw" -j 2 --max-evals 80
 has "calibrate: evaluation 1 of at most 80"; has "s elapsed, ETA at most"   # progress with an ETA
 has "wrote $work/fit.hw"
-for id in L-notify L-dispatch F2-dispatch F2-combine F1-total; do
+for id in LS-dispatch LS-combine LW-dispatch FP-dispatch FP-combine; do
     awk -v id="$id" '$1 == id { found = 1; r = $8; ok = r >= 0.95 && r <= 1.05 }
         END { exit found && ok ? 0 : 1 }' "$work/out" ||
         { cat "$work/out" >&2; fail "row $id is not within 5 % after the fit"; }
