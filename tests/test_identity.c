@@ -41,22 +41,22 @@ typedef struct pin {
 
 /* The pinned streams. Regenerate with `build/test_identity --print`. */
 static const pin pins[] = {
-    {"-k combine-sender", 175618, 0x18a14d8817091fcdULL},
-    {"-k combine-sender-inplace", 169976, 0x9d3d7117c608d1ddULL},
-    {"-k combine-normal", 171784, 0x3c52a331347db109ULL},
-    {"-k dispatch-normal", 174765, 0x4f5ae455e195189eULL},
-    {"-k dispatch-layered", 245503, 0x271f8f08cf04377eULL},
-    {"-k dispatch-layered --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16 --notify a2 --dispatches 1", 1122758, 0x47d169a5df7759e6ULL},
+    {"-k combine-sender", 175760, 0x4a0c18ca02932671ULL},
+    {"-k combine-sender-inplace", 170004, 0x7e84b297dd338cc3ULL},
+    {"-k combine-normal", 171810, 0x6c5fa17d0d147050ULL},
+    {"-k dispatch-normal", 174893, 0xd597fce341e9aa0cULL},
+    {"-k dispatch-layered", 252723, 0x7f4fc9e2b635aa70ULL},
+    {"-k dispatch-layered --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16 --notify a2 --dispatches 1", 1122825, 0x8f5eaf025a1bd098ULL},
     {"-k matmul-reduce-scatter", 44417, 0xc610d5b981422d02ULL},
     {"-k fullmesh-dispatch-combine", 43554, 0x8aa0489f12ed82f2ULL},
     {"-k fullmesh-dispatch-combine --dtype int8 --hidden 256", 51227, 0x40637ecb690d4b5bULL},
-    {"-k dispatch-layered --nodes 2 --tokens 256", 1119289, 0x813d3629d37b04deULL},
-    {"-k dispatch-normal --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16", 71645, 0x1223cf4b74846defULL},
-    {"-k dispatch-layered --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16 --notify a2-pre211 --dispatches 1", 1122902, 0xa26f8bb27d28c7b7ULL},
-    {"-k ll-single-dispatch-combine", 71518, 0x25f8f2819954aa73ULL},
-    {"-k ll-single-dispatch-combine --dtype bf16 --hidden 128", 69469, 0xa092fb3ad1bbe0aeULL},
-    {"-k ll-layered-dispatch-combine --nodes 2 --npus-per-node 4 --cores 12", 74187, 0xaebb5441417ce0d9ULL},
-    {"-k combine-normal-layered --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16 --cores 8", 72915, 0xdf505284d82ca0c8ULL},
+    {"-k dispatch-layered --nodes 2 --tokens 256", 1096509, 0xa622b39b43729116ULL},
+    {"-k dispatch-normal --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16", 71645, 0x94e619096be8041eULL},
+    {"-k dispatch-layered --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16 --notify a2-pre211 --dispatches 1", 1122969, 0xcf2d975ee22c13ddULL},
+    {"-k ll-single-dispatch-combine", 71657, 0x5f2be3f6ab05d905ULL},
+    {"-k ll-single-dispatch-combine --dtype bf16 --hidden 128", 69612, 0x6ca0ed15301022d7ULL},
+    {"-k ll-layered-dispatch-combine --nodes 2 --npus-per-node 4 --cores 12", 74067, 0xa3dce84f55bb4aceULL},
+    {"-k combine-normal-layered --nodes 2 --npus-per-node 4 --tokens 40 --hidden 64 --experts 16 --cores 8", 72915, 0xcc25b9957f83efb7ULL},
 };
 #define N_PINS (sizeof pins / sizeof pins[0])
 
