@@ -296,6 +296,33 @@ static void test_rdma_waits_at_destination_rx(void **state) {
     finish(&b, s);
 }
 
+/* A put of 1000 B to a peer whose time is the port's (2 ps a byte and
+ * 100 ps a transfer: 2100 ps), longer than the link's (500) and the HBM's
+ * (1000), then the MTE and HCCS latencies (200 + 300): the walk gives the
+ * 2100 ps to HCCS, not to the HBM that the link alone would have lost to. */
+static void test_put_held_by_the_port(void **state) {
+    (void)state;
+    built b;
+    start_run(&b, 2);
+    b.run.m.hbm_ppb = 1.0;
+    b.run.m.hccs_port_ppb = 2.0;
+    b.run.m.hccs_transfer = 100;
+    add(&b, EV_KERNEL_BEGIN, 0, 0, 1);
+    uint32_t is;
+    xfer(&b, XFER_MTE3, PIPE_MTE3, 10, 10, 2610, 1000, 0, 1, 1, &is);
+    add(&b, EV_PIPE_WAIT_BEGIN, 10, 0, 1);
+    uint32_t d = done(&b, is, 2610);
+    uint32_t we = add(&b, EV_PIPE_WAIT_END, 2610, 0, 1);
+    b.ev[we].link = d;
+    add(&b, EV_KERNEL_END, 2610, 0, 1);
+    size_t n;
+    ana_crit_seg *s = walk(&b, 2610, &n);
+    assert_int_equal(class_total(s, n, CRIT_HCCS), 2100);
+    assert_int_equal(class_total(s, n, CRIT_HBM), 0);
+    assert_int_equal(class_total(s, n, CRIT_HCCS_LATENCY), 300);
+    finish(&b, s);
+}
+
 /* A deadlock: the wait that blocked last is where the path ends. */
 static void test_deadlock_ends_in_blocked_wait(void **state) {
     (void)state;
@@ -379,6 +406,7 @@ int main(void) {
         cmocka_unit_test(test_rdma_chain_through_the_nic),
         cmocka_unit_test(test_deadlock_ends_in_blocked_wait),
         cmocka_unit_test(test_fault_ends_the_path),
+        cmocka_unit_test(test_put_held_by_the_port),
         cmocka_unit_test(test_aicpu_chain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
