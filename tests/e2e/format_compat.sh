@@ -32,11 +32,14 @@ for v in 4 5 6; do
     # The same run now, under the timing values the fixture was recorded
     # with (its header's hw.*; for format 4 the keys added since, as that
     # engine behaved: no NIC message cost, a core's rate over HCCS its local
-    # rate; for both, reads of a peer's GM posted as writes are).
+    # rate; for both, reads of a peer's GM posted as writes are; for all,
+    # no HCCS port, no cost per transfer, no plane share).
     "$NPURR" sql "$old" --csv "SELECT substr(key, 4) || '=' || value FROM meta WHERE key LIKE 'hw.%'" |
         tail -n +2 >"$tmp/old.hw"
     [ "$v" = 4 ] && printf 'nic_message_ns=1e-9\nmte_hccs_bytes_per_cycle=64\n' >>"$tmp/old.hw"
     [ "$v" -lt 6 ] && printf 'hccs_read_latencies=1e-9\n' >>"$tmp/old.hw"
+    printf 'hccs_port_gbytes_per_s=1e9\nhccs_transfer_ns=1e-9\nroce_cross_plane_gbytes_per_s=1e9\n' \
+        >>"$tmp/old.hw"
     "$NPURR" record -k combine-sender --npus-per-node 2 --tokens 64 --hidden 1024 --topk 2 \
         --experts 8 --staging-bytes 65536 --ring-bytes 65536 --hw "$tmp/old.hw" -o "$new" >"$tmp/out" 2>&1 ||
         fail "record: $(cat "$tmp/out")"

@@ -88,7 +88,11 @@ grep -qE '^seq [0-9]+ \(last executed\), virtual time' "$work/out" ||
     { cat "$work/out" >&2; fail "npurr when said nothing at the breakpoint"; }
 ! grep -qiE 'cannot call|Python Exception|Error occurred' "$work/out" ||
     { cat "$work/out" >&2; fail "an npurr gdb command failed"; }
-target=$((events / 2))
+# halfway, at an event a core issues (a transfer's completion is the
+# scheduler's, and --break-at names it so)
+target=$("$npurr" sql ag "SELECT min(seq) FROM events WHERE seq >= $((events / 2))
+    AND kind NOT IN ('xfer_done', 'blocked', 'run_end')" --csv 2>/dev/null | tail -1)
+[ -n "$target" ] && [ "$target" -ge $((events / 2)) ] || fail "no core event after half the run: '$target'"
 "$prefix/bin/npurr-gdb" -batch -iex 'set may-call-functions off' \
     -ex run -ex 'npurr when' --args "$npurr" replay ag --break-at "$target" </dev/null \
     >"$work/out" 2>&1   # the installed wrapper finds the installed extension

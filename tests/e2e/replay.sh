@@ -109,13 +109,18 @@ grep -cE '^  rank [0-9]+ AIV[0-9]+ .* blocked ' "$work/out" >"$work/n"
 # with may-call-functions off (no call into the process: gdb cannot make one
 # on AMX CPUs), when / cores / rings at a break, goto backwards twice.
 expect 0 "$npurr" record -k dispatch-layered --nodes 2 --tokens 256 -o "$work/sample"
+# the goto target: the first event at or after 20000 that a core issues (a
+# transfer's completion is the scheduler's, and --break-at names it so)
+mid=$("$npurr" sql "$work/sample" "SELECT min(seq) FROM events WHERE seq BETWEEN 20000 AND 20100
+    AND kind NOT IN ('xfer_done', 'blocked', 'run_end')" --csv 2>/dev/null | tail -1)
+[ -n "$mid" ] && [ "$mid" -ge 20000 ] && [ "$mid" -lt 30000 ] || fail "no core event after seq 20000: '$mid'"
 gdb -nx -batch -q -iex 'set may-call-functions off' -x "$build/npurr_gdb.py" -ex run \
-    -ex 'npurr when' -ex 'npurr cores' -ex 'npurr rings' -ex 'npurr goto 20000' \
+    -ex 'npurr when' -ex 'npurr cores' -ex 'npurr rings' -ex "npurr goto $mid" \
     -ex 'npurr when' -ex 'npurr goto 5000' -ex 'npurr when' \
     --args "$npurr" replay "$work/sample" --break-at 30000 </dev/null >"$work/out" 2>&1
 ! grep -qiE 'cannot call|may-call-functions|Python Exception|Error occurred' "$work/out" ||
     { cat "$work/out" >&2; fail "an npurr gdb command failed"; }
-for s in 30000 20000 5000; do
+for s in 30000 "$mid" 5000; do
     grep -qE "^seq $s \(about to execute\), virtual time [0-9.]+ us\$" "$work/out" ||
         { cat "$work/out" >&2; fail "npurr when did not stop before seq $s"; }
 done
@@ -128,18 +133,24 @@ has "re-running from the first event to seq 5000"
 # build/npurr-gdb in batch mode: the same session with snapshots and a goto
 # back into one, without gdb's own lines (libthread_db per snapshot,
 # inferior switches, the trap frame); npurr's and the kernel's stay
-"$build/npurr-gdb" -batch -ex run -ex 'npurr when' -ex 'npurr goto 20000' -ex 'npurr when' \
+"$build/npurr-gdb" -batch -ex run -ex 'npurr when' -ex "npurr goto $mid" -ex 'npurr when' \
     --args "$npurr" replay "$work/sample" --break-at 30000 --checkpoint-every 10000 </dev/null \
     >"$work/out" 2>&1 || { cat "$work/out" >&2; fail "npurr-gdb -batch failed"; }
 ! grep -qE 'libthread_db|^\[Switching to|received signal SIGTRAP|^trap_to_debugger|arch_fork' "$work/out" ||
     { cat "$work/out" >&2; fail "npurr-gdb -batch printed gdb's own noise"; }
-for s in 30000 20000; do grep -qE "^seq $s \(about to execute\)" "$work/out" ||
+for s in 30000 "$mid"; do grep -qE "^seq $s \(about to execute\)" "$work/out" ||
     { cat "$work/out" >&2; fail "npurr-gdb -batch lost npurr when at $s"; }; done
-has "resuming the snapshot taken after seq 10000"
-has "npurr: stopped before event 20000"
-# npurr bt of a core whose kernel has returned says so (not "suspended")
+has "resuming the snapshot taken after seq $(( (mid - 1) / 10000 * 10000 ))"
+has "npurr: stopped before event $mid"
+# npurr bt of a core whose kernel has returned says so (not "suspended"):
+# stopped after rank 0 AIV0's kernel end
+late=$("$npurr" sql "$work/sample" "SELECT max(seq) - 1 FROM events" --csv 2>/dev/null | tail -1)
+ended=$("$npurr" sql "$work/sample" "SELECT seq FROM events WHERE rank = 0 AND core = 24
+    AND kind = 'kernel_end'" --csv 2>/dev/null | tail -1)
+[ -n "$late" ] && [ -n "$ended" ] && [ "$ended" -lt "$late" ] ||
+    fail "rank 0 AIV0 does not end before the run's last events ($ended, $late)"
 gdb -nx -batch -q -iex 'set may-call-functions off' -x "$build/npurr_gdb.py" -ex run \
-    -ex 'npurr bt 0 AIV0' --args "$npurr" replay "$work/sample" --break-at 1100000 </dev/null >"$work/out" 2>&1
+    -ex 'npurr bt 0 AIV0' --args "$npurr" replay "$work/sample" --break-at "$late" </dev/null >"$work/out" 2>&1
 has "rank 0 core 24 has finished its kernel"
 ! grep -q "suspended" "$work/out" || { cat "$work/out" >&2; fail "bt calls a finished core suspended"; }
 
