@@ -126,7 +126,7 @@ static int remember(fit *f, int row, const double *x, const fidelity_result *res
  * failed; its message into why). -1 when out of memory. */
 static int evaluate(fit *f, const double *xs, int m, double *r, double *err, char *why,
                     size_t whylen) {
-    int n = m * f->ntrain, todo = 0;
+    int n = m * f->ntrain, to_run = 0;
     const fidelity_row **rows = calloc((size_t)n + 1, sizeof *rows);
     engine_hw *hws = calloc((size_t)n + 1, sizeof *hws);
     fidelity_result *res = calloc((size_t)n + 1, sizeof *res);
@@ -147,11 +147,11 @@ static int evaluate(fit *f, const double *xs, int m, double *r, double *err, cha
                 if (slot[d] >= 0 && same_for_row(f, i, x, xs + (d / f->ntrain) * f->np))
                     slot[at] = slot[d];
             if (slot[at] >= 0) continue;
-            rows[todo] = f->train[i];
-            hw_at(f, x, &hws[todo]);
-            slot[at] = todo++;
+            rows[to_run] = f->train[i];
+            hw_at(f, x, &hws[to_run]);
+            slot[at] = to_run++;
         }
-    fidelity_run_many(rows, hws, todo, f->o->jobs, 0, res, NULL, NULL);
+    fidelity_run_many(rows, hws, to_run, f->o->jobs, 0, res, NULL, NULL);
     int rc = 0;
     for (int c = 0; c < m; c++) {
         double e = 0;
